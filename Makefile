@@ -1,0 +1,45 @@
+# The two commands a newcomer needs:
+#   make demo   check + render the bundled example into build/
+#   make test   every test (unit, golden, flows, local Ray head), plus ruff and mypy
+# Both create .venv and install what they need on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+EXAMPLE_RECIPE := examples/grpo_swe.yaml
+EXAMPLE_INFRA  := examples/grpo_swe.infra.yaml
+
+.PHONY: demo test unit lint golden bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dockyard-k8s check $(EXAMPLE_RECIPE) --infra $(EXAMPLE_INFRA)
+	rm -rf build/grpo_swe
+	$(BIN)/dockyard-k8s render $(EXAMPLE_RECIPE) --infra $(EXAMPLE_INFRA) -o build/grpo_swe
+	@echo "rendered: build/grpo_swe (kubectl apply -k build/grpo_swe)"
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+# Regenerate golden files after an intended rendering change; review `git diff tests/golden`.
+golden: $(STAMP)
+	DOCKYARD_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/golden -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,32 @@
+"""Arguments every run-shaped command shares: RECIPE, --infra, --set, -n, overrides."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from dockyard_k8s.bundle import Bundle, build_bundle
+
+RUN_ARGS_HELP = """\
+configuration layers, last wins:
+  shipped defaults < ~/.config/dockyard-k8s/defaults.yaml ($DOCKYARD_K8S_DEFAULTS)
+  < --infra FILE (default: RECIPE's sibling <name>.infra.yaml) < --set KEY=VALUE < -n
+recipe overrides after RECIPE, Hydra style (also passed to the job):
+  key=value (change)  +key=value (add)  ++key=value (add or change)  ~key (delete)
+"""
+
+
+def add_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", metavar="RECIPE", help="recipe YAML (what to train)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
+    parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an infra key, e.g. --set kuberay.trainer.replicas=4 (repeatable)")
+    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+
+
+def load_bundle(args: argparse.Namespace) -> Bundle:
+    sets = list(args.sets)
+    if args.namespace:
+        sets.append(f"infra.namespace={args.namespace}")
+    return build_bundle(args.recipe, args.infra, sets=sets, overrides=args.overrides, env=os.environ)

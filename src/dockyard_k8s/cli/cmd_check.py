@@ -1,0 +1,108 @@
+"""``dockyard-k8s check``: validate a recipe + infra pair and print a one-page summary."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._output import OK, object_ref, table
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.errors import UsageError
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
+  dockyard-k8s check recipe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s check recipe.yaml -o bundle.yaml     # resolved config + rendered objects
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("check", help="validate a recipe + infra spec and summarise the run (offline)",
+                       description="Validate both files, render every object, check them, and print a "
+                                   "one-page summary. Nothing is sent to a cluster.",
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_run_args(p)
+    p.add_argument("-o", "--output", metavar="FILE.yaml|FILE.json",
+                   help="also write the resolved config and the rendered objects to FILE")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.output and not args.output.endswith((".yaml", ".yml", ".json")):
+        raise UsageError(f"-o {args.output}: expected a file name ending in .yaml or .json")
+    bundle = load_bundle(args)
+    if args.output:
+        from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+        doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
+        text = dump_json(doc) if args.output.endswith(".json") else dump_yaml(doc)
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    print(summary(bundle.run.infra, bundle.objects, bundle.run))
+    if args.output:
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _fleet_row(name: str, s: dict[str, Any], replicas: int) -> list[Any]:
+    total = replicas * s["gpus"]
+    return [name, replicas, s["gpus"], s["cpu"], s["memory"], s["shmSize"] or "-",
+            ",".join(f"{k}={v}" for k, v in s["nodeSelector"].items()) or "-", total]
+
+
+def summary(infra: dict[str, Any], objects: list[dict[str, Any]], run: Any) -> str:
+    launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
+    lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
+    overrides = f" (+{len(run.job_args)} override(s) passed to the job)" if run.job_args else ""
+    rows: list[list[Any]] = [
+        ["recipe", f"{run.recipe_file}{overrides}"],
+        ["infra", " < ".join(run.sources)],
+        ["namespace", infra["infra"]["namespace"]],
+        ["image", f"{infra['infra']['image']} ({infra['infra']['imagePullPolicy']})"],
+        ["mode", launch["mode"] + (f" ({launch['submissionMode']})" if launch["mode"] == "rayjob" else "")],
+    ]
+    if infra["infra"]["priorityClassName"]:
+        rows.append(["priority", infra["infra"]["priorityClassName"]])
+    if launch["mode"] == "attach":
+        rows.append(["attach to", launch["attach"]["cluster"] or launch["attach"]["address"]])
+    lines.append(table(rows, indent="  "))
+    if launch["mode"] != "attach":
+        fleets = [_fleet_row("head", kr["head"], 1)]
+        fleets += [_fleet_row(role, kr[role], kr[role]["replicas"]) for role in ("trainer", "inference")]
+        total = sum(r[-1] for r in fleets)
+        lines.append("\nGPU fleets (one RayCluster)")
+        lines.append(table(fleets, ["fleet", "pods", "gpu/pod", "cpu", "memory", "shm", "nodeSelector",
+                                    "gpus"], indent="  "))
+        lines.append(f"  total GPUs: {total}")
+    if sb["enabled"]:
+        res, sec, np = sb["resources"], sb["security"], sb["networkPolicy"]
+        hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [
+            "securityContext OFF"]
+        if sec["runAsNonRoot"]:
+            hardening.append("non-root")
+        if sec["readOnlyRootFilesystem"]:
+            hardening.append("read-only root")
+        if not sec["automountServiceAccountToken"]:
+            hardening.append("no API token")
+        if np["enabled"]:
+            egress = ("open" if np["allowEgress"] else f"only {', '.join(np['allowedEgressCidrs']) or 'DNS'}")
+            network = (f"ingress: namespace only, port {sb['port']}; egress: {egress}"
+                       f" (blocked: {', '.join(np['blockedEgressCidrs']) or 'none'})")
+        else:
+            network = "NetworkPolicy OFF"
+        lines.append("\nsandbox pool (GPU-free, untrusted code)")
+        lines.append(table([
+            ["replicas", f"{sb['replicas']} × (cpu {res['cpu']}, memory {res['memory']}, "
+                         f"ephemeral-storage {res['ephemeralStorage']})"],
+            ["image", sb["image"]],
+            ["hardening", ", ".join(hardening)],
+            ["network", network],
+            ["pdb", f"maxUnavailable {sb['pdb']['maxUnavailable']}" if sb["pdb"]["enabled"] else "off"],
+            ["urls", "injected into GPU pods as DOCKYARD_SANDBOX_URLS" if sb["injectUrls"] else "not injected"],
+        ], indent="  "))
+    else:
+        lines.append("\nsandbox pool: disabled")
+    lines.append("\nobjects (apply order)")
+    lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
+    return "\n".join(lines)

@@ -1,0 +1,34 @@
+"""``dockyard-k8s schema``: the infra spec as JSON Schema, for editors and CI."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s schema > infra.schema.json
+  # then, first line of an infra file, for editors using yaml-language-server:
+  # yaml-language-server: $schema=./infra.schema.json
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("schema", help="print the JSON Schema of the infra spec",
+                       description="Print the infra spec's JSON Schema (draft-07), for editor completion "
+                                   "and checking. --markdown prints the reference table instead.",
+                       epilog=EXAMPLES, formatter_class=formatter)
+    p.add_argument("--markdown", action="store_true", help="print the field reference as Markdown")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.config.docs import infra_json_schema, infra_markdown
+
+    if args.markdown:
+        print(infra_markdown(), end="")
+    else:
+        from dockyard_k8s.render.serialize import dump_json
+
+        print(dump_json(infra_json_schema()), end="")
+    return 0

@@ -1,0 +1,193 @@
+"""The infra spec: every field, its type, its shipped default and what it renders.
+
+This one dict is the source of truth for the infra file: the loader checks files
+against it, its ``default`` keywords are the shipped-defaults layer, ``dockyard-k8s
+schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
+"""
+
+from __future__ import annotations
+
+from dockyard_k8s.config.schema import (
+    DNS1035_LABEL,
+    DNS1123_LABEL,
+    Schema,
+    array,
+    boolean,
+    free_object,
+    integer,
+    obj,
+    quantity,
+    string,
+    string_map,
+)
+
+_TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
+_GPU_TOLERATIONS = {
+    **_TOLERATIONS,
+    "default": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+}
+_ENV = string_map("Extra environment variables of the container (name: value).",
+                  values={"type": ["string", "number", "boolean"]})
+_NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).", values={"type": "string"})
+
+
+def _sizing(what: str, *, replicas: int | None, gpus: int, cpu: str, memory: str, shm: str) -> Schema:
+    props: dict[str, Schema] = {
+        "gpus": integer(f"nvidia.com/gpu per {what} pod (requests = limits).", gpus, minimum=0),
+        "cpu": quantity(f"CPU request per {what} pod.", cpu),
+        "memory": quantity(f"Memory request per {what} pod.", memory),
+        "cpuLimit": quantity("CPU limit; defaults to the request.", None, nullable=True),
+        "memoryLimit": quantity("Memory limit; defaults to the request.", None, nullable=True),
+        "extendedResources": string_map(
+            "Other extended resources per pod, requests = limits (e.g. vpc.amazonaws.com/efa: 32).",
+            values={"type": ["string", "integer"]}),
+        "shmSize": quantity("Size of the memory-backed /dev/shm (emptyDir medium: Memory); "
+                            "NCCL and DataLoader workers need it. null drops the volume.", shm, nullable=True),
+        "nodeSelector": _NODE_SELECTOR,
+        "tolerations": _GPU_TOLERATIONS if gpus else _TOLERATIONS,
+        "env": _ENV,
+        "rayStartParams": string_map("Extra `ray start` parameters (KubeRay rayStartParams).",
+                                     values={"type": ["string", "number", "boolean"]}),
+    }
+    if replicas is not None:
+        props = {"replicas": integer(f"Number of {what} pods.", replicas, minimum=0), **props}
+    return obj(f"Sizing and placement of the {what} pods.", props)
+
+
+INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
+    "defaults": {
+        "type": ["string", "array", "null"], "items": {"type": "string"}, "default": None,
+        "description": "Parent infra file(s), relative to this file, merged first (chains allowed).",
+    },
+    "infra": obj("Namespace, image and governance shared by every object of the run.", {
+        "namespace": string("Namespace of every namespaced object.", "default", pattern=DNS1123_LABEL),
+        "image": string("Container image of the GPU pods (and of the sandbox unless sandbox.image is set). "
+                        "Pin a tag or digest.", None, nullable=True),
+        "imagePullPolicy": string("imagePullPolicy of every container.", "IfNotPresent",
+                                  enum=["IfNotPresent", "Always", "Never"]),
+        "imagePullSecrets": array("Names of Secrets used to pull the images.", {"type": "string"}, []),
+        "priorityClassName": string("PriorityClass of every managed pod (GPU gang, submitter, sandbox). "
+                                    "It must exist in the cluster.", None, nullable=True),
+        "clusterDomain": string("Cluster DNS domain, for the injected sandbox URL.", "cluster.local"),
+        "labels": string_map("Extra labels on every object and pod template.", values={"type": "string"}),
+        "security": obj("Opt-in hardening of the GPU head and worker containers (unverified on GPUs, so off).", {
+            "enabled": boolean("Render the securityContext below on GPU containers.", False),
+            "runAsNonRoot": boolean("Refuse to start as root.", False),
+            "runAsUser": integer("UID to run as.", None, minimum=0, nullable=True),
+            "readOnlyRootFilesystem": boolean("Read-only root filesystem.", False),
+        }),
+        "resourceQuota": obj("Namespace ResourceQuota, rendered first; never applied by `run`.", {
+            "hard": string_map("Hard limits (e.g. requests.nvidia.com/gpu: 16).",
+                               values={"type": ["string", "number"]}),
+        }, nullable=True, default=None),
+        "limitRange": obj("Namespace LimitRange, rendered first; never applied by `run`.", {
+            "limits": array("LimitRangeItem objects.", {"type": "object"}, []),
+        }, nullable=True, default=None),
+    }),
+    "launch": obj("How the run is launched.", {
+        "mode": string("rayjob: a RayJob (ephemeral cluster, torn down after the job); bringup: a "
+                       "long-lived RayCluster; attach: nothing GPU-side, the job goes to an existing cluster.",
+                       "rayjob", enum=["rayjob", "bringup", "attach"]),
+        "name": string("Run name: names every object and labels them for status/logs/down. "
+                       "Defaults to the recipe file name.", None, nullable=True, pattern=DNS1035_LABEL),
+        "entrypoint": string("Command the job runs; {recipe} is replaced by the mounted recipe path. "
+                             "The recipe overrides are appended.",
+                             "python -m dockyard_rl.train --config {recipe}"),
+        "submissionMode": string("KubeRay RayJob submissionMode.", "K8sJobMode",
+                                 enum=["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]),
+        "shutdownAfterJobFinishes": boolean("Delete the RayCluster when the job ends (rayjob mode).", True),
+        "ttlSecondsAfterFinished": integer("Seconds to keep the cluster after the job ends, to read logs.",
+                                           600, minimum=0),
+        "activeDeadlineSeconds": integer("Deadline of the whole job, seconds (pad 600 for a cold image pull).",
+                                         None, minimum=1, nullable=True),
+        "preRunningDeadlineSeconds": integer("Deadline to reach Running, seconds (KubeRay fails the job after).",
+                                             None, minimum=1, nullable=True),
+        "backoffLimit": integer("Retries of the RayJob; each retry creates a new RayCluster.", 0, minimum=0),
+        "suspend": boolean("Create the RayJob suspended (queueing systems such as Kueue resume it).", False),
+        "runtimeEnv": free_object("Ray runtime_env of the job (rendered as runtimeEnvYAML)."),
+        "deletionRules": array("KubeRay deletionStrategy.deletionRules; needs shutdownAfterJobFinishes: false.",
+                               {"type": "object"}, []),
+        "submitter": obj("The RayJob submitter pod (K8sJobMode).", {
+            "image": string("Submitter image; defaults to infra.image. A small Ray image starts faster.",
+                            None, nullable=True),
+            "cpu": quantity("CPU request.", "500m"),
+            "memory": quantity("Memory request.", "200Mi"),
+            "cpuLimit": quantity("CPU limit.", "1"),
+            "memoryLimit": quantity("Memory limit.", "1Gi"),
+        }),
+        "attach": obj("attach mode: the existing Ray cluster to submit to.", {
+            "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True),
+            "address": string("Ray dashboard URL (http://host:8265), instead of a cluster name.",
+                              None, nullable=True),
+        }),
+    }),
+    "kuberay": obj("The GPU RayCluster: a head and the two worker groups, trainer and inference.", {
+        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion).", "2.49.0"),
+        "head": _sizing("head", replicas=None, gpus=0, cpu="8", memory="32Gi", shm="8Gi"),
+        "trainer": _sizing("trainer", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
+        "inference": _sizing("inference", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
+        "spec": free_object("RayCluster spec fragment deep-merged over the rendered spec: worker groups "
+                            "match by groupName, containers/env/volumes by name; anything KubeRay supports."),
+        "pdb": obj("PodDisruptionBudget over the GPU pods (bringup mode; opt-in).", {
+            "enabled": boolean("Render the PDB.", False),
+            "maxUnavailable": integer("Voluntary disruptions allowed; 0 blocks drains of the gang.", 0,
+                                      minimum=0),
+        }),
+    }),
+    "sandbox": obj("The GPU-free pool that executes untrusted agent code (POST /task/submit).", {
+        "enabled": boolean("Render the pool. false drops Deployment, Service, NetworkPolicy and PDB.", True),
+        "replicas": integer("Executor replicas.", 2, minimum=0),
+        "image": string("Executor image; defaults to infra.image.", None, nullable=True),
+        "imagePullPolicy": string("Defaults to infra.imagePullPolicy.", None, nullable=True,
+                                  enum=["IfNotPresent", "Always", "Never"]),
+        "command": array("Container command; the image's entrypoint when unset.", {"type": "string"}, None,
+                         nullable=True),
+        "args": array("Container args.", {"type": "string"}, None, nullable=True),
+        "port": integer("Executor port (Service and container).", 9090, minimum=1, maximum=65535),
+        "injectUrls": boolean("Inject DOCKYARD_SANDBOX_URLS into every GPU pod and pass "
+                              "env.code.sandbox_urls=null to the recipe.", True),
+        "env": _ENV,
+        "nodeSelector": _NODE_SELECTOR,
+        "tolerations": _TOLERATIONS,
+        "topologySpreadConstraints": array(
+            "Spread of the executor replicas; labelSelector defaults to the pool's pods.", {"type": "object"}, []),
+        "resources": obj("Requests are what the scheduler reserves per replica: replicas x request must fit.", {
+            "cpu": quantity("CPU request.", "1"),
+            "memory": quantity("Memory request.", "2Gi"),
+            "ephemeralStorage": quantity("ephemeral-storage request (guards against disk-pressure eviction).",
+                                         "10Gi"),
+            "cpuLimit": quantity("CPU limit; defaults to the request.", None, nullable=True),
+            "memoryLimit": quantity("Memory limit; defaults to the request.", None, nullable=True),
+            "ephemeralStorageLimit": quantity("ephemeral-storage limit; defaults to the request.", None,
+                                              nullable=True),
+        }),
+        "security": obj("Container hardening (on by default: the pool runs untrusted code).", {
+            "enabled": boolean("allowPrivilegeEscalation: false, drop ALL capabilities, seccomp RuntimeDefault.",
+                               True),
+            "runAsNonRoot": boolean("Refuse to run as root (opt-in: the image's user is root).", False),
+            "runAsUser": integer("UID to run as.", None, minimum=0, nullable=True),
+            "readOnlyRootFilesystem": boolean("Read-only root filesystem; writablePaths get emptyDirs.", False),
+            "writablePaths": array("emptyDir mounts added when the root filesystem is read-only.",
+                                   {"type": "string"}, ["/tmp", "/workspace"]),
+            "automountServiceAccountToken": boolean(
+                "Mount a Kubernetes API token into executor pods. Off: untrusted code gets no credentials.",
+                False),
+        }),
+        "networkPolicy": obj("Ingress only from the namespace to the executor port; egress as below.", {
+            "enabled": boolean("Render the NetworkPolicy (needs an enforcing CNI).", True),
+            "allowEgress": boolean("Egress open to any address except blockedEgressCidrs (repos clone).", True),
+            "allowedEgressCidrs": array("With allowEgress: false, the only destinations allowed (DNS always is).",
+                                        string("A CIDR block.", fmt="cidr"), []),
+            "blockedEgressCidrs": array(
+                "Never reachable, even with open egress: cloud metadata endpoints by default "
+                "(169.254.0.0/16 link-local incl. 169.254.169.254, AWS IPv6 IMDS, Alibaba metadata).",
+                string("A CIDR block.", fmt="cidr"),
+                ["169.254.0.0/16", "100.100.100.200/32", "fd00:ec2::254/128"]),
+        }),
+        "pdb": obj("PodDisruptionBudget of the pool.", {
+            "enabled": boolean("Render the PDB.", True),
+            "maxUnavailable": integer("Replicas that may be disrupted at once.", 1, minimum=0),
+        }),
+        "probes": boolean("TCP readiness and liveness probes on the executor port.", True),
+    }),
+})

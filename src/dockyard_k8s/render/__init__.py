@@ -1,0 +1,41 @@
+"""Rendering: a resolved run -> the list of Kubernetes objects, in apply order.
+
+Pure functions of their arguments: no I/O, no clock, no randomness, so the same
+inputs give byte-identical output. One module per object family:
+
+    governance.py   ResourceQuota, LimitRange (opt-in; render-only)
+    sandbox.py      NetworkPolicy, Deployment, Service, PDB of the sandbox pool
+    recipe.py       the resolved recipe as a ConfigMap
+    ray.py          RayJob / RayCluster (+ the GPU PDB)
+    merge.py        the deep merge of free-form fragments
+    meta.py         names and labels every object shares
+    serialize.py    deterministic YAML / JSON text
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dockyard_k8s.config.loader import RunConfig
+from dockyard_k8s.render.governance import governance_objects
+from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
+from dockyard_k8s.render.recipe import recipe_configmap
+from dockyard_k8s.render.sandbox import sandbox_objects
+
+__all__ = ["render_run"]
+
+
+def render_run(run: RunConfig) -> list[dict[str, Any]]:
+    """Every object of the run, in apply order."""
+    infra = run.infra
+    mode = infra["launch"]["mode"]
+    objects = governance_objects(infra)
+    objects += sandbox_objects(infra)
+    objects.append(recipe_configmap(infra, run.recipe))
+    if mode in ("rayjob", "bringup") and infra["kuberay"]["pdb"]["enabled"]:
+        objects.append(gpu_pdb(infra))
+    if mode == "rayjob":
+        objects.append(rayjob(infra, run.job_args))
+    elif mode == "bringup":
+        objects.append(raycluster(infra))
+    return objects

@@ -1,0 +1,93 @@
+"""Names and labels shared by every renderer: the contract later commands rely on.
+
+Every object carries the ``app.kubernetes.io/*`` recommended labels plus
+``dockyard-k8s/run=<run>``, the label ``status``, ``logs`` and ``down`` select on.
+Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|submitter>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RUN_LABEL = "dockyard-k8s/run"
+FLEET_LABEL = "dockyard-k8s/fleet"
+MANAGED_BY = "dockyard-k8s"
+
+# fleet -> the app.kubernetes.io/component of its pods
+FLEETS = {
+    "head": "ray-head",
+    "trainer": "ray-worker",
+    "inference": "ray-worker",
+    "submitter": "ray-job-submitter",
+    "sandbox": "sandbox",
+}
+GPU_FLEETS = ("trainer", "inference")
+
+
+def run_name(infra: dict[str, Any]) -> str:
+    return str(infra["launch"]["name"])
+
+
+def name_of(infra: dict[str, Any], suffix: str = "") -> str:
+    """``<run>`` or ``<run>-<suffix>``: every object name derives from the run name."""
+    return f"{run_name(infra)}-{suffix}" if suffix else run_name(infra)
+
+
+def labels(infra: dict[str, Any], component: str) -> dict[str, str]:
+    """Labels of an object of the run (user labels first, ours win), sorted by key."""
+    run = run_name(infra)
+    out = {
+        **infra["infra"]["labels"],
+        "app.kubernetes.io/name": "dockyard-k8s",
+        "app.kubernetes.io/instance": run,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        RUN_LABEL: run,
+    }
+    return dict(sorted(out.items()))
+
+
+def pod_labels(infra: dict[str, Any], fleet: str) -> dict[str, str]:
+    return dict(sorted({**labels(infra, FLEETS[fleet]), FLEET_LABEL: fleet}.items()))
+
+
+def selector(infra: dict[str, Any], fleet: str) -> dict[str, str]:
+    """The stable subset of pod labels used in selectors (selectors are immutable)."""
+    return {FLEET_LABEL: fleet, RUN_LABEL: run_name(infra)}
+
+
+def metadata(infra: dict[str, Any], name: str, component: str, *, namespaced: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespaced:
+        meta["namespace"] = infra["infra"]["namespace"]
+    meta["labels"] = labels(infra, component)
+    return meta
+
+
+def quantity(value: Any) -> str:
+    """Quantities are rendered as strings so output does not depend on YAML typing."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
+    """``{NAME: value}`` -> Kubernetes EnvVar list (values as strings, booleans lower-case)."""
+    def text(v: Any) -> str:
+        return ("true" if v else "false") if isinstance(v, bool) else quantity(v)
+
+    return [{"name": k, "value": text(v)} for k, v in env.items()]
+
+
+def pull_secrets(infra: dict[str, Any]) -> list[dict[str, str]]:
+    return [{"name": n} for n in infra["infra"]["imagePullSecrets"]]
+
+
+def pod_common(infra: dict[str, Any]) -> dict[str, Any]:
+    """Pod spec fields every managed pod shares (priority class, pull secrets)."""
+    spec: dict[str, Any] = {}
+    if infra["infra"]["priorityClassName"]:
+        spec["priorityClassName"] = infra["infra"]["priorityClassName"]
+    if infra["infra"]["imagePullSecrets"]:
+        spec["imagePullSecrets"] = pull_secrets(infra)
+    return spec

@@ -1,0 +1,265 @@
+"""The GPU side: one RayCluster spec (head + ``trainer`` + ``inference`` worker groups),
+wrapped in a RayJob (``launch.mode: rayjob``) or rendered bare (``bringup``).
+
+Built in three steps, in this order:
+1. a base spec from the structured sizing (``kuberay.head/trainer/inference``);
+2. ``kuberay.spec`` deep-merged on top (see ``merge.py``), so anything KubeRay supports
+   can be expressed;
+3. runtime invariants forced onto every GPU pod, so no fragment can remove them: the
+   image and pull secrets, ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``, ``DOCKYARD_SANDBOX_URLS``,
+   each worker group's ``DOCKYARD_FLEET_ROLE`` and ``dockyard_fleet_<role>`` Ray
+   resource, and the run labels that ``status``/``logs``/``down`` select on.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+from typing import Any
+
+from dockyard_k8s.render.meta import (
+    FLEET_LABEL,
+    GPU_FLEETS,
+    RUN_LABEL,
+    env_list,
+    labels,
+    metadata,
+    name_of,
+    pod_common,
+    pod_labels,
+    pull_secrets,
+    quantity,
+)
+from dockyard_k8s.render.merge import deep_merge
+from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
+from dockyard_k8s.render.sandbox import container_security, sandbox_url
+
+GPU = "nvidia.com/gpu"
+# KubeRay's conventional port names for the head container.
+HEAD_PORTS = [
+    {"containerPort": 6379, "name": "gcs-server", "protocol": "TCP"},
+    {"containerPort": 8265, "name": "dashboard", "protocol": "TCP"},
+    {"containerPort": 10001, "name": "client", "protocol": "TCP"},
+]
+# The default RayJob submitter sizing KubeRay itself uses.
+SUBMITTER_CONTAINER = "ray-job-submitter"
+
+
+def fleet_resource(role: str) -> str:
+    """The Ray custom resource a fleet's workers advertise: ``dockyard_fleet_<role>``."""
+    return f"dockyard_fleet_{role}"
+
+
+def _resources(sizing: dict[str, Any]) -> dict[str, Any]:
+    requests: dict[str, Any] = {"cpu": sizing["cpu"], "memory": sizing["memory"]}
+    limits: dict[str, Any] = {"cpu": sizing["cpuLimit"] or sizing["cpu"],
+                              "memory": sizing["memoryLimit"] or sizing["memory"]}
+    extended = dict(sizing["extendedResources"])
+    if sizing["gpus"]:
+        extended = {GPU: sizing["gpus"], **extended}
+    requests.update(extended)
+    limits.update(extended)  # extended resources cannot overcommit: requests == limits
+    return {"requests": {k: quantity(v) for k, v in requests.items()},
+            "limits": {k: quantity(v) for k, v in limits.items()}}
+
+
+def _ray_params(params: dict[str, Any]) -> dict[str, str]:
+    """rayStartParams values are strings for KubeRay."""
+    return {k: ("true" if v else "false") if isinstance(v, bool) else quantity(v) for k, v in params.items()}
+
+
+def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], container_name: str) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": container_name,
+        "image": infra["infra"]["image"],
+        "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+    }
+    if fleet == "head":
+        container["ports"] = copy.deepcopy(HEAD_PORTS)
+    env = {"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}
+    container["env"] = env_list(env)
+    container["resources"] = _resources(sizing)
+    mounts = [{"name": "recipe", "mountPath": RECIPE_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [{"name": "recipe", "configMap": {"name": name_of(infra, "recipe")}}]
+    if sizing["shmSize"] is not None:
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(sizing["shmSize"])}})
+    container["volumeMounts"] = mounts
+    if infra["infra"]["security"]["enabled"]:
+        container["securityContext"] = container_security(infra["infra"]["security"])
+    spec: dict[str, Any] = dict(pod_common(infra))
+    if sizing["nodeSelector"]:
+        spec["nodeSelector"] = sizing["nodeSelector"]
+    if sizing["tolerations"]:
+        spec["tolerations"] = sizing["tolerations"]
+    spec["containers"] = [container]
+    spec["volumes"] = volumes
+    return {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": spec}
+
+
+def _base_spec(infra: dict[str, Any]) -> dict[str, Any]:
+    kr = infra["kuberay"]
+    head = kr["head"]
+    spec: dict[str, Any] = {
+        "rayVersion": kr["rayVersion"],
+        "headGroupSpec": {
+            "rayStartParams": _ray_params({"dashboard-host": "0.0.0.0", **head["rayStartParams"]}),
+            "template": _group_template(infra, "head", head, "ray-head"),
+        },
+        "workerGroupSpecs": [],
+    }
+    for role in GPU_FLEETS:
+        sizing = kr[role]
+        spec["workerGroupSpecs"].append({
+            "groupName": role,
+            "replicas": sizing["replicas"],
+            "minReplicas": sizing["replicas"],
+            "maxReplicas": sizing["replicas"],
+            "rayStartParams": _ray_params(sizing["rayStartParams"]),
+            "template": _group_template(infra, role, sizing, "ray-worker"),
+        })
+    return spec
+
+
+# --- invariants ------------------------------------------------------------------------
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    env = container.setdefault("env", [])
+    for item in env:
+        if item.get("name") == name:
+            item.clear()
+            item.update({"name": name, "value": value})
+            return
+    env.append({"name": name, "value": value})
+
+
+def resources_param(existing: str | None, resource: str, amount: int) -> str:
+    """The ``rayStartParams.resources`` string with ``resource`` set, keeping any others.
+
+    KubeRay passes the value to ``ray start --resources=`` through a shell, hence the
+    documented form ``"{\\"name\\": 1}"`` (JSON inside escaped double quotes).
+    """
+    current: dict[str, Any] = {}
+    if existing:
+        text = existing.strip().strip("'")
+        if text.startswith('"') and text.endswith('"'):
+            text = text[1:-1].replace('\\"', '"')
+        try:
+            current = json.loads(text)
+        except ValueError:
+            current = {}
+    current[resource] = amount
+    return '"' + json.dumps(current, sort_keys=True).replace('"', '\\"') + '"'
+
+
+def _apply_invariants(infra: dict[str, Any], spec: dict[str, Any]) -> None:
+    env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
+        env["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+    groups = [("head", spec["headGroupSpec"])] + [(g.get("groupName", ""), g) for g in spec["workerGroupSpecs"]]
+    for fleet, group in groups:
+        template = group.setdefault("template", {})
+        meta = template.setdefault("metadata", {})
+        ours = pod_labels(infra, fleet) if fleet in ("head", *GPU_FLEETS) else {
+            **labels(infra, "ray-worker"), FLEET_LABEL: fleet}
+        meta["labels"] = dict(sorted({**meta.get("labels", {}), **ours}.items()))
+        pod = template.setdefault("spec", {})
+        containers = pod.setdefault("containers", [{}])
+        containers[0]["image"] = infra["infra"]["image"]
+        wanted = pull_secrets(infra)
+        if wanted:
+            have = pod.get("imagePullSecrets", [])
+            pod["imagePullSecrets"] = have + [s for s in wanted if s not in have]
+        for container in containers:
+            for k, v in env.items():
+                _set_env(container, k, v)
+            if fleet in GPU_FLEETS:
+                _set_env(container, "DOCKYARD_FLEET_ROLE", fleet)
+        if fleet in GPU_FLEETS:
+            params = group.setdefault("rayStartParams", {})
+            amount = max(1, int(infra["kuberay"][fleet]["gpus"]))
+            params["resources"] = resources_param(params.get("resources"), fleet_resource(fleet), amount)
+
+
+def raycluster_spec(infra: dict[str, Any]) -> dict[str, Any]:
+    """The full RayCluster spec: base sizing, then kuberay.spec merged, then invariants."""
+    spec = deep_merge(_base_spec(infra), infra["kuberay"]["spec"])
+    _apply_invariants(infra, spec)
+    return spec
+
+
+# --- objects -----------------------------------------------------------------------------
+
+
+def entrypoint(infra: dict[str, Any], job_args: list[str]) -> str:
+    """The job command: ``launch.entrypoint`` with {recipe} filled, then the overrides."""
+    cmd = infra["launch"]["entrypoint"].replace("{recipe}", RECIPE_PATH)
+    return f"{cmd} {shlex.join(job_args)}" if job_args else cmd
+
+
+def _submitter_template(infra: dict[str, Any]) -> dict[str, Any]:
+    sub = infra["launch"]["submitter"]
+    # No command: KubeRay fills in `ray job submit ...` when the container has none.
+    container = {
+        "name": SUBMITTER_CONTAINER,
+        "image": sub["image"],
+        "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+        "resources": {"requests": {"cpu": quantity(sub["cpu"]), "memory": quantity(sub["memory"])},
+                      "limits": {"cpu": quantity(sub["cpuLimit"]), "memory": quantity(sub["memoryLimit"])}},
+    }
+    return {
+        "metadata": {"labels": pod_labels(infra, "submitter")},
+        "spec": {"restartPolicy": "Never", **pod_common(infra), "containers": [container]},
+    }
+
+
+def rayjob(infra: dict[str, Any], job_args: list[str]) -> dict[str, Any]:
+    launch = infra["launch"]
+    spec: dict[str, Any] = {
+        "entrypoint": entrypoint(infra, job_args),
+        "submissionMode": launch["submissionMode"],
+        "shutdownAfterJobFinishes": launch["shutdownAfterJobFinishes"],
+    }
+    if launch["shutdownAfterJobFinishes"]:
+        spec["ttlSecondsAfterFinished"] = launch["ttlSecondsAfterFinished"]
+    for key in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
+        if launch[key] is not None:
+            spec[key] = launch[key]
+    spec["backoffLimit"] = launch["backoffLimit"]
+    if launch["suspend"]:
+        spec["suspend"] = True
+    if launch["runtimeEnv"]:
+        from dockyard_k8s.render.serialize import dump_yaml
+
+        spec["runtimeEnvYAML"] = dump_yaml(launch["runtimeEnv"])
+    if launch["deletionRules"]:
+        spec["deletionStrategy"] = {"deletionRules": launch["deletionRules"]}
+    if launch["submissionMode"] == "K8sJobMode":
+        spec["submitterPodTemplate"] = _submitter_template(infra)
+    spec["rayClusterSpec"] = raycluster_spec(infra)
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": metadata(infra, name_of(infra), "ray-job"), "spec": spec}
+
+
+def raycluster(infra: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": metadata(infra, name_of(infra), "ray-cluster"), "spec": raycluster_spec(infra)}
+
+
+def gpu_pdb(infra: dict[str, Any]) -> dict[str, Any]:
+    """PDB over the GPU pods of the run (head + workers), never the sandbox's pods:
+    a pod covered by two PDBs cannot be evicted at all."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": metadata(infra, name_of(infra, "gpu"), "ray-cluster"),
+        "spec": {
+            "maxUnavailable": infra["kuberay"]["pdb"]["maxUnavailable"],
+            "selector": {
+                "matchLabels": {RUN_LABEL: infra["launch"]["name"]},
+                "matchExpressions": [{"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox", "submitter"]}],
+            },
+        },
+    }

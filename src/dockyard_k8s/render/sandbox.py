@@ -1,0 +1,184 @@
+"""The sandbox pool: GPU-free executors of untrusted agent code behind a ClusterIP.
+
+Order: NetworkPolicy first, so executor pods never run a moment without their policy;
+then the Deployment, its Service (``POST /task/submit`` on port 9090) and the PDB.
+
+Hardening beyond the spec's baseline, because the pool runs untrusted code:
+* no service-account token is mounted (the code gets no Kubernetes credentials);
+* ``enableServiceLinks: false`` (no env vars advertising every Service in the namespace);
+* ``NVIDIA_VISIBLE_DEVICES=void`` so a node whose default runtime is nvidia exposes no GPU;
+* egress never reaches ``blockedEgressCidrs`` (cloud metadata endpoints by default),
+  even when egress is otherwise open.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
+from dockyard_k8s.render.meta import env_list as _env_list
+
+# Where cluster DNS runs on kubeadm, EKS, GKE, kind and k3s alike.
+DNS_PEER = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
+OPEN_EGRESS = ("0.0.0.0/0", "::/0")
+
+
+def sandbox_url(infra: dict[str, Any]) -> str:
+    """Cluster DNS URL of the sandbox Service, injected as DOCKYARD_SANDBOX_URLS."""
+    ns = infra["infra"]["namespace"]
+    domain = infra["infra"]["clusterDomain"]
+    return f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{infra['sandbox']['port']}"
+
+
+def sandbox_objects(infra: dict[str, Any]) -> list[dict[str, Any]]:
+    sb = infra["sandbox"]
+    if not sb["enabled"]:
+        return []
+    out = []
+    if sb["networkPolicy"]["enabled"]:
+        out.append(_network_policy(infra))
+    out.append(_deployment(infra))
+    out.append(_service(infra))
+    if sb["pdb"]["enabled"]:
+        out.append({
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
+            "spec": {"maxUnavailable": sb["pdb"]["maxUnavailable"],
+                     "selector": {"matchLabels": selector(infra, "sandbox")}},
+        })
+    return out
+
+
+def _resources(res: dict[str, Any]) -> dict[str, Any]:
+    requests = {"cpu": res["cpu"], "memory": res["memory"], "ephemeral-storage": res["ephemeralStorage"]}
+    limits = {
+        "cpu": res["cpuLimit"] or res["cpu"],
+        "memory": res["memoryLimit"] or res["memory"],
+        "ephemeral-storage": res["ephemeralStorageLimit"] or res["ephemeralStorage"],
+    }
+    return {"requests": {k: quantity(v) for k, v in requests.items()},
+            "limits": {k: quantity(v) for k, v in limits.items()}}
+
+
+def container_security(sec: dict[str, Any]) -> dict[str, Any]:
+    """The hardening baseline: no escalation, no capabilities, RuntimeDefault seccomp; opt-ins."""
+    ctx: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if sec["runAsNonRoot"]:
+        ctx["runAsNonRoot"] = True
+    if sec["runAsUser"] is not None:
+        ctx["runAsUser"] = sec["runAsUser"]
+    if sec["readOnlyRootFilesystem"]:
+        ctx["readOnlyRootFilesystem"] = True
+    return ctx
+
+
+def _deployment(infra: dict[str, Any]) -> dict[str, Any]:
+    sb = infra["sandbox"]
+    sec = sb["security"]
+    container: dict[str, Any] = {"name": "executor", "image": sb["image"], "imagePullPolicy": sb["imagePullPolicy"]}
+    if sb["command"] is not None:
+        container["command"] = sb["command"]
+    if sb["args"] is not None:
+        container["args"] = sb["args"]
+    container["ports"] = [{"name": "http", "containerPort": sb["port"], "protocol": "TCP"}]
+    container["env"] = _env_list({"NVIDIA_VISIBLE_DEVICES": "void", **sb["env"]})
+    container["resources"] = _resources(sb["resources"])
+    if sb["probes"]:
+        container["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 10}
+        container["livenessProbe"] = {"tcpSocket": {"port": "http"}, "initialDelaySeconds": 30,
+                                      "periodSeconds": 20, "failureThreshold": 6}
+    volumes = []
+    if sec["enabled"]:
+        container["securityContext"] = container_security(sec)
+        if sec["readOnlyRootFilesystem"]:
+            mounts = [(f"scratch-{i}", path) for i, path in enumerate(sec["writablePaths"])]
+            container["volumeMounts"] = [{"name": n, "mountPath": p} for n, p in mounts]
+            volumes = [{"name": n, "emptyDir": {}} for n, _ in mounts]
+
+    pod: dict[str, Any] = {"automountServiceAccountToken": sec["automountServiceAccountToken"],
+                           "enableServiceLinks": False, **pod_common(infra)}
+    if sec["enabled"]:
+        pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"},
+                                  **({"runAsNonRoot": True} if sec["runAsNonRoot"] else {})}
+    if sb["nodeSelector"]:
+        pod["nodeSelector"] = sb["nodeSelector"]
+    if sb["tolerations"]:
+        pod["tolerations"] = sb["tolerations"]
+    if sb["topologySpreadConstraints"]:
+        pod["topologySpreadConstraints"] = [
+            {**c, "labelSelector": c.get("labelSelector") or {"matchLabels": selector(infra, "sandbox")}}
+            for c in sb["topologySpreadConstraints"]
+        ]
+    pod["containers"] = [container]
+    if volumes:
+        pod["volumes"] = volumes
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
+        "spec": {
+            "replicas": sb["replicas"],
+            "selector": {"matchLabels": selector(infra, "sandbox")},
+            "template": {"metadata": {"labels": pod_labels(infra, "sandbox")}, "spec": pod},
+        },
+    }
+
+
+def _service(infra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector(infra, "sandbox"),
+            "ports": [{"name": "http", "port": infra["sandbox"]["port"], "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def egress_blocks(allowed: list[str], blocked: list[str]) -> list[dict[str, Any]]:
+    """ipBlock peers for ``allowed`` CIDRs, each excepting the blocked ranges inside it."""
+    peers = []
+    for cidr in allowed:
+        net = ipaddress.ip_network(cidr)
+        excepts = [b for b in blocked
+                   if (bn := ipaddress.ip_network(b)).version == net.version and bn != net and bn.subnet_of(net)]  # type: ignore[arg-type]
+        block: dict[str, Any] = {"cidr": cidr}
+        if excepts:
+            block["except"] = excepts
+        peers.append({"ipBlock": block})
+    return peers
+
+
+def _network_policy(infra: dict[str, Any]) -> dict[str, Any]:
+    np = infra["sandbox"]["networkPolicy"]
+    egress: list[dict[str, Any]] = [{
+        "to": [DNS_PEER],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }]
+    allowed = list(OPEN_EGRESS) if np["allowEgress"] else np["allowedEgressCidrs"]
+    if allowed:
+        egress.append({"to": egress_blocks(allowed, np["blockedEgressCidrs"])})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
+        "spec": {
+            "podSelector": {"matchLabels": selector(infra, "sandbox")},
+            "policyTypes": ["Ingress", "Egress"],
+            # podSelector without namespaceSelector = pods of this namespace only.
+            "ingress": [{"from": [{"podSelector": {}}],
+                         "ports": [{"protocol": "TCP", "port": infra["sandbox"]["port"]}]}],
+            "egress": egress,
+        },
+    }

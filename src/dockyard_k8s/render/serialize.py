@@ -1,0 +1,48 @@
+"""Deterministic text forms of rendered objects: the same objects give the same bytes.
+
+Key order is the order the renderers build (apiVersion, kind, metadata, spec...), never
+sorted alphabetically; multi-line strings are block literals so scripts stay readable.
+PyYAML's dumper quotes every string a YAML 1.1 reader would re-type (``'no'``,
+``'0755'``), so kubectl reads back exactly what we rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+_Base = yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper
+
+
+class _Dumper(_Base):  # type: ignore[misc,valid-type]
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data: Any) -> str:
+    """One YAML document."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=4096)
+
+
+def dump_documents(objects: list[dict[str, Any]]) -> str:
+    """A multi-document YAML stream, ``---`` before each document (kubectl-friendly)."""
+    return "".join("---\n" + dump_yaml(o) for o in objects)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``v1 List`` wrapping the objects: what ``kubectl apply -f`` takes as one JSON file."""
+    return {"apiVersion": "v1", "kind": "List", "items": objects}

@@ -1,0 +1,147 @@
+"""The rules the KubeRay operator enforces at reconcile time, checked offline.
+
+The CRD schemas cannot express these (``submissionMode`` has no enum; name lengths,
+cross-field rules), so a bad RayJob passes ``kubectl apply`` and only fails later in
+the operator's events. Source: ``ray-operator/controllers/ray/utils/validation.go``
+(KubeRay v1.7.0) and ``../shared/notes/kuberay.md``.
+
+Works on any RayJob / RayCluster object (ours or a user's manifest) and returns plain
+``(json path, message)`` pairs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dockyard_k8s.config.yamlio import Path
+
+MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
+MAX_RAYCLUSTER_NAME = 53
+SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
+REMOVED_LABELS = {"ray.io/scheduler-name": "removed in KubeRay v1.6; the batch scheduler is chosen operator-wide"}
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
+
+
+def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
+    """Every KubeRay rule ``obj`` breaks; [] for other kinds."""
+    kind = obj.get("kind")
+    if obj.get("apiVersion", "").split("/")[0] != "ray.io" or kind not in ("RayJob", "RayCluster"):
+        return []
+    out: list[tuple[Path, str]] = []
+    meta = obj.get("metadata") or {}
+    limit = MAX_RAYJOB_NAME if kind == "RayJob" else MAX_RAYCLUSTER_NAME
+    name = str(meta.get("name", ""))
+    if len(name) > limit:
+        out.append((("metadata", "name"), f"{kind} name {name!r} has {len(name)} characters, "
+                                          f"KubeRay allows at most {limit}"))
+    if name and not _DNS1035.match(name):
+        out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
+                                          "(lowercase letters, digits, '-', starting with a letter)"))
+    _removed_labels(obj, (), out)
+    spec = obj.get("spec") or {}
+    if kind == "RayJob":
+        _rayjob(spec, out)
+    else:
+        _cluster_spec(spec, ("spec",), out)
+    return out
+
+
+def _removed_labels(node: Any, path: Path, out: list[tuple[Path, str]]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "labels" and isinstance(value, dict):
+                for label, why in REMOVED_LABELS.items():
+                    if label in value:
+                        out.append(((*path, key, label), f"label {label} is {why}"))
+            else:
+                _removed_labels(value, (*path, key), out)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            _removed_labels(item, (*path, i), out)
+
+
+def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
+    mode = spec.get("submissionMode", "K8sJobMode")
+    if mode not in SUBMISSION_MODES:
+        out.append((("spec", "submissionMode"), f"got {mode!r}, expected one of: {', '.join(SUBMISSION_MODES)}"))
+    selector = spec.get("clusterSelector") or {}
+    has_cluster = spec.get("rayClusterSpec") is not None
+    if has_cluster == bool(selector):
+        out.append((("spec",), "exactly one of rayClusterSpec and clusterSelector must be set"))
+    shutdown = bool(spec.get("shutdownAfterJobFinishes", False))
+    backoff = spec.get("backoffLimit") or 0
+    if spec.get("suspend") and not shutdown:
+        out.append((("spec", "suspend"), "suspend requires shutdownAfterJobFinishes: true"))
+    if not shutdown and (spec.get("ttlSecondsAfterFinished") or 0) > 0:
+        out.append((("spec", "ttlSecondsAfterFinished"), "ttlSecondsAfterFinished requires "
+                                                         "shutdownAfterJobFinishes: true"))
+    if selector:
+        if not selector.get("ray.io/cluster"):
+            out.append((("spec", "clusterSelector"), "clusterSelector needs the key ray.io/cluster"))
+        if spec.get("suspend"):
+            out.append((("spec", "suspend"), "clusterSelector does not support suspend"))
+        if backoff > 0:
+            out.append((("spec", "backoffLimit"), "clusterSelector does not support backoffLimit > 0"))
+        if mode == "SidecarMode":
+            out.append((("spec", "submissionMode"), "clusterSelector is not supported in SidecarMode"))
+    if mode == "InteractiveMode" and backoff > 0:
+        out.append((("spec", "backoffLimit"), "InteractiveMode does not support backoffLimit > 0"))
+    if mode == "SidecarMode":
+        for key in ("submitterPodTemplate", "submitterConfig"):
+            if spec.get(key) is not None:
+                out.append((("spec", key), f"SidecarMode does not support {key}"))
+        head = ((spec.get("rayClusterSpec") or {}).get("headGroupSpec") or {}).get("template") or {}
+        policy = (head.get("spec") or {}).get("restartPolicy")
+        if policy not in (None, "", "Never"):
+            out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
+                        f"got {policy!r}: SidecarMode needs the head restartPolicy Never or unset"))
+    rules = ((spec.get("deletionStrategy") or {}).get("deletionRules")) or []
+    if rules and shutdown:
+        out.append((("spec", "deletionStrategy", "deletionRules"),
+                    "deletionRules cannot be combined with shutdownAfterJobFinishes: true"))
+    for key, low in (("activeDeadlineSeconds", 1), ("preRunningDeadlineSeconds", 1), ("backoffLimit", 0),
+                     ("ttlSecondsAfterFinished", 0)):
+        value = spec.get(key)
+        if isinstance(value, int) and value < low:
+            out.append((("spec", key), f"got {value}, expected a number >= {low}"))
+    runtime_env = spec.get("runtimeEnvYAML")
+    if isinstance(runtime_env, str) and runtime_env.strip():
+        import yaml
+
+        try:
+            yaml.safe_load(runtime_env)
+        except yaml.YAMLError as e:
+            out.append((("spec", "runtimeEnvYAML"), f"is not valid YAML: {str(e).splitlines()[0]}"))
+    if has_cluster:
+        _cluster_spec(spec["rayClusterSpec"], ("spec", "rayClusterSpec"), out)
+
+
+def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -> None:
+    head = spec.get("headGroupSpec") or {}
+    groups = [("headGroupSpec", head, (*at, "headGroupSpec"))]
+    seen: set[str] = set()
+    for i, group in enumerate(spec.get("workerGroupSpecs") or []):
+        path = (*at, "workerGroupSpecs", i)
+        name = group.get("groupName", "")
+        if name in seen:
+            out.append(((*path, "groupName"), f"duplicate worker group {name!r}"))
+        seen.add(name)
+        groups.append((name, group, path))
+        lo, hi, n = group.get("minReplicas"), group.get("maxReplicas"), group.get("replicas")
+        if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+            out.append(((*path, "minReplicas"), f"minReplicas {lo} is greater than maxReplicas {hi}"))
+        if isinstance(n, int) and isinstance(lo, int) and isinstance(hi, int) and not lo <= n <= hi:
+            out.append(((*path, "replicas"), f"replicas {n} is outside [minReplicas {lo}, maxReplicas {hi}]"))
+    for name, group, path in groups:
+        containers = ((group.get("template") or {}).get("spec") or {}).get("containers") or []
+        if not containers:
+            out.append(((*path, "template", "spec", "containers"), f"{name} group needs at least one container"))
+        params = group.get("rayStartParams") or {}
+        if group.get("resources") and any(params.get(p) for p in _RESOURCE_PARAMS):
+            out.append(((*path, "resources"), f"{name} group sets resources both in rayStartParams and in "
+                                              "resources; KubeRay accepts only one"))
+        if "labels" in params:
+            out.append(((*path, "rayStartParams", "labels"), "rayStartParams.labels is not supported; "
+                                                             "use the group's top-level labels field"))
