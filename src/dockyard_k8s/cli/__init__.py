@@ -19,8 +19,12 @@ from collections.abc import Sequence
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 
-# Order = order in `--help`.
-COMMANDS = ("check", "render", "schema")
+# Order = order in `--help`. One per line: each area adds its own.
+COMMANDS = (
+    "check",
+    "render",
+    "schema",
+)
 
 DESCRIPTION = """\
 dockyard-k8s turns an RL recipe (what to train) and an infra spec (where to run it)

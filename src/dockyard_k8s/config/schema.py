@@ -24,7 +24,8 @@ Schema = dict[str, Any]
 _NO_DEFAULT = object()
 
 # Kubernetes quantity grammar (apimachinery resource.Quantity).
-QUANTITY = r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY = (r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+            r"(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 
@@ -107,7 +108,7 @@ def obj(description: str, properties: dict[str, Schema], *, required: tuple[str,
 
 # --- checking ------------------------------------------------------------------------
 
-_JSON_TYPE = {
+_JSON_TYPE: dict[str, type | tuple[type, ...]] = {
     "string": str, "integer": int, "number": (int, float), "boolean": bool,
     "object": dict, "array": list, "null": type(None),
 }
@@ -162,9 +163,9 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
             out.append((path, f"got {value}, expected a number >= {schema['minimum']}"))
         if "maximum" in schema and value > schema["maximum"]:
             out.append((path, f"got {value}, expected a number <= {schema['maximum']}"))
-    if "pattern" in schema and isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        if not re.match(schema["pattern"], str(value)):
-            out.append((path, f"got {show(value)}, expected {_pattern_hint(schema['pattern'])}"))
+    scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    if "pattern" in schema and scalar and not re.match(schema["pattern"], str(value)):
+        out.append((path, f"got {show(value)}, expected {_pattern_hint(schema['pattern'])}"))
     if "x-format" in schema and isinstance(value, str):
         ok, expected = FORMATS[schema["x-format"]]
         if not ok(value):

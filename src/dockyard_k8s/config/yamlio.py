@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import yaml
 
@@ -97,7 +97,7 @@ def _resolve_plain(value: str) -> tuple[str, Any]:
 class _ComposeLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """Composes nodes only; our own walk types the scalars (1.2 core)."""
 
-    yaml_implicit_resolvers: dict[Any, Any] = {}
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}
     DEFAULT_SCALAR_TAG = _PLAIN
 
 
@@ -173,6 +173,7 @@ class _Walker:
         try:
             if isinstance(node, yaml.SequenceNode):
                 return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)
             return self.mapping(node, path)
         finally:
             self._active.discard(id(node))
@@ -213,10 +214,9 @@ class _Walker:
             if key == "<<" and not key_node.style:
                 self._merge_key(value_node, path, out)
                 continue
-            if not key_node.style and key_node.tag == _PLAIN:
-                if _AMBIGUOUS[0][0].match(key):
-                    self.problem(key_node, (*path, key), f"unquoted key {key!r} is a boolean in YAML 1.1 "
-                                                         "(PyYAML, kubectl) but a string in YAML 1.2; quote it")
+            if not key_node.style and key_node.tag == _PLAIN and _AMBIGUOUS[0][0].match(key):
+                self.problem(key_node, (*path, key), f"unquoted key {key!r} is a boolean in YAML 1.1 "
+                                                     "(PyYAML, kubectl) but a string in YAML 1.2; quote it")
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 self.problem(key_node, (*path, key), f"duplicate key {key!r} (first defined on line {first})")

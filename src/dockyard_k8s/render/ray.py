@@ -18,6 +18,7 @@ import json
 import shlex
 from typing import Any
 
+from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
     GPU_FLEETS,
@@ -31,7 +32,6 @@ from dockyard_k8s.render.meta import (
     pull_secrets,
     quantity,
 )
-from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
 

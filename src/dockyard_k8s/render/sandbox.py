@@ -16,8 +16,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.meta import env_list as _env_list
+from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
 
 # Where cluster DNS runs on kubeadm, EKS, GKE, kind and k3s alike.
 DNS_PEER = {
