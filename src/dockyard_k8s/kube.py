@@ -1,0 +1,179 @@
+"""Pure helpers about Kubernetes objects that validate, lint and plan all need.
+
+* :func:`parse_quantity` — apimachinery ``resource.Quantity`` grammar, exact (Fraction).
+* :func:`pod_templates` — every pod template inside a workload object, with its path and
+  replica count (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod,
+  RayJob, RayCluster, MPIJob).
+* :func:`selector_matches` — a LabelSelector (matchLabels + matchExpressions) against labels.
+
+No I/O, no client library: plain dicts in, plain data out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+Path = tuple[str | int, ...]
+
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<bin>[KMGTPE]i)|(?P<dec>[numkMGTPE])|[eE](?P<exp>[+-]?[0-9]+))?$"
+)
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+            "P": Fraction(10**15), "E": Fraction(10**18)}
+
+
+def parse_quantity(value: Any) -> Fraction | None:
+    """``"500m"`` -> 1/2, ``"2Gi"`` -> 2147483648, ``4`` -> 4; None if not a quantity."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.match(value.strip()) if value.strip() == value else None
+    if not m:
+        return None
+    number = Fraction(m.group("num"))
+    if m.group("bin"):
+        return number * _BINARY[m.group("bin")]
+    if m.group("exp") is not None:
+        return number * Fraction(10) ** int(m.group("exp"))
+    return number * _DECIMAL[m.group("dec") or ""]
+
+
+class PodTemplate(NamedTuple):
+    """A pod template found in an object.
+
+    ``path`` is the JSON path of the template (``("spec", "template")``); ``spec`` its pod
+    spec; ``replicas`` how many pods it makes (DaemonSet: None, one per node); ``group``
+    names it inside multi-template objects (``head``, a worker ``groupName``, ``submitter``,
+    ``Launcher``/``Worker``), "" otherwise.
+    """
+
+    path: Path
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+    replicas: int | None
+    group: str
+
+
+def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    node: Any = obj
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                return None
+        elif not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if not isinstance(node, dict):
+        return None
+    meta = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
+    spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
+    return meta or {}, spec or {}
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _ray_cluster_templates(spec: Any, at: Path) -> Iterator[PodTemplate]:
+    if not isinstance(spec, dict):
+        return
+    found = _template(spec, ("headGroupSpec", "template"))
+    if found:
+        yield PodTemplate((*at, "headGroupSpec", "template"), found[0], found[1], 1, "head")
+    groups = spec.get("workerGroupSpecs")
+    for i, group in enumerate(groups if isinstance(groups, list) else []):
+        found = _template(group, ("template",))
+        if found and isinstance(group, dict):
+            n = _int(group.get("replicas"), _int(group.get("minReplicas"), 1)) * _int(group.get("numOfHosts"), 1)
+            yield PodTemplate((*at, "workerGroupSpecs", i, "template"), found[0], found[1], n,
+                              str(group.get("groupName", i)))
+
+
+def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
+    """Every pod template of a workload object; [] for kinds that make no pods."""
+    kind = obj.get("kind")
+    raw = obj.get("spec")
+    spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out: list[PodTemplate] = []
+    if kind == "Pod":
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        out.append(PodTemplate((), meta or {}, spec, 1, ""))
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
+        found = _template(obj, ("spec", "template"))
+        if found:
+            out.append(PodTemplate(("spec", "template"), *found, _int(spec.get("replicas"), 1), ""))
+    elif kind == "DaemonSet":
+        found = _template(obj, ("spec", "template"))
+        if found:
+            out.append(PodTemplate(("spec", "template"), *found, None, ""))
+    elif kind == "Job":
+        found = _template(obj, ("spec", "template"))
+        if found:
+            out.append(PodTemplate(("spec", "template"), *found, _int(spec.get("parallelism"), 1), ""))
+    elif kind == "CronJob":
+        found = _template(obj, ("spec", "jobTemplate", "spec", "template"))
+        if found:
+            job = (spec.get("jobTemplate") or {}).get("spec") or {}
+            out.append(PodTemplate(("spec", "jobTemplate", "spec", "template"), *found,
+                                   _int(job.get("parallelism"), 1), ""))
+    elif kind == "RayCluster":
+        out.extend(_ray_cluster_templates(spec, ("spec",)))
+    elif kind == "RayJob":
+        out.extend(_ray_cluster_templates(spec.get("rayClusterSpec"), ("spec", "rayClusterSpec")))
+        found = _template(obj, ("spec", "submitterPodTemplate"))
+        if found:
+            out.append(PodTemplate(("spec", "submitterPodTemplate"), *found, 1, "submitter"))
+    elif kind == "MPIJob":
+        replica_specs = spec.get("mpiReplicaSpecs") if isinstance(spec.get("mpiReplicaSpecs"), dict) else {}
+        for role, rs in (replica_specs or {}).items():
+            found = _template(rs, ("template",))
+            if found and isinstance(rs, dict):
+                out.append(PodTemplate(("spec", "mpiReplicaSpecs", role, "template"), *found,
+                                       _int(rs.get("replicas"), 1), role))
+    return out
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Whether a LabelSelector selects ``labels``. An empty selector selects everything;
+    None selects nothing (as in NetworkPolicy/PDB semantics for a missing selector)."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(field, container) for every container of a pod spec: initContainers, containers,
+    ephemeralContainers, in that order."""
+    out = []
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        items = pod_spec.get(field)
+        for c in items if isinstance(items, list) else []:
+            if isinstance(c, dict):
+                out.append((field, c))
+    return out

@@ -1,0 +1,99 @@
+from fractions import Fraction
+
+import pytest
+
+from dockyard_k8s.kube import containers, parse_quantity, pod_templates, selector_matches
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("2Gi", 2 * 2**30),
+        ("1.5", Fraction(3, 2)),
+        ("1e3", 1000),
+        ("1E-3", Fraction(1, 1000)),
+        ("100k", 100_000),
+        ("64Mi", 64 * 2**20),
+        (".5", Fraction(1, 2)),
+        ("+2", 2),
+        (8, 8),
+        (0.25, Fraction(1, 4)),
+    ],
+)
+def test_parse_quantity_accepts_the_apimachinery_grammar(text, expected):
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "2GB", "1.2.3", "", " 1", "Gi", "1 Gi", "1ki", True, None, [1]])
+def test_parse_quantity_rejects_everything_else(text):
+    assert parse_quantity(text) is None
+
+
+def _pod(name):
+    return {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": name}]}}
+
+
+def test_pod_templates_of_every_workload_kind():
+    cases = {
+        "Deployment": {"replicas": 3, "template": _pod("d")},
+        "StatefulSet": {"template": _pod("s")},
+        "DaemonSet": {"template": _pod("ds")},
+        "Job": {"parallelism": 2, "template": _pod("j")},
+        "CronJob": {"jobTemplate": {"spec": {"template": _pod("c")}}},
+    }
+    got = {k: pod_templates({"kind": k, "spec": v}) for k, v in cases.items()}
+    assert [(t.path, t.replicas) for t in got["Deployment"]] == [(("spec", "template"), 3)]
+    assert got["StatefulSet"][0].replicas == 1
+    assert got["DaemonSet"][0].replicas is None
+    assert got["Job"][0].replicas == 2
+    assert got["CronJob"][0].path == ("spec", "jobTemplate", "spec", "template")
+    assert pod_templates({"kind": "Service", "spec": {}}) == []
+
+
+def test_pod_templates_of_a_rayjob_name_each_group():
+    job = {"kind": "RayJob", "spec": {
+        "submitterPodTemplate": _pod("sub"),
+        "rayClusterSpec": {
+            "headGroupSpec": {"template": _pod("head")},
+            "workerGroupSpecs": [{"groupName": "trainer", "replicas": 2, "numOfHosts": 2, "template": _pod("t")},
+                                 {"groupName": "inference", "minReplicas": 1, "template": _pod("i")}],
+        }}}
+    got = [(t.group, t.replicas, t.path) for t in pod_templates(job)]
+    assert got == [
+        ("head", 1, ("spec", "rayClusterSpec", "headGroupSpec", "template")),
+        ("trainer", 4, ("spec", "rayClusterSpec", "workerGroupSpecs", 0, "template")),
+        ("inference", 1, ("spec", "rayClusterSpec", "workerGroupSpecs", 1, "template")),
+        ("submitter", 1, ("spec", "submitterPodTemplate")),
+    ]
+
+
+def test_pod_templates_of_an_mpijob():
+    job = {"kind": "MPIJob", "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": _pod("l")},
+                                                          "Worker": {"replicas": 4, "template": _pod("w")}}}}
+    assert [(t.group, t.replicas) for t in pod_templates(job)] == [("Launcher", 1), ("Worker", 4)]
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ({}, {"a": "1"}, True),
+        (None, {"a": "1"}, False),
+        ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}, {"a": "2"}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {"a": "1"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": ""}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Bogus"}]}, {"a": ""}, False),
+    ],
+)
+def test_selector_matches(selector, labels, expected):
+    assert selector_matches(selector, labels) is expected
+
+
+def test_containers_lists_init_then_main():
+    spec = {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]}
+    assert [(f, c["name"]) for f, c in containers(spec)] == [("initContainers", "i"), ("containers", "c")]
