@@ -38,11 +38,12 @@ class RunConfig(NamedTuple):
     job_args: list[str]  # overrides as the job receives them (idempotent form)
     sources: list[str]  # files merged, lowest layer first
     marks: dict[Path, Mark]  # where each infra value was written
+    key_marks: dict[Path, Mark]  # where each infra key was written
 
     def locate(self, path: Path, message: str) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it."""
-        mark = _locate(self.marks, path)
-        if mark.file == SHIPPED and path == ("launch", "name"):
+        mark = _locate(self.marks, self.key_marks, path)
+        if path == ("launch", "name") and path not in self.marks:
             mark = Mark(self.recipe_file, 0, 0)
             message += " (the run name defaults to the recipe file name; set launch.name)"
         return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
@@ -56,8 +57,8 @@ class _Layers:
         self.problems: list[ConfigProblem] = []
         self.files: list[str] = []  # every file read, parents before children
 
-    def problem(self, marks: Mapping[Path, Mark], path: Path, message: str) -> None:
-        mark = _locate(marks, path)
+    def problem(self, doc: Doc, path: Path, message: str, *, at_key: bool = False) -> None:
+        mark = _locate(doc.key_marks if at_key else doc.marks, doc.key_marks, path)
         self.problems.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
 
     def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Doc:
@@ -80,7 +81,7 @@ class _Layers:
             return doc
         names = [parents] if isinstance(parents, str) else parents
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            self.problem(doc.marks, ("defaults",), f"got {parents!r}, expected a file name or a list of names")
+            self.problem(doc, ("defaults",), f"got {parents!r}, expected a file name or a list of names")
             return doc
         merged = Doc({}, {}, {})
         real = os.path.realpath(file)
@@ -88,22 +89,25 @@ class _Layers:
             parent = os.path.normpath(os.path.join(os.path.dirname(file), name))
             if os.path.realpath(parent) in (*stack, real):
                 chain = " -> ".join([*stack, real, os.path.realpath(parent)])
-                self.problem(doc.marks, ("defaults",), f"defaults cycle: {chain}")
+                self.problem(doc, ("defaults",), f"defaults cycle: {chain}")
                 continue
             if not os.path.exists(parent):
-                self.problem(doc.marks, ("defaults",), f"parent file {parent} does not exist")
+                self.problem(doc, ("defaults",), f"parent file {parent} does not exist")
                 continue
             merged = merge_docs(merged, self.load_chain(parent, (*stack, real)))
         self.files.append(file)
         return merge_docs(merged, doc)
 
 
-def _locate(marks: Mapping[Path, Mark], path: Path) -> Mark:
-    """Where ``path`` was written: the path itself, else its closest written parent."""
-    for end in range(len(path), -1, -1):
-        if path[:end] in marks:
-            return marks[path[:end]]
-    return Mark(SHIPPED, 0, 0)
+def _locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path) -> Mark:
+    """Where ``path`` was written: the path itself, else the key of its closest written
+    parent (a missing ``infra.image`` points at ``infra:``), else the top of the file."""
+    if path in marks:
+        return marks[path]
+    for end in range(len(path) - 1, 0, -1):
+        if path[:end] in key_marks:
+            return key_marks[path[:end]]
+    return marks.get((), Mark(SHIPPED, 0, 0))
 
 
 def merge(base: Any, over: Any) -> Any:
@@ -188,8 +192,7 @@ def load_run(
         infra.key_marks[path] = mark
 
     for path, message in check(INFRA, infra.data):
-        marks = infra.key_marks if message.startswith("unknown key") else infra.marks
-        layers.problem(marks if path in marks else infra.marks, path, message)
+        layers.problem(infra, path, message, at_key=message.startswith("unknown key"))
 
     recipe_doc = layers.load_chain(recipe_file)
     recipe = recipe_doc.data
@@ -216,7 +219,7 @@ def load_run(
         layers.problems.extend(_cross_field_problems(infra))
     if layers.problems:
         raise ConfigError(layers.problems)
-    return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks)
+    return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks, infra.key_marks)
 
 
 def _fill_derived(infra: dict[str, Any], recipe_file: str) -> None:
@@ -245,6 +248,6 @@ def _cross_field_problems(doc: Doc) -> list[ConfigProblem]:
                                             "(got neither)"))
     out = []
     for path, message in found:
-        mark = _locate(doc.marks, path)
+        mark = _locate(doc.marks, doc.key_marks, path)
         out.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
     return out

@@ -127,10 +127,12 @@ def type_name(value: Any) -> str:
 
 def show(value: Any) -> str:
     """A value as shown in 'got X': short, with its type."""
-    text = repr(value) if not isinstance(value, (dict, list)) else type_name(value)
+    if isinstance(value, (dict, list)):
+        return "mapping" if isinstance(value, dict) else "list"
+    text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    return text if isinstance(value, (dict, list)) else f"{text} ({type_name(value)})"
+    return f"{text} ({type_name(value)})"
 
 
 def _matches_type(value: Any, types: str | list[str]) -> bool:

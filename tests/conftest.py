@@ -1,0 +1,49 @@
+"""Shared test setup: no test may read the developer's real defaults file or cache."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+SHARED_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "crds"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("DOCKYARD_K8S_DEFAULTS", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    yield
+
+
+@pytest.fixture
+def write(tmp_path):
+    """write("name.yaml", text) -> path; files land in a per-test directory."""
+
+    def _write(name: str, text: str) -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path)
+
+    return _write
+
+
+@pytest.fixture
+def clean_env(tmp_path):
+    """An environment for load_run/build_bundle that reads no user defaults."""
+    return {"HOME": str(tmp_path / "nohome")}
+
+
+@pytest.fixture
+def chdir_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+__all__ = ["EXAMPLES", "ROOT", "SHARED_CRDS", "os"]

@@ -1,0 +1,151 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from dockyard_k8s.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+RECIPE = os.path.join(ROOT, "examples", "grpo_swe.yaml")
+INFRA = os.path.join(ROOT, "examples", "grpo_swe.infra.yaml")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_prints_a_one_page_summary(capsys):
+    code, out, err = run(capsys, "check", RECIPE, "--infra", INFRA)
+    assert code == 0 and err == ""
+    assert out.startswith("✔ grpo-swe: configuration valid, 6 objects rendered\n")
+    for line in ("namespace  rl-research", "mode       rayjob (K8sJobMode)", "total GPUs: 24",
+                 "replicas   16 × (cpu 2, memory 4Gi, ephemeral-storage 20Gi)",
+                 "6  RayJob rl-research/grpo-swe"):
+        assert line in out
+    assert "trainer    2     8        90   1000Gi" in out
+
+
+def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, write):
+    infra = write("bad.yaml", "infra:\n  image: x:1\n  nmespace: a\nsandbox:\n  replicas: lots\n")
+    code, out, err = run(capsys, "check", RECIPE, "--infra", infra)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"{infra}:3:3: infra.nmespace: unknown key 'nmespace' (expected one of: namespace, image, imagePullPolicy, "
+        "imagePullSecrets, priorityClassName, clusterDomain, labels, security, resourceQuota, limitRange); "
+        "did you mean 'namespace'?",
+        f"{infra}:5:13: sandbox.replicas: got 'lots' (string), expected an integer",
+        "2 problem(s); nothing was rendered or applied.",
+    ]
+    assert "Traceback" not in err
+
+
+def test_check_writes_the_bundle(capsys, tmp_path):
+    for ext, load in ((".yaml", yaml.safe_load), (".json", json.loads)):
+        out_file = tmp_path / f"bundle{ext}"
+        code, out, _ = run(capsys, "check", RECIPE, "--infra", INFRA, "-o", str(out_file))
+        assert code == 0 and f"wrote {out_file}" in out
+        doc = load(out_file.read_text())
+        assert doc["config"]["infra"]["namespace"] == "rl-research"
+        assert doc["recipe"]["env"]["code"]["sandbox_urls"] is None
+        assert [o["kind"] for o in doc["objects"]][-1] == "RayJob"
+
+
+def test_check_output_needs_a_known_extension(capsys):
+    code, _, err = run(capsys, "check", RECIPE, "-o", "bundle.txt")
+    assert code == 2 and "expected a file name ending in .yaml or .json" in err
+
+
+def test_render_stdout_is_multi_document_yaml(capsys):
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA)
+    docs = list(yaml.safe_load_all(out))
+    assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "Deployment", "Service",
+                                                       "PodDisruptionBudget", "ConfigMap", "RayJob"]
+
+
+def test_render_json_is_a_v1_list(capsys):
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 6
+
+
+def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "99-stale-old.yaml").write_text("stale")
+    (out_dir / "notes.txt").write_text("mine")
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
+    assert code == 0 and out == f"wrote 6 objects + kustomization.yaml to {out_dir}\n"
+    kust = yaml.safe_load((out_dir / "kustomization.yaml").read_text())
+    assert kust["sortOptions"] == {"order": "fifo"}
+    assert kust["resources"] == ["00-networkpolicy-grpo-swe-sandbox.yaml", "01-deployment-grpo-swe-sandbox.yaml",
+                                 "02-service-grpo-swe-sandbox.yaml", "03-poddisruptionbudget-grpo-swe-sandbox.yaml",
+                                 "04-configmap-grpo-swe-recipe.yaml", "05-rayjob-grpo-swe.yaml"]
+    assert sorted(os.listdir(out_dir)) == sorted([*kust["resources"], "kustomization.yaml", "notes.txt"])
+
+
+def test_overrides_may_follow_options(capsys):
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "optimizer.lr=3e-6", "--set",
+                       "sandbox.replicas=3", "rollout.backend=sglang")
+    docs = list(yaml.safe_load_all(out))
+    assert code == 0
+    assert docs[1]["spec"]["replicas"] == 3
+    assert "++optimizer.lr=3e-06 ++rollout.backend=sglang" in docs[-1]["spec"]["entrypoint"]
+
+
+def test_namespace_flag(capsys):
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-n", "other")
+    assert code == 0 and {d["metadata"]["namespace"] for d in yaml.safe_load_all(out)} == {"other"}
+
+
+def test_unknown_option_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["render", RECIPE, "--bogus"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_schema_is_json_schema_and_markdown_matches_docs(capsys):
+    code, out, _ = run(capsys, "schema")
+    schema = json.loads(out)
+    assert code == 0 and schema["$schema"].startswith("http://json-schema.org/draft-07")
+    assert schema["properties"]["sandbox"]["properties"]["port"]["default"] == 9090
+    with open(os.path.join(ROOT, "schemas", "infra.schema.json"), encoding="utf-8") as f:
+        assert f.read() == out, "schemas/infra.schema.json is stale: dockyard-k8s schema > schemas/infra.schema.json"
+    code, out, _ = run(capsys, "schema", "--markdown")
+    with open(os.path.join(ROOT, "docs", "infra-spec.md"), encoding="utf-8") as f:
+        assert f.read() == out, "docs/infra-spec.md is stale: dockyard-k8s schema --markdown > docs/infra-spec.md"
+
+
+def test_examples_validate_against_the_published_schema():
+    import jsonschema
+
+    with open(os.path.join(ROOT, "schemas", "infra.schema.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    for name in ("grpo_swe.infra.yaml", "grpo_swe_sglang.infra.yaml"):
+        with open(os.path.join(ROOT, "examples", name), encoding="utf-8") as f:
+            jsonschema.validate(yaml.safe_load(f), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"sandbox": {"replicas": "x"}}, schema)
+
+
+def test_help_has_examples(capsys):
+    for argv in (["--help"], ["check", "--help"], ["render", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+        assert "examples:" in capsys.readouterr().out
+
+
+def test_check_does_not_import_heavy_modules():
+    code = ("import sys; from dockyard_k8s.cli import main; "
+            f"rc = main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
+            "heavy = [m for m in ('lightkube', 'kubernetes', 'httpx', 'ray', 'jsonschema', 'pydantic') "
+            "if m in sys.modules]; print('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HOME": "/nonexistent"}).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []"
