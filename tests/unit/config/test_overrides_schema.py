@@ -7,7 +7,8 @@ from dockyard_k8s.config.schema import array, check, defaults_of, integer, obj, 
 @pytest.mark.parametrize(
     ("text", "path"),
     [("a.b.c", ("a", "b", "c")), ("a[0].b", ("a", 0, "b")),
-     (r"ns.node\.kubernetes\.io/x", ("ns", "node.kubernetes.io/x")), ("a-b_c", ("a-b_c",)), ("", None), ("a..b", None), ("a.[0]", ("a", 0))],
+     (r"ns.node\.kubernetes\.io/x", ("ns", "node.kubernetes.io/x")),
+     ("a-b_c", ("a-b_c",)), ("", None), ("a..b", None), ("a.[0]", ("a", 0))],
 )
 def test_parse_key(text, path):
     assert ov.parse_key(text) == path
