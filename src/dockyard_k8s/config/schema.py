@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dockyard_k8s.config.yamlio import Path
+from dockyard_k8s.plain import clone
 
 Schema = dict[str, Any]
 _NO_DEFAULT = object()
@@ -223,9 +224,7 @@ def defaults_of(schema: Schema) -> Any:
     defaults, so ``defaults_of(INFRA)`` is the complete shipped-defaults layer.
     """
     if "default" in schema:
-        import copy
-
-        return copy.deepcopy(schema["default"])
+        return clone(schema["default"])
     if "properties" in schema:
         out = {}
         for key, sub in schema["properties"].items():

@@ -8,8 +8,9 @@ by ``groupName``, containers/env/volumes/ports by ``name``, volume mounts by
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from dockyard_k8s.plain import clone
 
 # Merge keys tried in order; the first that every item of both lists carries is used.
 MERGE_KEYS = ("groupName", "name", "mountPath")
@@ -30,7 +31,7 @@ def deep_merge(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
         for k, v in over.items():
-            out[k] = deep_merge(base[k], v) if k in base else copy.deepcopy(v)
+            out[k] = deep_merge(base[k], v) if k in base else clone(v)
         return out
     if isinstance(base, list) and isinstance(over, list) and (key := _merge_key(base, over)):
         out_list = list(base)
@@ -39,6 +40,6 @@ def deep_merge(base: Any, over: Any) -> Any:
             if item[key] in index:
                 out_list[index[item[key]]] = deep_merge(base[index[item[key]]], item)
             else:
-                out_list.append(copy.deepcopy(item))
+                out_list.append(clone(item))
         return out_list
-    return copy.deepcopy(over)
+    return clone(over)

@@ -13,11 +13,10 @@ Built in three steps, in this order:
 
 from __future__ import annotations
 
-import copy
-import json
 import shlex
 from typing import Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -76,7 +75,7 @@ def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], c
         "imagePullPolicy": infra["infra"]["imagePullPolicy"],
     }
     if fleet == "head":
-        container["ports"] = copy.deepcopy(HEAD_PORTS)
+        container["ports"] = clone(HEAD_PORTS)
     env = {"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}
     container["env"] = env_list(env)
     container["resources"] = _resources(sizing)
@@ -143,6 +142,8 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
     """
     current: dict[str, Any] = {}
     if existing:
+        import json
+
         text = existing.strip().strip("'")
         if text.startswith('"') and text.endswith('"'):
             text = text[1:-1].replace('\\"', '"')
@@ -150,8 +151,14 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
             current = json.loads(text)
         except ValueError:
             current = {}
+        if not isinstance(current, dict):
+            current = {}
     current[resource] = amount
-    return '"' + json.dumps(current, sort_keys=True).replace('"', '\\"') + '"'
+    def value(v: Any) -> str:
+        return f'\\"{v}\\"' if isinstance(v, str) else repr(v)
+
+    body = ", ".join(f'\\"{k}\\": {value(current[k])}' for k in sorted(current))
+    return '"{' + body + '}"'
 
 
 def _apply_invariants(infra: dict[str, Any], spec: dict[str, Any]) -> None:

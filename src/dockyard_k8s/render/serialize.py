@@ -8,7 +8,6 @@ PyYAML's dumper quotes every string a YAML 1.1 reader would re-type (``'no'``,
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -40,6 +39,8 @@ def dump_documents(objects: list[dict[str, Any]]) -> str:
 
 
 def dump_json(data: Any) -> str:
+    import json  # not on the start-up path of check/render's default YAML output
+
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
