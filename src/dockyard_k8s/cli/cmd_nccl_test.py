@@ -108,7 +108,7 @@ def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
 
     if not summary.rows:
         return "no all_reduce_perf result rows found (did the test run to completion? see the launcher log)"
-    rows = [[human_bytes(r.size), r.count, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
+    rows = [[human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
              "-" if r.oop_wrong is None and r.ip_wrong is None else (r.oop_wrong or 0) + (r.ip_wrong or 0)]
             for r in summary.rows]
     lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"])]

@@ -7,6 +7,7 @@ schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
 
 from __future__ import annotations
 
+from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS, PRIVATE_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
@@ -20,7 +21,6 @@ from dockyard_k8s.config.schema import (
     string,
     string_map,
 )
-from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS, PRIVATE_CIDRS
 
 _TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
 _GPU_TOLERATIONS = {

@@ -339,7 +339,8 @@ def platform_problems(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], str]
                                                             "pod 0, expected at least 1"))
         longest = f"{name}-inference" if kr["inference"]["replicas"] > 0 else f"{name}-trainer"
         if len(longest) > MAX_STATEFULSET_NAME:
+            fits = MAX_STATEFULSET_NAME - len(longest) + len(name)
             out.append((("launch", "name"), f"StatefulSet name {longest!r} has {len(longest)} characters, at most "
                                             f"{MAX_STATEFULSET_NAME} fit (controller-revision-hash label); "
-                                            f"shorten launch.name to {MAX_STATEFULSET_NAME - len(longest) + len(name)}"))
+                                            f"shorten launch.name to {fits}"))
     return out

@@ -147,7 +147,7 @@ class BusBandwidth(NamedTuple):
     """One row of all_reduce_perf: a message size, out-of-place and in-place."""
 
     size: int  # bytes
-    count: int
+    elements: int  # the count column
     dtype: str
     oop_time_us: float
     oop_busbw: float  # GB/s

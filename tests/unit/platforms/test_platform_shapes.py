@@ -98,8 +98,9 @@ def test_bootstrap_is_a_configmap_mounted_script_not_inline_bash(render: Render)
 
 def test_kuberay_spec_fragments_reach_the_matching_pods(render: Render) -> None:
     secret = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}
+    uv = {"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "value": "1"}
     spec = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {
-        "containers": [{"name": "ray-worker", "env": [secret, {"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "value": "1"}]}],
+        "containers": [{"name": "ray-worker", "env": [secret, uv]}],
     }}}]}
     objects = render({**STS, "kuberay": {"spec": spec}}).objects
     pods = dict(pods_by_fleet(objects))
