@@ -34,7 +34,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "src"))
     from dockyard_k8s.bundle import build_bundle
 
-    print(f"{'variant':10} {'check, fresh process (median of ' + str(n) + ')':40} in-process build_bundle (median of {m})")
+    head = f"check, fresh process (median of {n})"
+    print(f"{'variant':10} {head:40} in-process build_bundle (median of {m})")
     for name, (recipe, infra) in VARIANTS.items():
         args = [exe, "check", str(REPO / "examples" / recipe), "--infra", str(REPO / "examples" / infra)]
         walls = []

@@ -102,7 +102,8 @@ def test_printed_command_checks_and_fits_the_cluster(tmp_path: Path, flag: str, 
     assert infra_spec["infra"]["platform"] == "kind"
     assert infra_spec["infra"]["namespace"] == "dockyard"  # the namespace the script creates
     assert infra_spec["launch"]["mode"] == "rayjob"  # the script installs KubeRay
-    total = sum(g["replicas"] * g["gpus"] for g in (infra_spec["kuberay"]["trainer"], infra_spec["kuberay"]["inference"]))
+    fleets = (infra_spec["kuberay"]["trainer"], infra_spec["kuberay"]["inference"])
+    total = sum(g["replicas"] * g["gpus"] for g in fleets)
     assert total == gpus
     kind = yaml.safe_load((REPO / "infra" / "kind" / f"cluster-{flag[2:]}.yaml").read_text())
     assert len(kind["nodes"]) == 1  # single node, as the profile assumes
