@@ -32,7 +32,14 @@ need() {
 }
 
 has_gpu() {
-    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
+    # No pipe into `grep -q`: with pipefail its early exit can SIGPIPE nvidia-smi into a false "no".
+    local gpus
+    command -v nvidia-smi >/dev/null 2>&1 || return 1
+    gpus="$(nvidia-smi -L 2>/dev/null)" || return 1
+    case "${gpus}" in
+        GPU\ *) return 0 ;;
+        *) return 1 ;;
+    esac
 }
 
 run_command() {
@@ -78,7 +85,7 @@ up() {
     helm upgrade --install kuberay-operator kuberay/kuberay-operator --version "${KUBERAY_CHART_VERSION}" \
         --namespace kuberay-system --create-namespace \
         --values "${REPO}/infra/helm/kuberay-operator-values.yaml" --wait --timeout 10m
-    kubectl create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+    kubectl get namespace "${NAMESPACE}" >/dev/null 2>&1 || kubectl create namespace "${NAMESPACE}" >/dev/null
     log "ready: kind-${NAME} with the KubeRay operator; the run for it:"
     run_command "${mode}"
 }

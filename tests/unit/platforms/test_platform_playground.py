@@ -20,7 +20,7 @@ SCRIPT = REPO / "scripts" / "playground.sh"
 LOGGER = '#!/usr/bin/env bash\necho "$(basename "$0") $*" >> "$FAKE_LOG"\n'
 FAKE_KUBECTL = LOGGER + """case "$*" in
   *allocatable*) echo 1 ;;
-  *--dry-run=client*) echo "kind: Namespace" ;;
+  "get namespace"*) exit 1 ;;
 esac
 """
 FAKE_NVIDIA_SMI = LOGGER + 'echo "GPU 0: NVIDIA A10G (UUID: GPU-0)"\n'
@@ -38,7 +38,7 @@ def play(tmp_path: Path, *args: str, gpu: bool) -> tuple[subprocess.CompletedPro
     # PATH: the fakes, then only what the script needs from the system (no real nvidia-smi/kind).
     tools = tmp_path / "tools"
     tools.mkdir(exist_ok=True)
-    for tool in ("bash", "dirname", "grep", "sleep", "basename", "cat"):
+    for tool in ("bash", "dirname", "sleep", "basename"):
         found = shutil.which(tool)
         assert found, tool
         if not (tools / tool).exists():
@@ -67,6 +67,7 @@ def test_up_without_a_gpu_makes_a_cpu_cluster(tmp_path: Path) -> None:
     assert "--config " + str(REPO / "infra/kind/cluster-cpu.yaml") in kind
     assert "--image kindest/node:v1.30.4" in kind
     assert not any("gpu-operator" in c for c in calls)
+    assert "kubectl create namespace dockyard" in calls
     assert any(c.startswith("helm upgrade --install kuberay-operator kuberay/kuberay-operator --version 1.7.0")
                for c in calls)
     assert result.stdout == "dockyard-k8s run examples/grpo_tiny.yaml --infra examples/kind_cpu.infra.yaml\n"
