@@ -24,6 +24,7 @@ COMMANDS = (
     "check",
     "render",
     "schema",
+    "nccl-test",
 )
 
 DESCRIPTION = """\

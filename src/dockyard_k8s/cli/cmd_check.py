@@ -45,6 +45,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# How the fleets are laid out, by launch.mode (the others: one RayCluster).
+_SHAPE_TITLES = {
+    "job": "(one Job pod: head and every fleet on a single node, no operator)",
+    "statefulset": "(StatefulSets, no operator; the Ray head runs on trainer pod 0)",
+}
+
+
 def _fleet_row(name: str, s: dict[str, Any], replicas: int) -> list[Any]:
     total = replicas * s["gpus"]
     return [name, replicas, s["gpus"], s["cpu"], s["memory"], s["shmSize"] or "-",
@@ -62,6 +69,9 @@ def summary(infra: dict[str, Any], objects: list[dict[str, Any]], run: Any) -> s
         ["image", f"{infra['infra']['image']} ({infra['infra']['imagePullPolicy']})"],
         ["mode", launch["mode"] + (f" ({launch['submissionMode']})" if launch["mode"] == "rayjob" else "")],
     ]
+    if infra["infra"]["platform"] != "generic":
+        rows.append(["platform", infra["infra"]["platform"] + (f" ({infra['infra']['instanceType']})"
+                                                              if infra["infra"]["instanceType"] else "")])
     if infra["infra"]["priorityClassName"]:
         rows.append(["priority", infra["infra"]["priorityClassName"]])
     if launch["mode"] == "attach":
@@ -71,7 +81,7 @@ def summary(infra: dict[str, Any], objects: list[dict[str, Any]], run: Any) -> s
         fleets = [_fleet_row("head", kr["head"], 1)]
         fleets += [_fleet_row(role, kr[role], kr[role]["replicas"]) for role in ("trainer", "inference")]
         total = sum(r[-1] for r in fleets)
-        lines.append("\nGPU fleets (one RayCluster)")
+        lines.append("\nGPU fleets " + _SHAPE_TITLES.get(launch["mode"], "(one RayCluster)"))
         lines.append(table(fleets, ["fleet", "pods", "gpu/pod", "cpu", "memory", "shm", "nodeSelector",
                                     "gpus"], indent="  "))
         lines.append(f"  total GPUs: {total}")

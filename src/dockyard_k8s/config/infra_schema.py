@@ -7,6 +7,7 @@ schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
 
 from __future__ import annotations
 
+from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS, PRIVATE_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
@@ -83,11 +84,77 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "limitRange": obj("Namespace LimitRange, rendered first; never applied by `run`.", {
             "limits": array("LimitRangeItem objects.", {"type": "object"}, []),
         }, nullable=True, default=None),
+        # --- platform profiles (docs/platforms.md; data in config/platforms.py) ---
+        "platform": string("Platform profile: a defaults layer between the shipped defaults and the user "
+                           "defaults (generic: none; eks: EFA, presets, topology, FSx; kind/k3s: one GPU node).",
+                           "generic", enum=list(PLATFORMS)),
+        "instanceType": string("eks: GPU node instance type; selects a sizing preset (GPUs, EFA, cpu, memory, "
+                               "node selector) for the trainer and inference pods.", None, nullable=True,
+                               enum=list(EKS_PRESETS)),
+        "runtimeClassName": string("runtimeClassName of every pod that requests nvidia.com/gpu "
+                                   "(kind/k3s: nvidia, else the pod sees no GPU).", None, nullable=True),
+        "gpuScheduling": obj("Placement of the GPU worker pods (added unless kuberay.spec sets its own).", {
+            "onePodPerNode": boolean("Required pod anti-affinity on kubernetes.io/hostname between GPU pods.",
+                                     False),
+            "topologySpreadConstraints": array("Spread of the GPU worker pods; labelSelector defaults to "
+                                               "them.", {"type": "object"}, []),
+        }),
+        "storage": obj("A PersistentVolumeClaim mounted into every GPU pod (shared FSx on eks, model cache "
+                       "on kind/k3s).", {
+            "enabled": boolean("Mount the claim.", False),
+            "claimName": string("Claim name; defaults to <run>-cache when create is true.", None, nullable=True,
+                                pattern=DNS1123_LABEL),
+            "create": boolean("Render the claim (else it must exist). Kept on `down`.", False),
+            "storageClassName": string("StorageClass of a created claim (null: the cluster default).", None,
+                                       nullable=True),
+            "accessMode": string("Access mode of a created claim; RWO cannot be shared across nodes.",
+                                 "ReadWriteMany",
+                                 enum=["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]),
+            "size": quantity("Size of a created claim.", "100Gi"),
+            "mountPath": string("Where the claim is mounted.", "/data"),
+        }),
+        "networkPolicy": obj("Default-deny posture for the whole run: deny all, then allow the run's own pods, "
+                             "DNS, HTTPS to public addresses and the KubeRay operator.", {
+            "defaultDeny": boolean("Render the deny-all and allow policies (needs an enforcing CNI).", False),
+            "scope": string("run: deny covers the run's pods; namespace: every pod of the namespace.", "run",
+                            enum=["run", "namespace"]),
+            "httpsEgress": boolean("Allow TCP 443 to public addresses (model hubs, package indexes).", True),
+            "privateCidrs": array("Excluded from HTTPS egress.", string("A CIDR block.", fmt="cidr"),
+                                  list(PRIVATE_CIDRS)),
+            "operatorPodLabels": {**string_map("Labels of the KubeRay operator pods (any namespace), allowed to "
+                                               "the Ray dashboard port 8265.", values={"type": "string"}),
+                                  "default": {"app.kubernetes.io/name": "kuberay-operator"}},
+            "extraIngress": array("More NetworkPolicyIngressRule objects for the GPU pods.", {"type": "object"},
+                                  []),
+            "extraEgress": array("More NetworkPolicyEgressRule objects for the GPU pods.", {"type": "object"}, []),
+        }),
+        "priorityClass": obj("A PriorityClass created for the GPU pods (head and workers).", {
+            "create": boolean("Render the PriorityClass (cluster-scoped) and use it on the GPU pods.", False),
+            "name": string("Its name; defaults to <namespace>-<run>-gpu.", None, nullable=True),
+            "value": integer("Priority value.", 1000000, minimum=-2147483648, maximum=1000000000),
+            "preemptionPolicy": string("Whether GPU pods preempt lower-priority pods.", "PreemptLowerPriority",
+                                       enum=["PreemptLowerPriority", "Never"]),
+        }),
+        "imagePull": obj("Image handling for large training images.", {
+            "requirePinned": boolean("Reject images without a pinned tag or digest (and :latest).", False),
+            "coldPullSeconds": integer("Added to launch.activeDeadlineSeconds and the bootstrap timeout, for a "
+                                       "cold pull of the image.", 0, minimum=0),
+            "prePull": boolean("Render a DaemonSet that pulls infra.image on the GPU nodes.", False),
+            "pauseImage": string("Image of the pre-pull DaemonSet's idle container.",
+                                 "registry.k8s.io/pause:3.10"),
+        }),
     }),
     "launch": obj("How the run is launched.", {
         "mode": string("rayjob: a RayJob (ephemeral cluster, torn down after the job); bringup: a "
-                       "long-lived RayCluster; attach: nothing GPU-side, the job goes to an existing cluster.",
-                       "rayjob", enum=["rayjob", "bringup", "attach"]),
+                       "long-lived RayCluster; attach: nothing GPU-side, the job goes to an existing cluster; "
+                       "job / statefulset: no KubeRay operator (a single-node Job, or multi-node Ray on "
+                       "StatefulSets).",
+                       "rayjob", enum=["rayjob", "bringup", "attach", "job", "statefulset"]),
+        "bootstrap": obj("job / statefulset: the Ray bootstrap script's waits.", {
+            "timeoutSeconds": integer("How long the head waits for every node, and a worker for the head "
+                                      "(infra.imagePull.coldPullSeconds is added).", 300, minimum=1),
+            "pollSeconds": integer("Seconds between two checks.", 5, minimum=1),
+        }),
         "name": string("Run name: names every object and labels them for status/logs/down. "
                        "Defaults to the recipe file name.", None, nullable=True, pattern=DNS1035_LABEL),
         "entrypoint": string("Command the job runs; {recipe} is replaced by the mounted recipe path. "
@@ -189,5 +256,27 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "maxUnavailable": integer("Replicas that may be disrupted at once.", 1, minimum=0),
         }),
         "probes": boolean("TCP readiness and liveness probes on the executor port.", True),
+    }),
+    "ncclTest": obj("`dockyard-k8s nccl-test`: an MPIJob running nccl-tests all_reduce_perf on the run's GPU "
+                    "nodes, with the same platform settings.", {
+        "image": string("nccl-tests image (mpirun + all_reduce_perf); eks: the public EFA build.", None,
+                        nullable=True),
+        "nodes": integer("Worker pods (one per node); defaults to the run's GPU pods.", None, minimum=1,
+                         nullable=True),
+        "gpusPerNode": integer("GPUs per worker; defaults to kuberay.trainer.gpus.", None, minimum=1,
+                               nullable=True),
+        "minBytes": string("all_reduce_perf -b.", "8"),
+        "maxBytes": string("all_reduce_perf -e.", "1G"),
+        "stepFactor": integer("all_reduce_perf -f.", 2, minimum=2),
+        "iterations": integer("all_reduce_perf -n.", 100, minimum=1),
+        "check": boolean("all_reduce_perf -c 1: check results (#wrong column).", True),
+        "binary": string("Path of all_reduce_perf in the image.", "/opt/nccl-tests/build/all_reduce_perf"),
+        "mpirunPath": string("Path of mpirun in the image.", "mpirun"),
+        "mpirunArgs": array("Extra mpirun arguments.", {"type": "string"}, []),
+        "env": _ENV,
+        "extendedResources": string_map("Extra resources per worker (EFA, hugepages), requests = limits.",
+                                        values={"type": ["string", "integer"]}),
+        "activeDeadlineSeconds": integer("Deadline of the test (imagePull.coldPullSeconds is added).", 1800,
+                                         minimum=1),
     }),
 })

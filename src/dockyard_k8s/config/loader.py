@@ -14,6 +14,7 @@ Everything here is pure except reading the files named; the environment is passe
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.platforms import platform_problems, profile_layer
 from dockyard_k8s.config.schema import check, defaults_of
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigError, ConfigProblem
@@ -168,28 +170,19 @@ def load_run(
     env = dict(os.environ) if env is None else env
     layers = _Layers(env)
 
-    infra = Doc(defaults_of(INFRA), {}, {})
-    sources = [SHIPPED]
     user = user_defaults_file(env)
-    if user:
-        infra = merge_docs(infra, layers.load_chain(user))
     if infra_file is None:
         infra_file = default_infra_file(recipe_file)
-    if infra_file:
-        infra = merge_docs(infra, layers.load_chain(infra_file))
-    sources += layers.files
-    for text in sets:
-        path, value, error = ov.parse_set(text)
-        mark = Mark(f"--set {text}", 0, 0)
-        if error:
-            layers.problems.append(ConfigProblem(mark.file, 0, 0, "", error))
-            continue
-        assert path is not None
-        error = ov.set_path(infra.data, path, value)
-        if error:
-            layers.problems.append(ConfigProblem(mark.file, 0, 0, format_path(path), error))
-        infra.marks[path] = mark
-        infra.key_marks[path] = mark
+    docs = [layers.load_chain(f) for f in (user, infra_file) if f]
+    sources = [SHIPPED, *layers.files]
+    # The platform profile sits between the shipped defaults and the user defaults, and is
+    # chosen from the merged layers: stack once without it to read infra.platform.
+    infra, set_problems = _stack(None, docs, sets)
+    profile = _profile_doc(infra.data)
+    if profile is not None:
+        infra, set_problems = _stack(profile, docs, sets)
+        sources.insert(1, _profile_name(infra.data))
+    layers.problems.extend(set_problems)
 
     for path, message in check(INFRA, infra.data):
         layers.problem(infra, path, message, at_key=message.startswith("unknown key"))
@@ -222,6 +215,56 @@ def load_run(
     return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks, infra.key_marks)
 
 
+def _profile_name(data: dict[str, Any]) -> str:
+    section = data["infra"]
+    typ = section.get("instanceType")
+    return f"<{section['platform']} profile{' ' + typ if typ else ''}>"
+
+
+def _profile_doc(data: Any) -> Doc | None:
+    """The platform profile layer of the merged ``data`` as a Doc, or None (generic/invalid)."""
+    section = data.get("infra") if isinstance(data, dict) else None
+    if not isinstance(section, dict):
+        return None
+    layer = profile_layer(section.get("platform"), section.get("instanceType"))
+    if not layer:
+        return None
+    name = _profile_name(data)
+    marks: dict[Path, Mark] = {}
+
+    def walk(node: Any, path: Path) -> None:
+        marks[path] = Mark(name, 0, 0)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+
+    for key, value in layer.items():
+        walk(value, (key,))
+    return Doc(layer, marks, dict(marks))
+
+
+def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str]) -> tuple[Doc, list[ConfigProblem]]:
+    """shipped < profile < user defaults < infra file < --set, as one fresh Doc (inputs untouched)."""
+    infra = Doc(defaults_of(INFRA), {}, {})
+    for doc in ([profile] if profile else []) + docs:
+        infra = merge_docs(infra, doc)
+    infra = Doc(copy.deepcopy(infra.data), dict(infra.marks), dict(infra.key_marks))
+    problems: list[ConfigProblem] = []
+    for text in sets:
+        path, value, error = ov.parse_set(text)
+        mark = Mark(f"--set {text}", 0, 0)
+        if error:
+            problems.append(ConfigProblem(mark.file, 0, 0, "", error))
+            continue
+        assert path is not None
+        error = ov.set_path(infra.data, path, value)
+        if error:
+            problems.append(ConfigProblem(mark.file, 0, 0, format_path(path), error))
+        infra.marks[path] = mark
+        infra.key_marks[path] = mark
+    return infra, problems
+
+
 def _fill_derived(infra: dict[str, Any], recipe_file: str) -> None:
     """Defaults that depend on other values (documented on each field)."""
     launch, sandbox = infra["launch"], infra["sandbox"]
@@ -246,6 +289,7 @@ def _cross_field_problems(doc: Doc) -> list[ConfigProblem]:
     if launch["mode"] == "attach" and not (launch["attach"]["cluster"] or launch["attach"]["address"]):
         found.append((("launch", "attach"), "attach mode needs launch.attach.cluster or launch.attach.address "
                                             "(got neither)"))
+    found += platform_problems(infra)
     out = []
     for path, message in found:
         mark = _locate(doc.marks, doc.key_marks, path)

@@ -7,6 +7,10 @@ inputs give byte-identical output. One module per object family:
     sandbox.py      NetworkPolicy, Deployment, Service, PDB of the sandbox pool
     recipe.py       the resolved recipe as a ConfigMap
     ray.py          RayJob / RayCluster (+ the GPU PDB)
+    shapes.py       operator-free shapes: Job, or headless Service + StatefulSets (+ bootstrap ConfigMap)
+    platform.py     PriorityClass, default-deny NetworkPolicies, storage PVC, pre-pull DaemonSet,
+                    and the platform pass over every GPU pod (runtimeClass, storage, placement)
+    nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)
     merge.py        the deep merge of free-form fragments
     meta.py         names and labels every object shares
     serialize.py    deterministic YAML / JSON text
@@ -18,9 +22,17 @@ from typing import Any
 
 from dockyard_k8s.config.loader import RunConfig
 from dockyard_k8s.render.governance import governance_objects
+from dockyard_k8s.render.platform import (
+    apply_platform,
+    network_policies,
+    prepull_daemonset,
+    priority_class,
+    storage_claim,
+)
 from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
 from dockyard_k8s.render.recipe import recipe_configmap
 from dockyard_k8s.render.sandbox import sandbox_objects
+from dockyard_k8s.render.shapes import job_objects, statefulset_objects
 
 __all__ = ["render_run"]
 
@@ -30,12 +42,21 @@ def render_run(run: RunConfig) -> list[dict[str, Any]]:
     infra = run.infra
     mode = infra["launch"]["mode"]
     objects = governance_objects(infra)
+    objects += [o for o in (priority_class(infra),) if o]  # before any pod that names it
+    objects += network_policies(infra)  # before any pod they cover
     objects += sandbox_objects(infra)
     objects.append(recipe_configmap(infra, run.recipe))
-    if mode in ("rayjob", "bringup") and infra["kuberay"]["pdb"]["enabled"]:
+    if mode != "attach":
+        objects += [o for o in (storage_claim(infra), prepull_daemonset(infra)) if o]
+    if mode in ("rayjob", "bringup", "statefulset") and infra["kuberay"]["pdb"]["enabled"]:
         objects.append(gpu_pdb(infra))
     if mode == "rayjob":
         objects.append(rayjob(infra, run.job_args))
     elif mode == "bringup":
         objects.append(raycluster(infra))
+    elif mode == "job":
+        objects += job_objects(infra, run.job_args)
+    elif mode == "statefulset":
+        objects += statefulset_objects(infra, run.job_args)
+    apply_platform(infra, objects)
     return objects

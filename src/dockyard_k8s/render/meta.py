@@ -20,6 +20,9 @@ FLEETS = {
     "inference": "ray-worker",
     "submitter": "ray-job-submitter",
     "sandbox": "sandbox",
+    "prepull": "image-prepull",
+    "nccl-launcher": "nccl-test",
+    "nccl-worker": "nccl-test",
 }
 GPU_FLEETS = ("trainer", "inference")
 

@@ -95,7 +95,7 @@ def test_every_type_problem_at_once(recipe, write, clean_env):
         f"{infra}:5:15: kuberay.trainer.replicas: got 'two' (string), expected an integer",
         f"{infra}:6:10: kuberay.trainer.cpu: got '4 cores' (string), expected a Kubernetes quantity like 4, "
         "500m or 16Gi",
-        f"{infra}:8:9: launch.mode: got 'rayjobs' (string), expected one of: rayjob, bringup, attach",
+        f"{infra}:8:9: launch.mode: got 'rayjobs' (string), expected one of: rayjob, bringup, attach, job, statefulset",
         f"{infra}:11:26: sandbox.networkPolicy.allowedEgressCidrs[0]: got '10.0.0.1/8' (string), expected a CIDR "
         "block like 10.0.0.0/8 (host bits zero)",
     ]

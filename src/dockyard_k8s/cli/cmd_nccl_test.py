@@ -1,0 +1,127 @@
+"""``dockyard-k8s nccl-test``: the NCCL fabric test of a run's GPU nodes (an MPIJob), and
+the summary of its output (bus bandwidth per message size)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
+from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, DockyardError, UsageError
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s nccl-test examples/grpo_swe.yaml --infra examples/eks_p5.infra.yaml | kubectl apply -f -
+  kubectl logs -f -l dockyard-k8s/fleet=nccl-launcher -n rl-research > nccl.log
+  dockyard-k8s nccl-test --summarize nccl.log --min-busbw 300
+  dockyard-k8s nccl-test examples/grpo_swe.yaml --infra examples/eks_p5.infra.yaml --run
+
+exit codes: 0 ok, 1 wrong values or bandwidth below --min-busbw, 2 bad input
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("nccl-test", help="render (or run) an NCCL all-reduce test on the run's GPU nodes",
+                       description="Render an MPIJob (kubeflow.org/v2beta1, needs the MPI Operator) that runs "
+                                   "nccl-tests all_reduce_perf across the GPU nodes the run would use, with the "
+                                   "same platform settings (EFA, placement, /dev/shm). --summarize LOG prints "
+                                   "the bus bandwidth per message size of a finished test's launcher log.",
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
+    p.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override an infra key, e.g. --set ncclTest.nodes=4 (repeatable)")
+    p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+    p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
+    p.add_argument("--min-busbw", type=float, metavar="GB/s",
+                   help="with --summarize/--run: exit 1 when the peak bus bandwidth is below this")
+    p.add_argument("--run", action="store_true", help="apply the MPIJob, wait, print the summary (live)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.render import nccl
+
+    if args.summarize:
+        text = sys.stdin.read() if args.summarize == "-" else _read(args.summarize)
+        summary = nccl.parse_all_reduce(text)
+        print(format_summary(summary, min_busbw=args.min_busbw))
+        return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
+    if not args.recipe:
+        raise UsageError("nccl-test needs RECIPE (or --summarize LOG)")
+    mpijob = render_mpijob(args)
+    if args.run:
+        summary = run_live(mpijob)
+        print(format_summary(summary, min_busbw=args.min_busbw))
+        return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+    text = dump_json(mpijob) if args.format == "json" else "---\n" + dump_yaml(mpijob)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
+    """Load and check the run like `check` does, then render its NCCL test MPIJob."""
+    from dockyard_k8s.bundle import build_bundle
+    from dockyard_k8s.render import nccl
+
+    sets = list(args.sets)
+    if args.namespace:
+        sets.append(f"infra.namespace={args.namespace}")
+    bundle = build_bundle(args.recipe, args.infra, sets=sets, overrides=args.overrides, env=os.environ)
+    problems = [bundle.run.locate(path, message) for path, message in nccl.nccl_problems(bundle.run.infra)]
+    if problems:
+        raise ConfigError(problems)
+    return nccl.nccl_mpijob(bundle.run.infra)
+
+
+def run_live(mpijob: dict[str, Any]) -> Any:
+    """Apply the MPIJob, wait for the launcher, parse its log: nccl.run_and_summarize with the
+    live client's apply / logs / delete. Wired by the live area (dockyard_k8s.live)."""
+    raise DockyardError("nccl-test --run needs the live cluster client, which this build does not include; "
+                        "apply the rendered MPIJob with kubectl and use --summarize on the launcher log")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"--summarize {path}: cannot read file: {e.strerror or e}") from e
+
+
+def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
+    """Bus bandwidth per message size, then the verdict lines."""
+    from dockyard_k8s.cli._output import table
+    from dockyard_k8s.render.nccl import human_bytes, summary_problems
+
+    if not summary.rows:
+        return "no all_reduce_perf result rows found (did the test run to completion? see the launcher log)"
+    rows = [[human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
+             "-" if r.oop_wrong is None and r.ip_wrong is None else (r.oop_wrong or 0) + (r.ip_wrong or 0)]
+            for r in summary.rows]
+    lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"])]
+    peak = summary.peak
+    assert peak is not None
+    largest = summary.rows[-1]
+    lines.append("")
+    lines.append(f"ranks: {summary.ranks or '?'}  largest message {human_bytes(largest.size)}: "
+                 f"{max(largest.oop_busbw, largest.ip_busbw):.2f} GB/s  peak: "
+                 f"{max(peak.oop_busbw, peak.ip_busbw):.2f} GB/s at {human_bytes(peak.size)}"
+                 + (f"  average: {summary.avg_busbw:g} GB/s" if summary.avg_busbw is not None else ""))
+    verdict = summary_problems(summary, min_busbw=min_busbw)
+    lines.append(("✔ " if not verdict else "✖ ") + ("fabric OK" if not verdict else "; ".join(verdict)))
+    return "\n".join(lines)
+
+

@@ -1,0 +1,346 @@
+"""Platform profiles: the defaults each kind of cluster needs, as data.
+
+A profile is one more configuration layer, between the shipped defaults and the user
+defaults file (``config/loader.py``)::
+
+    shipped < platform profile (+ instance-type preset) < user defaults < infra file < --set
+
+so every value below is a default the user can override. The profile is chosen from
+``infra.platform`` (and ``infra.instanceType`` on EKS) of the merged layers.
+
+Sources, cited on each entry:
+  [EKS]   ../shared/spec/003_0b4f1c3ab5ac95ea.txt  "Kubernetes Manifests" (RL training on EKS)
+  [LOCAL] ../shared/spec/001_de1da0c08b1d9fc6.txt  "04 — Kubernetes cluster" (single node, one GPU)
+  [NCCL]  aws-samples/sample-rlinf-on-eks infrastructure/manifests/nccl-tests-mpijob.yaml, the
+          manifest [EKS] names as its NCCL test ("NCCL test manifest")
+
+This module is plain data plus small pure helpers: the loader, the renderers and the
+docs read it; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, NamedTuple
+
+PLATFORMS = ("generic", "eks", "kind", "k3s")
+
+
+class InstancePreset(NamedTuple):
+    """Sizing of one GPU pod that takes a whole node of this instance type."""
+
+    gpus: int
+    efa: int  # vpc.amazonaws.com/efa devices
+    cpu: str
+    memory: str
+    cpu_limit: str | None
+    memory_limit: str | None
+    source: str
+
+
+# instance type -> per-pod sizing preset. One GPU pod per node, so the pod takes the node.
+EKS_PRESETS: dict[str, InstancePreset] = {
+    # [EKS] "Resource Sizing Guide" row p4de.24xlarge (8 / 4 / 90 / 1000Gi); the limits are the
+    # single-node Job's and StatefulSet's (cpu 96, memory 1100Gi), which are sized for this type.
+    "p4de.24xlarge": InstancePreset(8, 4, "90", "1000Gi", "96", "1100Gi", "[EKS] sizing guide + manifests"),
+    # [EKS] "Resource Sizing Guide" row p5.48xlarge (8 / 32 / 180 / 1800Gi); the text gives no limits.
+    "p5.48xlarge": InstancePreset(8, 32, "180", "1800Gi", None, None, "[EKS] sizing guide"),
+    # [NCCL] lists p5en.48xlarge with 8 GPUs and 16 EFA devices; CPU/memory requests follow the p5
+    # row (same 192 vCPU / 2 TiB host shape).
+    "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None, "[NCCL] table + [EKS] p5 row"),
+}
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# [EKS] the layer-2 network node label the StatefulSet spreads over.
+EKS_TOPOLOGY_KEY = "topology.k8s.aws/network-node-layer-2"
+
+# [EKS] env of the single-node Job and the StatefulSet, minus the experiment-specific ones
+# (MLFLOW_TRACKING_URI, NUM_GPUS, NUM_NODES, CONFIG_NAME, VENV_NAME, MODEL_PATH, EXPERIMENT_NAME).
+EKS_GPU_ENV: dict[str, str] = {
+    "NVIDIA_DRIVER_CAPABILITIES": "all",
+    "NCCL_DEBUG": "WARN",
+    "FI_PROVIDER": "efa",  # [EKS] libfabric over EFA
+    "FI_EFA_USE_DEVICE_RDMA": "1",  # [EKS] GPUDirect RDMA (p4d/p5 families)
+    "FI_EFA_FORK_SAFE": "1",  # [EKS] fork safety for DataLoader workers
+    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+    "TOKENIZERS_PARALLELISM": "true",
+    "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",  # [EKS] "reduces CUDA memory fragmentation"
+}
+
+# [EKS] "/dev/shm Sizing": "At least 64Gi for multi-GPU training".
+EKS_MIN_SHM = "64Gi"
+
+# [NCCL] the pinned public nccl-tests image with EFA, aws-ofi-nccl and OpenMPI.
+EKS_NCCL_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+
+# RFC 1918, RFC 6598 (carrier-grade NAT, used by some VPC CNIs), link-local (cloud metadata),
+# IPv6 unique-local and link-local: the "private CIDRs" [LOCAL] keeps HTTPS egress away from.
+PRIVATE_CIDRS = [
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "fc00::/7",
+    "fe80::/10",
+]
+
+_GPU_FLEETS = ("trainer", "inference")
+
+
+def _eks() -> dict[str, Any]:
+    fleet = {
+        "env": dict(EKS_GPU_ENV),
+        "shmSize": EKS_MIN_SHM,  # [EKS] memory-backed /dev/shm, >= 64Gi for multi-GPU
+    }
+    return {
+        "infra": {
+            # [EKS] "Do NOT set imagePullPolicy: Always" / "Tag images with specific versions".
+            "imagePullPolicy": "IfNotPresent",
+            "imagePull": {
+                "requirePinned": True,
+                "coldPullSeconds": 600,  # [EKS] "Add 10 minutes to activeDeadlineSeconds"
+            },
+            "gpuScheduling": {
+                "onePodPerNode": True,  # [EKS] podAntiAffinity on kubernetes.io/hostname
+                "topologySpreadConstraints": [{  # [EKS] StatefulSet topologySpreadConstraints
+                    "maxSkew": 1,
+                    "topologyKey": EKS_TOPOLOGY_KEY,
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                }],
+            },
+            # [EKS] every manifest mounts the FSx claim `fsx-claim` at /fsx (shared, RWX).
+            "storage": {"enabled": True, "create": False, "claimName": "fsx-claim", "mountPath": "/fsx",
+                        "accessMode": "ReadWriteMany"},
+        },
+        "kuberay": {role: copy.deepcopy(fleet) for role in _GPU_FLEETS},
+        "ncclTest": {
+            "image": EKS_NCCL_IMAGE,  # [NCCL]
+            "mpirunPath": "/opt/amazon/openmpi/bin/mpirun",  # [NCCL]
+            "env": {  # [NCCL] launcher env: the image's library paths
+                "LD_LIBRARY_PATH": "/opt/amazon/openmpi/lib:/opt/nccl/build/lib:/opt/amazon/efa/lib:"
+                                   "/opt/amazon/ofi-nccl/lib:/opt/amazon/ofi-nccl/lib64:"
+                                   "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu:/opt/gdrcopy/lib:"
+                                   "/usr/local/cuda/extras/CUPTI/lib64:/usr/local/lib",
+                "NCCL_BUFFSIZE": "8388608",  # [NCCL]
+                "NCCL_P2P_NET_CHUNKSIZE": "524288",  # [NCCL]
+            },
+            # [NCCL] MPI over TCP only, so MPI does not compete with NCCL for the EFA devices.
+            "mpirunArgs": ["--mca", "pml", "^ucx", "--mca", "btl", "tcp,self",
+                           "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--mca", "mtl", "^ofi"],
+            "extendedResources": {"hugepages-2Mi": "5120Mi"},  # [NCCL] libfabric uses huge pages
+        },
+    }
+
+
+def _single_node(storage_class: str) -> dict[str, Any]:
+    # [LOCAL] "Resource sizing (single-GPU baseline)": one A10 (24 GB) or larger, 32 GB system RAM;
+    # the GPU pod gets cpu 4 / memory 16Gi request / 32Gi limit there. The control plane takes
+    # ~2-3 GB, so the GPU pod here is capped at 24Gi to leave room for the head and the sandbox.
+    gpu_pod = {"gpus": 1, "cpu": "4", "memory": "16Gi", "memoryLimit": "24Gi", "shmSize": "4Gi"}
+    return {
+        "infra": {
+            # [LOCAL] "Pods that consume nvidia.com/gpu must set runtimeClassName: nvidia".
+            "runtimeClassName": "nvidia",
+            # [LOCAL] "llama-hf-cache — 100Gi, mounted at /root/.cache/huggingface"; local-path, "must be RWO".
+            "storage": {"enabled": True, "create": True, "claimName": "dockyard-model-cache",
+                        "storageClassName": storage_class, "accessMode": "ReadWriteOnce", "size": "100Gi",
+                        "mountPath": "/root/.cache/huggingface"},
+            "priorityClass": {"value": 1000000},  # [LOCAL] gpu-inference (value 1000000)
+        },
+        "kuberay": {
+            "head": {"cpu": "1", "memory": "3Gi", "shmSize": "1Gi"},
+            "trainer": {"replicas": 1, **gpu_pod},
+            # One GPU: one GPU pod. The inference fleet is off by default (colocated recipes);
+            # set kuberay.inference.replicas on a host with a second GPU.
+            "inference": {"replicas": 0, **gpu_pod},
+        },
+        "sandbox": {
+            "replicas": 1,
+            "resources": {"cpu": "500m", "memory": "1Gi", "ephemeralStorage": "5Gi"},
+        },
+        "ncclTest": {"maxBytes": "256M"},  # two 256M buffers fit any single GPU
+    }
+
+
+# platform -> profile layer (a partial infra spec)
+PROFILES: dict[str, Any] = {
+    "generic": {},  # no assumptions: the shipped defaults only
+    "eks": _eks(),  # [EKS]
+    # [LOCAL] k3s ships the `local-path` StorageClass.
+    "k3s": _single_node("local-path"),
+    # kind's default StorageClass is named `standard`; it is the same rancher.io/local-path provisioner.
+    "kind": _single_node("standard"),
+}
+
+
+def preset_layer(instance_type: str) -> dict[str, Any]:
+    """The GPU-fleet sizing an instance-type preset contributes (one GPU pod per node)."""
+    p = EKS_PRESETS[instance_type]
+    fleet: dict[str, Any] = {
+        "gpus": p.gpus,
+        "cpu": p.cpu,
+        "memory": p.memory,
+        "extendedResources": {EFA_RESOURCE: p.efa},
+        "nodeSelector": {INSTANCE_TYPE_LABEL: instance_type},
+    }
+    if p.cpu_limit:
+        fleet["cpuLimit"] = p.cpu_limit
+    if p.memory_limit:
+        fleet["memoryLimit"] = p.memory_limit
+    return {
+        "kuberay": {role: copy.deepcopy(fleet) for role in _GPU_FLEETS},
+        "ncclTest": {"extendedResources": {EFA_RESOURCE: p.efa}},
+    }
+
+
+def profile_layer(platform: Any, instance_type: Any) -> dict[str, Any]:
+    """The profile layer for the merged ``infra.platform`` / ``infra.instanceType``.
+
+    Unknown values give an empty layer: the schema check reports them.
+    """
+    layer = copy.deepcopy(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
+    if platform == "eks" and isinstance(instance_type, str) and instance_type in EKS_PRESETS:
+        layer = _merge(layer, preset_layer(instance_type))
+    return layer
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
+    return over
+
+
+# --- quantities (for cross-field rules) ---------------------------------------------------
+
+_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+           "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "P": 1e15, "E": 1e18}
+_QTY = re.compile(r"^([+-]?[0-9.]+)([a-zA-Z]*)$")
+
+
+def quantity_value(value: Any) -> float | None:
+    """``64Gi`` -> bytes as a float; None when it is not a simple quantity."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = _QTY.match(str(value))
+    if not m or m.group(2) not in _SUFFIX:
+        return None
+    try:
+        return float(m.group(1)) * _SUFFIX[m.group(2)]
+    except ValueError:
+        return None
+
+
+# --- images --------------------------------------------------------------------------------
+
+
+def image_pin_problem(image: str) -> str:
+    """"" when ``image`` is pinned (a digest, or a tag other than ``latest``); else why not."""
+    if "@sha256:" in image:
+        return ""
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return f"got {image!r} (no tag: Kubernetes pulls :latest), expected a pinned tag or @sha256: digest"
+    if last.rsplit(":", 1)[1] == "latest":
+        return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
+    return ""
+
+
+# --- cross-field rules (called by the loader once the layers are merged) --------------------
+
+GPU_FLEETS = _GPU_FLEETS
+# A StatefulSet's pods carry controller-revision-hash=<name>-<10-char hash>, a label value
+# (<= 63 characters), so the StatefulSet name must stay within 52.
+MAX_STATEFULSET_NAME = 52
+MAX_JOB_NAME = 63  # the Job's pods carry job-name=<name>, a label value
+
+
+def gpu_pod_count(infra: dict[str, Any]) -> int:
+    """GPU pods of the run in the launch shape chosen (the job shape is one pod)."""
+    kr = infra["kuberay"]
+    pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
+    mode = infra["launch"]["mode"]
+    if mode == "attach":
+        return 0
+    if mode == "job":
+        return 1 if pods else 0
+    return pods
+
+
+def _images(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+    """Images to pin: each once, at the key the user wrote it."""
+    main = infra["infra"]["image"]
+    out: list[tuple[tuple[str, ...], Any]] = [(("infra", "image"), main)]
+    if infra["sandbox"]["enabled"] and infra["sandbox"]["image"] != main:
+        out.append((("sandbox", "image"), infra["sandbox"]["image"]))
+    launch = infra["launch"]
+    if launch["mode"] == "rayjob" and launch["submitter"]["image"] != main:
+        out.append((("launch", "submitter", "image"), launch["submitter"]["image"]))
+    if infra["ncclTest"]["image"]:
+        out.append((("ncclTest", "image"), infra["ncclTest"]["image"]))
+    return out
+
+
+def platform_problems(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """Rules of the platform profiles and of the operator-free shapes, as (key path, message)."""
+    section, launch, kr = infra["infra"], infra["launch"], infra["kuberay"]
+    platform, mode, name = section["platform"], launch["mode"], str(launch["name"])
+    out: list[tuple[tuple[str, ...], str]] = []
+    if section["instanceType"] and platform != "eks":
+        out.append((("infra", "instanceType"), f"sizing presets are EKS instance types (got platform "
+                                               f"{platform!r}); set infra.platform: eks or remove instanceType"))
+    gpu_fleets = [r for r in GPU_FLEETS if kr[r]["replicas"] > 0 and kr[r]["gpus"] > 0]
+    if platform == "eks":
+        floor = quantity_value(EKS_MIN_SHM) or 0
+        for role in gpu_fleets:
+            shm = kr[role]["shmSize"]
+            size = quantity_value(shm) if shm is not None else 0
+            if kr[role]["gpus"] > 1 and (size is None or size < floor):
+                out.append((("kuberay", role, "shmSize"),
+                            f"got {shm!r}, expected at least {EKS_MIN_SHM}: multi-GPU pods on eks need a large "
+                            "memory-backed /dev/shm (NCCL and DataLoader workers fail with 'Bus error')"))
+    if section["imagePull"]["requirePinned"]:
+        for path, image in _images(infra):
+            why = image_pin_problem(str(image)) if image else ""
+            if why:
+                out.append((path, why + " (infra.imagePull.requirePinned)"))
+    storage = section["storage"]
+    if storage["enabled"] and not storage["create"] and not storage["claimName"]:
+        out.append((("infra", "storage", "claimName"), "is required when storage.create is false (got nothing, "
+                                                       "expected the name of an existing PersistentVolumeClaim)"))
+    pods = gpu_pod_count(infra)
+    if storage["enabled"] and storage["create"] and pods > 1:
+        if storage["accessMode"] == "ReadWriteOncePod":
+            out.append((("infra", "storage", "accessMode"), f"ReadWriteOncePod allows one pod, but {pods} GPU pods "
+                                                            "mount the claim"))
+        elif storage["accessMode"] == "ReadWriteOnce" and section["gpuScheduling"]["onePodPerNode"]:
+            out.append((("infra", "storage", "accessMode"),
+                        f"ReadWriteOnce attaches to one node, but onePodPerNode spreads {pods} GPU pods over "
+                        f"{pods} nodes; use ReadWriteMany storage (EFS, FSx, NFS) for a multi-node run"))
+    if section["networkPolicy"]["defaultDeny"] and infra["sandbox"]["enabled"] \
+            and not infra["sandbox"]["networkPolicy"]["enabled"]:
+        out.append((("infra", "networkPolicy", "defaultDeny"), "default-deny would cut the sandbox pool off: it "
+                                                               "needs sandbox.networkPolicy.enabled: true"))
+    if mode == "job":
+        total = sum(kr[r]["replicas"] * kr[r]["gpus"] for r in gpu_fleets)
+        preset = EKS_PRESETS.get(section["instanceType"] or "")
+        if preset and total > preset.gpus:
+            out.append((("launch", "mode"), f"job mode runs on one node: the fleets need {total} GPUs, "
+                                            f"{section['instanceType']} has {preset.gpus}"))
+        if len(name) > MAX_JOB_NAME:
+            out.append((("launch", "name"), f"{name!r} has {len(name)} characters; a Job name is at most "
+                                            f"{MAX_JOB_NAME} (its pods carry it as a label)"))
+    if mode == "statefulset":
+        if kr["trainer"]["replicas"] < 1:
+            out.append((("kuberay", "trainer", "replicas"), "got 0: statefulset mode runs the Ray head on trainer "
+                                                            "pod 0, expected at least 1"))
+        longest = f"{name}-inference" if kr["inference"]["replicas"] > 0 else f"{name}-trainer"
+        if len(longest) > MAX_STATEFULSET_NAME:
+            fits = MAX_STATEFULSET_NAME - len(longest) + len(name)
+            out.append((("launch", "name"), f"StatefulSet name {longest!r} has {len(longest)} characters, at most "
+                                            f"{MAX_STATEFULSET_NAME} fit (controller-revision-hash label); "
+                                            f"shorten launch.name to {fits}"))
+    return out

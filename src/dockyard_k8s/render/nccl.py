@@ -1,0 +1,260 @@
+"""The NCCL fabric test: an MPIJob (``kubeflow.org/v2beta1``) running nccl-tests
+``all_reduce_perf`` across the GPU nodes the run would use, and its output summarised.
+
+The workers get the GPU fleet's placement and platform settings (node selector,
+tolerations, GPUs, EFA and other extended resources, ``/dev/shm``, runtime class,
+one pod per node, topology spread), so a green test says something about the nodes the
+run will land on. Ranks are started over ssh by ``mpirun`` and do not inherit the pod's
+environment, so every variable (the fleet's, e.g. ``FI_PROVIDER=efa``, and
+``ncclTest.env``) is set on the launcher and exported with ``-x NAME``.
+
+Pattern: [NCCL] aws-samples/sample-rlinf-on-eks ``infrastructure/manifests/nccl-tests-mpijob.yaml``
+(itself from awslabs/awsome-distributed-ai), which the EKS manifests text names.
+
+:func:`parse_all_reduce` and :func:`format_summary` are pure. :func:`run_and_summarize`
+is the live path, written against three injected callables so the live client can be
+plugged in without this module importing it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.render.meta import env_list, metadata, name_of, pod_labels, pull_secrets, quantity
+from dockyard_k8s.render.platform import add_gpu_scheduling, add_runtime_class, gpu_worker_selector, padded_deadline
+from dockyard_k8s.render.ray import GPU
+
+GPU_FLEETS = ("trainer", "inference")
+
+
+def nccl_shape(infra: dict[str, Any]) -> tuple[int, int]:
+    """(worker nodes, GPUs per node) of the test: the run's GPU pods unless ncclTest says otherwise."""
+    nt, kr = infra["ncclTest"], infra["kuberay"]
+    pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
+    gpus = next((kr[r]["gpus"] for r in GPU_FLEETS if kr[r]["gpus"] > 0 and kr[r]["replicas"] > 0), 1)
+    return int(nt["nodes"] or max(pods, 1)), int(nt["gpusPerNode"] or gpus)
+
+
+def _sizing(infra: dict[str, Any]) -> dict[str, Any]:
+    """The GPU fleet whose nodes the test uses: the trainer's, unless it has no GPU pods."""
+    kr = infra["kuberay"]
+    for role in GPU_FLEETS:
+        if kr[role]["gpus"] > 0 and kr[role]["replicas"] > 0:
+            return dict(kr[role])
+    return dict(kr["trainer"])
+
+
+def mpirun_command(infra: dict[str, Any], env_names: list[str]) -> list[str]:
+    nt = infra["ncclTest"]
+    nodes, gpus = nccl_shape(infra)
+    cmd = [nt["mpirunPath"], "--allow-run-as-root", "--tag-output", "-np", str(nodes * gpus), "-N", str(gpus),
+           "--bind-to", "none"]
+    for name in env_names:
+        cmd += ["-x", name]
+    cmd += list(nt["mpirunArgs"])
+    cmd += [nt["binary"], "-b", str(nt["minBytes"]), "-e", str(nt["maxBytes"]), "-f", str(nt["stepFactor"]),
+            "-g", "1", "-c", "1" if nt["check"] else "0", "-n", str(nt["iterations"])]
+    return cmd
+
+
+def nccl_mpijob(infra: dict[str, Any]) -> dict[str, Any]:
+    """The MPIJob ``<run>-nccl``. ``infra["ncclTest"]["image"]`` must be set (see :func:`nccl_problems`)."""
+    nt = infra["ncclTest"]
+    sizing = _sizing(infra)
+    nodes, gpus = nccl_shape(infra)
+    image = nt["image"]
+    env = {**sizing["env"], **nt["env"]}
+    env_names = list(env)
+    extended = {**sizing["extendedResources"], **nt["extendedResources"], GPU: gpus}
+    requests = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"]),
+                **{k: quantity(v) for k, v in sorted(extended.items())}}
+    limits = {"cpu": quantity(sizing["cpuLimit"] or sizing["cpu"]),
+              "memory": quantity(sizing["memoryLimit"] or sizing["memory"]),
+              **{k: quantity(v) for k, v in sorted(extended.items())}}
+    worker: dict[str, Any] = {"name": "worker", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+                              "resources": {"requests": requests, "limits": limits}}
+    worker_pod: dict[str, Any] = {}
+    if infra["infra"]["imagePullSecrets"]:
+        worker_pod["imagePullSecrets"] = pull_secrets(infra)
+    if sizing["nodeSelector"]:
+        worker_pod["nodeSelector"] = sizing["nodeSelector"]
+    if sizing["tolerations"]:
+        worker_pod["tolerations"] = sizing["tolerations"]
+    worker_pod["containers"] = [worker]
+    if sizing["shmSize"] is not None:
+        worker["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        worker_pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory",
+                                                               "sizeLimit": quantity(sizing["shmSize"])}}]
+    add_runtime_class(infra, worker_pod)
+    add_gpu_scheduling(infra, worker_pod, gpu_worker_selector(infra, ("nccl-worker",)))
+
+    launcher: dict[str, Any] = {
+        "name": "launcher", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+        "command": mpirun_command(infra, env_names),
+        "env": env_list(env),
+        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+    }
+    launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure"}
+    if infra["infra"]["imagePullSecrets"]:
+        launcher_pod["imagePullSecrets"] = pull_secrets(infra)
+    launcher_pod["containers"] = [launcher]
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": metadata(infra, name_of(infra, "nccl"), "nccl-test"),
+        "spec": {
+            "slotsPerWorker": gpus,
+            "mpiImplementation": "OpenMPI",
+            # The launcher starts once every worker is Ready, instead of crash-looping until then.
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {
+                "cleanPodPolicy": "Running",
+                "backoffLimit": 3,
+                "activeDeadlineSeconds": padded_deadline(infra, nt["activeDeadlineSeconds"]),
+                "ttlSecondsAfterFinished": 3600,  # an hour to read the launcher's log
+            },
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"metadata": {"labels": pod_labels(infra, "nccl-launcher")},
+                                                         "spec": launcher_pod}},
+                "Worker": {"replicas": nodes, "template": {"metadata": {"labels": pod_labels(infra, "nccl-worker")},
+                                                           "spec": worker_pod}},
+            },
+        },
+    }
+
+
+def nccl_problems(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """What stops the test from being rendered, as (infra key path, message)."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    if not infra["ncclTest"]["image"]:
+        out.append((("ncclTest", "image"), "is required for nccl-test (got nothing, expected an image with mpirun "
+                                           "and nccl-tests, e.g. the eks profile's public EFA build)"))
+    _, gpus = nccl_shape(infra)
+    if not any(infra["kuberay"][r]["gpus"] > 0 for r in GPU_FLEETS) and not infra["ncclTest"]["gpusPerNode"]:
+        out.append((("kuberay", "trainer", "gpus"), f"the run has no GPU pods to test (gpus per node: {gpus}); "
+                                                    "set ncclTest.gpusPerNode to test anyway"))
+    return out
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")  # mpirun --tag-output prefix
+
+
+class BusBandwidth(NamedTuple):
+    """One row of all_reduce_perf: a message size, out-of-place and in-place."""
+
+    size: int  # bytes
+    elements: int  # the count column
+    dtype: str
+    oop_time_us: float
+    oop_busbw: float  # GB/s
+    oop_wrong: int | None  # None: N/A (run with -c 0)
+    ip_time_us: float
+    ip_busbw: float
+    ip_wrong: int | None
+
+
+class NcclSummary(NamedTuple):
+    rows: list[BusBandwidth]
+    ranks: int
+    avg_busbw: float | None
+    out_of_bounds: int | None
+
+    @property
+    def peak(self) -> BusBandwidth | None:
+        return max(self.rows, key=lambda r: max(r.oop_busbw, r.ip_busbw)) if self.rows else None
+
+    @property
+    def wrong(self) -> int:
+        return sum((r.oop_wrong or 0) + (r.ip_wrong or 0) for r in self.rows) + (self.out_of_bounds or 0)
+
+
+def _wrong(token: str) -> int | None:
+    if token == "N/A":
+        return None
+    try:
+        return int(token)
+    except ValueError:  # nccl-tests < 2.10 printed a max error as a float (e.g. 0e+00)
+        return 0 if float(token) == 0 else 1
+
+
+def parse_all_reduce(text: str) -> NcclSummary:
+    """Parse all_reduce_perf output (plain, or interleaved mpirun ``--tag-output`` logs).
+
+    Rows are the lines starting with two integers (size, count) and ending with the
+    out-of-place and in-place ``time algbw busbw #wrong`` columns; with or without the
+    ``root`` column, so nccl-tests 2.x output of any vintage parses.
+    """
+    rows: list[BusBandwidth] = []
+    ranks = 0
+    avg = None
+    oob = None
+    for raw in text.splitlines():
+        line = _TAG.sub("", raw).strip()
+        if line.startswith("#"):
+            body = line.lstrip("#").strip()
+            if re.match(r"Rank\s+\d+\s+Group", body):
+                ranks += 1
+            elif m := re.match(r"Avg bus bandwidth\s*:\s*([0-9.eE+-]+)", body):
+                avg = float(m.group(1))
+            elif m := re.match(r"Out of bounds values\s*:\s*(\d+)", body):
+                oob = int(m.group(1))
+            continue
+        tokens = line.split()
+        if len(tokens) < 12 or not (tokens[0].isdigit() and tokens[1].isdigit()):
+            continue
+        try:
+            tail = tokens[-8:]
+            rows.append(BusBandwidth(int(tokens[0]), int(tokens[1]), tokens[2], float(tail[0]), float(tail[2]),
+                                     _wrong(tail[3]), float(tail[4]), float(tail[6]), _wrong(tail[7])))
+        except ValueError:
+            continue
+    return NcclSummary(rows, ranks, avg, oob)
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+
+
+def summary_problems(summary: NcclSummary, *, min_busbw: float | None = None) -> list[str]:
+    """Why the result is bad ([] when it is good)."""
+    why = []
+    if not summary.rows:
+        why.append("no result rows")
+    if summary.wrong:
+        why.append(f"{summary.wrong} wrong value(s): data corruption on the fabric or a GPU")
+    peak = summary.peak
+    if min_busbw is not None and peak is not None and max(peak.oop_busbw, peak.ip_busbw) < min_busbw:
+        why.append(f"peak bus bandwidth {max(peak.oop_busbw, peak.ip_busbw):.2f} GB/s is below "
+                   f"--min-busbw {min_busbw:g}")
+    return why
+
+
+def run_and_summarize(
+    mpijob: dict[str, Any],
+    *,
+    apply: Callable[[dict[str, Any]], None],
+    wait_launcher_logs: Callable[[dict[str, Any]], str],
+    delete: Callable[[dict[str, Any]], None] | None = None,
+) -> NcclSummary:
+    """THE LIVE PATH (to be wired to the live client): apply the MPIJob, wait for the
+    launcher to finish and return its parsed log; delete the MPIJob afterwards if asked.
+
+    Args:
+        apply: create or update the object (server-side apply).
+        wait_launcher_logs: block until the launcher pod terminates; return its full log
+            (pods labelled dockyard-k8s/fleet=nccl-launcher of the run).
+        delete: remove the MPIJob (None keeps it, e.g. for `kubectl describe`).
+    """
+    apply(mpijob)
+    try:
+        return parse_all_reduce(wait_launcher_logs(mpijob))
+    finally:
+        if delete is not None:
+            delete(mpijob)

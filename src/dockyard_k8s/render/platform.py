@@ -1,0 +1,291 @@
+"""Platform objects and the platform pass over every GPU pod of the run.
+
+Objects (each opt-in, see ``infra.*`` in the infra spec and docs/platforms.md):
+
+    PriorityClass          infra.priorityClass.create: for the GPU gang (cluster-scoped)
+    NetworkPolicy x2       infra.networkPolicy.defaultDeny: deny all, then the run's allows
+    PersistentVolumeClaim  infra.storage.create: the model cache / shared storage claim
+    DaemonSet              infra.imagePull.prePull: pulls infra.image on the GPU nodes
+
+The platform pass (:func:`apply_platform`) runs last, over the pod templates of every
+rendered object, whatever the launch shape (RayJob, RayCluster, Job, StatefulSet), so a
+platform rule holds for all of them. It only *adds*: a field ``kuberay.spec`` already set
+is left alone, except where noted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from dockyard_k8s.render.meta import (
+    FLEET_LABEL,
+    RUN_LABEL,
+    metadata,
+    name_of,
+    pod_labels,
+    pull_secrets,
+    run_name,
+    selector,
+)
+from dockyard_k8s.render.sandbox import DNS_PEER, egress_blocks
+
+GPU = "nvidia.com/gpu"
+GANG_FLEETS = ("head", "trainer", "inference")  # the pods one training run lives or dies with
+GPU_WORKER_FLEETS = ("trainer", "inference")
+STORAGE_VOLUME = "dockyard-storage"
+KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"  # `down` leaves objects with this annotation in place
+RAY_DASHBOARD_PORT = 8265
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def priority_class_name(infra: dict[str, Any]) -> str:
+    pc = infra["infra"]["priorityClass"]
+    return str(pc["name"] or f"{infra['infra']['namespace']}-{run_name(infra)}-gpu")
+
+
+def storage_claim_name(infra: dict[str, Any]) -> str:
+    return str(infra["infra"]["storage"]["claimName"] or name_of(infra, "cache"))
+
+
+def padded_deadline(infra: dict[str, Any], seconds: int | None) -> int | None:
+    """A deadline plus the cold-pull allowance (``infra.imagePull.coldPullSeconds``)."""
+    return None if seconds is None else seconds + infra["infra"]["imagePull"]["coldPullSeconds"]
+
+
+def gpu_worker_selector(infra: dict[str, Any], fleets: tuple[str, ...] = GPU_WORKER_FLEETS) -> dict[str, Any]:
+    """Label selector of the run's GPU worker pods (for anti-affinity and spreading)."""
+    return {"matchLabels": {RUN_LABEL: run_name(infra)},
+            "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
+
+
+# --- objects ---------------------------------------------------------------------------------
+
+
+def priority_class(infra: dict[str, Any]) -> dict[str, Any] | None:
+    pc = infra["infra"]["priorityClass"]
+    if not pc["create"]:
+        return None
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": metadata(infra, priority_class_name(infra), "governance", namespaced=False),
+        "value": pc["value"],
+        "globalDefault": False,
+        "preemptionPolicy": pc["preemptionPolicy"],
+        "description": f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.",
+    }
+
+
+def network_policies(infra: dict[str, Any]) -> list[dict[str, Any]]:
+    """Deny all (the run's pods, or the namespace), then allow what a run needs.
+
+    The allow policy selects the run's pods except the sandbox pool, which keeps its own,
+    stricter policy (policies add up: selecting the sandbox here would widen its egress).
+    """
+    np = infra["infra"]["networkPolicy"]
+    if not np["defaultDeny"]:
+        return []
+    run = {RUN_LABEL: run_name(infra)}
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(infra, name_of(infra, "default-deny"), "network-policy"),
+        "spec": {"podSelector": {"matchLabels": run} if np["scope"] == "run" else {},
+                 "policyTypes": ["Ingress", "Egress"]},
+    }
+    same_run = {"podSelector": {"matchLabels": run}}
+    ingress: list[dict[str, Any]] = [{"from": [same_run]}]
+    if np["operatorPodLabels"]:
+        # The KubeRay operator polls the head's dashboard for job status (RayJob).
+        ingress.append({"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": np["operatorPodLabels"]}}],
+                        "ports": [{"protocol": "TCP", "port": RAY_DASHBOARD_PORT}]})
+    ingress += copy.deepcopy(np["extraIngress"])
+    egress: list[dict[str, Any]] = [
+        {"to": [same_run]},
+        {"to": [DNS_PEER], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+    ]
+    if np["httpsEgress"]:
+        egress.append({"to": egress_blocks(["0.0.0.0/0", "::/0"], np["privateCidrs"]),
+                       "ports": [{"protocol": "TCP", "port": 443}]})
+    egress += copy.deepcopy(np["extraEgress"])
+    allow = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(infra, name_of(infra, "allow"), "network-policy"),
+        "spec": {
+            "podSelector": {"matchLabels": run,
+                            "matchExpressions": [{"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox"]}]},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": ingress,
+            "egress": egress,
+        },
+    }
+    return [deny, allow]
+
+
+def storage_claim(infra: dict[str, Any]) -> dict[str, Any] | None:
+    st = infra["infra"]["storage"]
+    if not (st["enabled"] and st["create"]):
+        return None
+    meta = metadata(infra, storage_claim_name(infra), "storage")
+    # A model cache outlives a run: `down` keeps it (and the next run reuses it).
+    meta["annotations"] = {KEEP_ANNOTATION: "true"}
+    spec: dict[str, Any] = {"accessModes": [st["accessMode"]],
+                            "resources": {"requests": {"storage": str(st["size"])}}}
+    if st["storageClassName"]:
+        spec["storageClassName"] = st["storageClassName"]
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+
+
+def _gpu_node_affinity(infra: dict[str, Any]) -> dict[str, Any] | None:
+    """Nodes of any GPU fleet: one nodeSelectorTerm per distinct nodeSelector (terms are ORed)."""
+    terms: list[dict[str, Any]] = []
+    for role in GPU_WORKER_FLEETS:
+        sel = infra["kuberay"][role]["nodeSelector"]
+        if infra["kuberay"][role]["gpus"] <= 0:
+            continue
+        if not sel:
+            return None  # a fleet may land anywhere: pre-pull everywhere the DaemonSet can go
+        term = {"matchExpressions": [{"key": k, "operator": "In", "values": [str(v)]} for k, v in sel.items()]}
+        if term not in terms:
+            terms.append(term)
+    if not terms:
+        return None
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def prepull_daemonset(infra: dict[str, Any]) -> dict[str, Any] | None:
+    """Pulls infra.image on the GPU nodes ahead of the run, so a start does not wait 5-10 min.
+
+    The image runs once as an init container (``/bin/sh -c true``); a pause container then
+    keeps the pod (and so the image, against image GC) on the node. It requests almost nothing.
+    """
+    ip = infra["infra"]["imagePull"]
+    if not ip["prePull"]:
+        return None
+    tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+    hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    tolerations: list[dict[str, Any]] = []
+    for role in GPU_WORKER_FLEETS:
+        for t in infra["kuberay"][role]["tolerations"]:
+            if t not in tolerations:
+                tolerations.append(t)
+    pod: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0}
+    if infra["infra"]["imagePullSecrets"]:
+        pod["imagePullSecrets"] = pull_secrets(infra)
+    affinity = _gpu_node_affinity(infra)
+    if affinity:
+        pod["affinity"] = affinity
+    if tolerations:
+        pod["tolerations"] = tolerations
+    pod["initContainers"] = [{"name": "pull", "image": infra["infra"]["image"],
+                              "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+                              "command": ["/bin/sh", "-c", "true"], "resources": tiny, "securityContext": hardened}]
+    pod["containers"] = [{"name": "pause", "image": ip["pauseImage"], "imagePullPolicy": "IfNotPresent",
+                          "resources": tiny, "securityContext": hardened}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": metadata(infra, name_of(infra, "prepull"), "image-prepull"),
+        "spec": {
+            "selector": {"matchLabels": selector(infra, "prepull")},
+            "template": {"metadata": {"labels": pod_labels(infra, "prepull")}, "spec": pod},
+        },
+    }
+
+
+# --- the pass over pod templates ---------------------------------------------------------------
+
+
+def pod_templates(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every pod template (``{metadata, spec}``) inside a rendered object, any known kind."""
+    spec = obj.get("spec") or {}
+    kind = obj.get("kind")
+    if kind == "RayJob":
+        if spec.get("submitterPodTemplate"):
+            yield spec["submitterPodTemplate"]
+        spec = spec.get("rayClusterSpec") or {}
+    if kind in ("RayJob", "RayCluster"):
+        if (spec.get("headGroupSpec") or {}).get("template"):
+            yield spec["headGroupSpec"]["template"]
+        for group in spec.get("workerGroupSpecs") or []:
+            if group.get("template"):
+                yield group["template"]
+    elif kind == "MPIJob":
+        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+            if replica.get("template"):
+                yield replica["template"]
+    elif kind in ("Job", "StatefulSet", "Deployment", "DaemonSet", "ReplicaSet") and spec.get("template"):
+        yield spec["template"]
+
+
+def requests_gpu(pod: dict[str, Any]) -> bool:
+    for c in pod.get("containers") or []:
+        res = c.get("resources") or {}
+        for part in ("limits", "requests"):
+            amount = (res.get(part) or {}).get(GPU)
+            if amount not in (None, 0, "0"):
+                return True
+    return False
+
+
+def add_gpu_scheduling(infra: dict[str, Any], pod: dict[str, Any], select: dict[str, Any]) -> None:
+    """One GPU pod per node and the topology spread, unless the pod already sets its own."""
+    sched = infra["infra"]["gpuScheduling"]
+    if sched["onePodPerNode"] and "podAntiAffinity" not in (pod.get("affinity") or {}):
+        pod.setdefault("affinity", {})["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": copy.deepcopy(select), "topologyKey": "kubernetes.io/hostname"}]}
+    if sched["topologySpreadConstraints"] and not pod.get("topologySpreadConstraints"):
+        pod["topologySpreadConstraints"] = [
+            {**c, "labelSelector": c.get("labelSelector") or copy.deepcopy(select)}
+            for c in sched["topologySpreadConstraints"]]
+
+
+def add_runtime_class(infra: dict[str, Any], pod: dict[str, Any]) -> None:
+    """runtimeClassName on a pod that requests GPUs (kind/k3s: without it the GPU is invisible)."""
+    rc = infra["infra"]["runtimeClassName"]
+    if rc and requests_gpu(pod) and not pod.get("runtimeClassName"):
+        pod["runtimeClassName"] = rc
+
+
+def add_storage(infra: dict[str, Any], pod: dict[str, Any]) -> None:
+    st = infra["infra"]["storage"]
+    if not st["enabled"] or any(v.get("name") == STORAGE_VOLUME for v in pod.get("volumes") or []):
+        return
+    pod.setdefault("volumes", []).append(
+        {"name": STORAGE_VOLUME, "persistentVolumeClaim": {"claimName": storage_claim_name(infra)}})
+    containers = pod.get("containers") or []
+    if containers:  # the main container; sidecars a fragment adds do not need it
+        containers[0].setdefault("volumeMounts", []).append({"name": STORAGE_VOLUME, "mountPath": st["mountPath"]})
+
+
+def apply_platform(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    """The platform pass, in place, over the GPU gang's pod templates (see the module doc).
+
+    * ``runtimeClassName`` on every pod that requests ``nvidia.com/gpu``;
+    * the created PriorityClass on the gang, where the pod has no class of its own
+      (``infra.priorityClassName`` counts as none: the created class is more specific);
+    * the storage claim mounted into the gang's main containers;
+    * anti-affinity and topology spread on the GPU worker pods;
+    * ``activeDeadlineSeconds`` of a RayJob padded for a cold image pull.
+    """
+    created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
+    for obj in objects:
+        if obj.get("kind") == "RayJob" and obj["spec"].get("activeDeadlineSeconds") is not None:
+            obj["spec"]["activeDeadlineSeconds"] = padded_deadline(infra, obj["spec"]["activeDeadlineSeconds"])
+        for template in pod_templates(obj):
+            fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
+            if fleet not in GANG_FLEETS:
+                continue
+            pod = template.setdefault("spec", {})
+            add_runtime_class(infra, pod)
+            if created and pod.get("priorityClassName") in (None, infra["infra"]["priorityClassName"]):
+                pod["priorityClassName"] = created
+            add_storage(infra, pod)
+            if fleet in GPU_WORKER_FLEETS and requests_gpu(pod):
+                add_gpu_scheduling(infra, pod, gpu_worker_selector(infra))

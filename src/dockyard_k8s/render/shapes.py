@@ -1,0 +1,347 @@
+"""Launch shapes without the KubeRay operator: ``launch.mode: job | statefulset``.
+
+``job``          one batch Job (completions 1, restartPolicy Never): a single node runs a
+                 local Ray head, every fleet's GPUs, and the entrypoint. The pod's resources
+                 are the sum of the head and of every fleet's pods, so the same run fits
+                 one node the way it fit the RayCluster.
+``statefulset``  multi-node Ray: a headless Service (6379, 8265, 10001), then one
+                 StatefulSet per GPU fleet (``podManagementPolicy: Parallel``, one pod per
+                 node on eks). ``<run>-trainer-0`` runs the head, waits for every node with a
+                 timeout and runs the entrypoint; every other pod joins it.
+
+Both start Ray through ``scripts/ray-bootstrap.sh``, mounted from a ConfigMap (no inline
+bash in YAML); the head address is built from the Downward API namespace. The core's
+invariants hold here too: each fleet's ``dockyard_fleet_<role>`` Ray resource and
+``DOCKYARD_FLEET_ROLE``, ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``, ``DOCKYARD_SANDBOX_URLS``, the
+image and pull secrets, the run and fleet labels. Pod template fragments of ``kuberay.spec``
+(by ``groupName``; the head's too for ``job``) are merged into the matching pods.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+from importlib import resources
+from typing import Any
+
+from dockyard_k8s.render.merge import deep_merge
+from dockyard_k8s.render.meta import (
+    GPU_FLEETS,
+    RUN_LABEL,
+    env_list,
+    metadata,
+    name_of,
+    pod_common,
+    pod_labels,
+    quantity,
+    selector,
+)
+from dockyard_k8s.render.platform import padded_deadline
+from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource
+from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
+from dockyard_k8s.render.sandbox import container_security, sandbox_url
+
+SCRIPT_NAME = "ray-bootstrap.sh"
+SCRIPT_DIR = "/opt/dockyard"
+SCRIPT_PATH = f"{SCRIPT_DIR}/{SCRIPT_NAME}"
+STATE_DIR = "/var/run/dockyard"
+# [EKS] StatefulSet terminationGracePeriodSeconds: time for Ray and the job to stop cleanly.
+TERMINATION_GRACE_SECONDS = 120
+# [EKS] liveness probe timing: initialDelaySeconds 120 "gives Ray time to start", every 60 s, 5 failures.
+LIVENESS = {"initialDelaySeconds": 120, "periodSeconds": 60, "timeoutSeconds": 60, "failureThreshold": 5}
+
+
+def bootstrap_script() -> str:
+    """The bootstrap script shipped as package data (render/scripts/ray-bootstrap.sh)."""
+    return resources.files("dockyard_k8s.render").joinpath("scripts", SCRIPT_NAME).read_text(encoding="utf-8")
+
+
+def headless_service_name(infra: dict[str, Any]) -> str:
+    return name_of(infra, "ray")
+
+
+def head_pod_name(infra: dict[str, Any]) -> str:
+    return f"{name_of(infra, 'trainer')}-0"
+
+
+def head_address(infra: dict[str, Any]) -> str:
+    """Where the statefulset head's GCS answers (what the script builds from POD_NAMESPACE)."""
+    return (f"{head_pod_name(infra)}.{headless_service_name(infra)}.{infra['infra']['namespace']}"
+            f".svc.{infra['infra']['clusterDomain']}:6379")
+
+
+# --- quantities -----------------------------------------------------------------------------
+
+_SUFFIXES = {"": Fraction(1), "m": Fraction(1, 1000), "k": Fraction(1000), "M": Fraction(10**6),
+             "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
+             "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
+             "Pi": Fraction(2**50), "Ei": Fraction(2**60)}
+
+
+def _split_quantity(value: Any) -> tuple[Fraction, str]:
+    text = quantity(value)
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if suffix and text.endswith(suffix):
+            return Fraction(text[: -len(suffix)]), suffix
+    return Fraction(text), ""
+
+
+def add_quantities(values: list[Any]) -> str:
+    """Sum of Kubernetes quantities, written with the largest suffix of the inputs that keeps
+    it whole (``16Gi + 3Gi`` -> ``19Gi``; ``500m + 4`` -> ``4500m``)."""
+    parts = [_split_quantity(v) for v in values]
+    total = sum((n * _SUFFIXES[s] for n, s in parts), Fraction(0))
+    for suffix in sorted({s for _, s in parts} | {"", "m"}, key=lambda s: _SUFFIXES[s], reverse=True):
+        scaled = total / _SUFFIXES[suffix]
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return str(float(total))
+
+
+# --- pods -----------------------------------------------------------------------------------
+
+
+def _resources(sizing: dict[str, Any]) -> dict[str, Any]:
+    requests: dict[str, Any] = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"])}
+    limits: dict[str, Any] = {"cpu": quantity(sizing["cpuLimit"] or sizing["cpu"]),
+                              "memory": quantity(sizing["memoryLimit"] or sizing["memory"])}
+    extended = {k: quantity(v) for k, v in sizing["extendedResources"].items()}
+    if sizing["gpus"]:
+        extended = {GPU: quantity(sizing["gpus"]), **extended}
+    requests.update(extended)
+    limits.update(extended)  # extended resources cannot overcommit: requests == limits
+    return {"requests": requests, "limits": limits}
+
+
+def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+    """The job pod: the head plus every fleet's pods on one node; and the fleet tags it carries."""
+    kr = infra["kuberay"]
+    pods = [(kr["head"], 1)] + [(kr[r], kr[r]["replicas"]) for r in GPU_FLEETS if kr[r]["replicas"] > 0]
+    tags = {fleet_resource(r): max(1, kr[r]["replicas"] * kr[r]["gpus"])
+            for r in GPU_FLEETS if kr[r]["replicas"] > 0}
+
+    def total(key: str, limit: str | None = None) -> str:
+        return add_quantities([(s[limit] if limit and s[limit] else s[key]) for s, n in pods for _ in range(n)])
+
+    extended: dict[str, Any] = {}
+    for s, n in pods:
+        for k, v in s["extendedResources"].items():
+            extended[k] = add_quantities([extended.get(k, 0), *[v] * n])
+    has_limit = any(s["cpuLimit"] for s, _ in pods), any(s["memoryLimit"] for s, _ in pods)
+    shm = [s["shmSize"] for s, _ in pods if s["shmSize"] is not None]
+    sizing: dict[str, Any] = {
+        "gpus": sum(s["gpus"] * n for s, n in pods),
+        "cpu": total("cpu"),
+        "memory": total("memory"),
+        "cpuLimit": total("cpu", "cpuLimit") if has_limit[0] else None,
+        "memoryLimit": total("memory", "memoryLimit") if has_limit[1] else None,
+        "extendedResources": extended,
+        "shmSize": max(shm, key=lambda q: _split_quantity(q)[0] * _SUFFIXES[_split_quantity(q)[1]]) if shm else None,
+        "nodeSelector": {},
+        "tolerations": [],
+        "env": {},
+        "rayStartParams": {},
+    }
+    for s, _ in reversed(pods):  # the trainer's choices win over the inference fleet's and the head's
+        sizing["nodeSelector"] = {**sizing["nodeSelector"], **s["nodeSelector"]}
+        sizing["rayStartParams"] = {**sizing["rayStartParams"], **s["rayStartParams"]}
+    for s, _ in pods:
+        sizing["env"] = {**sizing["env"], **s["env"]}
+        sizing["tolerations"] += [t for t in s["tolerations"] if t not in sizing["tolerations"]]
+    return sizing, tags
+
+
+def _ray_args(params: dict[str, Any]) -> str:
+    """rayStartParams -> ``--key=value`` words (``resources`` is passed on its own)."""
+    words = []
+    for k, v in params.items():
+        if k == "resources":
+            continue
+        text = ("true" if v else "false") if isinstance(v, bool) else quantity(v)
+        words.append(f"--{k}={text}")
+    return " ".join(words)
+
+
+def _set_env(env: list[dict[str, Any]], name: str, value: str) -> None:
+    for item in env:
+        if item.get("name") == name:
+            item.clear()
+            item.update({"name": name, "value": value})
+            return
+    env.append({"name": name, "value": value})
+
+
+def _fragment(infra: dict[str, Any], group: str, container: str) -> dict[str, Any]:
+    """The pod template fragment of ``kuberay.spec`` for a group, containers renamed to ours."""
+    spec = infra["kuberay"]["spec"]
+    if group == "head":
+        template = (spec.get("headGroupSpec") or {}).get("template") or {}
+        theirs = "ray-head"
+    else:
+        groups = [g for g in spec.get("workerGroupSpecs") or [] if g.get("groupName") == group]
+        template = (groups[0].get("template") if groups else None) or {}
+        theirs = "ray-worker"
+    template = copy.deepcopy(template)
+    for c in (template.get("spec") or {}).get("containers") or []:
+        if c.get("name") == theirs:
+            c["name"] = container
+    return template
+
+
+def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], tags: dict[str, int],
+                  bootstrap: dict[str, str], role_env: str | None, groups: list[str], job: bool) -> dict[str, Any]:
+    container_name = "ray-head" if job else "ray-worker"
+    downward = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+    container: dict[str, Any] = {
+        "name": container_name,
+        "image": infra["infra"]["image"],
+        "imagePullPolicy": infra["infra"]["imagePullPolicy"],
+        "command": ["/bin/bash", SCRIPT_PATH],
+        "ports": copy.deepcopy(HEAD_PORTS),
+        "env": downward + env_list({"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}),
+        "resources": _resources(sizing),
+        "livenessProbe": {"exec": {"command": ["/bin/bash", SCRIPT_PATH, "probe"]}, **LIVENESS},
+    }
+    mounts = [{"name": "recipe", "mountPath": RECIPE_DIR, "readOnly": True},
+              {"name": "bootstrap", "mountPath": SCRIPT_DIR, "readOnly": True},
+              {"name": "dockyard-state", "mountPath": STATE_DIR}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "recipe", "configMap": {"name": name_of(infra, "recipe")}},
+        {"name": "bootstrap", "configMap": {"name": name_of(infra, "bootstrap"), "defaultMode": 0o755}},
+        {"name": "dockyard-state", "emptyDir": {}},
+    ]
+    if sizing["shmSize"] is not None:
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(sizing["shmSize"])}})
+    container["volumeMounts"] = mounts
+    if infra["infra"]["security"]["enabled"]:
+        container["securityContext"] = container_security(infra["infra"]["security"])
+    pod: dict[str, Any] = {}
+    if job:
+        pod["restartPolicy"] = "Never"
+    pod.update(pod_common(infra))
+    pod["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
+    if sizing["nodeSelector"]:
+        pod["nodeSelector"] = sizing["nodeSelector"]
+    if sizing["tolerations"]:
+        pod["tolerations"] = sizing["tolerations"]
+    pod["containers"] = [container]
+    pod["volumes"] = volumes
+    template: dict[str, Any] = {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": pod}
+    for group in groups:
+        template = deep_merge(template, _fragment(infra, group, container_name))
+
+    # Invariants, after the fragments so none can remove them.
+    template["metadata"]["labels"] = dict(sorted({**template["metadata"].get("labels", {}),
+                                                  **pod_labels(infra, fleet)}.items()))
+    pod = template["spec"]
+    if job:
+        pod["restartPolicy"] = "Never"
+    main = next(c for c in pod["containers"] if c.get("name") == container_name)
+    main["image"] = infra["infra"]["image"]
+    main["command"] = ["/bin/bash", SCRIPT_PATH]
+    invariants = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **bootstrap,
+                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True)}
+    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
+        invariants["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+    if role_env:
+        invariants["DOCKYARD_FLEET_ROLE"] = role_env
+    for k, v in invariants.items():
+        _set_env(main.setdefault("env", []), k, v)
+    return template
+
+
+def _bootstrap_env(infra: dict[str, Any], *, nodes: int, head_pod: str, after: str,
+                   params: dict[str, Any], job_args: list[str]) -> dict[str, str]:
+    b = infra["launch"]["bootstrap"]
+    return {
+        "DOCKYARD_HEAD_POD": head_pod,
+        "DOCKYARD_HEAD_SERVICE": headless_service_name(infra) if head_pod else "",
+        "DOCKYARD_CLUSTER_DOMAIN": infra["infra"]["clusterDomain"],
+        "DOCKYARD_NUM_NODES": str(nodes),
+        "DOCKYARD_TIMEOUT_SECONDS": str(padded_deadline(infra, b["timeoutSeconds"])),
+        "DOCKYARD_POLL_SECONDS": str(b["pollSeconds"]),
+        "DOCKYARD_RAY_START_ARGS": _ray_args(params),
+        "DOCKYARD_ENTRYPOINT": entrypoint(infra, job_args),
+        "DOCKYARD_AFTER_FINISH": after,
+        "DOCKYARD_STATE_DIR": STATE_DIR,
+    }
+
+
+# --- objects ----------------------------------------------------------------------------------
+
+
+def bootstrap_configmap(infra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(infra, name_of(infra, "bootstrap"), "ray-bootstrap"),
+        "data": {SCRIPT_NAME: bootstrap_script()},
+    }
+
+
+def job_objects(infra: dict[str, Any], job_args: list[str]) -> list[dict[str, Any]]:
+    """``launch.mode: job``: the bootstrap ConfigMap and one single-node batch Job."""
+    launch = infra["launch"]
+    sizing, tags = _combined_sizing(infra)
+    env = _bootstrap_env(infra, nodes=1, head_pod="", after="exit", params=sizing["rayStartParams"],
+                         job_args=job_args)
+    template = _pod_template(infra, fleet="head", sizing=sizing, tags=tags, bootstrap=env, role_env=None,
+                             groups=["head", *GPU_FLEETS], job=True)
+    spec: dict[str, Any] = {"completions": 1, "parallelism": 1, "backoffLimit": launch["backoffLimit"]}
+    if launch["activeDeadlineSeconds"] is not None:
+        spec["activeDeadlineSeconds"] = padded_deadline(infra, launch["activeDeadlineSeconds"])
+    if launch["shutdownAfterJobFinishes"]:
+        spec["ttlSecondsAfterFinished"] = launch["ttlSecondsAfterFinished"]
+    if launch["suspend"]:
+        spec["suspend"] = True
+    spec["template"] = template
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata(infra, name_of(infra), "ray-job"),
+           "spec": spec}
+    return [bootstrap_configmap(infra), job]
+
+
+def headless_service(infra: dict[str, Any]) -> dict[str, Any]:
+    """DNS for the StatefulSet pods; records exist before readiness so workers find the head."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(infra, headless_service_name(infra), "ray-cluster"),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {RUN_LABEL: infra["launch"]["name"], "app.kubernetes.io/component": "ray-worker"},
+            "ports": [{"name": p["name"], "port": p["containerPort"], "targetPort": p["containerPort"],
+                       "protocol": "TCP"} for p in HEAD_PORTS],
+        },
+    }
+
+
+def statefulset_objects(infra: dict[str, Any], job_args: list[str]) -> list[dict[str, Any]]:
+    """``launch.mode: statefulset``: ConfigMap, headless Service, then one StatefulSet per fleet."""
+    kr = infra["kuberay"]
+    fleets = [r for r in GPU_FLEETS if kr[r]["replicas"] > 0]
+    nodes = sum(kr[r]["replicas"] for r in fleets)
+    out = [bootstrap_configmap(infra), headless_service(infra)]
+    for role in fleets:
+        sizing = kr[role]
+        tags = {fleet_resource(role): max(1, int(sizing["gpus"]))}
+        env = _bootstrap_env(infra, nodes=nodes, head_pod=head_pod_name(infra), after="hold",
+                             params=sizing["rayStartParams"], job_args=job_args)
+        template = _pod_template(infra, fleet=role, sizing=sizing, tags=tags, bootstrap=env, role_env=role,
+                                 groups=[role], job=False)
+        out.append({
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": metadata(infra, name_of(infra, role), "ray-cluster"),
+            "spec": {
+                "serviceName": headless_service_name(infra),
+                "replicas": sizing["replicas"],
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": selector(infra, role)},
+                "template": template,
+            },
+        })
+    return out

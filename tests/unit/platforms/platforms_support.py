@@ -1,0 +1,91 @@
+"""Helpers of the platforms tests (a uniquely named module: test files import it by name)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dockyard_k8s.bundle import Bundle, build_bundle
+from dockyard_k8s.render.platform import pod_templates
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = REPO / "examples"
+CRDS = REPO.parent / "shared" / "crds"  # shared/ sits beside the checkout (worktrees and CI alike)
+
+RECIPE = str(EXAMPLES / "grpo_swe.yaml")
+IMAGE = "registry.example.com/ubuntu-swe:vllm-1.4.2"
+
+Render = Callable[..., Bundle]
+
+
+def make_render(tmp_path: Path) -> Render:
+    """render(infra_dict, *sets, recipe=...) -> Bundle, with no user defaults file in play."""
+
+    def _render(infra: dict[str, Any] | None = None, *sets: str, recipe: str = RECIPE) -> Bundle:
+        doc = {"infra": {"image": IMAGE}}
+        for key, value in (infra or {}).items():
+            doc[key] = {**doc.get(key, {}), **copy.deepcopy(value)}
+        path = tmp_path / "infra.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return build_bundle(recipe, str(path), sets=list(sets), env={"HOME": str(tmp_path)})
+
+    return _render
+
+
+def find(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {[o['metadata']['name'] for o in found]}"
+    return found[0]
+
+
+def kinds(objects: list[dict[str, Any]]) -> list[str]:
+    return [o["kind"] for o in objects]
+
+
+def pods_by_fleet(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(fleet label, pod spec) of every pod template of every object."""
+    for obj in objects:
+        for template in pod_templates(obj):
+            yield template["metadata"]["labels"].get("dockyard-k8s/fleet", ""), template["spec"]
+
+
+def pods_with_replicas(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """(fleet, pod spec, how many such pods run) for every pod template of every object."""
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        cluster = spec.get("rayClusterSpec", spec) if obj["kind"] in ("RayJob", "RayCluster") else {}
+        counts = [1] if obj["kind"] == "RayJob" else []  # the submitter
+        if cluster:
+            counts += [1] + [g.get("replicas", 1) for g in cluster.get("workerGroupSpecs", [])]
+        for i, template in enumerate(pod_templates(obj)):
+            n = counts[i] if counts else spec.get("replicas", spec.get("parallelism", 1))
+            yield template["metadata"]["labels"].get("dockyard-k8s/fleet", ""), template["spec"], n
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def strict_crd_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    """A CRD's openAPIV3Schema made strict the way kubeconform's openapi2jsonschema does it:
+    additionalProperties: false on every object with properties, unless it preserves unknown fields."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v) for k, v in node.items()}
+            if "properties" in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+                out.setdefault("additionalProperties", False)
+            if out.get("x-kubernetes-int-or-string"):
+                out.pop("anyOf", None)
+                out["type"] = ["integer", "string"]
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    return walk(version["schema"]["openAPIV3Schema"])
