@@ -14,7 +14,6 @@ Everything here is pure except reading the files named; the environment is passe
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from dockyard_k8s.config.platforms import platform_problems, profile_layer
 from dockyard_k8s.config.schema import check, defaults_of
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.plain import clone
 
 SHIPPED = "<shipped defaults>"
 RECIPE_MOUNT = "/etc/dockyard-k8s/recipe.yaml"
@@ -248,7 +248,7 @@ def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str]) -> tuple[D
     infra = Doc(defaults_of(INFRA), {}, {})
     for doc in ([profile] if profile else []) + docs:
         infra = merge_docs(infra, doc)
-    infra = Doc(copy.deepcopy(infra.data), dict(infra.marks), dict(infra.key_marks))
+    infra = Doc(clone(infra.data), dict(infra.marks), dict(infra.key_marks))
     problems: list[ConfigProblem] = []
     for text in sets:
         path, value, error = ov.parse_set(text)

@@ -20,9 +20,10 @@ docs read it; nothing here does I/O.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, NamedTuple
+
+from dockyard_k8s.plain import clone
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 
@@ -115,7 +116,7 @@ def _eks() -> dict[str, Any]:
             "storage": {"enabled": True, "create": False, "claimName": "fsx-claim", "mountPath": "/fsx",
                         "accessMode": "ReadWriteMany"},
         },
-        "kuberay": {role: copy.deepcopy(fleet) for role in _GPU_FLEETS},
+        "kuberay": {role: clone(fleet) for role in _GPU_FLEETS},
         "ncclTest": {
             "image": EKS_NCCL_IMAGE,  # [NCCL]
             "mpirunPath": "/opt/amazon/openmpi/bin/mpirun",  # [NCCL]
@@ -191,7 +192,7 @@ def preset_layer(instance_type: str) -> dict[str, Any]:
     if p.memory_limit:
         fleet["memoryLimit"] = p.memory_limit
     return {
-        "kuberay": {role: copy.deepcopy(fleet) for role in _GPU_FLEETS},
+        "kuberay": {role: clone(fleet) for role in _GPU_FLEETS},
         "ncclTest": {"extendedResources": {EFA_RESOURCE: p.efa}},
     }
 
@@ -201,7 +202,7 @@ def profile_layer(platform: Any, instance_type: Any) -> dict[str, Any]:
 
     Unknown values give an empty layer: the schema check reports them.
     """
-    layer = copy.deepcopy(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
+    layer = clone(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
     if platform == "eks" and isinstance(instance_type, str) and instance_type in EKS_PRESETS:
         layer = _merge(layer, preset_layer(instance_type))
     return layer

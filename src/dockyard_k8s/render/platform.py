@@ -15,10 +15,10 @@ is left alone, except where noted.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
     RUN_LABEL,
@@ -103,7 +103,7 @@ def network_policies(infra: dict[str, Any]) -> list[dict[str, Any]]:
         # The KubeRay operator polls the head's dashboard for job status (RayJob).
         ingress.append({"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": np["operatorPodLabels"]}}],
                         "ports": [{"protocol": "TCP", "port": RAY_DASHBOARD_PORT}]})
-    ingress += copy.deepcopy(np["extraIngress"])
+    ingress += clone(np["extraIngress"])
     egress: list[dict[str, Any]] = [
         {"to": [same_run]},
         {"to": [DNS_PEER], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
@@ -111,7 +111,7 @@ def network_policies(infra: dict[str, Any]) -> list[dict[str, Any]]:
     if np["httpsEgress"]:
         egress.append({"to": egress_blocks(["0.0.0.0/0", "::/0"], np["privateCidrs"]),
                        "ports": [{"protocol": "TCP", "port": 443}]})
-    egress += copy.deepcopy(np["extraEgress"])
+    egress += clone(np["extraEgress"])
     allow = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -239,10 +239,10 @@ def add_gpu_scheduling(infra: dict[str, Any], pod: dict[str, Any], select: dict[
     if sched["onePodPerNode"] and "podAntiAffinity" not in (pod.get("affinity") or {}):
         pod.setdefault("affinity", {})["podAntiAffinity"] = {
             "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": copy.deepcopy(select), "topologyKey": "kubernetes.io/hostname"}]}
+                {"labelSelector": clone(select), "topologyKey": "kubernetes.io/hostname"}]}
     if sched["topologySpreadConstraints"] and not pod.get("topologySpreadConstraints"):
         pod["topologySpreadConstraints"] = [
-            {**c, "labelSelector": c.get("labelSelector") or copy.deepcopy(select)}
+            {**c, "labelSelector": c.get("labelSelector") or clone(select)}
             for c in sched["topologySpreadConstraints"]]
 
 

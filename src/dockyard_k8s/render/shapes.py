@@ -19,12 +19,12 @@ image and pull secrets, the run and fleet labels. Pod template fragments of ``ku
 
 from __future__ import annotations
 
-import copy
 import json
 from fractions import Fraction
 from importlib import resources
 from typing import Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     GPU_FLEETS,
@@ -182,7 +182,7 @@ def _fragment(infra: dict[str, Any], group: str, container: str) -> dict[str, An
         groups = [g for g in spec.get("workerGroupSpecs") or [] if g.get("groupName") == group]
         template = (groups[0].get("template") if groups else None) or {}
         theirs = "ray-worker"
-    template = copy.deepcopy(template)
+    template = clone(template)
     for c in (template.get("spec") or {}).get("containers") or []:
         if c.get("name") == theirs:
             c["name"] = container
@@ -199,7 +199,7 @@ def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], 
         "image": infra["infra"]["image"],
         "imagePullPolicy": infra["infra"]["imagePullPolicy"],
         "command": ["/bin/bash", SCRIPT_PATH],
-        "ports": copy.deepcopy(HEAD_PORTS),
+        "ports": clone(HEAD_PORTS),
         "env": downward + env_list({"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}),
         "resources": _resources(sizing),
         "livenessProbe": {"exec": {"command": ["/bin/bash", SCRIPT_PATH, "probe"]}, **LIVENESS},
