@@ -162,7 +162,8 @@ def parse_label_selector(text: str) -> Callable[[dict[str, str]], bool]:
                 raise ApiFailure(400, "BadRequest", f"unable to parse requirement: {part}")
             reqs.append(lambda lb, k=key, v=value: lb.get(k) == v)
         elif part.startswith("!"):
-            reqs.append(lambda lb, k=part[1:].strip(): k not in lb)
+            absent = part[1:].strip()
+            reqs.append(lambda lb, k=absent: k not in lb)
         elif " " not in part:
             reqs.append(lambda lb, k=part: k in lb)
         else:
@@ -571,9 +572,9 @@ class FakeKube(httpx2.BaseTransport):
             expired = status(410, "Expired", f"too old resource version: {rv_param} ({self.compacted})")
             if self.gone_as_http:
                 raise ApiFailure(410, "Expired", expired["message"])
+            line = json.dumps({"type": "ERROR", "object": expired}).encode() + b"\n"
             return httpx2.Response(200, headers={"Content-Type": "application/json"},
-                                   stream=_Stream(lambda _: iter([json.dumps({"type": "ERROR", "object": expired}).encode()
-                                                                  + b"\n"])))
+                                   stream=_Stream(lambda _: iter([line])))
         initial: list[bytes] = []
         if rv_param in ("", "0"):
             initial = [json.dumps({"type": "ADDED", "object": o}).encode() + b"\n"

@@ -40,7 +40,8 @@ def run_selector(run: str) -> str:
 
 def split_apply(objects: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(objects `run` applies, in order; render-only objects it skips)."""
-    apply, skip = [], []
+    apply: list[dict[str, Any]] = []
+    skip: list[dict[str, Any]] = []
     for obj in objects:
         (skip if obj.get("kind") in RENDER_ONLY else apply).append(obj)
     return apply, skip
@@ -321,3 +322,49 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
                  for p in view.pods],
         "findings": [f._asdict() for f in findings],
     }
+
+
+def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,
+                     say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+    """Watch one pod until it runs; its problems are printed as they appear, and one that
+    cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
+    from dockyard_k8s.live.diagnose import pod_findings
+
+    stop = threading.Event()
+    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for ev in client.watch(POD, namespace, field_selector=f"metadata.name={name}", stop=stop):
+                inbox.put(ev)
+        except BaseException as e:
+            inbox.put(e)
+
+    thread = threading.Thread(target=pump, daemon=True, name=f"wait-pod-{name}")
+    thread.start()
+    deadline = clock() + timeout
+    seen: set[tuple[str, str]] = set()
+    try:
+        while clock() < deadline:
+            try:
+                ev = inbox.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            if isinstance(ev, BaseException):
+                raise ev
+            pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
+            for pod in pods:
+                if (pod.get("status") or {}).get("phase") == "Running":
+                    return
+                for f in pod_findings(pod):
+                    if f.key not in seen:
+                        seen.add(f.key)
+                        say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
+                    if f.fatal:
+                        raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
+        raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
+                           hint=f"kubectl -n {namespace} describe pod {name}")
+    finally:
+        stop.set()
+        client.close_streams()
+        thread.join(timeout=2)

@@ -360,9 +360,10 @@ class RunView:
             fleet = self._event_fleet(event, by_uid, by_name)
             if fleet is None:
                 continue
-            f = event_finding(event, fleet)
-            if f is None:
+            found = event_finding(event, fleet)
+            if found is None:
                 continue
+            f = found
             # an image pull event and the pod's ImagePullBackOff state are one problem
             if any(k[0] == f.pod and (k[1] in ("ErrImagePull", "ImagePullBackOff")) for k in out) and \
                     f.reason in ("ErrImagePull", "ImagePullBackOff"):
