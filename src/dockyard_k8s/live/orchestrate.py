@@ -242,8 +242,8 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 if phase.state in ("running", "ready", "succeeded", "failed"):
                     reached_running = True
                 if phase.terminal:
-                    reason = phase.state if phase.state != "ready" else "ready"
-                    return Outcome(phase.ok, reason, phase.summary)
+                    _drain(inbox, view, lambda f: (say(f"{stamp()} ✖ {f.line()}"), say(f"         hint: {f.hint}")))
+                    return Outcome(phase.ok, phase.state, phase.summary)
             elif view.main_kind is None:
                 return Outcome(True, "applied", "nothing to wait for")
     finally:
@@ -251,6 +251,23 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
         client.close_streams()
         for t in threads:
             t.join(timeout=2)
+
+
+def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView,
+           report: Callable[[Finding], Any]) -> None:
+    """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
+    while True:
+        try:
+            kind, ev = inbox.get_nowait()
+        except queue.Empty:
+            break
+        if isinstance(ev, WatchEvent):
+            if ev.type == "SYNC":
+                view.sync(kind, ev.items)
+            else:
+                view.update(kind, ev.type, ev.obj)
+    for f in view.new_findings():
+        report(f)
 
 
 def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind]) -> list[dict[str, Any]]:
@@ -272,7 +289,8 @@ def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     NetworkPolicy last so pods never run a moment without their policy."""
     order: list[Kind] = []
     for kind in [RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
-                 *(KINDS[name] for name in RUN_KINDS)]:
+                 *(KINDS[name] for name in RUN_KINDS),
+                 *(KINDS[name] for name in (*sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))]:
         if kind not in order:
             order.append(kind)
     return [k for k in order if k.kind != "NetworkPolicy"] + [k for k in order if k.kind == "NetworkPolicy"]
