@@ -13,8 +13,7 @@ from typing import Any, NamedTuple
 import httpx2
 import pytest
 from fakekube import FakeKube
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from kuberay_sim import EXAMPLES  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fakekube import FakeKube
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NS = "rl-research"
 RUN = "grpo-swe"
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES
 from fakekube import FakeKube
-from kuberay_sim import NS
+from kuberay_sim import EXAMPLES, NS
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 SECRET_VALUE = "hf_SuperSecretValue_123"

@@ -6,9 +6,8 @@ import json
 import threading
 from typing import Any
 
-from conftest import EXAMPLES
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 

@@ -7,9 +7,8 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 RENDERED = ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "RayJob"]
