@@ -92,3 +92,66 @@ def cli(fake: FakeKube, kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Any
         return Result(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[str]:
+    """A real local Ray head (``ray start --head --block``) on free ports; yields the dashboard URL.
+
+    Started in its own process group and ended by that group only (never `ray stop`, which
+    would stop every Ray on the machine).
+    """
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    ray = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+    if not ray:
+        pytest.skip("ray is not installed (pip install 'ray[default]')")
+    temp = tempfile.mkdtemp(prefix="dkr-", dir="/tmp")  # short: Ray's unix sockets live under it
+    dash = _free_port()
+    cmd = [ray, "start", "--head", "--block", f"--port={_free_port()}", f"--dashboard-port={dash}",
+           "--dashboard-host=127.0.0.1", "--include-dashboard=true", "--num-cpus=1", "--num-gpus=0",
+           f"--temp-dir={temp}", "--disable-usage-stats", f"--dashboard-agent-listen-port={_free_port()}",
+           f"--ray-client-server-port={_free_port()}", f"--metrics-export-port={_free_port()}"]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{os.path.dirname(sys.executable)}:"
+                                                                   f"{os.environ.get('PATH', '')}"}
+    log = open(os.path.join(temp, "head.log"), "w")  # noqa: SIM115 (closed at teardown)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{dash}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                log.flush()
+                pytest.fail(f"ray head exited: {open(os.path.join(temp, 'head.log')).read()[-2000:]}")
+            try:
+                if httpx2.get(f"{url}/api/jobs/", timeout=2).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("ray dashboard did not answer within 180 s")
+            time.sleep(1)
+        yield url
+    finally:
+        with __import__("contextlib").suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)

@@ -242,7 +242,9 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 if phase.state in ("running", "ready", "succeeded", "failed"):
                     reached_running = True
                 if phase.terminal:
-                    _drain(inbox, view, lambda f: (say(f"{stamp()} ✖ {f.line()}"), say(f"         hint: {f.hint}")))
+                    for f in _drain(inbox, view):
+                        say(f"{stamp()} ✖ {f.line()}")
+                        say(f"         hint: {f.hint}")
                     return Outcome(phase.ok, phase.state, phase.summary)
             elif view.main_kind is None:
                 return Outcome(True, "applied", "nothing to wait for")
@@ -253,8 +255,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             t.join(timeout=2)
 
 
-def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView,
-           report: Callable[[Finding], Any]) -> None:
+def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Finding]:
     """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
     while True:
         try:
@@ -266,8 +267,7 @@ def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: Run
                 view.sync(kind, ev.items)
             else:
                 view.update(kind, ev.type, ev.obj)
-    for f in view.new_findings():
-        report(f)
+    return view.new_findings()
 
 
 def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind]) -> list[dict[str, Any]]:
