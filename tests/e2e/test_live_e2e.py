@@ -34,7 +34,7 @@ E2E_SETS = [
     "sandbox.replicas=1", "sandbox.image=python:3.11-slim", "sandbox.nodeSelector={}", "sandbox.resources.cpu=100m",
     "sandbox.resources.memory=128Mi", "sandbox.resources.ephemeralStorage=100Mi", "sandbox.resources.cpuLimit=null",
     "sandbox.resources.memoryLimit=null", "sandbox.topologySpreadConstraints=[]",
-    "sandbox.command=[python,-m,http.server,9090]",
+    "sandbox.command=[python,-m,http.server,'9090']",
 ]
 
 

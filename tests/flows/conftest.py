@@ -135,7 +135,7 @@ def ray_head() -> Iterator[str]:
         while True:
             if proc.poll() is not None:
                 log.flush()
-                pytest.fail(f"ray head exited: {open(os.path.join(temp, 'head.log')).read()[-2000:]}")
+                pytest.fail(f"ray head exited: {Path(temp, 'head.log').read_text()[-2000:]}")
             try:
                 if httpx2.get(f"{url}/api/jobs/", timeout=2).status_code == 200:
                     break
