@@ -24,6 +24,14 @@ COMMANDS = (
     "check",
     "render",
     "schema",
+    "run",
+    "status",
+    "logs",
+    "down",
+    "cluster",
+    "job",
+    "dev",
+    "doctor",
     "nccl-test",
 )
 

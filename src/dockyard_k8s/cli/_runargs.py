@@ -16,10 +16,13 @@ recipe overrides after RECIPE, Hydra style (also passed to the job):
 """
 
 
-def add_run_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recipe", metavar="RECIPE", help="recipe YAML (what to train)")
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, infra_short: bool = True) -> None:
+    """``infra_short=False`` leaves ``-f`` free (``logs -f`` follows, like kubectl)."""
+    parser.add_argument("recipe", metavar="RECIPE", nargs=None if recipe_required else "?",
+                        help="recipe YAML (what to train)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
+    parser.add_argument(*(("-f", "--infra") if infra_short else ("--infra",)), metavar="FILE",
+                        help="infra spec YAML (where to run it)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override an infra key, e.g. --set kuberay.trainer.replicas=4 (repeatable)")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")

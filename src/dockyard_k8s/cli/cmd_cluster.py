@@ -1,0 +1,127 @@
+"""``dockyard-k8s cluster up|down|list|dashboard``: bringup mode's long-lived RayCluster + sandbox."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_address, say
+from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s cluster up recipe.yaml --infra infra.yaml      # RayCluster + sandbox, wait until ready
+  dockyard-k8s cluster dashboard recipe.yaml                  # port-forward 8265, print the URL
+  dockyard-k8s cluster list -n rl-research
+  dockyard-k8s cluster down recipe.yaml
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("cluster", help="bringup mode: a long-lived RayCluster + sandbox (up/down/list/dashboard)",
+                       description="Manage the long-lived RayCluster of bringup mode (launch.mode is forced to "
+                                   "bringup), then send jobs to it with `dockyard-k8s job submit`.",
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    cs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
+
+    from dockyard_k8s.cli.cmd_run import add_follow_args
+
+    up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
+                       epilog=RUN_ARGS_HELP, formatter_class=formatter)
+    add_run_args(up)
+    add_cluster_args(up)
+    add_follow_args(up)
+    up.add_argument("--dry-run", choices=("client", "server"), help="as for run")
+    up.add_argument("--replace", action="store_true", help="delete the cluster first, then apply")
+    up.add_argument("--force-conflicts", action="store_true", help="as for run")
+    up.set_defaults(func=cluster_up)
+
+    from dockyard_k8s.cli.cmd_down import add_down_args
+
+    down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP,
+                         formatter_class=formatter)
+    add_run_args(down)
+    add_cluster_args(down)
+    add_down_args(down)
+    down.set_defaults(func=cluster_down)
+
+    ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s", formatter_class=formatter)
+    ls.add_argument("-n", "--namespace", help="namespace (default: the context's)")
+    ls.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    add_cluster_args(ls)
+    ls.set_defaults(func=cluster_list)
+
+    dash = cs.add_parser("dashboard", help="port-forward the head's dashboard (8265) and print the URL",
+                         description="Runs `kubectl port-forward` to <cluster>-head-svc:8265 until Ctrl-C.",
+                         epilog=RUN_ARGS_HELP, formatter_class=formatter)
+    add_run_args(dash, recipe_required=False)
+    add_cluster_args(dash)
+    dash.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
+    dash.add_argument("--open", action="store_true", help="also open the URL in a browser")
+    dash.set_defaults(func=cluster_dashboard)
+
+
+def _bringup(args: argparse.Namespace) -> Any:
+    args.sets = [*args.sets, "launch.mode=bringup"]
+    return load_bundle(args)
+
+
+def cluster_up(args: argparse.Namespace) -> int:
+    from dockyard_k8s.cli.cmd_run import execute
+
+    if args.pre_running_deadline:
+        args.sets = [*args.sets, f"launch.preRunningDeadlineSeconds={args.pre_running_deadline}"]
+    return execute(args, _bringup(args))
+
+
+def cluster_down(args: argparse.Namespace) -> int:
+    from dockyard_k8s.cli.cmd_down import run
+
+    args.sets = [*args.sets, "launch.mode=bringup"]
+    return run(args)
+
+
+def cluster_list(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live.kinds import RAYCLUSTER
+    from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
+
+    client = connect(args)
+    try:
+        ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
+        items, _ = client.list(RAYCLUSTER, ns, label_selector=f"app.kubernetes.io/managed-by={MANAGED_BY}")
+    finally:
+        client.close()
+    if not items:
+        say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
+        return 0
+    rows = []
+    for rc in items:
+        meta, st = rc.get("metadata") or {}, rc.get("status") or {}
+        rows.append([meta.get("namespace"), meta.get("name"), (meta.get("labels") or {}).get(RUN_LABEL, "-"),
+                     st.get("state") or "-", f"{st.get('readyWorkerReplicas', 0)}/{st.get('desiredWorkerReplicas', 0)}",
+                     st.get("desiredGPU", "-")])
+    say(table(rows, ["namespace", "name", "run", "state", "workers", "gpus"]))
+    return 0
+
+
+def cluster_dashboard(args: argparse.Namespace) -> int:
+    bundle = load_bundle(args) if args.recipe else None
+    client = connect(args)
+    try:
+        with ray_address(args, bundle, client) as url:
+            say(f"Ray dashboard: {url}   (Ctrl-C to close the port-forward)")
+            if args.open:
+                import webbrowser
+
+                webbrowser.open(url)
+            try:
+                threading.Event().wait()
+            except KeyboardInterrupt:
+                print("closed", file=sys.stderr)
+                return 0  # closing the dashboard is the normal way out
+    finally:
+        client.close()
+    return 0

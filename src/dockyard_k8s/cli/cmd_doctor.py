@@ -1,0 +1,60 @@
+"""``dockyard-k8s doctor``: preflight of the current context for this run, each check ✔/✖ with a fix."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.errors import EXIT_FAILURE
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s doctor examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
+  dockyard-k8s doctor recipe.yaml --context prod -o json
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("doctor", help="preflight: can this run work on the current context?",
+                       description="API reachable and >= 1.29; KubeRay CRDs and operator; GPUs allocatable vs "
+                                   "requested; RuntimeClass, PriorityClass and pull secrets exist; every verb the "
+                                   "launcher uses is allowed (SelfSubjectAccessReview); quota headroom; a "
+                                   "NetworkPolicy-enforcing CNI. ✔ ok, ✖ fails, ! could not tell. Exit 1 when a "
+                                   "check shows the run cannot work.",
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_run_args(p)
+    add_cluster_args(p)
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live.doctor import evaluate, exit_ok, gather
+    from dockyard_k8s.render.serialize import dump_json
+
+    bundle = load_bundle(args)
+    ns, run_name = run_of(bundle)
+    launch = bundle.run.infra["launch"]
+    ray_needed = launch["mode"] in ("rayjob", "bringup") or (launch["mode"] == "attach" and
+                                                             bool(launch["attach"]["cluster"]))
+    client = connect(args)
+    try:
+        facts = gather(client, bundle.objects, ns, ray_needed=ray_needed)
+    finally:
+        client.close()
+    checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed)
+    ok = exit_ok(checks)
+    if args.output == "json":
+        print(dump_json({"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
+                         "checks": [{**c._asdict(), "mark": c.mark} for c in checks]}), end="")
+        return 0 if ok else EXIT_FAILURE
+    say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        say(f"{c.mark} {c.name.ljust(width)}  {c.detail}")
+        if c.ok is not True and c.hint:
+            say(f"  {' ' * width}  fix: {c.hint}")
+    say("the run can work here" if ok else "the run cannot work here as configured (see ✖ above)")
+    return 0 if ok else EXIT_FAILURE

@@ -1,0 +1,53 @@
+"""``dockyard-k8s down``: delete everything labelled with the run (idempotent)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s down examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
+  dockyard-k8s down recipe.yaml --dry-run     # what would be deleted (server dry run)
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter], name: str = "down") -> None:
+    p = sub.add_parser(name, help="delete every object of the run (idempotent)",
+                       description="Find every object labelled dockyard-k8s/run=<run> (one LIST per kind) and delete "
+                                   "it, workloads first and NetworkPolicies last; owned objects (a RayJob's cluster, "
+                                   "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
+                                   "are kept unless asked. A second run finds nothing and says so.",
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_run_args(p)
+    add_cluster_args(p)
+    add_down_args(p)
+    p.set_defaults(func=run)
+
+
+def add_down_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--include-governance", action="store_true", help="also delete the run's ResourceQuota/LimitRange")
+    p.add_argument("--delete-volumes", action="store_true", help="also delete the run's PersistentVolumeClaims")
+    p.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live.orchestrate import down
+
+    bundle = load_bundle(args)
+    ns, run_name = run_of(bundle)
+    client = connect(args)
+    try:
+        deleted = down(client, ns, run_name, bundle.objects, include_governance=args.include_governance,
+                       keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
+    finally:
+        client.close()
+    if not deleted:
+        say(f"nothing left of run {run_name} in {ns}")
+    else:
+        say(f"deleted {len(deleted)} object(s) of run {run_name}; pods and operator-made objects follow "
+            "(garbage collection)")
+    return 0

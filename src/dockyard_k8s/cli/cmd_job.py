@@ -1,0 +1,162 @@
+"""``dockyard-k8s job submit|list|logs|stop``: Ray jobs on a bringup or attached cluster,
+through the Ray Jobs REST API of the head's dashboard (port-forward managed, or --address)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_address, run_of, say
+from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.errors import EXIT_FAILURE, UsageError
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s job submit recipe.yaml optimizer.lr=3e-6     # the run's entrypoint, on its cluster
+  dockyard-k8s job list --address http://127.0.0.1:8265
+  dockyard-k8s job logs recipe.yaml -f                      # the run's own job
+  dockyard-k8s job stop --cluster my-cluster -n rl-research --job grpo-swe-1a2b3c4d5e
+"""
+
+
+def _target_args(p: argparse.ArgumentParser) -> None:
+    add_run_args(p, recipe_required=False, infra_short=False)
+    add_cluster_args(p)
+    p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
+    p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("job", help="Ray jobs on a running cluster (submit/list/logs/stop)",
+                       description="Talk to the Ray Jobs REST API of a cluster's head (dashboard, port 8265). The "
+                                   "cluster is the run's (RECIPE), one named by --cluster (port-forwarded with "
+                                   "kubectl), or --address.",
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    js = p.add_subparsers(title="actions", metavar="ACTION", required=True)
+    submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
+                           epilog=RUN_ARGS_HELP, formatter_class=formatter)
+    _target_args(submit)
+    submit.add_argument("--entrypoint", help="command to run instead of the run's entrypoint")
+    submit.add_argument("--wait", action="store_true", help="print the logs until the job ends; exit 1 if it fails")
+    submit.set_defaults(func=job_submit)
+    ls = js.add_parser("list", help="jobs of the cluster", formatter_class=formatter)
+    _target_args(ls)
+    ls.set_defaults(func=job_list)
+    logs = js.add_parser("logs", help="logs of one job", formatter_class=formatter)
+    _target_args(logs)
+    logs.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
+    logs.add_argument("-f", "--follow", action="store_true", help="until the job ends")
+    logs.set_defaults(func=job_logs)
+    stop = js.add_parser("stop", help="stop a job", formatter_class=formatter)
+    _target_args(stop)
+    stop.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
+    stop.set_defaults(func=job_stop)
+
+
+def _bundle(args: argparse.Namespace) -> Any:
+    return load_bundle(args) if args.recipe else None
+
+
+def _client(args: argparse.Namespace) -> Any:
+    return None if args.address else connect(args)
+
+
+def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
+    from dockyard_k8s.live.rayjobs import submission_id
+    from dockyard_k8s.render.ray import entrypoint
+
+    infra = bundle.run.infra
+    command = entrypoint_override or entrypoint(infra, bundle.run.job_args)
+    runtime_env = infra["launch"]["runtimeEnv"] or None
+    return submission_id(run_of(bundle)[1], command, runtime_env), command, runtime_env
+
+
+def _job_id(args: argparse.Namespace, bundle: Any) -> str:
+    if args.job_id:
+        return str(args.job_id)
+    if bundle is None:
+        raise UsageError("say which job: --job ID (or RECIPE for the run's own job)")
+    return _run_job_id(bundle)[0]
+
+
+def _with_ray(args: argparse.Namespace, action: Any) -> int:
+    from dockyard_k8s.live.rayjobs import RayJobsClient
+
+    bundle = _bundle(args)
+    client = _client(args)
+    try:
+        with ray_address(args, bundle, client) as url:
+            ray = RayJobsClient(url)
+            try:
+                return int(action(ray, bundle))
+            finally:
+                ray.close()
+    finally:
+        if client is not None:
+            client.close()
+
+
+def job_submit(args: argparse.Namespace) -> int:
+    def action(ray: Any, bundle: Any) -> int:
+        if bundle is None:
+            if not args.entrypoint:
+                raise UsageError("job submit needs RECIPE (its entrypoint) or --entrypoint")
+            from dockyard_k8s.live.rayjobs import submission_id
+
+            sub_id, command, runtime_env = submission_id("job", args.entrypoint, None), args.entrypoint, None
+        else:
+            sub_id, command, runtime_env = _run_job_id(bundle, args.entrypoint)
+        existing = ray.get(sub_id)
+        if existing:
+            say(f"job {sub_id} already submitted ({existing.get('status')}); nothing re-submitted")
+        else:
+            ray.submit(command, sub_id=sub_id, runtime_env=runtime_env)
+            say(f"submitted job {sub_id}")
+        if not args.wait:
+            return 0
+        for chunk in ray.follow_logs(sub_id):
+            print(chunk, end="", flush=True)
+        status = (ray.get(sub_id) or {}).get("status")
+        say(f"job {sub_id}: {status}")
+        return 0 if status == "SUCCEEDED" else EXIT_FAILURE
+
+    return _with_ray(args, action)
+
+
+def job_list(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live.rayjobs import job_row
+
+    def action(ray: Any, bundle: Any) -> int:
+        jobs = ray.list()
+        if not jobs:
+            say("no jobs")
+            return 0
+        jobs.sort(key=lambda j: j.get("start_time") or 0)
+        say(table([job_row(j) for j in jobs], ["id", "status", "entrypoint", "message"]))
+        return 0
+
+    return _with_ray(args, action)
+
+
+def job_logs(args: argparse.Namespace) -> int:
+    def action(ray: Any, bundle: Any) -> int:
+        job = _job_id(args, bundle)
+        if args.follow:
+            for chunk in ray.follow_logs(job):
+                print(chunk, end="", flush=True)
+        else:
+            print(ray.logs(job), end="")
+        return 0
+
+    return _with_ray(args, action)
+
+
+def job_stop(args: argparse.Namespace) -> int:
+    def action(ray: Any, bundle: Any) -> int:
+        job = _job_id(args, bundle)
+        stopped = ray.stop(job)
+        say(f"job {job}: {'stop requested' if stopped else 'not running (nothing to stop)'}")
+        return 0
+
+    return _with_ray(args, action)

@@ -1,0 +1,74 @@
+"""``dockyard-k8s logs``: logs of a fleet or a pod, several pods merged with ``fleet/pod`` prefixes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s logs recipe.yaml                      # the RayJob submitter (the job's output), else the head
+  dockyard-k8s logs recipe.yaml --fleet trainer -f --tail 100
+  dockyard-k8s logs recipe.yaml --pod grpo-swe-abcde-head-x7k2p --previous
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("logs", help="logs of a fleet or a pod of the run (merged, prefixed)",
+                       description="Print the logs of every pod of a fleet (or one pod), prefixed fleet/pod when "
+                                   "there are several. Without --fleet/--pod: the RayJob submitter if there is one "
+                                   "(it holds the job's output after the cluster is gone), else the head.",
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_run_args(p, infra_short=False)
+    add_cluster_args(p)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--fleet", choices=("head", "trainer", "inference", "sandbox", "submitter"))
+    which.add_argument("--pod", metavar="NAME", help="one pod of the run")
+    p.add_argument("-c", "--container", help="container (default: the pod's default or first container)")
+    p.add_argument("-f", "--follow", action="store_true", help="stream new lines until the pods end")
+    p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
+    p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
+    p.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.errors import UsageError
+    from dockyard_k8s.live import logs as lg
+    from dockyard_k8s.live.kinds import POD
+    from dockyard_k8s.live.orchestrate import run_selector
+    from dockyard_k8s.live.progress import main_object
+
+    if args.follow and args.previous:
+        raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
+    since = lg.parse_duration(args.since) if args.since else None
+    bundle = load_bundle(args)
+    ns, run_name = run_of(bundle)
+    main = main_object(bundle.objects)
+    client = connect(args)
+    try:
+        pods, _ = client.list(POD, ns, label_selector=run_selector(run_name))
+        chosen = lg.select_pods(pods, fleet=args.fleet, pod=args.pod, main_kind=main["kind"] if main else None)
+        prefixed = len(chosen) > 1
+
+        def emit(prefix: str, line: str) -> None:
+            print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
+
+        if args.follow:
+            def warn(prefix: str, e: Exception) -> None:
+                print(f"{prefix}: {e}", file=sys.stderr)
+
+            for prefix, line in lg.follow_logs(client, ns, chosen, container=args.container or "", tail=args.tail,
+                                               since=since, on_error=warn):
+                emit(prefix, line)
+        else:
+            for prefix, line in lg.read_logs(client, ns, chosen, container=args.container or "", tail=args.tail,
+                                             since=since, previous=args.previous):
+                emit(prefix, line)
+    finally:
+        client.close()
+    return 0

@@ -1,0 +1,272 @@
+"""Why a pod of the run is not running: pod/container states and Warning events ->
+fleet + pod + reason + one-line hint. Pure functions over API objects.
+
+Sources of the reasons (Kubernetes docs "Debug Pods", kubelet ``images`` and
+``kuberuntime`` packages, scheduler framework messages):
+* container ``state.waiting.reason``: ErrImagePull, ImagePullBackOff, InvalidImageName,
+  ErrImageNeverPull, CrashLoopBackOff, CreateContainerConfigError, CreateContainerError,
+  RunContainerError;
+* ``state.terminated.reason`` / ``lastState.terminated.reason``: OOMKilled, Error;
+* pod ``status.reason: Evicted`` (kubelet node-pressure eviction);
+* the ``PodScheduled=False, reason=Unschedulable`` condition (message like
+  ``0/4 nodes are available: 4 Insufficient nvidia.com/gpu.``);
+* events: FailedScheduling, FailedMount, FailedAttachVolume, Failed (image pulls),
+  BackOff, Evicted, OOMKilling, FailedCreate (quota), FailedCreatePodSandBox
+  (missing runtime handler), Unhealthy (probes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.render.meta import FLEET_LABEL
+
+# Where a fleet's settings live in the infra spec, for hints.
+FLEET_KEYS = {
+    "head": "kuberay.head",
+    "trainer": "kuberay.trainer",
+    "inference": "kuberay.inference",
+    "sandbox": "sandbox",
+    "submitter": "launch.submitter",
+}
+
+
+class Finding(NamedTuple):
+    fleet: str  # head | trainer | inference | sandbox | submitter | "-" (not a pod of a fleet)
+    pod: str  # pod (or object) name
+    reason: str  # the Kubernetes reason: ImagePullBackOff, FailedScheduling, OOMKilled...
+    message: str  # what Kubernetes said, one line
+    hint: str  # what to do, one line
+    fatal: bool  # will not heal by waiting (bad image, missing secret, crash loop)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.pod, self.reason)
+
+    def line(self) -> str:
+        return f"{self.fleet}/{self.pod}: {self.reason}: {self.message}"
+
+
+def _key(fleet: str, field: str) -> str:
+    base = FLEET_KEYS.get(fleet, "")
+    if not base:
+        return field
+    if fleet == "sandbox" and field in ("cpu", "memory", "ephemeralStorage", "memoryLimit", "cpuLimit",
+                                         "ephemeralStorageLimit"):
+        return f"sandbox.resources.{field}"
+    return f"{base}.{field}"
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fleet_of(obj: dict[str, Any]) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL, "-"))
+
+
+# --- hints ---------------------------------------------------------------------------------
+
+def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
+    """Hint for a FailedScheduling / Unschedulable message; (hint, fatal)."""
+    m = message.lower()
+    if "insufficient nvidia.com/gpu" in m:
+        return (f"no node has enough free GPUs for a {fleet} pod: lower {_key(fleet, 'gpus')} or "
+                f"{_key(fleet, 'replicas')}, or free GPUs (`dockyard-k8s doctor` shows allocatable GPUs)", False)
+    for res, field in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral-storage", "ephemeralStorage")):
+        if f"insufficient {res}" in m:
+            return (f"no node has {res} left for a {fleet} pod: lower {_key(fleet, field)} or add nodes", False)
+    if "insufficient " in m:
+        return (f"an extended resource the {fleet} pod requests is exhausted or absent on every node: "
+                f"check {_key(fleet, 'extendedResources')}", False)
+    if "node affinity/selector" in m or "didn't match node selector" in m:
+        return (f"no node carries the labels of {_key(fleet, 'nodeSelector')}: compare with "
+                "`kubectl get nodes --show-labels`", False)
+    if "untolerated taint" in m or "had taint" in m or "taint" in m:
+        return (f"the matching nodes are tainted: add the taint to {_key(fleet, 'tolerations')}", False)
+    if "persistentvolumeclaim" in m:
+        return ("a PersistentVolumeClaim the pod mounts is missing or unbound: `kubectl get pvc` "
+                "(is there a default StorageClass?)", False)
+    if "too many pods" in m:
+        return "the nodes reached their pod limit: add nodes or lower replicas", False
+    if "preemption" in m or "priority" in m:
+        return "higher-priority pods hold the capacity: check infra.priorityClassName", False
+    return "the scheduler found no node for this pod: read the message; `dockyard-k8s doctor` checks capacity", False
+
+
+def image_hint(fleet: str, message: str) -> tuple[str, bool]:
+    m = message.lower()
+    image_key = "sandbox.image" if fleet == "sandbox" else (
+        "launch.submitter.image" if fleet == "submitter" else "infra.image")
+    if any(s in m for s in ("not found", "manifest unknown", "does not exist", "no such image")):
+        return f"the image or tag does not exist: check {image_key} (pin a tag that was pushed)", True
+    if any(s in m for s in ("unauthorized", "denied", "authentication required", "forbidden", "401", "403")):
+        return ("the registry refused the pull: list a valid pull secret in infra.imagePullSecrets "
+                "(`dockyard-k8s doctor` checks they exist)", True)
+    if any(s in m for s in ("toomanyrequests", "rate limit")):
+        return "the registry is rate-limiting pulls: use a mirror or a pull secret with a higher quota", False
+    if any(s in m for s in ("no such host", "i/o timeout", "tls handshake", "connection refused", "dial tcp")):
+        return "the node cannot reach the registry: check egress / proxy settings of the nodes", False
+    if "invalidimagename" in m or "invalid reference format" in m:
+        return f"the image name is malformed: check {image_key}", True
+    return f"the image cannot be pulled: check {image_key} and infra.imagePullSecrets", False
+
+
+def _config_hint(message: str) -> str:
+    m = message.lower()
+    if "secret" in m:
+        return ("a Secret the pod references is missing (or lacks the key): create it in the namespace "
+                "(`dockyard-k8s dev secrets` for your own keys)")
+    if "configmap" in m:
+        return "a ConfigMap the pod references is missing: was the run applied completely? (`dockyard-k8s run`)"
+    return "the container spec cannot be satisfied: read the message"
+
+
+def _mount_hint(message: str) -> tuple[str, bool]:
+    m = message.lower()
+    if "secret" in m and "not found" in m:
+        return "a Secret volume's Secret does not exist in the namespace: create it", True
+    if "configmap" in m and "not found" in m:
+        return "a ConfigMap volume's ConfigMap does not exist: was the run applied completely?", True
+    if "persistentvolumeclaim" in m or "pvc" in m:
+        return "a PersistentVolumeClaim is missing or not bound: `kubectl get pvc`", False
+    return "a volume cannot be mounted: read the message (storage driver, node plugin)", False
+
+
+# Waiting reasons of a container, most specific first: reason -> fatal (heals by itself?).
+WAITING_REASONS = {
+    "ErrImagePull": None,  # decided by the message
+    "ImagePullBackOff": None,
+    "InvalidImageName": True,
+    "ErrImageNeverPull": True,
+    "CrashLoopBackOff": True,
+    "CreateContainerConfigError": True,
+    "CreateContainerError": True,
+    "RunContainerError": True,
+}
+
+
+def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]) -> list[Finding]:
+    out = []
+    for cs in statuses:
+        name = cs.get("name", "")
+        state = cs.get("state") or {}
+        last = cs.get("lastState") or {}
+        waiting = state.get("waiting") or {}
+        reason = waiting.get("reason", "")
+        message = _one_line(waiting.get("message") or "")
+        if reason in ("ErrImagePull", "ImagePullBackOff"):
+            hint, fatal = image_hint(fleet, message)
+            out.append(Finding(fleet, pod, reason, message or f"cannot pull the image of {name}", hint, fatal))
+        elif reason in ("InvalidImageName", "ErrImageNeverPull"):
+            hint, _ = image_hint(fleet, "invalidimagename " + message)
+            if reason == "ErrImageNeverPull":
+                hint = "imagePullPolicy is Never and the image is not on the node: set infra.imagePullPolicy"
+            out.append(Finding(fleet, pod, reason, message or name, hint, True))
+        elif reason == "CrashLoopBackOff":
+            term = last.get("terminated") or {}
+            why = term.get("reason", "")
+            if why == "OOMKilled":
+                out.append(_oom(fleet, pod, name))
+                continue
+            code = term.get("exitCode")
+            detail = f"container {name} keeps exiting" + (f" (exit code {code}{', ' + why if why else ''})"
+                                                           if code is not None else "")
+            out.append(Finding(fleet, pod, reason, detail,
+                               f"read why: `dockyard-k8s logs RECIPE --pod {pod} --previous`", True))
+        elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
+            out.append(Finding(fleet, pod, reason, message or name, _config_hint(message), True))
+        term = state.get("terminated") or {}
+        if reason != "CrashLoopBackOff" and (term.get("reason") == "OOMKilled" or (
+                (last.get("terminated") or {}).get("reason") == "OOMKilled" and not reason)):
+            out.append(_oom(fleet, pod, name))
+        elif term and term.get("exitCode") not in (0, None) and term.get("reason") != "OOMKilled":
+            code = term.get("exitCode")
+            out.append(Finding(fleet, pod, "Error", f"container {name} exited with code {code}"
+                               + (f": {_one_line(term['message'])}" if term.get("message") else ""),
+                               f"read why: `dockyard-k8s logs RECIPE --pod {pod}`", True))
+    return out
+
+
+def _oom(fleet: str, pod: str, container: str) -> Finding:
+    field = "memoryLimit" if fleet == "sandbox" else "memory"
+    return Finding(fleet, pod, "OOMKilled", f"container {container} ran out of memory and was killed",
+                   f"raise {_key(fleet, field)} (the limit) or lower the memory the job uses", True)
+
+
+def pod_findings(pod: dict[str, Any]) -> list[Finding]:
+    """Every reason this pod is not (or no longer) healthy, from its own status."""
+    name = str((pod.get("metadata") or {}).get("name", ""))
+    fleet = fleet_of(pod)
+    status = pod.get("status") or {}
+    if status.get("reason") == "Evicted":
+        message = _one_line(status.get("message") or "evicted by the kubelet")
+        m = message.lower()
+        if "ephemeral" in m or "ephemeral-storage" in m:
+            hint = f"the pod wrote more local disk than allowed: raise {_key(fleet, 'ephemeralStorage')}"
+        elif "memory" in m:
+            hint = f"the node ran low on memory: raise {_key(fleet, 'memory')} so the scheduler reserves it"
+        else:
+            hint = "the node was under resource pressure; the controller recreates the pod elsewhere"
+        return [Finding(fleet, name, "Evicted", message, hint, False)]
+    out: list[Finding] = []
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and \
+                cond.get("reason") == "Unschedulable":
+            message = _one_line(cond.get("message") or "no node fits")
+            hint, fatal = scheduling_hint(fleet, message)
+            out.append(Finding(fleet, name, "FailedScheduling", message, hint, fatal))
+    out += _container_findings(fleet, name, status.get("initContainerStatuses") or [])
+    out += _container_findings(fleet, name, status.get("containerStatuses") or [])
+    return out
+
+
+def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
+    """A Warning event as a finding; None for events that explain nothing actionable."""
+    if event.get("type", "Warning") != "Warning":
+        return None
+    reason = str(event.get("reason") or "")
+    message = _one_line(event.get("message") or event.get("note") or "")
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    name = str(involved.get("name", ""))
+    m = message.lower()
+    if reason == "FailedScheduling":
+        hint, fatal = scheduling_hint(fleet, message)
+        return Finding(fleet, name, reason, message, hint, fatal)
+    if reason in ("FailedMount", "FailedAttachVolume"):
+        hint, fatal = _mount_hint(message)
+        return Finding(fleet, name, reason, message, hint, fatal)
+    if reason in ("Failed", "ErrImagePull") and ("pull" in m or "image" in m):
+        hint, fatal = image_hint(fleet, message)
+        return Finding(fleet, name, "ErrImagePull", message, hint, fatal)
+    if reason == "BackOff":
+        if "pulling image" in m:
+            hint, fatal = image_hint(fleet, message)
+            return Finding(fleet, name, "ImagePullBackOff", message, hint, fatal)
+        return Finding(fleet, name, "CrashLoopBackOff", message,
+                       f"read why: `dockyard-k8s logs RECIPE --pod {name} --previous`", True)
+    if reason == "Evicted":
+        return Finding(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
+    if reason in ("OOMKilling", "OOMKilled"):
+        return Finding(fleet, name, "OOMKilled", message, f"raise {_key(fleet, 'memory')} (the limit)", True)
+    if reason == "FailedCreate" or "exceeded quota" in m:
+        if "exceeded quota" in m:
+            return Finding(fleet, name, "ExceededQuota", message,
+                           "the namespace ResourceQuota has no room for these pods: lower the request or ask for "
+                           "more quota (`dockyard-k8s doctor` shows the headroom)", True)
+        return Finding(fleet, name, reason, message, "the controller cannot create pods: read the message", False)
+    if reason == "FailedCreatePodSandBox":
+        if "runtime" in m and ("handler" in m or "nvidia" in m):
+            return Finding(fleet, name, reason, message,
+                           "the node has no such container runtime handler: install the NVIDIA container toolkit "
+                           "(or GPU operator) on GPU nodes, or drop runtimeClassName", True)
+        return Finding(fleet, name, reason, message, "the node could not create the pod sandbox (CNI/runtime)",
+                       False)
+    if reason == "Unhealthy":
+        return Finding(fleet, name, reason, message, "a probe fails: the container is up but not answering", False)
+    if reason in ("FailedToCreateHeadPod", "FailedToCreateWorkerPod", "FailedCreateHeadPod",
+                  "FailedCreateWorkerPod"):
+        return Finding(fleet, name, reason, message, "KubeRay cannot create the pod: read the message", False)
+    return None

@@ -1,0 +1,393 @@
+"""``doctor``: can this run work on the current context? Each check is ✔, ✖ or ! (unknown,
+e.g. no permission to look) with a one-line fix.
+
+Fetching (``gather``) is separate from judging (the ``check_*`` functions are pure), so
+checks are tested on plain API objects. :func:`check_capacity` is deliberately simple
+(allocatable GPUs vs requested, quota headroom) and self-contained, so it can later
+delegate to the capacity planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
+from dockyard_k8s.live.orchestrate import split_apply
+from dockyard_k8s.live.progress import pod_templates
+from dockyard_k8s.live.quantity import format_quantity, parse_quantity
+
+GPU = "nvidia.com/gpu"
+MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
+KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
+# CNIs whose agents enforce NetworkPolicy, by DaemonSet name fragment.
+ENFORCING_CNI = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "aws-network-policy", "romana")
+
+
+class Check(NamedTuple):
+    name: str
+    ok: bool | None  # None: could not tell (permission, not applicable)
+    detail: str
+    hint: str = ""
+    fatal: bool = True  # a failure means the run cannot work
+
+    @property
+    def mark(self) -> str:
+        return "✔" if self.ok else ("!" if self.ok is None else "✖")
+
+
+class Facts(NamedTuple):
+    """What doctor read from the cluster (None: not allowed to read it)."""
+
+    version: dict[str, Any] | None
+    namespace: dict[str, Any] | bool | None  # False: does not exist
+    crds: dict[str, dict[str, Any] | None] | None
+    operators: list[dict[str, Any]] | None
+    nodes: list[dict[str, Any]] | None
+    priority_classes: dict[str, bool] | None
+    runtime_classes: dict[str, bool] | None
+    pull_secrets: dict[str, bool] | None
+    access: dict[tuple[str, str, str], bool] | None
+    quotas: list[dict[str, Any]] | None
+    daemonsets: list[dict[str, Any]] | None
+
+
+# --- what the run needs (pure) --------------------------------------------------------------
+
+def pod_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction],
+                                                                   int]]:
+    """(fleet, requests, limits, count) of every pod template the run creates."""
+    out = []
+    for obj in objects:
+        for template, count in pod_templates(obj):
+            spec = template.get("spec") or {}
+            req: dict[str, Fraction] = {}
+            lim: dict[str, Fraction] = {}
+            for c in spec.get("containers") or []:
+                res = c.get("resources") or {}
+                for store, key in ((req, "requests"), (lim, "limits")):
+                    for name, value in (res.get(key) or {}).items():
+                        try:
+                            store[name] = store.get(name, Fraction(0)) + parse_quantity(value)
+                        except ValueError:
+                            continue
+            for name, value in lim.items():  # a limit without a request implies request = limit
+                req.setdefault(name, value)
+            fleet = ((template.get("metadata") or {}).get("labels") or {}).get("dockyard-k8s/fleet", "-")
+            out.append((fleet, req, lim, count))
+    return out
+
+
+def names_in_templates(objects: Iterable[dict[str, Any]], field: str) -> list[str]:
+    found = []
+    for obj in objects:
+        for template, _ in pod_templates(obj):
+            value = (template.get("spec") or {}).get(field)
+            if value and value not in found:
+                found.append(value)
+    return found
+
+
+def pull_secret_names(objects: Iterable[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    for obj in objects:
+        for template, _ in pod_templates(obj):
+            for s in (template.get("spec") or {}).get("imagePullSecrets") or []:
+                if s.get("name") and s["name"] not in found:
+                    found.append(s["name"])
+    return found
+
+
+def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, str, bool]]:
+    """(verb, group, resource, subresource, essential) the launcher uses for this run."""
+    out: list[tuple[str, str, str, str, bool]] = []
+    kinds: list[Kind] = []
+    for obj in split_apply(objects)[0]:
+        k = kind_of(obj)
+        if k not in kinds:
+            kinds.append(k)
+    for k in kinds:
+        for verb in ("get", "list", "watch", "create", "patch", "delete"):
+            out.append((verb, k.group, k.plural, "", True))
+    for verb in ("get", "list", "watch"):
+        out.append((verb, "", "pods", "", True))
+    out += [("get", "", "pods", "log", True), ("list", "", "events", "", True), ("watch", "", "events", "", True),
+            ("create", "", "pods", "portforward", False), ("create", "", "pods", "exec", False)]
+    return out
+
+
+# --- checks (pure) -------------------------------------------------------------------------
+
+def check_version(version: dict[str, Any] | None) -> Check:
+    if version is None:
+        return Check("API server", False, "not reachable", "check KUBECONFIG / --context and that the cluster is up")
+    minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
+    text = str(version.get("gitVersion") or f"{version.get('major')}.{version.get('minor')}")
+    if str(version.get("major")) == "1" and minor < MIN_MINOR:
+        return Check("API server", False, f"reachable, version {text}",
+                     f"Kubernetes >= 1.{MIN_MINOR} is required (KubeRay 1.x and the rendered policy/v1 objects)")
+    return Check("API server", True, f"reachable, version {text}")
+
+
+def check_namespace(namespace: str, found: dict[str, Any] | bool | None) -> Check:
+    if found is None:
+        return Check("namespace", None, f"{namespace}: cannot tell (no permission to read namespaces)", fatal=False)
+    if found is False:
+        return Check("namespace", False, f"{namespace} does not exist", f"kubectl create namespace {namespace}")
+    return Check("namespace", True, namespace)
+
+
+def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> Check:
+    if not needed:
+        return Check("KubeRay CRDs", None, "not needed by this launch mode", fatal=False)
+    if crds is None:
+        return Check("KubeRay CRDs", None, "cannot tell (no permission to read CRDs)", fatal=False)
+    missing = [n for n in KUBERAY_CRDS if not crds.get(n)]
+    if missing:
+        return Check("KubeRay CRDs", False, f"missing: {', '.join(missing)}",
+                     "install the KubeRay operator: helm install kuberay-operator kuberay/kuberay-operator")
+    parts = []
+    bad = []
+    for name in KUBERAY_CRDS:
+        served = [v.get("name") for v in ((crds[name] or {}).get("spec") or {}).get("versions") or []
+                  if v.get("served")]
+        parts.append(f"{name} ({', '.join(str(s) for s in served)})")
+        if "v1" not in served:
+            bad.append(name)
+    if bad:
+        return Check("KubeRay CRDs", False, "; ".join(parts), "ray.io/v1 is not served: upgrade KubeRay to >= 1.0")
+    return Check("KubeRay CRDs", True, "; ".join(parts))
+
+
+def check_operator(deployments: list[dict[str, Any]] | None, needed: bool) -> Check:
+    if not needed:
+        return Check("KubeRay operator", None, "not needed by this launch mode", fatal=False)
+    if deployments is None:
+        return Check("KubeRay operator", None, "cannot tell (no permission to list Deployments cluster-wide)",
+                     fatal=False)
+    if not deployments:
+        return Check("KubeRay operator", False, "no kuberay-operator Deployment found",
+                     "install it (helm install kuberay-operator kuberay/kuberay-operator)")
+    ready = [d for d in deployments if int((d.get("status") or {}).get("readyReplicas") or 0) > 0]
+    where = ", ".join(f"{(d.get('metadata') or {}).get('namespace')}/{(d.get('metadata') or {}).get('name')}"
+                      for d in deployments)
+    if not ready:
+        return Check("KubeRay operator", False, f"{where}: not ready",
+                     "kubectl -n <ns> describe deploy kuberay-operator (image pull? crash?)")
+    return Check("KubeRay operator", True, f"{where} ready")
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
+                   quotas: list[dict[str, Any]] | None) -> list[Check]:
+    """GPUs allocatable vs requested (whole run and largest pod), and quota headroom.
+
+    Allocatable is what nodes offer in total, not what is free right now.
+    """
+    pods = pod_requests(objects)
+    want_total = sum((r.get(GPU, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
+    want_pod = max((r.get(GPU, Fraction(0)) for _, r, _, _ in pods), default=Fraction(0))
+    out = []
+    if nodes is None:
+        out.append(Check("GPUs", None, f"the run asks for {want_total} GPUs; cannot list nodes (permission)",
+                         fatal=False))
+    else:
+        per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0))
+                    for n in nodes if _node_ready(n)]
+        gpu_nodes = [g for g in per_node if g > 0]
+        have = sum(gpu_nodes, Fraction(0))
+        biggest = max(gpu_nodes, default=Fraction(0))
+        detail = (f"{len(gpu_nodes)} ready node(s) advertise {GPU}: {have} allocatable "
+                  f"(largest node {biggest}); the run asks for {want_total} (largest pod {want_pod})")
+        if want_total == 0:
+            out.append(Check("GPUs", True, detail + "; no GPU needed"))
+        elif not gpu_nodes:
+            out.append(Check("GPUs", False, detail, "no node advertises nvidia.com/gpu: install the NVIDIA device "
+                                                    "plugin / GPU operator, or check node readiness"))
+        elif want_pod > biggest:
+            out.append(Check("GPUs", False, detail, f"a pod asks for {want_pod} GPUs but no node has more than "
+                                                    f"{biggest}: lower gpus per pod and raise replicas"))
+        elif want_total > have:
+            out.append(Check("GPUs", False, detail, "the cluster has fewer GPUs than the run needs: lower replicas "
+                                                    "or gpus (`dockyard-k8s plan` simulates placement)"))
+        else:
+            out.append(Check("GPUs", True, detail + " (allocatable, not necessarily free)"))
+    out.append(_check_quota(pods, quotas))
+    return out
+
+
+def _quota_need(key: str, pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]]) -> Fraction | None:
+    if key == "pods":
+        return Fraction(sum(n for *_, n in pods))
+    scope, _, resource = key.partition(".")
+    if scope == "requests" or (not resource and key in ("cpu", "memory", "ephemeral-storage")):
+        resource = resource or key
+        return sum((r.get(resource, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
+    if scope == "limits":
+        return sum((lim.get(resource, Fraction(0)) * n for _, _, lim, n in pods), Fraction(0))
+    return None  # count/..., storage classes: not computed here
+
+
+def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]],
+                 quotas: list[dict[str, Any]] | None) -> Check:
+    if quotas is None:
+        return Check("quota", None, "cannot read ResourceQuotas (permission)", fatal=False)
+    if not quotas:
+        return Check("quota", True, "no ResourceQuota in the namespace")
+    short = []
+    for q in quotas:
+        hard = (q.get("status") or {}).get("hard") or (q.get("spec") or {}).get("hard") or {}
+        used = (q.get("status") or {}).get("used") or {}
+        for key, limit in sorted(hard.items()):
+            need = _quota_need(key, pods)
+            if need is None or need == 0:
+                continue
+            try:
+                room = parse_quantity(limit) - parse_quantity(used.get(key, 0))
+            except ValueError:
+                continue
+            if need > room:
+                short.append(f"{(q.get('metadata') or {}).get('name')}: {key} needs {format_quantity(need, key)}, "
+                             f"{format_quantity(room, key)} left")
+    if short:
+        return Check("quota", False, "; ".join(short),
+                     "lower the run's requests or ask the namespace admin for more quota")
+    return Check("quota", True, f"{len(quotas)} ResourceQuota(s) leave room for the run")
+
+
+def check_named(what: str, wanted: list[str], found: dict[str, bool] | None, rendered: list[str], hint: str) -> Check:
+    if not wanted:
+        return Check(what, True, "none named")
+    if found is None:
+        return Check(what, None, f"{', '.join(wanted)}: cannot tell (permission)", fatal=False)
+    missing = [n for n in wanted if not found.get(n) and n not in rendered]
+    if missing:
+        return Check(what, False, f"missing: {', '.join(missing)}", hint)
+    notes = [f"{n} (created by the run)" if n in rendered and not found.get(n) else n for n in wanted]
+    return Check(what, True, ", ".join(notes))
+
+
+def check_access(access: dict[tuple[str, str, str], bool] | None,
+                 needed: list[tuple[str, str, str, str, bool]]) -> list[Check]:
+    if access is None:
+        return [Check("permissions", None, "SelfSubjectAccessReview failed", fatal=False)]
+    essential: list[str] = []
+    optional: list[str] = []
+    for verb, group, resource, sub, is_essential in needed:
+        if not access.get((verb, f"{resource}.{group}" if group else resource, sub), True):
+            name = f"{verb} {resource}{'/' + sub if sub else ''}{'.' + group if group else ''}"
+            (essential if is_essential else optional).append(name)
+    out = []
+    if essential:
+        out.append(Check("permissions", False, f"denied: {', '.join(essential)}",
+                         "ask for a Role granting these verbs in the namespace"))
+    else:
+        out.append(Check("permissions", True, f"{sum(1 for n in needed if n[4])} verb/resource pairs allowed"))
+    if optional:
+        out.append(Check("permissions (dashboard, dev)", False, f"denied: {', '.join(optional)}",
+                         "`cluster dashboard`, `job` and `dev connect` need these", fatal=False))
+    return out
+
+
+def check_cni(daemonsets: list[dict[str, Any]] | None, needed: bool) -> Check:
+    if not needed:
+        return Check("NetworkPolicy", None, "the run renders no NetworkPolicy", fatal=False)
+    if daemonsets is None:
+        return Check("NetworkPolicy", None, "cannot list kube-system DaemonSets to recognise the CNI", fatal=False)
+    names = [str((d.get("metadata") or {}).get("name", "")) for d in daemonsets]
+    hits = [n for n in names if any(c in n for c in ENFORCING_CNI)]
+    if hits:
+        return Check("NetworkPolicy", True, f"enforcing CNI found: {', '.join(hits)}", fatal=False)
+    return Check("NetworkPolicy", None, "no NetworkPolicy-enforcing CNI recognised in kube-system "
+                                        f"({', '.join(names) or 'no DaemonSets'})",
+                 "kindnet and flannel do not enforce NetworkPolicy: the sandbox policy would be inert; "
+                 "install Calico or Cilium", fatal=False)
+
+
+def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool) -> list[Check]:
+    rendered_pcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "PriorityClass"]
+    rendered_rcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "RuntimeClass"]
+    rendered_secrets = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "Secret"]
+    checks = [check_version(facts.version)]
+    if facts.version is None:
+        return checks
+    checks.append(check_namespace(namespace, facts.namespace))
+    checks.append(check_crds(facts.crds, ray_needed))
+    checks.append(check_operator(facts.operators, ray_needed))
+    checks += check_capacity(objects, facts.nodes, facts.quotas)
+    checks.append(check_named("RuntimeClass", names_in_templates(objects, "runtimeClassName"),
+                              facts.runtime_classes, rendered_rcs,
+                              "create it (GPU nodes: handler nvidia, from the NVIDIA container toolkit)"))
+    checks.append(check_named("PriorityClass", names_in_templates(objects, "priorityClassName"),
+                              facts.priority_classes, rendered_pcs,
+                              "create it (kubectl create priorityclass NAME --value=1000) or unset "
+                              "infra.priorityClassName"))
+    checks.append(check_named("image pull secrets", pull_secret_names(objects), facts.pull_secrets,
+                              rendered_secrets, f"create it: kubectl -n {namespace} create secret docker-registry "
+                                                "NAME --docker-server=... (or drop it from infra.imagePullSecrets)"))
+    checks += check_access(facts.access, needed_access(objects))
+    checks.append(check_cni(facts.daemonsets, any(o.get("kind") == "NetworkPolicy" for o in objects)))
+    return checks
+
+
+# --- fetching -------------------------------------------------------------------------------
+
+def _allowed(fetch: Any) -> Any:
+    """Run a read; None when the API says 403 (doctor reports "cannot tell")."""
+    try:
+        return fetch()
+    except ClusterError as e:
+        if e.status in (401, 403):
+            return None
+        raise
+
+
+def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool) -> Facts:
+    try:
+        version = client.version()
+    except ClusterError:
+        return Facts(None, None, None, None, None, None, None, None, None, None, None)
+    namespace_fact: dict[str, Any] | bool | None
+    try:
+        namespace_fact = client.get(KINDS["Namespace"], None, namespace) or False
+    except ClusterError as e:
+        if e.status not in (401, 403):
+            raise
+        namespace_fact = None
+    crd_kind = KINDS["CustomResourceDefinition"]
+    crds = _allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
+    operators = None
+    if ray_needed:
+        operators = _allowed(lambda: client.list(KINDS["Deployment"], None,
+                                                 label_selector="app.kubernetes.io/name=kuberay-operator")[0])
+    nodes = _allowed(lambda: client.list(KINDS["Node"], None)[0])
+
+    def exists(kind: Kind, names: list[str], ns: str | None) -> dict[str, bool] | None:
+        return _allowed(lambda: {n: client.get(kind, ns, n) is not None for n in names})
+
+    pcs = exists(KINDS["PriorityClass"], names_in_templates(objects, "priorityClassName"), None)
+    rcs = exists(KINDS["RuntimeClass"], names_in_templates(objects, "runtimeClassName"), None)
+    secrets = exists(KINDS["Secret"], pull_secret_names(objects), namespace)
+    access: dict[tuple[str, str, str], bool] | None = {}
+    try:
+        for verb, group, resource, sub, _ in needed_access(objects):
+            key = (verb, f"{resource}.{group}" if group else resource, sub)
+            access[key] = client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)  # type: ignore[index]
+    except ClusterError:
+        access = None
+    quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
+    daemonsets = _allowed(lambda: client.list(KINDS["DaemonSet"], "kube-system")[0])
+    return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets)
+
+
+def exit_ok(checks: list[Check]) -> bool:
+    return not any(c.ok is False and c.fatal for c in checks)

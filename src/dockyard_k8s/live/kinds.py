@@ -1,0 +1,105 @@
+"""Which REST collection serves each kind: a small table, no discovery round-trip.
+
+Kinds the launcher renders or reads are listed; any other kind (a future renderer's)
+falls back to the Kubernetes plural convention, so new object families plug in
+without touching this table (add an entry only for irregular plurals).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Kind(NamedTuple):
+    api_version: str  # "v1", "apps/v1", "ray.io/v1"
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def resource(self) -> str:
+        """``plural.group`` as RBAC and CRD names spell it (``rayjobs.ray.io``, ``pods``)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+_TABLE = [
+    Kind("v1", "Pod", "pods"),
+    Kind("v1", "Event", "events"),
+    Kind("v1", "ConfigMap", "configmaps"),
+    Kind("v1", "Secret", "secrets"),
+    Kind("v1", "Service", "services"),
+    Kind("v1", "ServiceAccount", "serviceaccounts"),
+    Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    Kind("v1", "ResourceQuota", "resourcequotas"),
+    Kind("v1", "LimitRange", "limitranges"),
+    Kind("v1", "Namespace", "namespaces", namespaced=False),
+    Kind("v1", "Node", "nodes", namespaced=False),
+    Kind("apps/v1", "Deployment", "deployments"),
+    Kind("apps/v1", "StatefulSet", "statefulsets"),
+    Kind("apps/v1", "DaemonSet", "daemonsets"),
+    Kind("apps/v1", "ReplicaSet", "replicasets"),
+    Kind("batch/v1", "Job", "jobs"),
+    Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
+    Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False),
+    Kind("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", namespaced=False),
+    Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False),
+    Kind("authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False),
+    Kind("ray.io/v1", "RayJob", "rayjobs"),
+    Kind("ray.io/v1", "RayCluster", "rayclusters"),
+    Kind("ray.io/v1", "RayService", "rayservices"),
+    Kind("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
+]
+# kind name -> Kind. Kind names are unique among what the launcher touches.
+KINDS: dict[str, Kind] = {k.kind: k for k in _TABLE}
+
+POD = KINDS["Pod"]
+EVENT = KINDS["Event"]
+RAYJOB = KINDS["RayJob"]
+RAYCLUSTER = KINDS["RayCluster"]
+# Rendered but never applied by the live path (namespace governance is cluster-admin territory).
+RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange"})
+
+
+def _plural(kind: str) -> str:
+    low = kind.lower()
+    if low.endswith(("s", "x", "ch", "sh")):
+        return low + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+def kind_for(api_version: str, kind: str) -> Kind:
+    """The Kind of ``apiVersion``/``kind``; unknown kinds get the conventional plural."""
+    known = KINDS.get(kind)
+    if known and known.api_version == api_version:
+        return known
+    cluster_scoped = known is not None and not known.namespaced
+    return Kind(api_version, kind, known.plural if known else _plural(kind), not cluster_scoped)
+
+
+def kind_of(obj: dict[str, Any]) -> Kind:
+    return kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+
+
+def collection_path(kind: Kind, namespace: str | None) -> str:
+    """``/api/v1/namespaces/NS/pods``; cluster-wide when ``namespace`` is None or the kind is cluster-scoped."""
+    root = f"/api/{kind.api_version}" if "/" not in kind.api_version else f"/apis/{kind.api_version}"
+    if kind.namespaced and namespace:
+        return f"{root}/namespaces/{namespace}/{kind.plural}"
+    return f"{root}/{kind.plural}"
+
+
+def object_path(kind: Kind, namespace: str | None, name: str, subresource: str = "") -> str:
+    path = f"{collection_path(kind, namespace)}/{name}"
+    return f"{path}/{subresource}" if subresource else path
+
+
+def ref(kind: str, namespace: str | None, name: str) -> str:
+    """How errors and progress name an object: ``RayJob ns/name`` (``Node name`` if cluster-scoped)."""
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

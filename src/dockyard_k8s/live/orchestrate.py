@@ -1,0 +1,388 @@
+"""The flows behind ``run``, ``status`` and ``down``, generic over kinds.
+
+Everything of a run is found by the label ``dockyard-k8s/run=<run>`` (one LIST per kind,
+never one request per pod); what to apply is exactly the bundle ``render`` prints, minus
+the render-only kinds (ResourceQuota, LimitRange).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.client import KubeClient, WatchEvent
+from dockyard_k8s.live.diagnose import Finding
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
+from dockyard_k8s.render.meta import RUN_LABEL
+
+# Kinds a run may own beyond what is rendered: what the operators create from our objects
+# (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and
+# `status` still find them after the spec changed shape.
+RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Service", "ConfigMap",
+             "PodDisruptionBudget", "NetworkPolicy")
+# Kept by `down` unless asked: data a next run reuses.
+KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
+
+
+class Applied(NamedTuple):
+    ref: str
+    action: str  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
+
+
+def run_selector(run: str) -> str:
+    return f"{RUN_LABEL}={run}"
+
+
+def split_apply(objects: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(objects `run` applies, in order; render-only objects it skips)."""
+    apply: list[dict[str, Any]] = []
+    skip: list[dict[str, Any]] = []
+    for obj in objects:
+        (skip if obj.get("kind") in RENDER_ONLY else apply).append(obj)
+    return apply, skip
+
+
+def _name(obj: dict[str, Any]) -> tuple[Kind, str | None, str]:
+    kind = kind_of(obj)
+    meta = obj.get("metadata") or {}
+    return kind, (meta.get("namespace") if kind.namespaced else None), str(meta.get("name"))
+
+
+def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_run: bool = False,
+                  force: bool = False, on_applied: Callable[[Applied], None] | None = None) -> list[Applied]:
+    """Server-side apply in order; render-only kinds are reported as skipped."""
+    out = []
+    to_apply, skipped = split_apply(objects)
+    for obj in skipped:
+        kind, ns, name = _name(obj)
+        item = Applied(ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
+        out.append(item)
+        if on_applied:
+            on_applied(item)
+    for obj in to_apply:
+        kind, ns, name = _name(obj)
+        before = client.get(kind, ns, name)
+        result = client.apply(obj, dry_run=dry_run, force=force, before=before)
+        action = result.action if not dry_run else f"{result.action} (server dry run)"
+        item = Applied(ref(kind.kind, ns, name), action)
+        out.append(item)
+        if on_applied:
+            on_applied(item)
+    return out
+
+
+def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
+                 clock: Callable[[], float] = time.monotonic) -> bool:
+    """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
+    deadline = clock() + timeout
+    stop = threading.Event()
+    events: queue.Queue[WatchEvent | BaseException] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for ev in client.watch(kind, namespace, field_selector=f"metadata.name={name}", stop=stop):
+                events.put(ev)
+        except BaseException as e:  # handed to the waiting thread
+            events.put(e)
+
+    thread = threading.Thread(target=pump, daemon=True, name=f"wait-deleted-{name}")
+    thread.start()
+    try:
+        while clock() < deadline:
+            try:
+                ev = events.get(timeout=min(0.5, max(0.01, deadline - clock())))
+            except queue.Empty:
+                continue
+            if isinstance(ev, BaseException):
+                raise ev
+            if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
+                return True
+        return False
+    finally:
+        stop.set()
+        client.close_streams()
+        thread.join(timeout=2)
+
+
+def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: float = 300,
+                 say: Callable[[str], None] = print) -> bool:
+    """``run --replace``: delete the run's main object (job or cluster) and wait until it is gone.
+    True when something was deleted."""
+    main = main_object(objects)
+    if main is None:
+        return False
+    kind, ns, name = _name(main)
+    if not client.delete(kind, ns, name, propagation="Foreground"):
+        return False
+    say(f"deleting {ref(kind.kind, ns, name)} (--replace) ...")
+    if not wait_deleted(client, kind, ns, name, timeout=timeout):
+        raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+                           hint="a finalizer may block deletion: `kubectl get -o yaml` shows metadata.finalizers")
+    return True
+
+
+def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
+    """Workload kinds to follow: the main kinds present, plus the RayCluster a RayJob makes."""
+    objs = list(objects)
+    kinds = {str(o.get("kind")): kind_of(o) for o in objs}
+    out = [kinds[k] for k in MAIN_KINDS if k in kinds]
+    if "RayJob" in kinds and "RayCluster" not in kinds:
+        out.append(kind_for("ray.io/v1", "RayCluster"))
+    if "Deployment" in kinds:
+        out.append(kinds["Deployment"])
+    return out
+
+
+def new_view(run: str, objects: list[dict[str, Any]]) -> RunView:
+    main = main_object(objects)
+    return RunView(run, desired_pods(objects), str(main.get("kind")) if main else None)
+
+
+def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]]) -> RunView:
+    """One LIST per kind (label selector) + one LIST of Warning events: the run right now."""
+    view = new_view(run, objects)
+    selector = run_selector(run)
+    for kind in [*watched_kinds(objects), POD]:
+        items, _ = client.list(kind, namespace, label_selector=selector, missing_ok=True)
+        view.sync(kind.kind, items)
+    if "RayJob" in view.objects and not view.of_kind("RayCluster"):
+        # KubeRay names the RayJob's cluster in status; older operators do not copy our labels onto it
+        for job in view.of_kind("RayJob"):
+            name = (job.get("status") or {}).get("rayClusterName")
+            cluster = client.get(kind_for("ray.io/v1", "RayCluster"), namespace, name) if name else None
+            if cluster:
+                view.update("RayCluster", "ADDED", cluster)
+    events, _ = client.list(EVENT, namespace, field_selector="type=Warning")
+    view.sync("Event", events)
+    return view
+
+
+class Outcome(NamedTuple):
+    ok: bool
+    reason: str  # succeeded | failed | ready | timeout | pre-running-deadline | fatal
+    message: str
+
+
+def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
+           say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
+           fail_fast: bool = False, clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """Watch the run until its main object is terminal; print progress and findings as they happen.
+
+    Three watches feed one queue: the workload kinds and the pods (label selector), and
+    Warning events of the namespace. Nothing is polled.
+    """
+    view = new_view(run, objects)
+    start = clock()
+    selector = run_selector(run)
+    stop = threading.Event()
+    inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
+
+    def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
+        try:
+            for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
+                                   stop=stop):
+                inbox.put((kind.kind, ev))
+        except BaseException as e:
+            if not stop.is_set():
+                inbox.put((kind.kind, e))
+
+    sources = [(k, selector, "") for k in watched_kinds(objects)]
+    sources += [(POD, selector, ""), (EVENT, "", "type=Warning")]
+    threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
+    for t in threads:
+        t.start()
+    synced: set[str] = set()
+    reached_running = False
+
+    def stamp() -> str:
+        secs = int(clock() - start)
+        return f"[{secs // 60:02d}:{secs % 60:02d}]"
+
+    try:
+        while True:
+            now = clock()
+            if timeout is not None and now - start >= timeout:
+                return Outcome(False, "timeout", f"stopped following after {int(timeout)}s; the run keeps going")
+            if pre_running_deadline is not None and not reached_running and now - start >= pre_running_deadline:
+                return Outcome(False, "pre-running-deadline",
+                               f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
+                               "the run is left as is")
+            try:
+                kind, ev = inbox.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            if isinstance(ev, BaseException):
+                raise ev
+            if ev.type == "SYNC":
+                view.sync(kind, ev.items)
+                if kind == "Event" and "Event" not in synced:
+                    # warnings from before this command about objects (not live pods) are history
+                    for key, event in list(view.events.items()):
+                        if (event.get("involvedObject") or {}).get("kind") != "Pod":
+                            view.events.pop(key)
+                synced.add(kind)
+            else:
+                view.update(kind, ev.type, ev.obj)
+            if len(synced) < len(sources):
+                continue  # print once every first list is in
+            for line in view.changes():
+                say(f"{stamp()} {line}")
+            for f in view.new_findings():
+                say(f"{stamp()} ✖ {f.line()}")
+                say(f"         hint: {f.hint}")
+                if fail_fast and f.fatal:
+                    return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
+            phase: Phase | None = view.main_phase()
+            if phase is not None:
+                if phase.state in ("running", "ready", "succeeded", "failed"):
+                    reached_running = True
+                if phase.terminal:
+                    for f in _drain(inbox, view):
+                        say(f"{stamp()} ✖ {f.line()}")
+                        say(f"         hint: {f.hint}")
+                    return Outcome(phase.ok, phase.state, phase.summary)
+            elif view.main_kind is None:
+                return Outcome(True, "applied", "nothing to wait for")
+    finally:
+        stop.set()
+        client.close_streams()
+        for t in threads:
+            t.join(timeout=2)
+
+
+def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Finding]:
+    """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
+    while True:
+        try:
+            kind, ev = inbox.get_nowait()
+        except queue.Empty:
+            break
+        if isinstance(ev, WatchEvent):
+            if ev.type == "SYNC":
+                view.sync(kind, ev.items)
+            else:
+                view.update(kind, ev.type, ev.obj)
+    return view.new_findings()
+
+
+def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind]) -> list[dict[str, Any]]:
+    """Every object of the run among ``kinds`` (one LIST each; kinds the server lacks are skipped)."""
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for kind in kinds:
+        if (kind.api_version, kind.kind) in seen:
+            continue
+        seen.add((kind.api_version, kind.kind))
+        items, _ = client.list(kind, namespace if kind.namespaced else None, label_selector=run_selector(run),
+                               missing_ok=True)
+        out.extend(items)
+    return out
+
+
+def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
+    """Kinds to look for, in deletion order: the reverse of apply order (workloads first),
+    NetworkPolicy last so pods never run a moment without their policy."""
+    order: list[Kind] = []
+    for kind in [RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
+                 *(KINDS[name] for name in RUN_KINDS),
+                 *(KINDS[name] for name in (*sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))]:
+        if kind not in order:
+            order.append(kind)
+    return [k for k in order if k.kind != "NetworkPolicy"] + [k for k in order if k.kind == "NetworkPolicy"]
+
+
+def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
+         include_governance: bool = False, keep_volumes: bool = True, dry_run: bool = False,
+         say: Callable[[str], None] = print) -> list[str]:
+    """Delete everything labelled with the run; returns what was deleted (empty: nothing left)."""
+    deleted = []
+    found = find_run_objects(client, namespace, run, down_kinds(objects))
+    for obj in found:
+        kind, ns, name = _name(obj)
+        what = ref(kind.kind, ns, name)
+        if kind.kind in RENDER_ONLY and not include_governance:
+            say(f"kept {what} (governance; --include-governance deletes it)")
+            continue
+        if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
+            say(f"kept {what} (data; --delete-volumes deletes it)")
+            continue
+        if (obj.get("metadata") or {}).get("ownerReferences"):
+            continue  # its owner's deletion removes it (garbage collection)
+        if client.delete(kind, ns, name, dry_run=dry_run):
+            deleted.append(what)
+            say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
+    return deleted
+
+
+def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
+    """``status -o json``: plain data for scripts."""
+    main = view.main()
+    phase = view.main_phase()
+    findings: list[Finding] = view.findings()
+    return {
+        "run": view.run,
+        "namespace": namespace,
+        "main": None if main is None else {
+            "kind": main.get("kind"), "name": (main.get("metadata") or {}).get("name"),
+            "state": phase.state if phase else None, "summary": phase.summary if phase else None,
+            "terminal": phase.terminal if phase else None, "status": main.get("status") or {},
+        },
+        "objects": [{"kind": k, "name": (o.get("metadata") or {}).get("name")}
+                    for k in sorted(view.objects) if k != "Pod" for o in view.of_kind(k)],
+        "fleets": [row._asdict() for row in view.fleets()],
+        "pods": [{"name": (p.get("metadata") or {}).get("name"), "fleet": ((p.get("metadata") or {}).get(
+            "labels") or {}).get("dockyard-k8s/fleet"), "phase": (p.get("status") or {}).get("phase")}
+                 for p in view.pods],
+        "findings": [f._asdict() for f in findings],
+    }
+
+
+def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,
+                     say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+    """Watch one pod until it runs; its problems are printed as they appear, and one that
+    cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
+    from dockyard_k8s.live.diagnose import pod_findings
+
+    stop = threading.Event()
+    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for ev in client.watch(POD, namespace, field_selector=f"metadata.name={name}", stop=stop):
+                inbox.put(ev)
+        except BaseException as e:
+            inbox.put(e)
+
+    thread = threading.Thread(target=pump, daemon=True, name=f"wait-pod-{name}")
+    thread.start()
+    deadline = clock() + timeout
+    seen: set[tuple[str, str]] = set()
+    try:
+        while clock() < deadline:
+            try:
+                ev = inbox.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            if isinstance(ev, BaseException):
+                raise ev
+            pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
+            for pod in pods:
+                if (pod.get("status") or {}).get("phase") == "Running":
+                    return
+                for f in pod_findings(pod):
+                    if f.key not in seen:
+                        seen.add(f.key)
+                        say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
+                    if f.fatal:
+                        raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
+        raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
+                           hint=f"kubectl -n {namespace} describe pod {name}")
+    finally:
+        stop.set()
+        client.close_streams()
+        thread.join(timeout=2)

@@ -1,0 +1,82 @@
+"""``kubectl port-forward`` as a context manager: the launcher's client does not tunnel.
+
+kubectl is found on PATH; it prints ``Forwarding from 127.0.0.1:PORT -> REMOTE`` once
+the tunnel is up (local port 0 lets it pick a free one). Leaving the ``with`` block,
+or Ctrl-C, ends the kubectl process we started (and only that one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+
+from dockyard_k8s.errors import ClusterError
+
+_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
+
+
+def kubectl_path() -> str:
+    exe = shutil.which("kubectl")
+    if not exe:
+        raise ClusterError("kubectl not found on PATH",
+                           hint="install kubectl (it does the port-forward and exec), or pass --address URL")
+    return exe
+
+
+def kubectl_base(context: str | None = None, kubeconfig: str | None = None) -> list[str]:
+    cmd = [kubectl_path()]
+    if kubeconfig:
+        cmd += ["--kubeconfig", kubeconfig]
+    if context:
+        cmd += ["--context", context]
+    return cmd
+
+
+@contextlib.contextmanager
+def port_forward(namespace: str, target: str, remote_port: int, *, local_port: int = 0, context: str | None = None,
+                 kubeconfig: str | None = None, timeout: float = 30.0) -> Iterator[str]:
+    """Yield ``http://127.0.0.1:PORT`` forwarding to ``target`` (``svc/name``) port ``remote_port``."""
+    cmd = [*kubectl_base(context, kubeconfig), "port-forward", "-n", namespace, "--address", "127.0.0.1", target,
+           f"{local_port or ''}:{remote_port}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        port = None
+        while port is None:
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                raise ClusterError(f"kubectl port-forward to {target} did not start within {int(timeout)}s",
+                                   obj=f"{namespace}/{target}") from None
+            if line is None:
+                err = proc.stderr.read().strip() if proc.stderr else ""
+                raise ClusterError(f"kubectl port-forward failed: {err or 'exited'}", obj=f"{namespace}/{target}",
+                                   hint="is the head pod running? `dockyard-k8s status`")
+            m = _FORWARDING.search(line)
+            if m:
+                port = int(m.group(1))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()

@@ -1,0 +1,395 @@
+"""What a run looks like from the API: kind handlers and the run view. Pure.
+
+A *kind handler* turns one workload object (plus the run's pods) into a :class:`Phase`.
+RayJob and RayCluster read KubeRay's status; Job and StatefulSet cover the
+operator-free launch shapes; anything else falls back to standard conditions. The
+*main* object is the one a run waits on (:data:`MAIN_KINDS`).
+
+:class:`RunView` accumulates objects, pods and Warning events (from a snapshot or from
+watches) and answers: per-fleet desired/scheduled/ready, findings, and whether the
+run reached a terminal state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.live.diagnose import Finding, event_finding, fleet_of, pod_findings
+from dockyard_k8s.render.meta import FLEET_LABEL
+
+FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
+# RayJob status values (KubeRay v1 rayjob_types.go).
+RAYJOB_TERMINAL_JOB = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+RAYJOB_TERMINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"})
+# The kind a run waits on, first match in the rendered objects wins.
+MAIN_KINDS = ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet")
+
+
+class Phase(NamedTuple):
+    state: str  # pending | running | ready | suspended | succeeded | failed
+    summary: str  # one line for progress and status
+    terminal: bool  # the run will not change by itself any more (or, for a cluster, it is up)
+    ok: bool  # with terminal: success
+    details: tuple[str, ...] = ()  # extra lines for `status` (reason, message, conditions)
+
+
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("status") or {}
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c.get("type", ""): c for c in _status(obj).get("conditions") or []}
+
+
+def _cond_line(c: dict[str, Any]) -> str:
+    text = f"{c.get('type')}={c.get('status')}"
+    if c.get("reason"):
+        text += f" ({c['reason']})"
+    if c.get("message"):
+        text += f": {c['message']}"
+    return text
+
+
+def rayjob_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    st = _status(obj)
+    deployment = st.get("jobDeploymentStatus") or ""
+    job = st.get("jobStatus") or ""
+    details = tuple(f"{k}: {st[k]}" for k in ("reason", "message", "rayClusterName", "jobId", "dashboardURL")
+                    if st.get(k))
+    summary = f"jobDeploymentStatus {deployment or '-'}, jobStatus {job or '-'}"
+    if st.get("reason"):
+        summary += f", reason {st['reason']}"
+    if job in RAYJOB_TERMINAL_JOB or deployment in RAYJOB_TERMINAL_DEPLOYMENT:
+        ok = job == "SUCCEEDED"
+        return Phase("succeeded" if ok else "failed", summary, True, ok, details)
+    if deployment in ("Suspended", "Suspending"):
+        return Phase("suspended", summary + " (waiting to be admitted, e.g. by Kueue)", False, False, details)
+    if deployment in ("Running", "Waiting") or job == "RUNNING":
+        return Phase("running", summary, False, False, details)
+    return Phase("pending", summary, False, False, details)
+
+
+def raycluster_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    st = _status(obj)
+    conds = _conditions(obj)
+    details = tuple(_cond_line(c) for c in conds.values())
+    workers = f"workers ready {st.get('readyWorkerReplicas', 0)}/{st.get('desiredWorkerReplicas', 0)}"
+    state = st.get("state") or ""
+    if state == "failed" or (conds.get("ReplicaFailure") or {}).get("status") == "True":
+        reason = (conds.get("ReplicaFailure") or {}).get("message") or st.get("reason") or "failed"
+        return Phase("failed", f"failed: {reason}", True, False, details)
+    if state == "suspended" or (conds.get("RayClusterSuspended") or {}).get("status") == "True":
+        return Phase("suspended", "suspended", False, False, details)
+    if state == "ready" or (conds.get("RayClusterProvisioned") or {}).get("status") == "True":
+        return Phase("ready", f"ready, {workers}", True, True, details)
+    head = conds.get("HeadPodReady") or {}
+    return Phase("pending", f"provisioning ({head.get('reason') or state or 'no status yet'}), {workers}",
+                 False, False, details)
+
+
+def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    st = _status(obj)
+    conds = _conditions(obj)
+    details = tuple(_cond_line(c) for c in conds.values())
+    counts = f"active {st.get('active', 0)}, succeeded {st.get('succeeded', 0)}, failed {st.get('failed', 0)}"
+    for kind in ("Failed", "FailureTarget"):
+        c = conds.get(kind)
+        if c and c.get("status") == "True":
+            return Phase("failed", f"failed ({c.get('reason') or '-'}): {c.get('message') or counts}", True,
+                         False, details)
+    for kind in ("Complete", "SuccessCriteriaMet"):
+        c = conds.get(kind)
+        if c and c.get("status") == "True":
+            return Phase("succeeded", f"complete, {counts}", True, True, details)
+    if (obj.get("spec") or {}).get("suspend"):
+        return Phase("suspended", f"suspended, {counts}", False, False, details)
+    if st.get("active") or st.get("ready"):
+        return Phase("running", counts, False, False, details)
+    return Phase("pending", counts, False, False, details)
+
+
+def _head_exit(pods: list[dict[str, Any]]) -> int | None:
+    """Exit code of the head pod's main container once it finished (restarted or not)."""
+    for pod in pods:
+        if fleet_of(pod) != "head":
+            continue
+        for cs in (_status(pod).get("containerStatuses") or [])[:1]:
+            term = (cs.get("state") or {}).get("terminated") or {}
+            if term:
+                return int(term.get("exitCode", 1))
+            last = (cs.get("lastState") or {}).get("terminated") or {}
+            if last and last.get("exitCode") == 0:
+                return 0
+    return None
+
+
+def statefulset_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    """Operator-free multi-node Ray: running once every replica is ready; finished when the
+    head pod's entrypoint (pod 0) exits — 0 is success."""
+    st = _status(obj)
+    want = int((obj.get("spec") or {}).get("replicas", 1))
+    ready = int(st.get("readyReplicas", 0))
+    summary = f"ready {ready}/{want}"
+    code = _head_exit(pods)
+    if code is not None:
+        ok = code == 0
+        return Phase("succeeded" if ok else "failed", f"head entrypoint exited with code {code}", True, ok)
+    if want and ready >= want:
+        return Phase("running", summary, False, False)
+    return Phase("pending", summary, False, False)
+
+
+def deployment_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    st = _status(obj)
+    want = int((obj.get("spec") or {}).get("replicas", 1))
+    ready = int(st.get("readyReplicas", 0))
+    details = tuple(_cond_line(c) for c in _conditions(obj).values())
+    state = "ready" if ready >= want else "pending"
+    return Phase(state, f"ready {ready}/{want}", False, state == "ready", details)
+
+
+def conditions_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    """Any other kind (MPIJob...): the usual Succeeded/Complete/Failed/Running/Ready conditions."""
+    conds = _conditions(obj)
+    details = tuple(_cond_line(c) for c in conds.values())
+    for kind, state, terminal, ok in (("Failed", "failed", True, False), ("Succeeded", "succeeded", True, True),
+                                      ("Complete", "succeeded", True, True), ("Running", "running", False, False),
+                                      ("Ready", "ready", False, True)):
+        c = conds.get(kind)
+        if c and c.get("status") == "True":
+            return Phase(state, _cond_line(c), terminal, ok, details)
+    return Phase("pending", "no condition yet", False, False, details)
+
+
+# kind -> handler. New workload kinds plug in here.
+KIND_PHASE: dict[str, Callable[[dict[str, Any], list[dict[str, Any]]], Phase]] = {
+    "RayJob": rayjob_phase,  # KubeRay jobStatus / jobDeploymentStatus
+    "RayCluster": raycluster_phase,  # state + conditions; "ready" ends `cluster up` / bringup `run`
+    "Job": job_phase,  # operator-free single node (batch/v1 conditions)
+    "StatefulSet": statefulset_phase,  # operator-free multi-node (head pod exit code)
+    "Deployment": deployment_phase,  # the sandbox pool (never the main object)
+}
+
+
+def phase_of(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    return KIND_PHASE.get(str(obj.get("kind")), conditions_phase)(obj, pods)
+
+
+def main_object(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The object the run waits on: a RayJob, else a Job, a RayCluster, a StatefulSet."""
+    objs = list(objects)
+    for kind in MAIN_KINDS:
+        for obj in objs:
+            if obj.get("kind") == kind:
+                return obj
+    return None
+
+
+# --- desired pods per fleet ---------------------------------------------------------------
+
+def _template_fleet(template: dict[str, Any]) -> str | None:
+    return ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
+
+
+def _ray_spec_pods(spec: dict[str, Any]) -> Iterable[tuple[dict[str, Any], int]]:
+    head = spec.get("headGroupSpec") or {}
+    yield head.get("template") or {}, 1
+    for group in spec.get("workerGroupSpecs") or []:
+        yield group.get("template") or {}, int(group.get("replicas", group.get("minReplicas", 0)) or 0) * int(
+            group.get("numOfHosts", 1) or 1)
+
+
+def pod_templates(obj: dict[str, Any]) -> Iterable[tuple[dict[str, Any], int]]:
+    """(pod template, how many pods) for every pod the object makes, by kind."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind == "RayJob":
+        yield from _ray_spec_pods(spec.get("rayClusterSpec") or {})
+        if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+            yield spec.get("submitterPodTemplate") or {"metadata": {"labels": {FLEET_LABEL: "submitter"}}}, 1
+    elif kind == "RayCluster":
+        yield from _ray_spec_pods(spec)
+    elif kind == "MPIJob":
+        for rs in (spec.get("mpiReplicaSpecs") or {}).values():
+            yield rs.get("template") or {}, int(rs.get("replicas", 1))
+    elif kind == "Job":
+        yield spec.get("template") or {}, int(spec.get("parallelism", 1))
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        yield spec.get("template") or {}, int(spec.get("replicas", 1))
+    elif kind == "Pod":
+        yield obj, 1
+
+
+def desired_pods(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """fleet -> pods the rendered objects ask for (only templates carrying the fleet label)."""
+    out: dict[str, int] = {}
+    for obj in objects:
+        for template, count in pod_templates(obj):
+            fleet = _template_fleet(template)
+            if fleet:
+                out[fleet] = out.get(fleet, 0) + count
+    return out
+
+
+# --- the run view ---------------------------------------------------------------------------
+
+class FleetRow(NamedTuple):
+    fleet: str
+    desired: int
+    pods: int  # pods that exist
+    scheduled: int
+    ready: int
+    done: int  # pods that completed (Succeeded)
+    failed: int
+
+
+def _cond_true(pod: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in _status(pod).get("conditions") or [])
+
+
+def fleet_rows(desired: dict[str, int], pods: Iterable[dict[str, Any]]) -> list[FleetRow]:
+    counts: dict[str, list[int]] = {}
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        c = counts.setdefault(fleet_of(pod), [0, 0, 0, 0, 0])
+        phase = _status(pod).get("phase")
+        c[0] += 1
+        c[1] += _cond_true(pod, "PodScheduled") or phase in ("Running", "Succeeded", "Failed")
+        c[2] += _cond_true(pod, "Ready")
+        c[3] += phase == "Succeeded"
+        c[4] += phase == "Failed"
+    names = [f for f in FLEET_ORDER if f in desired or f in counts]
+    names += sorted(f for f in {*desired, *counts} if f not in FLEET_ORDER)
+    return [FleetRow(f, desired.get(f, 0), *counts.get(f, [0, 0, 0, 0, 0])) for f in names]
+
+
+def fleet_line(row: FleetRow) -> str:
+    text = f"{row.fleet}: {row.scheduled}/{row.desired} scheduled, {row.ready}/{row.desired} ready"
+    if row.done:
+        text += f", {row.done} completed"
+    if row.failed:
+        text += f", {row.failed} failed"
+    return text
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}")
+
+
+class RunView:
+    """The run as seen from the API, fed by list snapshots and watch events.
+
+    ``run`` is the run name: Warning events count when they concern a pod of the run
+    (matched by uid) or an object whose name starts with the run name (the controllers
+    name everything they create after it).
+    """
+
+    def __init__(self, run: str, desired: dict[str, int], main_kind: str | None = None) -> None:
+        self.run = run
+        self.desired = desired
+        self.main_kind = main_kind
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}  # kind -> key -> object
+        self.events: dict[str, dict[str, Any]] = {}
+        self.reported: set[tuple[str, str]] = set()
+        self._last_lines: dict[str, str] = {}
+
+    # --- feeding -----------------------------------------------------------------------
+    def sync(self, kind: str, items: list[dict[str, Any]]) -> None:
+        if kind == "Event":
+            self.events = {_key(e): e for e in items}
+        else:
+            self.objects[kind] = {_key(o): o for o in items}
+
+    def update(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
+        store = self.events if kind == "Event" else self.objects.setdefault(kind, {})
+        if etype == "DELETED":
+            store.pop(_key(obj), None)
+        else:
+            store[_key(obj)] = obj
+
+    # --- reading -----------------------------------------------------------------------
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return sorted(self.objects.get(kind, {}).values(), key=lambda o: str((o.get("metadata") or {}).get("name")))
+
+    @property
+    def pods(self) -> list[dict[str, Any]]:
+        return self.of_kind("Pod")
+
+    def main(self) -> dict[str, Any] | None:
+        items = self.of_kind(self.main_kind) if self.main_kind else []
+        return items[0] if items else None
+
+    def main_phase(self) -> Phase | None:
+        obj = self.main()
+        return phase_of(obj, self.pods) if obj else None
+
+    def fleets(self) -> list[FleetRow]:
+        return fleet_rows(self.desired, self.pods)
+
+    def _event_fleet(self, event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
+                     pods_by_name: dict[str, dict[str, Any]]) -> str | None:
+        inv = event.get("involvedObject") or event.get("regarding") or {}
+        name = str(inv.get("name", ""))
+        if inv.get("kind") == "Pod":
+            pod = pods_by_uid.get(str(inv.get("uid", ""))) if inv.get("uid") else pods_by_name.get(name)
+            if pod is None and not inv.get("uid"):
+                pod = pods_by_name.get(name)
+            return fleet_of(pod) if pod is not None else None
+        if name == self.run or name.startswith(self.run + "-"):
+            return "sandbox" if "-sandbox" in name else "-"
+        return None
+
+    def findings(self) -> list[Finding]:
+        """Pod-state findings first, then event findings not already explained, deduplicated."""
+        pods = self.pods
+        out: dict[tuple[str, str], Finding] = {}
+        for pod in pods:
+            for f in pod_findings(pod):
+                out.setdefault(f.key, f)
+        by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
+        by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
+
+        def when(e: dict[str, Any]) -> str:
+            return str(e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get(
+                "creationTimestamp") or "")
+
+        for event in sorted(self.events.values(), key=when):
+            fleet = self._event_fleet(event, by_uid, by_name)
+            if fleet is None:
+                continue
+            found = event_finding(event, fleet)
+            if found is None:
+                continue
+            f = found
+            # an image pull event and the pod's ImagePullBackOff state are one problem
+            if any(k[0] == f.pod and (k[1] in ("ErrImagePull", "ImagePullBackOff")) for k in out) and \
+                    f.reason in ("ErrImagePull", "ImagePullBackOff"):
+                continue
+            out[f.key] = f
+        return list(out.values())
+
+    def new_findings(self) -> list[Finding]:
+        """Findings not reported before (each pod + reason once)."""
+        fresh = [f for f in self.findings() if f.key not in self.reported]
+        self.reported.update(f.key for f in fresh)
+        return fresh
+
+    def changes(self) -> list[str]:
+        """Progress lines that changed since the last call (main object, each fleet)."""
+        lines: dict[str, str] = {}
+        main = self.main()
+        if main is not None:
+            phase = phase_of(main, self.pods)
+            lines["main"] = f"{main.get('kind')} {(main.get('metadata') or {}).get('name')}: {phase.summary}"
+        for row in self.fleets():
+            lines[row.fleet] = fleet_line(row)
+        out = [text for key, text in lines.items() if self._last_lines.get(key) != text]
+        self._last_lines.update(lines)
+        return out
+
+
+def counts_text(rows: Iterable[FleetRow]) -> str:
+    return ", ".join(f"{r.fleet} {r.ready}/{r.desired}" for r in rows)

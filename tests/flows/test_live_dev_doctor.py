@@ -1,0 +1,177 @@
+"""`dev` and `doctor` against the stateful fake (kubectl replaced by a recording script)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakekube import FakeKube
+from kuberay_sim import EXAMPLES, NS
+
+ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+SECRET_VALUE = "hf_SuperSecretValue_123"
+
+
+@pytest.fixture
+def fake_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `kubectl` on PATH that records its arguments and exits 0."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    record = tmp_path / "kubectl.args"
+    script = bindir / "kubectl"
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {record}\nexit 0\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return record
+
+
+def test_dev_connect_creates_waits_and_execs(cli: Any, fake: FakeKube, fake_kubectl: Path) -> None:
+    def kubelet() -> None:
+        fake.wait_for(lambda: fake.get("v1", "Pod", NS, "dockyard-dev"))
+        fake.wait_watching("pods")
+        p = fake.get("v1", "Pod", NS, "dockyard-dev")
+        fake.put({**p, "status": {"phase": "Running"}})
+
+    t = threading.Thread(target=kubelet, daemon=True)
+    t.start()
+    r = cli("dev", "connect", *ARGS)
+    t.join(5)
+    assert r.code == 0, r.err
+    pod = fake.get("v1", "Pod", NS, "dockyard-dev")
+    container = pod["spec"]["containers"][0]
+    assert container["image"].startswith("ghcr.io/dockyard-rl/ubuntu-swe:")
+    assert "nvidia.com/gpu" not in container["resources"]["requests"]
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "ghcr-pull"}]
+    args = fake_kubectl.read_text().splitlines()
+    assert args[:6] == ["exec", "-it", "-n", NS, "dockyard-dev", "--"]
+    # a second connect reuses the pod (no second apply)
+    patches = sum(1 for q in fake.requests if q.method == "PATCH")
+    assert cli("dev", "connect", *ARGS).code == 0
+    assert sum(1 for q in fake.requests if q.method == "PATCH") == patches
+
+
+def test_dev_connect_stops_on_a_bad_image(cli: Any, fake: FakeKube, fake_kubectl: Path) -> None:
+    def kubelet() -> None:
+        fake.wait_for(lambda: fake.get("v1", "Pod", NS, "dockyard-dev"))
+        fake.wait_watching("pods")
+        p = fake.get("v1", "Pod", NS, "dockyard-dev")
+        fake.put({**p, "status": {"phase": "Pending", "containerStatuses": [{"name": "dev", "state": {"waiting": {
+            "reason": "ErrImagePull", "message": "pull access denied: unauthorized"}}}]}})
+
+    t = threading.Thread(target=kubelet, daemon=True)
+    t.start()
+    r = cli("dev", "connect", "-n", NS, "--image", "private/img:1")
+    t.join(5)
+    assert r.code == 1
+    assert "ErrImagePull" in r.err and "imagePullSecrets" in r.err
+    assert not fake_kubectl.exists()  # no shell opened
+
+
+def test_dev_stop_is_idempotent(cli: Any, fake: FakeKube) -> None:
+    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dockyard-dev", "namespace": NS},
+              "spec": {"containers": [{"name": "dev"}]}})
+    assert "deleted Pod" in cli("dev", "stop", *ARGS).out
+    r = cli("dev", "stop", *ARGS)
+    assert r.code == 0 and "nothing to stop" in r.out
+
+
+def test_dev_secrets_never_print_or_log_values(cli: Any, fake: FakeKube, tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.DEBUG)
+    env = tmp_path / "dev.env"
+    env.write_text(f"# tokens\nWANDB_API_KEY='{SECRET_VALUE}-wandb'\nexport HF_HOME=/cache\n")
+    monkeypatch.setattr("getpass.getpass", lambda prompt: SECRET_VALUE + "-prompted")
+    r1 = cli("dev", "secrets", *ARGS, f"HF_TOKEN={SECRET_VALUE}", "--from-file", str(env))
+    r2 = cli("dev", "secrets", "-n", NS, "GH_TOKEN")  # asked for, no echo
+    for r in (r1, r2):
+        assert r.code == 0, r.err
+        assert SECRET_VALUE not in r.out + r.err
+    assert SECRET_VALUE not in caplog.text
+    assert "(values not shown)" in r1.out and "HF_TOKEN" in r1.out
+    secret = fake.get("v1", "Secret", NS, "dockyard-dev-secrets")
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert data == {"HF_TOKEN": SECRET_VALUE, "WANDB_API_KEY": SECRET_VALUE + "-wandb", "HF_HOME": "/cache",
+                    "GH_TOKEN": SECRET_VALUE + "-prompted"}  # keys merge across calls
+
+
+def test_dev_secrets_error_paths_do_not_leak(cli: Any, fake: FakeKube, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.env"
+    bad.write_text(f"this line has no equals {SECRET_VALUE}\n")
+    r = cli("dev", "secrets", "-n", NS, "--from-file", str(bad))
+    assert r.code == 2 and SECRET_VALUE not in r.out + r.err and "bad.env:1" in r.err
+    fake.fail(status_code=403, method="PATCH", path_contains="secrets")
+    r = cli("dev", "secrets", "-n", NS, f"TOKEN={SECRET_VALUE}")
+    assert r.code == 1 and SECRET_VALUE not in r.out + r.err
+
+
+# --- doctor ---------------------------------------------------------------------------------
+
+def healthy_cluster(fake: FakeKube, gpus_per_node: int = 8, nodes: int = 3) -> None:
+    for name in ("rayjobs.ray.io", "rayclusters.ray.io"):
+        fake.put({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                  "metadata": {"name": name}, "spec": {"versions": [{"name": "v1", "served": True}]}})
+    fake.put({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "kuberay-operator", "namespace": "kuberay-system",
+        "labels": {"app.kubernetes.io/name": "kuberay-operator"}}, "status": {"readyReplicas": 1}})
+    for i in range(nodes):
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}"}, "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus_per_node), "cpu": "96", "memory": "1100Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}]}})
+    fake.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-training"}})
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ghcr-pull", "namespace": NS}})
+    fake.put({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "calico-node",
+                                                                          "namespace": "kube-system"}})
+
+
+def test_doctor_all_green(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake)
+    r = cli("doctor", *ARGS)
+    assert r.code == 0, r.out
+    assert "✖" not in r.out
+    assert "✔ GPUs" in r.out and "24 allocatable" in r.out and "asks for 24" in r.out
+    assert "the run can work here" in r.out
+    reviews = [json.loads(q.body) for q in fake.requests if q.path.endswith("selfsubjectaccessreviews")]
+    verbs = {(a["spec"]["resourceAttributes"]["verb"], a["spec"]["resourceAttributes"]["resource"]) for a in reviews}
+    assert ("patch", "rayjobs") in verbs and ("watch", "pods") in verbs and ("get", "pods") in verbs
+
+
+def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> None:
+    fake.version = {"major": "1", "minor": "27", "gitVersion": "v1.27.3"}
+    for i in range(2):
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}"}, "status": {
+            "allocatable": {"nvidia.com/gpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}})
+    fake.put({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "team", "namespace": NS},
+              "spec": {"hard": {"requests.nvidia.com/gpu": "16"}},
+              "status": {"hard": {"requests.nvidia.com/gpu": "16"}, "used": {"requests.nvidia.com/gpu": "8"}}})
+    fake.deny("delete", "rayjobs")
+    fake.deny("create", "pods", "exec")
+    r = cli("doctor", *ARGS)
+    assert r.code == 1
+    out = r.out
+    assert "✖ API server" in out and "1.27" in out
+    assert "✖ KubeRay CRDs" in out and "missing: rayjobs.ray.io, rayclusters.ray.io" in out
+    assert "✖ KubeRay operator" in out
+    assert "✖ GPUs" in out and "a pod asks for 8 GPUs but no node has more than 4" in out
+    assert "✖ quota" in out and "requests.nvidia.com/gpu needs 24, 8 left" in out
+    assert "✖ PriorityClass" in out and "gpu-training" in out
+    assert "✖ image pull secrets" in out and "ghcr-pull" in out
+    assert "✖ permissions " in out and "delete rayjobs.ray.io" in out
+    assert "exec" in out  # reported, but not fatal on its own
+    assert "NetworkPolicy" in out and "no NetworkPolicy-enforcing CNI" in out
+    assert "fix:" in out
+
+
+def test_doctor_json(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake, gpus_per_node=8, nodes=2)
+    doc = json.loads(cli("doctor", *ARGS, "-o", "json").out)
+    assert doc["ok"] is False
+    gpu = next(c for c in doc["checks"] if c["name"] == "GPUs")
+    assert gpu["mark"] == "✖" and "fewer GPUs" in gpu["hint"]

@@ -1,0 +1,69 @@
+"""`job` commands and attach-mode `run` against a real local Ray head (slow: starts Ray)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from kuberay_sim import EXAMPLES
+
+pytestmark = pytest.mark.slow
+
+ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+
+
+@pytest.fixture
+def kubectl_forwarding_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_head: str) -> Path:
+    """A `kubectl` whose port-forward "forwards" to the local Ray head and records its arguments."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    record = tmp_path / "kubectl.args"
+    port = urlparse(ray_head).port
+    script = bindir / "kubectl"
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {record}\n"
+                      f"echo 'Forwarding from 127.0.0.1:{port} -> 8265'\nexec sleep 300\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return record
+
+
+def test_submit_wait_list_logs_and_idempotence(cli: Any, ray_head: str) -> None:
+    r = cli("job", "submit", "--address", ray_head, "--entrypoint", "echo hello-from-ray", "--wait")
+    assert r.code == 0, r.out + r.err
+    assert "hello-from-ray" in r.out and "SUCCEEDED" in r.out
+    job_id = r.out.split("submitted job ")[1].split()[0]
+    again = cli("job", "submit", "--address", ray_head, "--entrypoint", "echo hello-from-ray")
+    assert f"job {job_id} already submitted (SUCCEEDED)" in again.out
+    listed = cli("job", "list", "--address", ray_head)
+    assert job_id in listed.out and "SUCCEEDED" in listed.out
+    logs = cli("job", "logs", "--address", ray_head, "--job", job_id)
+    assert "hello-from-ray" in logs.out
+
+
+def test_failed_job_exits_1_and_stop(cli: Any, ray_head: str) -> None:
+    r = cli("job", "submit", "--address", ray_head, "--entrypoint", "sh -c 'echo bad; exit 3'", "--wait")
+    assert r.code == 1 and "FAILED" in r.out
+    started = cli("job", "submit", "--address", ray_head, "--entrypoint", "sleep 120")
+    job_id = started.out.split("submitted job ")[1].split()[0]
+    stopped = cli("job", "stop", "--address", ray_head, "--job", job_id)
+    assert stopped.code == 0 and "stop requested" in stopped.out
+
+
+def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, ray_head: str, kubectl_forwarding_to: Path) -> None:
+    r = cli("job", "list", "--cluster", "my-cluster", "-n", "rl-research")
+    assert r.code == 0, r.err
+    args = kubectl_forwarding_to.read_text().splitlines()
+    assert args[:3] == ["port-forward", "-n", "rl-research"]
+    assert "svc/my-cluster-head-svc" in args and ":8265" in args
+    # attach mode: `run` applies the sandbox + recipe and submits the entrypoint through the Jobs API
+    run = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
+              "--set", "launch.entrypoint=echo training with {recipe}")
+    assert run.code == 0, run.out + run.err
+    assert "training with /etc/dockyard-k8s/recipe.yaml" in run.out and "SUCCEEDED" in run.out
+    rerun = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
+                "--set", "launch.entrypoint=echo training with {recipe}", "--detach")
+    assert "already submitted" in rerun.out

@@ -1,0 +1,275 @@
+"""`run` against the stateful fake: apply, follow with watches, surface failures, finish."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import pytest
+from fakekube import FakeKube
+from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
+
+ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+RENDERED = ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "RayJob"]
+
+
+def in_background(fn: Any) -> threading.Thread:
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            fn()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.errors = errors  # type: ignore[attr-defined]
+    t.start()
+    return t
+
+
+def wait_output(fake: FakeKube, text: str) -> None:
+    """Until the CLI (running in this process, stdout redirected) printed ``text``: orders what a
+    test does after something the CLI saw through another watch."""
+    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
+
+
+def wait_following(fake: FakeKube) -> None:
+    """The CLI has its watches open (rayjobs, pods, events)."""
+    for plural in ("rayjobs", "pods", "events"):
+        fake.wait_watching(plural)
+
+
+def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 0, r.err
+    patches = [q for q in fake.requests if q.method == "PATCH"]
+    assert [q.path.split("/")[-2] for q in patches] == ["networkpolicies", "deployments", "services",
+                                                        "poddisruptionbudgets", "configmaps", "rayjobs"]
+    assert all(q.headers["content-type"] == "application/apply-patch+yaml" for q in patches)
+    assert all(q.params["fieldManager"] == "dockyard-k8s" for q in patches)
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
+    assert "dockyard-k8s status" in r.out and "dockyard-k8s down" in r.out
+
+
+def test_rerun_unchanged_is_a_noop(cli: Any, fake: FakeKube) -> None:
+    cli("run", *ARGS, "--detach")
+    uid = fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"]
+    rv_before = fake.rv
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 0
+    assert "6 unchanged" in r.out
+    assert fake.rv == rv_before  # nothing written
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"] == uid
+
+
+def test_rerun_of_a_finished_job_says_so_and_does_not_wait(cli: Any, fake: FakeKube) -> None:
+    cli("run", *ARGS, "--detach")
+    set_job(fake, "Complete", "SUCCEEDED")
+    r = cli("run", *ARGS)
+    assert r.code == 0
+    assert "already finished" in r.out and "--replace" in r.out
+    set_job(fake, "Failed", "FAILED", reason="AppFailed")
+    assert cli("run", *ARGS).code == 1
+
+
+def test_replace_deletes_the_job_first(cli: Any, fake: FakeKube) -> None:
+    cli("run", *ARGS, "--detach")
+    old = fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"]
+    r = cli("run", *ARGS, "--detach", "--replace")
+    assert r.code == 0, r.err
+    methods = [(q.method, q.path.rsplit("/", 2)[-2]) for q in fake.requests]
+    assert methods.index(("DELETE", "rayjobs")) < max(i for i, m in enumerate(methods) if m == ("PATCH", "rayjobs"))
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"] != old
+
+
+def test_dry_run_server_persists_nothing(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--dry-run=server")
+    assert r.code == 0, r.err
+    assert all(q.params.get("dryRun") == "All" for q in fake.requests if q.method == "PATCH")
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is None
+
+
+def test_dry_run_client_contacts_nothing(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--dry-run=client")
+    assert r.code == 0
+    assert fake.requests == []
+    assert r.out.count("would apply") == 6
+
+
+def test_governance_is_render_only(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--detach", "--set", "infra.resourceQuota.hard.pods=100")
+    assert r.code == 0, r.err
+    assert "skipped" in r.out and "ResourceQuota" in r.out
+    assert not any("resourcequotas" in q.path for q in fake.requests)
+
+
+def test_run_follows_to_success(cli: Any, fake: FakeKube) -> None:
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        wait_following(fake)
+        set_job(fake, "Initializing")
+        start_cluster(fake)
+        set_job(fake, "Running", "RUNNING")
+        wait_output(fake, "trainer: 2/2 scheduled, 2/2 ready")
+        set_job(fake, "Complete", "SUCCEEDED")
+
+    t = in_background(operator)
+    r = cli("run", *ARGS)
+    t.join(5)
+    assert not t.errors
+    assert r.code == 0, r.out + r.err
+    assert "trainer: 2/2 scheduled, 2/2 ready" in r.out
+    assert "jobDeploymentStatus Running, jobStatus RUNNING" in r.out
+    assert "✔ succeeded" in r.out
+
+
+def test_run_surfaces_image_pull_backoff_with_fleet_pod_and_hint(cli: Any, fake: FakeKube) -> None:
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        wait_following(fake)
+        set_job(fake, "Initializing")
+        fake.put(pod("grpo-swe-abcde-trainer-worker-0", "trainer", container_state={"waiting": {
+            "reason": "ImagePullBackOff",
+            "message": 'Back-off pulling image "ghcr.io/x:bad": manifest unknown'}}))
+
+    t = in_background(operator)
+    r = cli("run", *ARGS, "--fail-fast")
+    t.join(5)
+    assert r.code == 1
+    assert "✖ trainer/grpo-swe-abcde-trainer-worker-0: ImagePullBackOff" in r.out
+    assert "hint: the image or tag does not exist: check infra.image" in r.out
+    assert "fatal" in r.out  # the outcome names why it stopped
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None  # the run is left as is
+
+
+def test_run_surfaces_failed_scheduling_event_and_then_failure(cli: Any, fake: FakeKube) -> None:
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        wait_following(fake)
+        p = fake.put(pod("grpo-swe-abcde-inference-worker-0", "inference", scheduled=False))
+        fake.add_event(NS, p, "FailedScheduling", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.")
+        wait_output(fake, "FailedScheduling")
+        set_job(fake, "Failed", "", reason="PreRunningDeadlineExceeded", message="not running in time")
+
+    t = in_background(operator)
+    r = cli("run", *ARGS)
+    t.join(5)
+    assert r.code == 1
+    assert "inference/grpo-swe-abcde-inference-worker-0: FailedScheduling: 0/4 nodes are available" in r.out
+    assert "lower kuberay.inference.gpus" in r.out
+    assert "PreRunningDeadlineExceeded" in r.out
+    assert "dockyard-k8s down" in r.out  # how to clean up
+
+
+def test_run_survives_dropped_watches_and_410(cli: Any, fake: FakeKube) -> None:
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        wait_following(fake)
+        set_job(fake, "Running", "RUNNING")
+        fake.drop_watches()  # the server closes every stream: resume from the last version
+        wait_following(fake)
+        set_job(fake, "Running", "RUNNING", message="still going")
+        fake.compact()  # history gone: resuming gives 410, the client re-lists
+        set_job(fake, "Complete", "SUCCEEDED")
+
+    t = in_background(operator)
+    r = cli("run", *ARGS)
+    t.join(5)
+    assert not t.errors
+    assert r.code == 0, r.out + r.err
+    watches = [q for q in fake.requests if q.params.get("watch") == "true" and q.path.endswith("rayjobs")]
+    assert len(watches) >= 3  # first watch, resume after the drop, re-watch after the re-list
+    resumed = [q.params.get("resourceVersion") for q in watches]
+    assert all(resumed)  # every watch starts from a resourceVersion (never from "now")
+
+
+def test_run_retries_throttling_and_resets(cli: Any, fake: FakeKube) -> None:
+    fake.fail(status_code=429, method="PATCH", times=2, retry_after="1")
+    fake.fail(status_code=503, method="GET", times=1)
+    fake.fail(reset=True, method="PATCH", path_contains="rayjobs", times=1)
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 0, r.err
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
+
+
+def test_api_error_names_the_object_without_traceback(cli: Any, fake: FakeKube) -> None:
+    fake.fail(status_code=403, method="PATCH", path_contains="deployments", times=1)
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 1
+    assert "error: Deployment rl-research/grpo-swe-sandbox:" in r.err
+    assert "hint:" in r.err and "Traceback" not in r.err
+
+
+def test_missing_kuberay_crds_is_explained(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    from dockyard_k8s.live import client as client_mod
+
+    bare = FakeKube(crds=False, namespaces=("rl-research",))
+    monkeypatch.setattr(client_mod, "connect", lambda **kw: client_mod.KubeClient(
+        httpx2.Client(transport=bare, base_url="https://x"), namespace="rl-research"))
+    r = cli("run", *ARGS, "--detach")
+    bare.shutdown()
+    assert r.code == 1
+    assert "RayJob rl-research/grpo-swe" in r.err and "KubeRay" in r.err
+
+
+def test_timeout_leaves_the_run_and_says_how_to_follow(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--timeout", "0.3")
+    assert r.code == 1
+    assert "stopped following after 0s" in r.out or "stopped following" in r.out
+    assert "dockyard-k8s status" in r.out
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
+
+
+def test_ctrl_c_leaves_the_run_running(cli: Any, fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dockyard_k8s.live import orchestrate
+
+    real_follow = orchestrate.follow
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        def say(line: str) -> None:
+            raise KeyboardInterrupt
+
+        return real_follow(*args, **{**kwargs, "say": say})
+
+    monkeypatch.setattr(orchestrate, "follow", interrupted)
+    r = cli("run", *ARGS)
+    assert r.code == 130
+    assert "the run keeps going" in r.out
+    assert "dockyard-k8s down" in r.out and "dockyard-k8s status" in r.out
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
+    assert not any(q.method == "DELETE" for q in fake.requests)
+
+
+def test_cluster_up_waits_until_ready(cli: Any, fake: FakeKube) -> None:
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayCluster", NS, RUN))
+        for plural in ("rayclusters", "pods", "events"):
+            fake.wait_watching(plural)
+        fake.set_status("ray.io/v1", "RayCluster", NS, RUN, {"state": "", "conditions": [
+            {"type": "HeadPodReady", "status": "False", "reason": "HeadPodNotFound"}]})
+        fake.set_status("ray.io/v1", "RayCluster", NS, RUN, {"state": "ready", "readyWorkerReplicas": 3,
+                                                            "desiredWorkerReplicas": 3})
+
+    t = in_background(operator)
+    r = cli("cluster", "up", *ARGS)
+    t.join(5)
+    assert r.code == 0, r.out + r.err
+    assert "provisioning (HeadPodNotFound)" in r.out
+    assert "✔ ready" in r.out and "cluster dashboard" in r.out
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN) is None
+
+
+def test_cluster_list(cli: Any, fake: FakeKube) -> None:
+    cli("cluster", "up", *ARGS, "--detach")
+    fake.set_status("ray.io/v1", "RayCluster", NS, RUN, {"state": "ready", "readyWorkerReplicas": 3,
+                                                        "desiredWorkerReplicas": 3, "desiredGPU": "24"})
+    r = cli("cluster", "list")
+    assert r.code == 0
+    line = next(line for line in r.out.splitlines() if RUN in line)
+    assert line.split() == [NS, RUN, RUN, "ready", "3/3", "24"]
+    r = cli("cluster", "list", "-n", "default")
+    assert "no RayCluster" in r.out

@@ -1,0 +1,32 @@
+"""Helpers shared by the live unit tests (a uniquely named module: never import from conftest)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+class Recorder:
+    """A MockTransport that records requests and answers with ``handler`` (default: echo the body)."""
+
+    def __init__(self, handler: Callable[[httpx2.Request], httpx2.Response] | None = None) -> None:
+        self.requests: list[httpx2.Request] = []
+        self.handler = handler or self.echo
+
+    @staticmethod
+    def echo(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            return httpx2.Response(404, json={"kind": "Status", "code": 404, "reason": "NotFound", "message": "nope"})
+        body = json.loads(request.content or b"{}")
+        body.setdefault("metadata", {})["resourceVersion"] = "1"
+        return httpx2.Response(201, json=body)
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        request.read()
+        self.requests.append(request)
+        return self.handler(request)

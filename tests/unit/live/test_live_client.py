@@ -1,0 +1,169 @@
+"""KubeClient: retries with backoff, error mapping naming the object, watch re-list, kubeconfig."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.client import connect
+from dockyard_k8s.live.kinds import KINDS
+
+OK_LIST = {"metadata": {"resourceVersion": "7"}, "items": [{"metadata": {"name": "a"}}]}
+
+
+def scripted(*answers: Any) -> Any:
+    """A handler answering with each of ``answers`` in turn (a Response or an exception to raise)."""
+    queue = list(answers)
+    calls: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        calls.append(request)
+        answer = queue.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    handler.calls = calls  # type: ignore[attr-defined]
+    return handler
+
+
+def status(code: int, reason: str, message: str) -> httpx2.Response:
+    return httpx2.Response(code, json={"kind": "Status", "code": code, "reason": reason, "message": message})
+
+
+def test_retries_429_with_retry_after_then_5xx_then_reset(make_client: Any) -> None:
+    sleeps: list[float] = []
+    handler = scripted(httpx2.Response(429, headers={"Retry-After": "3"}), status(503, "ServiceUnavailable", "x"),
+                       httpx2.ReadError("connection reset by peer"), httpx2.Response(200, json=OK_LIST))
+    items, rv = make_client(handler, sleeps).list(KINDS["Pod"], "ns")
+    assert [i["metadata"]["name"] for i in items] == ["a"] and rv == "7"
+    assert items[0]["kind"] == "Pod"  # list items get their kind back
+    assert sleeps == [3.0, 0.4, 0.8]  # Retry-After honoured, then exponential backoff
+    assert len(handler.calls) == 4
+
+
+def test_retries_are_bounded(make_client: Any) -> None:
+    handler = scripted(*[status(503, "ServiceUnavailable", "down")] * 3)
+    with pytest.raises(ClusterError) as e:
+        make_client(handler, max_retries=2).get(KINDS["RayJob"], "ns", "r")
+    assert e.value.status == 503 and e.value.obj == "RayJob ns/r"
+    handler = scripted(*[httpx2.ConnectError("refused")] * 3)
+    with pytest.raises(ClusterError) as e:
+        make_client(handler, max_retries=2).version()
+    assert "cannot reach the API server" in str(e.value) and e.value.hint
+
+
+@pytest.mark.parametrize(("code", "reason", "hint_word"), [
+    (401, "Unauthorized", "credentials"),
+    (403, "Forbidden", "RBAC"),
+    (404, "NotFound", "KubeRay"),
+    (409, "Conflict", "--force-conflicts"),
+    (422, "Invalid", "invalid"),
+])
+def test_api_errors_name_the_object_and_hint(make_client: Any, code: int, reason: str, hint_word: str) -> None:
+    handler = scripted(status(code, reason, f"rayjobs.ray.io \"r\" is {reason.lower()}"))
+    obj = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r", "namespace": "ns"}}
+    with pytest.raises(ClusterError) as e:
+        make_client(handler).apply(obj)
+    rendered = e.value.render()
+    assert rendered.startswith("error: RayJob ns/r: ")
+    assert e.value.status == code and hint_word in rendered
+
+
+def test_non_json_error_body(make_client: Any) -> None:
+    handler = scripted(httpx2.Response(400, text="plain text failure"))
+    with pytest.raises(ClusterError, match="plain text failure"):
+        make_client(handler).version()
+
+
+def test_get_and_delete_treat_404_as_absent(make_client: Any) -> None:
+    handler = scripted(status(404, "NotFound", "x"), status(404, "NotFound", "x"))
+    client = make_client(handler)
+    assert client.get(KINDS["Pod"], "ns", "p") is None
+    assert client.delete(KINDS["Pod"], "ns", "p") is False
+
+
+def test_list_missing_ok_for_unserved_kinds(make_client: Any) -> None:
+    handler = scripted(status(404, "NotFound", "the server could not find the requested resource"))
+    assert make_client(handler).list(KINDS["RayJob"], "ns", missing_ok=True) == ([], "")
+
+
+def lines(*events: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def test_watch_skips_bookmarks_resumes_and_relists_on_http_410(make_client: Any) -> None:
+    obj = {"metadata": {"name": "a", "resourceVersion": "8"}}
+    handler = scripted(
+        httpx2.Response(200, json=OK_LIST),  # list at 7
+        httpx2.Response(200, content=lines({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
+                                           {"type": "MODIFIED", "object": obj})),  # stream ends: resume
+        status(410, "Expired", "too old resource version"),  # resume refused: re-list
+        httpx2.Response(200, json={"metadata": {"resourceVersion": "20"}, "items": []}),
+        httpx2.Response(200, content=lines({"type": "ERROR", "object": {"kind": "Status", "code": 410}})),
+        httpx2.Response(200, json={"metadata": {"resourceVersion": "30"}, "items": []}),
+    )
+    client = make_client(handler)
+    events = client.watch(KINDS["Pod"], "ns", label_selector="a=b")
+    got = [next(events) for _ in range(4)]
+    assert [e.type for e in got] == ["SYNC", "MODIFIED", "SYNC", "SYNC"]
+    watch_rvs = [c.url.params.get("resourceVersion") for c in handler.calls if c.url.params.get("watch")]
+    assert watch_rvs == ["7", "8", "20"]  # from the list, then after the last event (not the bookmark's 9)
+    assert all(c.url.params.get("labelSelector") == "a=b" for c in handler.calls)
+
+
+def test_watch_other_errors_raise(make_client: Any) -> None:
+    handler = scripted(httpx2.Response(200, json=OK_LIST), httpx2.Response(200, content=lines(
+        {"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "etcd down"}})))
+    events = make_client(handler).watch(KINDS["Pod"], "ns")
+    next(events)
+    with pytest.raises(ClusterError, match="etcd down"):
+        next(events)
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+current-context: a
+contexts:
+- {name: a, context: {cluster: c, user: u, namespace: team-a}}
+- {name: b, context: {cluster: c, user: u}}
+clusters:
+- {name: c, cluster: {server: "https://k8s.test:6443", insecure-skip-tls-verify: true}}
+users:
+- {name: u, user: {token: tok-123}}
+"""
+
+
+def test_connect_uses_context_token_and_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    seen: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={"major": "1", "minor": "31"})
+
+    client = connect(kubeconfig=str(path), transport=httpx2.MockTransport(handler))
+    assert (client.context, client.default_namespace) == ("a", "team-a")
+    client.version()
+    assert seen[0].headers["Authorization"] == "Bearer tok-123"
+    assert str(seen[0].url) == "https://k8s.test:6443/version"
+    other = connect(kubeconfig=str(path), context="b", transport=httpx2.MockTransport(handler))
+    assert other.default_namespace == "default"
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{path}")
+    assert connect(transport=httpx2.MockTransport(handler)).context == "a"  # first existing file of the list
+
+
+def test_connect_errors_are_cluster_errors(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    with pytest.raises(ClusterError, match="nope"):
+        connect(kubeconfig=str(path), context="nope")
+    with pytest.raises(ClusterError, match="cannot use kubeconfig"):
+        connect(kubeconfig=str(tmp_path / "absent"))

@@ -1,0 +1,91 @@
+"""Small pure pieces: quantities, durations, log pod selection, dev builders, Ray job requests."""
+
+from __future__ import annotations
+
+import base64
+from fractions import Fraction
+
+import pytest
+
+from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
+from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
+from dockyard_k8s.live.quantity import parse_quantity
+from dockyard_k8s.live.rayjobs import prepare_stop, prepare_submit, submission_id
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("500m", Fraction(1, 2)), ("2", 2), ("64Gi", 64 * 2 ** 30), ("1e3", 1000), ("1.5", Fraction(3, 2)),
+    ("100M", 10 ** 8), (8, 8), ("0.5Ki", 512),
+])
+def test_quantities(text: object, value: Fraction) -> None:
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("bad", ["abc", "1Xi", "", True])
+def test_bad_quantities(bad: object) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(bad)
+
+
+def test_durations() -> None:
+    assert [parse_duration(t) for t in ("30", "30s", "10m", "1h30m")] == [30, 30, 600, 5400]
+    with pytest.raises(UsageError):
+        parse_duration("soon")
+
+
+def p(name: str, fleet: str, containers: tuple[str, ...] = ("a",), default: str = "") -> dict:
+    meta: dict = {"name": name, "labels": {"dockyard-k8s/fleet": fleet}}
+    if default:
+        meta["annotations"] = {"kubectl.kubernetes.io/default-container": default}
+    return {"metadata": meta, "spec": {"containers": [{"name": c} for c in containers]}}
+
+
+def test_log_pod_selection() -> None:
+    pods = [p("h", "head"), p("s", "submitter"), p("t1", "trainer"), p("t0", "trainer")]
+    assert default_fleet("RayJob", pods) == "submitter"
+    assert default_fleet("RayCluster", pods) == "head"
+    assert [x["metadata"]["name"] for x in select_pods(pods, fleet="trainer")] == ["t0", "t1"]
+    assert [x["metadata"]["name"] for x in select_pods(pods, main_kind="RayJob")] == ["s"]
+    with pytest.raises(ClusterError, match="no inference pod"):
+        select_pods(pods, fleet="inference")
+    assert container_of(p("x", "head", ("a", "b"), default="b")) == "b"
+    assert container_of(p("x", "head", ("a", "b"))) == "a"
+    assert container_of(p("x", "head", ("a", "b")), "b") == "b"
+
+
+def test_dev_pod_is_cpu_only_with_optional_secret() -> None:
+    pod = dev_pod("ns", image="img:1", pull_secrets=["pull"], pvc="ws")
+    c = pod["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in c["resources"]["limits"]
+    assert c["envFrom"] == [{"secretRef": {"name": "dockyard-dev-secrets", "optional": True}}]
+    assert pod["spec"]["volumes"][0]["secret"]["optional"] is True
+    assert {"name": "workspace", "mountPath": "/workspace"} in c["volumeMounts"]
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "pull"}]
+
+
+def test_dev_secret_and_parsing(tmp_path: object) -> None:
+    s = dev_secret("ns", "dockyard-dev", {"B": "2", "A": "x=y"})
+    assert list(s["data"]) == ["A", "B"] and base64.b64decode(s["data"]["A"]).decode() == "x=y"
+    assert parse_dotenv("# c\nexport A='1'\nB=\"two words\"\n\nC=", "f") == {"A": "1", "B": "two words", "C": ""}
+    with pytest.raises(UsageError, match="f:1"):
+        parse_dotenv("novalue", "f")
+    asked: list[str] = []
+    got = parse_secret_args(["K=v", "ASKED"], [], prompt=lambda q: asked.append(q) or "typed")
+    assert got == {"K": "v", "ASKED": "typed"} and asked == ["ASKED: "]
+    with pytest.raises(UsageError):
+        parse_secret_args(["bad key=v"], [], prompt=lambda q: "")
+    with pytest.raises(UsageError):
+        parse_secret_args([], [], prompt=lambda q: "")
+
+
+def test_ray_job_requests_and_ids() -> None:
+    a = submission_id("run", "python train.py", {"env_vars": {"A": "1"}})
+    assert a == submission_id("run", "python train.py", {"env_vars": {"A": "1"}})
+    assert a != submission_id("run", "python train.py lr=1", {"env_vars": {"A": "1"}})
+    assert a.startswith("run-") and len(a) == len("run-") + 10
+    req = prepare_submit("python x.py", sub_id=a, runtime_env={"pip": []}, entrypoint_num_gpus=0)
+    assert (req.method, req.path) == ("POST", "/api/jobs/")
+    assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []},
+                        "entrypoint_num_gpus": 0}
+    assert prepare_stop("j").path == "/api/jobs/j/stop"

@@ -1,0 +1,164 @@
+"""Kind handlers, desired pods per fleet and the run view (pure)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from live_helpers import EXAMPLES
+
+from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.live.progress import (
+    RunView,
+    desired_pods,
+    fleet_rows,
+    main_object,
+    phase_of,
+)
+
+
+def obj(kind: str, status: dict[str, Any] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": "x", "uid": kind}, "spec": spec or {}, "status": status or {}}
+
+
+@pytest.mark.parametrize(("status", "state", "terminal", "ok"), [
+    ({}, "pending", False, False),
+    ({"jobDeploymentStatus": "Initializing"}, "pending", False, False),
+    ({"jobDeploymentStatus": "Running", "jobStatus": "PENDING"}, "running", False, False),
+    ({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, "running", False, False),
+    ({"jobDeploymentStatus": "Suspended"}, "suspended", False, False),
+    ({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "succeeded", True, True),
+    ({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "reason": "AppFailed"}, "failed", True, False),
+    ({"jobDeploymentStatus": "Failed", "reason": "PreRunningDeadlineExceeded"}, "failed", True, False),
+    ({"jobDeploymentStatus": "ValidationFailed"}, "failed", True, False),
+    ({"jobDeploymentStatus": "Running", "jobStatus": "FAILED"}, "failed", True, False),  # kuberay#3553
+    ({"jobDeploymentStatus": "Complete", "jobStatus": "STOPPED"}, "failed", True, False),
+])
+def test_rayjob_phase(status: dict[str, Any], state: str, terminal: bool, ok: bool) -> None:
+    p = phase_of(obj("RayJob", status), [])
+    assert (p.state, p.terminal, p.ok) == (state, terminal, ok)
+
+
+def test_rayjob_details_carry_reason_and_message() -> None:
+    p = phase_of(obj("RayJob", {"jobDeploymentStatus": "Failed", "reason": "DeadlineExceeded", "message": "m"}), [])
+    assert "reason DeadlineExceeded" in p.summary and "message: m" in p.details
+
+
+@pytest.mark.parametrize(("status", "state", "terminal"), [
+    ({}, "pending", False),
+    ({"conditions": [{"type": "HeadPodReady", "status": "False", "reason": "HeadPodNotFound"}]}, "pending", False),
+    ({"state": "ready"}, "ready", True),
+    ({"conditions": [{"type": "RayClusterProvisioned", "status": "True"}]}, "ready", True),
+    ({"state": "failed"}, "failed", True),
+    ({"conditions": [{"type": "ReplicaFailure", "status": "True", "message": "quota"}]}, "failed", True),
+    ({"state": "suspended"}, "suspended", False),
+])
+def test_raycluster_phase(status: dict[str, Any], state: str, terminal: bool) -> None:
+    p = phase_of(obj("RayCluster", status), [])
+    assert (p.state, p.terminal) == (state, terminal)
+
+
+@pytest.mark.parametrize(("status", "spec", "state", "ok"), [
+    ({}, {}, "pending", False),
+    ({"active": 1}, {}, "running", False),
+    ({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}, {}, "succeeded", True),
+    ({"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}, {},
+     "failed", False),
+    ({}, {"suspend": True}, "suspended", False),
+])
+def test_job_phase(status: dict[str, Any], spec: dict[str, Any], state: str, ok: bool) -> None:
+    p = phase_of(obj("Job", status, spec), [])
+    assert (p.state, p.ok) == (state, ok)
+
+
+def head_pod(state: dict[str, Any], last: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "s-0", "labels": {"dockyard-k8s/fleet": "head"}},
+            "status": {"containerStatuses": [{"name": "ray", "state": state, **({"lastState": last} if last else {})}]}}
+
+
+def test_statefulset_phase_follows_the_head_pod() -> None:
+    sts = obj("StatefulSet", {"readyReplicas": 1}, {"replicas": 2})
+    assert phase_of(sts, []).state == "pending"
+    sts["status"]["readyReplicas"] = 2
+    assert phase_of(sts, [head_pod({"running": {}})]).state == "running"
+    assert phase_of(sts, [head_pod({"terminated": {"exitCode": 0}})]).state == "succeeded"
+    assert phase_of(sts, [head_pod({"running": {}}, {"terminated": {"exitCode": 0}})]).ok  # restarted after success
+    failed = phase_of(sts, [head_pod({"terminated": {"exitCode": 1}})])
+    assert failed.state == "failed" and failed.terminal
+
+
+def test_unknown_kinds_use_conditions() -> None:
+    assert phase_of(obj("MPIJob", {"conditions": [{"type": "Succeeded", "status": "True"}]}), []).ok
+    assert phase_of(obj("MPIJob", {"conditions": [{"type": "Running", "status": "True"}]}), []).state == "running"
+    assert phase_of(obj("MPIJob"), []).state == "pending"
+
+
+def test_desired_pods_from_the_example_bundle() -> None:
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ)
+    assert desired_pods(bundle.objects) == {"sandbox": 16, "head": 1, "trainer": 2, "inference": 1, "submitter": 1}
+    assert main_object(bundle.objects)["kind"] == "RayJob"
+    bringup = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                           sets=["launch.mode=bringup"], env=os.environ)
+    assert "submitter" not in desired_pods(bringup.objects)
+    assert main_object(bringup.objects)["kind"] == "RayCluster"
+    attach = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          sets=["launch.mode=attach", "launch.attach.cluster=c"], env=os.environ)
+    assert main_object(attach.objects) is None
+
+
+def test_desired_pods_of_operator_free_shapes() -> None:
+    def tmpl(fleet: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"dockyard-k8s/fleet": fleet}}}
+
+    objects = [{"kind": "Job", "spec": {"template": tmpl("head")}},
+               {"kind": "StatefulSet", "spec": {"replicas": 4, "template": tmpl("trainer")}},
+               {"kind": "Deployment", "spec": {"template": tmpl("sandbox")}}]
+    assert desired_pods(objects) == {"head": 1, "trainer": 4, "sandbox": 1}
+
+
+def pod(name: str, fleet: str, phase: str, ready: bool = False, scheduled: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": name, "labels": {"dockyard-k8s/fleet": fleet}},
+            "status": {"phase": phase, "conditions": [{"type": "PodScheduled", "status": str(scheduled)},
+                                                      {"type": "Ready", "status": str(ready)}]}}
+
+
+def test_fleet_rows_count_each_state() -> None:
+    pods = [pod("a", "trainer", "Running", True), pod("b", "trainer", "Pending", scheduled=False),
+            pod("c", "submitter", "Succeeded"), pod("d", "sandbox", "Failed")]
+    rows = {r.fleet: r for r in fleet_rows({"trainer": 2, "submitter": 1, "sandbox": 2}, pods)}
+    assert rows["trainer"][1:] == (2, 2, 1, 1, 0, 0)
+    assert rows["submitter"][1:] == (1, 1, 1, 0, 1, 0)
+    assert rows["sandbox"][1:] == (2, 1, 1, 0, 0, 1)
+
+
+def test_run_view_matches_events_to_pods_by_uid_and_reports_once() -> None:
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("Pod", [pod("grpo-swe-abc-trainer-worker-0", "trainer", "Pending", scheduled=False)])
+    ev_ok = {"metadata": {"uid": "e1"}, "type": "Warning", "reason": "FailedScheduling", "message": "Insufficient cpu",
+             "involvedObject": {"kind": "Pod", "name": "grpo-swe-abc-trainer-worker-0",
+                                "uid": "grpo-swe-abc-trainer-worker-0"}}
+    ev_stale = {**ev_ok, "metadata": {"uid": "e2"}, "reason": "FailedMount",
+                "involvedObject": {"kind": "Pod", "name": "grpo-swe-abc-trainer-worker-0", "uid": "old-pod"}}
+    ev_other = {**ev_ok, "metadata": {"uid": "e3"}, "involvedObject": {"kind": "Pod", "name": "other-run-x"}}
+    ev_object = {**ev_ok, "metadata": {"uid": "e4"}, "reason": "FailedCreate", "message": "exceeded quota: q",
+                 "involvedObject": {"kind": "ReplicaSet", "name": "grpo-swe-sandbox-6f7"}}
+    view.sync("Event", [ev_ok, ev_stale, ev_other, ev_object])
+    found = view.new_findings()
+    assert sorted((f.fleet, f.reason) for f in found) == [("sandbox", "ExceededQuota"),
+                                                          ("trainer", "FailedScheduling")]
+    assert view.new_findings() == []  # each pod + reason once
+
+
+def test_run_view_changes_only_report_what_changed() -> None:
+    view = RunView("r", {"trainer": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Initializing"})])
+    view.sync("Pod", [])
+    first = view.changes()
+    assert "RayJob x: jobDeploymentStatus Initializing, jobStatus -" in first
+    assert "trainer: 0/1 scheduled, 0/1 ready" in first
+    assert view.changes() == []
+    view.update("Pod", "ADDED", pod("p", "trainer", "Running", True))
+    assert view.changes() == ["trainer: 1/1 scheduled, 1/1 ready"]
+    view.update("Pod", "DELETED", pod("p", "trainer", "Running", True))
+    assert view.changes() == ["trainer: 0/1 scheduled, 0/1 ready"]
