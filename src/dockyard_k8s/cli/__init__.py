@@ -24,6 +24,8 @@ COMMANDS = (
     "check",
     "render",
     "schema",
+    "lint",
+    "plan",
 )
 
 DESCRIPTION = """\
