@@ -61,7 +61,8 @@ def _sections_from_file(path: str | None) -> dict[str, Any]:
             continue
         merged = merge(out[name], value)
         for p, message in check(INFRA["properties"][name], merged, (name,)):
-            mark = doc.marks.get(p) or doc.marks.get(p[:-1]) or doc.marks.get((name,))
+            marks = doc.key_marks if message.startswith("unknown key") else doc.marks
+            mark = marks.get(p) or doc.marks.get(p[:-1]) or doc.marks.get((name,))
             line, col = (mark.line, mark.col) if mark else (0, 0)
             problems.append(ConfigProblem(path, line, col, format_path(p), message))
         out[name] = merged
