@@ -119,9 +119,11 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
        "persistentVolumeClaim, projected, secret)")]),
     ("sysctl", "kernel-settings", False,
      setsc("sysctls", [{"name": "kernel.msgmax", "value": "1"}], dep_pod), None,
-     [("error", DEP, (*POD, "securityContext", "sysctls", 0, "name"), "sysctl 'kernel.msgmax' is not in the safe set")]),
+     [("error", DEP, (*POD, "securityContext", "sysctls", 0, "name"),
+       "sysctl 'kernel.msgmax' is not in the safe set")]),
     ("proc-mount", "kernel-settings", False, setsc("procMount", "Unmasked"), None,
-     [("error", DEP, (*C0, "securityContext", "procMount"), "container 'app' sets procMount Unmasked (unmasked /proc)")]),
+     [("error", DEP, (*C0, "securityContext", "procMount"),
+       "container 'app' sets procMount Unmasked (unmasked /proc)")]),
     ("untrusted-privileged", "untrusted-pod-security", True, setsc("privileged", True), None,
      [("error", DEP, POD, "pod runs untrusted code but does not meet the baseline Pod Security Standard: "
                           'privileged (container "app" must not set securityContext.privileged=true)')]),
@@ -146,7 +148,8 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
              "container 'app': env DB_PASSWORD looks like a credential written as a literal value")]),
     ("aws-key", "secret-in-env", False,
      lambda o: dep_c(o)["env"].append({"name": "CONFIG", "value": "key=AKIAABCDEFGHIJKLMNOP"}), None,
-     [("error", DEP, (*C0, "env", 1, "value"), "container 'app': env CONFIG holds an AWS access key id as a literal value")]),
+     [("error", DEP, (*C0, "env", 1, "value"),
+       "container 'app': env CONFIG holds an AWS access key id as a literal value")]),
     ("dup-env", "duplicate-env", False, lambda o: dep_c(o)["env"].append({"name": "MODE", "value": "slow"}), None,
      [("error", DEP, (*C0, "env", 1),
        "container 'app': env MODE is defined twice (entries 0 and 1); the last one wins silently")]),
@@ -170,8 +173,9 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
      [("error", GJOB, (*GC0, "resources", "requests", "nvidia.com/gpu"),
        "container 'trainer': nvidia.com/gpu request 2 differs from its limit 1 (they must be equal)")]),
     ("gpu-no-toleration", "gpu-toleration", False, lambda o: job_pod(o).pop("tolerations"), None,
-     [("info", GJOB, (*GPOD, "tolerations"), "pod requests 1 GPU(s) but does not tolerate the nvidia.com/gpu:NoSchedule "
-                                             "taint GPU node pools usually carry")]),
+     [("info", GJOB, (*GPOD, "tolerations"),
+       "pod requests 1 GPU(s) but does not tolerate the nvidia.com/gpu:NoSchedule taint GPU node pools usually "
+       "carry")]),
     ("no-quota", "namespace-quota", False, do(drop("ResourceQuota"), drop("LimitRange")), None,
      [("info", GJOB, GPOD, "no LimitRange gives default requests and limits in team (set infra.limitRange)"),
       ("info", GJOB, GPOD, "no ResourceQuota limits requests.nvidia.com/gpu in team (set infra.resourceQuota)")]),
@@ -182,8 +186,9 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
     ("tag-only", "image-digest", False, lambda o: dep_c(o).update(image="registry:5000/app:1.0"), None,
      [("info", DEP, (*C0, "image"), "container 'app': image registry:5000/app:1.0 is pinned by tag, not digest")]),
     ("pull-always", "image-pull-always", False, lambda o: job_c(o).update(imagePullPolicy="Always"), None,
-     [("warning", GJOB, (*GC0, "imagePullPolicy"), "container 'trainer': imagePullPolicy Always re-pulls the "
-                                                   "training image on every pod start (5-10 min for a cold multi-GB pull)")]),
+     [("warning", GJOB, (*GC0, "imagePullPolicy"),
+       "container 'trainer': imagePullPolicy Always re-pulls the training image on every pod start (5-10 min for a "
+       "cold multi-GB pull)")]),
     ("no-readiness", "probes", False, lambda o: dep_c(o).pop("readinessProbe"), None,
      [("warning", DEP, (*C0, "readinessProbe"), "container 'app' has no readinessProbe")]),
     ("no-liveness", "probes", False, lambda o: dep_c(o).pop("livenessProbe"), None,
@@ -282,7 +287,8 @@ def test_statefulset_needs_a_headless_service():
         return [(f.path, f.message) for f in run_lint(objs).findings if f.rule == "statefulset-service"]
 
     assert found([sts, svc]) == []
-    assert found([sts]) == [(("spec", "serviceName"), "serviceName 'train-svc' names no Service among the linted objects")]
+    assert found([sts]) == [(("spec", "serviceName"),
+                             "serviceName 'train-svc' names no Service among the linted objects")]
     svc["spec"]["clusterIP"] = "10.0.0.1"
     assert found([sts, svc]) == [(("spec", "serviceName"), "Service 'train-svc' is not headless (clusterIP: None): "
                                                            "pods get no per-pod DNS records")]
