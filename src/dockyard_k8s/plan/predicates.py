@@ -191,12 +191,8 @@ class Topology:
                 entries.remove((term, pod))
 
     def anti_affinity_reason(self, req: Requirements, node: Node) -> str | None:
-        """InterPodAffinity (required anti-affinity only): existing pods' terms first, then the pod's own."""
-        incoming = req.placed()
-        for key, value in node.labels.items():
-            for term, owner in self.anti.get((key, value), ()):
-                if _term_selects(term, owner.namespace, incoming):
-                    return EXISTING_ANTI_AFFINITY
+        """InterPodAffinity (required anti-affinity only): the pod's own terms, then existing pods' terms
+        (the plugin's order, so one-per-node replicas read "didn't match pod anti-affinity rules")."""
         for term in req.anti_affinity:
             key = str(term.get("topologyKey", ""))
             domain = node.labels.get(key)
@@ -204,6 +200,12 @@ class Topology:
                 continue
             if any(_term_selects(term, req.namespace, p) for p in self.pods.get((key, domain), ())):
                 return ANTI_AFFINITY
+        if self.anti:
+            incoming = req.placed()
+            for key, value in node.labels.items():
+                for term, owner in self.anti.get((key, value), ()):
+                    if _term_selects(term, owner.namespace, incoming):
+                        return EXISTING_ANTI_AFFINITY
         return None
 
 
