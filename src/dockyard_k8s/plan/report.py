@@ -36,6 +36,20 @@ def verdict(result: PlanResult) -> str:
     return "\n".join(lines)
 
 
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+
+
+def _human(resource: str, used: int, total: int) -> str:
+    """``used/total`` in cores, GiB or devices."""
+    if resource == "cpu":
+        return f"{used / 1000:g}/{total / 1000:g}"
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{used / 2**30:.1f}/{total / 2**30:.1f}Gi"
+    return f"{used}/{total}"
+
+
 def text(result: PlanResult, wide: bool = False) -> str:
     pools = result.inventory.pools()
     pool_of = {n.name: p for p, nodes in pools.items() for n in nodes}
@@ -44,8 +58,7 @@ def text(result: PlanResult, wide: bool = False) -> str:
     for g in result.groups:
         rows.append([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
                      _where(g, pool_of, wide)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    lines += _table(rows)
     pending = [(g, reason, n) for g in result.groups
                for reason, n in sorted(Counter(r for r, node in zip(g.reasons, g.nodes, strict=True)
                                                if node is None).items())]
@@ -53,14 +66,14 @@ def text(result: PlanResult, wide: bool = False) -> str:
         lines.append("pending")
         for g, reason, n in pending:
             lines.append(f"  {g.group.name}: {n} pod{'s' if n > 1 else ''}: {reason}")
-    lines.append("nodes after placement")
-    lines.append("  POOL  NODES  " + "  ".join(["CPU", "MEMORY", "GPU"]))
+    lines.append("requested / allocatable after placement")
+    usage = [["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"]]
     for pool, nodes in pools.items():
         def used(r: str, nodes: list[Any] = nodes) -> str:
-            u = sum(n.requested.get(r, 0) for n in nodes)
-            a = sum(n.allocatable.get(r, 0) for n in nodes)
-            return f"{show(r, u)}/{show(r, a)}"
-        lines.append(f"  {pool}  {len(nodes)}  {used('cpu')}  {used('memory')}  {used(GPU)}")
+            return _human(r, sum(n.requested.get(r, 0) for n in nodes), sum(n.allocatable.get(r, 0) for n in nodes))
+        usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)), used("cpu"), used("memory"),
+                      used(GPU)])
+    lines += _table(usage)
     lines += [f"note: {n}" for n in result.notes]
     lines.append(verdict(result))
     return "\n".join(lines) + "\n"
