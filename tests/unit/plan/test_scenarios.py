@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GPU_TAINT, container, cpu_nodes, deployment, gpu_nodes, node, rayjob
+from plankit import GPU_TAINT, container, cpu_nodes, deployment, gpu_nodes, node, rayjob
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.plan import from_objects, from_pools, plan
@@ -22,8 +22,8 @@ def _pending(result):
             for g in result.groups if g.pending}
 
 
-def test_fits_exactly():
-    result = plan([rayjob()], from_objects([*gpu_nodes(3), *cpu_nodes(1)]))
+def test_fits_exactly(small_cluster):
+    result = plan([rayjob()], small_cluster)
     assert _placements(result) == {
         "RayJob team/run head": ["cpu-0"],
         "RayJob team/run trainer": ["gpu-0", "gpu-1"],
