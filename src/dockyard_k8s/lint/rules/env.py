@@ -61,9 +61,9 @@ RULES = (
          "A literal env value is stored in the manifest, the rendered files in git, the API server and every "
          "`kubectl get -o yaml`. Fix: keep the credential in a Secret and reference it with "
          "valueFrom.secretKeyRef (as the example does for WANDB_API_KEY).",
-         ("kube-linter env-var-secret", "Polaris", "Checkov CKV_K8S_35"), secrets_in_env),
+         ("kube-linter env-var-secret", "Polaris sensitiveContainerEnvVar", "Checkov"), secrets_in_env),
     Rule("duplicate-env", ERROR, "A container must not define an environment variable twice",
          "When an env name appears twice the last entry wins without a warning, so a value set in one place (a "
          "fleet's env, kuberay.spec, an overlay) is silently overridden by another. Fix: keep one entry per name.",
-         ("kube-linter duplicate-env-var", "Checkov"), duplicate_env),
+         ("kube-linter duplicate-env-var",), duplicate_env),
 )

@@ -62,12 +62,11 @@ RULES = (
          "An untagged or :latest image changes under the run: two pods of one gang can start different code, and "
          "a restart weeks later pulls something else. :latest also defaults imagePullPolicy to Always. Fix: pin a "
          "version tag (e.g. :vllm-0.11.0-2026.11.02), better a digest.",
-         ("kube-linter latest-tag", "Polaris tagNotSpecified", "kube-score container-image-tag",
-          "Checkov CKV_K8S_14"), image_tag),
+         ("kube-linter latest-tag", "Polaris tagNotSpecified", "kube-score container-image-tag", "Checkov"), image_tag),
     Rule("image-digest", INFO, "Images are best pinned by digest",
          "A tag can be pushed again; a digest (image@sha256:...) cannot, so every node runs exactly the bytes that "
          "were tested. Fix: append @sha256:<digest> (keep the tag for readers).",
-         ("Checkov CKV_K8S_43", "kube-linter"), image_digest),
+         ("Checkov", "kube-linter"), image_digest),
     Rule("image-pull-always", WARNING, "Training images should not use imagePullPolicy: Always",
          "RL training images are 15-20 GB: Always checks the registry on every pod start and, with a moved tag, "
          "pulls again (5-10 minutes per node); with a pinned tag IfNotPresent is correct and uses the node's cache. "

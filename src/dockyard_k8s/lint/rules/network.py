@@ -85,7 +85,7 @@ RULES = (
          "routes. For untrusted code that is an error: it could reach the cloud metadata endpoint, the API server "
          "or other tenants. Fix: a NetworkPolicy with policyTypes [Ingress, Egress] selecting the pods "
          "(sandbox.networkPolicy does this for the pool); needs a CNI that enforces NetworkPolicy.",
-         ("kube-linter non-isolated-pod", "Polaris", "kube-score pod-networkpolicy", "Checkov CKV_K8S_6"),
+         ("kube-linter non-isolated-pod", "Polaris missingNetworkPolicy", "kube-score pod-networkpolicy", "Checkov"),
          coverage, untrusted_severity=ERROR),
     Rule("service-exposure", WARNING, "Internal pools must not be exposed with NodePort or LoadBalancer",
          "A NodePort or LoadBalancer Service opens the pods to traffic from outside the cluster. The sandbox pool "
@@ -96,5 +96,5 @@ RULES = (
          "A named targetPort is resolved against the container ports of each selected pod; a name no container "
          "declares leaves the Service without endpoints for that port. Fix: name the container port (ports[].name) "
          "or use the number.",
-         ("kube-linter dangling-service", "kube-score service-targetport"), target_port),
+         ("kube-linter dangling-service", "kube-score service-targets-pod"), target_port),
 )

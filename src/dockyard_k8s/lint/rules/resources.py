@@ -115,8 +115,9 @@ RULES = (
          "run it and is the first evicted under pressure; without a memory limit one leaking process can take the "
          "node's memory from the GPU pods. A cpu limit is not required (it throttles). Fix: resources.requests "
          "cpu and memory, resources.limits memory.",
-         ("kube-linter unset-cpu-requirements/unset-memory-requirements", "Polaris cpuRequestsMissing",
-          "kube-score container-resources", "Checkov CKV_K8S_10-13"), container_resources),
+         ("kube-linter unset-cpu-requirements/unset-memory-requirements",
+          "Polaris cpuRequestsMissing/memoryLimitsMissing", "kube-score container-resources", "Checkov"),
+         container_resources),
     Rule("ephemeral-storage", WARNING, "Pools that write to disk should request and limit ephemeral-storage",
          "Repository checkouts and test artefacts fill the node's disk; without an ephemeral-storage request the "
          "scheduler does not account for them and the kubelet evicts pods under disk pressure, and without a limit "

@@ -184,61 +184,61 @@ RULES = (
          "A privileged container has every Linux capability and sees all host devices: a process in it is root on "
          "the node. GPU workloads do not need it (the NVIDIA device plugin and container toolkit expose the GPUs). "
          "Fix: remove securityContext.privileged or set it to false.",
-         ("PSS baseline", "kube-linter privileged-container", "Polaris privilegeEscalationAllowed",
+         ("PSS baseline", "kube-linter privileged-container", "Polaris runAsPrivileged",
           "kube-score container-security-context-privileged", "Checkov CKV_K8S_16"), privileged),
     Rule("privilege-escalation", INFO, "Containers should set allowPrivilegeEscalation: false",
          "Without allowPrivilegeEscalation: false a process can gain more privileges than its parent (setuid "
          "binaries, file capabilities). Untrusted code must not (error there); on GPU pods it is opt-in hardening "
          "(infra.security.enabled). Fix: securityContext.allowPrivilegeEscalation: false on every container.",
          ("PSS restricted", "kube-linter privilege-escalation-container", "Polaris privilegeEscalationAllowed",
-          "Checkov CKV_K8S_20"), escalation, untrusted_severity=ERROR),
+          "Checkov"), escalation, untrusted_severity=ERROR),
     Rule("host-namespaces", ERROR, "Pods must not share the node's network, PID or IPC namespace",
          "hostNetwork, hostPID and hostIPC let a pod see and talk to every process and socket of the node, "
          "bypassing NetworkPolicy. Fix: remove them; use a Service or hostPort-free networking instead.",
-         ("PSS baseline", "kube-linter host-network/host-pid/host-ipc", "Polaris hostNetworkSet",
-          "Checkov CKV_K8S_17-19"), host_namespaces),
+         ("PSS baseline", "kube-linter host-network/host-pid/host-ipc",
+          "Polaris hostNetworkSet/hostPIDSet/hostIPCSet", "Checkov CKV_K8S_17-19"), host_namespaces),
     Rule("host-path-volume", WARNING, "Pods should not mount hostPath volumes",
          "A hostPath volume exposes the node's filesystem; written to by untrusted code it is a node takeover "
          "(error there). Fix: use emptyDir for scratch, a PersistentVolumeClaim (e.g. FSx, EFS) for shared data.",
-         ("PSS baseline", "kube-linter host-mounts", "Polaris hostPathSet", "Checkov CKV_K8S_27"), host_path,
+         ("PSS baseline", "kube-linter sensitive-host-mounts", "Polaris hostPathSet", "Checkov"), host_path,
          untrusted_severity=ERROR),
     Rule("host-port", WARNING, "Containers should not bind host ports",
          "A hostPort ties the pod to one port on the node (one such pod per node) and exposes it outside "
          "NetworkPolicy. Fix: remove hostPort and reach the pod through a Service.",
-         ("PSS baseline", "kube-linter host-port", "Polaris hostPortSet", "Checkov CKV_K8S_26"), host_port,
+         ("PSS baseline", "kube-linter", "Polaris hostPortSet", "Checkov CKV_K8S_26"), host_port,
          untrusted_severity=ERROR),
     Rule("capabilities", INFO, "Containers should drop ALL capabilities and add none",
          "Linux capabilities split root's power; the runtime grants a default set. Dropping ALL removes what a "
          "process does not need; adding capabilities outside the default set (SYS_ADMIN, NET_ADMIN...) is always an "
          "error, adding default ones other than NET_BIND_SERVICE a warning. Fix: capabilities: {drop: [ALL]} and "
          "add only NET_BIND_SERVICE if a port below 1024 is needed.",
-         ("PSS baseline + restricted", "kube-linter drop-net-raw-capability", "Polaris dangerousCapabilities",
-          "Checkov CKV_K8S_25/28/37"), capabilities, untrusted_severity=ERROR),
+         ("PSS baseline + restricted", "kube-linter drop-net-raw-capability",
+          "Polaris dangerousCapabilities/insecureCapabilities", "Checkov"), capabilities, untrusted_severity=ERROR),
     Rule("run-as-root", INFO, "Containers should not run as root",
          "A process running as UID 0 in a container is one kernel bug away from root on the node. The sandbox "
          "image's user is root, so runAsNonRoot is an opt-in (sandbox.security.runAsNonRoot) and a warning there; "
          "an explicit runAsUser: 0 on untrusted code is an error. Fix: runAsNonRoot: true and a non-zero runAsUser "
          "(or hostUsers: false for a user namespace).",
-         ("PSS restricted", "kube-linter run-as-non-root", "Polaris runAsRootAllowed", "Checkov CKV_K8S_23/40"),
+         ("PSS restricted", "kube-linter run-as-non-root", "Polaris runAsRootAllowed", "Checkov"),
          run_as_root, untrusted_severity=WARNING),
     Rule("seccomp-profile", INFO, "Containers should run under the RuntimeDefault seccomp profile",
          "Seccomp filters the system calls a process can make; RuntimeDefault blocks the ones containers never "
          "need. Unconfined is always an error; no profile at all is an error for untrusted code. Fix: "
          "securityContext.seccompProfile.type: RuntimeDefault on the pod.",
-         ("PSS baseline + restricted", "Polaris", "Checkov CKV_K8S_31"), seccomp, untrusted_severity=ERROR),
+         ("PSS baseline + restricted", "Polaris", "Checkov"), seccomp, untrusted_severity=ERROR),
     Rule("read-only-root-filesystem", INFO, "Containers should have a read-only root filesystem",
          "A read-only root stops code from replacing binaries or libraries of the image. The sandbox writes "
          "checkouts, so it is an opt-in there (sandbox.security.readOnlyRootFilesystem, with emptyDirs for "
          "sandbox.security.writablePaths). Fix: securityContext.readOnlyRootFilesystem: true and emptyDir mounts "
          "for the paths that must be writable.",
          ("kube-linter no-read-only-root-fs", "Polaris notReadOnlyRootFilesystem",
-          "kube-score container-security-context-readonlyrootfilesystem", "Checkov CKV_K8S_22"),
+          "kube-score container-security-context-readonlyrootfilesystem", "Checkov"),
          read_only_root, untrusted_severity=WARNING),
     Rule("service-account-token", ERROR, "Pods running untrusted code must not mount an API token",
          "A mounted service-account token gives whatever code runs in the pod the pod's Kubernetes permissions; "
          "agent-generated code must get none. Fix: automountServiceAccountToken: false "
          "(sandbox.security.automountServiceAccountToken, off by default).",
-         ("Polaris automountServiceAccountToken", "Checkov CKV_K8S_38"), sa_token),
+         ("Polaris automountServiceAccountToken", "Checkov"), sa_token),
     Rule("volume-types", WARNING, "Pods running untrusted code should use only restricted volume types",
          "The restricted Pod Security Standard allows only configMap, csi, downwardAPI, emptyDir, ephemeral, "
          "persistentVolumeClaim, projected and secret volumes; the others (nfs, iscsi, cephfs, gitRepo...) reach "

@@ -150,18 +150,19 @@ RULES = (
          "Without a readiness probe a Service sends tasks to an executor that is still starting; without a "
          "liveness probe a hung executor keeps its slot forever. (Ray pods get their probes from KubeRay; Jobs "
          "need none.) Fix: readinessProbe and livenessProbe (sandbox.probes adds TCP probes on the executor port).",
-         ("kube-linter no-readiness-probe/no-liveness-probe", "Polaris", "kube-score container-probes",
-          "Checkov CKV_K8S_8/9"), probes),
+         ("kube-linter no-readiness-probe/no-liveness-probe", "Polaris readinessProbeMissing/livenessProbeMissing",
+          "kube-score pod-probes", "Checkov"), probes),
     Rule("pod-disruption-budget", WARNING, "Replicated workloads should have a PDB that allows a disruption",
          "A node drain evicts every pod of a Deployment at once unless a PodDisruptionBudget limits it; a PDB that "
          "allows no disruption (maxUnavailable: 0) blocks drains and upgrades instead, and a pod under two PDBs "
          "cannot be evicted at all. Fix: one PDB per pool with maxUnavailable: 1 (sandbox.pdb).",
-         ("kube-score pod-disruption-budget", "Polaris", "kube-linter pdb-max-unavailable"), pdb),
+         ("kube-score deployment-has-poddisruptionbudget", "Polaris missingPodDisruptionBudget",
+          "kube-linter pdb-max-unavailable"), pdb),
     Rule("job-ttl", WARNING, "Finished jobs should be cleaned up",
          "Finished Jobs keep their pods (and logs) forever; a RayJob that does not shut its RayCluster down keeps "
          "the GPUs allocated after the job ends. Fix: ttlSecondsAfterFinished on Jobs; on RayJobs "
          "launch.shutdownAfterJobFinishes (with ttlSecondsAfterFinished to read logs) or launch.deletionRules.",
-         ("kube-linter job-ttl-seconds-after-finished", "kube-score"), job_ttl),
+         ("kube-linter", "kube-score"), job_ttl),
     Rule("job-deadline", INFO, "Jobs should have a deadline",
          "activeDeadlineSeconds bounds how long a stuck run can hold GPUs. Fix: launch.activeDeadlineSeconds "
          "(training time plus lint.coldPullSeconds for the first pull).",
@@ -183,5 +184,5 @@ RULES = (
     Rule("namespace", WARNING, "Objects should not live in the default namespace",
          "The default namespace is shared by everything applied without a namespace, has no quota of its own and "
          "mixes runs. Fix: infra.namespace (or -n) naming a namespace for the team or the run.",
-         ("Polaris", "kube-linter", "Checkov CKV_K8S_21"), namespace),
+         ("Polaris", "kube-linter", "Checkov"), namespace),
 )
