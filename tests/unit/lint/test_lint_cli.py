@@ -102,3 +102,19 @@ def test_bad_recipe_input_exits_2(tmp_path, capsys):
     infra.write_text("infra: {nope: 1}\n")
     assert main(["lint", str(recipe)]) == 2
     assert "infra.nope: unknown key" in capsys.readouterr().err
+
+
+def test_rendered_directory_and_recipe_give_the_same_findings_and_lines(tmp_path, capsys):
+    out_dir = tmp_path / "run"
+    assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
+    capsys.readouterr()
+    main(["lint", str(out_dir), "--format", "json"])
+    from_dir = json.loads(capsys.readouterr().out)["findings"]
+    main(["lint", RECIPE, "--infra", INFRA, "--format", "json"])
+    from_recipe = json.loads(capsys.readouterr().out)["findings"]
+
+    def key(findings, strip):
+        return [(f["rule"], f["path"], f["line"], f["file"].removeprefix(strip)) for f in findings]
+
+    assert key(from_dir, f"{out_dir}/") == key(from_recipe, "")
+    assert len(from_dir) == 33
