@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
 
 Path = tuple[str | int, ...]
 
@@ -26,7 +27,6 @@ SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 # Where a pod says it runs untrusted code: our sandbox pool's fleet label, or this annotation.
-FLEET_LABEL = "dockyard-k8s/fleet"
 UNTRUSTED_ANNOTATION = "dockyard-k8s/untrusted"
 IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
