@@ -177,3 +177,65 @@ def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             if isinstance(c, dict):
                 out.append((field, c))
     return out
+
+
+# --- resource requests (added for lint and plan) ---------------------------------------
+
+# Extended resources that are GPUs, by device plugin (NVIDIA, AMD, Intel).
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def container_requests(container: dict[str, Any]) -> dict[str, Fraction]:
+    """Requests of one container, as the API server defaults them: a resource with a
+    limit but no request requests its limit. Unparseable quantities are skipped."""
+    res = _mapping(container.get("resources"))
+    requests, limits = _mapping(res.get("requests")), _mapping(res.get("limits"))
+    out: dict[str, Fraction] = {}
+    for name, value in {**limits, **requests}.items():
+        q = parse_quantity(value)
+        if q is not None:
+            out[str(name)] = q
+    return out
+
+
+def _add(into: dict[str, Fraction], more: dict[str, Fraction]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, Fraction(0)) + v
+
+
+def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
+    """The effective requests of a pod, computed like the scheduler's NodeResourcesFit:
+    max(sum of app containers + sidecars, each init container + the sidecars started
+    before it) per resource, plus ``overhead``. Sidecars are init containers with
+    ``restartPolicy: Always`` (Kubernetes >= 1.29)."""
+    app: dict[str, Fraction] = {}
+    for c in pod_spec.get("containers") or []:
+        if isinstance(c, dict):
+            _add(app, container_requests(c))
+    sidecars: dict[str, Fraction] = {}
+    peak: dict[str, Fraction] = {}
+    for c in pod_spec.get("initContainers") or []:
+        if not isinstance(c, dict):
+            continue
+        req = container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            continue
+        for k in set(req) | set(sidecars):
+            peak[k] = max(peak.get(k, Fraction(0)), req.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)))
+    _add(app, sidecars)
+    out = {k: max(app.get(k, Fraction(0)), peak.get(k, Fraction(0))) for k in set(app) | set(peak)}
+    overhead = pod_spec.get("overhead")
+    if isinstance(overhead, dict):
+        _add(out, {str(k): q for k, v in overhead.items() if (q := parse_quantity(v)) is not None})
+    return {k: out[k] for k in sorted(out)}
+
+
+def gpu_count(pod_spec: dict[str, Any]) -> Fraction:
+    """GPUs a pod requests (any vendor's device-plugin resource)."""
+    req = pod_requests(pod_spec)
+    return sum((req.get(r, Fraction(0)) for r in GPU_RESOURCES), Fraction(0))

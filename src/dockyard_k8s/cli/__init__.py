@@ -33,6 +33,8 @@ COMMANDS = (
     "dev",
     "doctor",
     "nccl-test",
+    "lint",
+    "plan",
 )
 
 DESCRIPTION = """\

@@ -32,6 +32,25 @@ _ENV = string_map("Extra environment variables of the container (name: value).",
 _NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).", values={"type": "string"})
 
 
+NODE_POOL = obj("A node pool: count identical nodes.", {
+    "name": string("Pool name; nodes are named <name>-0, <name>-1...", pattern=DNS1123_LABEL),
+    "instanceType": string("An instance type of the catalogue (`dockyard-k8s plan --list-instance-types`) "
+                           "or of plan.instanceTypes."),
+    "count": integer("Number of nodes.", 1, minimum=0),
+    "labels": string_map("Node labels besides the instance-type, hostname, os and arch labels.",
+                         values={"type": "string"}),
+    "taints": array("Node taints ({key, value, effect}).", {"type": "object"}, []),
+    "rootVolume": quantity("Root volume size; ephemeral-storage allocatable is 90% of it minus 1Gi "
+                           "(EKS and Karpenter defaults: 20Gi -> 17Gi).", "20Gi"),
+}, required=("name", "instanceType"))
+INSTANCE_TYPE = obj("An instance type: what one node offers to pods.", {
+    "allocatable": string_map("Node allocatable (cpu, memory, pods, ephemeral-storage, nvidia.com/gpu, "
+                              "vpc.amazonaws.com/efa...), as `kubectl describe node` shows it.",
+                              values={"type": ["string", "integer"]}),
+    "labels": string_map("Labels every node of this type carries.", values={"type": "string"}),
+}, required=("allocatable",))
+
+
 def _sizing(what: str, *, replicas: int | None, gpus: int, cpu: str, memory: str, shm: str) -> Schema:
     props: dict[str, Schema] = {
         "gpus": integer(f"nvidia.com/gpu per {what} pod (requests = limits).", gpus, minimum=0),
@@ -278,5 +297,22 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                                         values={"type": ["string", "integer"]}),
         "activeDeadlineSeconds": integer("Deadline of the test (imagePull.coldPullSeconds is added).", 1800,
                                          minimum=1),
+    }),
+    # Read by `dockyard-k8s lint` and `plan` only; no renderer looks at these two sections.
+    "lint": obj("Policy lint settings (`dockyard-k8s lint`); docs/lint.md lists the rules.", {
+        "ignore": array("Rule ids never reported for this run (each suppression is listed in the summary).",
+                        {"type": "string"}, []),
+        "shmPerGpu": quantity("Minimum memory-backed /dev/shm per GPU of a pod (64Gi for 8 GPUs by default).",
+                              "8Gi"),
+        "gpuRuntimeClass": string("RuntimeClass GPU pods must set (e.g. nvidia on k3s/kind without the NVIDIA "
+                                  "runtime as default); null: not required.", None, nullable=True),
+        "coldPullSeconds": integer("Time a cold pull of a multi-GB image takes; deadlines shorter than this "
+                                   "are flagged.", 600, minimum=0),
+    }),
+    "plan": obj("Node inventory for `dockyard-k8s plan` (instead of --nodes FILE); docs/plan.md.", {
+        "nodePools": array("Node pools: {name, instanceType, count, labels, taints, rootVolume}; instanceType "
+                           "from the built-in catalogue or plan.instanceTypes.", NODE_POOL, []),
+        "instanceTypes": {"type": "object", "default": {}, "additionalProperties": INSTANCE_TYPE,
+                          "description": "Your own instance types by name: {allocatable, labels}."},
     }),
 })

@@ -1,0 +1,86 @@
+"""What lint and plan run on: a recipe + infra pair (rendered) or manifest files.
+
+``dockyard-k8s lint RECIPE [KEY=VALUE...]`` renders the run first; ``dockyard-k8s lint
+FILE|DIR...`` (or ``--manifests``) reads Kubernetes objects. A first argument that is a
+directory, ``-``, or a YAML file whose first document has apiVersion and kind is taken as
+manifests. With manifests, ``--infra FILE`` still supplies the ``lint:`` and ``plan:``
+sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, NamedTuple
+
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
+from dockyard_k8s.errors import ConfigError, ConfigProblem, UsageError
+
+TARGET_HELP = RUN_ARGS_HELP + """\
+manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
+  --infra FILE then only supplies the lint: and plan: sections
+"""
+
+
+class Targets(NamedTuple):
+    objects: list[Any]  # lint.inputs.Located
+    sections: dict[str, Any]  # the infra spec's lint and plan sections (defaults filled)
+    rendered: bool
+
+
+def add_target_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", nargs="?", metavar="RECIPE|FILE", help="recipe YAML, or manifest files/dirs")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE|FILE",
+                        help="recipe overrides (Hydra style), or more manifest files")
+    parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an infra key, e.g. --set lint.ignore=[image-digest] (repeatable)")
+    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+    parser.add_argument("--manifests", action="store_true", help="treat every argument as a manifest file")
+
+
+def _sections_from_file(path: str | None) -> dict[str, Any]:
+    """The lint and plan sections of an infra file (defaults filled, checked)."""
+    from dockyard_k8s.config.infra_schema import INFRA
+    from dockyard_k8s.config.loader import merge
+    from dockyard_k8s.config.schema import check, defaults_of
+    from dockyard_k8s.config.yamlio import format_path, parse_yaml
+
+    out = {name: defaults_of(INFRA["properties"][name]) for name in ("lint", "plan")}
+    if path is None:
+        return out
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError([ConfigProblem(path, 0, 0, "", f"cannot read file: {e.strerror or e}")]) from e
+    doc, problems = parse_yaml(text, path, dict(os.environ))
+    for name in ("lint", "plan"):
+        value = doc.data.get(name) if isinstance(doc.data, dict) else None
+        if value is None:
+            continue
+        merged = merge(out[name], value)
+        for p, message in check(INFRA["properties"][name], merged, (name,)):
+            marks = doc.key_marks if message.startswith("unknown key") else doc.marks
+            mark = marks.get(p) or doc.marks.get(p[:-1]) or doc.marks.get((name,))
+            line, col = (mark.line, mark.col) if mark else (0, 0)
+            problems.append(ConfigProblem(path, line, col, format_path(p), message))
+        out[name] = merged
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def load_targets(args: argparse.Namespace) -> Targets:
+    from dockyard_k8s.lint.inputs import looks_like_manifests, objects_from_bundle, read_manifests
+
+    if not args.recipe:
+        raise UsageError("nothing to check: give a RECIPE (with --infra) or manifest FILE/DIR arguments")
+    if args.manifests or looks_like_manifests(args.recipe):
+        if args.sets or args.namespace:
+            raise UsageError("--set and -n apply to a recipe + infra pair, not to manifest files")
+        return Targets(read_manifests([args.recipe, *args.overrides]), _sections_from_file(args.infra), False)
+    from dockyard_k8s.cli._runargs import load_bundle
+
+    bundle = load_bundle(args)
+    return Targets(objects_from_bundle(bundle.objects), {k: bundle.run.infra[k] for k in ("lint", "plan")}, True)

@@ -1,0 +1,84 @@
+"""``dockyard-k8s lint``: policy rules and Pod Security levels for a run or for manifests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
+from dockyard_k8s.errors import UsageError
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s lint examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
+  dockyard-k8s lint build/grpo_swe/                        # rendered files (render -o), or any manifests
+  dockyard-k8s lint recipe.yaml --format sarif -o lint.sarif --sarif-uri-prefix build/grpo_swe
+  dockyard-k8s lint --explain gpu-shm
+  dockyard-k8s lint --list-rules
+
+suppress: lint.ignore: [rule, ...] in the infra spec, --ignore RULE, or the annotation
+  dockyard-k8s/lint-ignore: "rule1,rule2" on an object or pod template; each is listed in the summary.
+exit codes: 0 no error-severity finding, 1 error findings, 2 bad input
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("lint", help="policy lint + Pod Security Standards levels (offline)",
+                       description="Check the run's objects (or manifest files) against policy rules for GPU "
+                                   "training and the untrusted-code sandbox, and report the Pod Security "
+                                   "Standards level of every pod template.",
+                       epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_target_args(p)
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="report format")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--min-severity", choices=("error", "warning", "info"), default=None,
+                   help="lowest severity shown (default: warning for text, info for json/sarif)")
+    p.add_argument("--ignore", action="append", default=[], metavar="RULE", help="suppress a rule (repeatable)")
+    p.add_argument("--sarif-uri-prefix", default="", metavar="DIR",
+                   help="directory prepended to rendered file names in SARIF (where `render -o` wrote them)")
+    p.add_argument("--explain", metavar="RULE", help="print what a rule checks, why, and how to fix it")
+    p.add_argument("--list-rules", action="store_true", help="list every rule")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES, explain
+
+    if args.list_rules:
+        for r in RULES:
+            print(f"{r.id:<28} {r.severity:<8} {FAMILY_OF[r.id]:<12} {r.title}")
+        return 0
+    if args.explain:
+        if args.explain not in BY_ID:
+            raise UsageError(f"--explain {args.explain}: no such rule (see --list-rules)")
+        print(explain(args.explain), end="")
+        return 0
+    from dockyard_k8s import __version__
+    from dockyard_k8s.lint import LintConfig, lint_objects, unknown_rules
+    from dockyard_k8s.lint import output as out
+
+    targets = load_targets(args)
+    section = dict(targets.sections["lint"])
+    section["ignore"] = [*section.get("ignore", []), *args.ignore]
+    unknown = unknown_rules(section["ignore"])
+    if unknown:
+        raise UsageError(f"lint.ignore / --ignore: unknown rule(s) {', '.join(unknown)} (see --list-rules)")
+    report = lint_objects(targets.objects, LintConfig.from_section(section))
+    if args.format == "json":
+        from dockyard_k8s.render.serialize import dump_json
+
+        text = dump_json(out.as_json(report))
+    elif args.format == "sarif":
+        from dockyard_k8s.render.serialize import dump_json
+
+        text = dump_json(out.sarif(report, __version__, args.sarif_uri_prefix))
+    else:
+        text = out.text(report, args.min_severity or "warning")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(report.summary(), file=sys.stderr)
+    else:
+        print(text, end="")
+    return report.exit_code

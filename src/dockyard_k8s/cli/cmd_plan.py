@@ -1,0 +1,69 @@
+"""``dockyard-k8s plan``: simulate the scheduler for every pod of the run, before applying."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
+from dockyard_k8s.errors import UsageError
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s plan examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml     # plan.nodePools
+  kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
+  dockyard-k8s plan recipe.yaml --nodes nodes.yaml --nodes pods.yaml
+  dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 --format json
+  dockyard-k8s plan --list-instance-types
+
+exit codes: 0 every pod fits, 1 some pod stays pending, 2 bad input
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("plan", help="will every pod schedule? simulate the scheduler on a node inventory",
+                       description="Place every pod the run would create (Ray head, worker groups, submitter, "
+                                   "sandbox replicas) on a node inventory with the default scheduler's filters "
+                                   "and the namespace quota, and say per group what is placed, where, and why "
+                                   "the rest would stay Pending.",
+                       epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    add_target_args(p)
+    p.add_argument("--nodes", action="append", default=[], metavar="FILE",
+                   help="`kubectl get nodes -o yaml` output (repeatable; pods and ResourceQuotas too)")
+    p.add_argument("--gang", action="store_true",
+                   help="all-or-nothing GPU gangs (as Volcano/YuniKorn/Kueue): a gang that does not fully fit "
+                        "binds no pod")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    p.add_argument("--wide", action="store_true", help="list node names instead of pools")
+    p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.plan import catalog
+
+    if args.list_instance_types:
+        for name in catalog.names():
+            print(catalog.describe(name))
+        return 0
+    from dockyard_k8s.plan import from_objects, from_pools, plan
+    from dockyard_k8s.plan import report as out
+
+    targets = load_targets(args)
+    if args.nodes:
+        from dockyard_k8s.lint.inputs import read_manifests
+
+        inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))
+    elif targets.sections["plan"].get("nodePools"):
+        inventory = from_pools(targets.sections["plan"])
+    else:
+        raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
+                         "(kubectl get nodes -o yaml)")
+    result = plan([o.data for o in targets.objects], inventory, atomic_gangs=args.gang)
+    if args.format == "json":
+        from dockyard_k8s.render.serialize import dump_json
+
+        print(dump_json(out.as_json(result)), end="")
+    else:
+        print(out.text(result, args.wide), end="")
+    return result.exit_code

@@ -1,0 +1,115 @@
+"""Run the rules over a set of objects, apply suppressions, evaluate Pod Security levels."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from dockyard_k8s.lint.model import (
+    ERROR,
+    IGNORE_ANNOTATION,
+    SEVERITIES,
+    Context,
+    Finding,
+    LintConfig,
+    Obj,
+    Path,
+    Rule,
+    Suppression,
+)
+from dockyard_k8s.lint.pss import evaluate
+from dockyard_k8s.lint.registry import BY_ID, INVALID_SUPPRESSION, RULES
+
+
+class PodSecurity(NamedTuple):
+    """The Pod Security Standards level one pod template meets."""
+
+    object: str
+    path: Path
+    group: str
+    level: str
+    baseline: list[str]  # violations keeping it from baseline
+    restricted: list[str]  # violations keeping it from restricted
+    untrusted: bool
+
+
+class LintReport(NamedTuple):
+    findings: list[Finding]
+    suppressed: list[Suppression]
+    pod_security: list[PodSecurity]
+    objects: int
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when an error-severity finding remains, else 0."""
+        return 1 if self.count(ERROR) else 0
+
+    def summary(self) -> str:
+        parts = [f"{self.count(s)} {s}{'s' if self.count(s) != 1 and s != 'info' else ''}" for s in SEVERITIES]
+        line = f"{self.objects} objects: " + ", ".join(parts)
+        if self.suppressed:
+            counts = Counter((s.rule, s.by) for s in self.suppressed)
+            line += f"; {len(self.suppressed)} suppressed (" + ", ".join(
+                f"{rule} x{n} by {by}" for (rule, by), n in sorted(counts.items())) + ")"
+        return line
+
+
+def unknown_rules(ids: list[str] | tuple[str, ...]) -> list[str]:
+    return [i for i in ids if i not in BY_ID]
+
+
+def _annotation_ids(value: str) -> list[str]:
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+def lint_objects(objects: list[Obj], config: LintConfig | None = None) -> LintReport:
+    """Every finding for ``objects`` (sorted), what was suppressed, and each pod's PSS level.
+
+    Raises:
+        KeyError: never for bad manifests; unknown ids in ``config.ignore`` are the caller's
+        to reject (see :func:`unknown_rules`).
+    """
+    config = config or LintConfig()
+    ctx = Context(objects, config)
+    ignored = set(config.ignore)
+    findings: list[Finding] = []
+    suppressed: list[Suppression] = []
+    for o in objects:
+        # Annotation suppressions: on the object (all its findings) or on a pod template (findings under it).
+        scopes: list[tuple[Path, set[str], str]] = []
+        bad_ids: list[tuple[Path, str]] = []
+        for prefix, notes, where in [((), o.annotations, o.ref)] + [
+                (p.template.path, p.annotations, f"{o.ref} ({p.template.group or 'pod template'})") for p in o.pods]:
+            value = notes.get(IGNORE_ANNOTATION)
+            if value is None:
+                continue
+            ids = _annotation_ids(value)
+            scopes.append((prefix, set(ids), f"annotation on {where}"))
+            at = (*prefix, "metadata", "annotations", IGNORE_ANNOTATION)
+            bad_ids += [(at, i) for i in ids if i not in BY_ID]
+        raw: list[tuple[Rule, Path, str, str | None]] = [
+            (INVALID_SUPPRESSION, path, f"{IGNORE_ANNOTATION} names unknown rule {i!r}", None) for path, i in bad_ids]
+        for rule in RULES:
+            raw += [(rule, hit.path, hit.message, hit.severity) for hit in rule.check(o, ctx)]
+        for rule, path, message, severity in raw:
+            if rule.id in ignored:
+                suppressed.append(Suppression(rule.id, o.ref, "lint.ignore"))
+                continue
+            scope = next((s for s in scopes if path[:len(s[0])] == s[0] and rule.id in s[1]), None)
+            if scope is not None:
+                suppressed.append(Suppression(rule.id, o.ref, scope[2]))
+                continue
+            line = o.line(path) if hasattr(o, "line") else 0
+            findings.append(Finding(rule.id, severity or rule.severity, o.ref, path, message, o.source, line))
+    findings.sort(key=Finding.sort_key)
+    pod_security = []
+    for o in objects:
+        for p in o.pods:
+            r = evaluate(p.template.metadata, p.spec)
+            pod_security.append(PodSecurity(o.ref, p.template.path, p.template.group, r.level,
+                                            [str(v) for v in r.baseline], [str(v) for v in r.restricted],
+                                            p.untrusted))
+    return LintReport(findings, suppressed, pod_security, len(objects))

@@ -1,0 +1,203 @@
+"""The data lint works with: rules, findings, the objects being linted and the settings.
+
+A :class:`Rule` is data: an id, a default severity, a one-line title, a paragraph that
+says why it matters and how to fix it, the published policies it follows (anchors), and
+a check function. A check looks at one object (with the whole input in view) and yields
+:class:`Hit` values; the engine turns them into :class:`Finding` values, applies
+suppressions and sorts them. Nothing here raises for a bad manifest: odd shapes are
+skipped, because the schema validator is the place that reports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
+
+Path = tuple[str | int, ...]
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+# Where a pod says it runs untrusted code: our sandbox pool's fleet label, or this annotation.
+UNTRUSTED_ANNOTATION = "dockyard-k8s/untrusted"
+IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+class Hit(NamedTuple):
+    """What a check reports: where (JSON path in the object), what, and optionally a
+    severity other than the rule's default."""
+
+    path: Path
+    message: str
+    severity: str | None = None
+
+
+class Source(NamedTuple):
+    """Where an object came from: a file and the index of its YAML document, or the
+    rendered bundle (file = the name ``render -o DIR`` gives it)."""
+
+    file: str
+    document: int
+    rendered: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    title: str
+    doc: str  # one paragraph: why it matters, then how to fix it
+    anchors: tuple[str, ...]
+    check: Callable[[Obj, Context], Iterable[Hit]] = field(repr=False, compare=False)
+    untrusted_severity: str | None = None  # severity when the pod runs untrusted code (documented)
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    object: str  # "Kind namespace/name"
+    path: Path
+    message: str
+    source: Source | None = None
+    line: int = 0  # 1-based line in source.file, 0 when unknown
+
+    def sort_key(self) -> tuple[Any, ...]:
+        src = (self.source.file, self.source.document) if self.source else ("", 0)
+        return (*src, self.object, SEVERITY_RANK[self.severity], self.rule, _path_key(self.path), self.message)
+
+
+class Suppression(NamedTuple):
+    rule: str
+    object: str
+    by: str  # "lint.ignore" or "annotation on <object>"
+
+
+def _path_key(path: Path) -> tuple[tuple[int, str], ...]:
+    return tuple((0, f"{p:09d}") if isinstance(p, int) else (1, p) for p in path)
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """The ``lint:`` section of the infra spec (defaults = the shipped ones)."""
+
+    ignore: tuple[str, ...] = ()
+    shm_per_gpu: Fraction = Fraction(8 * 2**30)
+    gpu_runtime_class: str | None = None
+    cold_pull_seconds: int = 600
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> LintConfig:
+        from dockyard_k8s.kube import parse_quantity
+
+        shm = parse_quantity(section.get("shmPerGpu", "8Gi"))
+        return cls(ignore=tuple(section.get("ignore") or ()),
+                   shm_per_gpu=shm if shm is not None else Fraction(8 * 2**30),
+                   gpu_runtime_class=section.get("gpuRuntimeClass"),
+                   cold_pull_seconds=int(section.get("coldPullSeconds", 600)))
+
+
+# --- the objects under lint ----------------------------------------------------------------
+
+
+class Pod(NamedTuple):
+    """A pod template of an object, with what rules ask of it precomputed."""
+
+    template: PodTemplate
+    spec_path: Path  # JSON path of the pod spec inside the object
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    namespace: str
+    untrusted: bool
+    gpus: Fraction
+    requests: dict[str, Fraction]
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.template.spec
+
+    def at(self, *parts: str | int) -> Path:
+        return (*self.spec_path, *parts)
+
+    def containers(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """(path, container) for init, app and ephemeral containers."""
+        for field_name in ("initContainers", "containers", "ephemeralContainers"):
+            items = self.spec.get(field_name)
+            for i, c in enumerate(items if isinstance(items, list) else []):
+                if isinstance(c, dict):
+                    yield self.at(field_name, i), c
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+class Obj:
+    """One object under lint, with its pod templates."""
+
+    def __init__(self, data: dict[str, Any], source: Source | None = None) -> None:
+        self.data = data
+        self.source = source
+        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        self.meta: dict[str, Any] = meta or {}
+        self.kind = str(data.get("kind", ""))
+        self.name = str(self.meta.get("name", ""))
+        self.namespace = str(self.meta.get("namespace") or "")
+        self.labels = _str_map(self.meta.get("labels"))
+        self.annotations = _str_map(self.meta.get("annotations"))
+        self.pods: list[Pod] = []
+        for t in pod_templates(data):
+            tmeta = t.metadata
+            labels = _str_map(tmeta.get("labels"))
+            annotations = _str_map(tmeta.get("annotations"))
+            marked = (annotations.get(UNTRUSTED_ANNOTATION), self.annotations.get(UNTRUSTED_ANNOTATION))
+            untrusted = labels.get(FLEET_LABEL) == "sandbox" or "true" in marked
+            requests = pod_requests(t.spec)
+            gpus = sum((requests.get(r, Fraction(0)) for r in GPU_RESOURCES), Fraction(0))
+            self.pods.append(Pod(t, (*t.path, "spec"), labels, annotations, self.namespace, untrusted, gpus, requests))
+
+    @property
+    def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` without a namespace)."""
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    def get(self, *path: str | int) -> Any:
+        node: Any = self.data
+        for part in path:
+            if isinstance(part, int):
+                if not isinstance(node, list) or not -len(node) <= part < len(node):
+                    return None
+            elif not isinstance(node, dict):
+                return None
+            node = node[part] if isinstance(part, int) else node.get(part)
+        return node
+
+
+class Context:
+    """The whole input, for rules that look across objects (NetworkPolicy coverage...)."""
+
+    def __init__(self, objects: list[Obj], config: LintConfig) -> None:
+        self.objects = objects
+        self.config = config
+
+    def of_kind(self, *kinds: str) -> list[Obj]:
+        return [o for o in self.objects if o.kind in kinds]
+
+    def selecting(self, kind: str, pod: Pod, selector_of: Callable[[Obj], Any]) -> list[Obj]:
+        """Objects of ``kind`` in the pod's namespace whose selector selects the pod."""
+        return [o for o in self.of_kind(kind)
+                if o.namespace == pod.namespace and selector_matches(selector_of(o), pod.labels)]
+
+    def pods(self) -> Iterator[tuple[Obj, Pod]]:
+        for o in self.objects:
+            for p in o.pods:
+                yield o, p

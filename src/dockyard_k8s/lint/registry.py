@@ -1,0 +1,57 @@
+"""Every lint rule, in ``--list-rules`` order, and the table docs/lint.md is built from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dockyard_k8s.lint.model import WARNING, Context, Hit, Obj, Rule
+from dockyard_k8s.lint.rules import env, gpu, images, network, resources, security, workloads
+
+
+def _no_check(o: Obj, c: Context) -> Iterator[Hit]:
+    return iter(())
+
+
+# Reported by the engine itself when a suppression annotation names an unknown rule.
+INVALID_SUPPRESSION = Rule(
+    "invalid-suppression", WARNING, "Suppression annotations must name existing rules",
+    "The dockyard-k8s/lint-ignore annotation takes a comma-separated list of rule ids; an id that is not a rule "
+    "(a typo, a renamed rule) suppresses nothing. Fix: use the ids `dockyard-k8s lint --list-rules` prints.",
+    ("dockyard-k8s",), _no_check)
+
+# (family, its rules), in --list-rules order. The family is also the SARIF tag.
+FAMILIES: tuple[tuple[str, tuple[Rule, ...]], ...] = (
+    ("security", security.RULES),
+    ("network", network.RULES),
+    ("environment", env.RULES),
+    ("resources", resources.RULES),
+    ("images", images.RULES),
+    ("workloads", workloads.RULES),
+    ("gpu", gpu.RULES),
+    ("lint", (INVALID_SUPPRESSION,)),
+)
+RULES: tuple[Rule, ...] = tuple(r for _, rules in FAMILIES for r in rules)
+BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+FAMILY_OF: dict[str, str] = {r.id: family for family, rules in FAMILIES for r in rules}
+assert len(BY_ID) == len(RULES), "duplicate rule id"
+
+
+def rules_markdown() -> str:
+    """The rule table of docs/lint.md (a test keeps the file in sync)."""
+    lines = ["| rule | family | severity | what it checks | follows |", "| --- | --- | --- | --- | --- |"]
+    for r in RULES:
+        sev = r.severity + (f" ({r.untrusted_severity} on untrusted pods)" if r.untrusted_severity else "")
+        lines.append(f"| [`{r.id}`](#{r.id}) | {FAMILY_OF[r.id]} | {sev} | {r.title} | {', '.join(r.anchors)} |")
+    lines.append("")
+    for r in RULES:
+        lines += [f"### {r.id}", "", f"**{r.title}** ({r.severity}"
+                  + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
+                  + ")", "", r.doc, ""]
+    return "\n".join(lines)
+
+
+def explain(rule_id: str) -> str:
+    """The text of ``--explain RULE``."""
+    r = BY_ID[rule_id]
+    sev = r.severity + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
+    return f"{r.id} ({sev})\n{r.title}\n\n{r.doc}\n\nfollows: {', '.join(r.anchors)}\n"

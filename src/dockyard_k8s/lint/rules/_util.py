@@ -1,0 +1,32 @@
+"""Small helpers the rule families share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dockyard_k8s.lint.model import Pod
+
+
+def ctx(obj: dict[str, Any]) -> dict[str, Any]:
+    """The securityContext of a pod spec or container ({} when unset)."""
+    sc = obj.get("securityContext")
+    return sc if isinstance(sc, dict) else {}
+
+
+def cname(container: dict[str, Any]) -> str:
+    return str(container.get("name", "?"))
+
+
+def effective(pod: Pod, container: dict[str, Any], field: str) -> Any:
+    """A securityContext field as the container gets it: its own value, else the pod's."""
+    own = ctx(container).get(field)
+    return own if own is not None else ctx(pod.spec).get(field)
+
+
+def volumes(pod: Pod) -> list[tuple[int, dict[str, Any]]]:
+    items = pod.spec.get("volumes")
+    return [(i, v) for i, v in enumerate(items if isinstance(items, list) else []) if isinstance(v, dict)]
+
+
+def quantity_text(value: Any) -> str:
+    return str(value)

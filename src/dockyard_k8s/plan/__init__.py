@@ -1,0 +1,14 @@
+"""``dockyard-k8s plan``: will every pod of the run schedule, and if not, which and why.
+
+* ``catalog.py``   instance types -> node allocatable (EKS overhead formula, workstation)
+* ``inventory.py`` nodes from plan.nodePools, from ``kubectl get nodes/pods -o yaml``, or live
+* ``pods.py``      the run's pod groups (head, worker groups, submitter, sandbox replicas)
+* ``predicates.py`` the default scheduler's filters and its FitError wording
+* ``schedule.py``  quota admission, first-fit placement, gang verdict
+* ``report.py``    text and JSON
+"""
+
+from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
+from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
+
+__all__ = ["GroupResult", "Inventory", "PlanResult", "from_objects", "from_pools", "inventory_from_cluster", "plan"]

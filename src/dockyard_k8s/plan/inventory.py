@@ -1,0 +1,224 @@
+"""The nodes a plan places pods on, and what is already running on them.
+
+Three sources, one shape (:class:`Inventory`):
+
+* :func:`from_pools` — the infra spec's ``plan.nodePools`` (count x instance type, the
+  catalogue or ``plan.instanceTypes``);
+* :func:`from_objects` — ``kubectl get nodes -o yaml`` (and optionally ``kubectl get pods
+  -A -o yaml`` and ResourceQuotas) read from files;
+* :func:`inventory_from_cluster` — the same objects fetched by the live path (``live/``
+  calls it with what the API returned; nothing here talks to a cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.kube import pod_requests
+from dockyard_k8s.plan import catalog
+from dockyard_k8s.plan.units import parse_units, to_units
+
+HOSTNAME = "kubernetes.io/hostname"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+# Labels that name a node's pool on common platforms, tried in order.
+POOL_LABELS = ("eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool", "cloud.google.com/gke-nodepool",
+               "kubernetes.azure.com/agentpool", "dockyard-k8s/pool", INSTANCE_TYPE)
+
+
+@dataclass
+class PlacedPod:
+    """A pod on a node (existing or simulated), as affinity and spread rules see it."""
+
+    namespace: str
+    labels: dict[str, str]
+    anti_affinity: list[dict[str, Any]] = field(default_factory=list)  # required terms
+
+
+@dataclass
+class Node:
+    name: str
+    pool: str
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: list[PlacedPod] = field(default_factory=list)
+    host_ports: set[tuple[str, int]] = field(default_factory=set)
+
+
+@dataclass
+class Quota:
+    """A namespace ResourceQuota: hard limits and what is already used (scheduler units)."""
+
+    name: str
+    namespace: str
+    hard: dict[str, int]
+    used: dict[str, int]
+
+
+@dataclass
+class Inventory:
+    nodes: list[Node]
+    quotas: list[Quota] = field(default_factory=list)
+    source: str = ""  # how it was built, for the report
+
+    def pools(self) -> dict[str, list[Node]]:
+        out: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            out.setdefault(n.pool, []).append(n)
+        return out
+
+
+def _allocatable(values: dict[str, Any], where: str, problems: list[ConfigProblem]) -> dict[str, int]:
+    out = {}
+    for k, v in (values or {}).items():
+        amount = parse_units(str(k), v)
+        if amount is None:
+            problems.append(ConfigProblem(where, 0, 0, str(k), f"got {v!r}, expected a Kubernetes quantity"))
+        else:
+            out[str(k)] = amount
+    return out
+
+
+def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory:
+    """Nodes of the infra spec's ``plan`` section.
+
+    Raises:
+        ConfigError: an unknown instance type or a bad quantity.
+    """
+    problems: list[ConfigProblem] = []
+    custom = section.get("instanceTypes") or {}
+    nodes: list[Node] = []
+    for i, pool in enumerate(section.get("nodePools") or []):
+        name, itype = str(pool.get("name")), str(pool.get("instanceType"))
+        where = f"plan.nodePools[{i}]"
+        root = pool.get("rootVolume")
+        root_bytes = parse_units("ephemeral-storage", root) if root is not None else None
+        labels = {INSTANCE_TYPE: itype, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        if itype in custom:
+            alloc = _allocatable(custom[itype].get("allocatable") or {}, file, problems)
+            labels.update(custom[itype].get("labels") or {})
+        elif itype in catalog.AWS:
+            alloc = catalog.eks_allocatable(catalog.AWS[itype], root_bytes or 20 * catalog.GI)
+            root_bytes = None
+        elif itype in catalog.EXPLICIT:
+            alloc = _allocatable(dict(catalog.EXPLICIT[itype]), file, problems)
+        else:
+            known = ", ".join(catalog.names())
+            problems.append(ConfigProblem(file, 0, 0, f"{where}.instanceType",
+                                          f"unknown instance type {itype!r} (expected one of: {known}, "
+                                          "or a name under plan.instanceTypes)"))
+            continue
+        if root_bytes is not None:  # explicit types: a rootVolume overrides their ephemeral-storage
+            alloc["ephemeral-storage"] = root_bytes - root_bytes // 10 - catalog.GI
+        for j in range(int(pool.get("count", 1))):
+            node_name = f"{name}-{j}"
+            nodes.append(Node(node_name, name, {**labels, **(pool.get("labels") or {}), HOSTNAME: node_name},
+                              list(pool.get("taints") or []), False, dict(alloc)))
+    if problems:
+        raise ConfigError(problems)
+    counts = ", ".join(f"{p.get('name')} {p.get('count', 1)} x {p.get('instanceType')}"
+                       for p in section.get("nodePools") or [])
+    return Inventory(nodes, [], f"plan.nodePools ({counts})")
+
+
+def _items(objects: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    out = []
+    for o in objects:
+        if o.get("kind") == kind:
+            out.append(o)
+        elif str(o.get("kind", "")).endswith("List"):
+            out += [i for i in o.get("items") or [] if isinstance(i, dict) and i.get("kind", kind) == kind]
+    return out
+
+
+def pod_units(spec: dict[str, Any]) -> dict[str, int]:
+    """A pod's effective requests in scheduler units."""
+    return {k: to_units(k, v) for k, v in pod_requests(spec).items() if v}
+
+
+def required_anti_affinity(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    aff = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    terms = aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, dict)]
+
+
+def host_ports(spec: dict[str, Any]) -> set[tuple[str, int]]:
+    out = set()
+    for field_name in ("initContainers", "containers"):
+        for c in spec.get(field_name) or []:
+            for p in (c or {}).get("ports") or []:
+                if isinstance(p, dict) and p.get("hostPort"):
+                    out.add((str(p.get("protocol", "TCP")), int(p["hostPort"])))
+    return out
+
+
+def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes") -> Inventory:
+    """Nodes (``kubectl get nodes -o yaml``), the pods already bound to them (``kubectl get
+    pods -A -o yaml``: their requests are subtracted, their labels count for affinity and
+    spread) and ResourceQuotas with their ``status.used``. Lists or single objects.
+
+    Raises:
+        ConfigError: no Node among the objects, or a node with unreadable allocatable.
+    """
+    objects = list(objects)
+    problems: list[ConfigProblem] = []
+    nodes: list[Node] = []
+    by_name: dict[str, Node] = {}
+    for o in _items(objects, "Node"):
+        meta = o.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        labels.setdefault(HOSTNAME, name)
+        status = o.get("status") or {}
+        alloc = _allocatable(status.get("allocatable") or status.get("capacity") or {}, f"{source}: Node {name}",
+                             problems)
+        pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
+        spec = o.get("spec") or {}
+        node = Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc)
+        nodes.append(node)
+        by_name[name] = node
+    if not nodes and not problems:
+        problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
+                                                        "`kubectl get nodes -o yaml`)"))
+    for p in _items(objects, "Pod"):
+        spec = p.get("spec") or {}
+        host = by_name.get(str(spec.get("nodeName") or ""))
+        phase = (p.get("status") or {}).get("phase")
+        if host is None or phase in ("Succeeded", "Failed"):
+            continue
+        meta = p.get("metadata") or {}
+        for k, v in pod_units(spec).items():
+            host.requested[k] = host.requested.get(k, 0) + v
+        host.pods.append(PlacedPod(str(meta.get("namespace") or "default"),
+                                   {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+                                   required_anti_affinity(spec)))
+        host.host_ports |= host_ports(spec)
+    quotas = []
+    for q in _items(objects, "ResourceQuota"):
+        quotas.append(quota_of(q, problems))
+    if problems:
+        raise ConfigError(problems)
+    return Inventory(nodes, quotas, source)
+
+
+def quota_of(obj: dict[str, Any], problems: list[ConfigProblem] | None = None) -> Quota:
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    sink: list[ConfigProblem] = [] if problems is None else problems
+    where = f"ResourceQuota {meta.get('name')}"
+    hard = _allocatable((obj.get("spec") or {}).get("hard") or {}, where, sink)
+    used = _allocatable(status.get("used") or {}, where, sink)
+    return Quota(str(meta.get("name", "")), str(meta.get("namespace") or "default"), hard, used)
+
+
+def inventory_from_cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+                           quotas: list[dict[str, Any]] | None = None) -> Inventory:
+    """The live path's entry point: Node, Pod and ResourceQuota objects as the API returned
+    them (plain dicts, e.g. ``kubectl get -o json`` items or a client's ``to_dict()``)."""
+    return from_objects([*nodes, *pods, *(quotas or [])], source="live cluster")
+

@@ -1,0 +1,37 @@
+"""Resource amounts as the scheduler compares them: integers.
+
+cpu in millicores (``500m`` -> 500), everything else in its base unit rounded up (bytes
+for memory and ephemeral-storage, devices for extended resources): apimachinery's
+``MilliValue()`` / ``Value()``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from dockyard_k8s.kube import parse_quantity
+
+BYTES = ("memory", "ephemeral-storage", "storage")
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def to_units(resource: str, q: Fraction) -> int:
+    """A parsed quantity in scheduler units (rounded up)."""
+    value = q * 1000 if resource == "cpu" or resource.endswith(".cpu") else q
+    return -(-value.numerator // value.denominator)
+
+
+def parse_units(resource: str, value: object) -> int | None:
+    q = parse_quantity(value)
+    return None if q is None else to_units(resource, q)
+
+
+def show(resource: str, amount: int) -> str:
+    """Canonical text of an amount: ``90``, ``500m``, ``1000Gi``, ``8``."""
+    if resource == "cpu" or resource.endswith(".cpu"):
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if resource.split(".")[-1] in BYTES or resource in BYTES:
+        for suffix, size in _BINARY:
+            if amount and amount % size == 0:
+                return f"{amount // size}{suffix}"
+    return str(amount)

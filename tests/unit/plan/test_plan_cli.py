@@ -1,0 +1,119 @@
+"""``dockyard-k8s plan`` on the command line: inventories, formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from plankit import cpu_nodes, deployment, gpu_nodes, rayjob
+
+from dockyard_k8s.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+RECIPE = str(EXAMPLES / "grpo_swe.yaml")
+
+POOLS = """\
+defaults: {infra}
+plan:
+  nodePools:
+    - name: gpu
+      instanceType: p4de.24xlarge
+      count: {gpus}
+      taints: [{{key: nvidia.com/gpu, value: present, effect: NoSchedule}}]
+    - name: cpu
+      instanceType: m6i.8xlarge
+      count: 2
+      labels: {{node-role: cpu}}
+      rootVolume: 500Gi
+"""
+
+
+def _rows(text):
+    """Output lines with runs of spaces collapsed (column widths follow the longest name)."""
+    return [" ".join(line.split()) for line in text.splitlines()]
+
+
+def _infra(tmp_path, gpus):
+    f = tmp_path / "run.infra.yaml"
+    f.write_text(POOLS.format(infra=EXAMPLES / "grpo_swe.infra.yaml", gpus=gpus))
+    return str(f)
+
+
+def test_example_fits_on_declared_pools(tmp_path, capsys):
+    assert main(["plan", RECIPE, "--infra", _infra(tmp_path, 3)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("inventory: 5 nodes from plan.nodePools (gpu 3 x p4de.24xlarge, "
+                                   "cpu 2 x m6i.8xlarge)")
+    assert "RayJob rl-research/grpo-swe trainer 2 8 2 0 gpu x2" in _rows(out)
+    assert "gpu 3 3 270/287.07 3000.0/3172.0Gi 24/24" in _rows(out)
+    assert "cpu 2 18 40.5/63.7 128.2/231.1Gi 0/0" in _rows(out)
+    assert out.splitlines()[-1] == "✔ fits: all 21 pods placed; the GPU gang can start"
+
+
+def test_one_node_short_exits_1_with_the_reason(tmp_path, capsys):
+    assert main(["plan", RECIPE, "--infra", _infra(tmp_path, 2)]) == 1
+    out = capsys.readouterr().out
+    assert ("  RayJob rl-research/grpo-swe inference: 1 pod: 0/4 nodes are available: 2 Insufficient cpu, "
+            "2 Insufficient memory, 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node "
+            "affinity/selector.") in out
+    assert out.splitlines()[-2:] == [
+        "✖ does not fit: 1 of 21 pods pending",
+        "  RayJob rl-research/grpo-swe cannot start: inference 0/1 placed (every GPU group must be fully placed)"]
+
+
+def test_set_replicas_and_json(tmp_path, capsys):
+    rc = main(["plan", RECIPE, "--infra", _infra(tmp_path, 3), "--set", "kuberay.trainer.replicas=3",
+               "--format", "json"])
+    assert rc == 1
+    doc = json.loads(capsys.readouterr().out)
+    trainer = next(g for g in doc["groups"] if g["template"] == "trainer")
+    assert trainer["nodes"] == ["gpu-0", "gpu-1", "gpu-2"]
+    assert (doc["fits"], doc["startable"], doc["exitCode"]) == (False, False, 1)
+
+
+def test_nodes_files_from_kubectl(tmp_path, capsys):
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*gpu_nodes(3), *cpu_nodes(1)]}))
+    manifests = tmp_path / "run.yaml"
+    manifests.write_text(yaml.safe_dump_all([rayjob(), deployment("sandbox", 2)]))
+    assert main(["plan", str(manifests), "--nodes", str(nodes), "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert "RayJob team/run trainer 2 8 2 0 gpu-0,gpu-1" in _rows(out)
+    assert "Deployment team/sandbox 2 0 2 0 cpu-0,cpu-0" in _rows(out)
+
+
+def test_gang_flag_rolls_back(tmp_path, capsys):
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([*gpu_nodes(2), *cpu_nodes(1)]))
+    manifests = tmp_path / "run.yaml"
+    manifests.write_text(yaml.safe_dump(rayjob()))
+    assert main(["plan", str(manifests), "--nodes", str(nodes), "--gang", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [g["placed"] for g in doc["groups"]] == [0, 0, 0, 1]
+
+
+def test_no_inventory_is_bad_input(capsys):
+    assert main(["plan", RECIPE]) == 2
+    assert "no node inventory" in capsys.readouterr().err
+
+
+def test_unknown_instance_type_is_bad_input(tmp_path, capsys):
+    f = tmp_path / "i.yaml"
+    f.write_text(f"defaults: {EXAMPLES / 'grpo_swe.infra.yaml'}\nplan:\n  nodePools: [{{name: x, instanceType: z9}}]\n")
+    assert main(["plan", RECIPE, "--infra", str(f)]) == 2
+    assert "unknown instance type 'z9'" in capsys.readouterr().err
+
+
+def test_nodes_file_without_nodes_is_bad_input(tmp_path, capsys):
+    f = tmp_path / "pods.yaml"
+    f.write_text(yaml.safe_dump({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}}))
+    assert main(["plan", RECIPE, "--nodes", str(f)]) == 2
+    assert "no Node objects found" in capsys.readouterr().err
+
+
+def test_list_instance_types(capsys):
+    assert main(["plan", "--list-instance-types"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("p4d.24xlarge")
+    assert lines[-1].startswith("workstation-a10-24gb")
