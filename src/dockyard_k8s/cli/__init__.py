@@ -24,6 +24,8 @@ COMMANDS = (
     "check",
     "render",
     "schema",
+    "validate",
+    "schemas",
 )
 
 DESCRIPTION = """\

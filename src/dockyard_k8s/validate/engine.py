@@ -128,7 +128,7 @@ def validate_documents(
     skipped = 0
     checked: list[Document] = []
     groups: dict[tuple[str, str], list[int]] = {}
-    for i, doc in enumerate(documents):
+    for doc in documents:
         obj = doc.obj
         if not isinstance(obj, dict):
             problems.append(_problem(doc, {}, (), f"expected a Kubernetes object (a mapping), got "

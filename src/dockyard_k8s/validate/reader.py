@@ -34,12 +34,13 @@ class Manifests(NamedTuple):
     documents: list[Document]
     problems: list[Problem]
     files: int
+    texts: dict[str, str]  # file -> text, to locate problems afterwards
 
 
 # --- go-yaml v2 plain scalars ----------------------------------------------------------
 
-_TRUE = frozenset("y Y yes Yes YES true True TRUE on On ON".split())
-_FALSE = frozenset("n N no No NO false False FALSE off Off OFF".split())
+_TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
+_FALSE = frozenset(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
 _NULL = frozenset(("", "~", "null", "Null", "NULL"))
 _GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
@@ -99,14 +100,15 @@ def _compose_loader() -> type:
 class _Builder:
     """Node tree -> data with go-yaml v2 semantics, duplicate keys and line marks."""
 
-    def __init__(self) -> None:
+    def __init__(self, offset: int = 0) -> None:
         self.errors: list[tuple[JsonPath, int, str]] = []  # (path, line, message)
         self.lines: dict[JsonPath, int] = {}
+        self.offset = offset  # lines before the parsed text in its file
 
     def build(self, node: Any, path: JsonPath) -> Any:
         import yaml
 
-        self.lines[path] = node.start_mark.line + 1
+        self.lines.setdefault(path, node.start_mark.line + 1 + self.offset)  # an entry already has its key line
         if isinstance(node, yaml.ScalarNode):
             if node.tag == _PLAIN and not node.style:
                 return resolve_go_yaml(node.value)
@@ -118,7 +120,7 @@ class _Builder:
             value = resolve_go_yaml(node.value)
             if kind in ("int", "float", "bool", "null"):
                 return value
-            self.errors.append((path, node.start_mark.line + 1, f"unsupported tag {node.tag}"))
+            self.errors.append((path, node.start_mark.line + 1 + self.offset, f"unsupported tag {node.tag}"))
             return node.value
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
@@ -135,15 +137,16 @@ class _Builder:
                 continue
             key = self.build(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key_node, yaml.ScalarNode):
-                self.errors.append((path, key_node.start_mark.line + 1, "mapping keys must be scalars"))
+                self.errors.append((path, key_node.start_mark.line + 1 + self.offset, "mapping keys must be scalars"))
                 continue
             name = _json_key(key)
-            line = key_node.start_mark.line + 1
+            line = key_node.start_mark.line + 1 + self.offset
             if name in first:
                 self.errors.append(((*path, name), line,
                                     f"duplicate key {name!r} (first defined on line {first[name]})"))
                 continue
             first[name] = line
+            self.lines[(*path, name)] = line
             out[name] = self.build(value_node, (*path, name))
         return out
 
@@ -159,8 +162,12 @@ def _json_key(key: Any) -> str:
     return str(key)
 
 
-def parse_slow(text: str, file: str) -> tuple[list[tuple[Any, int, dict[JsonPath, int]]], list[Problem]]:
-    """Every document of ``text``: (data, first line, line of each path), and YAML problems."""
+def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[tuple[Any, int, dict[JsonPath, int]]],
+                                                                list[Problem]]:
+    """Every document of ``text``: (data, first line, line of each path), and YAML problems.
+
+    ``offset`` is the number of lines before ``text`` in its file (for one document of many).
+    """
     import yaml
 
     docs: list[tuple[Any, int, dict[JsonPath, int]]] = []
@@ -172,18 +179,18 @@ def parse_slow(text: str, file: str) -> tuple[list[tuple[Any, int, dict[JsonPath
             node = loader.get_node()
             if isinstance(node, yaml.ScalarNode) and node.value == "" and node.tag == _PLAIN and not node.style:
                 continue  # an empty document ("---" twice): the fast splitter skips it too
-            builder = _Builder()
+            builder = _Builder(offset)
             data = builder.build(node, ())
             for path, line, message in builder.errors:
                 problems.append(Problem(file, index, "", "", path, message, rule=RULE_YAML, line=line))
-            docs.append((data, node.start_mark.line + 1, builder.lines))
+            docs.append((data, node.start_mark.line + 1 + offset, builder.lines))
             index += 1
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = " ".join(x for x in (e.context, e.problem) if x) or "invalid YAML"
         col = f", column {mark.column + 1}" if mark else ""
         problems.append(Problem(file, index, "", "", (), f"invalid YAML: {what}{col}", rule=RULE_YAML,
-                                line=mark.line + 1 if mark else 0))
+                                line=mark.line + 1 + offset if mark else 0))
     except yaml.YAMLError as e:
         problems.append(Problem(file, index, "", "", (), f"invalid YAML: {e}", rule=RULE_YAML))
     finally:
@@ -266,8 +273,8 @@ def parse_text(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[P
     problems: list[Problem] = []
     for i in sorted(set(range(len(chunks))) - set(quick)):
         chunk, line = chunks[i]
-        docs, found = parse_slow(chunk, file)
-        problems += [p._replace(doc_index=i, line=p.line + line - 1 if p.line else 0) for p in found]
+        docs, found = parse_slow(chunk, file, line - 1)
+        problems += [p._replace(doc_index=i) for p in found]
         if docs:
             out.append((docs[0][0], i, line))
     out.sort(key=lambda d: d[1])
@@ -279,18 +286,35 @@ def _slow(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Proble
     return [(data, i, line) for i, (data, line, _) in enumerate(docs)], problems
 
 
-def locate(text: str, file: str, doc_index: int, paths: list[JsonPath]) -> dict[JsonPath, int]:
-    """Line numbers of ``paths`` inside document ``doc_index`` (the nearest enclosing path's line)."""
-    docs, _ = parse_slow(text, file)
-    if doc_index >= len(docs):
-        return {}
-    lines = docs[doc_index][2]
-    out = {}
-    for path in paths:
-        for end in range(len(path), -1, -1):
-            if path[:end] in lines:
-                out[path] = lines[path[:end]]
-                break
+def locate(text: str, file: str, wanted: dict[int, list[JsonPath]]) -> dict[tuple[int, JsonPath], int]:
+    """Line numbers of JSON paths, per document index: ``{(doc, path): line}``.
+
+    Re-parses only the documents asked for (with the slow, locating parser); a path that is
+    not in the file (a missing field) gets the line of its nearest enclosing value.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    per_doc: dict[int, tuple[dict[JsonPath, int], int]] = {}
+    if _WHOLE_FILE_SLOW.search(text) or file.endswith(".json"):
+        docs, _ = parse_slow(text, file)
+        per_doc = {i: (lines, 0) for i, (_, _, lines) in enumerate(docs)}
+    else:
+        chunks = _chunks(text)
+        for i in wanted:
+            if i < len(chunks):
+                docs, _ = parse_slow(chunks[i][0], file, chunks[i][1] - 1)
+                if docs:
+                    per_doc[i] = (docs[0][2], 0)
+    out: dict[tuple[int, JsonPath], int] = {}
+    for i, paths in wanted.items():
+        if i not in per_doc:
+            continue
+        lines, offset = per_doc[i]
+        for path in paths:
+            for end in range(len(path), -1, -1):
+                if path[:end] in lines:
+                    out[(i, path)] = lines[path[:end]] + offset
+                    break
     return out
 
 
@@ -332,6 +356,14 @@ def read_text(file: str) -> str:
 def documents_of(file: str, text: str) -> tuple[list[Document], list[Problem]]:
     """Objects of one file's text (``kind: List`` expanded), and its YAML problems."""
     parsed, problems = parse_text(text, file)
+    named = {i: d for d, i, _ in parsed if isinstance(d, dict)}
+    for n, p in enumerate(problems):  # name the object a YAML problem belongs to, when it parsed
+        data = named.get(p.doc_index)
+        if data is not None and not p.kind:
+            raw = data.get("metadata")
+            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            problems[n] = p._replace(kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
+                                     namespace=str(meta.get("namespace") or ""))
     out: list[Document] = []
     for data, index, line in parsed:
         if data is None:
@@ -352,13 +384,29 @@ def read_manifests(paths: list[str]) -> Manifests:
     """
     documents: list[Document] = []
     problems: list[Problem] = []
+    texts: dict[str, str] = {}
     files = manifest_files(paths)
     for file in files:
         try:
             text = read_text(file)
         except OSError as e:
             raise UsageError(f"{file}: cannot read ({e.strerror})") from e
+        texts[file] = text
         found, bad = documents_of(file, text)
         documents += found
         problems += bad
-    return Manifests(documents, problems, len(files))
+    return Manifests(documents, problems, len(files), texts)
+
+
+def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500) -> list[Problem]:
+    """Fill in ``line`` for problems of the first ``limit`` documents that have one to find."""
+    wanted: dict[str, dict[int, list[JsonPath]]] = {}
+    for p in problems:
+        if not p.line and p.file in texts:
+            docs = wanted.setdefault(p.file, {})
+            if p.doc_index in docs or len(docs) < limit:
+                docs.setdefault(p.doc_index, []).append(p.path)
+    found: dict[str, dict[tuple[int, JsonPath], int]] = {
+        file: locate(texts[file], file, docs) for file, docs in wanted.items()}
+    return [p._replace(line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
+            for p in problems]
