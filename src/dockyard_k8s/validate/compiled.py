@@ -79,8 +79,14 @@ class ValidatorCache:
         except ImportError:
             return None
         validator = jsonschema_rs.validator_for(self.schema(key, build))
-        is_valid: Gate = validator.is_valid
-        return is_valid
+
+        def gate(obj: Any) -> bool:
+            try:
+                return bool(validator.is_valid(obj))
+            except Exception:  # data it cannot convert (a non-string key): the collector explains
+                return False
+
+        return gate
 
     def _code_gate(self, key: str, build: Callable[[], dict[str, Any]]) -> Gate:
         path = os.path.join(self.dir, "code", f"{key}-{_GENERATOR}-{self._tag}.marshal")

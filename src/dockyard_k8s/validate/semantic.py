@@ -438,14 +438,21 @@ def bundle_problems(objects: list[dict[str, Any]]) -> Iterator[tuple[int, JsonPa
     contain pod templates in its namespace (a Service for pods made elsewhere is not judged);
     a named targetPort that no selected container declares.
     """
-    templates: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    # Index templates by (namespace, label, value) so each Service looks only at the templates
+    # sharing one of its selector's pairs: linear, not Services x templates.
+    by_pair: dict[tuple[str, str, Any], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    namespaces: set[str] = set()
     for obj in objects:
         if not isinstance(obj, dict) or obj.get("kind") == "Service":
             continue
         ns = str(_dict(obj.get("metadata")).get("namespace") or "")
         for t in pod_templates(obj):
-            templates.setdefault(ns, []).append((_dict(t.metadata.get("labels")), t.spec))
-    if not templates:
+            labels = _dict(t.metadata.get("labels"))
+            namespaces.add(ns)
+            for key, value in labels.items():
+                if isinstance(value, str):
+                    by_pair.setdefault((ns, key, value), []).append((labels, t.spec))
+    if not namespaces:
         return
     for index, obj in enumerate(objects):
         if not isinstance(obj, dict) or obj.get("kind") != "Service":
@@ -453,9 +460,11 @@ def bundle_problems(objects: list[dict[str, Any]]) -> Iterator[tuple[int, JsonPa
         spec = _dict(obj.get("spec"))
         selector = spec.get("selector")
         ns = str(_dict(obj.get("metadata")).get("namespace") or "")
-        if not isinstance(selector, dict) or not selector or ns not in templates:
+        if not isinstance(selector, dict) or not selector or ns not in namespaces:
             continue
-        matched = [pod for labels, pod in templates[ns] if selector_matches({"matchLabels": selector}, labels)]
+        key, value = next(iter(selector.items()))
+        candidates = by_pair.get((ns, key, value), []) if isinstance(value, str) else []
+        matched = [pod for labels, pod in candidates if selector_matches({"matchLabels": selector}, labels)]
         if not matched:
             yield index, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
                                                 f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
