@@ -184,7 +184,8 @@ def main() -> None:
         with open(path, "w") as f:
             f.write(dump_documents(objects))
         size = os.path.getsize(path)
-        lines = sum(1 for _ in open(path))
+        with open(path) as f:
+            lines = sum(1 for _ in f)
         env = _env(os.path.join(tmp, "cache"))
         print(f"input: {args.n} objects, {size / 1e6:.1f} MB, {lines} lines, one file")
         t, _ = _timed([exe, "validate", path], env, 1)
