@@ -32,15 +32,6 @@ _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaV
 _RUNTIME_LINE = "from dockyard_k8s.validate._runtime import JsonSchemaValueException, JsonSchemaValuesException"
 
 
-def _fastjsonschema_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("fastjsonschema")
-    except Exception:  # not installed: a cache hit still works, a miss reports the install hint
-        return "none"
-
-
 class ValidatorCache:
     """Schemas and compiled validators under one cache root, memoised per process."""
 
@@ -139,4 +130,4 @@ class ValidatorCache:
             return 0
 
 
-__all__ = ["BULK_THRESHOLD", "Gate", "ValidatorCache", "_fastjsonschema_version"]
+__all__ = ["BULK_THRESHOLD", "Gate", "ValidatorCache"]
