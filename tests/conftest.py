@@ -11,10 +11,17 @@ EXAMPLES = os.path.join(ROOT, "examples")
 SHARED_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "crds"))
 
 
+@pytest.fixture(scope="session")
+def validator_cache(tmp_path_factory):
+    """One validator cache for the whole session: each schema compiles once (seconds), not per test."""
+    return str(tmp_path_factory.mktemp("dockyard-cache"))
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch):
+def _isolated_home(tmp_path_factory, monkeypatch, validator_cache):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", validator_cache)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("DOCKYARD_K8S_DEFAULTS", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)

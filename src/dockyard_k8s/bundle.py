@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.config.loader import RunConfig, load_run
 from dockyard_k8s.config.yamlio import Path, format_path
-from dockyard_k8s.errors import ConfigError
+from dockyard_k8s.errors import ConfigError, ManifestError
 from dockyard_k8s.render import render_run
 from dockyard_k8s.validate.kuberay import kuberay_problems
 
@@ -36,6 +36,7 @@ _ORIGIN: dict[Path, Path] = {
 class Bundle(NamedTuple):
     run: RunConfig
     objects: list[dict[str, Any]]
+    validation: Any = None  # validate.Report: what the rendered objects were checked against
 
 
 def origin_of(json_path: Path) -> Path:
@@ -57,6 +58,7 @@ def build_bundle(
 
     Raises:
         ConfigError: bad input, including config that KubeRay would reject.
+        ManifestError: a rendered object fails offline validation (fail closed: a renderer bug).
     """
     run = load_run(recipe_file, infra_file, sets=sets, overrides=overrides, env=env)
     objects = render_run(run)
@@ -67,4 +69,9 @@ def build_bundle(
     ]
     if problems:
         raise ConfigError(problems)
-    return Bundle(run, objects)
+    from dockyard_k8s.validate.engine import validate_report
+
+    report = validate_report(objects, ignore_missing_schemas=True)  # no CRD schema: rules still run
+    if report.problems:
+        raise ManifestError([str(p) for p in report.problems])
+    return Bundle(run, objects, report)

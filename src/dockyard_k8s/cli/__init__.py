@@ -35,6 +35,8 @@ COMMANDS = (
     "nccl-test",
     "lint",
     "plan",
+    "validate",
+    "schemas",
 )
 
 DESCRIPTION = """\

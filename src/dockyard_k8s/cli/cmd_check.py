@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._output import OK, object_ref, table
+from dockyard_k8s.cli._output import OK, WARN, object_ref, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
 
@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
     print(summary(bundle.run.infra, bundle.objects, bundle.run))
+    if bundle.validation is not None:
+        print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
     if args.output:
         print(f"wrote {args.output}")
     return 0

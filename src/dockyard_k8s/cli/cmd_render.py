@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from typing import Any
 
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
@@ -46,7 +47,10 @@ def kustomization(files: list[str]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml
 
-    objects = load_bundle(args).objects
+    bundle = load_bundle(args)
+    objects = bundle.objects
+    if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
+        print(f"warning: {bundle.validation.coverage()}", file=sys.stderr)
     if not args.output_dir:
         print(dump_json(as_list(objects)) if args.format == "json" else dump_documents(objects), end="")
         return 0

@@ -1,0 +1,49 @@
+"""Offline, strict validation of Kubernetes manifests: manifests -> list[Problem].
+
+    reader.py     files / directories / stdin -> documents (kubectl's YAML semantics, fast)
+    builtin.py    built-in schemas per Kubernetes version (kubernetes-validate's data)
+    crd.py        CRD YAML -> strict JSON schemas; --crd, fetched and bundled CRDs
+    compiled.py   compiled validators, cached on disk (fastjsonschema code; jsonschema-rs in bulk)
+    collect.py    every schema problem of an object that failed, with its JSON path
+    semantic.py   what the API server rejects that schemas cannot say (quantities, names, selectors)
+    kuberay.py    what the KubeRay operator rejects at reconcile time
+    engine.py     all of the above over a set of objects -> Report
+    output.py     text / json / junit / tap
+    fetch.py      ``schemas fetch``: KubeRay CRDs for a release into the user cache
+
+Everything here is importable without cost: heavy work happens on first use.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dockyard_k8s.validate.engine import validate_documents, validate_objects, validate_report
+    from dockyard_k8s.validate.problem import Document, Problem, Report, format_json_path
+    from dockyard_k8s.validate.reader import read_manifests
+
+_LAZY = {
+    "Document": "problem", "Problem": "problem", "Report": "problem", "format_json_path": "problem",
+    "read_manifests": "reader",
+    "validate_documents": "engine", "validate_objects": "engine", "validate_report": "engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that importing one submodule (bundle.py imports .kuberay) loads nothing else.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"dockyard_k8s.validate.{_LAZY[name]}"), name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "Document",
+    "Problem",
+    "Report",
+    "format_json_path",
+    "read_manifests",
+    "validate_documents",
+    "validate_objects",
+    "validate_report",
+]

@@ -1,0 +1,78 @@
+"""``dockyard-k8s validate``: strict offline validation of any Kubernetes manifests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s validate build/grpo_swe/                  # every .yaml/.yml/.json, recursively
+  dockyard-k8s render recipe.yaml | dockyard-k8s validate -
+  dockyard-k8s validate --crd crds/ --kubernetes-version 1.31 manifests/
+  dockyard-k8s validate -o junit --summary k8s/ > validate.xml
+
+exit codes: 0 every object valid, 1 a problem found, 2 bad usage (missing file, bad flag)
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("validate", help="validate Kubernetes manifests offline, strictly (any manifests)",
+                       description="Validate manifests against the strict Kubernetes schemas and CRD schemas, "
+                                   "plus the rules the API server and the KubeRay operator enforce that no schema "
+                                   "expresses. Unknown fields, wrong types and duplicate keys are errors. "
+                                   "Nothing is sent to a cluster.",
+                       epilog=EXAMPLES, formatter_class=formatter)
+    p.add_argument("paths", nargs="*", metavar="PATH|DIR|-", default=["-"],
+                   help="files, directories (recursive) or - for stdin (default: stdin)")
+    p.add_argument("--kubernetes-version", default="1.29", metavar="X.Y",
+                   help="Kubernetes version of the built-in schemas (default 1.29)")
+    p.add_argument("--crd", action="append", default=[], metavar="FILE|DIR",
+                   help="CustomResourceDefinition file or directory (repeatable); searched before the CRDs "
+                        "from `schemas fetch` and the bundled KubeRay CRDs")
+    p.add_argument("--skip", action="append", default=[], metavar="KIND,...",
+                   help="kinds (Kind or apiVersion/Kind) not to validate")
+    p.add_argument("--reject", action="append", default=[], metavar="KIND,...",
+                   help="kinds that are an error wherever they appear")
+    p.add_argument("--ignore-missing-schemas", action="store_true",
+                   help="an object with no schema is not an error (it still gets the semantic rules)")
+    p.add_argument("--no-bundled-crds", action="store_true",
+                   help="do not use the KubeRay CRDs shipped with dockyard-k8s")
+    p.add_argument("-o", "--output", choices=("text", "json", "junit", "tap"), default="text",
+                   help="report format (default text)")
+    p.add_argument("--summary", action="store_true", help="print a summary line (text output)")
+    p.add_argument("--exit-on-error", action="store_true", help="stop at the first invalid object")
+    p.add_argument("--verbose", action="store_true", help="also say which schema validated each kind")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.validate.engine import validate_documents
+    from dockyard_k8s.validate.output import render
+    from dockyard_k8s.validate.reader import add_lines, read_manifests
+
+    if args.paths == ["-"] and sys.stdin.isatty():
+        from dockyard_k8s.errors import UsageError
+
+        raise UsageError("validate: give manifest files or directories, or pipe YAML into `validate -`")
+    manifests = read_manifests(args.paths)
+    documents = manifests.documents
+    if args.exit_on_error and manifests.problems:
+        documents = []
+    report = validate_documents(documents, kubernetes_version=args.kubernetes_version, crd_sources=args.crd,
+                                skip=args.skip, reject=args.reject,
+                                ignore_missing_schemas=args.ignore_missing_schemas,
+                                use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)
+    problems = [*manifests.problems, *report.problems]
+    if args.exit_on_error and problems:
+        first = problems[0]
+        problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
+    problems = add_lines(problems, manifests.texts)
+    report = report._replace(problems=problems)
+    text = render(report, args.output, files=manifests.files, summary=args.summary)
+    sys.stdout.write(text)
+    if args.verbose and args.output == "text":
+        for api_kind, source in report.sources.items():
+            print(f"schema: {api_kind}: {source}", file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,223 @@
+"""The validation engine: objects in, every problem out.
+
+For each object: pick its schema (built-in for the Kubernetes version, or a CRD), run the
+compiled fast-fail validator, and on failure the collecting walker for every problem;
+then the semantic rules (:mod:`.semantic`) and, for RayJob/RayCluster, the KubeRay
+operator rules (:mod:`.kuberay`). Objects are grouped by kind so each validator is loaded
+once, and only for the kinds present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+from dockyard_k8s.validate import builtin, cache
+from dockyard_k8s.validate.compiled import ValidatorCache
+from dockyard_k8s.validate.crd import CrdRegistry
+from dockyard_k8s.validate.kuberay import kuberay_problems
+from dockyard_k8s.validate.problem import (
+    RULE_KUBERAY,
+    RULE_OBJECT,
+    RULE_SCHEMA,
+    RULE_SEMANTIC,
+    Document,
+    JsonPath,
+    Problem,
+    Report,
+)
+from dockyard_k8s.validate.semantic import bundle_problems, object_problems
+
+_OBJECT_META_KEY = "ObjectMeta"
+
+
+def _kind_filter(items: Iterable[str]) -> set[str]:
+    return {part.strip() for item in items for part in item.split(",") if part.strip()}
+
+
+def _matches(filters: set[str], api_version: str, kind: str) -> bool:
+    """``Kind`` or ``apiVersion/Kind`` (``apps/v1/Deployment``, ``v1/Service``) matches."""
+    return kind in filters or f"{api_version}/{kind}" in filters
+
+
+class _SchemaRef(NamedTuple):
+    key: str
+    build: Callable[[], dict[str, Any]]
+    label: str
+    crd: bool
+
+
+class _Schemas:
+    """Schema lookup + compiled validators for one run."""
+
+    def __init__(self, kubernetes_version: str, crd_sources: Sequence[str], root: str,
+                 use_fetched: bool, use_bundled: bool) -> None:
+        self.builtins = builtin.schema_set(kubernetes_version)
+        self.crds = CrdRegistry(root, crd_sources, use_fetched=use_fetched, use_bundled=use_bundled)
+        self.cache = ValidatorCache(root)
+        self.root = root
+
+    def find(self, api_version: str, kind: str) -> _SchemaRef | None:
+        """The schema for an apiVersion/Kind, or None."""
+        api_kind = f"{api_version}/{kind}"
+        if self.builtins is not None:
+            name = self.builtins.index(self.root).get(api_kind)
+            if name is not None:
+                b = self.builtins
+                return _SchemaRef(b.key(name), lambda: b.build(name), b.label, False)
+        found = self.crds.table().get(api_kind)
+        if found is not None:
+            key = found.key
+
+            def build() -> dict[str, Any]:
+                schema = self.crds.built(key)
+                if schema is None:  # the memo knows the kind but the converted schema file is gone
+                    self.crds._memo = {}
+                    self.crds._table = None
+                    self.crds.table()
+                    schema = self.crds.built(key)
+                if schema is None:
+                    raise RuntimeError(f"CRD schema for {api_kind} vanished from the cache")
+                return schema
+
+            return _SchemaRef(key, build, found.source, True)
+        return None
+
+    def object_meta(self) -> tuple[str, Any] | None:
+        if self.builtins is None:
+            return None
+        b = self.builtins
+        return b.key(builtin.OBJECT_META), lambda: b.build(builtin.OBJECT_META)
+
+
+def validate_documents(
+    documents: Sequence[Document],
+    *,
+    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION,
+    crd_sources: Sequence[str] = (),
+    skip: Iterable[str] = (),
+    reject: Iterable[str] = (),
+    ignore_missing_schemas: bool = False,
+    use_fetched: bool = True,
+    use_bundled: bool = True,
+    cache_dir: str | None = None,
+    exit_on_error: bool = False,
+) -> Report:
+    """Validate documents read from files (see :func:`.reader.read_manifests`).
+
+    Args:
+        kubernetes_version: selects the built-in schemas (newest shipped version <= it).
+        crd_sources: CRD files or directories, searched before the cached and bundled CRDs.
+        skip: ``Kind`` or ``apiVersion/Kind`` names not to validate at all.
+        reject: names that are an error wherever they appear.
+        ignore_missing_schemas: an object with no schema is not an error (it still gets the
+            semantic and KubeRay rules).
+        use_fetched / use_bundled: consult CRDs from ``schemas fetch`` / shipped with dockyard-k8s.
+        cache_dir: cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``).
+        exit_on_error: stop after the first object with a problem.
+
+    Raises:
+        UsageError: a bad ``kubernetes_version`` or CRD source.
+    """
+    root = cache_dir or cache.cache_root()
+    skip_set, reject_set = _kind_filter(skip), _kind_filter(reject)
+    schemas = _Schemas(kubernetes_version, crd_sources, root, use_fetched, use_bundled)
+    problems: list[Problem] = []
+    missing: list[str] = []
+    sources: dict[str, str] = {}
+    skipped = 0
+    checked: list[Document] = []
+    groups: dict[tuple[str, str], list[int]] = {}
+    for doc in documents:
+        obj = doc.obj
+        if not isinstance(obj, dict):
+            problems.append(_problem(doc, {}, (), f"expected a Kubernetes object (a mapping), got "
+                                                  f"{type(obj).__name__}", RULE_OBJECT))
+            continue
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
+            what = [f for f, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
+            problems.append(_problem(doc, obj, (), f"not a Kubernetes object: missing {' and '.join(what)}",
+                                     RULE_OBJECT))
+            continue
+        if _matches(skip_set, api_version, kind):
+            skipped += 1
+            continue
+        if _matches(reject_set, api_version, kind):
+            problems.append(_problem(doc, obj, ("kind",), f"{api_version}/{kind} is rejected (--reject)", RULE_OBJECT))
+            continue
+        groups.setdefault((api_version, kind), []).append(len(checked))
+        checked.append(doc)
+    bad: dict[int, list[Problem]] = {}
+    for (api_version, kind), members in groups.items():
+        found = schemas.find(api_version, kind)
+        if found is None:
+            missing.append(f"{api_version}/{kind}")
+            if not ignore_missing_schemas:
+                for m in members:
+                    bad.setdefault(m, []).append(_problem(
+                        checked[m], checked[m].obj, ("kind",),
+                        f"no schema for {api_version}/{kind} (Kubernetes {kubernetes_version}); pass its CRD with "
+                        "--crd, or --ignore-missing-schemas to check only the semantic rules", RULE_OBJECT))
+            continue
+        key, build = found.key, found.build
+        sources[f"{api_version}/{kind}"] = found.label
+        gate = schemas.cache.gate(key, build, len(members))
+        failed = [m for m in members if not gate(checked[m].obj)]
+        meta_gate = None
+        if found.crd:  # the CRD schema leaves metadata open: check it against the built-in ObjectMeta
+            meta = schemas.object_meta()
+            if meta is not None:
+                meta_key, meta_build = meta
+                meta_gate = schemas.cache.gate(meta_key, meta_build, len(members))
+                failed = sorted(set(failed) | {m for m in members if not meta_gate(checked[m].obj.get("metadata"))})
+        if failed:
+            from dockyard_k8s.validate.collect import Collector
+
+            collector = Collector(schemas.cache.schema(key, build))
+            meta_collector = None
+            if meta_gate is not None:
+                meta = schemas.object_meta()
+                assert meta is not None
+                meta_collector = Collector(schemas.cache.schema(*meta))
+            for m in failed:
+                doc = checked[m]
+                errors = collector.errors(doc.obj)
+                if meta_collector is not None:
+                    errors = [e for e in errors if e[0][:1] != ("metadata",)]
+                    errors += meta_collector.errors(doc.obj.get("metadata"), ("metadata",))
+                if not errors:  # the engines disagree on a keyword we do not model: still fail closed
+                    errors = [((), "does not match its schema")]
+                bad.setdefault(m, []).extend(_problem(doc, doc.obj, p, msg, RULE_SCHEMA) for p, msg in errors)
+        if exit_on_error and bad:
+            break
+    for m, doc in enumerate(checked):
+        found_here = [_problem(doc, doc.obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(doc.obj)]
+        found_here += [_problem(doc, doc.obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(doc.obj)]
+        if found_here:
+            bad.setdefault(m, []).extend(found_here)
+    for m, path, msg in bundle_problems([d.obj for d in checked]):
+        bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
+    for m in sorted(bad):
+        problems.extend(bad[m])
+        if exit_on_error:
+            break
+    problems.sort(key=lambda p: (p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()))
+    return Report(problems, len(documents), skipped, sorted(missing), dict(sorted(sources.items())))
+
+
+def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = (meta or {}).get("name") or (meta or {}).get("generateName") or ""
+    return Problem(doc.file, doc.doc_index, str(obj.get("kind") or ""), str(name), (*doc.path, *path), message,
+                   str((meta or {}).get("namespace") or ""), rule)
+
+
+def validate_report(objects: Sequence[dict[str, Any]], **options: Any) -> Report:
+    """Validate in-memory objects (e.g. rendered ones); ``file`` is "" and ``doc_index`` the list index."""
+    return validate_documents([Document("", i, (), obj, 0) for i, obj in enumerate(objects)], **options)
+
+
+def validate_objects(objects: Sequence[dict[str, Any]], **options: Any) -> list[Problem]:
+    """Every problem of ``objects``; see :func:`validate_documents` for the options."""
+    return validate_report(objects, **options).problems

@@ -1,0 +1,91 @@
+"""Report formats for ``dockyard-k8s validate``: text, json, junit, tap (as kubeconform offers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dockyard_k8s.validate.problem import Problem, Report, format_json_path
+
+FORMATS = ("text", "json", "junit", "tap")
+
+
+def summary_line(report: Report, files: int) -> str:
+    valid = report.objects - report.skipped - report.invalid
+    return (f"Summary: {report.objects} object(s) in {files} file(s): {max(valid, 0)} valid, "
+            f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
+
+
+def _object_key(p: Problem) -> tuple[str, int, tuple[Any, ...]]:
+    return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
+
+
+def _problem_dict(p: Problem) -> dict[str, Any]:
+    return {"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
+            "name": p.name, "path": format_json_path(p.path), "json_path": list(p.path), "rule": p.rule,
+            "message": p.message}
+
+
+def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
+    """The whole report in ``fmt`` (text ends with the summary when asked)."""
+    if fmt == "json":
+        import json
+
+        doc: dict[str, Any] = {"problems": [_problem_dict(p) for p in report.problems],
+                               "missing_schemas": report.missing, "schemas": report.sources}
+        valid = report.objects - report.skipped - report.invalid
+        doc["summary"] = {"objects": report.objects, "files": files, "valid": max(valid, 0),
+                          "invalid": report.invalid, "skipped": report.skipped, "problems": len(report.problems)}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "junit":
+        return _junit(report, files)
+    if fmt == "tap":
+        return _tap(report)
+    lines = [str(p) for p in report.problems]
+    if summary:
+        lines.append(summary_line(report, files))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _grouped(report: Report) -> dict[tuple[str, int, tuple[Any, ...]], list[Problem]]:
+    groups: dict[tuple[str, int, tuple[Any, ...]], list[Problem]] = {}
+    for p in report.problems:
+        groups.setdefault(_object_key(p), []).append(p)
+    return groups
+
+
+def _junit(report: Report, files: int) -> str:
+    from xml.etree import ElementTree as ET
+
+    groups = _grouped(report)
+    suites = ET.Element("testsuites", name="dockyard-k8s validate", tests=str(report.objects),
+                        failures=str(len(groups)))
+    by_file: dict[str, list[list[Problem]]] = {}
+    for (file, _, _), problems in groups.items():
+        by_file.setdefault(file or "<objects>", []).append(problems)
+    valid = report.objects - report.skipped - report.invalid
+    ok = ET.SubElement(suites, "testsuite", name="valid objects", tests=str(max(valid, 0)), failures="0")
+    ok.set("skipped", str(report.skipped))
+    for file, objects in sorted(by_file.items()):
+        suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(objects)), failures=str(len(objects)))
+        for problems in objects:
+            first = problems[0]
+            case = ET.SubElement(suite, "testcase", classname=first.kind or "document",
+                                 name=f"{first.object_ref} (document {first.doc_index})")
+            failure = ET.SubElement(case, "failure", message=f"{len(problems)} problem(s)", type="ValidationError")
+            failure.text = "\n".join(str(p) for p in problems)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _tap(report: Report) -> str:
+    groups = list(_grouped(report).values())
+    lines = ["TAP version 13", f"1..{len(groups) + 1}"]
+    for i, problems in enumerate(groups, 1):
+        first = problems[0]
+        lines.append(f"not ok {i} - {first.where} {first.object_ref}")
+        lines.append("  ---")
+        lines.append("  problems:")
+        lines += [f"    - {format_json_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
+        lines.append("  ...")
+    valid = report.objects - report.skipped - report.invalid
+    lines.append(f"ok {len(groups) + 1} - {max(valid, 0)} valid object(s), {report.skipped} skipped")
+    return "\n".join(lines) + "\n"

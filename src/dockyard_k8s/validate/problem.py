@@ -1,0 +1,111 @@
+"""Validation results as plain data: one :class:`Problem` per thing wrong, one :class:`Report` per run."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+JsonPath = tuple[str | int, ...]
+
+# Where a problem comes from (Problem.rule), stable strings for --output json and filters.
+RULE_YAML = "yaml"  # the file could not be read as YAML/JSON (syntax, duplicate key)
+RULE_OBJECT = "object"  # not a Kubernetes object (no apiVersion/kind), rejected or unknown kind
+RULE_SCHEMA = "schema"  # the OpenAPI / CRD schema rejects it (unknown field, wrong type, ...)
+RULE_SEMANTIC = "semantic"  # a rule the schema cannot express (quantities, names, selectors, ...)
+RULE_KUBERAY = "kuberay"  # what the KubeRay operator rejects at reconcile time
+
+
+def format_json_path(path: JsonPath) -> str:
+    """``("spec", "containers", 0, "image")`` -> ``spec.containers[0].image``; odd keys quoted."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part and all(c.isalnum() or c in "_-" for c in part):
+            out += f".{part}" if out else part
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+class Document(NamedTuple):
+    """One object to validate: ``path`` is its place inside the document (``("items", 3)``)."""
+
+    file: str
+    doc_index: int
+    path: JsonPath
+    obj: Any
+    line: int  # 1-based line where the document starts in the file (0 for in-memory objects)
+
+
+class Problem(NamedTuple):
+    """One thing wrong with one document.
+
+    ``file`` is the manifest file ("-" for stdin, "" for in-memory objects); ``doc_index``
+    the 0-based document index in that file (for an item of a ``kind: List``, the List's
+    document, with ``path`` starting at ``items[i]``); ``path`` the JSON path inside the
+    document; ``line`` the 1-based line of ``path`` in the file when known, else 0.
+    """
+
+    file: str
+    doc_index: int
+    kind: str
+    name: str
+    path: JsonPath
+    message: str
+    namespace: str = ""
+    rule: str = RULE_SCHEMA
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``file:line`` when the line is known, else ``file#doc`` (``doc N`` for in-memory objects)."""
+        if self.line and self.file:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}#{self.doc_index}" if self.file else f"object {self.doc_index}"
+
+    @property
+    def object_ref(self) -> str:
+        """``Kind namespace/name`` as kubectl prints it, or ``document`` when unknown."""
+        if not self.kind:
+            return "document"
+        who = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {who}" if who else self.kind
+
+    def __str__(self) -> str:
+        at = format_json_path(self.path)
+        return f"{self.where}: {self.object_ref}: {at + ': ' if at else ''}{self.message}"
+
+
+class Report(NamedTuple):
+    """Everything one validation run found.
+
+    ``objects`` counts the objects looked at; ``skipped`` those matched by ``skip``;
+    ``missing`` the ``apiVersion/Kind`` of objects that had no schema (checked only by the
+    semantic and KubeRay rules when ``ignore_missing_schemas``); ``sources`` maps each
+    ``apiVersion/Kind`` validated to a one-line description of its schema.
+    """
+
+    problems: list[Problem]
+    objects: int
+    skipped: int
+    missing: list[str]
+    sources: dict[str, str]
+
+    def coverage(self) -> str:
+        """One line: which schemas the objects were validated against, and which had none."""
+        by_source: dict[str, list[str]] = {}
+        for api_kind, source in self.sources.items():
+            by_source.setdefault(source, []).append(api_kind.rsplit("/", 1)[-1])
+        parts = [f"{', '.join(kinds)} against {source}" for source, kinds in by_source.items()]
+        line = "validated " + ("; ".join(parts) if parts else "without schemas")
+        if self.missing:
+            kinds = ", ".join(m.rsplit("/", 1)[-1] for m in self.missing)
+            line += (f"; no schema for {kinds}: checked with the semantic"
+                     f"{' and KubeRay' if any(m.startswith('ray.io/') for m in self.missing) else ''} rules only "
+                     "(get CRDs with `dockyard-k8s schemas fetch --kuberay VERSION`)")
+        return line
+
+    @property
+    def invalid(self) -> int:
+        """Number of distinct documents/objects with at least one problem."""
+        return len({(p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()) for p in self.problems})

@@ -1,0 +1,31 @@
+"""Fixtures of the validation tests (the session-wide validator cache is in tests/conftest.py):
+the real KubeRay CRDs from ../shared (skipped with a reason when that folder is absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+SHARED_CRDS = REPO.parent / "shared" / "crds"
+if not SHARED_CRDS.is_dir():  # a worktree sits beside shared/ (/work/wt-x), CI clones beside it too
+    SHARED_CRDS = Path("/work/shared/crds")
+
+
+@pytest.fixture(scope="session")
+def kuberay_crds() -> Path:
+    folder = SHARED_CRDS / "kuberay"
+    if not folder.is_dir():
+        pytest.skip(f"real KubeRay CRDs not found at {folder} (the shared/ folder is absent)")
+    return folder
+
+
+def objects_file(tmp_path: Path, text: str, name: str = "m.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+__all__ = ["REPO", "SHARED_CRDS", "objects_file", "os"]

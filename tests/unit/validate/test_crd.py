@@ -1,0 +1,137 @@
+"""CRD schemas: conversion (kubeconform's rules, stricter), the real KubeRay CRDs, the cache."""
+
+import os
+import time
+
+import pytest
+
+from dockyard_k8s.validate import validate_objects, validate_report
+from dockyard_k8s.validate.crd import convert_version_schema
+
+WIDGET_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1}
+              port: {anyOf: [{type: integer}, {type: string}], x-kubernetes-int-or-string: true}
+              mode: {type: string, enum: [fast, slow]}
+              free: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: string}}}
+              note: {type: string, nullable: true}
+"""
+
+
+def widget(**spec):
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1, **spec}}
+
+
+@pytest.fixture
+def crd_file(tmp_path):
+    path = tmp_path / "widget.yaml"
+    path.write_text(WIDGET_CRD)
+    return str(path)
+
+
+def test_conversion_adds_additional_properties_false_including_the_root():
+    schema = convert_version_schema({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "a": {"type": "string"}}}}}, "g.io", "v1", "K")
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["spec"]["additionalProperties"] is False
+    assert schema["properties"]["apiVersion"] == {"type": "string", "enum": ["g.io/v1"]}
+
+
+def test_crd_objects_are_validated_strictly(crd_file):
+    assert validate_objects([widget(port="http", note=None, free={"anything": [1]})], crd_sources=[crd_file]) == []
+    bad = widget(size=0, port=1.5, mode="medium", extra=1)
+    bad["status2"] = {}
+    bad["metadata"]["bogus"] = 1
+    problems = {(p.path, p.message) for p in validate_objects([bad], crd_sources=[crd_file])}
+    assert problems == {
+        (("status2",), 'unknown field "status2"'),
+        (("spec", "extra"), 'unknown field "extra"'),
+        (("spec", "size"), "got 0, expected a number >= 1"),
+        (("spec", "port"), "got number 1.5, expected integer or string"),
+        (("spec", "mode"), 'got "medium", expected one of: "fast", "slow"'),
+        (("metadata", "bogus"), 'unknown field "bogus"'),
+    }
+
+
+def test_crd_directory_and_source_label(crd_file, tmp_path):
+    report = validate_report([widget()], crd_sources=[str(tmp_path)])
+    assert report.problems == [] and report.sources == {"example.com/v1/Widget": f"CRD {crd_file} (--crd)"}
+
+
+def test_a_changed_crd_file_invalidates_the_cached_schema(crd_file):
+    assert validate_objects([widget(size=5)], crd_sources=[crd_file]) == []
+    with open(crd_file, "w") as f:
+        f.write(WIDGET_CRD.replace("minimum: 1", "minimum: 10"))
+    later = time.time() + 5
+    os.utime(crd_file, (later, later))  # a new mtime even on coarse-timestamp file systems
+    assert [p.message for p in validate_objects([widget(size=5)], crd_sources=[crd_file])] == [
+        "got 5, expected a number >= 10"]
+
+
+def test_not_a_crd_file_is_a_usage_error(tmp_path):
+    from dockyard_k8s.errors import UsageError
+
+    path = tmp_path / "x.yaml"
+    path.write_text("kind: ConfigMap\n")
+    with pytest.raises(UsageError, match="no CustomResourceDefinition"):
+        validate_objects([widget()], crd_sources=[str(path)])
+    with pytest.raises(UsageError, match="no such file"):
+        validate_objects([widget()], crd_sources=[str(tmp_path / "missing.yaml")])
+
+
+def test_bundled_kuberay_crds_match_their_provenance():
+    import hashlib
+    import json
+
+    from dockyard_k8s.validate.crd import BUNDLED_DIR
+
+    folder = os.path.join(BUNDLED_DIR, "kuberay-v1.7.0")
+    with open(os.path.join(folder, "PROVENANCE.json")) as f:
+        provenance = json.load(f)
+    for name, info in provenance["files"].items():
+        with open(os.path.join(folder, name), "rb") as f:
+            data = f.read()
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        assert (blob, len(data)) == (info["git_blob_sha1"], info["size"])
+
+
+def test_bundled_and_real_crds_agree_on_a_rayjob(kuberay_crds):
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
+              "spec": {"entrypoint": "python x.py", "shutdownAfterJobFinishes": True, "bogus": 1,
+                       "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+                           "containers": [{"name": "head", "image": "ray:2", "bogus2": 1}]}}}}}}
+    expected = {(("spec", "bogus"), 'unknown field "bogus"'),
+                (("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "containers", 0, "bogus2"),
+                 'unknown field "bogus2"')}
+    bundled = validate_report([rayjob])
+    real = validate_report([rayjob], crd_sources=[str(kuberay_crds)], use_bundled=False)
+    assert {(p.path, p.message) for p in bundled.problems if p.rule == "schema"} == expected
+    assert {(p.path, p.message) for p in real.problems if p.rule == "schema"} == expected
+    assert bundled.sources["ray.io/v1/RayJob"] == "KubeRay v1.7.0 CRD (bundled)"
+
+
+def test_kuberay_rules_run_even_without_a_crd_schema():
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
+              "spec": {"entrypoint": "x", "submissionMode": "Bogus", "clusterSelector": {"ray.io/cluster": "c"}}}
+    report = validate_report([rayjob], use_bundled=False, use_fetched=False, ignore_missing_schemas=True)
+    assert report.missing == ["ray.io/v1/RayJob"]
+    assert [(p.rule, p.path) for p in report.problems] == [("kuberay", ("spec", "submissionMode"))]
+    assert "no schema for RayJob: checked with the semantic and KubeRay rules only" in report.coverage()

@@ -1,0 +1,101 @@
+import pytest
+
+from dockyard_k8s.validate.reader import add_lines, documents_of, parse_text, read_manifests, resolve_go_yaml
+
+BOTH = pytest.mark.parametrize("parser", ["fast", "pyyaml"])
+
+
+@pytest.fixture
+def parser_env(parser, monkeypatch):
+    if parser == "pyyaml":
+        monkeypatch.setenv("DOCKYARD_K8S_YAML", "pyyaml")
+    else:
+        pytest.importorskip("yaml_rs")
+        monkeypatch.delenv("DOCKYARD_K8S_YAML", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("yes", True), ("on", True), ("y", True), ("N", False), ("off", False), ("true", True),
+        ("0755", 0o755), ("0x1F", 31), ("0o17", 15), ("0b101", 5), ("1_000", 1000), ("-12", -12),
+        ("1.5", 1.5), ("1e3", 1000.0), ("~", None), ("", None), ("null", None),
+        ("2024-01-01", "2024-01-01"), ("1:30", "1:30"), ("abc", "abc"), ("08", 8), (".inf", float("inf")),
+    ],
+)
+def test_plain_scalars_resolve_as_go_yaml_v2_does(text, expected):
+    assert resolve_go_yaml(text) == expected
+
+
+@BOTH
+def test_both_parsers_read_kubectl_semantics(parser, parser_env):
+    text = ("a: yes\nb: 0755\nc: '0755'\nd: 2024-01-01\ne: [on, 'on']\nf: 1_000\ng: nginx:1.25\n"
+            "---\n# only a comment\n---\nx: 1\n")
+    docs, problems = parse_text(text, "f.yaml")
+    assert problems == []
+    assert [(d, i) for d, i, _ in docs] == [
+        ({"a": True, "b": 493, "c": "0755", "d": "2024-01-01", "e": [True, "on"], "f": 1000, "g": "nginx:1.25"}, 0),
+        ({"x": 1}, 1),
+    ]
+
+
+@BOTH
+def test_non_string_keys_become_their_json_text(parser, parser_env):
+    docs, _ = parse_text("data:\n  1: a\n  true: b\n", "f.yaml")
+    assert docs[0][0] == {"data": {"1": "a", "true": "b"}}
+
+
+@BOTH
+def test_duplicate_key_is_located_in_its_document(parser, parser_env):
+    text = "kind: A\n---\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: x\n  a: y\n"
+    _, problems = documents_of("f.yaml", text)
+    assert [(p.doc_index, p.line, p.path, p.message, p.kind, p.name) for p in problems] == [
+        (1, 8, ("data", "a"), "duplicate key 'a' (first defined on line 7)", "ConfigMap", "c")]
+
+
+@BOTH
+def test_syntax_error_is_reported_with_its_line(parser, parser_env):
+    _, problems = parse_text("a: 1\n---\nb: [1,\n", "f.yaml")
+    assert len(problems) == 1
+    assert problems[0].rule == "yaml" and problems[0].doc_index == 1 and problems[0].line >= 3
+    assert problems[0].message.startswith("invalid YAML")
+
+
+def test_kind_list_is_expanded_with_item_paths():
+    text = "apiVersion: v1\nkind: List\nitems:\n- {kind: A}\n- {kind: B}\n"
+    docs, _ = documents_of("f.yaml", text)
+    assert [(d.path, d.obj["kind"]) for d in docs] == [(("items", 0), "A"), (("items", 1), "B")]
+
+
+def test_json_files_and_directories_and_stdin(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.json").write_text('{"kind": "A", "x": {"y": 1}}')
+    (tmp_path / "b.yaml").write_text("kind: B\n")
+    (tmp_path / "notes.txt").write_text("kind: C\n")
+    found = read_manifests([str(tmp_path)])
+    assert [d.obj["kind"] for d in found.documents] == ["B", "A"]
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: S\n"))
+    assert [d.obj["kind"] for d in read_manifests(["-"]).documents] == ["S"]
+
+
+def test_duplicate_key_in_json_is_rejected(tmp_path):
+    (tmp_path / "a.json").write_text('{"kind": "A", "kind": "B"}')
+    problems = read_manifests([str(tmp_path / "a.json")]).problems
+    assert [p.message for p in problems] == ["duplicate key 'kind' (first defined on line 1)"]
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    from dockyard_k8s.errors import UsageError
+
+    with pytest.raises(UsageError, match="no such file"):
+        read_manifests([str(tmp_path / "nope.yaml")])
+
+
+def test_add_lines_locates_nested_paths_and_missing_fields():
+    from dockyard_k8s.validate.problem import Problem
+
+    text = "kind: A\n---\nkind: B\nspec:\n  x:\n    z: 1\n"
+    problems = [Problem("f", 1, "B", "", ("spec", "x", "z"), "m"), Problem("f", 1, "B", "", ("spec", "nope"), "m")]
+    assert [p.line for p in add_lines(problems, {"f": text})] == [6, 4]

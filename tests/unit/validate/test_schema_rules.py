@@ -1,0 +1,123 @@
+"""Schema strictness: unknown fields at every depth, wrong types, missing schemas; both engines."""
+
+import copy
+
+import pytest
+from validate_samples import DEPLOYMENT
+
+from dockyard_k8s.validate import compiled, validate_objects, validate_report
+
+
+@pytest.fixture(params=["code", "bulk"])
+def engine(request, monkeypatch):
+    """Run each case through the generated-code validator and through jsonschema-rs."""
+    if request.param == "bulk":
+        pytest.importorskip("jsonschema_rs")
+        monkeypatch.setattr(compiled, "BULK_THRESHOLD", 1)
+    else:
+        monkeypatch.setattr(compiled, "BULK_THRESHOLD", 10**9)
+    return request.param
+
+
+def _with(path, value):
+    obj = copy.deepcopy(DEPLOYMENT)
+    node = obj
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return obj
+
+
+def test_a_valid_deployment_has_no_problem(engine):
+    assert validate_objects([DEPLOYMENT]) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ("bogus",),
+        ("metadata", "bogus"),
+        ("spec", "bogus"),
+        ("spec", "template", "spec", "bogus"),
+        ("spec", "template", "spec", "containers", 0, "bogus"),
+        ("spec", "template", "spec", "containers", 0, "ports", 0, "bogus"),
+    ],
+)
+def test_unknown_field_is_rejected_at_every_depth(engine, path):
+    problems = validate_objects([_with(path, 1)])
+    assert [(p.path, p.message, p.rule) for p in problems] == [(path, 'unknown field "bogus"', "schema")]
+    assert (problems[0].kind, problems[0].name, problems[0].namespace) == ("Deployment", "web", "ns")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("spec", "replicas"), "two", 'got string "two", expected integer'),
+        (("spec", "template", "spec", "containers", 0, "image"), 5, "got integer 5, expected string"),
+        (("spec", "template", "spec", "containers"), {"name": "c"}, "got object an object, expected array"),
+        (("metadata", "labels"), ["a"], "got array an array, expected object"),
+    ],
+)
+def test_wrong_type_is_rejected_with_the_exact_message(engine, path, value, message):
+    problems = [p for p in validate_objects([_with(path, value)]) if p.rule == "schema"]
+    assert [(p.path, p.message) for p in problems] == [(path, message)]
+
+
+def test_every_problem_of_an_object_is_listed(engine):
+    obj = _with(("spec", "bogus"), 1)
+    obj["spec"]["replicas"] = "x"
+    obj["spec"]["template"]["spec"]["containers"][0]["extra"] = True
+    paths = sorted(p.path for p in validate_objects([obj]) if p.rule == "schema")
+    assert paths == [("spec", "bogus"), ("spec", "replicas"), ("spec", "template", "spec", "containers", 0, "extra")]
+
+
+def test_missing_required_field(engine):
+    obj = _with(("spec", "template", "spec", "containers"), [{"image": "x:1"}])
+    schema = [(p.path, p.message) for p in validate_objects([obj]) if p.rule == "schema"]
+    assert schema == [(("spec", "template", "spec", "containers", 0, "name"), "missing required field")]
+
+
+def test_int_or_string_and_quantities_accept_both_forms(engine):
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+           "spec": {"ports": [{"port": 80, "targetPort": "http", "name": "a"}, {"port": 81, "targetPort": 8081,
+                                                                                 "name": "b"}]}}
+    assert validate_objects([svc]) == []
+
+
+def test_unknown_kind_is_an_error_unless_ignored():
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    problems = validate_objects([widget])
+    assert [(p.path, p.rule) for p in problems] == [(("kind",), "object")]
+    assert problems[0].message.startswith("no schema for example.com/v1/Widget (Kubernetes 1.29)")
+    report = validate_report([widget], ignore_missing_schemas=True)
+    assert report.problems == [] and report.missing == ["example.com/v1/Widget"]
+
+
+def test_not_an_object_and_missing_kind():
+    problems = validate_objects([["a"], {"apiVersion": "v1"}])  # type: ignore[list-item]
+    assert [p.message for p in problems] == ["expected a Kubernetes object (a mapping), got list",
+                                             "not a Kubernetes object: missing kind"]
+
+
+def test_skip_and_reject_by_kind_or_api_kind():
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    report = validate_report([widget, DEPLOYMENT], skip=["Widget"], reject=["apps/v1/Deployment"])
+    assert report.skipped == 1
+    assert [(p.kind, p.message) for p in report.problems] == [
+        ("Deployment", "apps/v1/Deployment is rejected (--reject)")]
+
+
+def test_kubernetes_version_selects_schemas_and_rejects_nonsense():
+    from dockyard_k8s.errors import UsageError
+
+    assert validate_report([DEPLOYMENT], kubernetes_version="1.33").sources["apps/v1/Deployment"].startswith(
+        "Kubernetes 1.33 strict schemas")
+    with pytest.raises(UsageError, match=r"expected MAJOR\.MINOR"):
+        validate_report([DEPLOYMENT], kubernetes_version="latest-ish")
+    with pytest.raises(UsageError, match="has schemas for"):
+        validate_report([DEPLOYMENT], kubernetes_version="1.10")
+
+
+def test_explicit_null_is_accepted_where_kubernetes_accepts_it(engine):
+    obj = _with(("spec", "template", "spec", "containers", 0, "ports", 0, "name"), None)
+    assert validate_objects([obj]) == []

@@ -1,0 +1,111 @@
+"""Rules the schemas cannot express: each asserts the exact message and location."""
+
+import copy
+
+import pytest
+from validate_samples import DEPLOYMENT
+
+from dockyard_k8s.validate import validate_objects
+
+C = ("spec", "template", "spec", "containers", 0)
+
+
+def _set(obj, path, value):
+    node = obj
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "at", "message"),
+    [
+        ((*C, "resources", "limits", "nvidia.com/gpu"), "abc", (*C, "resources", "limits", "nvidia.com/gpu"),
+         'got "abc", expected a quantity such as 500m, 2, 16Gi'),
+        ((*C, "resources", "limits", "nvidia.com/gpu"), "1.5", (*C, "resources", "limits", "nvidia.com/gpu"),
+         'got "1.5": nvidia.com/gpu is an extended resource, expected a whole number'),
+        ((*C, "resources", "requests"), {"cpu": "2"}, (*C, "resources", "requests", "cpu"),
+         'request "2" is greater than limit "1"'),
+        ((*C, "resources", "requests"), {"nvidia.com/gpu": 4}, (*C, "resources", "requests", "nvidia.com/gpu"),
+         "nvidia.com/gpu is an extended resource: requests must equal limits"),
+        (("metadata", "name"), "Bad_Name!", ("metadata", "name"),
+         "Deployment name \"Bad_Name!\" is not a DNS-1123 subdomain (lowercase letters, digits, '-', '.')"),
+        ((*C, "ports", 0, "containerPort"), 70000, (*C, "ports", 0, "containerPort"),
+         "containerPort 70000 is out of range, expected 1-65535"),
+        (("spec", "replicas"), -1, ("spec", "replicas"), "got -1, expected a number >= 0"),
+        ((*C, "imagePullPolicy"), "Sometimes", (*C, "imagePullPolicy"),
+         'got "Sometimes", expected one of: Always, IfNotPresent, Never'),
+        (("spec", "template", "spec", "restartPolicy"), "Never", ("spec", "template", "spec", "restartPolicy"),
+         'got "Never", expected one of: Always'),
+        ((*C, "securityContext"), {"seccompProfile": {"type": "Bogus"}}, (*C, "securityContext", "seccompProfile",
+                                                                          "type"),
+         'got "Bogus", expected one of: RuntimeDefault, Localhost, Unconfined'),
+        (("spec", "template", "spec", "tolerations"), [{"key": "k", "operator": "Maybe"}],
+         ("spec", "template", "spec", "tolerations", 0, "operator"), 'got "Maybe", expected one of: Exists, Equal'),
+        ((*C, "ports", 0, "protocol"), "ICMP", (*C, "ports", 0, "protocol"),
+         'got "ICMP", expected one of: TCP, UDP, SCTP'),
+        (("spec", "template", "metadata", "labels"), {"app": "other"}, ("spec", "selector"),
+         "selector does not match the pod template labels (spec.template.metadata.labels: app=other)"),
+        ((*C, "volumeMounts"), [{"name": "data", "mountPath": "/d"}], (*C, "volumeMounts", 0, "name"),
+         'no volume named "data" in this pod'),
+        (("metadata", "labels"), {"app": "a b"}, ("metadata", "labels", "app"),
+         "label value \"a b\" is not valid (at most 63 letters, digits, '-', '_', '.', starting and ending with a "
+         "letter or digit)"),
+    ],
+)
+def test_semantic_rule(path, value, at, message):
+    obj = _set(copy.deepcopy(DEPLOYMENT), path, value)
+    problems = [(p.path, p.message) for p in validate_objects([obj])]
+    assert problems == [(at, message)]
+    assert validate_objects([obj])[0].rule == "semantic"
+
+
+def _service(selector, target="http", ns="ns"):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc", "namespace": ns},
+            "spec": {"selector": selector, "ports": [{"port": 80, "targetPort": target}]}}
+
+
+def test_service_selecting_no_pod_of_the_bundle():
+    problems = validate_objects([DEPLOYMENT, _service({"app": "nope"}, 80)])
+    assert [(p.kind, p.path, p.message) for p in problems] == [
+        ("Service", ("spec", "selector"), "selects no pod: no pod template in namespace ns has the labels app=nope")]
+
+
+def test_service_named_target_port_must_exist_on_selected_pods():
+    problems = validate_objects([DEPLOYMENT, _service({"app": "web"}, "http")])
+    assert [(p.path, p.message) for p in problems] == [
+        (("spec", "ports", 0, "targetPort"), 'no container of the selected pods declares a port named "http"')]
+
+
+def test_service_for_pods_elsewhere_is_not_judged():
+    assert validate_objects([DEPLOYMENT, _service({"app": "nope"}, 80, ns="other")]) == []
+    assert validate_objects([_service({"app": "nope"}, 80)]) == []
+
+
+def test_service_name_is_a_dns1035_label():
+    svc = _service({"app": "web"}, 80)
+    svc["metadata"]["name"] = "9svc"
+    assert [p.message for p in validate_objects([svc])] == [
+        "Service name \"9svc\" is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"]
+
+
+def test_network_policy_ip_blocks_and_ports():
+    np = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "n"},
+          "spec": {"podSelector": {}, "policyTypes": ["Egress"],
+                   "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["192.168.0.0/16"]}},
+                                      {"ipBlock": {"cidr": "not-a-cidr"}}],
+                               "ports": [{"port": 100, "endPort": 50, "protocol": "TCP"}]}]}}
+    assert [(p.path, p.message) for p in validate_objects([np])] == [
+        (("spec", "egress", 0, "ports", 0, "endPort"), "endPort 50 is lower than port 100"),
+        (("spec", "egress", 0, "to", 0, "ipBlock", "except", 0), "192.168.0.0/16 is not inside cidr 10.0.0.0/8"),
+        (("spec", "egress", 0, "to", 1, "ipBlock", "cidr"), 'got "not-a-cidr", expected a CIDR such as 10.0.0.0/8'),
+    ]
+
+
+def test_pdb_min_and_max_together():
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"},
+           "spec": {"minAvailable": 1, "maxUnavailable": "x", "selector": {"matchLabels": {"app": "web"}}}}
+    assert [(p.path, p.message) for p in validate_objects([pdb])] == [
+        (("spec",), "set minAvailable or maxUnavailable, not both"),
+        (("spec", "maxUnavailable"), 'got "x", expected an integer or a percentage such as "25%"')]
