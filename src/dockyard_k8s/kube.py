@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-Path = tuple[str | int, ...]
+from dockyard_k8s.plain import Path
 
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"

@@ -25,8 +25,7 @@ from typing import Any, ClassVar, NamedTuple
 import yaml
 
 from dockyard_k8s.errors import ConfigProblem
-
-Path = tuple[str | int, ...]
+from dockyard_k8s.plain import Path, format_path
 
 
 class Mark(NamedTuple):
@@ -128,19 +127,6 @@ def interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
 
 
 # --- the walk ------------------------------------------------------------------------
-
-
-def format_path(path: Path) -> str:
-    """``("kuberay", "trainer", "env", 0)`` -> ``kuberay.trainer.env[0]``; odd keys quoted."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
-            out += f".{part}" if out else part
-        else:
-            out += f'["{part}"]'
-    return out
 
 
 class _Walker:

@@ -16,9 +16,8 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
-
-Path = tuple[str | int, ...]
 
 ERROR = "error"
 WARNING = "warning"

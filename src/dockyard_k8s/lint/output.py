@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from itertools import groupby
 from typing import Any
 
 from dockyard_k8s.lint.engine import LintReport
-from dockyard_k8s.lint.model import SEVERITY_RANK, Finding, Path
+from dockyard_k8s.lint.model import SEVERITY_RANK, Finding
 from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES
+from dockyard_k8s.plain import format_path
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 INFORMATION_URI = "https://github.com/dockyard-rl/dockyard-k8s/blob/main/docs/lint.md"
-
-
-def format_path(path: Path) -> str:
-    """``("spec", "containers", 0, "image")`` -> ``spec.containers[0].image`` (odd keys quoted)."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
-            out += f".{part}" if out else part
-        else:
-            out += f'["{part}"]'
-    return out
 
 
 def _where(f: Finding) -> str:

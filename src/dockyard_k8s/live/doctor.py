@@ -14,11 +14,13 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 from dockyard_k8s.live.orchestrate import split_apply
 from dockyard_k8s.live.progress import pod_templates
-from dockyard_k8s.live.quantity import format_quantity, parse_quantity
+from dockyard_k8s.render.meta import FLEET_LABEL
 
 GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
@@ -64,20 +66,14 @@ def pod_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str,
     for obj in objects:
         for template, count in pod_templates(obj):
             spec = template.get("spec") or {}
-            req: dict[str, Fraction] = {}
-            lim: dict[str, Fraction] = {}
+            limits: dict[str, Fraction] = {}
             for c in spec.get("containers") or []:
-                res = c.get("resources") or {}
-                for store, key in ((req, "requests"), (lim, "limits")):
-                    for name, value in (res.get(key) or {}).items():
-                        try:
-                            store[name] = store.get(name, Fraction(0)) + parse_quantity(value)
-                        except ValueError:
-                            continue
-            for name, value in lim.items():  # a limit without a request implies request = limit
-                req.setdefault(name, value)
-            fleet = ((template.get("metadata") or {}).get("labels") or {}).get("dockyard-k8s/fleet", "-")
-            out.append((fleet, req, lim, count))
+                for name, value in ((c.get("resources") or {}).get("limits") or {}).items():
+                    q = parse_quantity(value)
+                    if q is not None:
+                        limits[name] = limits.get(name, Fraction(0)) + q
+            fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL, "-")
+            out.append((fleet, kube_pod_requests(spec), limits, count))
     return out
 
 
@@ -187,6 +183,13 @@ def _node_ready(node: dict[str, Any]) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
+def format_quantity(value: Fraction, resource: str = "") -> str:
+    """Short human form: cpu in cores (``2.5``), memory in Gi, counts as integers."""
+    if resource.endswith("memory") or resource.endswith("storage"):
+        return f"{float(value / 2 ** 30):g}Gi"
+    return f"{float(value):g}"
+
+
 def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
                    quotas: list[dict[str, Any]] | None) -> list[Check]:
     """GPUs allocatable vs requested (whole run and largest pod), and quota headroom.
@@ -201,7 +204,7 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
         out.append(Check("GPUs", None, f"the run asks for {want_total} GPUs; cannot list nodes (permission)",
                          fatal=False))
     else:
-        per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0))
+        per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0)) or Fraction(0)
                     for n in nodes if _node_ready(n)]
         gpu_nodes = [g for g in per_node if g > 0]
         have = sum(gpu_nodes, Fraction(0))
@@ -251,10 +254,10 @@ def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction],
             need = _quota_need(key, pods)
             if need is None or need == 0:
                 continue
-            try:
-                room = parse_quantity(limit) - parse_quantity(used.get(key, 0))
-            except ValueError:
+            hard_q, used_q = parse_quantity(limit), parse_quantity(used.get(key, 0))
+            if hard_q is None or used_q is None:
                 continue
+            room = hard_q - used_q
             if need > room:
                 short.append(f"{(q.get('metadata') or {}).get('name')}: {key} needs {format_quantity(need, key)}, "
                              f"{format_quantity(room, key)} left")

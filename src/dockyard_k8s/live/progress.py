@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from dockyard_k8s import kube
 from dockyard_k8s.live.diagnose import Finding, event_finding, fleet_of, pod_findings
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -192,33 +193,12 @@ def _template_fleet(template: dict[str, Any]) -> str | None:
     return ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
 
 
-def _ray_spec_pods(spec: dict[str, Any]) -> Iterable[tuple[dict[str, Any], int]]:
-    head = spec.get("headGroupSpec") or {}
-    yield head.get("template") or {}, 1
-    for group in spec.get("workerGroupSpecs") or []:
-        yield group.get("template") or {}, int(group.get("replicas", group.get("minReplicas", 0)) or 0) * int(
-            group.get("numOfHosts", 1) or 1)
-
-
 def pod_templates(obj: dict[str, Any]) -> Iterable[tuple[dict[str, Any], int]]:
-    """(pod template, how many pods) for every pod the object makes, by kind."""
-    kind = obj.get("kind")
-    spec = obj.get("spec") or {}
-    if kind == "RayJob":
-        yield from _ray_spec_pods(spec.get("rayClusterSpec") or {})
-        if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
-            yield spec.get("submitterPodTemplate") or {"metadata": {"labels": {FLEET_LABEL: "submitter"}}}, 1
-    elif kind == "RayCluster":
-        yield from _ray_spec_pods(spec)
-    elif kind == "MPIJob":
-        for rs in (spec.get("mpiReplicaSpecs") or {}).values():
-            yield rs.get("template") or {}, int(rs.get("replicas", 1))
-    elif kind == "Job":
-        yield spec.get("template") or {}, int(spec.get("parallelism", 1))
-    elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
-        yield spec.get("template") or {}, int(spec.get("replicas", 1))
-    elif kind == "Pod":
-        yield obj, 1
+    """(pod template, how many pods) for every pod the object makes (kube.pod_templates;
+    DaemonSets, one pod per node, are left out of fleet counts)."""
+    for t in kube.pod_templates(obj):
+        if t.replicas is not None:
+            yield {"metadata": t.metadata, "spec": t.spec}, t.replicas
 
 
 def desired_pods(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
