@@ -20,9 +20,9 @@ docs read it; nothing here does I/O.
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
+from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.plain import clone
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
@@ -216,23 +216,10 @@ def _merge(base: Any, over: Any) -> Any:
 
 # --- quantities (for cross-field rules) ---------------------------------------------------
 
-_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-           "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-           "P": 1e15, "E": 1e18}
-_QTY = re.compile(r"^([+-]?[0-9.]+)([a-zA-Z]*)$")
-
-
 def quantity_value(value: Any) -> float | None:
-    """``64Gi`` -> bytes as a float; None when it is not a simple quantity."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    m = _QTY.match(str(value))
-    if not m or m.group(2) not in _SUFFIX:
-        return None
-    try:
-        return float(m.group(1)) * _SUFFIX[m.group(2)]
-    except ValueError:
-        return None
+    """``64Gi`` -> bytes as a float; None when it is not a quantity."""
+    q = parse_quantity(value)
+    return None if q is None else float(q)
 
 
 # --- images --------------------------------------------------------------------------------

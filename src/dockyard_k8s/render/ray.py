@@ -14,6 +14,7 @@ Built in three steps, in this order:
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from dockyard_k8s.plain import clone
@@ -68,25 +69,35 @@ def _ray_params(params: dict[str, Any]) -> dict[str, str]:
     return {k: ("true" if v else "false") if isinstance(v, bool) else quantity(v) for k, v in params.items()}
 
 
-def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], container_name: str) -> dict[str, Any]:
+def gpu_container(infra: dict[str, Any], sizing: dict[str, Any], name: str, *,
+                  env_first: Sequence[dict[str, Any]] = (), mounts: Sequence[dict[str, Any]] = (),
+                  volumes: Sequence[dict[str, Any]] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Ray container of a GPU pod and the pod's volumes: image, env, resources, the recipe
+    mount, a memory-backed /dev/shm and the opt-in securityContext. Shared by the KubeRay
+    groups and the operator-free shapes; ``env_first``/``mounts``/``volumes`` add their own."""
     container: dict[str, Any] = {
-        "name": container_name,
+        "name": name,
         "image": infra["infra"]["image"],
         "imagePullPolicy": infra["infra"]["imagePullPolicy"],
     }
-    if fleet == "head":
-        container["ports"] = clone(HEAD_PORTS)
-    env = {"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}
-    container["env"] = env_list(env)
+    container["env"] = [*env_first, *env_list({"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]})]
     container["resources"] = _resources(sizing)
-    mounts = [{"name": "recipe", "mountPath": RECIPE_DIR, "readOnly": True}]
-    volumes: list[dict[str, Any]] = [{"name": "recipe", "configMap": {"name": name_of(infra, "recipe")}}]
+    all_mounts = [{"name": "recipe", "mountPath": RECIPE_DIR, "readOnly": True}, *mounts]
+    all_volumes = [{"name": "recipe", "configMap": {"name": name_of(infra, "recipe")}}, *volumes]
     if sizing["shmSize"] is not None:
-        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(sizing["shmSize"])}})
-    container["volumeMounts"] = mounts
+        all_mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        all_volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(sizing["shmSize"])}})
+    container["volumeMounts"] = all_mounts
     if infra["infra"]["security"]["enabled"]:
         container["securityContext"] = container_security(infra["infra"]["security"])
+    return container, all_volumes
+
+
+def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], container_name: str) -> dict[str, Any]:
+    container, volumes = gpu_container(infra, sizing, container_name)
+    if fleet == "head":  # ports right after the image, where KubeRay's own examples put them
+        container = {**{k: container[k] for k in ("name", "image", "imagePullPolicy")},
+                     "ports": clone(HEAD_PORTS), **container}
     spec: dict[str, Any] = dict(pod_common(infra))
     if sizing["nodeSelector"]:
         spec["nodeSelector"] = sizing["nodeSelector"]
@@ -124,7 +135,8 @@ def _base_spec(infra: dict[str, Any]) -> dict[str, Any]:
 # --- invariants ------------------------------------------------------------------------
 
 
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+def set_env(container: dict[str, Any], name: str, value: str) -> None:
+    """Set env var ``name`` on a container, in place if present (so no fragment can change it)."""
     env = container.setdefault("env", [])
     for item in env:
         if item.get("name") == name:
@@ -181,9 +193,9 @@ def _apply_invariants(infra: dict[str, Any], spec: dict[str, Any]) -> None:
             pod["imagePullSecrets"] = have + [s for s in wanted if s not in have]
         for container in containers:
             for k, v in env.items():
-                _set_env(container, k, v)
+                set_env(container, k, v)
             if fleet in GPU_FLEETS:
-                _set_env(container, "DOCKYARD_FLEET_ROLE", fleet)
+                set_env(container, "DOCKYARD_FLEET_ROLE", fleet)
         if fleet in GPU_FLEETS:
             params = group.setdefault("rayStartParams", {})
             amount = max(1, int(infra["kuberay"][fleet]["gpus"]))

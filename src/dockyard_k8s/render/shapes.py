@@ -24,12 +24,12 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any
 
+from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     GPU_FLEETS,
     RUN_LABEL,
-    env_list,
     metadata,
     name_of,
     pod_common,
@@ -38,9 +38,8 @@ from dockyard_k8s.render.meta import (
     selector,
 )
 from dockyard_k8s.render.platform import padded_deadline
-from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource
-from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
-from dockyard_k8s.render.sandbox import container_security, sandbox_url
+from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
+from dockyard_k8s.render.sandbox import sandbox_url
 
 SCRIPT_NAME = "ray-bootstrap.sh"
 SCRIPT_DIR = "/opt/dockyard"
@@ -73,26 +72,23 @@ def head_address(infra: dict[str, Any]) -> str:
 
 # --- quantities -----------------------------------------------------------------------------
 
+# Suffixes a sum may be written with, largest first per kind (binary for bytes, decimal otherwise).
 _SUFFIXES = {"": Fraction(1), "m": Fraction(1, 1000), "k": Fraction(1000), "M": Fraction(10**6),
              "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
              "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
              "Pi": Fraction(2**50), "Ei": Fraction(2**60)}
 
 
-def _split_quantity(value: Any) -> tuple[Fraction, str]:
+def _suffix(value: Any) -> str:
     text = quantity(value)
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
-        if suffix and text.endswith(suffix):
-            return Fraction(text[: -len(suffix)]), suffix
-    return Fraction(text), ""
+    return next((x for x in sorted(_SUFFIXES, key=len, reverse=True) if x and text.endswith(x)), "")
 
 
 def add_quantities(values: list[Any]) -> str:
     """Sum of Kubernetes quantities, written with the largest suffix of the inputs that keeps
     it whole (``16Gi + 3Gi`` -> ``19Gi``; ``500m + 4`` -> ``4500m``)."""
-    parts = [_split_quantity(v) for v in values]
-    total = sum((n * _SUFFIXES[s] for n, s in parts), Fraction(0))
-    for suffix in sorted({s for _, s in parts} | {"", "m"}, key=lambda s: _SUFFIXES[s], reverse=True):
+    total = sum((parse_quantity(v) or Fraction(0) for v in values), Fraction(0))
+    for suffix in sorted({_suffix(v) for v in values} | {"", "m"}, key=lambda s: _SUFFIXES[s], reverse=True):
         scaled = total / _SUFFIXES[suffix]
         if scaled.denominator == 1:
             return f"{scaled.numerator}{suffix}"
@@ -100,18 +96,6 @@ def add_quantities(values: list[Any]) -> str:
 
 
 # --- pods -----------------------------------------------------------------------------------
-
-
-def _resources(sizing: dict[str, Any]) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"])}
-    limits: dict[str, Any] = {"cpu": quantity(sizing["cpuLimit"] or sizing["cpu"]),
-                              "memory": quantity(sizing["memoryLimit"] or sizing["memory"])}
-    extended = {k: quantity(v) for k, v in sizing["extendedResources"].items()}
-    if sizing["gpus"]:
-        extended = {GPU: quantity(sizing["gpus"]), **extended}
-    requests.update(extended)
-    limits.update(extended)  # extended resources cannot overcommit: requests == limits
-    return {"requests": requests, "limits": limits}
 
 
 def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
@@ -137,7 +121,7 @@ def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, i
         "cpuLimit": total("cpu", "cpuLimit") if has_limit[0] else None,
         "memoryLimit": total("memory", "memoryLimit") if has_limit[1] else None,
         "extendedResources": extended,
-        "shmSize": max(shm, key=lambda q: _split_quantity(q)[0] * _SUFFIXES[_split_quantity(q)[1]]) if shm else None,
+        "shmSize": max(shm, key=lambda q: parse_quantity(q) or Fraction(0)) if shm else None,
         "nodeSelector": {},
         "tolerations": [],
         "env": {},
@@ -163,15 +147,6 @@ def _ray_args(params: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def _set_env(env: list[dict[str, Any]], name: str, value: str) -> None:
-    for item in env:
-        if item.get("name") == name:
-            item.clear()
-            item.update({"name": name, "value": value})
-            return
-    env.append({"name": name, "value": value})
-
-
 def _fragment(infra: dict[str, Any], group: str, container: str) -> dict[str, Any]:
     """The pod template fragment of ``kuberay.spec`` for a group, containers renamed to ours."""
     spec = infra["kuberay"]["spec"]
@@ -194,30 +169,20 @@ def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], 
     container_name = "ray-head" if job else "ray-worker"
     downward = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                 {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
-    container: dict[str, Any] = {
-        "name": container_name,
-        "image": infra["infra"]["image"],
-        "imagePullPolicy": infra["infra"]["imagePullPolicy"],
-        "command": ["/bin/bash", SCRIPT_PATH],
-        "ports": clone(HEAD_PORTS),
-        "env": downward + env_list({"DOCKYARD_RECIPE": RECIPE_PATH, **sizing["env"]}),
-        "resources": _resources(sizing),
-        "livenessProbe": {"exec": {"command": ["/bin/bash", SCRIPT_PATH, "probe"]}, **LIVENESS},
-    }
-    mounts = [{"name": "recipe", "mountPath": RECIPE_DIR, "readOnly": True},
-              {"name": "bootstrap", "mountPath": SCRIPT_DIR, "readOnly": True},
-              {"name": "dockyard-state", "mountPath": STATE_DIR}]
-    volumes: list[dict[str, Any]] = [
-        {"name": "recipe", "configMap": {"name": name_of(infra, "recipe")}},
-        {"name": "bootstrap", "configMap": {"name": name_of(infra, "bootstrap"), "defaultMode": 0o755}},
-        {"name": "dockyard-state", "emptyDir": {}},
-    ]
-    if sizing["shmSize"] is not None:
-        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(sizing["shmSize"])}})
-    container["volumeMounts"] = mounts
-    if infra["infra"]["security"]["enabled"]:
-        container["securityContext"] = container_security(infra["infra"]["security"])
+    base, volumes = gpu_container(
+        infra, sizing, container_name, env_first=downward,
+        mounts=[{"name": "bootstrap", "mountPath": SCRIPT_DIR, "readOnly": True},
+                {"name": "dockyard-state", "mountPath": STATE_DIR}],
+        volumes=[{"name": "bootstrap", "configMap": {"name": name_of(infra, "bootstrap"), "defaultMode": 0o755}},
+                 {"name": "dockyard-state", "emptyDir": {}}])
+    # Same key order as before the builder was shared, so rendered files stay byte-identical.
+    container: dict[str, Any] = {k: base[k] for k in ("name", "image", "imagePullPolicy")}
+    container.update({"command": ["/bin/bash", SCRIPT_PATH], "ports": clone(HEAD_PORTS), "env": base["env"],
+                      "resources": base["resources"],
+                      "livenessProbe": {"exec": {"command": ["/bin/bash", SCRIPT_PATH, "probe"]}, **LIVENESS},
+                      "volumeMounts": base["volumeMounts"]})
+    if "securityContext" in base:
+        container["securityContext"] = base["securityContext"]
     pod: dict[str, Any] = {}
     if job:
         pod["restartPolicy"] = "Never"
@@ -249,7 +214,7 @@ def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], 
     if role_env:
         invariants["DOCKYARD_FLEET_ROLE"] = role_env
     for k, v in invariants.items():
-        _set_env(main.setdefault("env", []), k, v)
+        set_env(main, k, v)
     return template
 
 
