@@ -76,9 +76,10 @@ def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | N
         node = node[part]
     if not isinstance(node, dict):
         return None
-    meta = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
-    spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
-    return meta or {}, spec or {}
+    # The dicts themselves (not copies), so a caller may edit the object through them.
+    meta = node["metadata"] if isinstance(node.get("metadata"), dict) else {}
+    spec = node["spec"] if isinstance(node.get("spec"), dict) else {}
+    return meta, spec
 
 
 def _int(value: Any, default: int) -> int:

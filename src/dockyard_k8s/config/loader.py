@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
 from dockyard_k8s.config.platforms import platform_problems, profile_layer
-from dockyard_k8s.config.schema import check, defaults_of
+from dockyard_k8s.config.schema import check, defaults_of, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
@@ -208,6 +208,7 @@ def load_run(
             job_args.append(arg)
 
     if not layers.problems:
+        fill_defaults(INFRA, infra.data)
         _fill_derived(infra.data, recipe_file)
         layers.problems.extend(_cross_field_problems(infra))
     if layers.problems:

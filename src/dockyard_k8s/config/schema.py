@@ -233,3 +233,20 @@ def defaults_of(schema: Schema) -> Any:
                 out[key] = d
         return out
     return _NO_DEFAULT
+
+
+def fill_defaults(schema: Schema, value: Any) -> None:
+    """Fill, in place, the defaults of objects the shipped defaults could not reach: a
+    nullable section given as a mapping (``resourceQuota: {}`` gets ``hard: {}``) and
+    objects inside lists. Call it only on data that passed :func:`check`."""
+    if isinstance(value, dict) and "properties" in schema:
+        for key, sub in schema["properties"].items():
+            if key not in value:
+                d = defaults_of(sub)
+                if d is not _NO_DEFAULT:
+                    value[key] = d
+            if key in value:
+                fill_defaults(sub, value[key])
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            fill_defaults(schema["items"], item)

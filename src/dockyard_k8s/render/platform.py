@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from dockyard_k8s import kube
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -202,25 +203,10 @@ def prepull_daemonset(infra: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def pod_templates(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every pod template (``{metadata, spec}``) inside a rendered object, any known kind."""
-    spec = obj.get("spec") or {}
-    kind = obj.get("kind")
-    if kind == "RayJob":
-        if spec.get("submitterPodTemplate"):
-            yield spec["submitterPodTemplate"]
-        spec = spec.get("rayClusterSpec") or {}
-    if kind in ("RayJob", "RayCluster"):
-        if (spec.get("headGroupSpec") or {}).get("template"):
-            yield spec["headGroupSpec"]["template"]
-        for group in spec.get("workerGroupSpecs") or []:
-            if group.get("template"):
-                yield group["template"]
-    elif kind == "MPIJob":
-        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
-            if replica.get("template"):
-                yield replica["template"]
-    elif kind in ("Job", "StatefulSet", "Deployment", "DaemonSet", "ReplicaSet") and spec.get("template"):
-        yield spec["template"]
+    """Every pod template (``{metadata, spec}``) inside a rendered object; editing ``spec``
+    edits the object (``kube.pod_templates`` hands out the object's own dicts)."""
+    for t in kube.pod_templates(obj):
+        yield {"metadata": t.metadata, "spec": t.spec}
 
 
 def requests_gpu(pod: dict[str, Any]) -> bool:

@@ -1,7 +1,7 @@
 import pytest
 
 from dockyard_k8s.config import overrides as ov
-from dockyard_k8s.config.schema import array, check, defaults_of, integer, obj, quantity, string
+from dockyard_k8s.config.schema import array, check, defaults_of, fill_defaults, integer, obj, quantity, string
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,16 @@ def test_defaults_of_builds_nested_defaults():
 )
 def test_check_messages(data, expected):
     assert check(SCHEMA, data) == expected
+
+
+def test_fill_defaults_reaches_nullable_sections_and_list_items():
+    schema = obj("root", {
+        "quota": obj("q", {"hard": {"type": "object", "default": {}}}, nullable=True, default=None),
+        "pools": array("p", obj("pool", {"count": integer("c", 1)}), []),
+    })
+    data = {"quota": {}, "pools": [{}, {"count": 3}]}
+    fill_defaults(schema, data)
+    assert data == {"quota": {"hard": {}}, "pools": [{"count": 1}, {"count": 3}]}
+    data = {"quota": None, "pools": []}
+    fill_defaults(schema, data)
+    assert data == {"quota": None, "pools": []}

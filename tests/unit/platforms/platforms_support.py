@@ -9,12 +9,14 @@ from typing import Any
 
 import yaml
 
+from crds_location import shared_crds
+from dockyard_k8s import kube
 from dockyard_k8s.bundle import Bundle, build_bundle
 from dockyard_k8s.render.platform import pod_templates
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
-CRDS = REPO.parent / "shared" / "crds"  # shared/ sits beside the checkout (worktrees and CI alike)
+CRDS = shared_crds()
 
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
 IMAGE = "registry.example.com/ubuntu-swe:vllm-1.4.2"
@@ -56,36 +58,10 @@ def pods_by_fleet(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str
 def pods_with_replicas(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], int]]:
     """(fleet, pod spec, how many such pods run) for every pod template of every object."""
     for obj in objects:
-        spec = obj.get("spec") or {}
-        cluster = spec.get("rayClusterSpec", spec) if obj["kind"] in ("RayJob", "RayCluster") else {}
-        counts = [1] if obj["kind"] == "RayJob" else []  # the submitter
-        if cluster:
-            counts += [1] + [g.get("replicas", 1) for g in cluster.get("workerGroupSpecs", [])]
-        for i, template in enumerate(pod_templates(obj)):
-            n = counts[i] if counts else spec.get("replicas", spec.get("parallelism", 1))
-            yield template["metadata"]["labels"].get("dockyard-k8s/fleet", ""), template["spec"], n
+        for t in kube.pod_templates(obj):
+            fleet = (t.metadata.get("labels") or {}).get("dockyard-k8s/fleet", "")
+            yield fleet, t.spec, 1 if t.replicas is None else t.replicas
 
 
 def env_of(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
-
-
-def strict_crd_schema(crd: dict[str, Any]) -> dict[str, Any]:
-    """A CRD's openAPIV3Schema made strict the way kubeconform's openapi2jsonschema does it:
-    additionalProperties: false on every object with properties, unless it preserves unknown fields."""
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: walk(v) for k, v in node.items()}
-            if "properties" in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-                out.setdefault("additionalProperties", False)
-            if out.get("x-kubernetes-int-or-string"):
-                out.pop("anyOf", None)
-                out["type"] = ["integer", "string"]
-            return out
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
-    return walk(version["schema"]["openAPIV3Schema"])

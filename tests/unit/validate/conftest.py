@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from crds_location import shared_crds
+
 REPO = Path(__file__).resolve().parents[3]
-SHARED_CRDS = REPO.parent / "shared" / "crds"
-if not SHARED_CRDS.is_dir():  # a worktree sits beside shared/ (/work/wt-x), CI clones beside it too
-    SHARED_CRDS = Path("/work/shared/crds")
+SHARED_CRDS = shared_crds()
 
 
 @pytest.fixture(scope="session")
