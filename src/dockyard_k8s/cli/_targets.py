@@ -10,11 +10,10 @@ sections.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any, NamedTuple
 
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
-from dockyard_k8s.errors import ConfigError, ConfigProblem, UsageError
+from dockyard_k8s.errors import UsageError
 
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
@@ -39,36 +38,19 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifests", action="store_true", help="treat every argument as a manifest file")
 
 
-def _sections_from_file(path: str | None) -> dict[str, Any]:
-    """The lint and plan sections of an infra file (defaults filled, checked)."""
-    from dockyard_k8s.config.infra_schema import INFRA
-    from dockyard_k8s.config.loader import merge
-    from dockyard_k8s.config.schema import check, defaults_of
-    from dockyard_k8s.config.yamlio import format_path, parse_yaml
+def _sections_from_file(path: str | None, sets: list[str]) -> dict[str, Any]:
+    """The lint and plan sections of an infra file, layered and checked like a run's."""
+    from dockyard_k8s.config.loader import load_infra
 
-    out = {name: defaults_of(INFRA["properties"][name]) for name in ("lint", "plan")}
-    if path is None:
-        return out
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError([ConfigProblem(path, 0, 0, "", f"cannot read file: {e.strerror or e}")]) from e
-    doc, problems = parse_yaml(text, path, dict(os.environ))
-    for name in ("lint", "plan"):
-        value = doc.data.get(name) if isinstance(doc.data, dict) else None
-        if value is None:
-            continue
-        merged = merge(out[name], value)
-        for p, message in check(INFRA["properties"][name], merged, (name,)):
-            marks = doc.key_marks if message.startswith("unknown key") else doc.marks
-            mark = marks.get(p) or doc.marks.get(p[:-1]) or doc.marks.get((name,))
-            line, col = (mark.line, mark.col) if mark else (0, 0)
-            problems.append(ConfigProblem(path, line, col, format_path(p), message))
-        out[name] = merged
-    if problems:
-        raise ConfigError(problems)
-    return out
+    return _sections(load_infra(path, sets=sets))
+
+
+def _sections(infra: dict[str, Any]) -> dict[str, Any]:
+    """lint and plan settings; lint.gpuRuntimeClass defaults to the platform's
+    infra.runtimeClassName (kind/k3s: nvidia), so the profile and the lint rule agree."""
+    lint = dict(infra["lint"])
+    lint["gpuRuntimeClass"] = lint.get("gpuRuntimeClass") or infra["infra"].get("runtimeClassName")
+    return {"lint": lint, "plan": infra["plan"]}
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
@@ -77,10 +59,11 @@ def load_targets(args: argparse.Namespace) -> Targets:
     if not args.recipe:
         raise UsageError("nothing to check: give a RECIPE (with --infra) or manifest FILE/DIR arguments")
     if args.manifests or looks_like_manifests(args.recipe):
-        if args.sets or args.namespace:
-            raise UsageError("--set and -n apply to a recipe + infra pair, not to manifest files")
-        return Targets(read_manifests([args.recipe, *args.overrides]), _sections_from_file(args.infra), False)
+        if args.namespace:
+            raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
+        return Targets(read_manifests([args.recipe, *args.overrides]), _sections_from_file(args.infra, args.sets),
+                       False)
     from dockyard_k8s.cli._runargs import load_bundle
 
     bundle = load_bundle(args)
-    return Targets(objects_from_bundle(bundle.objects), {k: bundle.run.infra[k] for k in ("lint", "plan")}, True)
+    return Targets(objects_from_bundle(bundle.objects), _sections(bundle.run.infra), True)

@@ -305,7 +305,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "shmPerGpu": quantity("Minimum memory-backed /dev/shm per GPU of a pod (64Gi for 8 GPUs by default).",
                               "8Gi"),
         "gpuRuntimeClass": string("RuntimeClass GPU pods must set (e.g. nvidia on k3s/kind without the NVIDIA "
-                                  "runtime as default); null: not required.", None, nullable=True),
+                                  "runtime as default); null: infra.runtimeClassName if set, else not required.",
+                                  None, nullable=True),
         "coldPullSeconds": integer("Time a cold pull of a multi-GB image takes; deadlines shorter than this "
                                    "are flagged.", 600, minimum=0),
     }),

@@ -169,23 +169,9 @@ def load_run(
     """
     env = dict(os.environ) if env is None else env
     layers = _Layers(env)
-
-    user = user_defaults_file(env)
     if infra_file is None:
         infra_file = default_infra_file(recipe_file)
-    docs = [layers.load_chain(f) for f in (user, infra_file) if f]
-    sources = [SHIPPED, *layers.files]
-    # The platform profile sits between the shipped defaults and the user defaults, and is
-    # chosen from the merged layers: stack once without it to read infra.platform.
-    infra, set_problems = _stack(None, docs, sets)
-    profile = _profile_doc(infra.data)
-    if profile is not None:
-        infra, set_problems = _stack(profile, docs, sets)
-        sources.insert(1, _profile_name(infra.data))
-    layers.problems.extend(set_problems)
-
-    for path, message in check(INFRA, infra.data):
-        layers.problem(infra, path, message, at_key=message.startswith("unknown key"))
+    infra, sources = _infra_layers(layers, infra_file, sets)
 
     recipe_doc = layers.load_chain(recipe_file)
     recipe = recipe_doc.data
@@ -214,6 +200,42 @@ def load_run(
     if layers.problems:
         raise ConfigError(layers.problems)
     return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks, infra.key_marks)
+
+
+def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str]) -> tuple[Doc, list[str]]:
+    """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
+    document and the names of its sources, lowest first."""
+    user = user_defaults_file(layers.env)
+    docs = [layers.load_chain(f) for f in (user, infra_file) if f]
+    sources = [SHIPPED, *layers.files]
+    # The platform profile sits between the shipped defaults and the user defaults, and is
+    # chosen from the merged layers: stack once without it to read infra.platform.
+    infra, set_problems = _stack(None, docs, sets)
+    profile = _profile_doc(infra.data)
+    if profile is not None:
+        infra, set_problems = _stack(profile, docs, sets)
+        sources.insert(1, _profile_name(infra.data))
+    layers.problems.extend(set_problems)
+    for path, message in check(INFRA, infra.data):
+        layers.problem(infra, path, message, at_key=message.startswith("unknown key"))
+    return infra, sources
+
+
+def load_infra(infra_file: str | None, *, sets: Sequence[str] = (),
+               env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The infra spec alone, layered and checked like :func:`load_run` does, for commands
+    that read its settings without a recipe (``lint``/``plan`` on manifest files). No
+    run-level rules (an image is not required here).
+
+    Raises:
+        ConfigError: every problem, located.
+    """
+    layers = _Layers(dict(os.environ) if env is None else env)
+    infra, _ = _infra_layers(layers, infra_file, sets)
+    if layers.problems:
+        raise ConfigError(layers.problems)
+    fill_defaults(INFRA, infra.data)
+    return infra.data
 
 
 def _profile_name(data: dict[str, Any]) -> str:
