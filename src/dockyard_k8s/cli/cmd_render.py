@@ -33,10 +33,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.set_defaults(func=run)
 
 
-def file_name(index: int, obj: dict[str, Any], ext: str) -> str:
-    return f"{index:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.{ext}"
-
-
 def kustomization(files: list[str]) -> dict[str, Any]:
     # sortOptions fifo (kustomize >= 5.0, kubectl >= 1.27) keeps our apply order instead of
     # kustomize's legacy kind ordering.
@@ -45,7 +41,7 @@ def kustomization(files: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml
+    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml, object_file_name
 
     bundle = load_bundle(args)
     objects = bundle.objects
@@ -60,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             os.remove(os.path.join(args.output_dir, stale))
     files = []
     for i, obj in enumerate(objects):
-        name = file_name(i, obj, args.format)
+        name = object_file_name(i, obj, args.format)
         with open(os.path.join(args.output_dir, name), "w", encoding="utf-8") as f:
             f.write(dump_json(obj) if args.format == "json" else dump_yaml(obj))
         files.append(name)

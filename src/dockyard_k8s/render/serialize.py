@@ -47,3 +47,8 @@ def dump_json(data: Any) -> str:
 def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
     """A ``v1 List`` wrapping the objects: what ``kubectl apply -f`` takes as one JSON file."""
     return {"apiVersion": "v1", "kind": "List", "items": objects}
+
+
+def object_file_name(index: int, obj: dict[str, Any], ext: str) -> str:
+    """``NN-kind-name.ext``: the file ``render -o DIR`` writes an object to (lint points there)."""
+    return f"{index:02d}-{str(obj.get('kind', '')).lower()}-{(obj.get('metadata') or {}).get('name', '')}.{ext}"

@@ -352,8 +352,12 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]]) -> dict[tupl
 # --- files, directories, stdin ---------------------------------------------------------
 
 
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
 def manifest_files(paths: list[str]) -> list[str]:
-    """Expand directories (recursively, sorted, ``.yaml/.yml/.json``); ``-`` is stdin.
+    """Expand directories (recursively, sorted, ``.yaml/.yml/.json``, not kustomization files);
+    ``-`` is stdin.
 
     Raises:
         UsageError: a path that does not exist.
@@ -365,7 +369,9 @@ def manifest_files(paths: list[str]) -> list[str]:
         elif os.path.isdir(path):
             for base, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                out += [os.path.join(base, f) for f in sorted(files) if f.endswith(MANIFEST_SUFFIXES)]
+                # kustomization.yaml lists files, it is not an object to apply (render -o DIR writes one)
+                out += [os.path.join(base, f) for f in sorted(files)
+                        if f.endswith(MANIFEST_SUFFIXES) and f not in KUSTOMIZATION_FILES]
         elif os.path.exists(path):
             out.append(path)
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dockyard_k8s.errors import ConfigError
+from dockyard_k8s.errors import ConfigError, UsageError
 from dockyard_k8s.lint.inputs import looks_like_manifests, objects_from_bundle, read_manifests
 
 TWO = """\
@@ -43,12 +43,12 @@ def test_documents_keep_file_index_and_lines(tmp_path):
 def test_lists_and_directories(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.yml").write_text("kind: List\napiVersion: v1\nitems:\n- kind: ConfigMap\n  metadata:\n"
-                                            "    name: x\n- kind: Secret\n  metadata:\n    name: y\n")
+                                            "    name: x\n- kind: Secret\n  metadata:\n    name: why\n")
     (tmp_path / "a.json").write_text('{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "n"}}')
     (tmp_path / "kustomization.yaml").write_text("resources: []\n")
     (tmp_path / "notes.txt").write_text("ignored")
     objs = read_manifests([str(tmp_path)])
-    assert [(o.kind, o.name) for o in objs] == [("Namespace", "n"), ("ConfigMap", "x"), ("Secret", "y")]
+    assert [(o.kind, o.name) for o in objs] == [("Namespace", "n"), ("ConfigMap", "x"), ("Secret", "why")]
     assert objs[2].line(("metadata", "name")) == 9
 
 
@@ -69,9 +69,9 @@ def test_a_document_without_kind_is_reported(tmp_path):
 
 
 def test_missing_file_is_reported(tmp_path):
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(UsageError) as e:
         read_manifests([str(tmp_path / "nope.yaml")])
-    assert "cannot read file" in str(e.value.problems[0])
+    assert str(e.value) == f"{tmp_path / 'nope.yaml'}: no such file or directory"
 
 
 def test_manifest_detection(tmp_path):
