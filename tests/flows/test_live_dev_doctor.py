@@ -121,10 +121,17 @@ def healthy_cluster(fake: FakeKube, gpus_per_node: int = 8, nodes: int = 3) -> N
     fake.put({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
         "name": "kuberay-operator", "namespace": "kuberay-system",
         "labels": {"app.kubernetes.io/name": "kuberay-operator"}}, "status": {"readyReplicas": 1}})
-    for i in range(nodes):
-        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}"}, "status": {
-            "allocatable": {"nvidia.com/gpu": str(gpus_per_node), "cpu": "96", "memory": "1100Gi"},
+    for i in range(nodes):  # where the example's nodeSelectors point (doctor simulates placement)
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": f"gpu-{i}", "labels": {"node.kubernetes.io/instance-type": "p4de.24xlarge"}}, "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus_per_node), "cpu": "96", "memory": "1100Gi",
+                            "ephemeral-storage": "500Gi", "pods": "110"},
             "conditions": [{"type": "Ready", "status": "True"}]}})
+    for i in range(2):
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"cpu-{i}", "labels": {"node-role": "cpu"}},
+                  "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "ephemeral-storage": "500Gi",
+                                             "pods": "110"},
+                             "conditions": [{"type": "Ready", "status": "True"}]}})
     fake.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-training"}})
     fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ghcr-pull", "namespace": NS}})
     fake.put({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "calico-node",
@@ -175,3 +182,38 @@ def test_doctor_json(cli: Any, fake: FakeKube) -> None:
     assert doc["ok"] is False
     gpu = next(c for c in doc["checks"] if c["name"] == "GPUs")
     assert gpu["mark"] == "✖" and "fewer GPUs" in gpu["hint"]
+
+
+def test_doctor_simulates_placement_on_the_live_nodes(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake, nodes=2)  # the example's gang needs three 8-GPU nodes
+    r = cli("doctor", *ARGS)
+    assert r.code == 1
+    line = next(x for x in r.out.splitlines() if x.startswith("✖ placement"))
+    assert "pods would stay Pending" in line and "inference" in line
+    assert "0/4 nodes are available:" in line and "Insufficient nvidia.com/gpu" in line
+    assert "a GPU group cannot be fully placed, so the gang cannot start" in r.out
+
+
+def test_doctor_counts_what_running_pods_already_request(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake)
+    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squatter", "namespace": "other"},
+              "spec": {"nodeName": "gpu-0", "containers": [{"name": "c", "resources": {
+                  "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]},
+              "status": {"phase": "Running"}})
+    r = cli("doctor", *ARGS)
+    assert r.code == 1 and "✖ placement" in r.out
+
+
+def test_plan_live_places_on_the_clusters_nodes(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake)
+    r = cli("plan", *ARGS, "--live")
+    assert r.code == 0, r.out + r.err
+    assert "live cluster" in r.out
+    fake.remove("v1", "Node", "", "gpu-2")
+    r = cli("plan", *ARGS, "--live")
+    assert r.code == 1 and "Insufficient nvidia.com/gpu" in r.out
+
+
+def test_plan_live_and_nodes_are_exclusive(cli: Any, fake: FakeKube, tmp_path: Path) -> None:
+    r = cli("plan", *ARGS, "--live", "--nodes", str(tmp_path / "n.yaml"))
+    assert r.code == 2 and "--live and --nodes" in r.err

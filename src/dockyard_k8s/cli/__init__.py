@@ -21,9 +21,17 @@ from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 
 # Order = order in `--help`. One per line: each area adds its own.
 COMMANDS = (
+    # offline: nothing leaves this machine
     "check",
     "render",
+    "validate",
+    "lint",
+    "plan",
     "schema",
+    "schemas",
+    "nccl-test",
+    # live: talk to the cluster of the current kubeconfig context
+    "doctor",
     "run",
     "status",
     "logs",
@@ -31,12 +39,6 @@ COMMANDS = (
     "cluster",
     "job",
     "dev",
-    "doctor",
-    "nccl-test",
-    "lint",
-    "plan",
-    "validate",
-    "schemas",
 )
 
 DESCRIPTION = """\
@@ -47,8 +49,10 @@ into a KubeRay GPU run with a hardened sandbox pool, validated before it touches
 EPILOG = """\
 examples:
   dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
-  dockyard-k8s render examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml | kubectl apply -f -
-  dockyard-k8s render recipe.yaml -o build/run --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s render examples/grpo_swe.yaml -o build/run --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s lint examples/grpo_swe.yaml && dockyard-k8s plan examples/grpo_swe.yaml --nodes nodes.yaml
+  dockyard-k8s doctor examples/grpo_swe.yaml && dockyard-k8s run examples/grpo_swe.yaml
+  dockyard-k8s status examples/grpo_swe.yaml; dockyard-k8s logs examples/grpo_swe.yaml --fleet trainer -f
 
 exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad input, 130 interrupted
 """

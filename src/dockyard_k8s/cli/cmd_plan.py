@@ -13,6 +13,7 @@ examples:
   dockyard-k8s plan examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml     # plan.nodePools
   kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
   dockyard-k8s plan recipe.yaml --nodes nodes.yaml --nodes pods.yaml
+  dockyard-k8s plan recipe.yaml --live --context prod      # the cluster's nodes and running pods, now
   dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 --format json
   dockyard-k8s plan --list-instance-types
 
@@ -30,6 +31,11 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     add_target_args(p)
     p.add_argument("--nodes", action="append", default=[], metavar="FILE",
                    help="`kubectl get nodes -o yaml` output (repeatable; pods and ResourceQuotas too)")
+    p.add_argument("--live", action="store_true",
+                   help="inventory from the cluster of the current context: nodes, running pods, quotas "
+                        "(with --context/--kubeconfig)")
+    p.add_argument("--context", help="kubeconfig context for --live (default: the current context)")
+    p.add_argument("--kubeconfig", help="kubeconfig file for --live (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--gang", action="store_true",
                    help="all-or-nothing GPU gangs (as Volcano/YuniKorn/Kueue): a gang that does not fully fit "
                         "binds no pod")
@@ -50,7 +56,21 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.plan import report as out
 
     targets = load_targets(args)
-    if args.nodes:
+    if args.live and args.nodes:
+        raise UsageError("--live and --nodes both give the node inventory: choose one")
+    if args.live:
+        from dockyard_k8s.cli._live import connect
+        from dockyard_k8s.live.doctor import cluster_inventory_objects
+
+        client = connect(args)
+        namespaces = sorted({str((o.data.get("metadata") or {}).get("namespace") or client.default_namespace)
+                             for o in targets.objects})
+        try:
+            inventory = from_objects(cluster_inventory_objects(client, namespaces),
+                                     source=f"live cluster {client.context}".rstrip())
+        finally:
+            client.close()
+    elif args.nodes:
         from dockyard_k8s.lint.inputs import read_manifests
 
         inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))

@@ -55,6 +55,7 @@ class Facts(NamedTuple):
     access: dict[tuple[str, str, str], bool] | None
     quotas: list[dict[str, Any]] | None
     daemonsets: list[dict[str, Any]] | None
+    pods: list[dict[str, Any]] | None = None  # running pods of every namespace: what is already requested
 
 
 # --- what the run needs (pure) --------------------------------------------------------------
@@ -181,6 +182,28 @@ def _node_ready(node: dict[str, Any]) -> bool:
         return False
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
+                    pods: list[dict[str, Any]] | None, quotas: list[dict[str, Any]] | None) -> Check:
+    """Every pod of the run placed with ``dockyard-k8s plan``'s scheduler simulation on the
+    live nodes, minus what running pods already request."""
+    if nodes is None:
+        return Check("placement", None, "cannot list nodes (permission): placement not simulated", fatal=False)
+    from dockyard_k8s.plan import inventory_from_cluster, plan
+
+    result = plan(objects, inventory_from_cluster(nodes, pods or [], quotas))
+    usage = "" if pods is not None else " (running pods unknown: cannot list pods, so nodes look empty)"
+    if result.fits:
+        return Check("placement", True, f"all {result.pods} pods of the run fit on {len(nodes)} node(s) now{usage}")
+    first = next(g for g in result.groups if g.pending)
+    reason = next(r for r in first.reasons if r)
+    detail = (f"{result.pending} of {result.pods} pods would stay Pending{usage}; first: "
+              f"{first.group.name} ({first.pending} of {len(first.nodes)}): {reason}")
+    if not result.startable:
+        return Check("placement", False, detail, "a GPU group cannot be fully placed, so the gang cannot start: "
+                                                 "`dockyard-k8s plan --live` shows every group")
+    return Check("placement", False, detail, "`dockyard-k8s plan --live` shows every group", fatal=False)
 
 
 def format_quantity(value: Fraction, resource: str = "") -> str:
@@ -327,6 +350,7 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
     checks.append(check_crds(facts.crds, ray_needed))
     checks.append(check_operator(facts.operators, ray_needed))
     checks += check_capacity(objects, facts.nodes, facts.quotas)
+    checks.append(check_placement(objects, facts.nodes, facts.pods, facts.quotas))
     checks.append(check_named("RuntimeClass", names_in_templates(objects, "runtimeClassName"),
                               facts.runtime_classes, rendered_rcs,
                               "create it (GPU nodes: handler nvidia, from the NVIDIA container toolkit)"))
@@ -389,7 +413,20 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
         access = None
     quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
     daemonsets = _allowed(lambda: client.list(KINDS["DaemonSet"], "kube-system")[0])
-    return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets)
+    pods = _allowed(lambda: running_pods(client))
+    return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets,
+                 pods)
+
+
+def running_pods(client: KubeClient) -> list[dict[str, Any]]:
+    """Pods of every namespace that hold resources (not Succeeded/Failed): one list call."""
+    return client.list(KINDS["Pod"], None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
+
+
+def cluster_inventory_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, Any]]:
+    """Nodes, running pods and the ResourceQuotas of ``namespaces``: what ``plan --live`` places on."""
+    quotas = [q for ns in namespaces for q in client.list(KINDS["ResourceQuota"], ns)[0]]
+    return [*client.list(KINDS["Node"], None)[0], *running_pods(client), *quotas]
 
 
 def exit_ok(checks: list[Check]) -> bool:
