@@ -64,6 +64,7 @@ BUILTIN = {
 CRDS = {
     ("ray.io/v1", "rayjobs"): ("RayJob", True),
     ("ray.io/v1", "rayclusters"): ("RayCluster", True),
+    ("kubeflow.org/v2beta1", "mpijobs"): ("MPIJob", True),
 }
 # Field selectors each kind supports (apiserver registry GetAttrs); everything has the metadata ones.
 FIELDS = {

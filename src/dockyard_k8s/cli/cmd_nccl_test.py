@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
-from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, DockyardError, UsageError
+from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 
 EXAMPLES = """\
 examples:
@@ -41,6 +41,11 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--min-busbw", type=float, metavar="GB/s",
                    help="with --summarize/--run: exit 1 when the peak bus bandwidth is below this")
     p.add_argument("--run", action="store_true", help="apply the MPIJob, wait, print the summary (live)")
+    p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
+                   help="with --run: how long to wait for the launcher (default 3600)")
+    p.add_argument("--keep", action="store_true", help="with --run: keep the MPIJob afterwards (default: delete)")
+    p.add_argument("--context", help="kubeconfig context for --run (default: the current context)")
+    p.add_argument("--kubeconfig", help="kubeconfig file for --run (default: $KUBECONFIG, ~/.kube/config)")
     p.set_defaults(func=run)
 
 
@@ -56,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nccl-test needs RECIPE (or --summarize LOG)")
     mpijob = render_mpijob(args)
     if args.run:
-        summary = run_live(mpijob)
+        summary = run_live(args, mpijob)
         print(format_summary(summary, min_busbw=args.min_busbw))
         return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
     from dockyard_k8s.render.serialize import dump_json, dump_yaml
@@ -86,11 +91,20 @@ def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
     return nccl.nccl_mpijob(bundle.run.infra)
 
 
-def run_live(mpijob: dict[str, Any]) -> Any:
-    """Apply the MPIJob, wait for the launcher, parse its log: nccl.run_and_summarize with the
-    live client's apply / logs / delete. Wired by the live area (dockyard_k8s.live)."""
-    raise DockyardError("nccl-test --run needs the live cluster client, which this build does not include; "
-                        "apply the rendered MPIJob with kubectl and use --summarize on the launcher log")
+def run_live(args: argparse.Namespace, mpijob: dict[str, Any]) -> Any:
+    """Apply the MPIJob, wait for the launcher, parse its log (render.nccl.run_and_summarize
+    with the live client's apply / logs / delete)."""
+    from dockyard_k8s.cli._live import connect
+    from dockyard_k8s.live.nccl import live_callables
+    from dockyard_k8s.render import nccl
+
+    client = connect(args)
+    try:
+        print(f"applying MPIJob {mpijob['metadata']['namespace']}/{mpijob['metadata']['name']}; waiting for the "
+              f"launcher (up to {args.timeout:.0f}s)...", flush=True)
+        return nccl.run_and_summarize(mpijob, **live_callables(client, timeout=args.timeout, cleanup=not args.keep))
+    finally:
+        client.close()
 
 
 def _read(path: str) -> str:

@@ -1,0 +1,60 @@
+"""``nccl-test --run``: apply the MPIJob, wait for its launcher pod to end, return its log.
+
+The pure parts (rendering the MPIJob, parsing all_reduce_perf output) live in
+``render/nccl.py``; this module only supplies the live ``apply`` / ``wait_launcher_logs`` /
+``delete`` callables that ``render.nccl.run_and_summarize`` takes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live import requests as rq
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import KINDS, kind_of
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def launcher_selector(mpijob: dict[str, Any]) -> str:
+    labels = mpijob["metadata"]["labels"]
+    return f"{RUN_LABEL}={labels[RUN_LABEL]},{FLEET_LABEL}=nccl-launcher"
+
+
+def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: float,
+                       clock: Callable[[], float] = time.monotonic) -> str:
+    """Watch the launcher pod until it is Succeeded or Failed; return its whole log.
+
+    Raises:
+        ClusterError: the timeout passed first (the MPIJob is left for `kubectl describe`).
+    """
+    namespace = mpijob["metadata"]["namespace"]
+    deadline = clock() + timeout
+    for event in client.watch(KINDS["Pod"], namespace, label_selector=launcher_selector(mpijob)):
+        pods = event.items if event.type == "SYNC" else [event.obj]
+        done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]
+        if done:
+            name = done[0]["metadata"]["name"]
+            return client.text(rq.prepare_logs(namespace, name, container="launcher"))
+        if clock() > deadline:
+            break
+    raise ClusterError(f"the NCCL launcher did not finish within {timeout:.0f}s", obj=f"MPIJob {namespace}/"
+                       f"{mpijob['metadata']['name']}", hint="kubectl describe mpijob; the MPI Operator must be "
+                                                             "installed (kubeflow.org/v2beta1)")
+
+
+def live_callables(client: KubeClient, *, timeout: float, cleanup: bool) -> dict[str, Any]:
+    """The keyword arguments of ``render.nccl.run_and_summarize`` for the live cluster."""
+
+    def delete(obj: dict[str, Any]) -> None:
+        client.delete(kind_of(obj), obj["metadata"]["namespace"], obj["metadata"]["name"])
+
+    return {
+        "apply": lambda obj: client.apply(obj),
+        "wait_launcher_logs": lambda obj: wait_launcher_logs(client, obj, timeout=timeout),
+        "delete": delete if cleanup else None,
+    }

@@ -1,0 +1,52 @@
+"""`nccl-test --run` against the fake API server: apply the MPIJob, wait for the launcher pod
+(played here by a thread standing in for the MPI Operator), parse its log, clean up."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from fakekube import FakeKube
+from kuberay_sim import EXAMPLES
+
+LOG = Path(__file__).resolve().parents[1] / "unit" / "platforms" / "data" / "nccl_p5_2nodes.log"
+ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "eks_p5.infra.yaml")]
+
+
+def mpi_operator(fake: FakeKube, phase: str) -> threading.Thread:
+    """When the MPIJob appears, create its launcher pod with a log and the given final phase."""
+
+    def play() -> None:
+        job = fake.wait_for(lambda: next(iter(fake.all("kubeflow.org/v2beta1", "MPIJob")), None))
+        ns, labels = job["metadata"]["namespace"], job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"][
+            "metadata"]["labels"]
+        name = f"{job['metadata']['name']}-launcher"
+        fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+                  "spec": {"containers": [{"name": "launcher"}]}, "status": {"phase": "Running"}})
+        fake.add_log(ns, name, "launcher", LOG.read_text().splitlines())
+        fake.end_logs(ns, name, "launcher")
+        fake.set_status("v1", "Pod", ns, name, {"phase": phase})
+
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_nccl_test_run_applies_waits_summarizes_and_cleans_up(cli: Any, fake: FakeKube) -> None:
+    for ns in ("rl-research",):
+        fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    operator = mpi_operator(fake, "Succeeded")
+    r = cli("nccl-test", *ARGS, "--run", "--timeout", "30")
+    operator.join(5)
+    assert r.code == 0, r.out + r.err
+    assert "applying MPIJob" in r.out and "GB/s" in r.out
+    assert fake.all("kubeflow.org/v2beta1", "MPIJob") == []  # deleted afterwards (no --keep)
+
+
+def test_nccl_test_run_keep_and_low_bandwidth_fails(cli: Any, fake: FakeKube) -> None:
+    operator = mpi_operator(fake, "Succeeded")
+    r = cli("nccl-test", *ARGS, "--run", "--keep", "--timeout", "30", "--min-busbw", "100000")
+    operator.join(5)
+    assert r.code == 1, r.out + r.err
+    assert len(fake.all("kubeflow.org/v2beta1", "MPIJob")) == 1
