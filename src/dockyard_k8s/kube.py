@@ -28,16 +28,32 @@ _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1
             "P": Fraction(10**15), "E": Fraction(10**18)}
 
 
+# Manifests repeat the same few quantities ("8", "16Gi", "500m") thousands of times, and
+# building a Fraction costs ~10 us: parsed strings are memoized (Fractions are immutable).
+_PARSED: dict[str, Fraction | None] = {}
+_PARSED_MAX = 4096
+
+
 def parse_quantity(value: Any) -> Fraction | None:
     """``"500m"`` -> 1/2, ``"2Gi"`` -> 2147483648, ``4`` -> 4; None if not a quantity."""
+    if isinstance(value, str):
+        try:
+            return _PARSED[value]
+        except KeyError:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            q = _PARSED[value] = _parse_text(value)
+            return q
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(str(value))
-    if not isinstance(value, str):
-        return None
+    return None
+
+
+def _parse_text(value: str) -> Fraction | None:
     m = _QUANTITY.match(value.strip()) if value.strip() == value else None
     if not m:
         return None
