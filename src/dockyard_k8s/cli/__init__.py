@@ -1,7 +1,8 @@
 """The command line: parse, call the library, print, return an exit code.
 
-Each command lives in ``cmd_<name>.py`` with ``register(subparsers)`` adding its parser
-(with ``func`` set to its handler). Command modules import only what parsing needs at
+Each command lives in ``cmd_<name>.py`` with ``register(subparsers, formatter)`` adding its
+parser (with ``func`` set to its handler); its one-line summary is in ``COMMANDS`` here.
+Command modules import only what parsing needs at
 the top; heavy libraries (cluster clients, Ray) are imported inside the handlers that
 use them, so ``check`` and ``render`` start fast.
 
@@ -15,31 +16,33 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 
-# Order = order in `--help`. One per line: each area adds its own.
-COMMANDS = (
+# name -> one-line summary, in `--help` order. Each lives in cli/cmd_<name>.py; only the
+# invoked command's module is imported (the others cost start-up time and are not needed).
+COMMANDS = {
     # offline: nothing leaves this machine
-    "check",
-    "render",
-    "validate",
-    "lint",
-    "plan",
-    "schema",
-    "schemas",
-    "nccl-test",
+    "check": "validate a recipe + infra spec and summarise the run (offline)",
+    "render": "print the run's Kubernetes objects in apply order (offline)",
+    "validate": "validate Kubernetes manifests offline, strictly (any manifests)",
+    "lint": "policy lint + Pod Security Standards levels (offline)",
+    "plan": "will every pod schedule? simulate the scheduler on a node inventory",
+    "schema": "print the JSON Schema of the infra spec",
+    "schemas": "fetch CRD schemas into the cache; list the schemas validation uses",
+    "nccl-test": "render (or run) an NCCL all-reduce test on the run's GPU nodes",
     # live: talk to the cluster of the current kubeconfig context
-    "doctor",
-    "run",
-    "status",
-    "logs",
-    "down",
-    "cluster",
-    "job",
-    "dev",
-)
+    "doctor": "preflight: can this run work on the current context?",
+    "run": "apply the run and follow it until the job ends",
+    "status": "the run on one screen: job status, pods per fleet, problems",
+    "logs": "logs of a fleet or a pod of the run (merged, prefixed)",
+    "down": "delete every object of the run (idempotent)",
+    "cluster": "bringup mode: a long-lived RayCluster + sandbox (up/down/list/dashboard)",
+    "job": "Ray jobs on a running cluster (submit/list/logs/stop)",
+    "dev": "a CPU dev pod for setup work (connect/stop/secrets)",
+}
 
 DESCRIPTION = """\
 dockyard-k8s turns an RL recipe (what to train) and an infra spec (where to run it)
@@ -63,19 +66,37 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=32, width=100)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Subparsers:
+    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS."""
+
+    def __init__(self, sub: Any) -> None:
+        self._sub = sub
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], **kwargs)
+        return parser
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command is complete (the others are listed for
+    ``--help`` but their modules are not imported)."""
     parser = argparse.ArgumentParser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"dockyard-k8s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}").register(sub, _Formatter)
+    for name, summary in COMMANDS.items():
+        if only is None or name == only:
+            module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
+            module.register(_Subparsers(sub), _Formatter)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args_in = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
+    args, extra = parser.parse_known_args(args_in)
     if extra:  # recipe overrides may come after options: argparse leaves them here
         bad = [e for e in extra if e.startswith("-") or not hasattr(args, "overrides")]
         if bad:

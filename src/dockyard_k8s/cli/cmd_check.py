@@ -18,7 +18,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("check", help="validate a recipe + infra spec and summarise the run (offline)",
+    p = sub.add_parser("check",
                        description="Validate both files, render every object, check them, and print a "
                                    "one-page summary. Nothing is sent to a cluster.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)

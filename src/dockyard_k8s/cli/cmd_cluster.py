@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_address, say
@@ -21,7 +20,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("cluster", help="bringup mode: a long-lived RayCluster + sandbox (up/down/list/dashboard)",
+    p = sub.add_parser("cluster",
                        description="Manage the long-lived RayCluster of bringup mode (launch.mode is forced to "
                                    "bringup), then send jobs to it with `dockyard-k8s job submit`.",
                        epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
@@ -118,6 +117,8 @@ def cluster_dashboard(args: argparse.Namespace) -> int:
 
                 webbrowser.open(url)
             try:
+                import threading
+
                 threading.Event().wait()
             except KeyboardInterrupt:
                 print("closed", file=sys.stderr)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import subprocess
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
@@ -27,7 +25,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("dev", help="a CPU dev pod for setup work (connect/stop/secrets)",
+    p = sub.add_parser("dev",
                        description="A CPU-only pod in the run's namespace (image and pull secrets from the infra "
                                    "spec, or --image) for cloning, downloading models and debugging; its Secret is "
                                    "mounted as files and environment.",
@@ -87,6 +85,8 @@ def dev_connect(args: argparse.Namespace) -> int:
         client.close()
     shell = ["sh", "-c", args.shell or "command -v bash >/dev/null && exec bash -l || exec sh -l"]
     cmd = [*kubectl_base(args.context, args.kubeconfig), "exec", "-it", "-n", ns, args.name, "--", *shell]
+    import subprocess
+
     return subprocess.call(cmd)
 
 
@@ -116,6 +116,8 @@ def dev_secrets(args: argparse.Namespace) -> int:
         bundle = load_bundle(argparse.Namespace(**{**vars(args), "overrides": []}))
     elif args.recipe:
         pairs.insert(0, args.recipe)
+    import getpass
+
     values = parse_secret_args(pairs, args.from_file, prompt=getpass.getpass)
     client = connect(args)
     try:

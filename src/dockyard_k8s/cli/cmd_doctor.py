@@ -17,7 +17,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("doctor", help="preflight: can this run work on the current context?",
+    p = sub.add_parser("doctor",
                        description="API reachable and >= 1.29; KubeRay CRDs and operator; GPUs allocatable vs "
                                    "requested; RuntimeClass, PriorityClass and pull secrets exist; every verb the "
                                    "launcher uses is allowed (SelfSubjectAccessReview); quota headroom; a "

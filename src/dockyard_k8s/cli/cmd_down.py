@@ -15,8 +15,8 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter], name: str = "down") -> None:
-    p = sub.add_parser(name, help="delete every object of the run (idempotent)",
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("down",
                        description="Find every object labelled dockyard-k8s/run=<run> (one LIST per kind) and delete "
                                    "it, workloads first and NetworkPolicies last; owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "

@@ -28,7 +28,7 @@ def _target_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("job", help="Ray jobs on a running cluster (submit/list/logs/stop)",
+    p = sub.add_parser("job",
                        description="Talk to the Ray Jobs REST API of a cluster's head (dashboard, port 8265). The "
                                    "cluster is the run's (RECIPE), one named by --cluster (port-forwarded with "
                                    "kubectl), or --address.",

@@ -23,7 +23,7 @@ exit codes: 0 ok, 1 wrong values or bandwidth below --min-busbw, 2 bad input
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("nccl-test", help="render (or run) an NCCL all-reduce test on the run's GPU nodes",
+    p = sub.add_parser("nccl-test",
                        description="Render an MPIJob (kubeflow.org/v2beta1, needs the MPI Operator) that runs "
                                    "nccl-tests all_reduce_perf across the GPU nodes the run would use, with the "
                                    "same platform settings (EFA, placement, /dev/shm). --summarize LOG prints "

@@ -22,7 +22,7 @@ exit codes: 0 every pod fits, 1 some pod stays pending, 2 bad input
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("plan", help="will every pod schedule? simulate the scheduler on a node inventory",
+    p = sub.add_parser("plan",
                        description="Place every pod the run would create (Ray head, worker groups, submitter, "
                                    "sandbox replicas) on a node inventory with the default scheduler's filters "
                                    "and the namespace quota, and say per group what is placed, where, and why "

@@ -22,7 +22,7 @@ _OWNED = re.compile(r"^\d{2}-[a-z0-9.-]+\.(yaml|json)$")
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("render", help="print the run's Kubernetes objects in apply order (offline)",
+    p = sub.add_parser("render",
                        description="Render every object of the run in apply order. Output is byte-for-byte "
                                    "deterministic. With -o DIR, write one file per object plus a "
                                    "kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",

@@ -24,7 +24,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("run", help="apply the run and follow it until the job ends",
+    p = sub.add_parser("run",
                        description="Apply the rendered objects in order with server-side apply (field manager "
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "
                                    "the run with watches: objects, pods per fleet, job status, and every pod "

@@ -14,7 +14,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("schema", help="print the JSON Schema of the infra spec",
+    p = sub.add_parser("schema",
                        description="Print the infra spec's JSON Schema (draft-07), for editor completion "
                                    "and checking. --markdown prints the reference table instead.",
                        epilog=EXAMPLES, formatter_class=formatter)

@@ -13,7 +13,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("schemas", help="fetch CRD schemas into the cache; list the schemas validation uses",
+    p = sub.add_parser("schemas",
                        description="Manage the schemas `validate`, `check` and `render` validate against. "
                                    "Built-in Kubernetes schemas ship with the kubernetes-validate package; "
                                    "KubeRay v1.7.0 CRDs ship with dockyard-k8s; `fetch` gets another release "

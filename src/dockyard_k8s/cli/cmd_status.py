@@ -18,7 +18,7 @@ examples:
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("status", help="the run on one screen: job status, pods per fleet, problems",
+    p = sub.add_parser("status",
                        description="RayJob jobStatus/jobDeploymentStatus/reason/message, RayCluster conditions, "
                                    "desired/scheduled/ready pods per fleet, and the warnings that explain anything "
                                    "not ready. Exit 1 when nothing of the run exists.",

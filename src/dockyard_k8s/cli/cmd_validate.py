@@ -18,7 +18,7 @@ exit codes: 0 every object valid, 1 a problem found, 2 bad usage (missing file, 
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser("validate", help="validate Kubernetes manifests offline, strictly (any manifests)",
+    p = sub.add_parser("validate",
                        description="Validate manifests against the strict Kubernetes schemas and CRD schemas, "
                                    "plus the rules the API server and the KubeRay operator enforce that no schema "
                                    "expresses. Unknown fields, wrong types and duplicate keys are errors. "

@@ -142,6 +142,28 @@ def test_help_has_examples(capsys):
         assert "examples:" in capsys.readouterr().out
 
 
+def test_only_the_invoked_commands_module_is_imported():
+    code = ("import sys; from dockyard_k8s.cli import main; "
+            f"main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
+            "print('CMDS', sorted(m for m in sys.modules if m.startswith('dockyard_k8s.cli.cmd_')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HOME": "/nonexistent"}).stdout
+    assert out.strip().splitlines()[-1] == "CMDS ['dockyard_k8s.cli.cmd_check']"
+
+
+def test_every_command_registers_with_its_summary():
+    import argparse
+
+    from dockyard_k8s.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(COMMANDS)
+    for name, parser in sub.choices.items():
+        assert parser.description, f"{name}: its module did not register a full parser"
+    summaries = {a.dest: a.help for a in sub._choices_actions}
+    assert summaries == COMMANDS
+
+
 def test_check_does_not_import_heavy_modules():
     code = ("import sys; from dockyard_k8s.cli import main; "
             f"rc = main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
