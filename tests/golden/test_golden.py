@@ -1,4 +1,5 @@
-"""Golden files: every example infra spec x every launch mode, rendered byte for byte.
+"""Golden files: every example infra spec x every launch mode (plus the NCCL test MPIJob of
+the platform examples), rendered and compared byte for byte with tests/golden/expected/.
 
 Regenerate after an intended change, then read the diff line by line:
 
@@ -7,73 +8,84 @@ Regenerate after an intended change, then read the diff line by line:
 
 from __future__ import annotations
 
-import glob
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.render.nccl import nccl_mpijob
 from dockyard_k8s.render.serialize import dump_documents
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-RECIPE = os.path.join("examples", "grpo_swe.yaml")
-# The core examples; platform examples have their own golden test.
-INFRAS = ["examples/grpo_swe.infra.yaml", "examples/grpo_swe_sglang.infra.yaml"]
-MODES = {
-    "rayjob": [],
-    "bringup": ["launch.mode=bringup"],
-    "attach": ["launch.mode=attach", "launch.attach.cluster=shared-gpu"],
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED = Path(__file__).parent / "expected"
+UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
+
+# infra example -> the recipe it runs
+EXAMPLES = {
+    "grpo_swe": "grpo_swe",
+    "grpo_swe_sglang": "grpo_swe",
+    "eks_p5": "grpo_swe",
+    "kind_single_gpu": "grpo_tiny",
+    "k3s_single_gpu": "grpo_tiny",
+    "kind_cpu": "grpo_tiny",
 }
-UPDATE = bool(os.environ.get("DOCKYARD_UPDATE_GOLDEN"))
+MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
+# What a mode needs beyond the example (the job shape is one node: one GPU pod).
+MODE_SETS = {
+    "attach": ["launch.attach.cluster=shared-ray"],
+    "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"],
+}
+NCCL_SETS = {"eks_p5": [], "kind_single_gpu": ["ncclTest.image=registry.example.com/nccl-tests:2.16.9"]}
+CASES = [(e, m) for e in EXAMPLES for m in MODES]
 
 
-def _render(infra: str, sets: list[str]) -> str:
-    # Relative paths from the repo root, like a user would type: file names end up in nothing
-    # rendered, but keep it honest.
+def _bundle(example: str, sets: list[str]):  # type: ignore[no-untyped-def]
+    # Paths relative to the repository, as a user types them.
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(REPO)
     try:
-        bundle = build_bundle(RECIPE, infra, sets=sets, env={"HOME": "/nonexistent"})
+        return build_bundle(f"examples/{EXAMPLES[example]}.yaml", f"examples/{example}.infra.yaml",
+                            sets=sets, env={"HOME": "/nonexistent"})
     finally:
         os.chdir(cwd)
-    return dump_documents(bundle.objects)
 
 
-CASES = [(infra, mode) for infra in INFRAS for mode in MODES]
-
-
-@pytest.mark.parametrize(("infra", "mode"), CASES, ids=[f"{os.path.basename(i)}-{m}" for i, m in CASES])
-def test_golden(infra, mode):
-    name = os.path.basename(infra).removesuffix(".infra.yaml")
-    expected_file = os.path.join(HERE, "core", f"{name}.{mode}.yaml")
-    got = _render(infra, MODES[mode])
+def _compare(name: str, text: str) -> None:
+    path = EXPECTED / name
     if UPDATE:
-        os.makedirs(os.path.dirname(expected_file), exist_ok=True)
-        with open(expected_file, "w", encoding="utf-8") as f:
-            f.write(got)
-    assert os.path.exists(expected_file), f"missing golden file; run `make golden` to create {expected_file}"
-    with open(expected_file, encoding="utf-8") as f:
-        assert got == f.read(), f"{expected_file} differs; if intended, `make golden` and review the diff"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"no golden file {path}; run `make golden` to create it"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file (`make golden`, review)"
 
 
-def test_no_stale_golden_files():
-    expected = {f"{os.path.basename(i).removesuffix('.infra.yaml')}.{m}.yaml" for i, m in CASES}
-    present = {os.path.basename(p) for p in glob.glob(os.path.join(HERE, "core", "*.yaml"))}
-    assert present == expected
+@pytest.mark.parametrize(("example", "mode"), CASES, ids=[f"{e}-{m}" for e, m in CASES])
+def test_example_renders_as_golden(example: str, mode: str) -> None:
+    text = dump_documents(_bundle(example, [f"launch.mode={mode}", *MODE_SETS.get(mode, [])]).objects)
+    assert str(REPO) not in text  # no machine paths leak into what is applied
+    _compare(f"{example}.{mode}.yaml", text)
 
 
-def test_every_core_example_is_covered():
-    examples = sorted(glob.glob(os.path.join(ROOT, "examples", "grpo_swe*.infra.yaml")))
-    assert [os.path.relpath(e, ROOT) for e in examples] == sorted(INFRAS)
+@pytest.mark.parametrize("example", sorted(NCCL_SETS))
+def test_nccl_test_renders_as_golden(example: str) -> None:
+    _compare(f"{example}.nccl-test.yaml", dump_documents([nccl_mpijob(_bundle(example, NCCL_SETS[example]).run.infra)]))
 
 
-def test_rendering_is_deterministic_across_processes():
-    import subprocess
-    import sys
+def test_every_example_is_covered_and_no_golden_file_is_stale() -> None:
+    assert sorted(p.name.removesuffix(".infra.yaml") for p in (REPO / "examples").glob("*.infra.yaml")) == \
+        sorted(EXAMPLES)
+    expected = {f"{e}.{m}.yaml" for e, m in CASES} | {f"{e}.nccl-test.yaml" for e in NCCL_SETS}
+    assert {p.name for p in EXPECTED.glob("*.yaml")} == expected
 
-    cmd = [sys.executable, "-m", "dockyard_k8s", "render", RECIPE, "--infra", INFRAS[0]]
+
+def test_rendering_is_deterministic_across_processes() -> None:
+    cmd = [sys.executable, "-m", "dockyard_k8s", "render", "examples/grpo_swe.yaml", "--infra",
+           "examples/eks_p5.infra.yaml"]
     env = {**os.environ, "PYTHONHASHSEED": "random", "HOME": "/nonexistent"}
-    outs = {subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    outs = {subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
             for _ in range(2)}
     assert len(outs) == 1
