@@ -172,3 +172,12 @@ def test_check_does_not_import_heavy_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "HOME": "/nonexistent"}).stdout
     assert out.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys, tmp_path):
+    out_dir = tmp_path / "out"
+    assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(out_dir), "--summary"]) == 0
+    assert capsys.readouterr().out.strip() == ("Summary: 6 object(s) in 6 file(s): 6 valid, 0 invalid, 0 skipped, "
+                                               "0 problem(s)")
