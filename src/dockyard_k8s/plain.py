@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
@@ -15,11 +14,31 @@ def format_path(path: Path) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
+        elif part.isascii() and part and all(c.isalnum() or c in "_-" for c in part):
             out += f".{part}" if out else part
         else:
             out += f'["{part}"]'
     return out
+
+
+def type_name(value: Any) -> str:
+    """JSON type name of a value (``null``, ``boolean``, ``integer``, ``number``, ``string``,
+    ``array``, ``object``), as messages show it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def clone(value: Any) -> Any:

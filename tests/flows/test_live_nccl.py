@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakekube import FakeKube
 from kuberay_sim import EXAMPLES
 
@@ -50,3 +51,14 @@ def test_nccl_test_run_keep_and_low_bandwidth_fails(cli: Any, fake: FakeKube) ->
     operator.join(5)
     assert r.code == 1, r.out + r.err
     assert len(fake.all("kubeflow.org/v2beta1", "MPIJob")) == 1
+
+
+def test_waiting_for_the_launcher_times_out_even_when_no_event_arrives(client: Any, fake: FakeKube) -> None:
+    from dockyard_k8s.errors import ClusterError
+    from dockyard_k8s.live.nccl import wait_launcher_logs
+
+    job = {"metadata": {"name": "x-nccl", "namespace": "default",
+                        "labels": {"dockyard-k8s/run": "x", "dockyard-k8s/fleet": "nccl-launcher"}}}
+    with pytest.raises(ClusterError) as e:
+        wait_launcher_logs(client, job, timeout=1)
+    assert str(e.value) == "the NCCL launcher did not finish within 1s"

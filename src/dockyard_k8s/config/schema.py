@@ -18,8 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dockyard_k8s.config.yamlio import Path
-from dockyard_k8s.plain import clone
+from dockyard_k8s.plain import Path, clone, type_name
 
 Schema = dict[str, Any]
 _NO_DEFAULT = object()
@@ -109,21 +108,8 @@ def obj(description: str, properties: dict[str, Schema], *, required: tuple[str,
 
 # --- checking ------------------------------------------------------------------------
 
-_JSON_TYPE: dict[str, type | tuple[type, ...]] = {
-    "string": str, "integer": int, "number": (int, float), "boolean": bool,
-    "object": dict, "array": list, "null": type(None),
-}
 _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
             "object": "a mapping", "array": "a list", "null": "null"}
-
-
-def type_name(value: Any) -> str:
-    """JSON type of a value, as users read it in messages."""
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        kind = _JSON_TYPE[name]
-        if isinstance(value, kind) and not (name in ("integer", "number") and isinstance(value, bool)):
-            return name
-    return type(value).__name__
 
 
 def show(value: Any) -> str:

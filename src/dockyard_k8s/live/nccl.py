@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, kind_of
+from dockyard_k8s.live.orchestrate import watch_for
 from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 
 TERMINAL = ("Succeeded", "Failed")
@@ -33,15 +35,14 @@ def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: f
         ClusterError: the timeout passed first (the MPIJob is left for `kubectl describe`).
     """
     namespace = mpijob["metadata"]["namespace"]
-    deadline = clock() + timeout
-    for event in client.watch(KINDS["Pod"], namespace, label_selector=launcher_selector(mpijob)):
-        pods = event.items if event.type == "SYNC" else [event.obj]
-        done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]
-        if done:
-            name = done[0]["metadata"]["name"]
-            return client.text(rq.prepare_logs(namespace, name, container="launcher"))
-        if clock() > deadline:
-            break
+    with closing(watch_for(client, KINDS["Pod"], namespace, timeout=timeout,
+                           label_selector=launcher_selector(mpijob), clock=clock)) as events:
+        for event in events:
+            pods = event.items if event.type == "SYNC" else [event.obj]
+            done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]
+            if done:
+                name = done[0]["metadata"]["name"]
+                return client.text(rq.prepare_logs(namespace, name, container="launcher"))
     raise ClusterError(f"the NCCL launcher did not finish within {timeout:.0f}s", obj=f"MPIJob {namespace}/"
                        f"{mpijob['metadata']['name']}", hint="kubectl describe mpijob; the MPI Operator must be "
                                                              "installed (kubeflow.org/v2beta1)")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
+from contextlib import closing
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
@@ -76,37 +77,50 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
     return out
 
 
-def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> bool:
-    """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
+def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout: float,
+              field_selector: str = "", label_selector: str = "",
+              clock: Callable[[], float] = time.monotonic) -> Generator[WatchEvent, None, None]:
+    """Watch events until ``timeout`` seconds pass, even when none arrive: the watch runs in
+    a thread feeding a queue, so the deadline is checked while the stream is silent. Errors
+    of the watch are raised here; closing the generator stops the watch."""
     deadline = clock() + timeout
     stop = threading.Event()
-    events: queue.Queue[WatchEvent | BaseException] = queue.Queue()
+    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
 
     def pump() -> None:
         try:
-            for ev in client.watch(kind, namespace, field_selector=f"metadata.name={name}", stop=stop):
-                events.put(ev)
+            for ev in client.watch(kind, namespace, field_selector=field_selector, label_selector=label_selector,
+                                   stop=stop):
+                inbox.put(ev)
         except BaseException as e:  # handed to the waiting thread
-            events.put(e)
+            inbox.put(e)
 
-    thread = threading.Thread(target=pump, daemon=True, name=f"wait-deleted-{name}")
+    thread = threading.Thread(target=pump, daemon=True, name=f"watch-{kind.plural}")
     thread.start()
     try:
         while clock() < deadline:
             try:
-                ev = events.get(timeout=min(0.5, max(0.01, deadline - clock())))
+                ev = inbox.get(timeout=min(0.5, max(0.01, deadline - clock())))
             except queue.Empty:
                 continue
             if isinstance(ev, BaseException):
                 raise ev
-            if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
-                return True
-        return False
+            yield ev
     finally:
         stop.set()
         client.close_streams()
         thread.join(timeout=2)
+
+
+def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
+                 clock: Callable[[], float] = time.monotonic) -> bool:
+    """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
+    with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
+                           clock=clock)) as events:
+        for ev in events:
+            if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
+                return True
+    return False
 
 
 def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: float = 300,
@@ -348,28 +362,10 @@ def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: 
     cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
     from dockyard_k8s.live.diagnose import pod_findings
 
-    stop = threading.Event()
-    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
-
-    def pump() -> None:
-        try:
-            for ev in client.watch(POD, namespace, field_selector=f"metadata.name={name}", stop=stop):
-                inbox.put(ev)
-        except BaseException as e:
-            inbox.put(e)
-
-    thread = threading.Thread(target=pump, daemon=True, name=f"wait-pod-{name}")
-    thread.start()
-    deadline = clock() + timeout
     seen: set[tuple[str, str]] = set()
-    try:
-        while clock() < deadline:
-            try:
-                ev = inbox.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            if isinstance(ev, BaseException):
-                raise ev
+    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
+                           clock=clock)) as events:
+        for ev in events:
             pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
             for pod in pods:
                 if (pod.get("status") or {}).get("phase") == "Running":
@@ -380,9 +376,5 @@ def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: 
                         say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
                     if f.fatal:
                         raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
-        raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
-                           hint=f"kubectl -n {namespace} describe pod {name}")
-    finally:
-        stop.set()
-        client.close_streams()
-        thread.join(timeout=2)
+    raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
+                       hint=f"kubectl -n {namespace} describe pod {name}")

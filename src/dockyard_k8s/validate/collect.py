@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dockyard_k8s.plain import type_name
 from dockyard_k8s.validate.problem import JsonPath
 
 _TYPES = {
@@ -23,25 +24,6 @@ _TYPES = {
     "null": lambda v: v is None,
 }
 _MAX_SHOWN = 8  # enum values listed in a message
-
-
-def type_name(value: Any) -> str:
-    """JSON type name of a Python value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def show(value: Any) -> str:

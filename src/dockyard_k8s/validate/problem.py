@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-JsonPath = tuple[str | int, ...]
+from dockyard_k8s.plain import Path as JsonPath
+from dockyard_k8s.plain import format_path as format_json_path  # the name validate's modules use
 
 # Where a problem comes from (Problem.rule), stable strings for --output json and filters.
 RULE_YAML = "yaml"  # the file could not be read as YAML/JSON (syntax, duplicate key)
@@ -12,19 +13,6 @@ RULE_OBJECT = "object"  # not a Kubernetes object (no apiVersion/kind), rejected
 RULE_SCHEMA = "schema"  # the OpenAPI / CRD schema rejects it (unknown field, wrong type, ...)
 RULE_SEMANTIC = "semantic"  # a rule the schema cannot express (quantities, names, selectors, ...)
 RULE_KUBERAY = "kuberay"  # what the KubeRay operator rejects at reconcile time
-
-
-def format_json_path(path: JsonPath) -> str:
-    """``("spec", "containers", 0, "image")`` -> ``spec.containers[0].image``; odd keys quoted."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part and all(c.isalnum() or c in "_-" for c in part):
-            out += f".{part}" if out else part
-        else:
-            out += f'["{part}"]'
-    return out
 
 
 class Document(NamedTuple):
