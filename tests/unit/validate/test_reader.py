@@ -99,3 +99,35 @@ def test_add_lines_locates_nested_paths_and_missing_fields():
     text = "kind: A\n---\nkind: B\nspec:\n  x:\n    z: 1\n"
     problems = [Problem("f", 1, "B", "", ("spec", "x", "z"), "m"), Problem("f", 1, "B", "", ("spec", "nope"), "m")]
     assert [p.line for p in add_lines(problems, {"f": text})] == [6, 4]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: 1\n", [("a: 1\n", 1)]),
+        ("---\na: 1\n---\nb: 2\n", [("a: 1\n", 2), ("b: 2\n", 4)]),
+        ("--- # first\na: 1\n---\n\n# blank\n---   \nb: 2", [("a: 1\n", 2), ("b: 2", 7)]),
+        ("---\r\na: 1\r\n---\r\nb: 2\r\n", [("a: 1\r\n", 2), ("b: 2\r\n", 4)]),
+        ("a: 1\n---", [("a: 1\n", 1)]),
+        # the whole-file slow path: directives, document ends, content on the marker line
+        ("%YAML 1.2\n---\na: 1\n", None), ("a: 1\n...\n", None), ("a: 1\n--- |\n  text\n", None),
+        ("a: 1\n----\n", None),
+    ],
+)
+def test_document_splitter(text, expected):
+    from dockyard_k8s.validate.reader import _chunks
+
+    assert _chunks(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "---\r\na: 1\r\n---\r\nb: [x, y]\r\n", "--- # c\na: 1\n...\n---\nb: 2\n", "a: 1\n--- {b: 2}\n",
+    "x: 1\n---\n---\n# c\n---\ny: 2\n",
+    # go-yaml v2 keys: `on:` is the key "true", `010:` the key "8" (yaml-rs alone gets both wrong)
+    "on: 1\nno: 2\n", "a:\n  - y: 1\n", "a: {y: 1, n: 2}\n", "a: [on: 1]\n", "kind: ConfigMap\ndata:\n  010: x\n",
+])
+def test_fast_and_slow_readers_agree_on_document_streams(text, monkeypatch):
+    pytest.importorskip("yaml_rs")
+    fast = parse_text(text, "f.yaml")
+    monkeypatch.setenv("DOCKYARD_K8S_YAML", "pyyaml")
+    assert fast == parse_text(text, "f.yaml")
