@@ -48,3 +48,19 @@ def clone(value: Any) -> Any:
     if isinstance(value, list):
         return [clone(v) for v in value]
     return value
+
+
+def show(value: Any) -> str:
+    """A short rendering of a value for messages."""
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return '"' + text.replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dockyard_k8s.plain import type_name
+from dockyard_k8s.plain import show, type_name
 from dockyard_k8s.validate.problem import JsonPath
 
 _TYPES = {
@@ -24,22 +24,6 @@ _TYPES = {
     "null": lambda v: v is None,
 }
 _MAX_SHOWN = 8  # enum values listed in a message
-
-
-def show(value: Any) -> str:
-    """A short rendering of a value for messages."""
-    if isinstance(value, str):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return '"' + text.replace('"', '\\"') + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    return str(value)
 
 
 class Collector:

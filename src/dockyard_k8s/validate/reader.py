@@ -215,7 +215,7 @@ _CANDIDATES = (
     re.compile(r",[ \t]*(?:" + _WORD + r"[ \t]*[,\]}:]|" + _NUMBER + ")"),
     re.compile(r"\{[ \t]*(?:" + _WORD + r"[ \t]*[,}:]|" + _NUMBER + ")"),
     # keys: go-yaml v2 makes `y:`/`on:` the key "true" and `010:` the key "8"
-    re.compile(r"\n[ \t]*(?:- )?(?:" + _WORD + r"[ \t]*:|" + _NUMBER + ")"),
+    re.compile(r"\n[ \t]*+(?:- )?+(?:" + _WORD + r"[ \t]*:|" + _NUMBER + ")"),
     re.compile(r"<<[ \t]*:"),
 )
 

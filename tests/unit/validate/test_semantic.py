@@ -109,3 +109,16 @@ def test_pdb_min_and_max_together():
     assert [(p.path, p.message) for p in validate_objects([pdb])] == [
         (("spec",), "set minAvailable or maxUnavailable, not both"),
         (("spec", "maxUnavailable"), 'got "x", expected an integer or a percentage such as "25%"')]
+
+
+def test_cross_object_rules_survive_odd_port_names():
+    """A port name that is a list (schema-invalid) once crashed the Service rule with a TypeError."""
+    deployment = copy.deepcopy(DEPLOYMENT)
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"name": ["http"], "containerPort": 80}]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+               "spec": {"selector": dict(deployment["spec"]["template"]["metadata"]["labels"]),
+                        "ports": [{"port": 80, "targetPort": "http"}]}}
+    deployment["metadata"]["namespace"] = "default"
+    messages = [(p.kind, p.path, p.message) for p in validate_objects([deployment, service]) if p.rule == "semantic"]
+    assert ("Service", ("spec", "ports", 0, "targetPort"),
+            'no container of the selected pods declares a port named "http"') in messages
