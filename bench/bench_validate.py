@@ -109,11 +109,14 @@ MIX = ((gpu_deployment, 3), (service, 3), (network_policy, 2), (rayjob, 2))  # w
 
 
 def generate(n: int, invalid_every: int = 20) -> list[dict]:
+    """``n`` objects in the MIX proportions; one in ``invalid_every`` broken. The broken one's
+    position moves from block to block, so every kind gets broken, in each of the four ways."""
     makers = [m for m, w in MIX for _ in range(w)]
     out = []
     for i in range(n):
         obj = makers[i % len(makers)](i // len(makers))
-        out.append(break_it(obj, i) if i % invalid_every == 7 else obj)
+        block = i // invalid_every
+        out.append(break_it(obj, block) if i % invalid_every == block % len(makers) else obj)
     return out
 
 

@@ -43,36 +43,34 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="report format (default text)")
     p.add_argument("--summary", action="store_true", help="print a summary line (text output)")
     p.add_argument("--exit-on-error", action="store_true", help="stop at the first invalid object")
+    p.add_argument("--workers", type=_workers, default=0, metavar="N",
+                   help="processes for a large input (default: one per core; 1: this process only). "
+                        "Inputs under 1 MB always use one")
     p.add_argument("--verbose", action="store_true", help="also say which schema validated each kind")
     p.set_defaults(func=run)
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes >= 1, got {text!r}")
+    return int(text)
+
+
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.validate.engine import validate_documents
     from dockyard_k8s.validate.output import render
-    from dockyard_k8s.validate.reader import add_lines, read_manifests
+    from dockyard_k8s.validate.parallel import validate_paths
 
     if args.paths == ["-"] and sys.stdin.isatty():
         from dockyard_k8s.errors import UsageError
 
         raise UsageError("validate: give manifest files or directories, or pipe YAML into `validate -`")
-    manifests = read_manifests(args.paths)
-    documents = manifests.documents
-    if args.exit_on_error and manifests.problems:
-        documents = []
-    report = validate_documents(documents, kubernetes_version=args.kubernetes_version, crd_sources=args.crd,
-                                skip=args.skip, reject=args.reject,
-                                ignore_missing_schemas=args.ignore_missing_schemas,
-                                use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)
-    problems = [*manifests.problems, *report.problems]
-    if args.exit_on_error and problems:
-        first = problems[0]
-        problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
-    problems = add_lines(problems, manifests.texts)
-    report = report._replace(problems=problems)
-    text = render(report, args.output, files=manifests.files, summary=args.summary)
-    sys.stdout.write(text)
+    result = validate_paths(args.paths, workers=args.workers, kubernetes_version=args.kubernetes_version,
+                            crd_sources=args.crd, skip=args.skip, reject=args.reject,
+                            ignore_missing_schemas=args.ignore_missing_schemas,
+                            use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)
+    report = result.report
+    sys.stdout.write(render(report, args.output, files=result.files, summary=args.summary))
     if args.verbose and args.output == "text":
         for api_kind, source in report.sources.items():
             print(f"schema: {api_kind}: {source}", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if result.problems else 0

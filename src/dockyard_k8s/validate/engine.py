@@ -26,7 +26,7 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
 )
-from dockyard_k8s.validate.semantic import bundle_problems, object_problems
+from dockyard_k8s.validate.semantic import Facts, bundle_facts, bundle_problems, bundle_problems_of, object_problems
 
 _OBJECT_META_KEY = "ObjectMeta"
 
@@ -102,6 +102,7 @@ def validate_documents(
     use_bundled: bool = True,
     cache_dir: str | None = None,
     exit_on_error: bool = False,
+    facts: list[tuple[Problem, Facts]] | None = None,
 ) -> Report:
     """Validate documents read from files (see :func:`.reader.read_manifests`).
 
@@ -115,6 +116,10 @@ def validate_documents(
         use_fetched / use_bundled: consult CRDs from ``schemas fetch`` / shipped with dockyard-k8s.
         cache_dir: cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``).
         exit_on_error: stop after the first object with a problem.
+        facts: when given, the cross-object rules are not run here: each checked object's
+            (identity, facts) is appended to it instead, for :func:`cross_object_problems`
+            over several parts of a large input (the identity is a :class:`Problem` with an
+            empty message: file, document, object).
 
     Raises:
         UsageError: a bad ``kubernetes_version`` or CRD source.
@@ -196,14 +201,31 @@ def validate_documents(
         found_here += [_problem(doc, doc.obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(doc.obj)]
         if found_here:
             bad.setdefault(m, []).extend(found_here)
-    for m, path, msg in bundle_problems([d.obj for d in checked]):
-        bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
+    if facts is None:
+        for m, path, msg in bundle_problems([d.obj for d in checked]):
+            bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
+    else:
+        for doc in checked:
+            fact = bundle_facts(doc.obj)
+            if fact is not None:
+                facts.append((_problem(doc, doc.obj, (), "", RULE_SEMANTIC), fact))
     for m in sorted(bad):
         problems.extend(bad[m])
         if exit_on_error:
             break
-    problems.sort(key=lambda p: (p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()))
+    problems.sort(key=problem_order)
     return Report(problems, len(documents), skipped, sorted(missing), dict(sorted(sources.items())))
+
+
+def problem_order(p: Problem) -> tuple[str, int, JsonPath]:
+    """Problems sort by file, document, and List item (stable: an object's own order is kept)."""
+    return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
+
+
+def cross_object_problems(facts: Sequence[tuple[Problem, Facts]]) -> list[Problem]:
+    """The cross-object rules over facts gathered by ``validate_documents(..., facts=[])``."""
+    return [facts[m][0]._replace(path=(*facts[m][0].path, *path), message=msg)
+            for m, path, msg in bundle_problems_of(list(enumerate(f for _, f in facts)))]
 
 
 def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dockyard_k8s.config.yamlio import Path
+from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.plain import Path
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
 MAX_RAYCLUSTER_NAME = 53
@@ -39,7 +40,7 @@ def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     if name and not _DNS1035.match(name):
         out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
                                           "(lowercase letters, digits, '-', starting with a letter)"))
-    _removed_labels(obj, (), out)
+    _removed_labels(obj, out)
     spec = obj.get("spec") or {}
     if kind == "RayJob":
         _rayjob(spec, out)
@@ -48,18 +49,28 @@ def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     return out
 
 
-def _removed_labels(node: Any, path: Path, out: list[tuple[Path, str]]) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "labels" and isinstance(value, dict):
-                for label, why in REMOVED_LABELS.items():
-                    if label in value:
-                        out.append(((*path, key, label), f"label {label} is {why}"))
-            else:
-                _removed_labels(value, (*path, key), out)
-    elif isinstance(node, list):
-        for i, item in enumerate(node):
-            _removed_labels(item, (*path, i), out)
+def _removed_labels(obj: dict[str, Any], out: list[tuple[Path, str]]) -> None:
+    """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
+    each pod template's metadata (not a walk of the whole object: this runs on every RayJob
+    of a large input)."""
+    spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
+    at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
+    places: list[tuple[Path, Any]] = [(("metadata", "labels"), (obj.get("metadata") or {}).get("labels"))]
+    if isinstance(cluster, dict):
+        head = cluster.get("headGroupSpec")
+        if isinstance(head, dict):
+            places.append(((*at, "headGroupSpec", "labels"), head.get("labels")))
+        groups = cluster.get("workerGroupSpecs")
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            if isinstance(group, dict):
+                places.append(((*at, "workerGroupSpecs", i, "labels"), group.get("labels")))
+    places += [((*t.path, "metadata", "labels"), t.metadata.get("labels")) for t in pod_templates(obj)]
+    for path, labels in places:
+        if isinstance(labels, dict):
+            for label, why in REMOVED_LABELS.items():
+                if label in labels:
+                    out.append(((*path, label), f"label {label} is {why}"))
 
 
 def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:

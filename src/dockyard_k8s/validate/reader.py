@@ -85,7 +85,12 @@ _STR = "tag:yaml.org,2002:str"
 _PLAIN = "tag:dockyard-k8s,untagged"
 
 
+_LOADER: list[type] = []  # the class, made once (locating 500 documents made it 500 times)
+
+
 def _compose_loader() -> type:
+    if _LOADER:
+        return _LOADER[0]
     import yaml
 
     base = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
@@ -94,6 +99,7 @@ def _compose_loader() -> type:
         yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class attribute
         DEFAULT_SCALAR_TAG = _PLAIN
 
+    _LOADER.append(Loader)
     return Loader
 
 
@@ -290,46 +296,94 @@ def _chunks(text: str) -> list[tuple[str, int]] | None:
     return out
 
 
-def parse_text(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
-    """Documents of one file: (data, doc index, first line), plus YAML problems."""
+def split_documents(text: str, file: str) -> list[tuple[str, int]] | None:
+    """The documents of a file as :func:`parse_text` splits them (see :func:`_chunks`), or
+    None when the file is read whole (JSON, directives, document-level scalars)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if file.endswith(".json") or text.lstrip()[:1] in ("{", "["):
+        return None
+    return _chunks(text)
+
+
+def parse_text(text: str, file: str, chunks: list[tuple[str, int]] | None = None,
+               span: tuple[int, int] | None = None) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
+    """Documents of one file: (data, doc index, first line), plus YAML problems.
+
+    ``span`` (start, stop) reads only those documents, for a worker's part of a large file;
+    it needs the file's ``chunks`` from :func:`split_documents`.
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
     fast = _yaml_rs()
-    if fast is None:
-        return _slow(text, file)
-    if file.endswith(".json") or text.lstrip()[:1] in ("{", "["):
-        try:
-            return [(fast.loads(text, parse_datetime=False), 0, 1)], []
-        except Exception:
+    if span is None:
+        if fast is None:
             return _slow(text, file)
-    chunks = _chunks(text)
-    if chunks is None:
-        return _slow(text, file)
-    if _is_candidate(text):  # rare: find the documents concerned
-        quick = [i for i, (chunk, _) in enumerate(chunks) if not _is_candidate(chunk)]
-    else:
-        quick = list(range(len(chunks)))
+        if file.endswith(".json") or text.lstrip()[:1] in ("{", "["):
+            try:
+                return [(fast.loads(text, parse_datetime=False), 0, 1)], []
+            except Exception:
+                return _slow(text, file)
+        chunks = _chunks(text) if chunks is None else chunks
+        if chunks is None:
+            return _slow(text, file)
+        span = (0, len(chunks))
+    assert chunks is not None, "a span needs the file's chunks"
+    return _parse_chunks(chunks, list(range(*span)), file, fast)
+
+
+def _joined(chunks: list[tuple[str, int]], indices: list[int]) -> str:
+    return "---\n" + "---\n".join(chunks[i][0] if chunks[i][0].endswith("\n") else chunks[i][0] + "\n"
+                                   for i in indices)
+
+
+def _parse_chunks(chunks: list[tuple[str, int]], indices: list[int], file: str,
+                  fast: Any) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
+    """Documents ``indices`` of a split file: yaml-rs on all of them at once, the slow path for
+    candidates (see :data:`_CANDIDATES`) and for documents yaml-rs rejects (to say where)."""
     out: list[tuple[Any, int, int]] = []
-    if quick:
-        joined = "---\n" + "---\n".join(chunks[i][0] if chunks[i][0].endswith("\n") else chunks[i][0] + "\n"
-                                          for i in quick)
-        try:
-            data = fast.loads(joined, parse_datetime=False)
-        except Exception:  # a syntax error or duplicate key: the slow path says where
-            return _slow(text, file)
-        values = data if len(quick) > 1 else [data]
-        if not isinstance(values, list) or len(values) != len(quick):
-            return _slow(text, file)
-        out = [(_string_keys(value), i, chunks[i][1]) for value, i in zip(values, quick, strict=True)]
+    slow: list[int] = list(indices) if fast is None else []
+    if fast is not None and indices:
+        joined = _joined(chunks, indices)
+        quick = indices
+        if _is_candidate(joined):  # rare: find the documents concerned
+            quick = [i for i in indices if not _is_candidate(chunks[i][0])]
+            slow = [i for i in indices if i not in set(quick)]
+            joined = _joined(chunks, quick)
+        values: Any = []
+        if quick:
+            try:
+                values = fast.loads(joined, parse_datetime=False)
+                values = values if len(quick) > 1 else [values]
+                if not isinstance(values, list) or len(values) != len(quick):
+                    values = None
+            except Exception:  # a syntax error or duplicate key somewhere: find which document
+                values = None
+            if values is None:
+                values = []
+                for i in quick:
+                    try:
+                        values.append(fast.loads(chunks[i][0], parse_datetime=False))
+                    except Exception:
+                        values.append(_SLOW)
+        for value, i in zip(values, quick, strict=True):
+            if value is _SLOW:
+                slow.append(i)
+            else:
+                out.append((_string_keys(value), i, chunks[i][1]))
     problems: list[Problem] = []
-    for i in sorted(set(range(len(chunks))) - set(quick)):
+    for i in sorted(slow):
         chunk, line = chunks[i]
         docs, found = parse_slow(chunk, file, line - 1)
         problems += [p._replace(doc_index=i) for p in found]
         if docs:
             out.append((docs[0][0], i, line))
-    out.sort(key=lambda d: d[1])
+    if slow:
+        out.sort(key=lambda d: d[1])
     return out, problems
+
+
+_SLOW = object()  # a document yaml-rs could not read
 
 
 def _slow(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
@@ -337,7 +391,48 @@ def _slow(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Proble
     return [(data, i, line) for i, (data, line, _) in enumerate(docs)], problems
 
 
-def locate(text: str, file: str, wanted: dict[int, list[JsonPath]]) -> dict[tuple[int, JsonPath], int]:
+def _path_lines(text: str, offset: int, paths: list[JsonPath]) -> dict[JsonPath, int] | None:
+    """Lines of ``paths`` (and of their ancestors) in a one-document ``text``, as the full
+    :class:`_Builder` gives them, composing the document but walking only along ``paths``
+    (locating 500 problems built 500 whole documents). None when the document has merge
+    keys or does not compose: the caller uses the full builder."""
+    import yaml
+
+    prefixes = {p[:k] for p in paths for k in range(len(p) + 1)}
+    loader = _compose_loader()(text)
+    try:
+        node = loader.get_node() if loader.check_node() else None
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    if node is None:
+        return None
+    lines: dict[JsonPath, int] = {}
+    keys = _Builder(offset)
+    todo: list[tuple[Any, JsonPath]] = [(node, ())]
+    while todo:
+        node, path = todo.pop()
+        lines.setdefault(path, node.start_mark.line + 1 + offset)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                if key_node.value == "<<" and not key_node.style:
+                    return None
+                child = (*path, _json_key(keys.build(key_node, path)))
+                if child in prefixes and child not in lines:
+                    lines[child] = key_node.start_mark.line + 1 + offset
+                    todo.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                if (*path, i) in prefixes:
+                    todo.append((item, (*path, i)))
+    return lines
+
+
+def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
+           chunks: list[tuple[str, int]] | None = None) -> dict[tuple[int, JsonPath], int]:
     """Line numbers of JSON paths, per document index: ``{(doc, path): line}``.
 
     Re-parses only the documents asked for (with the slow, locating parser); a path that is
@@ -346,16 +441,20 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]]) -> dict[tupl
     if text.startswith("\ufeff"):
         text = text[1:]
     per_doc: dict[int, tuple[dict[JsonPath, int], int]] = {}
-    chunks = None if file.endswith(".json") else _chunks(text)
+    if chunks is None:
+        chunks = split_documents(text, file)
     if chunks is None:
         docs, _ = parse_slow(text, file)
         per_doc = {i: (lines, 0) for i, (_, _, lines) in enumerate(docs)}
     else:
-        for i in wanted:
+        for i, paths in wanted.items():
             if i < len(chunks):
-                docs, _ = parse_slow(chunks[i][0], file, chunks[i][1] - 1)
-                if docs:
-                    per_doc[i] = (docs[0][2], 0)
+                found = _path_lines(chunks[i][0], chunks[i][1] - 1, paths)
+                if found is None:  # merge keys, a syntax error...: the full builder
+                    docs, _ = parse_slow(chunks[i][0], file, chunks[i][1] - 1)
+                    found = docs[0][2] if docs else None
+                if found is not None:
+                    per_doc[i] = (found, 0)
     out: dict[tuple[int, JsonPath], int] = {}
     for i, paths in wanted.items():
         if i not in per_doc:
@@ -400,19 +499,29 @@ def manifest_files(paths: list[str]) -> list[str]:
 
 
 def read_text(file: str) -> str:
+    """A manifest file's text (``-``: stdin).
+
+    Raises:
+        UsageError: unreadable, or not UTF-8.
+    """
     if file == "-":
         return sys.stdin.read()
-    with open(file, "rb") as f:
-        raw = f.read()
+    try:
+        with open(file, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise UsageError(f"{file}: cannot read ({e.strerror})") from e
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
-def documents_of(file: str, text: str) -> tuple[list[Document], list[Problem]]:
-    """Objects of one file's text (``kind: List`` expanded), and its YAML problems."""
-    parsed, problems = parse_text(text, file)
+def documents_of(file: str, text: str, chunks: list[tuple[str, int]] | None = None,
+                 span: tuple[int, int] | None = None) -> tuple[list[Document], list[Problem]]:
+    """Objects of one file's text (``kind: List`` expanded), and its YAML problems; ``chunks``
+    and ``span`` as for :func:`parse_text`."""
+    parsed, problems = parse_text(text, file, chunks, span)
     named = {i: d for d, i, _ in parsed if isinstance(d, dict)}
     for n, p in enumerate(problems):  # name the object a YAML problem belongs to, when it parsed
         data = named.get(p.doc_index)
@@ -433,30 +542,34 @@ def documents_of(file: str, text: str) -> tuple[list[Document], list[Problem]]:
     return out, problems
 
 
-def read_manifests(paths: list[str]) -> Manifests:
-    """Every document of every file under ``paths``, in order.
+def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:
+    """Every document of every file under ``paths``, in order; ``texts`` holds files already
+    read (stdin can be read only once).
 
     Raises:
         UsageError: a missing path or unreadable file (exit 2).
     """
     documents: list[Document] = []
     problems: list[Problem] = []
-    texts: dict[str, str] = {}
+    read: dict[str, str] = {}
     files = manifest_files(paths)
     for file in files:
-        try:
+        text = (texts or {}).get(file)
+        if text is None:
             text = read_text(file)
-        except OSError as e:
-            raise UsageError(f"{file}: cannot read ({e.strerror})") from e
-        texts[file] = text
+        read[file] = text
         found, bad = documents_of(file, text)
         documents += found
         problems += bad
-    return Manifests(documents, problems, len(files), texts)
+    return Manifests(documents, problems, len(files), read)
 
 
-def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500) -> list[Problem]:
-    """Fill in ``line`` for problems of the first ``limit`` documents that have one to find."""
+def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500,
+              chunked: dict[str, list[tuple[str, int]] | None] | None = None) -> list[Problem]:
+    """Fill in ``line`` for problems of the first ``limit`` documents that have one to find.
+
+    ``chunked`` holds files already split by :func:`split_documents` (not split again).
+    """
     wanted: dict[str, dict[int, list[JsonPath]]] = {}
     for p in problems:
         if not p.line and p.file in texts:
@@ -464,6 +577,6 @@ def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500) 
             if p.doc_index in docs or len(docs) < limit:
                 docs.setdefault(p.doc_index, []).append(p.path)
     found: dict[str, dict[tuple[int, JsonPath], int]] = {
-        file: locate(texts[file], file, docs) for file, docs in wanted.items()}
+        file: locate(texts[file], file, docs, (chunked or {}).get(file)) for file, docs in wanted.items()}
     return [p._replace(line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
             for p in problems]

@@ -224,7 +224,7 @@ def _resources(out: Found, resources: Any, at: JsonPath) -> None:
                                                  f"limit {show(_dict(res['limits'])[name])}"))
         elif extended and name in limits and q != limits[name]:
             out.append(((*at, "requests", name), f"{name} is an extended resource: requests must equal limits"))
-        elif extended and name not in limits:
+        elif extended and name not in raw_limits:
             out.append(((*at, "limits", name),
                         f"{name} is an extended resource: set it in limits (requests default to it)"))
 

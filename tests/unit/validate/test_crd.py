@@ -135,3 +135,22 @@ def test_kuberay_rules_run_even_without_a_crd_schema():
     assert report.missing == ["ray.io/v1/RayJob"]
     assert [(p.rule, p.path) for p in report.problems] == [("kuberay", ("spec", "submissionMode"))]
     assert "no schema for RayJob: checked with the semantic and KubeRay rules only" in report.coverage()
+
+
+def test_removed_scheduler_label_is_found_wherever_kuberay_reads_labels():
+    from dockyard_k8s.validate.kuberay import kuberay_problems
+
+    gone = {"ray.io/scheduler-name": "volcano"}
+    template = {"metadata": {"labels": dict(gone)}, "spec": {"containers": [{"name": "w", "image": "i"}]}}
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j", "labels": dict(gone)},
+              "spec": {"entrypoint": "x", "rayClusterSpec": {
+                  "headGroupSpec": {"rayStartParams": {}, "template": template},
+                  "workerGroupSpecs": [{"groupName": "w", "labels": dict(gone), "template": template}]}}}
+    at = ("spec", "rayClusterSpec")
+    assert [p for p, m in kuberay_problems(rayjob) if "scheduler-name" in m] == [
+        ("metadata", "labels", "ray.io/scheduler-name"),
+        (*at, "workerGroupSpecs", 0, "labels", "ray.io/scheduler-name"),
+        (*at, "headGroupSpec", "template", "metadata", "labels", "ray.io/scheduler-name"),
+        (*at, "workerGroupSpecs", 0, "template", "metadata", "labels", "ray.io/scheduler-name"),
+    ]
+    assert "removed in KubeRay v1.6" in kuberay_problems(rayjob)[0][1]

@@ -1,0 +1,209 @@
+"""Validate files on every core: ``dockyard-k8s validate`` on large inputs.
+
+Reading YAML and running the per-object rules are pure CPU work in one interpreter, so a
+large input (10,000 objects) is cut at document boundaries into one part per worker. The
+parent forks the workers after reading the files (they share the texts and the imported
+modules, copy-on-write), works on the first part itself, and each worker returns only what
+is small: its problems, with their lines already found, and the *facts* the cross-object
+rules need (:func:`.semantic.bundle_facts`). The parent then runs the cross-object rules
+over all facts, so a Service and the Deployment it selects may sit in different parts.
+
+The result is the same as one process's, problem for problem and in the same order (a test
+checks it). A worker that fails or dies is not trusted: the parent does its part itself.
+Forking is used only where it is the platform's default (Linux); elsewhere, and for
+inputs under :data:`MIN_PARALLEL_BYTES`, everything runs in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from dockyard_k8s.validate.engine import cross_object_problems, problem_order, validate_documents
+from dockyard_k8s.validate.problem import Document, Problem, Report
+from dockyard_k8s.validate.reader import (
+    add_lines,
+    documents_of,
+    manifest_files,
+    read_manifests,
+    read_text,
+    split_documents,
+)
+
+# Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
+MIN_PARALLEL_BYTES = 1_000_000
+MAX_WORKERS = 8
+
+Chunks = list[tuple[str, int]]
+Span = tuple[str, int, int]  # (file, first document, end): documents [first, end) of a split file; (file, 0, -1): whole
+
+
+class Result(NamedTuple):
+    """What one validation run found: every problem (lines filled in, in report order), the
+    run's report (its ``problems`` are the same list) and the number of files read."""
+
+    problems: list[Problem]
+    report: Report
+    files: int
+
+
+class _Part(NamedTuple):
+    problems: list[Problem]  # YAML problems first, then the objects', in order
+    objects: int
+    skipped: int
+    missing: list[str]
+    sources: dict[str, str]
+    facts: list[tuple[Problem, Any]]
+
+
+def default_workers() -> int:
+    """The cores this process may use, at most :data:`MAX_WORKERS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Result:
+    """Validate every manifest under ``paths`` (files, directories, ``-``).
+
+    Args:
+        workers: processes to use (0: one per core, see :func:`default_workers`; 1: this
+            process only). Small inputs always run in this process.
+        options: as for :func:`.engine.validate_documents`.
+
+    Raises:
+        UsageError: a missing path, an unreadable file, a bad option.
+    """
+    files = manifest_files(paths)
+    workers = workers or default_workers()
+    texts = {file: read_text(file) for file in files}
+    size = sum(len(t) for t in texts.values())
+    if (workers < 2 or size < MIN_PARALLEL_BYTES or options.get("exit_on_error")
+            or not sys.platform.startswith("linux")):
+        return _serial(paths, files, texts, options)
+    chunked = {file: split_documents(text, file) for file, text in texts.items()}
+    parts = _plan(texts, chunked, workers)
+    children = [_fork(_run_part, spans, texts, chunked, options) for spans in parts[1:]]
+    results: list[_Part] = []
+    try:
+        results.append(_run_part(parts[0], texts, chunked, options))
+        for spans, (_, fd) in zip(parts[1:], children, strict=True):
+            found = _collect(fd)
+            results.append(found if found is not None else _run_part(spans, texts, chunked, options))
+    finally:  # after an error or Ctrl-C here, stop the workers still running; leave no zombie
+        for pid, fd in children:
+            _reap(pid, fd, stop=len(results) < len(parts))
+    facts = [f for r in results for f in r.facts]
+    across = cross_object_problems(facts)
+    problems = [p for r in results for p in r.problems]
+    yaml_problems = [p for p in problems if p.rule == "yaml"]
+    object_problems = [p for p in problems if p.rule != "yaml"]
+    object_problems += add_lines(across, texts, chunked=chunked)
+    object_problems.sort(key=problem_order)
+    missing = sorted({m for r in results for m in r.missing})
+    sources = dict(sorted({k: v for r in results for k, v in r.sources.items()}.items()))
+    everything = [*yaml_problems, *object_problems]
+    report = Report(everything, sum(r.objects for r in results), sum(r.skipped for r in results), missing, sources)
+    return Result(everything, report, len(files))
+
+
+def _serial(paths: list[str], files: list[str], texts: dict[str, str], options: dict[str, Any]) -> Result:
+    manifests = read_manifests(paths, texts)
+    documents = manifests.documents
+    if options.get("exit_on_error") and manifests.problems:
+        documents = []
+    report = validate_documents(documents, **options)
+    problems = [*manifests.problems, *report.problems]
+    if options.get("exit_on_error") and problems:
+        first = problems[0]
+        problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
+    problems = add_lines(problems, manifests.texts)
+    return Result(problems, report._replace(problems=problems), len(files))
+
+
+def _plan(texts: dict[str, str], chunked: dict[str, Chunks | None], workers: int) -> list[list[Span]]:
+    """Cut the input into ``workers`` parts of about the same size, at document boundaries,
+    keeping file order (a file read whole is one unit)."""
+    units: list[tuple[int, str, int]] = []  # (size, file, document index or -1 for the whole file)
+    for file, text in texts.items():
+        chunks = chunked[file]
+        if chunks is None:
+            units.append((len(text), file, -1))
+        else:
+            units += [(len(chunk), file, i) for i, (chunk, _) in enumerate(chunks)]
+    total = sum(u[0] for u in units) or 1
+    parts: list[list[Span]] = [[] for _ in range(workers)]
+    done = 0
+    for size, file, index in units:
+        part = parts[min(workers - 1, done * workers // total)]
+        done += size
+        if index < 0:
+            part.append((file, 0, -1))
+        elif part and part[-1][0] == file and part[-1][2] == index:
+            part[-1] = (file, part[-1][1], index + 1)
+        else:
+            part.append((file, index, index + 1))
+    return [p for p in parts if p] or [[]]
+
+
+def _run_part(spans: Sequence[Span], texts: dict[str, str], chunked: dict[str, Chunks | None],
+              options: dict[str, Any]) -> _Part:
+    documents: list[Document] = []
+    yaml_problems: list[Problem] = []
+    for file, start, end in spans:
+        if end < 0:
+            found, bad = documents_of(file, texts[file])
+        else:
+            found, bad = documents_of(file, texts[file], chunked[file], (start, end))
+        documents += found
+        yaml_problems += bad
+    facts: list[tuple[Problem, Any]] = []
+    report = validate_documents(documents, facts=facts, **options)
+    problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
+    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, facts)
+
+
+def _fork(work: Any, *args: Any) -> tuple[int, int]:
+    """Run ``work(*args)`` in a forked child; (pid, read end of the pipe with its pickled result)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into the caller's code
+        status = 0
+        try:
+            os.close(read)
+            data = pickle.dumps(work(*args), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+        except BaseException:  # the parent sees no result and does this part itself
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(write)
+    return pid, read
+
+
+def _collect(fd: int) -> _Part | None:
+    """A child's result from its pipe, or None if it failed."""
+    with os.fdopen(os.dup(fd), "rb") as f:
+        data = f.read()
+    try:
+        result = pickle.loads(data) if data else None
+    except Exception:
+        return None
+    return result if isinstance(result, _Part) else None
+
+
+def _reap(pid: int, fd: int, stop: bool) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        if stop:
+            os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)

@@ -1,0 +1,115 @@
+"""`validate` across worker processes gives exactly what one process gives."""
+
+import copy
+import json
+import os
+import sys
+
+import pytest
+from validate_samples import DEPLOYMENT
+
+from dockyard_k8s.cli import main
+from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.validate import parallel
+from dockyard_k8s.validate.parallel import validate_paths
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork only on Linux")
+
+
+def _objects(n):
+    """Deployments and the Services selecting them, every tenth one broken in one of several ways."""
+    out = []
+    for i in range(n):
+        d = copy.deepcopy(DEPLOYMENT)
+        d["metadata"] = {"name": f"web-{i}", "namespace": "ns", "labels": {"app": f"web-{i}"}}
+        d["spec"]["selector"] = {"matchLabels": {"app": f"web-{i}"}}
+        d["spec"]["template"]["metadata"]["labels"] = {"app": f"web-{i}"}
+        svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"web-{i}", "namespace": "ns"},
+               "spec": {"selector": {"app": f"web-{i}"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+        if i % 10 == 3:
+            d["spec"]["bogus"] = 1  # schema
+        elif i % 10 == 5:
+            d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "abc"
+        elif i % 10 == 7:
+            svc["spec"]["selector"] = {"app": "nobody"}  # cross-object: selects no pod
+        elif i % 10 == 9:
+            svc["spec"]["ports"][0]["targetPort"] = "http"  # cross-object: no such named port
+        out += [d, svc] if i % 2 else [svc, d]  # a Service may come before or after its pods
+    return out
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Several files: big YAML streams (one with a syntax error and a duplicate key), a List, JSON."""
+    first = dump_documents(_objects(60))
+    broken = dump_documents(_objects(40)).replace("replicas: 2\n", "replicas: 2\nreplicas: 3\n", 1)
+    broken += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: [unclosed\n---\n" + dump_documents(_objects(5))
+    (tmp_path / "a.yaml").write_text(first)
+    (tmp_path / "b.yaml").write_text(broken)
+    items = {"apiVersion": "v1", "kind": "List", "items": _objects(4)}
+    (tmp_path / "c.json").write_text(json.dumps(items))
+    (tmp_path / "d.yaml").write_text("%YAML 1.2\n---\n" + dump_documents(_objects(3)))  # read whole
+    return str(tmp_path)
+
+
+def _same(one, many):
+    assert many.problems == one.problems
+    assert many.report == one.report
+    assert many.files == one.files
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    one = validate_paths([corpus], workers=1)
+    assert {p.rule for p in one.problems} == {"yaml", "schema", "semantic"}
+    assert any("selects no pod" in p.message for p in one.problems)
+    assert any("declares a port named" in p.message for p in one.problems)
+    assert all(p.line for p in one.problems)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    _same(one, validate_paths([corpus], workers=workers))
+    assert len(forks) == workers - 1
+
+
+def test_a_failed_worker_is_redone_by_the_parent(corpus, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    one = validate_paths([corpus], workers=1)
+    parent = os.getpid()
+    real = parallel._run_part
+
+    def dies_in_children(*args):
+        if os.getpid() != parent:
+            raise MemoryError("worker out of memory")
+        return real(*args)
+
+    monkeypatch.setattr(parallel, "_run_part", dies_in_children)
+    _same(one, validate_paths([corpus], workers=3))
+
+
+def test_small_inputs_and_exit_on_error_stay_in_one_process(corpus, monkeypatch):
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
+    validate_paths([corpus], workers=4)  # under MIN_PARALLEL_BYTES
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    result = validate_paths([corpus], workers=4, exit_on_error=True)
+    assert len({(p.file, p.doc_index) for p in result.problems}) == 1
+
+
+def test_plan_cuts_at_documents_and_keeps_file_order():
+    texts = {"a": "x" * 10, "b": "y" * 10}
+    chunked = {"a": [("k: 1\n", 1)] * 4, "b": None}
+    parts = parallel._plan(texts, chunked, 2)
+    assert parts == [[("a", 0, 3)], [("a", 3, 4), ("b", 0, -1)]]
+    assert parallel._plan(texts, chunked, 9)[-1] == [("b", 0, -1)]
+    assert [s for p in parallel._plan(texts, chunked, 9) for s in p][:4] == [("a", 0, 1), ("a", 1, 2), ("a", 2, 3),
+                                                                            ("a", 3, 4)]
+
+
+def test_workers_flag(corpus, capsys):
+    assert main(["validate", "--workers", "2", "--summary", corpus]) == 1
+    assert "Summary:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["validate", "--workers", "0", corpus])
+    assert e.value.code == 2
+    assert "expected a number of processes >= 1, got '0'" in capsys.readouterr().err
