@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
+from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.validate import builtin, cache
 from dockyard_k8s.validate.compiled import ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
@@ -26,7 +27,7 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
 )
-from dockyard_k8s.validate.semantic import Facts, bundle_facts, bundle_problems, bundle_problems_of, object_problems
+from dockyard_k8s.validate.semantic import Facts, bundle_facts, bundle_problems_of, object_problems
 
 _OBJECT_META_KEY = "ObjectMeta"
 
@@ -196,19 +197,22 @@ def validate_documents(
                 bad.setdefault(m, []).extend(_problem(doc, doc.obj, p, msg, RULE_SCHEMA) for p, msg in errors)
         if exit_on_error and bad:
             break
+    found_facts: list[tuple[int, Facts]] = []
     for m, doc in enumerate(checked):
-        found_here = [_problem(doc, doc.obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(doc.obj)]
-        found_here += [_problem(doc, doc.obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(doc.obj)]
+        obj = doc.obj
+        templates = pod_templates(obj)  # once for all three rule sets
+        found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
+        found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
         if found_here:
             bad.setdefault(m, []).extend(found_here)
+        fact = bundle_facts(obj, templates)
+        if fact is not None:
+            found_facts.append((m, fact))
     if facts is None:
-        for m, path, msg in bundle_problems([d.obj for d in checked]):
+        for m, path, msg in bundle_problems_of(found_facts):
             bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
     else:
-        for doc in checked:
-            fact = bundle_facts(doc.obj)
-            if fact is not None:
-                facts.append((_problem(doc, doc.obj, (), "", RULE_SEMANTIC), fact))
+        facts += [(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC), fact) for m, fact in found_facts]
     for m in sorted(bad):
         problems.extend(bad[m])
         if exit_on_error:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.kube import PodTemplate, pod_templates
 from dockyard_k8s.plain import Path
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
@@ -25,8 +25,9 @@ _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 
 
-def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
-    """Every KubeRay rule ``obj`` breaks; [] for other kinds."""
+def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> list[tuple[Path, str]]:
+    """Every KubeRay rule ``obj`` breaks; [] for other kinds. ``templates``: its
+    :func:`.kube.pod_templates`, when the caller has them."""
     kind = obj.get("kind")
     if obj.get("apiVersion", "").split("/")[0] != "ray.io" or kind not in ("RayJob", "RayCluster"):
         return []
@@ -40,7 +41,7 @@ def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     if name and not _DNS1035.match(name):
         out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
                                           "(lowercase letters, digits, '-', starting with a letter)"))
-    _removed_labels(obj, out)
+    _removed_labels(obj, pod_templates(obj) if templates is None else templates, out)
     spec = obj.get("spec") or {}
     if kind == "RayJob":
         _rayjob(spec, out)
@@ -49,7 +50,7 @@ def kuberay_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     return out
 
 
-def _removed_labels(obj: dict[str, Any], out: list[tuple[Path, str]]) -> None:
+def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list[tuple[Path, str]]) -> None:
     """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
     each pod template's metadata (not a walk of the whole object: this runs on every RayJob
     of a large input)."""
@@ -65,7 +66,7 @@ def _removed_labels(obj: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             if isinstance(group, dict):
                 places.append(((*at, "workerGroupSpecs", i, "labels"), group.get("labels")))
-    places += [((*t.path, "metadata", "labels"), t.metadata.get("labels")) for t in pod_templates(obj)]
+    places += [((*t.path, "metadata", "labels"), t.metadata.get("labels")) for t in templates]
     for path, labels in places:
         if isinstance(labels, dict):
             for label, why in REMOVED_LABELS.items():

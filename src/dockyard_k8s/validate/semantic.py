@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from dockyard_k8s.kube import containers, parse_quantity, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, containers, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.plain import show
 from dockyard_k8s.validate.problem import JsonPath
 
@@ -354,8 +354,9 @@ def _svc_name(name: str) -> str | None:
     return None
 
 
-def object_problems(obj: dict[str, Any]) -> Found:
-    """Every semantic problem of one object on its own (no cross-object rules)."""
+def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> Found:
+    """Every semantic problem of one object on its own (no cross-object rules); ``templates``
+    are its :func:`.kube.pod_templates` when the caller has them."""
     out: Found = []
     kind = obj.get("kind")
     meta = _dict(obj.get("metadata"))
@@ -377,7 +378,7 @@ def object_problems(obj: dict[str, Any]) -> Found:
             if why:
                 out.append((("metadata", "annotations", key), why))
     spec = _dict(obj.get("spec"))
-    for template in pod_templates(obj):
+    for template in pod_templates(obj) if templates is None else templates:
         _labels(out, template.metadata.get("labels"), (*template.path, "metadata", "labels"))
         _pod_spec(out, template.spec, (*template.path, "spec") if template.path else ("spec",), str(kind))
     if kind in WORKLOADS_WITH_SELECTOR or kind == "Job":
@@ -519,7 +520,7 @@ def _ip_block(out: Found, block: dict[str, Any], at: JsonPath) -> None:
 Facts = tuple[Any, ...]
 
 
-def bundle_facts(obj: Any) -> Facts | None:
+def bundle_facts(obj: Any, templates: list[PodTemplate] | None = None) -> Facts | None:
     """What :func:`bundle_problems_of` needs to know of ``obj``; None when it plays no part."""
     if obj.__class__ is not dict:
         return None
@@ -531,11 +532,11 @@ def bundle_facts(obj: Any) -> Facts | None:
             return None
         targets = [(i, _dict(port).get("targetPort")) for i, port in enumerate(_list(spec.get("ports")))]
         return ("service", ns, selector, [(i, t) for i, t in targets if t.__class__ is str])
-    templates = [(_dict(t.metadata.get("labels")),
+    found = [(_dict(t.metadata.get("labels")),
                   {name for _, c in containers(t.spec) for p in _list(c.get("ports"))
                    if (name := _dict(p).get("name")).__class__ is str})
-                 for t in pod_templates(obj)]
-    return ("pods", ns, templates) if templates else None
+                 for t in (pod_templates(obj) if templates is None else templates)]
+    return ("pods", ns, found) if found else None
 
 
 def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Facts]]) -> \
@@ -578,9 +579,3 @@ def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Fact
             if target not in declared:
                 yield index, ("spec", "ports", i, "targetPort"), \
                     f"no container of the selected pods declares a port named {show(target)}"
-
-
-def bundle_problems(objects: list[dict[str, Any]]) -> Iterator[tuple[int, JsonPath, str]]:
-    """:func:`bundle_problems_of` over in-memory objects."""
-    facts = ((i, bundle_facts(obj)) for i, obj in enumerate(objects))
-    return bundle_problems_of([(i, f) for i, f in facts if f is not None])
