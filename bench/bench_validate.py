@@ -4,7 +4,8 @@ Generates N realistic objects (GPU Deployments, RayJobs, Services, NetworkPolici
 invalid: unknown field, wrong type, bad GPU quantity, selector mismatch), writes them to one
 file, then in the same run measures (fresh processes, bytecode on, warm validator cache):
 
-* ``dockyard-k8s validate FILE``  whole process: start-up, YAML parsing, schemas, rules, output
+* ``dockyard-k8s validate FILE``  whole process: start-up, YAML parsing, schemas, rules, output;
+  by default with one worker per core, and with ``--workers 1``, and with the cyclic GC on
 * YAML parsing alone, per parser: PyYAML CSafeLoader, yaml-rs, rapidyaml (when installed)
 * ``kubernetes_validate.validate(obj, "1.29", strict=True)`` on a sample (it cannot finish N
   in reasonable time; objects/s is extrapolated from the sample)
@@ -157,6 +158,12 @@ else:
 print(time.perf_counter() - t)
 """
 
+GC_ON = """
+import sys
+from dockyard_k8s.cli import main
+sys.exit(main(["validate", *sys.argv[1:]]))
+"""
+
 KV = """
 import sys, time, yaml
 docs = list(yaml.load_all(open(sys.argv[1]).read(), Loader=yaml.CSafeLoader))[: int(sys.argv[2])]
@@ -175,7 +182,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=10_000)
     parser.add_argument("--sample", type=int, default=300, help="objects given to kubernetes_validate")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "src"))
     from dockyard_k8s.render.serialize import dump_documents
@@ -193,10 +200,24 @@ def main() -> None:
         print(f"input: {args.n} objects, {size / 1e6:.1f} MB, {lines} lines, one file")
         t, _ = _timed([exe, "validate", path], env, 1)
         print(f"first run, empty cache (compiles validators): {t:.2f} s")
-        t, result = _timed([exe, "validate", "--summary", path], env, args.runs)
-        summary = result.stdout.strip().splitlines()[-1]
-        print(f"dockyard-k8s validate (whole process, warm cache): {t:.2f} s = {args.n / t:,.0f} objects/s")
-        print(f"  exit {result.returncode}; {summary}")
+        variants = [
+            ("dockyard-k8s validate (default: one worker per core)", [exe, "validate", "--summary", path]),
+            ("dockyard-k8s validate --workers 1 (one process)", [exe, "validate", "--workers", "1", path]),
+            ("same, cyclic GC left on (main() given argv)", [sys.executable, "-c", GC_ON, "--workers", "1", path]),
+        ]
+        times: dict[str, list[float]] = {name: [] for name, _ in variants}
+        result = None
+        for _ in range(args.runs):  # interleaved, so machine noise hits every variant alike
+            for name, cmd in variants:
+                t = time.perf_counter()
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+                times[name].append(time.perf_counter() - t)
+                result = result or out
+        assert result is not None
+        for name, _ in variants:
+            t = statistics.median(times[name])
+            print(f"{name}: median {t:.2f} s (min {min(times[name]):.2f} s) = {args.n / t:,.0f} objects/s")
+        print(f"  exit {result.returncode}; {result.stdout.strip().splitlines()[-1]}")
         env_py = dict(env, DOCKYARD_K8S_YAML="pyyaml")
         t, _ = _timed([exe, "validate", path], env_py, 1)
         print(f"dockyard-k8s validate with the PyYAML reader only: {t:.2f} s = {args.n / t:,.0f} objects/s")

@@ -10,8 +10,8 @@ over all facts, so a Service and the Deployment it selects may sit in different 
 
 The result is the same as one process's, problem for problem and in the same order (a test
 checks it). A worker that fails or dies is not trusted: the parent does its part itself.
-Forking is used only where it is the platform's default (Linux); elsewhere, and for
-inputs under :data:`MIN_PARALLEL_BYTES`, everything runs in this process.
+Forking is used only where it is the platform's default (Linux) and no other thread runs;
+elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, everything runs in this process.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Res
     texts = {file: read_text(file) for file in files}
     size = sum(len(t) for t in texts.values())
     if (workers < 2 or size < MIN_PARALLEL_BYTES or options.get("exit_on_error")
-            or not sys.platform.startswith("linux")):
+            or not sys.platform.startswith("linux") or _threaded()):
         return _serial(paths, files, texts, options)
     chunked = {file: split_documents(text, file) for file, text in texts.items()}
     parts = _plan(texts, chunked, workers)
@@ -112,6 +112,12 @@ def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Res
     everything = [*yaml_problems, *object_problems]
     report = Report(everything, sum(r.objects for r in results), sum(r.skipped for r in results), missing, sources)
     return Result(everything, report, len(files))
+
+
+def _threaded() -> bool:
+    """Other threads running (a library caller's): forking could copy a lock they hold."""
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
 
 
 def _serial(paths: list[str], files: list[str], texts: dict[str, str], options: dict[str, Any]) -> Result:

@@ -113,3 +113,18 @@ def test_workers_flag(corpus, capsys):
         main(["validate", "--workers", "0", corpus])
     assert e.value.code == 2
     assert "expected a number of processes >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_no_fork_while_other_threads_run(corpus, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert validate_paths([corpus], workers=4).problems
+    finally:
+        stop.set()
+        thread.join()
