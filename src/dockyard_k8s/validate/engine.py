@@ -103,7 +103,7 @@ def validate_documents(
     use_bundled: bool = True,
     cache_dir: str | None = None,
     exit_on_error: bool = False,
-    facts: list[tuple[Problem, Facts]] | None = None,
+    facts: list[tuple[Problem | None, Facts]] | None = None,
 ) -> Report:
     """Validate documents read from files (see :func:`.reader.read_manifests`).
 
@@ -120,7 +120,8 @@ def validate_documents(
         facts: when given, the cross-object rules are not run here: each checked object's
             (identity, facts) is appended to it instead, for :func:`cross_object_problems`
             over several parts of a large input (the identity is a :class:`Problem` with an
-            empty message: file, document, object).
+            empty message: file, document, object; None for objects that cannot have a
+            cross-object problem).
 
     Raises:
         UsageError: a bad ``kubernetes_version`` or CRD source.
@@ -212,7 +213,9 @@ def validate_documents(
         for m, path, msg in bundle_problems_of(found_facts):
             bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
     else:
-        facts += [(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC), fact) for m, fact in found_facts]
+        # Only Services get cross-object problems: the pods' facts need no identity.
+        facts += [(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC) if fact[0] == "service" else None,
+                   fact) for m, fact in found_facts]
     for m in sorted(bad):
         problems.extend(bad[m])
         if exit_on_error:
@@ -226,10 +229,14 @@ def problem_order(p: Problem) -> tuple[str, int, JsonPath]:
     return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
 
 
-def cross_object_problems(facts: Sequence[tuple[Problem, Facts]]) -> list[Problem]:
+def cross_object_problems(facts: Sequence[tuple[Problem | None, Facts]]) -> list[Problem]:
     """The cross-object rules over facts gathered by ``validate_documents(..., facts=[])``."""
-    return [facts[m][0]._replace(path=(*facts[m][0].path, *path), message=msg)
-            for m, path, msg in bundle_problems_of(list(enumerate(f for _, f in facts)))]
+    out = []
+    for m, path, msg in bundle_problems_of(list(enumerate(f for _, f in facts))):
+        who = facts[m][0]
+        assert who is not None, "cross-object problems are reported on Services, which have an identity"
+        out.append(who._replace(path=(*who.path, *path), message=msg))
+    return out
 
 
 def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:

@@ -58,7 +58,7 @@ class _Part(NamedTuple):
     skipped: int
     missing: list[str]
     sources: dict[str, str]
-    facts: list[tuple[Problem, Any]]
+    facts: list[tuple[Problem | None, Any]]
 
 
 def default_workers() -> int:
@@ -170,7 +170,7 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], chunked: dict[str, C
             found, bad = documents_of(file, texts[file], chunked[file], (start, end))
         documents += found
         yaml_problems += bad
-    facts: list[tuple[Problem, Any]] = []
+    facts: list[tuple[Problem | None, Any]] = []
     report = validate_documents(documents, facts=facts, **options)
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
     return _Part(problems, report.objects, report.skipped, report.missing, report.sources, facts)
