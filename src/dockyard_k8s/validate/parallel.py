@@ -11,7 +11,7 @@ over all facts, so a Service and the Deployment it selects may sit in different 
 The result is the same as one process's, problem for problem and in the same order (a test
 checks it). A worker that fails or dies is not trusted: the parent does its part itself.
 Forking is used only where it is the platform's default (Linux) and no other thread runs;
-elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, everything runs in this process.
+elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, the one part is this process's.
 """
 
 from __future__ import annotations
@@ -82,12 +82,13 @@ def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Res
         UsageError: a missing path, an unreadable file, a bad option.
     """
     files = manifest_files(paths)
-    workers = workers or default_workers()
     texts = {file: read_text(file) for file in files}
-    size = sum(len(t) for t in texts.values())
-    if (workers < 2 or size < MIN_PARALLEL_BYTES or options.get("exit_on_error")
-            or not sys.platform.startswith("linux") or _threaded()):
+    if options.get("exit_on_error"):
         return _serial(paths, files, texts, options)
+    workers = workers or default_workers()
+    if (sum(len(t) for t in texts.values()) < MIN_PARALLEL_BYTES or not sys.platform.startswith("linux")
+            or _threaded()):
+        workers = 1
     chunked = {file: split_documents(text, file) for file, text in texts.items()}
     parts = _plan(texts, chunked, workers)
     children = [_fork(_run_part, spans, texts, chunked, options) for spans in parts[1:]]
@@ -121,6 +122,8 @@ def _threaded() -> bool:
 
 
 def _serial(paths: list[str], files: list[str], texts: dict[str, str], options: dict[str, Any]) -> Result:
+    """One process, the cross-object rules inside :func:`.engine.validate_documents`: what
+    ``--exit-on-error`` needs (it stops at the first object with a problem)."""
     manifests = read_manifests(paths, texts)
     documents = manifests.documents
     if options.get("exit_on_error") and manifests.problems:

@@ -52,6 +52,14 @@ def corpus(tmp_path):
     return str(tmp_path)
 
 
+def _reference(path):
+    """The one-process engine, cross-object rules inside validate_documents (--exit-on-error's path)."""
+    from dockyard_k8s.validate.reader import manifest_files, read_text
+
+    files = manifest_files([path])
+    return parallel._serial([path], files, {f: read_text(f) for f in files}, {})
+
+
 def _same(one, many):
     assert many.problems == one.problems
     assert many.report == one.report
@@ -62,6 +70,7 @@ def _same(one, many):
 def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     one = validate_paths([corpus], workers=1)
+    _same(_reference(corpus), one)
     assert {p.rule for p in one.problems} == {"yaml", "schema", "semantic"}
     assert any("selects no pod" in p.message for p in one.problems)
     assert any("declares a port named" in p.message for p in one.problems)
