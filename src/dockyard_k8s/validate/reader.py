@@ -391,6 +391,103 @@ def _slow(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Proble
     return [(data, i, line) for i, (data, line, _) in enumerate(docs)], problems
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][-A-Za-z0-9_./]*").fullmatch
+
+
+def _text_line(lines: list[str], path: JsonPath) -> int | None:
+    """The 0-based line where ``path`` is written in a block-style document, read off its text
+    (no parse: locating 500 problems with PyYAML cost ~0.3 s), or None when not sure: flow
+    style, quoted or unusual keys, tabs, a path that is not there. The caller then composes."""
+    n = len(lines)
+    lo = 0
+    while lo < n and (not lines[lo].strip() or lines[lo].lstrip().startswith("#")):
+        lo += 1
+    if lo == n:
+        return None
+    col = len(lines[lo]) - len(lines[lo].lstrip(" "))
+    at, seq = lo, lines[lo][col:].startswith("- ") or lines[lo][col:] == "-"
+    first = col  # where the first entry of the current node starts on line `lo` (after "- ")
+    for comp in path:
+        if isinstance(comp, str):
+            if seq or not _PLAIN_KEY(comp):
+                return None
+            found = None
+            for j in range(lo, n):
+                line = lines[j]
+                indent = len(line) - len(line.lstrip(" "))
+                body = line[first:] if j == lo else line[indent:]
+                if j > lo:
+                    if not body or body.startswith("#") or indent > col:
+                        continue
+                    if indent < col:
+                        break
+                    if body.startswith("-"):
+                        continue  # an indentless sequence of the previous key
+                if body.startswith(comp) and body[len(comp):len(comp) + 2] in (": ", ":"):
+                    found = j
+                    break
+            if found is None:
+                return None
+            rest = lines[found][(first if found == lo else col) + len(comp) + 1:].strip()
+            at = found
+            if rest and not rest.startswith("#"):  # a value on the key's line: a leaf
+                lo, col, seq = found, -1, False  # nothing can be looked up inside it
+                continue
+            k = found + 1
+            while k < n and (not lines[k].strip() or lines[k].lstrip().startswith("#")):
+                k += 1
+            if k == n:
+                lo, col = found, -1
+                continue
+            indent = len(lines[k]) - len(lines[k].lstrip(" "))
+            seq = lines[k][indent:].startswith("- ") or lines[k][indent:] == "-"
+            if indent < col or (indent == col and not seq):
+                lo, col = found, -1  # an empty value
+                continue
+            lo, col, first = k, indent, indent
+        else:
+            if not seq or col < 0:
+                return None
+            count, found = -1, None
+            for j in range(lo, n):
+                line = lines[j]
+                indent = len(line) - len(line.lstrip(" "))
+                body = line[indent:]
+                if not body or body.startswith("#") or indent > col:
+                    continue
+                if indent < col or not (body.startswith("- ") or body == "-"):
+                    break
+                count += 1
+                if count == comp:
+                    found = j
+                    break
+            if found is None:
+                return None
+            item = lines[found][col + 1:]
+            inner = len(item) - len(item.lstrip(" "))
+            if item.strip() and not item.strip().startswith("#"):
+                at, lo, col, first = found, found, col + 1 + inner, col + 1 + inner
+                seq = item.lstrip(" ").startswith("- ")
+                if seq or not _PLAIN_KEY(item.strip().split(":", 1)[0]) or ":" not in item:
+                    # a scalar item, a nested sequence on the dash line, or a flow item
+                    lo, col, seq = found, -1, False
+                continue
+            return None  # "-" alone: the item starts on a later line (rare)
+    if any(c in lines[at] for c in "&*!"):
+        return None  # anchors, aliases, tags: ask PyYAML
+    return at
+
+
+def _block_style(lines: list[str]) -> bool:
+    """No tabs, and no flow collection or quoted scalar spanning lines: :func:`_text_line` can
+    trust indentation."""
+    for line in lines:
+        if "\t" in line or line.count("[") != line.count("]") or line.count("{") != line.count("}") \
+                or line.count('"') % 2 or line.count("'") % 2:
+            return False
+    return True
+
+
 def _path_lines(text: str, offset: int, paths: list[JsonPath]) -> dict[JsonPath, int] | None:
     """Lines of ``paths`` (and of their ancestors) in a one-document ``text``, as the full
     :class:`_Builder` gives them, composing the document but walking only along ``paths``
@@ -449,6 +546,12 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
     else:
         for i, paths in wanted.items():
             if i < len(chunks):
+                split = chunks[i][0].split("\n")
+                quick = [_text_line(split, path) for path in paths] if _block_style(split) else [None]
+                if None not in quick:  # every path read off the text: no parse needed
+                    per_doc[i] = ({path: line + chunks[i][1] for path, line in zip(paths, quick, strict=True)
+                                   if line is not None}, 0)
+                    continue
                 found = _path_lines(chunks[i][0], chunks[i][1] - 1, paths)
                 if found is None:  # merge keys, a syntax error...: the full builder
                     docs, _ = parse_slow(chunks[i][0], file, chunks[i][1] - 1)

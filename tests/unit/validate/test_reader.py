@@ -131,3 +131,94 @@ def test_fast_and_slow_readers_agree_on_document_streams(text, monkeypatch):
     fast = parse_text(text, "f.yaml")
     monkeypatch.setenv("DOCKYARD_K8S_YAML", "pyyaml")
     assert fast == parse_text(text, "f.yaml")
+
+
+TRICKY = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  labels: {app: x, "b": c}
+  annotations:
+    a.b/c: 'x'
+    "q": y
+spec:
+  containers:
+  - name: a
+    args: ["x", "y: z"]
+    env:
+      - name: A
+        value: |
+          name: fake
+          image: nope
+      - {name: B, value: c}
+      - name: C
+        value: >-
+          folded
+    image: i
+  -
+    name: second
+    image: j
+  - - nested
+    - seq
+  - plain item
+  volumes:
+  - name: v
+    emptyDir: {}
+  "quoted key": 1
+  tolerations:
+  # comment
+  - key: k  # trailing
+    operator: Exists
+
+  - key: k2
+
+    operator: Equal
+  nodeSelector:
+  empty:
+  after: 1
+"""
+
+
+def _all_paths(data, path=()):
+    yield path
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _all_paths(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _all_paths(v, (*path, i))
+
+
+def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
+    """The text locator answers most paths without a parse; where it answers, it is PyYAML's line."""
+    from glob import glob
+    from pathlib import Path
+
+    from conftest import REPO
+    from dockyard_k8s.validate.reader import _block_style, _text_line, parse_slow, split_documents
+
+    texts = [TRICKY] + [Path(f).read_text() for f in sorted(glob(f"{REPO}/tests/golden/expected/**/*.yaml",
+                                                                 recursive=True))]
+    asked = answered = 0
+    for text in texts:
+        for chunk, first in split_documents(text, "f.yaml") or []:
+            docs, _ = parse_slow(chunk, "f.yaml", first - 1)
+            if not docs:
+                continue
+            data, _, lines = docs[0]
+            split = chunk.split("\n")
+            for path in [*_all_paths(data), ("spec", "missing"), ("metadata", "name", "deeper")]:
+                want = next(lines[path[:end]] for end in range(len(path), -1, -1) if path[:end] in lines)
+                got = _text_line(split, path) if _block_style(split) else None
+                asked += 1
+                if got is not None:
+                    answered += 1
+                    assert (path, got + first) == (path, want)
+    assert answered > asked * 0.8
+    tricky = TRICKY.split("\n")
+    assert _text_line(tricky, ("spec", "containers", 0, "image")) == 21
+    assert _text_line(tricky, ("spec", "containers", 1, "image")) is None  # "-" alone: the item starts later
+    assert _text_line(tricky, ("spec", "tolerations", 1, "operator")) == 39
+    assert _text_line(tricky, ("metadata", "labels", "app")) is None  # flow style: PyYAML says
+    assert _text_line(tricky, ("spec", "missing")) is None
