@@ -14,18 +14,25 @@ What this adds over ``yaml.safe_load``:
   an error at the scalar's location.
 * **Locations.** ``marks[path]`` is where the value at ``path`` was written;
   ``key_marks[path]`` where its key was. Paths are tuples of str keys / int indexes.
+
+PyYAML costs ~20 ms to import, most of ``check``'s start-up, so it is imported only when
+needed: files in the plain block style configs are written in (mappings, sequences, flow
+lists, names and numbers, nothing a YAML 1.1 reader types differently) are read by a small
+subset parser (:class:`_Subset`) that gives the same data and marks, and declines anything
+else, including every input with a problem, which PyYAML then reads and reports.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, NamedTuple
-
-import yaml
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
+
+if TYPE_CHECKING:
+    import yaml
 
 
 class Mark(NamedTuple):
@@ -93,11 +100,32 @@ def _resolve_plain(value: str) -> tuple[str, Any]:
     return "str", value
 
 
-class _ComposeLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Composes nodes only; our own walk types the scalars (1.2 core)."""
+def _untagged(value: str, plain: bool) -> tuple[Any, str | None]:
+    """An untagged scalar's value (a quoted one is a string), or why YAML 1.1 reads it differently."""
+    if not plain:
+        return value, None
+    for pattern, why in _AMBIGUOUS:
+        if pattern.match(value):
+            rest = value.lstrip("+-")[1:]
+            return value, f"unquoted {value!r} {why.format(rest=rest)}"
+    return _resolve_plain(value)[1], None
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}
-    DEFAULT_SCALAR_TAG = _PLAIN
+
+_Loader: Any = None
+
+
+def _compose_loader() -> Any:
+    """PyYAML's (C) loader composing nodes only; our own walk types the scalars (1.2 core)."""
+    global _Loader
+    if _Loader is None:
+        import yaml
+
+        class ComposeLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+            yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}
+            DEFAULT_SCALAR_TAG = _PLAIN
+
+        _Loader = ComposeLoader
+    return _Loader
 
 
 # --- environment interpolation --------------------------------------------------------
@@ -145,7 +173,11 @@ class _Walker:
         m = self.mark(node)
         self.problems.append(ConfigProblem(self.file, m.line, m.col, format_path(path), message))
 
+    # The walk runs only once _compose has imported PyYAML: these imports find it loaded.
+
     def build(self, node: yaml.Node, path: Path) -> Any:
+        import yaml
+
         self.marks[path] = self.mark(node)
         if id(node) in self._active:
             self.problem(node, path, "recursive alias (an anchor that contains itself)")
@@ -172,14 +204,11 @@ class _Walker:
                 self.problem(node, path, f"environment variable {name} is not set "
                                          f"(got ${{{name}}}, expected it set, or write ${{{name}:-default}})")
         if node.tag == _PLAIN:
-            if node.style:  # quoted or block scalar: always a string ("" or None is plain)
-                return value
-            for pattern, why in _AMBIGUOUS:
-                if pattern.match(value):
-                    rest = value.lstrip("+-")[1:]
-                    self.problem(node, path, f"unquoted {value!r} {why.format(rest=rest)}")
-                    return value
-            return _resolve_plain(value)[1]
+            # quoted or block scalar: always a string (style "" or None is plain)
+            typed, why = _untagged(value, not node.style)
+            if why:
+                self.problem(node, path, why)
+            return typed
         if node.tag == _STR_TAG:
             return value
         kind, typed = _resolve_plain(value)
@@ -190,6 +219,8 @@ class _Walker:
         return float(typed) if wanted == "float" else typed
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        import yaml
+
         out: dict[str, Any] = {}
         seen: dict[str, yaml.Node] = {}
         for key_node, value_node in node.value:
@@ -213,6 +244,8 @@ class _Walker:
         return out
 
     def _merge_key(self, value_node: yaml.Node, path: Path, out: dict[str, Any]) -> None:
+        import yaml
+
         sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
         for src in sources:
             if not isinstance(src, yaml.MappingNode):
@@ -224,9 +257,11 @@ class _Walker:
 
 
 def _compose(text: str, file: str, env: Mapping[str, str] | None) -> tuple[Any, _Walker]:
+    import yaml
+
     walker = _Walker(file, env)
     try:
-        nodes = list(yaml.compose_all(text, Loader=_ComposeLoader))
+        nodes = list(yaml.compose_all(text, Loader=_compose_loader()))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
@@ -247,6 +282,9 @@ def parse_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> tu
     Returns the document (``data`` is ``{}`` for an empty file) and every problem found;
     the data is only trustworthy when the problem list is empty.
     """
+    doc = _Subset(file, env).document(text)
+    if doc is not None:
+        return doc, []
     data, walker = _compose(text, file, env)
     return Doc({} if data is None else data, walker.marks, walker.key_marks), walker.problems
 
@@ -258,5 +296,229 @@ def parse_value(text: str, origin: str) -> tuple[Any, list[ConfigProblem]]:
     """
     if not text.strip():
         return "", []
+    if "\n" not in text:
+        try:
+            return _Subset(origin, None).inline(text.lstrip(" "), 0, 0, ()), []
+        except _Decline:
+            pass
     data, walker = _compose(text, origin, None)
     return data, walker.problems
+
+
+# --- the subset parser ---------------------------------------------------------------
+
+
+class _Decline(Exception):
+    """The text is outside the subset: PyYAML reads it."""
+
+
+# A plain key followed by ':' and a space or the end of the line.
+_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_./-]*):(?: +|$)")
+# What PyYAML's reader rejects, plus tabs, CRs and other line breaks the subset leaves to it.
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+_BOOL_WORDS = frozenset(w for word in ("yes", "no", "on", "off") for w in (word, word.title(), word.upper()))
+
+
+def _printable(text: str) -> bool:
+    if _CONTROL.search(text):
+        return False
+    if text.isascii():
+        return True
+    for c in set(text):
+        o = ord(c)
+        if o > 0x7E and not ((0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029))
+                             or (0xE000 <= o <= 0xFFFD and o != 0xFEFF) or o >= 0x10000):
+            return False
+    return True
+
+
+class _Subset:
+    """A parser for the block YAML configs are written in, giving the data and marks
+    :class:`_Walker` gives for them. It raises :class:`_Decline` on anything else: tags,
+    anchors, aliases, merge keys, block scalars, multi-line or escaped scalars, nested flow
+    collections, empty values, several documents, and every input where the walker would
+    report a problem (duplicate keys, YAML 1.1 scalars, unset variables). Differential
+    tests (tests/unit/config/test_yamlio_subset.py) hold it to the walker's results."""
+
+    def __init__(self, file: str, env: Mapping[str, str] | None) -> None:
+        self.file = file
+        self.env = env
+        self.marks: dict[Path, Mark] = {}
+        self.key_marks: dict[Path, Mark] = {}
+        self.lines: list[tuple[int, int, str]] = []  # (line index, indent, content) of content lines
+        self.i = 0
+
+    def document(self, text: str) -> Doc | None:
+        if not _printable(text):
+            return None
+        for n, line in enumerate(text.split("\n")):
+            content = line.lstrip(" ")
+            if not content or content[0] == "#":
+                continue
+            if line.startswith(("---", "...", "%")):  # document markers, directives
+                return None
+            self.lines.append((n, len(line) - len(content), content))
+        if not self.lines:
+            return None
+        try:
+            data = self.node(())
+            if self.i < len(self.lines):
+                return None
+        except _Decline:
+            return None
+        return Doc(data, self.marks, self.key_marks)
+
+    def node(self, path: Path) -> Any:
+        """The block mapping or sequence starting on the current line."""
+        content = self.lines[self.i][2]
+        if content.startswith("- "):
+            return self.sequence(path)
+        if _KEY.match(content):
+            return self.mapping(path)
+        raise _Decline
+
+    def mapping(self, path: Path) -> dict[str, Any]:
+        n, indent, _ = self.lines[self.i]
+        self.marks[path] = Mark(self.file, n + 1, indent + 1)
+        out: dict[str, Any] = {}
+        while self.i < len(self.lines):
+            n, ind, content = self.lines[self.i]
+            if ind < indent:
+                break
+            m = _KEY.match(content)
+            if ind > indent or not m:
+                raise _Decline
+            key = m.group(1)
+            if key in out or key in _BOOL_WORDS:
+                raise _Decline
+            at = (*path, key)
+            self.key_marks[at] = Mark(self.file, n + 1, ind + 1)
+            rest = content[m.end():]
+            self.i += 1
+            if rest and rest[0] != "#":
+                out[key] = self.inline(rest, n, ind + m.end(), at)
+                self.no_continuation(ind)
+                continue
+            if self.i < len(self.lines):  # a nested block (a sequence may sit at the key's indent)
+                _, ind2, content2 = self.lines[self.i]
+                if ind2 > ind or (ind2 == ind and content2.startswith("- ")):
+                    out[key] = self.node(at)
+                    continue
+            raise _Decline  # an empty value
+        return out
+
+    def sequence(self, path: Path) -> list[Any]:
+        n, indent, _ = self.lines[self.i]
+        self.marks[path] = Mark(self.file, n + 1, indent + 1)
+        out: list[Any] = []
+        while self.i < len(self.lines):
+            n, ind, content = self.lines[self.i]
+            if ind < indent or (ind == indent and not content.startswith("- ")):
+                break  # (a key after a sequence at its parent key's indent)
+            if ind > indent:
+                raise _Decline
+            rest = content[2:].lstrip(" ")
+            col = ind + len(content) - len(rest)
+            at = (*path, len(out))
+            if not rest or rest[0] == "#" or rest.startswith("- ") or rest == "-":
+                raise _Decline
+            if _KEY.match(rest):  # a mapping that starts on the item's line
+                self.lines[self.i] = (n, col, rest)
+                out.append(self.mapping(at))
+            else:
+                self.i += 1
+                out.append(self.inline(rest, n, col, at))
+                self.no_continuation(ind)
+        return out
+
+    def no_continuation(self, indent: int) -> None:
+        """A deeper line after an inline value continues it (or is an error): declined."""
+        if self.i < len(self.lines) and self.lines[self.i][1] > indent:
+            raise _Decline
+
+    def inline(self, text: str, n: int, col: int, path: Path) -> Any:
+        """The value written on one line from ``col`` on (``text``), then an optional comment."""
+        first = text[0]
+        if first in "[{":
+            value, end = self.flow(text, n, col, path)
+        else:
+            value, end = self.scalar(text, 0, n, col, path, "")
+        tail = text[end:]
+        if tail.strip(" ") and not (tail[0] == " " and tail.lstrip(" ")[0] == "#"):
+            raise _Decline
+        return value
+
+    def flow(self, text: str, n: int, col: int, path: Path) -> tuple[Any, int]:
+        """A one-line flow sequence or mapping of scalars; returns it and the end offset."""
+        self.marks[path] = Mark(self.file, n + 1, col + 1)
+        close = "]" if text[0] == "[" else "}"
+        items: list[Any] = []
+        pairs: dict[str, Any] = {}
+        pos = _skip(text, 1)
+        if text[pos:pos + 1] == close:
+            return ({} if close == "}" else []), pos + 1
+        while True:
+            if close == "]":
+                value, pos = self.scalar(text, pos, n, col, (*path, len(items)), ",[]{}")
+                items.append(value)
+            else:
+                m = _KEY.match(text, pos)
+                if not m or not m.group(0).endswith(" "):
+                    raise _Decline
+                key = m.group(1)
+                if key in pairs or key in _BOOL_WORDS:
+                    raise _Decline
+                self.key_marks[(*path, key)] = Mark(self.file, n + 1, col + pos + 1)
+                pairs[key], pos = self.scalar(text, m.end(), n, col, (*path, key), ",[]{}")
+            pos = _skip(text, pos)
+            sep = text[pos:pos + 1]
+            if sep == close:
+                return (pairs if close == "}" else items), pos + 1
+            if sep != ",":
+                raise _Decline
+            pos = _skip(text, pos + 1)
+            if text[pos:pos + 1] == close:  # a trailing comma
+                raise _Decline
+
+    def scalar(self, text: str, pos: int, n: int, col: int, path: Path, stops: str) -> tuple[Any, int]:
+        """The scalar at ``text[pos:]`` (plain, stopping at one of ``stops`` in flow context,
+        or simply quoted); returns its value and the offset after it."""
+        if pos >= len(text):
+            raise _Decline
+        first = text[pos]
+        if first in "\"'":
+            end = text.find(first, pos + 1)
+            if end < 0:  # multi-line
+                raise _Decline
+            value = text[pos + 1:end]
+            if ("\\" in value if first == '"' else text[end + 1:end + 2] == "'"):  # escapes
+                raise _Decline
+            end += 1
+            plain = False
+        else:
+            if first in "[]{},#&*!|>%@`?:" or (first == "-" and text[pos + 1:pos + 2] in ("", " ")):
+                raise _Decline
+            end = pos
+            while end < len(text) and text[end] not in stops and text[end:end + 2] != " #":
+                end += 1
+            if end < len(text) and text[end] in "[{#":
+                raise _Decline
+            value = text[pos:end].rstrip(" ")
+            if not value or ": " in value or value.endswith(":"):
+                raise _Decline
+            plain = True
+        self.marks[path] = Mark(self.file, n + 1, col + pos + 1)
+        if self.env is not None and "$" in value:
+            value, missing = interpolate(value, self.env)
+            if missing:
+                raise _Decline
+        typed, why = _untagged(value, plain)
+        if why:
+            raise _Decline
+        return typed, end
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    return pos

@@ -1,0 +1,40 @@
+"""`check` on a plain config starts without the modules it does not need.
+
+PyYAML (~20 ms to import) is left to inputs outside the subset parser and to output the
+fast emitter declines; shutil comes with argparse's default help formatter; the collecting
+validator only runs for objects that fail their schema gate.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "jsonschema_rs")
+
+PROBE = """
+import sys
+from dockyard_k8s.cli import main
+code = main(["check", {recipe!r}, "--infra", {infra!r}])
+print("LOADED=" + ",".join(sorted(m for m in {avoided!r} if m in sys.modules)))
+sys.exit(code)
+"""
+
+
+def _loaded(recipe: str, infra: str) -> list[str]:
+    code = PROBE.format(recipe=str(EXAMPLES / recipe), infra=str(EXAMPLES / infra), avoided=AVOIDED)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("LOADED="))
+    return [m for m in line[len("LOADED="):].split(",") if m]
+
+
+def test_check_of_the_example_imports_none_of_the_avoided_modules() -> None:
+    assert _loaded("grpo_swe.yaml", "grpo_swe.infra.yaml") == []
+
+
+def test_the_probe_sees_pyyaml_when_a_file_needs_it() -> None:
+    """Not vacuous: a block scalar (kind_cpu's entrypoint) is read by PyYAML."""
+    assert "yaml" in _loaded("grpo_tiny.yaml", "kind_cpu.infra.yaml")

@@ -1,0 +1,44 @@
+"""The recipe is written without PyYAML when it is simple: the bytes must be PyYAML's."""
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dockyard_k8s.render import serialize
+from dockyard_k8s.render.serialize import _fast_dump, dump_yaml
+
+
+def _pyyaml(data):
+    return yaml.dump(data, Dumper=serialize._pyyaml_dumper(), sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=4096)
+
+
+words = st.sampled_from([
+    "a", "name", "Qwen/Qwen3-32B", "http://localhost:9090", "expandable_segments:True", "swe-gym/train",
+    "yes", "No", "ON", "off", "null", "Null", "true", "False", "y", "n", "~", "", " ", "a ", " a", "a: b", "a:",
+    "a #b", "a#b", "-a", "- a", "?a", "@a", "a@b", "=", "<<", "0755", "1:30", "1e3", ".inf", ".5", "2024-01-01",
+    "a\nb", "é", "a  b", "_x", "/p", "a=b", "a+b", "a,b", "[a]", "{a}", "a'b", 'a"b', "!a", "&a", "*a", "%a",
+    "x" * 130, "a - b", "a:b:c", "TRUE", "NULL", "Yes", "Off", "inf", "nan", "0x1F", "0o17",
+])
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(), words,
+                    st.text(max_size=10),
+                    st.text(alphabet="abcXYZ019_./:@=+ -#'\"", max_size=10))
+keys = st.one_of(words, st.text(alphabet="abXY09_./:@=+ -", max_size=10))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)), max_leaves=15)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(data=st.dictionaries(keys, values, max_size=4))
+def test_fast_dump_writes_pyyaml_bytes_or_declines(data):
+    fast = _fast_dump(data)
+    if fast is not None:
+        assert fast == _pyyaml(data)
+    assert dump_yaml(data) == _pyyaml(data)
+
+
+def test_a_typical_recipe_takes_the_fast_path():
+    recipe = {"experiment": {"name": "grpo", "seed": 1234}, "policy": {"lr": 3e-06, "tp": 8, "ckpt": True},
+              "env": {"code": {"sandbox_urls": None, "urls": ["http://localhost:9090"], "opts": {}, "l": []}},
+              "fleets": [{"name": "a", "env": [{"name": "X", "value": "x1"}]}, {}]}
+    assert _fast_dump(recipe) == _pyyaml(recipe)
