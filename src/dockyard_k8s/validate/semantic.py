@@ -548,28 +548,38 @@ def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Fact
     a named targetPort that no selected container declares.
     """
     # Index templates by (namespace, label, value) so each Service looks only at the templates
-    # sharing one of its selector's pairs: linear, not Services x templates.
-    by_pair: dict[tuple[str, str, Any], list[tuple[dict[str, Any], set[str]]]] = {}
-    namespaces: set[str] = set()
+    # sharing the first pair of its selector: linear, not Services x templates; and only the
+    # pairs some Service selects by are indexed.
     services: list[tuple[int, Facts]] = []
+    workloads: list[Facts] = []
     for index, fact in facts:
         if fact[0] == "service":
             services.append((index, fact))
-            continue
-        _, ns, templates = fact
-        namespaces.add(ns)
+        else:
+            workloads.append(fact)
+    namespaces = {fact[1] for fact in workloads}
+    if not namespaces or not services:
+        return
+    by_pair: dict[tuple[str, str, Any], list[tuple[dict[str, Any], set[str]]]] = {}
+    for _, (_, ns, selector, _) in services:
+        key, value = next(iter(selector.items()))
+        if value.__class__ is str:
+            by_pair[(ns, key, value)] = []
+    for _, ns, templates in workloads:
         for labels, ports in templates:
             for key, value in labels.items():
-                if value.__class__ is str:
-                    by_pair.setdefault((ns, key, value), []).append((labels, ports))
-    if not namespaces:
-        return
+                found = by_pair.get((ns, key, value)) if value.__class__ is str else None
+                if found is not None:
+                    found.append((labels, ports))
     for index, (_, ns, selector, targets) in services:
         if ns not in namespaces:
             continue
         key, value = next(iter(selector.items()))
         candidates = by_pair.get((ns, key, value), []) if value.__class__ is str else []
-        matched = [ports for labels, ports in candidates if selector_matches({"matchLabels": selector}, labels)]
+        if len(selector) == 1:  # the index matched its only pair already
+            matched = [ports for _, ports in candidates]
+        else:
+            matched = [ports for labels, ports in candidates if selector_matches({"matchLabels": selector}, labels)]
         if not matched:
             yield index, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
                                                 f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
