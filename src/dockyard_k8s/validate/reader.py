@@ -220,10 +220,25 @@ _CANDIDATES = (
     re.compile(r"\[[ \t]*(?:" + _WORD + r"[ \t]*[,\]:]|" + _NUMBER + ")"),
     re.compile(r",[ \t]*(?:" + _WORD + r"[ \t]*[,\]}:]|" + _NUMBER + ")"),
     re.compile(r"\{[ \t]*(?:" + _WORD + r"[ \t]*[,}:]|" + _NUMBER + ")"),
-    # keys: go-yaml v2 makes `y:`/`on:` the key "true" and `010:` the key "8"
-    re.compile(r"\n[ \t]*+(?:- )?+(?:" + _WORD + r"[ \t]*:|" + _NUMBER + ")"),
+    # keys: go-yaml v2 makes `y:`/`on:` the key "true". Anchored on the colon (a literal, so
+    # the scan runs at memchr speed) and looking back: ~2x faster than matching every line.
+    re.compile(r":(?:(?<=[\s{,][yYnN]:)|(?<=[\s{,](?:yes|Yes|YES|off|Off|OFF):)|(?<=[\s{,](?:no|No|NO|on|On|ON):))"),
+    # a document that is one plain scalar (documents are joined with "---\n")
+    re.compile(r"---\n(?:" + _WORD + r"[ \t]*(?:$|#)|" + _NUMBER + ")", re.M),
     re.compile(r"<<[ \t]*:"),
 )
+# Keys go-yaml v2 reads as numbers (`010:` is the key "8"): a colon after a digit, checked by hand.
+_DIGIT_COLON = re.compile(r":(?<=[0-9_]:)")
+_NUMBER_START = re.compile(_NUMBER)
+
+
+def _number_key(text: str) -> bool:
+    for m in _DIGIT_COLON.finditer(text):
+        at = m.start()
+        start = max(text.rfind(c, 0, at) for c in " \t\n{[,") + 1
+        if _NUMBER_START.match(text, start, at):
+            return True
+    return False
 
 
 def _has_tag(text: str) -> bool:
@@ -237,9 +252,11 @@ def _has_tag(text: str) -> bool:
 
 
 def _is_candidate(text: str) -> bool:
-    """Whether ``text`` (starting at a line start) may hold a scalar go-yaml reads differently."""
-    text = "\n" + text
-    return any(p.search(text) for p in _CANDIDATES) or _has_tag(text)
+    """Whether ``text`` (one or more documents, joined by ``---`` lines) may hold a scalar
+    go-yaml reads differently. It may over-match (a slower read), never under-match."""
+    text = "---\n" + text
+    return (any(p.search(text) for p in _CANDIDATES) or " :" in text or "\t:" in text  # `on :` keys: rare
+            or _number_key(text) or _has_tag(text))
 
 
 def _string_keys(data: Any) -> Any:

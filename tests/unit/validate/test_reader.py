@@ -125,6 +125,8 @@ def test_document_splitter(text, expected):
     "x: 1\n---\n---\n# c\n---\ny: 2\n",
     # go-yaml v2 keys: `on:` is the key "true", `010:` the key "8" (yaml-rs alone gets both wrong)
     "on: 1\nno: 2\n", "a:\n  - y: 1\n", "a: {y: 1, n: 2}\n", "a: [on: 1]\n", "kind: ConfigMap\ndata:\n  010: x\n",
+    "a: 1\non : 2\n", "x: 1\n---\n0755\n---\nyes\n", "kind: ConfigMap\ndata:\n  key1: x\n  1_0: y\n",
+    "kind: ConfigMap\ndata: {010: x}\n", "kind: ConfigMap\ndata:\n  v1: a\n  port8080: b\n",
 ])
 def test_fast_and_slow_readers_agree_on_document_streams(text, monkeypatch):
     pytest.importorskip("yaml_rs")
