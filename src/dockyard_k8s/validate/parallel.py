@@ -32,7 +32,8 @@ from dockyard_k8s.validate.reader import (
     manifest_files,
     read_manifests,
     read_text,
-    split_documents,
+    read_whole,
+    region_documents,
 )
 
 # Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
@@ -40,7 +41,7 @@ MIN_PARALLEL_BYTES = 1_000_000
 MAX_WORKERS = 8
 
 Chunks = list[tuple[str, int]]
-Span = tuple[str, int, int]  # (file, first document, end): documents [first, end) of a split file; (file, 0, -1): whole
+Span = tuple[str, int, int]  # (file, start, end): the documents of text[start:end]; (file, 0, -1): the whole file
 
 
 class Result(NamedTuple):
@@ -59,6 +60,7 @@ class _Part(NamedTuple):
     missing: list[str]
     sources: dict[str, str]
     facts: list[tuple[Problem | None, Any]]
+    counts: dict[str, int]  # documents in each file's region (read whole: not counted)
 
 
 def default_workers() -> int:
@@ -89,24 +91,25 @@ def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Res
     if (sum(len(t) for t in texts.values()) < MIN_PARALLEL_BYTES or not sys.platform.startswith("linux")
             or _threaded()):
         workers = 1
-    chunked = {file: split_documents(text, file) for file, text in texts.items()}
-    parts = _plan(texts, chunked, workers)
-    children = [_fork(_run_part, spans, texts, chunked, options) for spans in parts[1:]]
+    whole = {file for file, text in texts.items() if read_whole(text, file)}
+    parts = _plan(texts, whole, workers)
+    children = [_fork(_run_part, spans, texts, options) for spans in parts[1:]]
     results: list[_Part] = []
     try:
-        results.append(_run_part(parts[0], texts, chunked, options))
+        results.append(_run_part(parts[0], texts, options))
         for spans, (_, fd) in zip(parts[1:], children, strict=True):
             found = _collect(fd)
-            results.append(found if found is not None else _run_part(spans, texts, chunked, options))
+            results.append(found if found is not None else _run_part(spans, texts, options))
     finally:  # after an error or Ctrl-C here, stop the workers still running; leave no zombie
         for pid, fd in children:
             _reap(pid, fd, stop=len(results) < len(parts))
+    results = _renumber(results)
     facts = [f for r in results for f in r.facts]
     across = cross_object_problems(facts)
     problems = [p for r in results for p in r.problems]
     yaml_problems = [p for p in problems if p.rule == "yaml"]
     object_problems = [p for p in problems if p.rule != "yaml"]
-    object_problems += add_lines(across, texts, chunked=chunked)
+    object_problems += add_lines(across, texts)
     object_problems.sort(key=problem_order)
     missing = sorted({m for r in results for m in r.missing})
     sources = dict(sorted({k: v for r in results for k, v in r.sources.items()}.items()))
@@ -137,46 +140,70 @@ def _serial(paths: list[str], files: list[str], texts: dict[str, str], options: 
     return Result(problems, report._replace(problems=problems), len(files))
 
 
-def _plan(texts: dict[str, str], chunked: dict[str, Chunks | None], workers: int) -> list[list[Span]]:
-    """Cut the input into ``workers`` parts of about the same size, at document boundaries,
-    keeping file order (a file read whole is one unit)."""
-    units: list[tuple[int, str, int]] = []  # (size, file, document index or -1 for the whole file)
-    for file, text in texts.items():
-        chunks = chunked[file]
-        if chunks is None:
-            units.append((len(text), file, -1))
-        else:
-            units += [(len(chunk), file, i) for i, (chunk, _) in enumerate(chunks)]
-    total = sum(u[0] for u in units) or 1
+def _plan(texts: dict[str, str], whole: set[str], workers: int) -> list[list[Span]]:
+    """Cut the input into ``workers`` parts of about the same size, keeping file order. A file
+    is cut at ``---`` lines (found with one string search per cut, not by splitting it: each
+    worker splits its own regions); a file in ``whole`` is one unit."""
+    total = sum(len(t) for t in texts.values()) or 1
     parts: list[list[Span]] = [[] for _ in range(workers)]
-    done = 0
-    for size, file, index in units:
-        part = parts[min(workers - 1, done * workers // total)]
-        done += size
-        if index < 0:
-            part.append((file, 0, -1))
-        elif part and part[-1][0] == file and part[-1][2] == index:
-            part[-1] = (file, part[-1][1], index + 1)
-        else:
-            part.append((file, index, index + 1))
+    part, done = 0, 0
+    for file, text in texts.items():
+        start, size = 0, len(text)
+        while True:
+            room = (part + 1) * total // workers - done  # bytes the current part still takes
+            end = size
+            if file not in whole and part < workers - 1 and size - start > room:
+                target = start + room  # cut at the "---" line nearest to it, after start
+                after, before = text.find("\n---", target), text.rfind("\n---", start, target)
+                cuts = [c + 1 for c in (after, before) if c >= start]
+                end = min(cuts, key=lambda c: abs(c - target)) if cuts else size
+            parts[part].append((file, start, -1 if file in whole else end))
+            done += end - start
+            if part < workers - 1 and (end < size or done >= (part + 1) * total // workers):
+                part += 1  # full, or cut: a part holds one region of a file at most
+            start = end
+            if start >= size:
+                break
     return [p for p in parts if p] or [[]]
 
 
-def _run_part(spans: Sequence[Span], texts: dict[str, str], chunked: dict[str, Chunks | None],
-              options: dict[str, Any]) -> _Part:
+def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, Any]) -> _Part:
     documents: list[Document] = []
     yaml_problems: list[Problem] = []
+    chunked: dict[str, Chunks | None] = {}
+    counts: dict[str, int] = {}
     for file, start, end in spans:
-        if end < 0:
+        if end < 0:  # the whole file, its documents numbered as they are
             found, bad = documents_of(file, texts[file])
-        else:
-            found, bad = documents_of(file, texts[file], chunked[file], (start, end))
+        else:  # a region: documents numbered from 0 here, renumbered by the parent
+            chunks = chunked[file] = region_documents(texts[file], start, end)
+            counts[file] = len(chunks)
+            found, bad = documents_of(file, texts[file], chunks, (0, len(chunks)))
         documents += found
         yaml_problems += bad
     facts: list[tuple[Problem | None, Any]] = []
     report = validate_documents(documents, facts=facts, **options)
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
-    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, facts)
+    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, facts, counts)
+
+
+def _renumber(results: list[_Part]) -> list[_Part]:
+    """Document indexes of each part's regions, from 0, shifted to count from the file's start."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in results:
+        base = {file: seen.get(file, 0) for file in r.counts}
+        for file, n in r.counts.items():
+            seen[file] = base[file] + n
+        if any(base.values()):
+            r = r._replace(problems=[_shift(p, base) for p in r.problems],
+                           facts=[(None if who is None else _shift(who, base), f) for who, f in r.facts])
+        out.append(r)
+    return out
+
+
+def _shift(p: Problem, base: dict[str, int]) -> Problem:
+    return p._replace(doc_index=p.doc_index + base[p.file]) if base.get(p.file) else p
 
 
 def _fork(work: Any, *args: Any) -> tuple[int, int]:

@@ -313,6 +313,31 @@ def _chunks(text: str) -> list[tuple[str, int]] | None:
     return out
 
 
+_CONTENT_AFTER_MARKER = re.compile(r"\n---[ \t\r]*[^ \t\r#\n]")
+
+
+def read_whole(text: str, file: str) -> bool:
+    """Whether the file is read whole (:func:`split_documents` gives None), found without
+    splitting it: JSON, directives, ``...`` lines, content on a ``---`` line."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return (file.endswith(".json") or text.lstrip()[:1] in ("{", "[") or text.startswith(("%", "..."))
+            or "\n%" in text or "\n..." in text or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
+            or _CONTENT_AFTER_MARKER.search(text) is not None)
+
+
+def region_documents(text: str, start: int, end: int) -> list[tuple[str, int]]:
+    """The documents of ``text[start:end]`` as :func:`split_documents` gives them (first lines
+    counted from the start of the file), for a file that is not :func:`read_whole` and a region
+    that starts at a ``---`` line (or the file's start) and ends at one (or the file's end)."""
+    if start == 0 and text.startswith("\ufeff"):
+        start = 1
+    chunks = _chunks(text[start:end])
+    assert chunks is not None, "read_whole() said the file splits"
+    before = text.count("\n", 0, start)
+    return [(chunk, line + before) for chunk, line in chunks] if before else chunks
+
+
 def split_documents(text: str, file: str) -> list[tuple[str, int]] | None:
     """The documents of a file as :func:`parse_text` splits them (see :func:`_chunks`), or
     None when the file is read whole (JSON, directives, document-level scalars)."""

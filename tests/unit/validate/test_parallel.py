@@ -105,14 +105,24 @@ def test_small_inputs_and_exit_on_error_stay_in_one_process(corpus, monkeypatch)
     assert len({(p.file, p.doc_index) for p in result.problems}) == 1
 
 
-def test_plan_cuts_at_documents_and_keeps_file_order():
-    texts = {"a": "x" * 10, "b": "y" * 10}
-    chunked = {"a": [("k: 1\n", 1)] * 4, "b": None}
-    parts = parallel._plan(texts, chunked, 2)
-    assert parts == [[("a", 0, 3)], [("a", 3, 4), ("b", 0, -1)]]
-    assert parallel._plan(texts, chunked, 9)[-1] == [("b", 0, -1)]
-    assert [s for p in parallel._plan(texts, chunked, 9) for s in p][:4] == [("a", 0, 1), ("a", 1, 2), ("a", 2, 3),
-                                                                            ("a", 3, 4)]
+def test_plan_cuts_at_document_lines_and_keeps_file_order():
+    doc = "---\nkind: A\n"  # 12 characters
+    texts = {"a": doc * 4, "b": '{"kind": "B"}', "c": doc * 2}
+    assert parallel._plan(texts, {"b"}, 1) == [[("a", 0, 48), ("b", 0, -1), ("c", 0, 24)]]
+    two = parallel._plan(texts, {"b"}, 2)
+    assert two == [[("a", 0, 36)], [("a", 36, 48), ("b", 0, -1), ("c", 0, 24)]]
+    for workers in range(1, 9):  # every file covered once, in order, cut only at "---" lines
+        parts = parallel._plan(texts, {"b"}, workers)
+        assert all(len({f for f, _, _ in part}) == len(part) for part in parts)  # one region of a file per part
+        spans = [s for part in parts for s in part]
+        for file, text in texts.items():
+            mine = [(start, end) for f, start, end in spans if f == file]
+            if file == "b":
+                assert mine == [(0, -1)]
+                continue
+            assert mine[0][0] == 0 and mine[-1][1] == len(text)
+            assert all(end == nxt for (_, end), (nxt, _) in zip(mine, mine[1:]))
+            assert all(text.startswith("---", start) for start, _ in mine)
 
 
 def test_workers_flag(corpus, capsys):

@@ -224,3 +224,21 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
     assert _text_line(tricky, ("spec", "tolerations", 1, "operator")) == 39
     assert _text_line(tricky, ("metadata", "labels", "app")) is None  # flow style: PyYAML says
     assert _text_line(tricky, ("spec", "missing")) is None
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\n", "---\na: 1\n---\nb: 2\n", "--- # c\na: 1\n---   \nb: 2", "a: 1\n--- x\n", "--- x\na: 1\n",
+    "%YAML 1.2\n---\na: 1\n", "a: 1\n...\n", "a: 1\n----\n", "{\"a\": 1}", "\ufeff---\na: 1\n---\r\nb: 2\r\n",
+    "a: 1\n---\t|\n  x\n", "", "# only a comment\n",
+])
+def test_read_whole_and_regions_agree_with_the_splitter(text):
+    from dockyard_k8s.validate.reader import read_whole, region_documents, split_documents
+
+    whole = split_documents(text, "f.yaml")
+    assert read_whole(text, "f.yaml") == (whole is None)
+    if whole is None:
+        return
+    body = text.lstrip("\ufeff")
+    cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
+    for cut in cuts:  # any cut at a marker line: the two regions give the documents of the whole
+        assert region_documents(text, 0, cut) + region_documents(text, cut, len(text)) == whole, (body, cut)
