@@ -1,6 +1,7 @@
 """`validate` across worker processes gives exactly what one process gives."""
 
 import copy
+import itertools
 import json
 import os
 import sys
@@ -121,7 +122,7 @@ def test_plan_cuts_at_document_lines_and_keeps_file_order():
                 assert mine == [(0, -1)]
                 continue
             assert mine[0][0] == 0 and mine[-1][1] == len(text)
-            assert all(end == nxt for (_, end), (nxt, _) in zip(mine, mine[1:]))
+            assert all(end == nxt for (_, end), (nxt, _) in itertools.pairwise(mine))
             assert all(text.startswith("---", start) for start, _ in mine)
 
 
