@@ -32,6 +32,11 @@ _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaV
 _RUNTIME_LINE = "from dockyard_k8s.validate._runtime import JsonSchemaValueException, JsonSchemaValuesException"
 
 
+# Gates built in this process, by (cache dir, schema key, bulk): keys are content hashes, so
+# a gate stays right for its key; a large input validated in several parts builds each once.
+_BUILT: dict[tuple[str, str, bool], Gate] = {}
+
+
 class ValidatorCache:
     """Schemas and compiled validators under one cache root, memoised per process."""
 
@@ -58,9 +63,13 @@ class ValidatorCache:
         """A yes/no validator for ``key``; jsonschema-rs when ``count`` objects make it worth it."""
         gate = self._gates.get(key)
         if gate is None:
-            gate = self._bulk_gate(key, build) if count >= BULK_THRESHOLD else None
+            bulk = count >= BULK_THRESHOLD
+            gate = _BUILT.get((self.dir, key, bulk))
             if gate is None:
-                gate = self._code_gate(key, build)
+                gate = self._bulk_gate(key, build) if bulk else None
+                if gate is None:
+                    gate = self._code_gate(key, build)
+                _BUILT[(self.dir, key, bulk)] = gate
             self._gates[key] = gate
         return gate
 

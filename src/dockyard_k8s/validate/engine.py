@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.validate import builtin, cache
-from dockyard_k8s.validate.compiled import ValidatorCache
+from dockyard_k8s.validate.compiled import BULK_THRESHOLD, ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.kuberay import kuberay_problems
 from dockyard_k8s.validate.problem import (
@@ -104,6 +104,7 @@ def validate_documents(
     cache_dir: str | None = None,
     exit_on_error: bool = False,
     facts: list[tuple[Problem | None, Facts]] | None = None,
+    large: bool = False,
 ) -> Report:
     """Validate documents read from files (see :func:`.reader.read_manifests`).
 
@@ -122,6 +123,8 @@ def validate_documents(
             over several parts of a large input (the identity is a :class:`Problem` with an
             empty message: file, document, object; None for objects that cannot have a
             cross-object problem).
+        large: the documents are one part of a large input: use the bulk validators
+            (jsonschema-rs) whatever the number of objects of a kind here.
 
     Raises:
         UsageError: a bad ``kubernetes_version`` or CRD source.
@@ -169,14 +172,15 @@ def validate_documents(
             continue
         key, build = found.key, found.build
         sources[f"{api_version}/{kind}"] = found.label
-        gate = schemas.cache.gate(key, build, len(members))
+        count = BULK_THRESHOLD if large else len(members)
+        gate = schemas.cache.gate(key, build, count)
         failed = [m for m in members if not gate(checked[m].obj)]
         meta_gate = None
         if found.crd:  # the CRD schema leaves metadata open: check it against the built-in ObjectMeta
             meta = schemas.object_meta()
             if meta is not None:
                 meta_key, meta_build = meta
-                meta_gate = schemas.cache.gate(meta_key, meta_build, len(members))
+                meta_gate = schemas.cache.gate(meta_key, meta_build, count)
                 failed = sorted(set(failed) | {m for m in members if not meta_gate(checked[m].obj.get("metadata"))})
         if failed:
             from dockyard_k8s.validate.collect import Collector

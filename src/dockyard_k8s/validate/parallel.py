@@ -1,17 +1,18 @@
 """Validate files on every core: ``dockyard-k8s validate`` on large inputs.
 
 Reading YAML and running the per-object rules are pure CPU work in one interpreter, so a
-large input (10,000 objects) is cut at document boundaries into one part per worker. The
-parent forks the workers after reading the files (they share the texts and the imported
-modules, copy-on-write), works on the first part itself, and each worker returns only what
-is small: its problems, with their lines already found, and the *facts* the cross-object
-rules need (:func:`.semantic.bundle_facts`). The parent then runs the cross-object rules
-over all facts, so a Service and the Deployment it selects may sit in different parts.
+large input (10,000 objects) is cut at ``---`` lines into a few parts per worker. The parent
+forks the workers after reading the files (they share the texts and the imported modules,
+copy-on-write); every process, the parent included, takes part numbers from one pipe until
+none is left, so a process on a busier core takes fewer parts. A worker returns only what is
+small: its problems, with their lines already found, and the *facts* the cross-object rules
+need (:func:`.semantic.bundle_facts`). The parent then runs the cross-object rules over all
+facts, so a Service and the Deployment it selects may sit in different parts.
 
 The result is the same as one process's, problem for problem and in the same order (a test
-checks it). A worker that fails or dies is not trusted: the parent does its part itself.
+checks it). A worker that fails or dies is not trusted: the parent does its parts itself.
 Forking is used only where it is the platform's default (Linux) and no other thread runs;
-elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, the one part is this process's.
+elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, one process does everything.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from dockyard_k8s.validate.reader import (
 # Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
 MIN_PARALLEL_BYTES = 1_000_000
 MAX_WORKERS = 8
+# Parts per worker: the input is cut finer than one part per process so that a process whose
+# core is busier (other programs, a noisy VM neighbour) takes fewer parts, not the longest time.
+TASKS_PER_WORKER = 4
 
 Chunks = list[tuple[str, int]]
 Span = tuple[str, int, int]  # (file, start, end): the documents of text[start:end]; (file, 0, -1): the whole file
@@ -92,17 +96,11 @@ def validate_paths(paths: list[str], *, workers: int = 0, **options: Any) -> Res
             or _threaded()):
         workers = 1
     whole = {file for file, text in texts.items() if read_whole(text, file)}
-    parts = _plan(texts, whole, workers)
-    children = [_fork(_run_part, spans, texts, options) for spans in parts[1:]]
-    results: list[_Part] = []
-    try:
-        results.append(_run_part(parts[0], texts, options))
-        for spans, (_, fd) in zip(parts[1:], children, strict=True):
-            found = _collect(fd)
-            results.append(found if found is not None else _run_part(spans, texts, options))
-    finally:  # after an error or Ctrl-C here, stop the workers still running; leave no zombie
-        for pid, fd in children:
-            _reap(pid, fd, stop=len(results) < len(parts))
+    if workers == 1:
+        results = [_run_part(spans, texts, options) for spans in _plan(texts, whole, 1)]
+    else:
+        options = {**options, "large": True}
+        results = _run_shared(_plan(texts, whole, min(255, workers * TASKS_PER_WORKER)), workers, texts, options)
     results = _renumber(results)
     facts = [f for r in results for f in r.facts]
     across = cross_object_problems(facts)
@@ -167,6 +165,39 @@ def _plan(texts: dict[str, str], whole: set[str], workers: int) -> list[list[Spa
     return [p for p in parts if p] or [[]]
 
 
+def _run_shared(parts: list[list[Span]], workers: int, texts: dict[str, str],
+                options: dict[str, Any]) -> list[_Part]:
+    """Every part, by ``workers`` processes pulling part numbers from one pipe (a process on a
+    busier core simply takes fewer), in part order."""
+    queue, feed = os.pipe()
+    os.write(feed, bytes(range(len(parts))))  # at most 255 bytes: within the pipe's buffer
+    os.close(feed)  # no writer left: an empty queue reads as the end
+    children = [_fork(_take, queue, parts, texts, options) for _ in range(workers - 1)]
+    done: dict[int, _Part] = {}
+    try:
+        done.update(_take(queue, parts, texts, options))
+        for _, fd in children:
+            done.update(_collect(fd) or {})
+    finally:  # after an error or Ctrl-C here, stop the workers still running; leave no zombie
+        os.close(queue)
+        for pid, fd in children:
+            _reap(pid, fd, stop=len(done) < len(parts))
+    for i, spans in enumerate(parts):  # parts a failed worker had taken: done here
+        if i not in done:
+            done[i] = _run_part(spans, texts, options)
+    return [done[i] for i in range(len(parts))]
+
+
+def _take(queue: int, parts: list[list[Span]], texts: dict[str, str], options: dict[str, Any]) -> dict[int, _Part]:
+    """Run parts until the queue is empty; one-byte reads from a pipe never split between readers."""
+    out: dict[int, _Part] = {}
+    while True:
+        taken = os.read(queue, 1)
+        if not taken:
+            return out
+        out[taken[0]] = _run_part(parts[taken[0]], texts, options)
+
+
 def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, Any]) -> _Part:
     documents: list[Document] = []
     yaml_problems: list[Problem] = []
@@ -225,15 +256,17 @@ def _fork(work: Any, *args: Any) -> tuple[int, int]:
     return pid, read
 
 
-def _collect(fd: int) -> _Part | None:
-    """A child's result from its pipe, or None if it failed."""
+def _collect(fd: int) -> dict[int, _Part] | None:
+    """A child's results from its pipe, or None if it failed."""
     with os.fdopen(os.dup(fd), "rb") as f:
         data = f.read()
     try:
         result = pickle.loads(data) if data else None
     except Exception:
         return None
-    return result if isinstance(result, _Part) else None
+    if not isinstance(result, dict) or not all(isinstance(r, _Part) for r in result.values()):
+        return None
+    return result
 
 
 def _reap(pid: int, fd: int, stop: bool) -> None:
