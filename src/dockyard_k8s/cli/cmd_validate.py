@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         from dockyard_k8s.errors import UsageError
 
         raise UsageError("validate: give manifest files or directories, or pipe YAML into `validate -`")
-    result = validate_paths(args.paths, workers=args.workers, kubernetes_version=args.kubernetes_version,
+    result = validate_paths(args.paths, workers=args.workers, keep_parsed=getattr(args, "fast_exit", False),
+                            kubernetes_version=args.kubernetes_version,
                             crd_sources=args.crd, skip=args.skip, reject=args.reject,
                             ignore_missing_schemas=args.ignore_missing_schemas,
                             use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)

@@ -520,14 +520,19 @@ def _text_line(lines: list[str], path: JsonPath) -> int | None:
     return at
 
 
-def _block_style(lines: list[str]) -> bool:
+def _block_style(text: str) -> bool:
     """No tabs, and no flow collection or quoted scalar spanning lines: :func:`_text_line` can
     trust indentation."""
-    for line in lines:
-        if "\t" in line or line.count("[") != line.count("]") or line.count("{") != line.count("}") \
+    if "\t" in text:
+        return False
+    for line in _FLOW_OR_QUOTED.findall(text):  # only the lines that have such characters
+        if line.count("[") != line.count("]") or line.count("{") != line.count("}") \
                 or line.count('"') % 2 or line.count("'") % 2:
             return False
     return True
+
+
+_FLOW_OR_QUOTED = re.compile(r"[^\n]*[\[\]{}\"'][^\n]*")
 
 
 def _path_lines(text: str, offset: int, paths: list[JsonPath]) -> dict[JsonPath, int] | None:
@@ -589,7 +594,7 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
         for i, paths in wanted.items():
             if i < len(chunks):
                 split = chunks[i][0].split("\n")
-                quick = [_text_line(split, path) for path in paths] if _block_style(split) else [None]
+                quick = [_text_line(split, path) for path in paths] if _block_style(chunks[i][0]) else [None]
                 if None not in quick:  # every path read off the text: no parse needed
                     per_doc[i] = ({path: line + chunks[i][1] for path, line in zip(paths, quick, strict=True)
                                    if line is not None}, 0)

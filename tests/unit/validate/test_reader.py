@@ -212,7 +212,7 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
             split = chunk.split("\n")
             for path in [*_all_paths(data), ("spec", "missing"), ("metadata", "name", "deeper")]:
                 want = next(lines[path[:end]] for end in range(len(path), -1, -1) if path[:end] in lines)
-                got = _text_line(split, path) if _block_style(split) else None
+                got = _text_line(split, path) if _block_style(chunk) else None
                 asked += 1
                 if got is not None:
                     answered += 1
