@@ -32,6 +32,7 @@ _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1
 # building a Fraction costs ~10 us: parsed strings are memoized (Fractions are immutable).
 _PARSED: dict[str, Fraction | None] = {}
 _PARSED_MAX = 4096
+_INTS: dict[int, Fraction] = {}
 
 
 def parse_quantity(value: Any) -> Fraction | None:
@@ -47,7 +48,12 @@ def parse_quantity(value: Any) -> Fraction | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return Fraction(value)
+        found = _INTS.get(value)
+        if found is None:
+            found = Fraction(value)
+            if -1024 <= value <= 1024:  # GPU counts, CPUs: the same few numbers everywhere
+                _INTS[value] = found
+        return found
     if isinstance(value, float):
         return Fraction(str(value))
     return None

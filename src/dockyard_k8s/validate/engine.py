@@ -27,7 +27,7 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
 )
-from dockyard_k8s.validate.semantic import Facts, bundle_facts, bundle_problems_of, object_problems
+from dockyard_k8s.validate.semantic import CrossObjects, Facts, bundle_facts, bundle_problems_of, object_problems
 
 _OBJECT_META_KEY = "ObjectMeta"
 
@@ -103,7 +103,7 @@ def validate_documents(
     use_bundled: bool = True,
     cache_dir: str | None = None,
     exit_on_error: bool = False,
-    facts: list[tuple[Problem | None, Facts]] | None = None,
+    cross: CrossObjects | None = None,
     large: bool = False,
 ) -> Report:
     """Validate documents read from files (see :func:`.reader.read_manifests`).
@@ -118,11 +118,10 @@ def validate_documents(
         use_fetched / use_bundled: consult CRDs from ``schemas fetch`` / shipped with dockyard-k8s.
         cache_dir: cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``).
         exit_on_error: stop after the first object with a problem.
-        facts: when given, the cross-object rules are not run here: each checked object's
-            (identity, facts) is appended to it instead, for :func:`cross_object_problems`
-            over several parts of a large input (the identity is a :class:`Problem` with an
-            empty message: file, document, object; None for objects that cannot have a
-            cross-object problem).
+        cross: when given, the cross-object rules are not run here: each checked object's
+            facts go into it instead (a Service's with its identity: a :class:`Problem`
+            without a message), to be judged with other parts' by
+            :func:`cross_object_problems`.
         large: the documents are one part of a large input: use the bulk validators
             (jsonschema-rs) whatever the number of objects of a kind here.
 
@@ -213,13 +212,13 @@ def validate_documents(
         fact = bundle_facts(obj, templates)
         if fact is not None:
             found_facts.append((m, fact))
-    if facts is None:
+    if cross is None:
         for m, path, msg in bundle_problems_of(found_facts):
             bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
     else:
-        # Only Services get cross-object problems: the pods' facts need no identity.
-        facts += [(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC) if fact[0] == "service" else None,
-                   fact) for m, fact in found_facts]
+        for m, fact in found_facts:
+            cross.add(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC) if fact[0] == "service" else None,
+                      fact)
     for m in sorted(bad):
         problems.extend(bad[m])
         if exit_on_error:
@@ -233,14 +232,10 @@ def problem_order(p: Problem) -> tuple[str, int, JsonPath]:
     return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
 
 
-def cross_object_problems(facts: Sequence[tuple[Problem | None, Facts]]) -> list[Problem]:
-    """The cross-object rules over facts gathered by ``validate_documents(..., facts=[])``."""
-    out = []
-    for m, path, msg in bundle_problems_of(list(enumerate(f for _, f in facts))):
-        who = facts[m][0]
-        assert who is not None, "cross-object problems are reported on Services, which have an identity"
-        out.append(who._replace(path=(*who.path, *path), message=msg))
-    return out
+def cross_object_problems(cross: CrossObjects) -> list[Problem]:
+    """The cross-object rules over facts gathered by ``validate_documents(..., cross=...)``."""
+    return [who._replace(doc_index=who.doc_index + shift, path=(*who.path, *path), message=message)
+            for who, shift, path, message in cross.problems()]
 
 
 def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:

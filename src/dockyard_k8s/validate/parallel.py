@@ -18,6 +18,7 @@ elsewhere, and for inputs under :data:`MIN_PARALLEL_BYTES`, one process does eve
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import signal
@@ -36,13 +37,14 @@ from dockyard_k8s.validate.reader import (
     read_whole,
     region_documents,
 )
+from dockyard_k8s.validate.semantic import CrossObjects
 
 # Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
 MIN_PARALLEL_BYTES = 1_000_000
 MAX_WORKERS = 8
 # Parts per worker: the input is cut finer than one part per process so that a process whose
 # core is busier (other programs, a noisy VM neighbour) takes fewer parts, not the longest time.
-TASKS_PER_WORKER = 4
+TASKS_PER_WORKER = 8
 # Parsed documents of finished parts, never freed: freeing 10,000 objects' trees costs ~60 ms
 # of CPU, and the workers end with os._exit (the CLI parent too, see cli.main).
 _KEEP: list[Any] = []
@@ -66,7 +68,7 @@ class _Part(NamedTuple):
     skipped: int
     missing: list[str]
     sources: dict[str, str]
-    facts: list[tuple[Problem | None, Any]]
+    cross: CrossObjects  # the part's facts for the cross-object rules
     counts: dict[str, int]  # documents in each file's region (read whole: not counted)
 
 
@@ -108,9 +110,8 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
         options = {**options, "large": True}
         parts = _plan(texts, whole, min(255, workers * TASKS_PER_WORKER))
         results = _run_shared(parts, workers, texts, options, keep_parsed)
-    results = _renumber(results)
-    facts = [f for r in results for f in r.facts]
-    across = cross_object_problems(facts)
+    results, cross = _renumber(results)
+    across = cross_object_problems(cross)
     problems = [p for r in results for p in r.problems]
     yaml_problems = [p for p in problems if p.rule == "yaml"]
     object_problems = [p for p in problems if p.rule != "yaml"]
@@ -221,27 +222,35 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, A
             found, bad = documents_of(file, texts[file], chunks, (0, len(chunks)))
         documents += found
         yaml_problems += bad
-    facts: list[tuple[Problem | None, Any]] = []
-    report = validate_documents(documents, facts=facts, **options)
+    cross = CrossObjects()
+    report = validate_documents(documents, cross=cross, **options)
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
     if keep is not None:
         keep.append(documents)
-    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, facts, counts)
+    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, cross, counts)
 
 
-def _renumber(results: list[_Part]) -> list[_Part]:
-    """Document indexes of each part's regions, from 0, shifted to count from the file's start."""
+def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:
+    """Document indexes of each part's regions, from 0, shifted to count from the file's start;
+    and all parts' cross-object facts in one index."""
     seen: dict[str, int] = {}
     out = []
+    cross = CrossObjects()
     for r in results:
         base = {file: seen.get(file, 0) for file in r.counts}
         for file, n in r.counts.items():
             seen[file] = base[file] + n
         if any(base.values()):
-            r = r._replace(problems=[_shift(p, base) for p in r.problems],
-                           facts=[(None if who is None else _shift(who, base), f) for who, f in r.facts])
+            r = r._replace(problems=[_shift(p, base) for p in r.problems])
+            cross.merge(r.cross, functools.partial(_base_of, base))
+        else:
+            cross.merge(r.cross)
         out.append(r)
-    return out
+    return out, cross
+
+
+def _base_of(base: dict[str, int], who: Problem) -> int:
+    return base.get(who.file, 0)
 
 
 def _shift(p: Problem, base: dict[str, int]) -> Problem:

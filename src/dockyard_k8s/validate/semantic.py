@@ -11,7 +11,7 @@ RayJob/RayCluster groups, MPIJobs...).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, containers, parse_quantity, pod_templates, selector_matches
@@ -539,53 +539,84 @@ def bundle_facts(obj: Any, templates: list[PodTemplate] | None = None) -> Facts 
     return ("pods", ns, found) if found else None
 
 
-def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Facts]]) -> \
-        Iterator[tuple[int, JsonPath, str]]:
-    """Cross-object rules over (object index, facts): (object index, path, message).
+class CrossObjects:
+    """The cross-object rules: a Service whose selector matches no pod template among the
+    objects, when the objects do contain pod templates in its namespace (a Service for pods
+    made elsewhere is not judged); a named targetPort that no selected container declares.
 
-    A Service whose selector matches no pod template among the objects, when the objects do
-    contain pod templates in its namespace (a Service for pods made elsewhere is not judged);
-    a named targetPort that no selected container declares.
+    Facts go in with :meth:`add` (each Service with an opaque ``who`` to report it by), several
+    parts' indexes combine with :meth:`merge` (plain data: a worker process sends its index),
+    and :meth:`problems` judges the Services. Pod templates are indexed by (namespace, label,
+    value), so a Service looks only at the templates sharing the first pair of its selector:
+    linear, not Services x templates.
     """
-    # Index templates by (namespace, label, value) so each Service looks only at the templates
-    # sharing the first pair of its selector: linear, not Services x templates; and only the
-    # pairs some Service selects by are indexed.
-    services: list[tuple[int, Facts]] = []
-    workloads: list[Facts] = []
-    for index, fact in facts:
+
+    def __init__(self) -> None:
+        self.services: list[tuple[Any, int, str, dict[str, Any], list[tuple[int, str]]]] = []
+        self.by_pair: dict[tuple[str, str, str], list[tuple[dict[str, Any], set[str]]]] = {}
+        self.namespaces: set[str] = set()
+
+    def add(self, who: Any, fact: Facts) -> None:
         if fact[0] == "service":
-            services.append((index, fact))
-        else:
-            workloads.append(fact)
-    namespaces = {fact[1] for fact in workloads}
-    if not namespaces or not services:
-        return
-    by_pair: dict[tuple[str, str, Any], list[tuple[dict[str, Any], set[str]]]] = {}
-    for _, (_, ns, selector, _) in services:
-        key, value = next(iter(selector.items()))
-        if value.__class__ is str:
-            by_pair[(ns, key, value)] = []
-    for _, ns, templates in workloads:
+            _, ns, selector, targets = fact
+            self.services.append((who, 0, ns, selector, targets))
+            return
+        _, ns, templates = fact
+        self.namespaces.add(ns)
+        by_pair = self.by_pair
         for labels, ports in templates:
             for key, value in labels.items():
-                found = by_pair.get((ns, key, value)) if value.__class__ is str else None
-                if found is not None:
-                    found.append((labels, ports))
-    for index, (_, ns, selector, targets) in services:
-        if ns not in namespaces:
-            continue
-        key, value = next(iter(selector.items()))
-        candidates = by_pair.get((ns, key, value), []) if value.__class__ is str else []
-        if len(selector) == 1:  # the index matched its only pair already
-            matched = [ports for _, ports in candidates]
+                if value.__class__ is str:
+                    found = by_pair.get((ns, key, value))
+                    if found is None:
+                        by_pair[(ns, key, value)] = [(labels, ports)]
+                    else:
+                        found.append((labels, ports))
+
+    def merge(self, other: CrossObjects, shift: Callable[[Any], int] | None = None) -> None:
+        """Add another part's index; ``shift(who)`` is added to its Services' shifts."""
+        if shift is None:
+            self.services += other.services
         else:
-            matched = [ports for labels, ports in candidates if selector_matches({"matchLabels": selector}, labels)]
-        if not matched:
-            yield index, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
-                                                f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
-            continue
-        declared = set().union(*matched)
-        for i, target in targets:
-            if target not in declared:
-                yield index, ("spec", "ports", i, "targetPort"), \
-                    f"no container of the selected pods declares a port named {show(target)}"
+            self.services += [(who, n + shift(who), ns, sel, targets) for who, n, ns, sel, targets in other.services]
+        self.namespaces |= other.namespaces
+        for pair, templates in other.by_pair.items():
+            found = self.by_pair.get(pair)
+            if found is None:
+                self.by_pair[pair] = templates
+            else:
+                found += templates
+
+    def problems(self) -> Iterator[tuple[Any, int, JsonPath, str]]:
+        """(who, shift, path, message) for every Service that breaks a rule, in order."""
+        if not self.namespaces:
+            return
+        for who, shift, ns, selector, targets in self.services:
+            if ns not in self.namespaces:
+                continue
+            key, value = next(iter(selector.items()))
+            candidates = self.by_pair.get((ns, key, value), []) if value.__class__ is str else []
+            if len(selector) == 1:  # the index matched its only pair already
+                matched = [ports for _, ports in candidates]
+            else:
+                matched = [ports for labels, ports in candidates
+                           if selector_matches({"matchLabels": selector}, labels)]
+            if not matched:
+                yield who, shift, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
+                                                         f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
+                continue
+            declared = set().union(*matched)
+            for i, target in targets:
+                if target not in declared:
+                    yield who, shift, ("spec", "ports", i, "targetPort"), \
+                        f"no container of the selected pods declares a port named {show(target)}"
+
+
+def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Facts]]) -> \
+        Iterator[tuple[int, JsonPath, str]]:
+    """:class:`CrossObjects` over (object index, facts): (object index, path, message)."""
+    index = CrossObjects()
+    for n, fact in facts:
+        index.add(n, fact)
+    for n, _, path, message in index.problems():
+        yield n, path, message
