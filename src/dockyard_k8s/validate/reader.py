@@ -22,7 +22,8 @@ import math
 import os
 import re
 import sys
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, overload
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate.problem import RULE_YAML, Document, JsonPath, Problem
@@ -232,22 +233,24 @@ _DIGIT_COLON = re.compile(r":(?<=[0-9_]:)")
 _NUMBER_START = re.compile(_NUMBER)
 
 
-def _number_key(text: str) -> bool:
-    for m in _DIGIT_COLON.finditer(text):
+def _number_key(text: str, start: int = 0, end: int | None = None) -> bool:
+    end = len(text) if end is None else end
+    for m in _DIGIT_COLON.finditer(text, start, end):
         at = m.start()
-        start = max(text.rfind(c, 0, at) for c in " \t\n{[,") + 1
-        if _NUMBER_START.match(text, start, at):
+        begin = max(text.rfind(c, start, at) for c in " \t\n{[,") + 1
+        if _NUMBER_START.match(text, max(begin, start), at):
             return True
     return False
 
 
-def _has_tag(text: str) -> bool:
+def _has_tag(text: str, start: int = 0, end: int | None = None) -> bool:
     """A ``!tag`` (``!`` after whitespace or a flow/block indicator); ``!`` inside words is fine."""
-    at = text.find("!")
+    end = len(text) if end is None else end
+    at = text.find("!", start, end)
     while at != -1:
-        if at == 0 or text[at - 1] in " \t\n[{,:-":
+        if at == start or text[at - 1] in " \t\n[{,:-":
             return True
-        at = text.find("!", at + 1)
+        at = text.find("!", at + 1, end)
     return False
 
 
@@ -593,7 +596,7 @@ def _path_lines(text: str, offset: int, paths: list[JsonPath]) -> dict[JsonPath,
 
 
 def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
-           chunks: list[tuple[str, int]] | None = None) -> dict[tuple[int, JsonPath], int]:
+           chunks: Sequence[tuple[str, int]] | None = None) -> dict[tuple[int, JsonPath], int]:
     """Line numbers of JSON paths, per document index: ``{(doc, path): line}``.
 
     Re-parses only the documents asked for (with the slow, locating parser); a path that is
@@ -689,6 +692,11 @@ def documents_of(file: str, text: str, chunks: list[tuple[str, int]] | None = No
     """Objects of one file's text (``kind: List`` expanded), and its YAML problems; ``chunks``
     and ``span`` as for :func:`parse_text`."""
     parsed, problems = parse_text(text, file, chunks, span)
+    return _documents(file, parsed, problems)
+
+
+def _documents(file: str, parsed: list[tuple[Any, int, int]],
+               problems: list[Problem]) -> tuple[list[Document], list[Problem]]:
     named = {i: d for d, i, _ in parsed if isinstance(d, dict)}
     for n, p in enumerate(problems):  # name the object a YAML problem belongs to, when it parsed
         data = named.get(p.doc_index)
@@ -707,6 +715,102 @@ def documents_of(file: str, text: str, chunks: list[tuple[str, int]] | None = No
         else:
             out.append(Document(file, index, (), data, line))
     return out, problems
+
+
+class Pieces(Sequence[tuple[str, int]]):
+    """The documents of a region of a file, like :func:`split_documents`'s list but made on
+    demand from their offsets: (text, first line) of document ``i``."""
+
+    def __init__(self, text: str, bounds: list[tuple[int, int, int]]) -> None:
+        self.text = text
+        self.bounds = bounds  # (start, end, first line) of each document
+
+    def __len__(self) -> int:
+        return len(self.bounds)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[str, int] | list[tuple[str, int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        start, end, line = self.bounds[i]
+        return self.text[start:end], line
+
+
+_BLANK_AT = re.compile(r"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")  # for match(text, pos, endpos)
+
+
+def region_documents_of(file: str, text: str, start: int,
+                        end: int) -> tuple[list[Document], list[Problem], Pieces | list[tuple[str, int]]]:
+    """The objects of ``text[start:end]``, a region of a file that is not :func:`read_whole`
+    (see :func:`region_documents`), numbered from 0; its YAML problems; and its documents, for
+    locating problems.
+
+    The fast way, for a plain stream (bare ``---`` lines, no blank document, nothing the
+    pre-scan flags): yaml-rs reads the region in place, no document copied into its own
+    string. Anything else takes the general way, document by document.
+    """
+    fast = _yaml_rs()
+    if start == 0 and text.startswith("\ufeff"):
+        start = 1
+    bounds = _plain_stream(text, start, end) if fast is not None else None
+    if bounds is not None and not _candidate_in(text, start, end):
+        try:
+            values = fast.loads(text[start:end], parse_datetime=False)
+        except Exception:  # a syntax error or duplicate key: the general way says where
+            values = None
+        if values is not None and len(bounds) > 1:
+            values = values if isinstance(values, list) and len(values) == len(bounds) else None
+        elif values is not None:
+            values = [values]
+        if values is not None and None not in values:
+            parsed = [(_string_keys(v), i, bounds[i][2]) for i, v in enumerate(values)]
+            documents, problems = _documents(file, parsed, [])
+            return documents, problems, Pieces(text, bounds)
+    chunks = region_documents(text, start, end)
+    documents, problems = documents_of(file, text, chunks, (0, len(chunks)))
+    return documents, problems, chunks
+
+
+def _plain_stream(text: str, start: int, end: int) -> list[tuple[int, int, int]] | None:
+    """(start, end, first line) of each document of the region when it is a plain stream:
+    every ``---`` line bare, no blank document; else None."""
+    markers = [start] if text.startswith("---", start, end) else []
+    at = text.find("\n---", start, end)
+    while at >= 0:
+        markers.append(at + 1)
+        at = text.find("\n---", at + 4, end)
+    bounds: list[tuple[int, int, int]] = []
+    line = 1 + text.count("\n", 0, start)
+    piece = start
+    for at in markers:
+        if not text.startswith("---\n", at, end):
+            return None  # a comment or spaces on the marker line, or a last bare `---`
+        if at > piece:
+            bounds.append((piece, at, line))
+        line += text.count("\n", piece, at) + 1
+        piece = at + 4
+    if piece < end:
+        bounds.append((piece, end, line))
+    for first, stop, _ in bounds:
+        if text[first] in " \t\r\n#" and _BLANK_AT.match(text, first, stop):
+            return None  # a blank document: yaml-rs and the splitter would count it differently
+    return bounds or None
+
+
+def _candidate_in(text: str, start: int, end: int) -> bool:
+    """:func:`_is_candidate` on ``text[start:end]`` without copying it (its first line, which has
+    no line start before it in the region, is checked on its own)."""
+    first = text.find("\n", start, end)
+    if _is_candidate(text[start:first + 1 if first >= 0 else end]):
+        return True
+    return (any(p.search(text, start, end) for p in _CANDIDATES)
+            or text.find(" :", start, end) >= 0 or text.find("\t:", start, end) >= 0
+            or _number_key(text, start, end) or _has_tag(text, start, end))
 
 
 def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:
@@ -732,7 +836,7 @@ def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Man
 
 
 def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500,
-              chunked: dict[str, list[tuple[str, int]] | None] | None = None) -> list[Problem]:
+              chunked: Mapping[str, Sequence[tuple[str, int]] | None] | None = None) -> list[Problem]:
     """Fill in ``line`` for problems of the first ``limit`` documents that have one to find.
 
     ``chunked`` holds files already split by :func:`split_documents` (not split again).

@@ -242,3 +242,32 @@ def test_read_whole_and_regions_agree_with_the_splitter(text):
     cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
     for cut in cuts:  # any cut at a marker line: the two regions give the documents of the whole
         assert region_documents(text, 0, cut) + region_documents(text, cut, len(text)) == whole, (body, cut)
+
+
+@pytest.mark.parametrize("text", [
+    "kind: A\nmetadata: {name: a}\n---\nkind: B\nx: [1, 2]\n---\nkind: C\n",  # plain: read in place
+    "---\nkind: A\n---\nkind: B\n",
+    "kind: A\n--- # comment\nkind: B\n",  # marker with a comment: the general way
+    "kind: A\n---\n# blank\n---\nkind: B\n",  # a blank document
+    "on: 1\n---\nkind: B\n",  # a candidate on the region's first line
+    "kind: A\n---\nkind: B\nv: yes\n",  # a candidate later
+    "kind: A\n---\nkind: B\nb: [1,\n---\nkind: C\n",  # a syntax error
+    "kind: A\n---\nkind: B\na: 1\na: 2\n",  # a duplicate key
+    "\ufeffkind: A\n---\nkind: B\n",
+    "kind: A\n---\n- 1\n- 2\n",  # a document that is a list
+    "kind: A\n---\nnull\n---\nkind: C\n",  # a null document
+])
+def test_reading_a_region_in_place_agrees_with_splitting_it(text):
+    pytest.importorskip("yaml_rs")
+    from dockyard_k8s.validate.reader import region_documents, region_documents_of
+
+    cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        for a, b in ((start, end), (0, end), (start, len(text))):
+            chunks = region_documents(text, a, b)
+            want = documents_of("f.yaml", text, chunks, (0, len(chunks)))
+            documents, problems, pieces = region_documents_of("f.yaml", text, a, b)
+            assert (documents, problems) == want, (a, b)
+            assert list(pieces) == list(chunks), (a, b)
+    plain = "kind: A\n---\nkind: B\n"
+    assert type(region_documents_of("f.yaml", plain, 0, len(plain))[2]).__name__ == "Pieces"  # read in place
