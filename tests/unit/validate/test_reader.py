@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from dockyard_k8s.validate.reader import add_lines, documents_of, parse_text, read_manifests, resolve_go_yaml
@@ -262,7 +264,7 @@ def test_reading_a_region_in_place_agrees_with_splitting_it(text):
     from dockyard_k8s.validate.reader import region_documents, region_documents_of
 
     cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
-    for start, end in zip(cuts, cuts[1:], strict=False):
+    for start, end in itertools.pairwise(cuts):
         for a, b in ((start, end), (0, end), (start, len(text))):
             chunks = region_documents(text, a, b)
             want = documents_of("f.yaml", text, chunks, (0, len(chunks)))
