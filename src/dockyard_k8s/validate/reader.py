@@ -215,28 +215,34 @@ _BLANK = re.compile(r"\A(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")
 # speed (one alternation of everything took 2.9 s on 8 MB; these take ~0.1 s together).
 _WORD = r"(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"
 _NUMBER = r"[-+]?0[0-9_]|[-+]?[0-9]+_|[-+]?0[bBoO]"
+# Every colon, in one pass (a literal first character: the scan runs at memchr speed), for
+# a value (": yes", ": 0755"); a key go-yaml v2 reads as a boolean (`on:` is the key "true"),
+# found by looking back, ~2x faster than matching every line; a `key :` (rare: the slow path
+# reads it); and a colon after a digit, which may end a key go-yaml reads as a number (`010:` is
+# the key "8"), checked by hand (group "digit").
+_COLON = re.compile(
+    r":(?: (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")"
+    r"|(?<=[\s{,][yYnN]:)|(?<=[\s{,](?:yes|Yes|YES|off|Off|OFF):)|(?<=[\s{,](?:no|No|NO|on|On|ON):)"
+    r"|(?<=[ \t]:)"
+    r"|(?P<digit>(?<=[0-9_]:)))", re.M)
 _CANDIDATES = (
-    re.compile(r": (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")", re.M),
     re.compile(r"- (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")", re.M),
     re.compile(r"\[[ \t]*(?:" + _WORD + r"[ \t]*[,\]:]|" + _NUMBER + ")"),
     re.compile(r",[ \t]*(?:" + _WORD + r"[ \t]*[,\]}:]|" + _NUMBER + ")"),
     re.compile(r"\{[ \t]*(?:" + _WORD + r"[ \t]*[,}:]|" + _NUMBER + ")"),
-    # keys: go-yaml v2 makes `y:`/`on:` the key "true". Anchored on the colon (a literal, so
-    # the scan runs at memchr speed) and looking back: ~2x faster than matching every line.
-    re.compile(r":(?:(?<=[\s{,][yYnN]:)|(?<=[\s{,](?:yes|Yes|YES|off|Off|OFF):)|(?<=[\s{,](?:no|No|NO|on|On|ON):))"),
     # a document that is one plain scalar (documents are joined with "---\n")
     re.compile(r"---\n(?:" + _WORD + r"[ \t]*(?:$|#)|" + _NUMBER + ")", re.M),
     re.compile(r"<<[ \t]*:"),
 )
-# Keys go-yaml v2 reads as numbers (`010:` is the key "8"): a colon after a digit, checked by hand.
-_DIGIT_COLON = re.compile(r":(?<=[0-9_]:)")
 _NUMBER_START = re.compile(_NUMBER)
 
 
-def _number_key(text: str, start: int = 0, end: int | None = None) -> bool:
+def _colon_candidate(text: str, start: int = 0, end: int | None = None) -> bool:
     end = len(text) if end is None else end
-    for m in _DIGIT_COLON.finditer(text, start, end):
-        at = m.start()
+    for m in _COLON.finditer(text, start, end):
+        if m.group("digit") is None:
+            return True
+        at = m.start()  # a colon after a digit: is the key before it a go-yaml number?
         begin = max(text.rfind(c, start, at) for c in " \t\n{[,") + 1
         if _NUMBER_START.match(text, max(begin, start), at):
             return True
@@ -258,8 +264,7 @@ def _is_candidate(text: str) -> bool:
     """Whether ``text`` (one or more documents, joined by ``---`` lines) may hold a scalar
     go-yaml reads differently. It may over-match (a slower read), never under-match."""
     text = "---\n" + text
-    return (any(p.search(text) for p in _CANDIDATES) or " :" in text or "\t:" in text  # `on :` keys: rare
-            or _number_key(text) or _has_tag(text))
+    return _colon_candidate(text) or any(p.search(text) for p in _CANDIDATES) or _has_tag(text)
 
 
 def _string_keys(data: Any) -> Any:
@@ -808,9 +813,8 @@ def _candidate_in(text: str, start: int, end: int) -> bool:
     first = text.find("\n", start, end)
     if _is_candidate(text[start:first + 1 if first >= 0 else end]):
         return True
-    return (any(p.search(text, start, end) for p in _CANDIDATES)
-            or text.find(" :", start, end) >= 0 or text.find("\t:", start, end) >= 0
-            or _number_key(text, start, end) or _has_tag(text, start, end))
+    return (_colon_candidate(text, start, end) or any(p.search(text, start, end) for p in _CANDIDATES)
+            or _has_tag(text, start, end))
 
 
 def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:
