@@ -35,6 +35,7 @@ _RUNTIME_LINE = "from dockyard_k8s.validate._runtime import JsonSchemaValueExcep
 # Gates built in this process, by (cache dir, schema key, bulk): keys are content hashes, so
 # a gate stays right for its key; a large input validated in several parts builds each once.
 _BUILT: dict[tuple[str, str, bool], Gate] = {}
+_LOADED: dict[tuple[str, str], dict[str, Any]] = {}  # converted schemas read in this process, alike
 
 
 class ValidatorCache:
@@ -49,14 +50,15 @@ class ValidatorCache:
 
     def schema(self, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The converted schema for ``key`` (from memory, disk, or ``build()``, then stored)."""
-        found = self._schemas.get(key)
+        found = self._schemas.get(key) or _LOADED.get((self.dir, key))
         if found is None:
             path = os.path.join(self.dir, "schemas", f"{key}.json")
             found = cache.read_json(path)
             if not isinstance(found, dict):
                 found = build()
                 cache.write_json(path, found)
-            self._schemas[key] = found
+            _LOADED[(self.dir, key)] = found
+        self._schemas[key] = found
         return found
 
     def gate(self, key: str, build: Callable[[], dict[str, Any]], count: int = 1) -> Gate:
