@@ -170,12 +170,17 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """Whether a LabelSelector selects ``labels``. An empty selector selects everything;
     None selects nothing (as in NetworkPolicy/PDB semantics for a missing selector)."""
-    if selector is None:
+    if not isinstance(selector, dict):
         return False
-    for key, value in (selector.get("matchLabels") or {}).items():
+    match_labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+    if not isinstance(match_labels, dict) or not isinstance(expressions, list):
+        return False  # malformed (the schema says how): selects nothing
+    for key, value in match_labels.items():
         if labels.get(key) != value:
             return False
-    for expr in selector.get("matchExpressions") or []:
+    for expr in expressions:
+        if not isinstance(expr, dict) or not isinstance(expr.get("values") or [], list):
+            return False
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
         if op == "In" and labels.get(key) not in values:
             return False

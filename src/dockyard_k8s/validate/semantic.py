@@ -191,6 +191,12 @@ def _int_or_percent(out: Found, value: Any, at: JsonPath) -> None:
         out.append((at, f"got {show(value)}, expected an integer or a percentage such as \"25%\""))
 
 
+# (resource name, written quantity) -> parsed quantity, for those fine on their own: the same
+# few ("cpu", "32"), ("nvidia.com/gpu", 8) recur in every container of a large input.
+_GOOD: dict[tuple[str, Any], Any] = {}
+_HASHABLE_QUANTITY = (str, int, float)
+
+
 def _resources(out: Found, resources: Any, at: JsonPath) -> None:
     if resources.__class__ is not dict or not resources:
         return
@@ -202,6 +208,11 @@ def _resources(out: Found, resources: Any, at: JsonPath) -> None:
             continue
         into = parsed[section]
         for name, raw in values.items():
+            if raw.__class__ in _HASHABLE_QUANTITY:
+                q = _GOOD.get((name, raw))
+                if q is not None:  # seen before, and fine on its own
+                    into[name] = q
+                    continue
             q = parse_quantity(raw)
             if q is None:
                 if isinstance(raw, str | int | float) and not isinstance(raw, bool):
@@ -212,6 +223,8 @@ def _resources(out: Found, resources: Any, at: JsonPath) -> None:
             elif "/" in name and not name.startswith("kubernetes.io/") and q.denominator != 1:
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
+            elif raw.__class__ in _HASHABLE_QUANTITY and len(_GOOD) < _MEMO_MAX:
+                _GOOD[(name, raw)] = q
             into[name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
@@ -354,6 +367,9 @@ def _svc_name(name: str) -> str | None:
     return None
 
 
+_NAMESPACE_OK: set[str] = set()
+
+
 def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> Found:
     """Every semantic problem of one object on its own (no cross-object rules); ``templates``
     are its :func:`.kube.pod_templates` when the caller has them."""
@@ -362,14 +378,19 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
     meta = _dict(obj.get("metadata"))
     if "name" not in meta and "generateName" not in meta:
         out.append((("metadata",), "missing metadata.name"))
-    why = check_name(meta.get("name"), NAME_FORMAT.get(str(kind), "dns1123subdomain"), f"{kind} name")
-    if why:
-        out.append((("metadata", "name"), why))
+    name = meta.get("name")
+    if name.__class__ is str:
+        fmt = NAME_FORMAT.get(kind, "dns1123subdomain") if kind.__class__ is str else "dns1123subdomain"
+        limit, test, _ = _NAME_FORMATS[fmt]
+        if len(name) > limit or test(name) is None:
+            out.append((("metadata", "name"), check_name(name, fmt, f"{kind} name") or ""))
     namespace = meta.get("namespace")
-    if namespace is not None:
+    if namespace.__class__ is str and namespace not in _NAMESPACE_OK:
         why = check_name(namespace, "dns1123label", "namespace")
         if why:
             out.append((("metadata", "namespace"), why))
+        elif len(_NAMESPACE_OK) < _MEMO_MAX:
+            _NAMESPACE_OK.add(namespace)
     _labels(out, meta.get("labels"), ("metadata", "labels"))
     annotations = meta.get("annotations")
     if annotations.__class__ is dict:

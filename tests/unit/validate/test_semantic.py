@@ -122,3 +122,50 @@ def test_cross_object_rules_survive_odd_port_names():
     messages = [(p.kind, p.path, p.message) for p in validate_objects([deployment, service]) if p.rule == "semantic"]
     assert ("Service", ("spec", "ports", 0, "targetPort"),
             'no container of the selected pods declares a port named "http"') in messages
+
+
+ODD = ["", "x", "Bad_Name!", -1, 70000, "abc", "1.5", None, True, {}, [], ["a"], {"a": 1}, 3.5, "ns", "ICMP",
+       "a--b", "10.0.0.0/8", "25%", "Exists", "-1", "x" * 70]
+
+
+def _leaves(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, (*path, i))
+    if path:
+        yield path
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rules_never_raise_on_odd_values(seed):
+    """Every value of a valid object replaced by odd ones (wrong types, unhashable values where
+    strings go): the rules report or ignore, never raise (they run before nothing else guards)."""
+    import random
+
+    from validate_samples import DEPLOYMENT as D
+
+    from dockyard_k8s.validate import validate_report
+
+    rnd = random.Random(seed)
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}}
+    objects = []
+    for base in (D, service):
+        paths = list(_leaves(base))
+        for _ in range(60):
+            obj = copy.deepcopy(base)
+            for _ in range(rnd.randint(1, 4)):
+                path = rnd.choice(paths)
+                node = obj
+                try:
+                    for part in path[:-1]:
+                        node = node[part]
+                    node[path[-1]] = copy.deepcopy(rnd.choice(ODD))
+                except (KeyError, IndexError, TypeError):
+                    pass
+            objects.append(obj)
+    report = validate_report(objects)
+    assert report.objects == len(objects) and report.problems
