@@ -179,9 +179,10 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
         if labels.get(key) != value:
             return False
     for expr in expressions:
-        if not isinstance(expr, dict) or not isinstance(expr.get("values") or [], list):
+        key, op, values = (expr.get("key"), expr.get("operator"), expr.get("values") or []) if isinstance(expr, dict) \
+            else (None, None, None)
+        if not isinstance(key, str) or not isinstance(values, list):
             return False
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
         if op == "In" and labels.get(key) not in values:
             return False
         if op == "NotIn" and key in labels and labels[key] in values:
