@@ -41,6 +41,11 @@ def _matches(filters: set[str], api_version: str, kind: str) -> bool:
     return kind in filters or f"{api_version}/{kind}" in filters
 
 
+# The schema lookup of the run in progress, shared by the parts of a large input (setting it
+# up reads indexes and lists CRD directories: ~2 ms a part). validate_paths empties it first.
+PART_SCHEMAS: dict[tuple[Any, ...], _Schemas] = {}
+
+
 class _SchemaRef(NamedTuple):
     key: str
     build: Callable[[], dict[str, Any]]
@@ -123,14 +128,20 @@ def validate_documents(
             without a message), to be judged with other parts' by
             :func:`cross_object_problems`.
         large: the documents are one part of a large input: use the bulk validators
-            (jsonschema-rs) whatever the number of objects of a kind here.
+            (jsonschema-rs) whatever the number of objects of a kind here, and the schema
+            lookup of the run's other parts (:data:`PART_SCHEMAS`).
 
     Raises:
         UsageError: a bad ``kubernetes_version`` or CRD source.
     """
     root = cache_dir or cache.cache_root()
     skip_set, reject_set = _kind_filter(skip), _kind_filter(reject)
-    schemas = _Schemas(kubernetes_version, crd_sources, root, use_fetched, use_bundled)
+    memo_key = (kubernetes_version, tuple(crd_sources), root, use_fetched, use_bundled)
+    schemas = PART_SCHEMAS.get(memo_key) if large else None
+    if schemas is None:
+        schemas = _Schemas(kubernetes_version, crd_sources, root, use_fetched, use_bundled)
+        if large:
+            PART_SCHEMAS[memo_key] = schemas
     problems: list[Problem] = []
     missing: list[str] = []
     sources: dict[str, str] = {}

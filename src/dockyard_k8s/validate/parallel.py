@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from dockyard_k8s.validate.engine import cross_object_problems, problem_order, validate_documents
+from dockyard_k8s.validate.engine import PART_SCHEMAS, cross_object_problems, problem_order, validate_documents
 from dockyard_k8s.validate.problem import Document, Problem, Report
 from dockyard_k8s.validate.reader import (
     add_lines,
@@ -108,6 +108,7 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
         results = [_run_part(spans, texts, options) for spans in _plan(texts, whole, 1)]
     else:
         options = {**options, "large": True}
+        PART_SCHEMAS.clear()  # CRD files may have changed since an earlier run in this process
         _preload()
         parts = _plan(texts, whole, min(255, workers * TASKS_PER_WORKER))
         results = _run_shared(parts, workers, texts, options, keep_parsed)
