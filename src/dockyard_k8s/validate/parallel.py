@@ -190,7 +190,7 @@ def _run_shared(parts: list[list[Span]], workers: int, texts: dict[str, str], op
     queue, feed = os.pipe()
     os.write(feed, bytes(range(len(parts))))  # at most 255 bytes: within the pipe's buffer
     os.close(feed)  # no writer left: an empty queue reads as the end
-    children = [_fork(_take, queue, parts, texts, options, _KEEP) for _ in range(workers - 1)]
+    children = [_fork(_take_pickled, queue, parts, texts, options) for _ in range(workers - 1)]
     done: dict[int, _Part] = {}
     try:
         done.update(_take(queue, parts, texts, options, _KEEP if keep_parsed else None))
@@ -215,6 +215,19 @@ def _take(queue: int, parts: list[list[Span]], texts: dict[str, str], options: d
         if not taken:
             return out
         out[taken[0]] = _run_part(parts[taken[0]], texts, options, keep)
+
+
+def _take_pickled(queue: int, parts: list[list[Span]], texts: dict[str, str],
+                  options: dict[str, Any]) -> dict[int, bytes]:
+    """:func:`_take` in a worker: each result pickled as soon as its part is done, so that once
+    the queue is empty only a write is left before the parent has everything."""
+    out: dict[int, bytes] = {}
+    while True:
+        taken = os.read(queue, 1)
+        if not taken:
+            return out
+        out[taken[0]] = pickle.dumps(_run_part(parts[taken[0]], texts, options, _KEEP),
+                                     protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, Any],
@@ -287,16 +300,17 @@ def _fork(work: Any, *args: Any) -> tuple[int, int]:
 
 
 def _collect(fd: int) -> dict[int, _Part] | None:
-    """A child's results from its pipe, or None if it failed."""
+    """A worker's results from its pipe, or None if it failed."""
     with os.fdopen(os.dup(fd), "rb") as f:
         data = f.read()
     try:
-        result = pickle.loads(data) if data else None
+        pickled = pickle.loads(data) if data else None
+        if not isinstance(pickled, dict):
+            return None
+        result = {i: pickle.loads(blob) for i, blob in pickled.items()}
     except Exception:
         return None
-    if not isinstance(result, dict) or not all(isinstance(r, _Part) for r in result.values()):
-        return None
-    return result
+    return result if all(isinstance(r, _Part) for r in result.values()) else None
 
 
 def _reap(pid: int, fd: int, stop: bool) -> None:
