@@ -258,9 +258,16 @@ def _security(out: Found, ctx: Any, at: JsonPath) -> None:
 
 def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> None:
     get = spec.get
-    _enum(out, get("restartPolicy"), RESTART_POLICIES.get(owner, POD_RESTART_POLICIES), at, "restartPolicy")
-    _enum(out, get("dnsPolicy"), DNS_POLICIES, at, "dnsPolicy")
-    _security(out, get("securityContext"), (*at, "securityContext"))
+    # (each rule is tested inline first: most fields are absent or fine, and a call costs more)
+    restart = get("restartPolicy")
+    if restart is not None:
+        _enum(out, restart, RESTART_POLICIES.get(owner, POD_RESTART_POLICIES), at, "restartPolicy")
+    dns = get("dnsPolicy")
+    if dns is not None:
+        _enum(out, dns, DNS_POLICIES, at, "dnsPolicy")
+    ctx = get("securityContext")
+    if ctx:
+        _security(out, ctx, (*at, "securityContext"))
     for i, tol in enumerate(_list(get("tolerations"))):
         t = _dict(tol)
         op = t.get("operator")
@@ -310,7 +317,9 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
         names.add(name)
     if field != "ephemeralContainers" and not get("image"):
         out.append(((*at, "image"), "missing image"))
-    _enum(out, get("imagePullPolicy"), IMAGE_PULL_POLICIES, at, "imagePullPolicy")
+    pull = get("imagePullPolicy")
+    if pull is not None and pull not in IMAGE_PULL_POLICIES:
+        _enum(out, pull, IMAGE_PULL_POLICIES, at, "imagePullPolicy")
     restart = get("restartPolicy")
     if restart is not None:
         if field != "initContainers":
@@ -321,11 +330,15 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
     port_names: set[str] = set()
     for i, port in enumerate(_list(get("ports"))):
         p = _dict(port)
-        _port(out, p.get("containerPort"), at, "containerPort", "ports", i, "containerPort")
+        number = p.get("containerPort")
+        if number.__class__ is int and not 1 <= number <= 65535:
+            _port(out, number, at, "containerPort", "ports", i, "containerPort")
         host = p.get("hostPort")
         if host is not None:
             _port(out, host, at, "hostPort", "ports", i, "hostPort", low=0)
-        _enum(out, p.get("protocol"), PROTOCOLS, at, "ports", i, "protocol")
+        protocol = p.get("protocol")
+        if protocol is not None and protocol not in PROTOCOLS:
+            _enum(out, protocol, PROTOCOLS, at, "ports", i, "protocol")
         pname = p.get("name")
         if pname.__class__ is str:
             why = _svc_name(pname)
@@ -334,8 +347,12 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
             if pname in port_names:
                 out.append(((*at, "ports", i, "name"), f"duplicate port name {show(pname)}"))
             port_names.add(pname)
-    _resources(out, get("resources"), (*at, "resources"))
-    _security(out, get("securityContext"), (*at, "securityContext"))
+    resources = get("resources")
+    if resources:
+        _resources(out, resources, (*at, "resources"))
+    ctx = get("securityContext")
+    if ctx:
+        _security(out, ctx, (*at, "securityContext"))
     for i, mount in enumerate(_list(get("volumeMounts"))):
         vname = _dict(mount).get("name")
         if vname.__class__ is str and vname not in volumes:
