@@ -42,9 +42,6 @@ from dockyard_k8s.validate.semantic import CrossObjects
 # Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
 MIN_PARALLEL_BYTES = 1_000_000
 MAX_WORKERS = 8
-# Parts per worker: the input is cut finer than one part per process so that a process whose
-# core is busier (other programs, a noisy VM neighbour) takes fewer parts, not the longest time.
-TASKS_PER_WORKER = 8
 # Parsed documents of finished parts, never freed: freeing 10,000 objects' trees costs ~60 ms
 # of CPU, and the workers end with os._exit (the CLI parent too, see cli.main).
 _KEEP: list[Any] = []
@@ -110,7 +107,7 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
         options = {**options, "large": True}
         PART_SCHEMAS.clear()  # CRD files may have changed since an earlier run in this process
         _preload()
-        parts = _plan(texts, whole, min(255, workers * TASKS_PER_WORKER))
+        parts = _plan(texts, whole, guided(workers))
         results = _run_shared(parts, workers, texts, options, keep_parsed)
     results, cross = _renumber(results)
     across = cross_object_problems(cross)
@@ -156,31 +153,54 @@ def _serial(paths: list[str], files: list[str], texts: dict[str, str], options: 
     return Result(problems, report._replace(problems=problems), len(files))
 
 
-def _plan(texts: dict[str, str], whole: set[str], workers: int) -> list[list[Span]]:
-    """Cut the input into ``workers`` parts of about the same size, keeping file order. A file
-    is cut at ``---`` lines (found with one string search per cut, not by splitting it: each
-    worker splits its own regions); a file in ``whole`` is one unit."""
+def _plan(texts: dict[str, str], whole: set[str], shares: int | Sequence[float]) -> list[list[Span]]:
+    """Cut the input into parts, keeping file order: ``shares`` equal ones, or one per share
+    (fractions of the input, see :func:`guided`). A file is cut at the ``---`` line nearest to
+    a part's end (one string search per cut, not a split of the file: each worker splits its
+    own regions); a file in ``whole`` is one unit."""
+    fractions = [1 / shares] * shares if isinstance(shares, int) else list(shares)
     total = sum(len(t) for t in texts.values()) or 1
-    parts: list[list[Span]] = [[] for _ in range(workers)]
+    ends, acc = [], 0.0
+    for share in fractions:
+        acc += share
+        ends.append(round(acc * total))
+    ends[-1] = total
+    last = len(ends) - 1
+    parts: list[list[Span]] = [[] for _ in ends]
     part, done = 0, 0
     for file, text in texts.items():
         start, size = 0, len(text)
         while True:
-            room = (part + 1) * total // workers - done  # bytes the current part still takes
+            room = ends[part] - done  # bytes the current part still takes
             end = size
-            if file not in whole and part < workers - 1 and size - start > room:
+            if file not in whole and part < last and size - start > room:
                 target = start + room  # cut at the "---" line nearest to it, after start
                 after, before = text.find("\n---", target), text.rfind("\n---", start, target)
                 cuts = [c + 1 for c in (after, before) if c >= start]
                 end = min(cuts, key=lambda c: abs(c - target)) if cuts else size
             parts[part].append((file, start, -1 if file in whole else end))
             done += end - start
-            if part < workers - 1 and (end < size or done >= (part + 1) * total // workers):
+            if part < last and (end < size or done >= ends[part]):
                 part += 1  # full, or cut: a part holds one region of a file at most
+                while part < last and done >= ends[part]:
+                    part += 1  # parts a big unit already filled stay empty
             start = end
             if start >= size:
                 break
     return [p for p in parts if p] or [[]]
+
+
+def guided(workers: int, smallest: float = 1 / 48) -> list[float]:
+    """Shares of the input for ``workers`` processes pulling parts from one queue: each part a
+    fraction of what is left (``1 / (2 workers)``), down to ``smallest``, so the parts taken
+    first are big (less overhead) and the last ones small (the processes finish together)."""
+    shares: list[float] = []
+    left = 1.0
+    while left > 1e-9:
+        share = min(left, max(left / (2 * workers), smallest / workers * 2))
+        shares.append(share)
+        left -= share
+    return shares
 
 
 def _run_shared(parts: list[list[Span]], workers: int, texts: dict[str, str], options: dict[str, Any],

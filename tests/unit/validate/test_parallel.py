@@ -112,7 +112,8 @@ def test_plan_cuts_at_document_lines_and_keeps_file_order():
     assert parallel._plan(texts, {"b"}, 1) == [[("a", 0, 48), ("b", 0, -1), ("c", 0, 24)]]
     two = parallel._plan(texts, {"b"}, 2)
     assert two == [[("a", 0, 36)], [("a", 36, 48), ("b", 0, -1), ("c", 0, 24)]]
-    for workers in range(1, 9):  # every file covered once, in order, cut only at "---" lines
+    shares = [*range(1, 9), *(parallel.guided(w) for w in (1, 2, 3, 8))]
+    for workers in shares:  # every file covered once, in order, cut only at "---" lines
         parts = parallel._plan(texts, {"b"}, workers)
         assert all(len({f for f, _, _ in part}) == len(part) for part in parts)  # one region of a file per part
         spans = [s for part in parts for s in part]
@@ -124,6 +125,15 @@ def test_plan_cuts_at_document_lines_and_keeps_file_order():
             assert mine[0][0] == 0 and mine[-1][1] == len(text)
             assert all(end == nxt for (_, end), (nxt, _) in itertools.pairwise(mine))
             assert all(text.startswith("---", start) for start, _ in mine)
+
+
+def test_guided_shares_shrink_and_add_up():
+    shares = parallel.guided(2)
+    assert abs(sum(shares) - 1) < 1e-9 and shares[0] == 0.25
+    assert all(a >= b for a, b in itertools.pairwise(shares)) and len(shares) <= 255
+    text = "".join(f"---\nkind: A\nn: {i:04}\n" for i in range(2000))
+    sizes = [sum(end - start for _, start, end in part) for part in parallel._plan({"a": text}, set(), shares)]
+    assert sizes[0] > 3 * sizes[-1] and abs(sizes[0] / len(text) - 0.25) < 0.01
 
 
 def test_workers_flag(corpus, capsys):
