@@ -1,13 +1,14 @@
 """Validate files on every core: ``dockyard-k8s validate`` on large inputs.
 
 Reading YAML and running the per-object rules are pure CPU work in one interpreter, so a
-large input (10,000 objects) is cut at ``---`` lines into a few parts per worker. The parent
-forks the workers after reading the files (they share the texts and the imported modules,
-copy-on-write); every process, the parent included, takes part numbers from one pipe until
-none is left, so a process on a busier core takes fewer parts. A worker returns only what is
-small: its problems, with their lines already found, and the *facts* the cross-object rules
-need (:func:`.semantic.bundle_facts`). The parent then runs the cross-object rules over all
-facts, so a Service and the Deployment it selects may sit in different parts.
+large input (10,000 objects) is cut at ``---`` lines into parts that shrink (:func:`guided`).
+The parent forks the workers after reading the files (they share the texts and the imported
+modules, copy-on-write); every process, the parent included, takes part numbers from one pipe
+until none is left, so a process on a busier core takes fewer parts and the small last parts
+let all finish together. A worker returns only what is small: its problems, with their lines
+already found, and its index of the facts the cross-object rules need
+(:class:`.semantic.CrossObjects`). The parent merges the indexes and runs the cross-object
+rules, so a Service and the Deployment it selects may sit in different parts.
 
 The result is the same as one process's, problem for problem and in the same order (a test
 checks it). A worker that fails or dies is not trusted: the parent does its parts itself.
