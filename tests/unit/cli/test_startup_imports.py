@@ -35,6 +35,12 @@ def test_check_of_the_example_imports_none_of_the_avoided_modules() -> None:
     assert _loaded("grpo_swe.yaml", "grpo_swe.infra.yaml") == []
 
 
+def test_check_of_a_statefulset_run_reads_its_bootstrap_script_cheaply() -> None:
+    """The eks example renders StatefulSets with the bootstrap script: no importlib.resources
+    (tempfile, shutil, random: ~17 ms)."""
+    assert _loaded("grpo_swe.yaml", "eks_p5.infra.yaml") == []
+
+
 def test_the_probe_sees_pyyaml_when_a_file_needs_it() -> None:
     """Not vacuous: a block scalar (kind_cpu's entrypoint) is read by PyYAML."""
     assert "yaml" in _loaded("grpo_tiny.yaml", "kind_cpu.infra.yaml")
