@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, containers, parse_quantity, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.plain import show
 from dockyard_k8s.validate.problem import JsonPath
 
@@ -547,8 +547,21 @@ def _ip_block(out: Found, block: dict[str, Any], at: JsonPath) -> None:
         if sub is None:
             out.append(((*at, "except", i), f"got {show(item)}, expected a CIDR"))
             continue
-        if sub.version != net.version or not sub.subnet_of(net):
+        if not _inside(sub, net):
             out.append(((*at, "except", i), f"{item} is not inside cidr {block.get('cidr')}"))
+
+
+_INSIDE: dict[tuple[Any, Any], bool] = {}
+
+
+def _inside(sub: Any, net: Any) -> bool:
+    """``sub`` is a subnet of ``net`` (same IP version), memoized: the same blocks recur."""
+    found = _INSIDE.get((sub, net))
+    if found is None:
+        found = sub.version == net.version and sub.subnet_of(net)
+        if len(_INSIDE) < _MEMO_MAX:
+            _INSIDE[(sub, net)] = found
+    return found
 
 
 # Facts: what the cross-object rules need of one object, small and picklable (so a worker
@@ -570,11 +583,26 @@ def bundle_facts(obj: Any, templates: list[PodTemplate] | None = None) -> Facts 
             return None
         targets = [(i, _dict(port).get("targetPort")) for i, port in enumerate(_list(spec.get("ports")))]
         return ("service", ns, selector, [(i, t) for i, t in targets if t.__class__ is str])
-    found = [(_dict(t.metadata.get("labels")),
-                  {name for _, c in containers(t.spec) for p in _list(c.get("ports"))
-                   if (name := _dict(p).get("name")).__class__ is str})
-                 for t in (pod_templates(obj) if templates is None else templates)]
+    found = [(_dict(t.metadata.get("labels")), _port_names(t.spec))
+             for t in (pod_templates(obj) if templates is None else templates)]
     return ("pods", ns, found) if found else None
+
+
+def _port_names(spec: dict[str, Any]) -> set[str]:
+    """Names of the container ports of a pod spec (the cross-object rules match targetPorts)."""
+    names: set[str] = set()
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        items = spec.get(field)
+        if items.__class__ is not list:
+            continue
+        for c in items:
+            ports = c.get("ports") if c.__class__ is dict else None
+            if ports.__class__ is list:
+                for p in ports:
+                    name = p.get("name") if p.__class__ is dict else None
+                    if name.__class__ is str:
+                        names.add(name)
+    return names
 
 
 class CrossObjects:
