@@ -29,10 +29,10 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
     """Every KubeRay rule ``obj`` breaks; [] for other kinds. ``templates``: its
     :func:`.kube.pod_templates`, when the caller has them."""
     kind = obj.get("kind")
-    if obj.get("apiVersion", "").split("/")[0] != "ray.io" or kind not in ("RayJob", "RayCluster"):
+    if kind not in ("RayJob", "RayCluster") or str(obj.get("apiVersion", "")).partition("/")[0] != "ray.io":
         return []
     out: list[tuple[Path, str]] = []
-    meta = obj.get("metadata") or {}
+    meta = _d(obj.get("metadata"))
     limit = MAX_RAYJOB_NAME if kind == "RayJob" else MAX_RAYCLUSTER_NAME
     name = str(meta.get("name", ""))
     if len(name) > limit:
@@ -42,12 +42,21 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
         out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
                                           "(lowercase letters, digits, '-', starting with a letter)"))
     _removed_labels(obj, pod_templates(obj) if templates is None else templates, out)
-    spec = obj.get("spec") or {}
+    spec = _d(obj.get("spec"))
     if kind == "RayJob":
         _rayjob(spec, out)
     else:
         _cluster_spec(spec, ("spec",), out)
     return out
+
+
+def _d(value: Any) -> dict[str, Any]:
+    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list[tuple[Path, str]]) -> None:
@@ -57,7 +66,7 @@ def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list
     spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
-    places: list[tuple[Path, Any]] = [(("metadata", "labels"), (obj.get("metadata") or {}).get("labels"))]
+    places: list[tuple[Path, Any]] = [(("metadata", "labels"), _d(obj.get("metadata")).get("labels"))]
     if isinstance(cluster, dict):
         head = cluster.get("headGroupSpec")
         if isinstance(head, dict):
@@ -78,15 +87,15 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
     mode = spec.get("submissionMode", "K8sJobMode")
     if mode not in SUBMISSION_MODES:
         out.append((("spec", "submissionMode"), f"got {mode!r}, expected one of: {', '.join(SUBMISSION_MODES)}"))
-    selector = spec.get("clusterSelector") or {}
+    selector = _d(spec.get("clusterSelector"))
     has_cluster = spec.get("rayClusterSpec") is not None
     if has_cluster == bool(selector):
         out.append((("spec",), "exactly one of rayClusterSpec and clusterSelector must be set"))
     shutdown = bool(spec.get("shutdownAfterJobFinishes", False))
-    backoff = spec.get("backoffLimit") or 0
+    backoff = _int(spec.get("backoffLimit"))
     if spec.get("suspend") and not shutdown:
         out.append((("spec", "suspend"), "suspend requires shutdownAfterJobFinishes: true"))
-    if not shutdown and (spec.get("ttlSecondsAfterFinished") or 0) > 0:
+    if not shutdown and _int(spec.get("ttlSecondsAfterFinished")) > 0:
         out.append((("spec", "ttlSecondsAfterFinished"), "ttlSecondsAfterFinished requires "
                                                          "shutdownAfterJobFinishes: true"))
     if selector:
@@ -104,19 +113,19 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         for key in ("submitterPodTemplate", "submitterConfig"):
             if spec.get(key) is not None:
                 out.append((("spec", key), f"SidecarMode does not support {key}"))
-        head = ((spec.get("rayClusterSpec") or {}).get("headGroupSpec") or {}).get("template") or {}
-        policy = (head.get("spec") or {}).get("restartPolicy")
+        head = _d(_d(_d(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
+        policy = _d(head.get("spec")).get("restartPolicy")
         if policy not in (None, "", "Never"):
             out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
                         f"got {policy!r}: SidecarMode needs the head restartPolicy Never or unset"))
-    rules = ((spec.get("deletionStrategy") or {}).get("deletionRules")) or []
+    rules = _d(spec.get("deletionStrategy")).get("deletionRules") or []
     if rules and shutdown:
         out.append((("spec", "deletionStrategy", "deletionRules"),
                     "deletionRules cannot be combined with shutdownAfterJobFinishes: true"))
     for key, low in (("activeDeadlineSeconds", 1), ("preRunningDeadlineSeconds", 1), ("backoffLimit", 0),
                      ("ttlSecondsAfterFinished", 0)):
         value = spec.get(key)
-        if isinstance(value, int) and value < low:
+        if isinstance(value, int) and not isinstance(value, bool) and value < low:
             out.append((("spec", key), f"got {value}, expected a number >= {low}"))
     runtime_env = spec.get("runtimeEnvYAML")
     if isinstance(runtime_env, str) and runtime_env.strip():
@@ -127,19 +136,22 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         except yaml.YAMLError as e:
             out.append((("spec", "runtimeEnvYAML"), f"is not valid YAML: {str(e).splitlines()[0]}"))
     if has_cluster:
-        _cluster_spec(spec["rayClusterSpec"], ("spec", "rayClusterSpec"), out)
+        _cluster_spec(_d(spec["rayClusterSpec"]), ("spec", "rayClusterSpec"), out)
 
 
 def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -> None:
-    head = spec.get("headGroupSpec") or {}
+    head = _d(spec.get("headGroupSpec"))
     groups = [("headGroupSpec", head, (*at, "headGroupSpec"))]
     seen: set[str] = set()
-    for i, group in enumerate(spec.get("workerGroupSpecs") or []):
+    workers = spec.get("workerGroupSpecs")
+    for i, raw in enumerate(workers if isinstance(workers, list) else []):
         path = (*at, "workerGroupSpecs", i)
+        group = _d(raw)
         name = group.get("groupName", "")
-        if name in seen:
-            out.append(((*path, "groupName"), f"duplicate worker group {name!r}"))
-        seen.add(name)
+        if isinstance(name, str):
+            if name in seen:
+                out.append(((*path, "groupName"), f"duplicate worker group {name!r}"))
+            seen.add(name)
         groups.append((name, group, path))
         lo, hi, n = group.get("minReplicas"), group.get("maxReplicas"), group.get("replicas")
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
@@ -147,10 +159,10 @@ def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -
         if isinstance(n, int) and isinstance(lo, int) and isinstance(hi, int) and not lo <= n <= hi:
             out.append(((*path, "replicas"), f"replicas {n} is outside [minReplicas {lo}, maxReplicas {hi}]"))
     for name, group, path in groups:
-        containers = ((group.get("template") or {}).get("spec") or {}).get("containers") or []
+        containers = _d(_d(group.get("template")).get("spec")).get("containers") or []
         if not containers:
             out.append(((*path, "template", "spec", "containers"), f"{name} group needs at least one container"))
-        params = group.get("rayStartParams") or {}
+        params = _d(group.get("rayStartParams"))
         if group.get("resources") and any(params.get(p) for p in _RESOURCE_PARAMS):
             out.append(((*path, "resources"), f"{name} group sets resources both in rayStartParams and in "
                                               "resources; KubeRay accepts only one"))

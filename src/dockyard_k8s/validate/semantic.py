@@ -287,9 +287,9 @@ def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> Non
             why = check_name(name, "dns1123label", "volume name")
             if why:
                 out.append(((*at, "volumes", i, "name"), why))
-        if name in volumes:
-            out.append(((*at, "volumes", i, "name"), f"duplicate volume name {show(name)}"))
         if name.__class__ is str:
+            if name in volumes:
+                out.append(((*at, "volumes", i, "name"), f"duplicate volume name {show(name)}"))
             volumes.add(name)
     names: set[str] = set()
     for field in ("initContainers", "containers", "ephemeralContainers"):

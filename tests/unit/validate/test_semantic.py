@@ -152,8 +152,14 @@ def test_rules_never_raise_on_odd_values(seed):
     rnd = random.Random(seed)
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}}
+    import yaml
+
+    from conftest import REPO
+
+    rendered = list(yaml.safe_load_all((REPO / "tests" / "golden" / "expected" / "grpo_swe.rayjob.yaml").read_text()))
+    rayjob = next(o for o in rendered if isinstance(o, dict) and o.get("kind") == "RayJob")
     objects = []
-    for base in (D, service):
+    for base in (D, service, rayjob):
         paths = list(_leaves(base))
         for _ in range(60):
             obj = copy.deepcopy(base)
