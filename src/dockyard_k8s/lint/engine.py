@@ -93,7 +93,12 @@ def lint_objects(objects: list[Obj], config: LintConfig | None = None) -> LintRe
         raw: list[tuple[Rule, Path, str, str | None]] = [
             (INVALID_SUPPRESSION, path, f"{IGNORE_ANNOTATION} names unknown rule {i!r}", None) for path, i in bad_ids]
         for rule in RULES:
-            raw += [(rule, hit.path, hit.message, hit.severity) for hit in rule.check(o, ctx)]
+            try:
+                raw += [(rule, hit.path, hit.message, hit.severity) for hit in rule.check(o, ctx)]
+            except (TypeError, AttributeError, ValueError, KeyError, IndexError) as e:
+                # a field of an unexpected type (the rules read schema-valid objects): say so, go on
+                raw.append((rule, (), f"could not be checked: a field this rule reads has an unexpected type or "
+                                      f"value ({type(e).__name__}); `dockyard-k8s validate` says which", ERROR))
         for rule, path, message, severity in raw:
             if rule.id in ignored:
                 suppressed.append(Suppression(rule.id, o.ref, "lint.ignore"))

@@ -395,7 +395,11 @@ def evaluate(metadata: dict[str, Any] | None, spec: dict[str, Any]) -> PssResult
     meta = metadata or {}
     found: list[tuple[str, Violation]] = []
     for check, level, _ in CHECKS:
-        v = check(meta, spec)
+        try:
+            v = check(meta, spec)
+        except (TypeError, AttributeError, ValueError, KeyError, IndexError):  # a malformed field
+            v = Violation(check.__name__.lstrip("_"), "malformed pod spec",
+                          "a field this check reads has an unexpected type; `dockyard-k8s validate` says which")
         if v is not None:
             found.append((level, v))
     baseline = [v for level, v in found if level == BASELINE]
