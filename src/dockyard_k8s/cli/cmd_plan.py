@@ -45,6 +45,24 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.set_defaults(func=run)
 
 
+# What a field of an unexpected type (a list where a mapping goes...) raises in the planner.
+_MALFORMED = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def _malformed(paths: list[str], error: Exception) -> Exception:
+    """The planner met a malformed manifest: say where, as `validate` does (or re-raise a bug)."""
+    from dockyard_k8s.validate.parallel import validate_paths
+
+    problems = [p for p in validate_paths(paths, workers=1, ignore_missing_schemas=True).problems
+                if p.rule in ("yaml", "object", "schema")]
+    if not problems:
+        return error
+    shown = "\n".join(f"  {p}" for p in problems[:10])
+    more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+    return UsageError(f"plan: cannot plan malformed manifests (`dockyard-k8s validate {' '.join(paths)}` "
+                      f"lists every problem):\n{shown}{more}")
+
+
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.plan import catalog
 
@@ -73,13 +91,21 @@ def run(args: argparse.Namespace) -> int:
     elif args.nodes:
         from dockyard_k8s.lint.inputs import read_manifests
 
-        inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))
+        try:
+            inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))
+        except _MALFORMED as e:
+            raise _malformed(args.nodes, e) from e
     elif targets.sections["plan"].get("nodePools"):
         inventory = from_pools(targets.sections["plan"])
     else:
         raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
                          "(kubectl get nodes -o yaml)")
-    result = plan([o.data for o in targets.objects], inventory, atomic_gangs=args.gang)
+    try:
+        result = plan([o.data for o in targets.objects], inventory, atomic_gangs=args.gang)
+    except _MALFORMED as e:
+        if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
+            raise
+        raise _malformed([args.recipe, *args.overrides], e) from e
     if args.format == "json":
         from dockyard_k8s.render.serialize import dump_json
 

@@ -117,3 +117,26 @@ def test_list_instance_types(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("p4d.24xlarge")
     assert lines[-1].startswith("workstation-a10-24gb")
+
+
+def test_malformed_manifests_get_their_problems_not_a_traceback(tmp_path, capsys):
+    """The planner reads fields as the schemas define them; a manifest that breaks a schema
+    badly enough to trip it is reported as `validate` would, exit 2."""
+    bad = deployment("d", replicas=1)
+    bad["metadata"] = "x"
+    manifests, nodes = tmp_path / "m.yaml", tmp_path / "nodes.yaml"
+    manifests.write_text(yaml.safe_dump(bad))
+    nodes.write_text(yaml.safe_dump_all(cpu_nodes(1)))
+    assert main(["plan", "--manifests", str(manifests), "--nodes", str(nodes)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot plan malformed manifests" in err
+    assert f'{manifests}:3: Deployment: metadata: got string "x", expected object' in err
+    broken_nodes = tmp_path / "broken-nodes.yaml"
+    node = cpu_nodes(1)[0]
+    node["status"] = "x"
+    broken_nodes.write_text(yaml.safe_dump(node))
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(deployment("d", replicas=1)))
+    code = main(["plan", "--manifests", str(good), "--nodes", str(broken_nodes)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
