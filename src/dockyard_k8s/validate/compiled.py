@@ -36,6 +36,8 @@ _RUNTIME_LINE = "from dockyard_k8s.validate._runtime import JsonSchemaValueExcep
 # a gate stays right for its key; a large input validated in several parts builds each once.
 _BUILT: dict[tuple[str, str, bool], Gate] = {}
 _LOADED: dict[tuple[str, str], dict[str, Any]] = {}  # converted schemas read in this process, alike
+# Where jsonschema-rs finds the errors of an object (JSON paths), per bulk gate built.
+_WHERE: dict[tuple[str, str], Callable[[Any], list[tuple[str | int, ...]] | None]] = {}
 
 
 class ValidatorCache:
@@ -88,7 +90,22 @@ class ValidatorCache:
             except Exception:  # data it cannot convert (a non-string key): the collector explains
                 return False
 
+        def where(obj: Any) -> list[tuple[str | int, ...]] | None:
+            try:
+                return [tuple(e.instance_path) for e in validator.iter_errors(obj)]
+            except Exception:
+                return None
+
+        _WHERE[(self.dir, key)] = where
         return gate
+
+    def error_paths(self, key: str) -> Callable[[Any], list[tuple[str | int, ...]] | None] | None:
+        """For a key with a jsonschema-rs gate: where in an object its errors are (JSON paths),
+        so the collector walks only there; None otherwise."""
+        gate = self._gates.get(key)
+        if gate is None or gate is not _BUILT.get((self.dir, key, True)):
+            return None
+        return _WHERE.get((self.dir, key))
 
     def _code_gate(self, key: str, build: Callable[[], dict[str, Any]]) -> Gate:
         path = os.path.join(self.dir, "code", f"{key}-{_GENERATOR}-{self._tag}.marshal")

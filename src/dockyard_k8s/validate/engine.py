@@ -196,6 +196,7 @@ def validate_documents(
             from dockyard_k8s.validate.collect import Collector
 
             collector = Collector(schemas.cache.schema(key, build))
+            where = schemas.cache.error_paths(key)  # jsonschema-rs: walk only towards its errors
             meta_collector = None
             if meta_gate is not None:
                 meta = schemas.object_meta()
@@ -203,7 +204,7 @@ def validate_documents(
                 meta_collector = Collector(schemas.cache.schema(*meta))
             for m in failed:
                 doc = checked[m]
-                errors = collector.errors(doc.obj)
+                errors = collector.errors(doc.obj, where=where(doc.obj) if where is not None else None)
                 if meta_collector is not None:
                     errors = [e for e in errors if e[0][:1] != ("metadata",)]
                     errors += meta_collector.errors(doc.obj.get("metadata"), ("metadata",))

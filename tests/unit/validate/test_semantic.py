@@ -175,3 +175,37 @@ def test_rules_never_raise_on_odd_values(seed):
             objects.append(obj)
     report = validate_report(objects)
     assert report.objects == len(objects) and report.problems
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_validation_lists_the_same_problems(seed):
+    """Large inputs use jsonschema-rs and walk a failing object only towards the errors it
+    reports; the problems listed must be those of the full walk after the generated-code gate."""
+    import random
+
+    import yaml
+    from validate_samples import DEPLOYMENT as D
+
+    from conftest import REPO
+    from dockyard_k8s.validate import validate_report
+
+    rendered = list(yaml.safe_load_all((REPO / "tests" / "golden" / "expected" / "grpo_swe.rayjob.yaml").read_text()))
+    rnd = random.Random(seed)
+    objects = []
+    for base in [D, *(o for o in rendered if isinstance(o, dict))]:
+        paths = list(_leaves(base))
+        for _ in range(12):
+            obj = copy.deepcopy(base)
+            for _ in range(rnd.randint(1, 3)):
+                node, path = obj, rnd.choice(paths)
+                try:
+                    for part in path[:-1]:
+                        node = node[part]
+                    node[path[-1]] = copy.deepcopy(rnd.choice(ODD))
+                except (KeyError, IndexError, TypeError):
+                    pass
+            objects.append(obj)
+    full = validate_report(objects).problems
+    bulk = validate_report(objects, large=True).problems
+    assert any(p.rule == "schema" for p in full)
+    assert bulk == full
