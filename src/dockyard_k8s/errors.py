@@ -27,6 +27,10 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
+# What code that reads a manifest's fields as its schema defines them raises on a field of
+# another type (a list where a mapping goes...): lint and plan turn it into a message.
+MALFORMED_DATA = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
 
 class ConfigProblem(NamedTuple):
     """One problem in an input file, located as precisely as we can.

@@ -104,7 +104,8 @@ def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | N
     return meta, spec
 
 
-def _int(value: Any, default: int) -> int:
+def as_int(value: Any, default: int = 0) -> int:
+    """An integer field (not a bool), or ``default`` when it is missing or of another type."""
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
@@ -118,7 +119,7 @@ def _ray_cluster_templates(spec: Any, at: Path) -> Iterator[PodTemplate]:
     for i, group in enumerate(groups if isinstance(groups, list) else []):
         found = _template(group, ("template",))
         if found and isinstance(group, dict):
-            n = _int(group.get("replicas"), _int(group.get("minReplicas"), 1)) * _int(group.get("numOfHosts"), 1)
+            n = as_int(group.get("replicas"), as_int(group.get("minReplicas"), 1)) * as_int(group.get("numOfHosts"), 1)
             yield PodTemplate((*at, "workerGroupSpecs", i, "template"), found[0], found[1], n,
                               str(group.get("groupName", i)))
 
@@ -135,7 +136,7 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
         found = _template(obj, ("spec", "template"))
         if found:
-            out.append(PodTemplate(("spec", "template"), *found, _int(spec.get("replicas"), 1), ""))
+            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("replicas"), 1), ""))
     elif kind == "DaemonSet":
         found = _template(obj, ("spec", "template"))
         if found:
@@ -143,13 +144,13 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     elif kind == "Job":
         found = _template(obj, ("spec", "template"))
         if found:
-            out.append(PodTemplate(("spec", "template"), *found, _int(spec.get("parallelism"), 1), ""))
+            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("parallelism"), 1), ""))
     elif kind == "CronJob":
         found = _template(obj, ("spec", "jobTemplate", "spec", "template"))
         if found:
             job = (spec.get("jobTemplate") or {}).get("spec") or {}
             out.append(PodTemplate(("spec", "jobTemplate", "spec", "template"), *found,
-                                   _int(job.get("parallelism"), 1), ""))
+                                   as_int(job.get("parallelism"), 1), ""))
     elif kind == "RayCluster":
         out.extend(_ray_cluster_templates(spec, ("spec",)))
     elif kind == "RayJob":
@@ -163,7 +164,7 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
             found = _template(rs, ("template",))
             if found and isinstance(rs, dict):
                 out.append(PodTemplate(("spec", "mpiReplicaSpecs", role, "template"), *found,
-                                       _int(rs.get("replicas"), 1), role))
+                                       as_int(rs.get("replicas"), 1), role))
     return out
 
 
@@ -214,15 +215,16 @@ def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def as_mapping(value: Any) -> dict[str, Any]:
+    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
     return value if isinstance(value, dict) else {}
 
 
 def container_requests(container: dict[str, Any]) -> dict[str, Fraction]:
     """Requests of one container, as the API server defaults them: a resource with a
     limit but no request requests its limit. Unparseable quantities are skipped."""
-    res = _mapping(container.get("resources"))
-    requests, limits = _mapping(res.get("requests")), _mapping(res.get("limits"))
+    res = as_mapping(container.get("resources"))
+    requests, limits = as_mapping(res.get("requests")), as_mapping(res.get("limits"))
     out: dict[str, Fraction] = {}
     for name, value in {**limits, **requests}.items():
         q = parse_quantity(value)

@@ -116,11 +116,12 @@ def _exit_now(code: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
-    if argv is None and args_in and args_in[0] in NO_GC_COMMANDS:
+    offline = argv is None and bool(args_in) and args_in[0] in NO_GC_COMMANDS
+    if offline:
         gc.disable()
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(args_in)
-    args.fast_exit = argv is None and bool(args_in) and args_in[0] in NO_GC_COMMANDS  # see _exit_now
+    args.fast_exit = offline  # see _exit_now
     if extra:  # recipe overrides may come after options: argparse leaves them here
         bad = [e for e in extra if e.startswith("-") or not hasattr(args, "overrides")]
         if bad:

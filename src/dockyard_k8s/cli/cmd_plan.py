@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
-from dockyard_k8s.errors import UsageError
+from dockyard_k8s.errors import MALFORMED_DATA, UsageError
 
 EXAMPLES = """\
 examples:
@@ -43,10 +43,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--wide", action="store_true", help="list node names instead of pools")
     p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
     p.set_defaults(func=run)
-
-
-# What a field of an unexpected type (a list where a mapping goes...) raises in the planner.
-_MALFORMED = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 
 def _malformed(paths: list[str], error: Exception) -> Exception:
@@ -93,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))
-        except _MALFORMED as e:
+        except MALFORMED_DATA as e:
             raise _malformed(args.nodes, e) from e
     elif targets.sections["plan"].get("nodePools"):
         inventory = from_pools(targets.sections["plan"])
@@ -102,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                          "(kubectl get nodes -o yaml)")
     try:
         result = plan([o.data for o in targets.objects], inventory, atomic_gangs=args.gang)
-    except _MALFORMED as e:
+    except MALFORMED_DATA as e:
         if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
             raise
         raise _malformed([args.recipe, *args.overrides], e) from e

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import NamedTuple
 
+from dockyard_k8s.errors import MALFORMED_DATA
 from dockyard_k8s.lint.model import (
     ERROR,
     IGNORE_ANNOTATION,
@@ -95,7 +96,7 @@ def lint_objects(objects: list[Obj], config: LintConfig | None = None) -> LintRe
         for rule in RULES:
             try:
                 raw += [(rule, hit.path, hit.message, hit.severity) for hit in rule.check(o, ctx)]
-            except (TypeError, AttributeError, ValueError, KeyError, IndexError) as e:
+            except MALFORMED_DATA as e:
                 # a field of an unexpected type (the rules read schema-valid objects): say so, go on
                 raw.append((rule, (), f"could not be checked: a field this rule reads has an unexpected type or "
                                       f"value ({type(e).__name__}); `dockyard-k8s validate` says which", ERROR))

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from dockyard_k8s.errors import MALFORMED_DATA
+
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
 
 # Capabilities the baseline level allows to be added (the container runtime's default set).
@@ -397,7 +399,7 @@ def evaluate(metadata: dict[str, Any] | None, spec: dict[str, Any]) -> PssResult
     for check, level, _ in CHECKS:
         try:
             v = check(meta, spec)
-        except (TypeError, AttributeError, ValueError, KeyError, IndexError):  # a malformed field
+        except MALFORMED_DATA:  # a malformed field
             v = Violation(check.__name__.lstrip("_"), "malformed pod spec",
                           "a field this check reads has an unexpected type; `dockyard-k8s validate` says which")
         if v is not None:

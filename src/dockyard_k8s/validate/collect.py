@@ -127,7 +127,7 @@ class Collector:
                 out.append(((*path, str(key)), f"key {show(key)} is a {type_name(key)}, expected a string"))
                 continue
             matched = False
-            skip = self._within is not None and (*path, key) not in self._within
+            skip = self._skip((*path, key))
             if key in props:
                 matched = True
                 if not skip:

@@ -47,12 +47,11 @@ class ValidatorCache:
         self.root = root
         self.dir = cache.layout_dir(root)
         self._gates: dict[str, Gate] = {}
-        self._schemas: dict[str, dict[str, Any]] = {}
         self._tag = sys.implementation.cache_tag or "py"
 
     def schema(self, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The converted schema for ``key`` (from memory, disk, or ``build()``, then stored)."""
-        found = self._schemas.get(key) or _LOADED.get((self.dir, key))
+        found = _LOADED.get((self.dir, key))
         if found is None:
             path = os.path.join(self.dir, "schemas", f"{key}.json")
             found = cache.read_json(path)
@@ -60,7 +59,6 @@ class ValidatorCache:
                 found = build()
                 cache.write_json(path, found)
             _LOADED[(self.dir, key)] = found
-        self._schemas[key] = found
         return found
 
     def gate(self, key: str, build: Callable[[], dict[str, Any]], count: int = 1) -> Gate:

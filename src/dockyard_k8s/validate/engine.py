@@ -27,7 +27,7 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
 )
-from dockyard_k8s.validate.semantic import CrossObjects, Facts, bundle_facts, bundle_problems_of, object_problems
+from dockyard_k8s.validate.semantic import CrossObjects, bundle_facts, object_problems
 
 _OBJECT_META_KEY = "ObjectMeta"
 
@@ -213,7 +213,7 @@ def validate_documents(
                 bad.setdefault(m, []).extend(_problem(doc, doc.obj, p, msg, RULE_SCHEMA) for p, msg in errors)
         if exit_on_error and bad:
             break
-    found_facts: list[tuple[int, Facts]] = []
+    index = CrossObjects() if cross is None else cross
     for m, doc in enumerate(checked):
         obj = doc.obj
         templates = pod_templates(obj)  # once for all three rule sets
@@ -222,15 +222,12 @@ def validate_documents(
         if found_here:
             bad.setdefault(m, []).extend(found_here)
         fact = bundle_facts(obj, templates)
-        if fact is not None:
-            found_facts.append((m, fact))
+        if fact is not None:  # a Service is reported by its index here, by its identity across parts
+            who = m if cross is None else _problem(doc, obj, (), "", RULE_SEMANTIC) if fact[0] == "service" else None
+            index.add(who, fact)
     if cross is None:
-        for m, path, msg in bundle_problems_of(found_facts):
+        for m, _, path, msg in index.problems():
             bad.setdefault(m, []).append(_problem(checked[m], checked[m].obj, path, msg, RULE_SEMANTIC))
-    else:
-        for m, fact in found_facts:
-            cross.add(_problem(checked[m], checked[m].obj, (), "", RULE_SEMANTIC) if fact[0] == "service" else None,
-                      fact)
     for m in sorted(bad):
         problems.extend(bad[m])
         if exit_on_error:

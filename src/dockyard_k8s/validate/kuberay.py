@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, pod_templates
+from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
 from dockyard_k8s.plain import Path
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
@@ -32,7 +32,7 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
     if kind not in ("RayJob", "RayCluster") or str(obj.get("apiVersion", "")).partition("/")[0] != "ray.io":
         return []
     out: list[tuple[Path, str]] = []
-    meta = _d(obj.get("metadata"))
+    meta = as_mapping(obj.get("metadata"))
     limit = MAX_RAYJOB_NAME if kind == "RayJob" else MAX_RAYCLUSTER_NAME
     name = str(meta.get("name", ""))
     if len(name) > limit:
@@ -42,21 +42,12 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
         out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
                                           "(lowercase letters, digits, '-', starting with a letter)"))
     _removed_labels(obj, pod_templates(obj) if templates is None else templates, out)
-    spec = _d(obj.get("spec"))
+    spec = as_mapping(obj.get("spec"))
     if kind == "RayJob":
         _rayjob(spec, out)
     else:
         _cluster_spec(spec, ("spec",), out)
     return out
-
-
-def _d(value: Any) -> dict[str, Any]:
-    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list[tuple[Path, str]]) -> None:
@@ -66,7 +57,7 @@ def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list
     spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
-    places: list[tuple[Path, Any]] = [(("metadata", "labels"), _d(obj.get("metadata")).get("labels"))]
+    places: list[tuple[Path, Any]] = [(("metadata", "labels"), as_mapping(obj.get("metadata")).get("labels"))]
     if isinstance(cluster, dict):
         head = cluster.get("headGroupSpec")
         if isinstance(head, dict):
@@ -87,15 +78,15 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
     mode = spec.get("submissionMode", "K8sJobMode")
     if mode not in SUBMISSION_MODES:
         out.append((("spec", "submissionMode"), f"got {mode!r}, expected one of: {', '.join(SUBMISSION_MODES)}"))
-    selector = _d(spec.get("clusterSelector"))
+    selector = as_mapping(spec.get("clusterSelector"))
     has_cluster = spec.get("rayClusterSpec") is not None
     if has_cluster == bool(selector):
         out.append((("spec",), "exactly one of rayClusterSpec and clusterSelector must be set"))
     shutdown = bool(spec.get("shutdownAfterJobFinishes", False))
-    backoff = _int(spec.get("backoffLimit"))
+    backoff = as_int(spec.get("backoffLimit"))
     if spec.get("suspend") and not shutdown:
         out.append((("spec", "suspend"), "suspend requires shutdownAfterJobFinishes: true"))
-    if not shutdown and _int(spec.get("ttlSecondsAfterFinished")) > 0:
+    if not shutdown and as_int(spec.get("ttlSecondsAfterFinished")) > 0:
         out.append((("spec", "ttlSecondsAfterFinished"), "ttlSecondsAfterFinished requires "
                                                          "shutdownAfterJobFinishes: true"))
     if selector:
@@ -113,12 +104,12 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         for key in ("submitterPodTemplate", "submitterConfig"):
             if spec.get(key) is not None:
                 out.append((("spec", key), f"SidecarMode does not support {key}"))
-        head = _d(_d(_d(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
-        policy = _d(head.get("spec")).get("restartPolicy")
+        head = as_mapping(as_mapping(as_mapping(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
+        policy = as_mapping(head.get("spec")).get("restartPolicy")
         if policy not in (None, "", "Never"):
             out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
                         f"got {policy!r}: SidecarMode needs the head restartPolicy Never or unset"))
-    rules = _d(spec.get("deletionStrategy")).get("deletionRules") or []
+    rules = as_mapping(spec.get("deletionStrategy")).get("deletionRules") or []
     if rules and shutdown:
         out.append((("spec", "deletionStrategy", "deletionRules"),
                     "deletionRules cannot be combined with shutdownAfterJobFinishes: true"))
@@ -136,17 +127,17 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         except yaml.YAMLError as e:
             out.append((("spec", "runtimeEnvYAML"), f"is not valid YAML: {str(e).splitlines()[0]}"))
     if has_cluster:
-        _cluster_spec(_d(spec["rayClusterSpec"]), ("spec", "rayClusterSpec"), out)
+        _cluster_spec(as_mapping(spec["rayClusterSpec"]), ("spec", "rayClusterSpec"), out)
 
 
 def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -> None:
-    head = _d(spec.get("headGroupSpec"))
+    head = as_mapping(spec.get("headGroupSpec"))
     groups = [("headGroupSpec", head, (*at, "headGroupSpec"))]
     seen: set[str] = set()
     workers = spec.get("workerGroupSpecs")
     for i, raw in enumerate(workers if isinstance(workers, list) else []):
         path = (*at, "workerGroupSpecs", i)
-        group = _d(raw)
+        group = as_mapping(raw)
         name = group.get("groupName", "")
         if isinstance(name, str):
             if name in seen:
@@ -159,10 +150,10 @@ def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -
         if isinstance(n, int) and isinstance(lo, int) and isinstance(hi, int) and not lo <= n <= hi:
             out.append(((*path, "replicas"), f"replicas {n} is outside [minReplicas {lo}, maxReplicas {hi}]"))
     for name, group, path in groups:
-        containers = _d(_d(group.get("template")).get("spec")).get("containers") or []
+        containers = as_mapping(as_mapping(group.get("template")).get("spec")).get("containers") or []
         if not containers:
             out.append(((*path, "template", "spec", "containers"), f"{name} group needs at least one container"))
-        params = _d(group.get("rayStartParams"))
+        params = as_mapping(group.get("rayStartParams"))
         if group.get("resources") and any(params.get(p) for p in _RESOURCE_PARAMS):
             out.append(((*path, "resources"), f"{name} group sets resources both in rayStartParams and in "
                                               "resources; KubeRay accepts only one"))

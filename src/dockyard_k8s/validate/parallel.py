@@ -24,7 +24,7 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from dockyard_k8s.validate.engine import PART_SCHEMAS, cross_object_problems, problem_order, validate_documents
@@ -211,7 +211,7 @@ def _run_shared(parts: list[list[Span]], workers: int, texts: dict[str, str], op
     queue, feed = os.pipe()
     os.write(feed, bytes(range(len(parts))))  # at most 255 bytes: within the pipe's buffer
     os.close(feed)  # no writer left: an empty queue reads as the end
-    children = [_fork(_take_pickled, queue, parts, texts, options) for _ in range(workers - 1)]
+    children = [_fork(_take, queue, parts, texts, options, _KEEP, _pickled) for _ in range(workers - 1)]
     done: dict[int, _Part] = {}
     try:
         done.update(_take(queue, parts, texts, options, _KEEP if keep_parsed else None))
@@ -228,27 +228,21 @@ def _run_shared(parts: list[list[Span]], workers: int, texts: dict[str, str], op
 
 
 def _take(queue: int, parts: list[list[Span]], texts: dict[str, str], options: dict[str, Any],
-          keep: list[Any] | None) -> dict[int, _Part]:
-    """Run parts until the queue is empty; one-byte reads from a pipe never split between readers."""
-    out: dict[int, _Part] = {}
+          keep: list[Any] | None, finish: Callable[[_Part], Any] = lambda part: part) -> dict[int, Any]:
+    """Run parts until the queue is empty (one-byte reads from a pipe never split between
+    readers); ``finish`` turns each result into what is returned as soon as its part is done."""
+    out: dict[int, Any] = {}
     while True:
         taken = os.read(queue, 1)
         if not taken:
             return out
-        out[taken[0]] = _run_part(parts[taken[0]], texts, options, keep)
+        out[taken[0]] = finish(_run_part(parts[taken[0]], texts, options, keep))
 
 
-def _take_pickled(queue: int, parts: list[list[Span]], texts: dict[str, str],
-                  options: dict[str, Any]) -> dict[int, bytes]:
-    """:func:`_take` in a worker: each result pickled as soon as its part is done, so that once
-    the queue is empty only a write is left before the parent has everything."""
-    out: dict[int, bytes] = {}
-    while True:
-        taken = os.read(queue, 1)
-        if not taken:
-            return out
-        out[taken[0]] = pickle.dumps(_run_part(parts[taken[0]], texts, options, _KEEP),
-                                     protocol=pickle.HIGHEST_PROTOCOL)
+def _pickled(part: _Part) -> bytes:
+    """A worker pickles each result when its part is done: once the queue is empty, only a
+    write is left before the parent has everything."""
+    return pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, Any],

@@ -207,7 +207,8 @@ def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[tuple[Any, i
 
 # --- fast path -------------------------------------------------------------------------
 
-_BLANK = re.compile(r"\A(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")
+# Only blank lines and comments (with match(): from the start, up to endpos when given).
+_BLANK = re.compile(r"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")
 # Plain scalars whose go-yaml v2 meaning may differ from YAML 1.2: 1.1 booleans and
 # leading-zero / underscore / binary / octal numbers, as a value (": x"), a block sequence
 # item ("- x") or a flow item ("[x", ", x"); numeric keys (go-yaml makes them strings, yaml-rs
@@ -237,8 +238,7 @@ _CANDIDATES = (
 _NUMBER_START = re.compile(_NUMBER)
 
 
-def _colon_candidate(text: str, start: int = 0, end: int | None = None) -> bool:
-    end = len(text) if end is None else end
+def _colon_candidate(text: str, start: int, end: int) -> bool:
     for m in _COLON.finditer(text, start, end):
         if m.group("digit") is None:
             return True
@@ -249,9 +249,8 @@ def _colon_candidate(text: str, start: int = 0, end: int | None = None) -> bool:
     return False
 
 
-def _has_tag(text: str, start: int = 0, end: int | None = None) -> bool:
+def _has_tag(text: str, start: int, end: int) -> bool:
     """A ``!tag`` (``!`` after whitespace or a flow/block indicator); ``!`` inside words is fine."""
-    end = len(text) if end is None else end
     at = text.find("!", start, end)
     while at != -1:
         if at == start or text[at - 1] in " \t\n[{,:-":
@@ -264,7 +263,13 @@ def _is_candidate(text: str) -> bool:
     """Whether ``text`` (one or more documents, joined by ``---`` lines) may hold a scalar
     go-yaml reads differently. It may over-match (a slower read), never under-match."""
     text = "---\n" + text
-    return _colon_candidate(text) or any(p.search(text) for p in _CANDIDATES) or _has_tag(text)
+    return _scan(text, 0, len(text))
+
+
+def _scan(text: str, start: int, end: int) -> bool:
+    """:func:`_is_candidate`'s test of ``text[start:end]``, whose lines all start after a newline."""
+    return (_colon_candidate(text, start, end) or any(p.search(text, start, end) for p in _CANDIDATES)
+            or _has_tag(text, start, end))
 
 
 def _string_keys(data: Any) -> Any:
@@ -301,15 +306,20 @@ def _chunks(text: str) -> list[tuple[str, int]] | None:
     return _split(text, 0, len(text), 1)
 
 
-def _split(text: str, start: int, stop: int, line: int) -> list[tuple[str, int]] | None:
-    """:func:`_chunks` of ``text[start:stop]`` (whose first line is ``line``), without copying it."""
+def _markers(text: str, start: int, stop: int) -> list[int]:
+    """Where the lines starting with ``---`` begin in ``text[start:stop]``."""
     markers = [start] if text.startswith("---", start, stop) else []
     at = text.find("\n---", start, stop)
     while at >= 0:
         markers.append(at + 1)
         at = text.find("\n---", at + 4, stop)
+    return markers
+
+
+def _split(text: str, start: int, stop: int, line: int) -> list[tuple[str, int]] | None:
+    """:func:`_chunks` of ``text[start:stop]`` (whose first line is ``line``), without copying it."""
     out: list[tuple[str, int]] = []
-    for at in markers:
+    for at in _markers(text, start, stop):
         end = text.find("\n", at, stop)
         rest = text[at + 3:end if end >= 0 else stop].lstrip(" \t\r")
         if rest and rest[0] != "#":
@@ -335,13 +345,18 @@ def _directive_or_end(text: str) -> bool:
 _CONTENT_AFTER_MARKER = re.compile(r"\n---[ \t\r]*[^ \t\r#\n]")
 
 
+def _json_like(text: str, file: str) -> bool:
+    """A JSON file, or a YAML file written as one flow collection: read whole."""
+    return file.endswith(".json") or text.lstrip()[:1] in ("{", "[")
+
+
 def read_whole(text: str, file: str) -> bool:
     """Whether the file is read whole (:func:`split_documents` gives None), found without
     splitting it: JSON, directives, ``...`` lines, content on a ``---`` line."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return (file.endswith(".json") or text.lstrip()[:1] in ("{", "[") or text.startswith(("%", "..."))
-            or _directive_or_end(text) or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
+    return (_json_like(text, file) or _directive_or_end(text)
+            or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
             or _CONTENT_AFTER_MARKER.search(text) is not None)
 
 
@@ -361,35 +376,25 @@ def split_documents(text: str, file: str) -> list[tuple[str, int]] | None:
     None when the file is read whole (JSON, directives, document-level scalars)."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if file.endswith(".json") or text.lstrip()[:1] in ("{", "["):
-        return None
-    return _chunks(text)
+    return None if _json_like(text, file) else _chunks(text)
 
 
-def parse_text(text: str, file: str, chunks: list[tuple[str, int]] | None = None,
-               span: tuple[int, int] | None = None) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
-    """Documents of one file: (data, doc index, first line), plus YAML problems.
-
-    ``span`` (start, stop) reads only those documents, for a worker's part of a large file;
-    it needs the file's ``chunks`` from :func:`split_documents`.
-    """
+def parse_text(text: str, file: str) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
+    """Documents of one file: (data, doc index, first line), plus YAML problems."""
     if text.startswith("\ufeff"):
         text = text[1:]
     fast = _yaml_rs()
-    if span is None:
-        if fast is None:
+    if fast is None:
+        return _slow(text, file)
+    if _json_like(text, file):
+        try:
+            return [(fast.loads(text, parse_datetime=False), 0, 1)], []
+        except Exception:
             return _slow(text, file)
-        if file.endswith(".json") or text.lstrip()[:1] in ("{", "["):
-            try:
-                return [(fast.loads(text, parse_datetime=False), 0, 1)], []
-            except Exception:
-                return _slow(text, file)
-        chunks = _chunks(text) if chunks is None else chunks
-        if chunks is None:
-            return _slow(text, file)
-        span = (0, len(chunks))
-    assert chunks is not None, "a span needs the file's chunks"
-    return _parse_chunks(chunks, list(range(*span)), file, fast)
+    chunks = _chunks(text)
+    if chunks is None:
+        return _slow(text, file)
+    return _parse_chunks(chunks, file, fast)
 
 
 def _joined(chunks: list[tuple[str, int]], indices: list[int]) -> str:
@@ -397,10 +402,11 @@ def _joined(chunks: list[tuple[str, int]], indices: list[int]) -> str:
                                    for i in indices)
 
 
-def _parse_chunks(chunks: list[tuple[str, int]], indices: list[int], file: str,
+def _parse_chunks(chunks: list[tuple[str, int]], file: str,
                   fast: Any) -> tuple[list[tuple[Any, int, int]], list[Problem]]:
-    """Documents ``indices`` of a split file: yaml-rs on all of them at once, the slow path for
+    """The documents of a split file: yaml-rs on all of them at once, the slow path for
     candidates (see :data:`_CANDIDATES`) and for documents yaml-rs rejects (to say where)."""
+    indices = list(range(len(chunks)))
     out: list[tuple[Any, int, int]] = []
     slow: list[int] = list(indices) if fast is None else []
     if fast is not None and indices:
@@ -692,12 +698,15 @@ def read_text(file: str) -> str:
         raise UsageError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
-def documents_of(file: str, text: str, chunks: list[tuple[str, int]] | None = None,
-                 span: tuple[int, int] | None = None) -> tuple[list[Document], list[Problem]]:
-    """Objects of one file's text (``kind: List`` expanded), and its YAML problems; ``chunks``
-    and ``span`` as for :func:`parse_text`."""
-    parsed, problems = parse_text(text, file, chunks, span)
-    return _documents(file, parsed, problems)
+def documents_of(file: str, text: str) -> tuple[list[Document], list[Problem]]:
+    """Objects of one file's text (``kind: List`` expanded), and its YAML problems."""
+    return _documents(file, *parse_text(text, file))
+
+
+def chunk_documents_of(file: str, chunks: list[tuple[str, int]]) -> tuple[list[Document], list[Problem]]:
+    """:func:`documents_of` for documents already split (:func:`region_documents`), numbered
+    from 0 in ``chunks``."""
+    return _documents(file, *_parse_chunks(chunks, file, _yaml_rs()))
 
 
 def _documents(file: str, parsed: list[tuple[Any, int, int]],
@@ -746,9 +755,6 @@ class Pieces(Sequence[tuple[str, int]]):
         return self.text[start:end], line
 
 
-_BLANK_AT = re.compile(r"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")  # for match(text, pos, endpos)
-
-
 def region_documents_of(file: str, text: str, start: int,
                         end: int) -> tuple[list[Document], list[Problem], Pieces | list[tuple[str, int]]]:
     """The objects of ``text[start:end]``, a region of a file that is not :func:`read_whole`
@@ -777,22 +783,16 @@ def region_documents_of(file: str, text: str, start: int,
             documents, problems = _documents(file, parsed, [])
             return documents, problems, Pieces(text, bounds)
     chunks = region_documents(text, start, end)
-    documents, problems = documents_of(file, text, chunks, (0, len(chunks)))
-    return documents, problems, chunks
+    return (*chunk_documents_of(file, chunks), chunks)
 
 
 def _plain_stream(text: str, start: int, end: int) -> list[tuple[int, int, int]] | None:
     """(start, end, first line) of each document of the region when it is a plain stream:
     every ``---`` line bare, no blank document; else None."""
-    markers = [start] if text.startswith("---", start, end) else []
-    at = text.find("\n---", start, end)
-    while at >= 0:
-        markers.append(at + 1)
-        at = text.find("\n---", at + 4, end)
     bounds: list[tuple[int, int, int]] = []
     line = 1 + text.count("\n", 0, start)
     piece = start
-    for at in markers:
+    for at in _markers(text, start, end):
         if not text.startswith("---\n", at, end):
             return None  # a comment or spaces on the marker line, or a last bare `---`
         if at > piece:
@@ -802,7 +802,7 @@ def _plain_stream(text: str, start: int, end: int) -> list[tuple[int, int, int]]
     if piece < end:
         bounds.append((piece, end, line))
     for first, stop, _ in bounds:
-        if text[first] in " \t\r\n#" and _BLANK_AT.match(text, first, stop):
+        if text[first] in " \t\r\n#" and _BLANK.match(text, first, stop):
             return None  # a blank document: yaml-rs and the splitter would count it differently
     return bounds or None
 
@@ -811,10 +811,7 @@ def _candidate_in(text: str, start: int, end: int) -> bool:
     """:func:`_is_candidate` on ``text[start:end]`` without copying it (its first line, which has
     no line start before it in the region, is checked on its own)."""
     first = text.find("\n", start, end)
-    if _is_candidate(text[start:first + 1 if first >= 0 else end]):
-        return True
-    return (_colon_candidate(text, start, end) or any(p.search(text, start, end) for p in _CANDIDATES)
-            or _has_tag(text, start, end))
+    return _is_candidate(text[start:first + 1 if first >= 0 else end]) or _scan(text, start, end)
 
 
 def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:

@@ -118,8 +118,14 @@ def check_name(name: Any, fmt: str, what: str) -> str | None:
 # Verdicts of label keys and values seen before: the same few keys ("app", "ray.io/node-type")
 # and values recur on every object. Bounded so a huge input cannot grow it without limit.
 _KEY_VERDICT: dict[str, str | None] = {}
-_VALUE_OK: set[str] = set()
+_VALUE_OK: dict[str, bool] = {}
 _MEMO_MAX = 8192
+
+
+def _keep(memo: dict[Any, Any], key: Any, value: Any = True) -> None:
+    """Remember a verdict, up to :data:`_MEMO_MAX` of them (a huge input cannot grow it without limit)."""
+    if len(memo) < _MEMO_MAX:
+        memo[key] = value
 
 
 def _qualified_name(key: str) -> str | None:
@@ -134,9 +140,7 @@ def _qualified_name(key: str) -> str | None:
     elif not name or len(name) > 63 or _QUALIFIED_PART(name) is None:
         why = (f"key {show(key)} is not a qualified name (at most 63 letters, digits, '-', '_', '.', "
                "starting and ending with a letter or digit, optionally prefixed by a DNS subdomain and '/')")
-    if len(_KEY_VERDICT) >= _MEMO_MAX:
-        _KEY_VERDICT.clear()
-    _KEY_VERDICT[key] = why
+    _keep(_KEY_VERDICT, key, why)
     return why
 
 
@@ -154,9 +158,7 @@ def _labels(out: Found, labels: Any, at: JsonPath) -> None:
                 out.append(((*at, key), f"label value {show(value)} is not valid (at most 63 letters, digits, "
                                         "'-', '_', '.', starting and ending with a letter or digit)"))
             else:
-                if len(_VALUE_OK) >= _MEMO_MAX:
-                    _VALUE_OK.clear()
-                _VALUE_OK.add(value)
+                _keep(_VALUE_OK, value)
 
 
 def _selector(out: Found, selector: Any, at: JsonPath) -> None:
@@ -223,8 +225,8 @@ def _resources(out: Found, resources: Any, at: JsonPath) -> None:
             elif "/" in name and not name.startswith("kubernetes.io/") and q.denominator != 1:
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
-            elif raw.__class__ in _HASHABLE_QUANTITY and len(_GOOD) < _MEMO_MAX:
-                _GOOD[(name, raw)] = q
+            elif raw.__class__ in _HASHABLE_QUANTITY:
+                _keep(_GOOD, (name, raw), q)
             into[name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
@@ -370,7 +372,7 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
                 out.append(((*at, probe, action, "port"), f"no container port named {show(port)}"))
 
 
-_SVC_NAME_OK: set[str] = set()
+_SVC_NAME_OK: dict[str, bool] = {}
 
 
 def _svc_name(name: str) -> str | None:
@@ -379,12 +381,11 @@ def _svc_name(name: str) -> str | None:
     if not _is_iana_svc_name(name):
         return (f"port name {show(name)} is not an IANA service name (at most 15 lowercase letters, digits "
                 "and '-', with at least one letter)")
-    if len(_SVC_NAME_OK) < _MEMO_MAX:
-        _SVC_NAME_OK.add(name)
+    _keep(_SVC_NAME_OK, name)
     return None
 
 
-_NAMESPACE_OK: set[str] = set()
+_NAMESPACE_OK: dict[str, bool] = {}
 
 
 def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> Found:
@@ -406,8 +407,8 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
         why = check_name(namespace, "dns1123label", "namespace")
         if why:
             out.append((("metadata", "namespace"), why))
-        elif len(_NAMESPACE_OK) < _MEMO_MAX:
-            _NAMESPACE_OK.add(namespace)
+        else:
+            _keep(_NAMESPACE_OK, namespace)
     _labels(out, meta.get("labels"), ("metadata", "labels"))
     annotations = meta.get("annotations")
     if annotations.__class__ is dict:
@@ -532,8 +533,7 @@ def _network(text: str) -> Any:
         net: Any = ipaddress.ip_network(text, strict=False)
     except ValueError:
         net = None
-    if len(_CIDRS) < _MEMO_MAX:
-        _CIDRS[text] = net
+    _keep(_CIDRS, text, net)
     return net
 
 
@@ -559,8 +559,7 @@ def _inside(sub: Any, net: Any) -> bool:
     found = _INSIDE.get((sub, net))
     if found is None:
         found = sub.version == net.version and sub.subnet_of(net)
-        if len(_INSIDE) < _MEMO_MAX:
-            _INSIDE[(sub, net)] = found
+        _keep(_INSIDE, (sub, net), found)
     return found
 
 
@@ -572,7 +571,7 @@ Facts = tuple[Any, ...]
 
 
 def bundle_facts(obj: Any, templates: list[PodTemplate] | None = None) -> Facts | None:
-    """What :func:`bundle_problems_of` needs to know of ``obj``; None when it plays no part."""
+    """What :class:`CrossObjects` needs to know of ``obj``; None when it plays no part."""
     if obj.__class__ is not dict:
         return None
     ns = str(_dict(obj.get("metadata")).get("namespace") or "")
@@ -676,13 +675,3 @@ class CrossObjects:
                 if target not in declared:
                     yield who, shift, ("spec", "ports", i, "targetPort"), \
                         f"no container of the selected pods declares a port named {show(target)}"
-
-
-def bundle_problems_of(facts: Iterator[tuple[int, Facts]] | list[tuple[int, Facts]]) -> \
-        Iterator[tuple[int, JsonPath, str]]:
-    """:class:`CrossObjects` over (object index, facts): (object index, path, message)."""
-    index = CrossObjects()
-    for n, fact in facts:
-        index.add(n, fact)
-    for n, _, path, message in index.problems():
-        yield n, path, message

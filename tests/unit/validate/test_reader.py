@@ -261,13 +261,13 @@ def test_read_whole_and_regions_agree_with_the_splitter(text):
 ])
 def test_reading_a_region_in_place_agrees_with_splitting_it(text):
     pytest.importorskip("yaml_rs")
-    from dockyard_k8s.validate.reader import region_documents, region_documents_of
+    from dockyard_k8s.validate.reader import chunk_documents_of, region_documents, region_documents_of
 
     cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
     for start, end in itertools.pairwise(cuts):
         for a, b in ((start, end), (0, end), (start, len(text))):
             chunks = region_documents(text, a, b)
-            want = documents_of("f.yaml", text, chunks, (0, len(chunks)))
+            want = chunk_documents_of("f.yaml", chunks)
             documents, problems, pieces = region_documents_of("f.yaml", text, a, b)
             assert (documents, problems) == want, (a, b)
             assert list(pieces) == list(chunks), (a, b)

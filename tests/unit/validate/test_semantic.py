@@ -124,55 +124,19 @@ def test_cross_object_rules_survive_odd_port_names():
             'no container of the selected pods declares a port named "http"') in messages
 
 
-ODD = ["", "x", "Bad_Name!", -1, 70000, "abc", "1.5", None, True, {}, [], ["a"], {"a": 1}, 3.5, "ns", "ICMP",
-       "a--b", "10.0.0.0/8", "25%", "Exists", "-1", "x" * 70]
-
-
-def _leaves(obj, path=()):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _leaves(v, (*path, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _leaves(v, (*path, i))
-    if path:
-        yield path
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_rules_never_raise_on_odd_values(seed):
     """Every value of a valid object replaced by odd ones (wrong types, unhashable values where
     strings go): the rules report or ignore, never raise (they run before nothing else guards)."""
-    import random
-
     from validate_samples import DEPLOYMENT as D
 
     from dockyard_k8s.validate import validate_report
+    from odd_values import mutated, rendered
 
-    rnd = random.Random(seed)
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}}
-    import yaml
-
-    from conftest import REPO
-
-    rendered = list(yaml.safe_load_all((REPO / "tests" / "golden" / "expected" / "grpo_swe.rayjob.yaml").read_text()))
-    rayjob = next(o for o in rendered if isinstance(o, dict) and o.get("kind") == "RayJob")
-    objects = []
-    for base in (D, service, rayjob):
-        paths = list(_leaves(base))
-        for _ in range(60):
-            obj = copy.deepcopy(base)
-            for _ in range(rnd.randint(1, 4)):
-                path = rnd.choice(paths)
-                node = obj
-                try:
-                    for part in path[:-1]:
-                        node = node[part]
-                    node[path[-1]] = copy.deepcopy(rnd.choice(ODD))
-                except (KeyError, IndexError, TypeError):
-                    pass
-            objects.append(obj)
+    rayjob = next(o for o in rendered() if o.get("kind") == "RayJob")
+    objects = mutated([D, service, rayjob], seed, copies=60, most=4)
     report = validate_report(objects)
     assert report.objects == len(objects) and report.problems
 
@@ -181,30 +145,12 @@ def test_rules_never_raise_on_odd_values(seed):
 def test_bulk_validation_lists_the_same_problems(seed):
     """Large inputs use jsonschema-rs and walk a failing object only towards the errors it
     reports; the problems listed must be those of the full walk after the generated-code gate."""
-    import random
-
-    import yaml
     from validate_samples import DEPLOYMENT as D
 
-    from conftest import REPO
     from dockyard_k8s.validate import validate_report
+    from odd_values import mutated, rendered
 
-    rendered = list(yaml.safe_load_all((REPO / "tests" / "golden" / "expected" / "grpo_swe.rayjob.yaml").read_text()))
-    rnd = random.Random(seed)
-    objects = []
-    for base in [D, *(o for o in rendered if isinstance(o, dict))]:
-        paths = list(_leaves(base))
-        for _ in range(12):
-            obj = copy.deepcopy(base)
-            for _ in range(rnd.randint(1, 3)):
-                node, path = obj, rnd.choice(paths)
-                try:
-                    for part in path[:-1]:
-                        node = node[part]
-                    node[path[-1]] = copy.deepcopy(rnd.choice(ODD))
-                except (KeyError, IndexError, TypeError):
-                    pass
-            objects.append(obj)
+    objects = mutated([D, *rendered()], seed, copies=12, most=3)
     full = validate_report(objects).problems
     bulk = validate_report(objects, large=True).problems
     assert any(p.rule == "schema" for p in full)
