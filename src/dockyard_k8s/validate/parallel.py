@@ -33,6 +33,7 @@ from dockyard_k8s.validate.reader import (
     add_lines,
     documents_of,
     manifest_files,
+    re2_filter,
     read_manifests,
     read_text,
     read_whole,
@@ -130,6 +131,7 @@ def _preload() -> None:
     for name in ("yaml_rs", "jsonschema_rs"):
         with contextlib.suppress(ImportError):
             __import__(name)
+    re2_filter()  # and compile the pre-scan's RE2 pattern
 
 
 def _threaded() -> bool:

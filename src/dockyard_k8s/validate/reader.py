@@ -267,9 +267,49 @@ def _is_candidate(text: str) -> bool:
 
 
 def _scan(text: str, start: int, end: int) -> bool:
-    """:func:`_is_candidate`'s test of ``text[start:end]``, whose lines all start after a newline."""
+    """:func:`_is_candidate`'s test of ``text[start:end]``, whose lines all start after a newline.
+
+    A large region is first searched with :data:`_RE2_SOURCE` (one linear-time pass instead of
+    seven backtracking ones: ~18 ms instead of ~190 ms per 8 MB); only when it finds something
+    do the exact patterns run, so the verdict is theirs either way."""
+    size = end - start
+    wide = (_RE2[0] if _RE2 else re2_filter() if size >= _RE2_IMPORT else None) if size >= _RE2_MIN else None
+    if wide is not None and wide.search(text[start:end]) is None:
+        return _has_tag(text, start, end)
+    return _exact_scan(text, start, end)
+
+
+def _exact_scan(text: str, start: int, end: int) -> bool:
     return (_colon_candidate(text, start, end) or any(p.search(text, start, end) for p in _CANDIDATES)
             or _has_tag(text, start, end))
+
+
+# _COLON and _CANDIDATES as one pattern for RE2 (no look-behind: the character before a key
+# is matched instead; a region's start counts as a line start). It matches wherever they do
+# (a test holds it to that) and a little more: a number-like key not ending in a digit or "_".
+_SPACE = r"\t-\r\x1c-\x1f \x85\p{Z}"  # what Python's \s matches in a str
+_RE2_SOURCE = "(?m)" + "|".join([
+    r":(?: (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + "))",
+    r"(?:^|[" + _SPACE + r"{,])" + _WORD + ":",
+    r"[ \t]:",
+    r"(?:^|[ \t\n{\[,])(?:" + _NUMBER + r")[^ \t\n{\[,]*:",
+    *(p.pattern for p in _CANDIDATES),
+])
+_RE2_MIN = 4_096  # RE2 once loaded: worth it from a few documents on
+_RE2_IMPORT = 500_000  # importing it (~11 ms) pays off from ~0.5 MB (validate_paths preloads it for workers)
+_RE2: list[Any] = []
+
+
+def re2_filter() -> Any:
+    """The compiled :data:`_RE2_SOURCE`, or None without the ``google-re2`` package."""
+    if not _RE2:
+        try:
+            import re2  # type: ignore[import-not-found,unused-ignore]
+
+            _RE2.append(re2.compile(_RE2_SOURCE))
+        except Exception:  # not installed (no wheel for this platform), or a build without \p{Z}
+            _RE2.append(None)
+    return _RE2[0]
 
 
 def _string_keys(data: Any) -> Any:

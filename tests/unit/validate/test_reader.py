@@ -273,3 +273,69 @@ def test_reading_a_region_in_place_agrees_with_splitting_it(text):
             assert list(pieces) == list(chunks), (a, b)
     plain = "kind: A\n---\nkind: B\n"
     assert type(region_documents_of("f.yaml", plain, 0, len(plain))[2]).__name__ == "Pieces"  # read in place
+
+
+# --- the pre-scan's RE2 filter: wherever the exact patterns match, it matches -------------
+
+GO_YAML_TOKENS = [
+    "y", "Y", "n", "N", "yes", "No", "on", "ON", "off", "true", "0755", "1_0", "0b1", "0o7", "-0", "+1_", "08",
+    "8080", "x", "key", "a1", "port8080", "v1_", ":", ": ", " ", "\t", "\n", "- ", "[", "]", "{", "}", ",", "#",
+    "---\n", "<<", "!", "'", '"', "\u00a0", "\u2028", "\x1c", "\r",
+]
+
+
+@pytest.mark.parametrize("text", [
+    "a: yes\n", "a: Off # c\n", "a: 0755\n", "a: 1_000\n", "a: 0b1\n", "on: 1\n", "x:\n  y: 1\n", "a: {n: 2}\n",
+    "a\u00a0no: 1\n", "key : v\n", "010: x\n", "data: {1_0: x}\n", "- yes\n", "- 0o17\n", "a: [on, x]\n",
+    "a: [x, 07]\n", "a: {b: 07, c: 1}\n", "---\nyes\n", "<< : *a\n",
+])
+def test_re2_filter_finds_each_kind_of_candidate(text):
+    re2 = pytest.importorskip("re2")
+    from dockyard_k8s.validate.reader import _RE2_SOURCE, _exact_scan
+
+    body = "kind: A\nmetadata:\n  name: a\n" + text
+    assert _exact_scan(body, 0, len(body)), "the exact patterns must flag it too"
+    assert re2.compile(_RE2_SOURCE).search(body) is not None
+
+
+def test_re2_filter_matches_wherever_the_exact_patterns_do():
+    pytest.importorskip("re2")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from dockyard_k8s.validate.reader import _exact_scan, _has_tag, re2_filter
+
+    wide = re2_filter()
+    flagged = []
+
+    @settings(max_examples=3000, deadline=None, database=None)
+    @given(st.lists(st.sampled_from(GO_YAML_TOKENS), max_size=30), st.integers(0, 30))
+    def check(tokens, skip):
+        text = "".join(tokens)
+        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        start = starts[skip % len(starts)]  # a region starts at a line start
+        exact = _exact_scan(text, start, len(text))
+        flagged.append(exact)
+        if exact:
+            assert wide.search(text[start:]) is not None or _has_tag(text, start, len(text)), (text, start)
+
+    check()
+    assert sum(flagged) > 300, "the generated texts hardly ever held a candidate: the test proves little"
+
+
+def test_large_regions_use_the_re2_filter_and_agree_with_the_exact_scan(monkeypatch):
+    pytest.importorskip("re2")
+    from dockyard_k8s.validate import reader
+
+    clean = "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  port: '8080'\n---\n" * 2000
+    risky = clean + "kind: ConfigMap\ndata:\n  a: on\n"
+    calls = []
+    exact = reader._exact_scan
+    monkeypatch.setattr(reader, "_exact_scan", lambda *a: calls.append(a) or exact(*a))
+    assert reader._scan(clean, 0, len(clean)) is False
+    assert calls == []  # RE2 found nothing: the slow patterns never ran
+    assert reader._scan(risky, 0, len(risky)) is True
+    assert len(calls) == 1  # RE2 found something: the exact patterns decide
+    monkeypatch.setattr(reader, "_RE2", [None])  # google-re2 not installed: the exact patterns alone
+    assert reader._scan(clean, 0, len(clean)) is False and reader._scan(risky, 0, len(risky)) is True
+    assert len(calls) == 3
