@@ -102,13 +102,14 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
     if (sum(len(t) for t in texts.values()) < MIN_PARALLEL_BYTES or not sys.platform.startswith("linux")
             or _threaded()):
         workers = 1
-    whole = {file for file, text in texts.items() if read_whole(text, file)}
     if workers == 1:
+        whole = {file for file, text in texts.items() if read_whole(text, file)}
         results = [_run_part(spans, texts, options) for spans in _plan(texts, whole, 1)]
     else:
         options = {**options, "large": True}
         PART_SCHEMAS.clear()  # CRD files may have changed since an earlier run in this process
         _preload()
+        whole = {file for file, text in texts.items() if read_whole(text, file)}
         parts = _plan(texts, whole, guided(workers))
         results = _run_shared(parts, workers, texts, options, keep_parsed)
     results, cross = _renumber(results)

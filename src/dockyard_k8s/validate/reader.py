@@ -298,6 +298,7 @@ _RE2_SOURCE = "(?m)" + "|".join([
 _RE2_MIN = 4_096  # RE2 once loaded: worth it from a few documents on
 _RE2_IMPORT = 500_000  # importing it (~11 ms) pays off from ~0.5 MB (validate_paths preloads it for workers)
 _RE2: list[Any] = []
+_RE2_WHOLE: list[Any] = []  # read_whole's three searches as one RE2 pattern
 
 
 def re2_filter() -> Any:
@@ -307,6 +308,7 @@ def re2_filter() -> Any:
             import re2  # type: ignore[import-not-found,unused-ignore]
 
             _RE2.append(re2.compile(_RE2_SOURCE))
+            _RE2_WHOLE.append(re2.compile(r"(?:^|\n)(?:%|\.\.\.|---[ \t\r]*[^ \t\r#\n])"))
         except Exception:  # not installed (no wheel for this platform), or a build without \p{Z}
             _RE2.append(None)
     return _RE2[0]
@@ -395,8 +397,11 @@ def read_whole(text: str, file: str) -> bool:
     splitting it: JSON, directives, ``...`` lines, content on a ``---`` line."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return (_json_like(text, file) or _directive_or_end(text)
-            or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
+    if _json_like(text, file):
+        return True
+    if len(text) >= _RE2_MIN and _RE2 and _RE2[0] is not None:  # RE2 loaded: one pass, not three
+        return _RE2_WHOLE[0].search(text) is not None
+    return (_directive_or_end(text) or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
             or _CONTENT_AFTER_MARKER.search(text) is not None)
 
 
@@ -729,11 +734,22 @@ def read_text(file: str) -> str:
         return sys.stdin.read()
     try:
         with open(file, "rb") as f:
-            raw = f.read()
+            if os.fstat(f.fileno()).st_size < _MAP_FROM:
+                return _decoded(file, f.read())
+            import mmap
+
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return _decoded(file, mapped)  # decoded from the page cache: no copy of the bytes first
     except OSError as e:
         raise UsageError(f"{file}: cannot read ({e.strerror})") from e
+
+
+_MAP_FROM = 1_000_000  # a file this large is mapped, not read (~10 ms less per 8 MB)
+
+
+def _decoded(file: str, raw: Any) -> str:
     try:
-        return raw.decode("utf-8")
+        return str(raw, "utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 

@@ -228,11 +228,30 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
     assert _text_line(tricky, ("spec", "missing")) is None
 
 
-@pytest.mark.parametrize("text", [
+WHOLE_OR_NOT = [
     "a: 1\n", "---\na: 1\n---\nb: 2\n", "--- # c\na: 1\n---   \nb: 2", "a: 1\n--- x\n", "--- x\na: 1\n",
     "%YAML 1.2\n---\na: 1\n", "a: 1\n...\n", "a: 1\n----\n", "{\"a\": 1}", "\ufeff---\na: 1\n---\r\nb: 2\r\n",
     "a: 1\n---\t|\n  x\n", "", "# only a comment\n",
-])
+]
+
+
+@pytest.mark.parametrize("text", WHOLE_OR_NOT)
+def test_read_whole_with_re2_on_a_large_file_agrees_with_the_splitter(text, monkeypatch):
+    pytest.importorskip("re2")
+    from dockyard_k8s.validate import reader
+
+    assert reader.re2_filter() is not None and reader._RE2_WHOLE
+    pad = "kind: ConfigMap\ndata:\n  a: '1'\n---\n" * 200  # over _RE2_MIN: the RE2 pass decides
+    for big in (pad + text, text + "\n" + pad, text.lstrip("\ufeff") + "\n" + pad + text.lstrip("\ufeff")):
+        assert len(big) >= reader._RE2_MIN
+        whole = reader.split_documents(big, "f.yaml") is None
+        assert reader.read_whole(big, "f.yaml") == whole, big[:60]
+        monkeypatch.setattr(reader, "_RE2", [None])  # without google-re2: the same verdict
+        assert reader.read_whole(big, "f.yaml") == whole
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("text", WHOLE_OR_NOT)
 def test_read_whole_and_regions_agree_with_the_splitter(text):
     from dockyard_k8s.validate.reader import read_whole, region_documents, split_documents
 
@@ -339,3 +358,21 @@ def test_large_regions_use_the_re2_filter_and_agree_with_the_exact_scan(monkeypa
     monkeypatch.setattr(reader, "_RE2", [None])  # google-re2 not installed: the exact patterns alone
     assert reader._scan(clean, 0, len(clean)) is False and reader._scan(risky, 0, len(risky)) is True
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize("size", [10, 1_200_000])  # read, and mapped (large files)
+def test_read_text_reads_small_and_large_files_and_rejects_bad_utf8(tmp_path, size):
+    from dockyard_k8s.errors import UsageError
+    from dockyard_k8s.validate.reader import read_text
+
+    body = ("kind: ConfigMap\ndata:\n  k: 'é'\n---\n" * (size // 30 + 1))[:size]
+    good = tmp_path / "good.yaml"
+    good.write_text(body, encoding="utf-8")
+    assert read_text(str(good)) == body
+    bad = tmp_path / "bad.yaml"
+    raw = body.encode()
+    bad.write_bytes(raw[: len(raw) // 2] + b"\xff" + raw[len(raw) // 2:])
+    with pytest.raises(UsageError, match=rf"bad.yaml: not UTF-8 text \(invalid start byte at byte {len(raw) // 2}\)"):
+        read_text(str(bad))
+    with pytest.raises(UsageError, match="cannot read"):
+        read_text(str(tmp_path / "missing.yaml"))
