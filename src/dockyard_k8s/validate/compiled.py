@@ -76,9 +76,8 @@ class ValidatorCache:
         return gate
 
     def _bulk_gate(self, key: str, build: Callable[[], dict[str, Any]]) -> Gate | None:
-        try:
-            import jsonschema_rs  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
+        jsonschema_rs = import_jsonschema_rs()
+        if jsonschema_rs is None:
             return None
         validator = jsonschema_rs.validator_for(self.schema(key, build))
 
@@ -157,3 +156,30 @@ class ValidatorCache:
 
 
 __all__ = ["BULK_THRESHOLD", "Gate", "ValidatorCache"]
+
+
+def import_jsonschema_rs() -> Any:
+    """jsonschema-rs, or None when it is not installed, imported ~20 ms faster.
+
+    Its module set-up records its build date with one call of
+    ``email.utils.parsedate_to_datetime``, and importing the ``email`` package is most of the
+    cost of importing jsonschema-rs (a 10,000-object ``validate`` pays it before its workers
+    start). During that import, ``email.utils`` is a stand-in (:mod:`._email_utils`) that
+    parses RFC 2822 dates the same way and fetches the real module for anything else; the
+    real one is what any later import gets.
+    """
+    if "jsonschema_rs" in sys.modules:
+        return sys.modules["jsonschema_rs"]
+    from dockyard_k8s.validate import _email_utils
+
+    stand_in = "email.utils" not in sys.modules
+    if stand_in:
+        sys.modules["email.utils"] = _email_utils
+    try:
+        import jsonschema_rs  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    finally:
+        if stand_in and sys.modules.get("email.utils") is _email_utils:
+            del sys.modules["email.utils"]
+    return jsonschema_rs

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from dockyard_k8s.validate.compiled import import_jsonschema_rs
 from dockyard_k8s.validate.engine import PART_SCHEMAS, cross_object_problems, problem_order, validate_documents
 from dockyard_k8s.validate.problem import Document, Problem, Report
 from dockyard_k8s.validate.reader import (
@@ -129,9 +130,9 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
 def _preload() -> None:
     """Import the parsers every worker needs before forking: once (~60 ms, jsonschema-rs pulls
     in the email package) instead of in each process at the same time, slowing each other."""
-    for name in ("yaml_rs", "jsonschema_rs"):
-        with contextlib.suppress(ImportError):
-            __import__(name)
+    with contextlib.suppress(ImportError):
+        import yaml_rs  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    import_jsonschema_rs()
     re2_filter()  # and compile the pre-scan's RE2 pattern
 
 
