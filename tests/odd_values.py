@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 ODD = ["", "x", "Bad_Name!", -1, 70000, "abc", "1.5", None, True, {}, [], ["a"], {"a": 1}, 3.5, "ns", "ICMP",
-       "a--b", "10.0.0.0/8", "25%", "Exists", "-1", "x" * 70]
+       "a--b", "10.0.0.0/8", "25%", "Exists", "-1", "x" * 70, float("inf"), float("nan")]
 RENDERED_RAYJOB_RUN = Path(__file__).resolve().parent / "golden" / "expected" / "grpo_swe.rayjob.yaml"
 
 

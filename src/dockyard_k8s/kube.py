@@ -11,6 +11,7 @@ No I/O, no client library: plain dicts in, plain data out.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from fractions import Fraction
@@ -55,7 +56,7 @@ def parse_quantity(value: Any) -> Fraction | None:
                 _INTS[value] = found
         return found
     if isinstance(value, float):
-        return Fraction(str(value))
+        return Fraction(str(value)) if math.isfinite(value) else None  # .inf / .nan are not quantities
     return None
 
 

@@ -308,7 +308,8 @@ def re2_filter() -> Any:
             import re2  # type: ignore[import-not-found,unused-ignore]
 
             _RE2.append(re2.compile(_RE2_SOURCE))
-            _RE2_WHOLE.append(re2.compile(r"(?:^|\n)(?:%|\.\.\.|---[ \t\r]*[^ \t\r#\n])"))
+            # (a leading "\n", not "(?:^|\n)": RE2 then skips to each newline, 4x faster)
+            _RE2_WHOLE.append(re2.compile(r"\n(?:%|\.\.\.|---[ \t\r]*[^ \t\r#\n])"))
         except Exception:  # not installed (no wheel for this platform), or a build without \p{Z}
             _RE2.append(None)
     return _RE2[0]
@@ -400,7 +401,8 @@ def read_whole(text: str, file: str) -> bool:
     if _json_like(text, file):
         return True
     if len(text) >= _RE2_MIN and _RE2 and _RE2[0] is not None:  # RE2 loaded: one pass, not three
-        return _RE2_WHOLE[0].search(text) is not None
+        whole = _RE2_WHOLE[0]
+        return whole.search("\n" + text[:80]) is not None or whole.search(text) is not None
     return (_directive_or_end(text) or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
             or _CONTENT_AFTER_MARKER.search(text) is not None)
 

@@ -25,7 +25,8 @@ def test_parse_quantity_accepts_the_apimachinery_grammar(text, expected):
     assert parse_quantity(text) == expected
 
 
-@pytest.mark.parametrize("text", ["abc", "2GB", "1.2.3", "", " 1", "Gi", "1 Gi", "1ki", True, None, [1]])
+@pytest.mark.parametrize("text", ["abc", "2GB", "1.2.3", "", " 1", "Gi", "1 Gi", "1ki", True, None, [1],
+                                  float("inf"), float("-inf"), float("nan"), "inf", ".inf"])
 def test_parse_quantity_rejects_everything_else(text):
     assert parse_quantity(text) is None
 
