@@ -71,7 +71,9 @@ class Collector:
             names = types if isinstance(types, list) else [types]
             if not any(_TYPES[t](value) for t in names if t in _TYPES):
                 wanted = " or ".join(t for t in names if t != "null") or "null"
-                out.append((path, f"got {type_name(value)} {show(value)}, expected {wanted}"))
+                got = show(value) if value is None or isinstance(value, dict | list) else \
+                    f"{type_name(value)} {show(value)}"  # "got an object", not "got object an object"
+                out.append((path, f"got {got}, expected {wanted}"))
                 return
         if "enum" in schema and value not in schema["enum"]:
             allowed = [show(v) for v in schema["enum"] if v is not None]

@@ -54,13 +54,21 @@ def test_unknown_field_is_rejected_at_every_depth(engine, path):
     [
         (("spec", "replicas"), "two", 'got string "two", expected integer'),
         (("spec", "template", "spec", "containers", 0, "image"), 5, "got integer 5, expected string"),
-        (("spec", "template", "spec", "containers"), {"name": "c"}, "got object an object, expected array"),
-        (("metadata", "labels"), ["a"], "got array an array, expected object"),
+        (("spec", "template", "spec", "containers"), {"name": "c"}, "got an object, expected array"),
+        (("metadata", "labels"), ["a"], "got an array, expected object"),
+        (("spec", "template", "spec", "containers", 0, "image"), True, "got boolean true, expected string"),
     ],
 )
 def test_wrong_type_is_rejected_with_the_exact_message(engine, path, value, message):
     problems = [p for p in validate_objects([_with(path, value)]) if p.rule == "schema"]
     assert [(p.path, p.message) for p in problems] == [(path, message)]
+
+
+def test_a_null_is_shown_as_null_not_twice():
+    from dockyard_k8s.validate.collect import Collector
+
+    assert Collector({"type": "object", "properties": {"a": {"type": "string"}}}).errors({"a": None}) == [
+        (("a",), "got null, expected string")]
 
 
 def test_every_problem_of_an_object_is_listed(engine):
