@@ -207,7 +207,7 @@ _RESOURCES_OK: dict[tuple[Any, ...], bool] = {}
 def _resources_key(res: dict[str, Any]) -> tuple[Any, ...] | None:
     """What a block's verdict depends on, hashable; None when a value is not a plain str, int or
     float (equal int and float values are the same quantity; a bool is not one)."""
-    key = []
+    key: list[tuple[Any, ...] | None] = []
     for section in ("limits", "requests"):
         values = res.get(section)
         if values.__class__ is dict:
