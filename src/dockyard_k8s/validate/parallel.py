@@ -70,6 +70,7 @@ class _Part(NamedTuple):
     sources: dict[str, str]
     cross: CrossObjects  # the part's facts for the cross-object rules
     counts: dict[str, int]  # documents in each file's region (read whole: not counted)
+    lines: dict[str, int]  # newlines in each file's region: its lines are counted from its start
 
 
 def default_workers() -> int:
@@ -255,13 +256,15 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, A
     yaml_problems: list[Problem] = []
     chunked: dict[str, Chunks | None] = {}
     counts: dict[str, int] = {}
+    lines: dict[str, int] = {}
     for file, start, end in spans:
         if end < 0:  # the whole file, its documents numbered as they are
             found, bad = documents_of(file, texts[file])
-        else:  # a region: documents numbered from 0 here, renumbered by the parent
-            found, bad, pieces = region_documents_of(file, texts[file], start, end)
+        else:  # a region: documents and lines numbered from its start here, shifted by the parent
+            found, bad, pieces = region_documents_of(file, texts[file], start, end, line=1)
             chunked[file] = pieces
             counts[file] = len(pieces)
+            lines[file] = texts[file].count("\n", start, end)
         documents += found
         yaml_problems += bad
     cross = CrossObjects()
@@ -269,21 +272,25 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, A
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
     if keep is not None:
         keep.append(documents)
-    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, cross, counts)
+    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, cross, counts, lines)
 
 
 def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:
-    """Document indexes of each part's regions, from 0, shifted to count from the file's start;
-    and all parts' cross-object facts in one index."""
+    """Document indexes and lines of each part's regions, from their starts, shifted to count
+    from the file's start; and all parts' cross-object facts in one index."""
     seen: dict[str, int] = {}
+    seen_lines: dict[str, int] = {}
     out = []
     cross = CrossObjects()
     for r in results:
         base = {file: seen.get(file, 0) for file in r.counts}
         for file, n in r.counts.items():
             seen[file] = base[file] + n
-        if any(base.values()):
-            r = r._replace(problems=[_shift(p, base) for p in r.problems])
+        lines = {file: seen_lines.get(file, 0) for file in r.lines}
+        for file, n in r.lines.items():
+            seen_lines[file] = lines[file] + n
+        if any(base.values()) or any(lines.values()):
+            r = r._replace(problems=[_shift(p, base, lines) for p in r.problems])
             cross.merge(r.cross, functools.partial(_base_of, base))
         else:
             cross.merge(r.cross)
@@ -295,8 +302,9 @@ def _base_of(base: dict[str, int], who: Problem) -> int:
     return base.get(who.file, 0)
 
 
-def _shift(p: Problem, base: dict[str, int]) -> Problem:
-    return p._replace(doc_index=p.doc_index + base[p.file]) if base.get(p.file) else p
+def _shift(p: Problem, base: dict[str, int], lines: dict[str, int]) -> Problem:
+    docs, down = base.get(p.file, 0), lines.get(p.file, 0) if p.line else 0
+    return p._replace(doc_index=p.doc_index + docs, line=p.line + down) if docs or down else p
 
 
 def _fork(work: Any, *args: Any) -> tuple[int, int]:

@@ -376,3 +376,18 @@ def test_read_text_reads_small_and_large_files_and_rejects_bad_utf8(tmp_path, si
         read_text(str(bad))
     with pytest.raises(UsageError, match="cannot read"):
         read_text(str(tmp_path / "missing.yaml"))
+
+
+@pytest.mark.parametrize("plain", [True, False])  # read in place by yaml-rs, or the general way
+def test_a_region_counts_its_lines_from_the_line_it_is_given(plain):
+    pytest.importorskip("yaml_rs")
+    from dockyard_k8s.validate.reader import region_documents, region_documents_of
+
+    text = "kind: A\nx: 1\n---\nkind: B\n---\nkind: C\nv: 2\n---\nkind: D\n" + ("" if plain else "--- # c\nkind: E\n")
+    start = text.index("kind: B") - 4
+    absolute, _, _ = region_documents_of("f.yaml", text, start, len(text))
+    relative, _, pieces = region_documents_of("f.yaml", text, start, len(text), line=1)
+    before = text.count("\n", 0, start)
+    assert [d.line for d in absolute] == [d.line + before for d in relative] and relative[0].line == 2
+    assert [line for _, line in region_documents(text, start, len(text), line=1)] == [d.line for d in relative]
+    assert type(pieces).__name__ == ("Pieces" if plain else "list")
