@@ -160,10 +160,10 @@ def validate_documents(
             problems.append(_problem(doc, obj, (), f"not a Kubernetes object: missing {' and '.join(what)}",
                                      RULE_OBJECT))
             continue
-        if _matches(skip_set, api_version, kind):
+        if skip_set and _matches(skip_set, api_version, kind):
             skipped += 1
             continue
-        if _matches(reject_set, api_version, kind):
+        if reject_set and _matches(reject_set, api_version, kind):
             problems.append(_problem(doc, obj, ("kind",), f"{api_version}/{kind} is rejected (--reject)", RULE_OBJECT))
             continue
         groups.setdefault((api_version, kind), []).append(len(checked))
