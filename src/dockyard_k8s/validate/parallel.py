@@ -39,6 +39,7 @@ from dockyard_k8s.validate.reader import (
     read_text,
     read_whole,
     region_documents_of,
+    release_mapped,
 )
 from dockyard_k8s.validate.semantic import CrossObjects
 
@@ -97,7 +98,14 @@ def validate_paths(paths: list[str], *, workers: int = 0, keep_parsed: bool = Fa
         UsageError: a missing path, an unreadable file, a bad option.
     """
     files = manifest_files(paths)
-    texts = {file: read_text(file) for file in files}
+    try:
+        return _validate(paths, files, {file: read_text(file) for file in files}, workers, keep_parsed, options)
+    finally:
+        release_mapped()
+
+
+def _validate(paths: list[str], files: list[str], texts: dict[str, str], workers: int, keep_parsed: bool,
+              options: dict[str, Any]) -> Result:
     if options.get("exit_on_error"):
         return _serial(paths, files, texts, options)
     workers = workers or default_workers()

@@ -391,3 +391,28 @@ def test_a_region_counts_its_lines_from_the_line_it_is_given(plain):
     assert [d.line for d in absolute] == [d.line + before for d in relative] and relative[0].line == 2
     assert [line for _, line in region_documents(text, start, len(text), line=1)] == [d.line for d in relative]
     assert type(pieces).__name__ == ("Pieces" if plain else "list")
+
+
+def test_large_ascii_files_are_searched_in_their_mapping(tmp_path):
+    pytest.importorskip("re2")
+    from dockyard_k8s.validate import reader
+
+    doc = "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '1'\n---\n"
+    ascii_file, other = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    ascii_file.write_text(doc * 30_000 + "kind: ConfigMap\ndata:\n  a: on\n---\n" + doc * 10)
+    other.write_text("# é\n" + doc * 30_000)
+    try:
+        text = reader.read_text(str(ascii_file))
+        copy = text.encode().decode()  # the same characters, not read from a file: searched as a str
+        assert reader._bytes_of(text) is not None and reader._bytes_of(copy) is None
+        assert reader._bytes_of(reader.read_text(str(other))) is None  # not ASCII: offsets would differ
+        risky = text.index("a: on")
+        cut = text.rfind("\n---\n", 0, risky) + 1
+        for start, end, want in ((0, cut, False), (cut, len(text), True), (0, len(text), True),
+                                 (text.index("---\n", 1000) + 4, cut, False)):
+            assert reader._scan(text, start, end) is want, (start, end)
+            assert reader._scan(copy, start, end) is want and reader._exact_scan(text, start, end) is want
+        assert reader.read_whole(text, "a.yaml") is False
+    finally:
+        reader.release_mapped()
+    assert reader._MAPPED == {}
