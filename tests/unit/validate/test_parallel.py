@@ -106,6 +106,27 @@ def test_small_inputs_and_exit_on_error_stay_in_one_process(corpus, monkeypatch)
     assert len({(p.file, p.doc_index) for p in result.problems}) == 1
 
 
+def test_mapped_files_are_released_unless_the_caller_is_about_to_exit(tmp_path, monkeypatch):
+    from dockyard_k8s.validate import reader
+
+    monkeypatch.setattr(reader, "_MAP_FROM", 100_000)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    big = tmp_path / "big.yaml"
+    big.write_text(dump_documents(_objects(200)))  # over _MAP_FROM: mapped, kept while validating
+    assert big.stat().st_size >= reader._MAP_FROM
+    reader.release_mapped()
+    kept = len(parallel._KEEP)
+    first = validate_paths([str(big)], workers=2)
+    assert reader._MAPPED == {} and len(parallel._KEEP) == kept  # a library caller: nothing left behind
+    try:
+        again = validate_paths([str(big)], workers=2, keep_parsed=True)  # the CLI: it exits right after
+        assert len(reader._MAPPED) == 1 and any(isinstance(k, dict) and str(big) in k for k in parallel._KEEP)
+        assert again.problems == first.problems
+    finally:
+        reader.release_mapped()
+        del parallel._KEEP[kept:]
+
+
 def test_plan_cuts_at_document_lines_and_keeps_file_order():
     doc = "---\nkind: A\n"  # 12 characters
     texts = {"a": doc * 4, "b": '{"kind": "B"}', "c": doc * 2}
