@@ -53,25 +53,25 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
 def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list[tuple[Path, str]]) -> None:
     """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
     each pod template's metadata (not a walk of the whole object: this runs on every RayJob
-    of a large input)."""
+    of a large input; paths are built only for a label found)."""
     spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
-    places: list[tuple[Path, Any]] = [(("metadata", "labels"), as_mapping(obj.get("metadata")).get("labels"))]
+    places: list[tuple[Any, Path]] = [(as_mapping(obj.get("metadata")).get("labels"), ("metadata",))]
     if isinstance(cluster, dict):
         head = cluster.get("headGroupSpec")
         if isinstance(head, dict):
-            places.append(((*at, "headGroupSpec", "labels"), head.get("labels")))
+            places.append((head.get("labels"), (*at, "headGroupSpec")))
         groups = cluster.get("workerGroupSpecs")
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             if isinstance(group, dict):
-                places.append(((*at, "workerGroupSpecs", i, "labels"), group.get("labels")))
-    places += [((*t.path, "metadata", "labels"), t.metadata.get("labels")) for t in templates]
-    for path, labels in places:
-        if isinstance(labels, dict):
+                places.append((group.get("labels"), (*at, "workerGroupSpecs", i)))
+    places += [(t.metadata.get("labels"), (*t.path, "metadata")) for t in templates]
+    for labels, path in places:
+        if labels.__class__ is dict and labels:
             for label, why in REMOVED_LABELS.items():
                 if label in labels:
-                    out.append(((*path, label), f"label {label} is {why}"))
+                    out.append(((*path, "labels", label), f"label {label} is {why}"))
 
 
 def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
