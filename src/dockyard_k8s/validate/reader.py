@@ -216,6 +216,7 @@ _BLANK = re.compile(r"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")
 # speed (one alternation of everything took 2.9 s on 8 MB; these take ~0.1 s together).
 _WORD = r"(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"
 _NUMBER = r"[-+]?0[0-9_]|[-+]?[0-9]+_|[-+]?0[bBoO]"
+_WORD_KEY = r"(?:true|True|TRUE|false|False|FALSE|null|Null|NULL|~|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))"
 # Every colon, in one pass (a literal first character: the scan runs at memchr speed), for
 # a value (": yes", ": 0755"); a key go-yaml v2 reads as a boolean (`on:` is the key "true"),
 # found by looking back, ~2x faster than matching every line; a `key :` (rare: the slow path
@@ -224,8 +225,11 @@ _NUMBER = r"[-+]?0[0-9_]|[-+]?[0-9]+_|[-+]?0[bBoO]"
 _COLON = re.compile(
     r":(?: (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")"
     r"|(?<=[\s{,][yYnN]:)|(?<=[\s{,](?:yes|Yes|YES|off|Off|OFF):)|(?<=[\s{,](?:no|No|NO|on|On|ON):)"
+    # keys YAML 1.2 (yaml-rs) reads as booleans or null, which kubectl makes strings ("true", "null")
+    r"|(?<=[\s{,\[](?:true|True|TRUE|null|Null|NULL):)|(?<=[\s{,\[](?:false|False|FALSE):)|(?<=[\s{,\[]~:)"
+    r"|(?<=[\s{,\[]\.(?:inf|Inf|INF|nan|NaN|NAN):)|(?<=[\s{,\[][-+]\.(?:inf|Inf|INF):)"
     r"|(?<=[ \t]:)"
-    r"|(?P<digit>(?<=[0-9_]:)))", re.M)
+    r"|(?P<digit>(?<=[0-9_.]:)(?=[ \t\r\n,}\]]|$)))", re.M)
 _CANDIDATES = (
     re.compile(r"- (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")", re.M),
     re.compile(r"\[[ \t]*(?:" + _WORD + r"[ \t]*[,\]:]|" + _NUMBER + ")"),
@@ -234,8 +238,12 @@ _CANDIDATES = (
     # a document that is one plain scalar (documents are joined with "---\n")
     re.compile(r"---\n(?:" + _WORD + r"[ \t]*(?:$|#)|" + _NUMBER + ")", re.M),
     re.compile(r"<<[ \t]*:"),
+    # a hexadecimal key (yaml-rs reads `0x1F:` as the key 31; kubectl as "31")
+    re.compile(r"0[xX][0-9a-fA-F_]*:(?=[ \t\r\n]|$)", re.M),
 )
-_NUMBER_START = re.compile(_NUMBER)
+# A key token (after a space, "{", "[" or ",") that YAML 1.2 or go-yaml may read as a number:
+# kubectl makes it a string ("80", "8" for 010), yaml-rs an int or float.
+_KEY_NUMBER_START = re.compile(r"[-+]?\.?[0-9]")
 
 
 def _colon_candidate(text: str, start: int, end: int) -> bool:
@@ -244,7 +252,7 @@ def _colon_candidate(text: str, start: int, end: int) -> bool:
             return True
         at = m.start()  # a colon after a digit: is the key before it a go-yaml number?
         begin = max(text.rfind(c, start, at) for c in " \t\n{[,") + 1
-        if _NUMBER_START.match(text, max(begin, start), at):
+        if _KEY_NUMBER_START.match(text, max(begin, start), at):
             return True
     return False
 
@@ -294,8 +302,10 @@ _RE2_SOURCE = "(?m)" + "|".join([
     r":(?: (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + "))",
     r"(?:^|[" + _SPACE + r"{,])" + _WORD + ":",
     r"[ \t]:",
-    r"(?:^|[ \t\n{\[,])(?:" + _NUMBER + r")[^ \t\n{\[,]*:",
-    *(p.pattern for p in _CANDIDATES),
+    r"(?:^|[ \t\n{\[,])[-+]?\.?[0-9][^ \t\n{\[,]*:(?:[ \t\r\n,}\]]|$)",
+    r"(?:^|[" + _SPACE + r"{,\[])" + _WORD_KEY + ":",
+    *(p.pattern for p in _CANDIDATES[:-1]),
+    r"0[xX][0-9a-fA-F_]*:(?:[ \t\r\n]|$)",  # the last candidate, without its look-ahead
 ])
 _RE2_MIN = 4_096  # RE2 once loaded: worth it from a few documents on
 _RE2_IMPORT = 500_000  # importing it (~11 ms) pays off from ~0.5 MB (validate_paths preloads it for workers)
@@ -309,9 +319,11 @@ def re2_filter() -> Any:
         try:
             import re2  # type: ignore[import-not-found,unused-ignore]
 
-            _RE2.append(re2.compile(_RE2_SOURCE))
+            quiet = re2.Options()
+            quiet.log_errors = False  # a pattern it cannot take raises; nothing on stderr
+            _RE2.append(re2.compile(_RE2_SOURCE, quiet))
             # (a leading "\n", not "(?:^|\n)": RE2 then skips to each newline, 4x faster)
-            _RE2_WHOLE.append(re2.compile(r"\n(?:%|\.\.\.|---[ \t\r]*[^ \t\r#\n])"))
+            _RE2_WHOLE.append(re2.compile(r"\n(?:%|\.\.\.|---[ \t\r]*[^ \t\r#\n])", quiet))
         except Exception:  # not installed (no wheel for this platform), or a build without \p{Z}
             _RE2.append(None)
     return _RE2[0]

@@ -246,6 +246,8 @@ def _check_resources(out: Found, res: dict[str, Any], at: JsonPath) -> None:
             continue
         into = parsed[section]
         for name, raw in values.items():
+            if name.__class__ is not str:
+                continue  # only an in-memory object can have one (the reader makes keys strings, as kubectl)
             if raw.__class__ in _HASHABLE_QUANTITY:
                 q = _GOOD.get((name, raw))
                 if q is not None:  # seen before, and fine on its own

@@ -129,6 +129,9 @@ def test_document_splitter(text, expected):
     "on: 1\nno: 2\n", "a:\n  - y: 1\n", "a: {y: 1, n: 2}\n", "a: [on: 1]\n", "kind: ConfigMap\ndata:\n  010: x\n",
     "a: 1\non : 2\n", "x: 1\n---\n0755\n---\nyes\n", "kind: ConfigMap\ndata:\n  key1: x\n  1_0: y\n",
     "kind: ConfigMap\ndata: {010: x}\n", "kind: ConfigMap\ndata:\n  v1: a\n  port8080: b\n",
+    # keys YAML 1.2 reads as numbers, booleans or null, anywhere: kubectl makes them strings
+    "kind: Pod\nspec:\n  limits:\n    1: 2\n    ~: 3\n    1.5: x\n    true: y\n    null: z\n",
+    "a: {1: x, 0x1F: y, .inf: z}\n", "a:\n- 80: http\n  False: 1\n", "time: 10:30\nv1: x\n3scale.net/x: y\n",
 ])
 def test_fast_and_slow_readers_agree_on_document_streams(text, monkeypatch):
     pytest.importorskip("yaml_rs")
@@ -300,6 +303,7 @@ GO_YAML_TOKENS = [
     "y", "Y", "n", "N", "yes", "No", "on", "ON", "off", "true", "0755", "1_0", "0b1", "0o7", "-0", "+1_", "08",
     "8080", "x", "key", "a1", "port8080", "v1_", ":", ": ", " ", "\t", "\n", "- ", "[", "]", "{", "}", ",", "#",
     "---\n", "<<", "!", "'", '"', "\u00a0", "\u2028", "\x1c", "\r",
+    "1", "1.5", "true", "False", "null", "~", ".inf", "-.5", "0x1F", "80",  # keys yaml-rs does not read as strings
 ]
 
 
@@ -307,6 +311,7 @@ GO_YAML_TOKENS = [
     "a: yes\n", "a: Off # c\n", "a: 0755\n", "a: 1_000\n", "a: 0b1\n", "on: 1\n", "x:\n  y: 1\n", "a: {n: 2}\n",
     "a\u00a0no: 1\n", "key : v\n", "010: x\n", "data: {1_0: x}\n", "- yes\n", "- 0o17\n", "a: [on, x]\n",
     "a: [x, 07]\n", "a: {b: 07, c: 1}\n", "---\nyes\n", "<< : *a\n",
+    "limits:\n  1: 2\n", "a:\n  ~: 1\n", "a: {true: 1}\n", "- 1.5: x\n", "a:\n  .inf: 1\n",
 ])
 def test_re2_filter_finds_each_kind_of_candidate(text):
     re2 = pytest.importorskip("re2")

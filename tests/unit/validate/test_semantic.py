@@ -182,3 +182,27 @@ def test_resource_blocks_found_fine_are_remembered_and_nothing_else():
     # a float equal to a remembered int is the same quantity: fine either way
     assert found({"limits": {"cpu": "2", "nvidia.com/gpu": 8.0}, "requests": {"cpu": 1.0, "nvidia.com/gpu": 8}}) == []
     assert found({"limits": {"cpu": "2", "nvidia.com/gpu": 8.5}, "requests": {"cpu": 1, "nvidia.com/gpu": 8.5}})
+
+
+def test_non_string_keys_of_an_in_memory_object_do_not_break_the_rules():
+    """The reader makes every key a string, as kubectl does; an object built in memory may not."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {1: "x", None: "y"}},
+           "spec": {"containers": [{"name": "a", "image": "i",
+                                    "resources": {"limits": {1: 2, None: "1", "cpu": "1"}, "requests": {1: 3}}}],
+                    "nodeSelector": {2: "y"}}}
+    assert [p.message for p in validate_objects([pod]) if p.rule == "semantic"] == []
+
+
+def test_numeric_boolean_and_null_keys_read_from_yaml_are_strings_as_kubectl_makes_them(tmp_path):
+    from dockyard_k8s.validate.reader import read_manifests
+
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n"
+                    "    image: i\n    resources:\n      limits:\n        1: 2\n        true: 3\n        ~: 4\n"
+                    "        0x1F: 5\n      requests:\n        1: 3\n")
+    doc = read_manifests([str(path)]).documents[0].obj
+    assert doc["spec"]["containers"][0]["resources"] == {"limits": {"1": 2, "true": 3, "null": 4, "31": 5},
+                                                         "requests": {"1": 3}}
+    problems = validate_objects([doc])
+    assert (("spec", "containers", 0, "resources", "requests", "1"), "request 3 is greater than limit 2") in [
+        (p.path, p.message) for p in problems]
