@@ -692,15 +692,16 @@ class CrossObjects:
 
     def problems(self) -> Iterator[tuple[Any, int, JsonPath, str]]:
         """(who, shift, path, message) for every Service that breaks a rule, in order."""
-        if not self.namespaces:
+        namespaces, by_pair = self.namespaces, self.by_pair
+        if not namespaces:
             return
         for who, shift, ns, selector, targets in self.services:
-            if ns not in self.namespaces:
+            if ns not in namespaces:
                 continue
             key, value = next(iter(selector.items()))
-            candidates = self.by_pair.get((ns, key, value), []) if value.__class__ is str else []
+            candidates = by_pair.get((ns, key, value), ()) if value.__class__ is str else ()
             if len(selector) == 1:  # the index matched its only pair already
-                matched = [ports for _, ports in candidates]
+                matched = [ports for _, ports in candidates] if targets else candidates
             else:
                 matched = [ports for labels, ports in candidates
                            if selector_matches({"matchLabels": selector}, labels)]
@@ -708,7 +709,9 @@ class CrossObjects:
                 yield who, shift, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
                                                          f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
                 continue
-            declared = set().union(*matched)
+            if not targets:  # no named targetPort: nothing more to check (most Services)
+                continue
+            declared = matched[0] if len(matched) == 1 else set().union(*matched)
             for i, target in targets:
                 if target not in declared:
                     yield who, shift, ("spec", "ports", i, "targetPort"), \
