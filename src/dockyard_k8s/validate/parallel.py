@@ -282,6 +282,7 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], options: dict[str, A
         yaml_problems += bad
     cross = CrossObjects()
     report = validate_documents(documents, cross=cross, **options)
+    cross.settle()  # the Services this part's own pods satisfy need not travel
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
     if keep is not None:
         keep.append(documents)

@@ -651,7 +651,8 @@ class CrossObjects:
     parts' indexes combine with :meth:`merge` (plain data: a worker process sends its index),
     and :meth:`problems` judges the Services. Pod templates are indexed by (namespace, label,
     value), so a Service looks only at the templates sharing the first pair of its selector:
-    linear, not Services x templates.
+    linear, not Services x templates. A part may :meth:`settle` the Services its own templates
+    already satisfy before sending its index: more templates only add matches and ports.
     """
 
     def __init__(self) -> None:
@@ -690,12 +691,22 @@ class CrossObjects:
             else:
                 found += templates
 
+    def settle(self) -> None:
+        """Drop the Services these facts already satisfy (templates in their namespace select
+        them and declare every named targetPort): whatever other parts add, they stay fine."""
+        if self.services and self.namespaces:
+            self.services = [s for s in self.services if s[2] not in self.namespaces or any(self._judge([s]))]
+
     def problems(self) -> Iterator[tuple[Any, int, JsonPath, str]]:
         """(who, shift, path, message) for every Service that breaks a rule, in order."""
+        return self._judge(self.services)
+
+    def _judge(self, services: list[tuple[Any, int, str, dict[str, Any], list[tuple[int, str]]]]
+               ) -> Iterator[tuple[Any, int, JsonPath, str]]:
         namespaces, by_pair = self.namespaces, self.by_pair
         if not namespaces:
             return
-        for who, shift, ns, selector, targets in self.services:
+        for who, shift, ns, selector, targets in services:
             if ns not in namespaces:
                 continue
             key, value = next(iter(selector.items()))

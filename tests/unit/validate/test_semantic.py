@@ -206,3 +206,28 @@ def test_numeric_boolean_and_null_keys_read_from_yaml_are_strings_as_kubectl_mak
     problems = validate_objects([doc])
     assert (("spec", "containers", 0, "resources", "requests", "1"), "request 3 is greater than limit 2") in [
         (p.path, p.message) for p in problems]
+
+
+def test_a_part_settles_only_the_services_its_own_pods_satisfy():
+    from dockyard_k8s.validate.semantic import CrossObjects
+
+    def part(services, pods):
+        c = CrossObjects()
+        for who, ns, selector, targets in services:
+            c.add(who, ("service", ns, selector, targets))
+        for ns, labels, ports in pods:
+            c.add(None, ("pods", ns, [(labels, set(ports))]))
+        return c
+
+    first = part([("fine", "a", {"app": "x"}, [(0, "http")]),
+                  ("no-port-here", "a", {"app": "x"}, [(0, "metrics")]),
+                  ("no-match-here", "a", {"app": "y"}, []),
+                  ("other-namespace", "b", {"app": "x"}, [])],
+                 [("a", {"app": "x"}, ["http"])])
+    first.settle()
+    assert [s[0] for s in first.services] == ["no-port-here", "no-match-here", "other-namespace"]
+    second = part([], [("a", {"app": "x", "tier": "t"}, ["metrics"]), ("b", {"app": "z"}, [])])
+    first.merge(second)
+    assert [(who, path, message.split(":")[0]) for who, _, path, message in first.problems()] == [
+        ("no-match-here", ("spec", "selector"), "selects no pod"),
+        ("other-namespace", ("spec", "selector"), "selects no pod")]
