@@ -757,7 +757,10 @@ def read_text(file: str) -> str:
                 return _decoded(file, f.read())
             import mmap
 
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # a file system that cannot map it, or it shrank to nothing
+                return _decoded(file, f.read())
             try:
                 text = _decoded(file, mapped)  # decoded from the page cache: no copy of the bytes first
             except BaseException:

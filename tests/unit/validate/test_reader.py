@@ -421,3 +421,19 @@ def test_large_ascii_files_are_searched_in_their_mapping(tmp_path):
     finally:
         reader.release_mapped()
     assert reader._MAPPED == {}
+
+
+def test_a_large_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    import mmap
+
+    from dockyard_k8s.validate import reader
+
+    big = tmp_path / "big.yaml"
+    big.write_text("kind: ConfigMap\n---\n" * 70_000)  # over _MAP_FROM
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")  # as on a file system without mmap
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    assert reader.read_text(str(big)) == big.read_text()
+    assert reader._MAPPED == {}
