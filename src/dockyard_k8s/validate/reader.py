@@ -778,6 +778,8 @@ def read_text(file: str) -> str:
 _MAP_FROM = 1_000_000  # a file this large is mapped, not read (~10 ms less per 8 MB)
 # ASCII texts read from mapped files, with their mappings, by id(text): the pre-scan's RE2
 # searches search the mapping (no UTF-8 copy of the text, or of each region, to make first).
+# (As with any mapped file, one truncated by another process while a run still searches it
+# ends the run with SIGBUS; the text itself was copied when read.)
 _MAPPED: dict[int, tuple[str, Any]] = {}
 
 
