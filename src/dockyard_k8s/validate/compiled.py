@@ -155,9 +155,6 @@ class ValidatorCache:
             return 0
 
 
-__all__ = ["BULK_THRESHOLD", "Gate", "ValidatorCache"]
-
-
 def import_jsonschema_rs() -> Any:
     """jsonschema-rs, or None when it is not installed, imported ~20 ms faster.
 
@@ -183,3 +180,6 @@ def import_jsonschema_rs() -> Any:
         if stand_in and sys.modules.get("email.utils") is _email_utils:
             del sys.modules["email.utils"]
     return jsonschema_rs
+
+
+__all__ = ["BULK_THRESHOLD", "Gate", "ValidatorCache", "import_jsonschema_rs"]

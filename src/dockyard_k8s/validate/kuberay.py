@@ -53,7 +53,7 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
 def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list[tuple[Path, str]]) -> None:
     """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
     each pod template's metadata (not a walk of the whole object: this runs on every RayJob
-    of a large input; paths are built only for a label found)."""
+    of a large input)."""
     spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)

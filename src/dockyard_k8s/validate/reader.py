@@ -281,7 +281,7 @@ def _scan(text: str, start: int, end: int) -> bool:
     seven backtracking ones: ~18 ms instead of ~190 ms per 8 MB); only when it finds something
     do the exact patterns run, so the verdict is theirs either way."""
     size = end - start
-    wide = (_RE2[0] if _RE2 else re2_filter() if size >= _RE2_IMPORT else None) if size >= _RE2_MIN else None
+    wide = re2_filter() if size >= _RE2_MIN and (_RE2 or size >= _RE2_IMPORT) else None
     if wide is not None:
         raw = _bytes_of(text)
         if (wide.search(text[start:end]) if raw is None else wide.search(raw, start, end)) is None:

@@ -187,16 +187,6 @@ spec:
 """
 
 
-def _all_paths(data, path=()):
-    yield path
-    if isinstance(data, dict):
-        for k, v in data.items():
-            yield from _all_paths(v, (*path, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            yield from _all_paths(v, (*path, i))
-
-
 def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
     """The text locator answers most paths without a parse; where it answers, it is PyYAML's line."""
     from glob import glob
@@ -204,6 +194,7 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
 
     from conftest import REPO
     from dockyard_k8s.validate.reader import _block_style, _text_line, parse_slow, split_documents
+    from odd_values import leaves
 
     texts = [TRICKY] + [Path(f).read_text() for f in sorted(glob(f"{REPO}/tests/golden/expected/**/*.yaml",
                                                                  recursive=True))]
@@ -215,7 +206,7 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
                 continue
             data, _, lines = docs[0]
             split = chunk.split("\n")
-            for path in [*_all_paths(data), ("spec", "missing"), ("metadata", "name", "deeper")]:
+            for path in [(), *leaves(data), ("spec", "missing"), ("metadata", "name", "deeper")]:
                 want = next(lines[path[:end]] for end in range(len(path), -1, -1) if path[:end] in lines)
                 got = _text_line(split, path) if _block_style(chunk) else None
                 asked += 1
