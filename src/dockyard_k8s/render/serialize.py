@@ -3,7 +3,10 @@
 Key order is the order the renderers build (apiVersion, kind, metadata, spec...), never
 sorted alphabetically; multi-line strings are block literals so scripts stay readable.
 PyYAML's dumper quotes every string a YAML 1.1 reader would re-type (``'no'``,
-``'0755'``), so kubectl reads back exactly what we rendered.
+``'0755'``), so kubectl reads back exactly what we rendered. A value the renderers share
+between two places (one selector dict used by two policies) is written out in full each
+time, never as a YAML anchor and alias (``&id001`` / ``*id001``): readers of a manifest,
+and tools that do not resolve aliases, see each object whole.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ def _pyyaml_dumper() -> Any:
         base = yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper
 
         class Dumper(base):  # type: ignore[misc,valid-type]
-            pass
+            def ignore_aliases(self, data: Any) -> bool:
+                return True  # no anchors/aliases: a shared value is written in full each time
 
         def represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
             style = "|" if "\n" in value else None

@@ -42,3 +42,27 @@ def test_a_typical_recipe_takes_the_fast_path():
               "env": {"code": {"sandbox_urls": None, "urls": ["http://localhost:9090"], "opts": {}, "l": []}},
               "fleets": [{"name": "a", "env": [{"name": "X", "value": "x1"}]}, {}]}
     assert _fast_dump(recipe) == _pyyaml(recipe)
+
+
+def test_a_shared_value_is_written_in_full_never_as_an_anchor_and_alias():
+    labels = {"dockyard-k8s/run": "r", "note": "yes"}  # "yes" needs quoting: PyYAML writes it
+    selector = {"matchLabels": labels}
+    data = {"a": selector, "b": {"podSelector": selector, "also": labels}, "c": [labels, labels]}
+    text = dump_yaml(data)
+    assert "&" not in text and "*" not in text, text
+    assert yaml.safe_load(text) == data
+    assert text.count("dockyard-k8s/run: r") == 5
+
+
+def test_rendered_runs_have_no_yaml_anchors(clean_env):
+    """The default-deny policies and the pre-pull DaemonSet share dicts between objects."""
+    from pathlib import Path
+
+    from dockyard_k8s.bundle import build_bundle
+    from dockyard_k8s.render.serialize import dump_documents
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    for infra in ("k3s_single_gpu.infra.yaml", "eks_p5.infra.yaml"):
+        bundle = build_bundle(str(examples / "grpo_tiny.yaml"), str(examples / infra), env=clean_env)
+        text = dump_documents(bundle.objects)
+        assert not [line for line in text.splitlines() if "&id0" in line or "*id0" in line], infra
