@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from dockyard_k8s.config.loader import RunConfig, load_run
+from dockyard_k8s.config.loader import RunConfig, Setting, load_run
 from dockyard_k8s.config.yamlio import Path, format_path
 from dockyard_k8s.errors import ConfigError, ManifestError
 from dockyard_k8s.render import render_run
@@ -53,6 +53,7 @@ def build_bundle(
     sets: Sequence[str] = (),
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    values: Sequence[Setting] = (),
 ) -> Bundle:
     """Load, render and check a run.
 
@@ -60,7 +61,7 @@ def build_bundle(
         ConfigError: bad input, including config that KubeRay would reject.
         ManifestError: a rendered object fails offline validation (fail closed: a renderer bug).
     """
-    run = load_run(recipe_file, infra_file, sets=sets, overrides=overrides, env=env)
+    run = load_run(recipe_file, infra_file, sets=sets, overrides=overrides, env=env, values=values)
     objects = render_run(run)
     problems = [
         run.locate(origin_of(json_path), f"{obj['kind']} {format_path(json_path)}: {message}")

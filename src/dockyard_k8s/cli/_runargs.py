@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
+from dockyard_k8s.config.loader import Setting
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins:
@@ -28,8 +30,11 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
-def load_bundle(args: argparse.Namespace) -> Bundle:
-    sets = list(args.sets)
+def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bundle:
+    """The run of RECIPE with every layer; ``values`` are what the command itself forces
+    (typed, on top of ``--set``), then ``-n``."""
+    typed = list(values)
     if args.namespace:
-        sets.append(f"infra.namespace={args.namespace}")
-    return build_bundle(args.recipe, args.infra, sets=sets, overrides=args.overrides, env=os.environ)
+        typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
+    return build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
+                        values=typed)

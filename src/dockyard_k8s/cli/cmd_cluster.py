@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_address, say
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.config.loader import Setting
 
 EXAMPLES = """\
 examples:
@@ -63,36 +64,34 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     dash.set_defaults(func=cluster_dashboard)
 
 
-def _bringup(args: argparse.Namespace) -> Any:
-    args.sets = [*args.sets, "launch.mode=bringup"]
-    return load_bundle(args)
+BRINGUP = Setting(("launch", "mode"), "bringup", "cluster up/down (launch.mode: bringup)")
+
+
+def _bringup(args: argparse.Namespace) -> list[Setting]:
+    """``cluster`` commands act on the bringup shape; hints to follow it say so too."""
+    args.implied_sets = ["launch.mode=bringup"]
+    return [BRINGUP]
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli.cmd_run import execute
+    from dockyard_k8s.cli.cmd_run import deadline_setting, execute
 
-    if args.pre_running_deadline:
-        args.sets = [*args.sets, f"launch.preRunningDeadlineSeconds={args.pre_running_deadline}"]
-    return execute(args, _bringup(args))
+    return execute(args, load_bundle(args, [*_bringup(args), *deadline_setting(args)]))
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli.cmd_down import run
+    from dockyard_k8s.cli.cmd_down import execute
 
-    args.sets = [*args.sets, "launch.mode=bringup"]
-    return run(args)
+    return execute(args, load_bundle(args, _bringup(args)))
 
 
 def cluster_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.kinds import RAYCLUSTER
-    from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
+    from dockyard_k8s.live.launch import list_clusters
+    from dockyard_k8s.render.meta import RUN_LABEL
 
-    client = connect(args)
-    try:
+    with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
-        items, _ = client.list(RAYCLUSTER, ns, label_selector=f"app.kubernetes.io/managed-by={MANAGED_BY}")
-    finally:
-        client.close()
+        items = list_clusters(client, ns)
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
         return 0
@@ -107,22 +106,20 @@ def cluster_list(args: argparse.Namespace) -> int:
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:
+    import threading
+
+    from dockyard_k8s.live.dashboard import dashboard_url
+
     bundle = load_bundle(args) if args.recipe else None
-    client = connect(args)
-    try:
-        with ray_address(args, bundle, client) as url:
-            say(f"Ray dashboard: {url}   (Ctrl-C to close the port-forward)")
-            if args.open:
-                import webbrowser
+    with connect(args) as client, dashboard_url(ray_target(args), bundle, client, on_forward=warn) as url:
+        say(f"Ray dashboard: {url}   (Ctrl-C to close the port-forward)")
+        if args.open:
+            import webbrowser
 
-                webbrowser.open(url)
-            try:
-                import threading
-
-                threading.Event().wait()
-            except KeyboardInterrupt:
-                print("closed", file=sys.stderr)
-                return 0  # closing the dashboard is the normal way out
-    finally:
-        client.close()
+            webbrowser.open(url)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("closed", file=sys.stderr)
+            return 0  # closing the dashboard is the normal way out
     return 0

@@ -67,8 +67,7 @@ def dev_connect(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.portforward import kubectl_base
 
     bundle = load_bundle(args) if args.recipe else None
-    client = connect(args)
-    try:
+    with connect(args) as client:
         ns = _namespace(args, client, bundle)
         infra = bundle.run.infra["infra"] if bundle else {}
         image = args.image or infra.get("image")
@@ -81,8 +80,6 @@ def dev_connect(args: argparse.Namespace) -> int:
             client.apply(pod)
             say(f"created Pod {ns}/{args.name}")
         wait_pod_running(client, ns, args.name, timeout=args.timeout, say=say)
-    finally:
-        client.close()
     shell = ["sh", "-c", args.shell or "command -v bash >/dev/null && exec bash -l || exec sh -l"]
     cmd = [*kubectl_base(args.context, args.kubeconfig), "exec", "-it", "-n", ns, args.name, "--", *shell]
     import subprocess
@@ -94,12 +91,9 @@ def dev_stop(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.kinds import POD
 
     bundle = load_bundle(args) if args.recipe else None
-    client = connect(args)
-    try:
+    with connect(args) as client:
         ns = _namespace(args, client, bundle)
         gone = client.delete(POD, ns, args.name)
-    finally:
-        client.close()
     say(f"deleted Pod {ns}/{args.name}" if gone else f"no dev pod {ns}/{args.name} (nothing to stop)")
     return 0
 
@@ -119,14 +113,11 @@ def dev_secrets(args: argparse.Namespace) -> int:
     import getpass
 
     values = parse_secret_args(pairs, args.from_file, prompt=getpass.getpass)
-    client = connect(args)
-    try:
+    with connect(args) as client:
         ns = _namespace(args, client, bundle)
         name = secret_name(args.name)
         current = decode_secret_data(client.get(KINDS["Secret"], ns, name))
         merged = {**current, **values}
         client.apply(dev_secret(ns, args.name, merged), force=True)
-    finally:
-        client.close()
     say(describe_secret(name, merged, values))
     return 0

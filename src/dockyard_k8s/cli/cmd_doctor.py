@@ -39,11 +39,8 @@ def run(args: argparse.Namespace) -> int:
     launch = bundle.run.infra["launch"]
     ray_needed = launch["mode"] in ("rayjob", "bringup") or (launch["mode"] == "attach" and
                                                              bool(launch["attach"]["cluster"]))
-    client = connect(args)
-    try:
+    with connect(args) as client:
         facts = gather(client, bundle.objects, ns, ray_needed=ray_needed)
-    finally:
-        client.close()
     checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed)
     ok = exit_ok(checks)
     if args.output == "json":

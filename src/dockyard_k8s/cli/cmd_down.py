@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
 
 EXAMPLES = """\
 examples:
@@ -35,16 +38,17 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.orchestrate import down
+    return execute(args, load_bundle(args))
 
-    bundle = load_bundle(args)
+
+def execute(args: argparse.Namespace, bundle: Bundle) -> int:
+    """Delete the run of ``bundle``; shared by `down` and `cluster down`."""
+    from dockyard_k8s.live.launch import down
+
     ns, run_name = run_of(bundle)
-    client = connect(args)
-    try:
-        deleted = down(client, ns, run_name, bundle.objects, include_governance=args.include_governance,
+    with connect(args) as client:
+        deleted = down(client, bundle, include_governance=args.include_governance,
                        keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
-    finally:
-        client.close()
     if not deleted:
         say(f"nothing left of run {run_name} in {ns}")
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_address, run_of, say
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, run_of, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
@@ -58,10 +58,6 @@ def _bundle(args: argparse.Namespace) -> Any:
     return load_bundle(args) if args.recipe else None
 
 
-def _client(args: argparse.Namespace) -> Any:
-    return None if args.address else connect(args)
-
-
 def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
     from dockyard_k8s.live.rayjobs import submission_id
     from dockyard_k8s.render.ray import entrypoint
@@ -81,20 +77,15 @@ def _job_id(args: argparse.Namespace, bundle: Any) -> str:
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
-    from dockyard_k8s.live.rayjobs import RayJobsClient
+    import contextlib
+
+    from dockyard_k8s.live.dashboard import ray_jobs
 
     bundle = _bundle(args)
-    client = _client(args)
-    try:
-        with ray_address(args, bundle, client) as url:
-            ray = RayJobsClient(url)
-            try:
-                return int(action(ray, bundle))
-            finally:
-                ray.close()
-    finally:
-        if client is not None:
-            client.close()
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(connect(args)) if not args.address else None
+        ray = stack.enter_context(ray_jobs(ray_target(args), bundle, client, on_forward=warn))
+        return int(action(ray, bundle))
 
 
 def job_submit(args: argparse.Namespace) -> int:

@@ -39,20 +39,15 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.errors import UsageError
     from dockyard_k8s.live import logs as lg
-    from dockyard_k8s.live.kinds import POD
-    from dockyard_k8s.live.orchestrate import run_selector
-    from dockyard_k8s.live.progress import main_object
+    from dockyard_k8s.live.launch import log_pods
 
     if args.follow and args.previous:
         raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
     since = lg.parse_duration(args.since) if args.since else None
     bundle = load_bundle(args)
-    ns, run_name = run_of(bundle)
-    main = main_object(bundle.objects)
-    client = connect(args)
-    try:
-        pods, _ = client.list(POD, ns, label_selector=run_selector(run_name))
-        chosen = lg.select_pods(pods, fleet=args.fleet, pod=args.pod, main_kind=main["kind"] if main else None)
+    ns, _ = run_of(bundle)
+    with connect(args) as client:
+        chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
         prefixed = len(chosen) > 1
 
         def emit(prefix: str, line: str) -> None:
@@ -69,6 +64,4 @@ def run(args: argparse.Namespace) -> int:
             for prefix, line in lg.read_logs(client, ns, chosen, container=args.container or "", tail=args.tail,
                                              since=since, previous=args.previous):
                 emit(prefix, line)
-    finally:
-        client.close()
     return 0

@@ -4,7 +4,6 @@ the summary of its output (bus bandwidth per message size)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -78,13 +77,10 @@ def run(args: argparse.Namespace) -> int:
 
 def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
     """Load and check the run like `check` does, then render its NCCL test MPIJob."""
-    from dockyard_k8s.bundle import build_bundle
+    from dockyard_k8s.cli._runargs import load_bundle
     from dockyard_k8s.render import nccl
 
-    sets = list(args.sets)
-    if args.namespace:
-        sets.append(f"infra.namespace={args.namespace}")
-    bundle = build_bundle(args.recipe, args.infra, sets=sets, overrides=args.overrides, env=os.environ)
+    bundle = load_bundle(args)
     problems = [bundle.run.locate(path, message) for path, message in nccl.nccl_problems(bundle.run.infra)]
     if problems:
         raise ConfigError(problems)
@@ -98,13 +94,10 @@ def run_live(args: argparse.Namespace, mpijob: dict[str, Any]) -> Any:
     from dockyard_k8s.live.nccl import live_callables
     from dockyard_k8s.render import nccl
 
-    client = connect(args)
-    try:
+    with connect(args) as client:
         print(f"applying MPIJob {mpijob['metadata']['namespace']}/{mpijob['metadata']['name']}; waiting for the "
               f"launcher (up to {args.timeout:.0f}s)...", flush=True)
         return nccl.run_and_summarize(mpijob, **live_callables(client, timeout=args.timeout, cleanup=not args.keep))
-    finally:
-        client.close()
 
 
 def _read(path: str) -> str:

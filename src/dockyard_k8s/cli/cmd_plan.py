@@ -76,14 +76,11 @@ def run(args: argparse.Namespace) -> int:
         from dockyard_k8s.cli._live import connect
         from dockyard_k8s.live.doctor import cluster_inventory_objects
 
-        client = connect(args)
-        namespaces = sorted({str((o.data.get("metadata") or {}).get("namespace") or client.default_namespace)
-                             for o in targets.objects})
-        try:
+        with connect(args) as client:
+            namespaces = sorted({str((o.data.get("metadata") or {}).get("namespace") or client.default_namespace)
+                                 for o in targets.objects})
             inventory = from_objects(cluster_inventory_objects(client, namespaces),
                                      source=f"live cluster {client.context}".rstrip())
-        finally:
-            client.close()
     elif args.nodes:
         from dockyard_k8s.lint.inputs import read_manifests
 

@@ -30,17 +30,15 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.orchestrate import snapshot, status_doc
+    from dockyard_k8s.live.launch import status
+    from dockyard_k8s.live.orchestrate import status_doc
     from dockyard_k8s.live.progress import phase_of
     from dockyard_k8s.render.serialize import dump_json
 
     bundle = load_bundle(args)
     ns, run_name = run_of(bundle)
-    client = connect(args)
-    try:
-        view = snapshot(client, ns, run_name, bundle.objects)
-    finally:
-        client.close()
+    with connect(args) as client:
+        view = status(client, bundle)
     found = any(view.objects.get(k) for k in view.objects)
     if args.output == "json":
         print(dump_json(status_doc(view, ns)), end="")

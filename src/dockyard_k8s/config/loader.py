@@ -51,6 +51,16 @@ class RunConfig(NamedTuple):
         return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
 
 
+class Setting(NamedTuple):
+    """A typed value a command puts on top of the ``--set`` layer (``cluster up`` forces
+    ``launch.mode: bringup``; ``-n`` sets ``infra.namespace``): no string to re-parse.
+    ``origin`` names it in problems (``--pre-running-deadline``)."""
+
+    path: Path
+    value: Any
+    origin: str
+
+
 class _Layers:
     """Accumulates merged data + the location of every value, and problems."""
 
@@ -161,6 +171,7 @@ def load_run(
     sets: Sequence[str] = (),
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    values: Sequence[Setting] = (),
 ) -> RunConfig:
     """Resolve a recipe + infra spec into a :class:`RunConfig`.
 
@@ -171,7 +182,7 @@ def load_run(
     layers = _Layers(env)
     if infra_file is None:
         infra_file = default_infra_file(recipe_file)
-    infra, sources = _infra_layers(layers, infra_file, sets)
+    infra, sources = _infra_layers(layers, infra_file, sets, values)
 
     recipe_doc = layers.load_chain(recipe_file)
     recipe = recipe_doc.data
@@ -202,7 +213,8 @@ def load_run(
     return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks, infra.key_marks)
 
 
-def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str]) -> tuple[Doc, list[str]]:
+def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str],
+                  values: Sequence[Setting] = ()) -> tuple[Doc, list[str]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
     document and the names of its sources, lowest first."""
     user = user_defaults_file(layers.env)
@@ -210,10 +222,10 @@ def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str]) 
     sources = [SHIPPED, *layers.files]
     # The platform profile sits between the shipped defaults and the user defaults, and is
     # chosen from the merged layers: stack once without it to read infra.platform.
-    infra, set_problems = _stack(None, docs, sets)
+    infra, set_problems = _stack(None, docs, sets, values)
     profile = _profile_doc(infra.data)
     if profile is not None:
-        infra, set_problems = _stack(profile, docs, sets)
+        infra, set_problems = _stack(profile, docs, sets, values)
         sources.insert(1, _profile_name(infra.data))
     layers.problems.extend(set_problems)
     for path, message in check(INFRA, infra.data):
@@ -266,8 +278,10 @@ def _profile_doc(data: Any) -> Doc | None:
     return Doc(layer, marks, dict(marks))
 
 
-def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str]) -> tuple[Doc, list[ConfigProblem]]:
-    """shipped < profile < user defaults < infra file < --set, as one fresh Doc (inputs untouched)."""
+def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str],
+           values: Sequence[Setting] = ()) -> tuple[Doc, list[ConfigProblem]]:
+    """shipped < profile < user defaults < infra file < --set < typed values, as one fresh Doc
+    (inputs untouched)."""
     infra = Doc(defaults_of(INFRA), {}, {})
     for doc in ([profile] if profile else []) + docs:
         infra = merge_docs(infra, doc)
@@ -285,6 +299,13 @@ def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str]) -> tuple[D
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(path), error))
         infra.marks[path] = mark
         infra.key_marks[path] = mark
+    for setting in values:
+        mark = Mark(setting.origin, 0, 0)
+        error = ov.set_path(infra.data, setting.path, setting.value)
+        if error:
+            problems.append(ConfigProblem(mark.file, 0, 0, format_path(setting.path), error))
+        infra.marks[setting.path] = mark
+        infra.key_marks[setting.path] = mark
     return infra, problems
 
 

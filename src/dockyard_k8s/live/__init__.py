@@ -8,12 +8,14 @@ Layout, pure first, I/O second::
     diagnose.py    pod/container states and events -> fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
     orchestrate.py apply / follow / snapshot / down: the flows behind run, status, down
+    launch.py      the facade the CLI calls: launch / status / wait / down / preview (typed options)
     logs.py        pod selection and merged, prefixed log streams
     rayjobs.py     the Ray Jobs REST API (dashboard :8265, /api/jobs/)
+    dashboard.py   where a run's Ray dashboard is (address, cluster, port-forward) and a Jobs client on it
     portforward.py ``kubectl port-forward`` as a context manager
     dev.py         the CPU dev pod and its Secret (builders are pure)
     doctor.py      preflight checks (evaluation is pure; fetching is separate)
-    quantity.py    Kubernetes quantities -> numbers (pure)
+    nccl.py        ``nccl-test --run``: apply the MPIJob, wait for its launcher, read its log
 
 Nothing here is imported by ``check``/``render``: the CLI imports this package inside
 the handlers of live commands only (``lightkube``/``httpx2`` cost ~300 ms to import).

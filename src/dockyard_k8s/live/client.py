@@ -171,6 +171,12 @@ class KubeClient:
         self.close_streams()
         self.http.close()
 
+    def __enter__(self) -> KubeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # --- verbs ----------------------------------------------------------------------------
 
     def version(self) -> dict[str, Any]:

@@ -177,9 +177,12 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
 
 
 class Outcome(NamedTuple):
+    """How a launch or a follow ended."""
+
     ok: bool
-    reason: str  # succeeded | failed | ready | timeout | pre-running-deadline | fatal
+    reason: str  # succeeded | failed | ready | timeout | pre-running-deadline | fatal | applied | detached ...
     message: str
+    submission_id: str = ""  # attach mode: the Ray job
 
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,

@@ -1,0 +1,105 @@
+"""Where a run's Ray dashboard is, and a Ray Jobs client on it.
+
+The target is, first match wins: an explicit address (``--address``), the attach-mode
+``launch.attach.address``, a RayCluster named by ``--cluster``, or the run's own cluster
+(``launch.attach.cluster``, the bringup cluster, or the RayJob's ``status.rayClusterName``),
+reached through ``kubectl port-forward`` to ``<cluster>-head-svc:8265``.
+
+``job``, ``cluster dashboard`` and attach-mode ``run`` all go through :func:`ray_jobs` /
+:func:`dashboard_url`, so anything a Ray Jobs request needs (an address, credentials) has
+one home here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.live.kinds import RAYJOB
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
+    from dockyard_k8s.live.client import KubeClient
+    from dockyard_k8s.live.rayjobs import RayJobsClient
+
+DASHBOARD_PORT = 8265
+
+
+class RayTarget(NamedTuple):
+    """What the user named on the command line (all optional)."""
+
+    address: str | None = None  # a dashboard URL: no port-forward
+    cluster: str | None = None  # a RayCluster by name
+    namespace: str | None = None  # the namespace of ``cluster`` (default: the context's)
+    context: str | None = None  # kubeconfig context and file, for kubectl port-forward
+    kubeconfig: str | None = None
+
+
+def run_id(bundle: Bundle) -> tuple[str, str]:
+    """(namespace, run name) of a bundle."""
+    infra = bundle.run.infra
+    return str(infra["infra"]["namespace"]), str(infra["launch"]["name"])
+
+
+def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
+    """The RayCluster a run's Ray jobs go to: attach.cluster, the bringup cluster, or the RayJob's."""
+    infra = bundle.run.infra
+    ns, run = run_id(bundle)
+    mode = infra["launch"]["mode"]
+    if mode == "attach":
+        if infra["launch"]["attach"]["cluster"]:
+            return str(infra["launch"]["attach"]["cluster"])
+        raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
+    if mode == "rayjob" and client is not None:
+        job = client.get(RAYJOB, ns, run)
+        name = ((job or {}).get("status") or {}).get("rayClusterName")
+        if not name:
+            raise ClusterError("the RayJob has no RayCluster (yet)", obj=f"RayJob {ns}/{run}",
+                               hint="`dockyard-k8s status` shows where it is")
+        return str(name)
+    return run
+
+
+@contextlib.contextmanager
+def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                  on_forward: Callable[[str], None] | None = None) -> Iterator[str]:
+    """A Ray dashboard URL for ``target``; a port-forward, when needed, lives as long as the block.
+    ``on_forward`` hears about the tunnel (the CLI prints it to stderr)."""
+    from dockyard_k8s.live.portforward import port_forward
+
+    if target.address:
+        yield target.address
+        return
+    launch = bundle.run.infra["launch"] if bundle is not None else None
+    if launch is not None and launch["mode"] == "attach" and launch["attach"]["address"]:
+        yield str(launch["attach"]["address"])
+        return
+    if target.cluster:
+        cluster = target.cluster
+        ns = target.namespace or (client.default_namespace if client else "default")
+    elif bundle is not None:
+        cluster = ray_cluster_name(client, bundle)
+        ns = run_id(bundle)[0]
+    else:
+        raise UsageError("say which Ray cluster: RECIPE, --cluster NAME or --address URL")
+    service = f"svc/{cluster}-head-svc"
+    with port_forward(ns, service, DASHBOARD_PORT, context=target.context, kubeconfig=target.kubeconfig) as url:
+        if on_forward:
+            on_forward(f"port-forward: {url} -> {ns}/{service}:{DASHBOARD_PORT}")
+        yield url
+
+
+@contextlib.contextmanager
+def ray_jobs(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+             on_forward: Callable[[str], None] | None = None) -> Iterator[RayJobsClient]:
+    """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block."""
+    from dockyard_k8s.live.rayjobs import RayJobsClient
+
+    with dashboard_url(target, bundle, client, on_forward=on_forward) as url:
+        ray = RayJobsClient(url)
+        try:
+            yield ray
+        finally:
+            ray.close()

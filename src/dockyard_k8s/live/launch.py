@@ -1,0 +1,196 @@
+"""The launch sequence as a library, torchx ``Runner`` style: the CLI parses, calls one of
+these, prints the :class:`Outcome`.
+
+    launch(client, bundle, options)   apply the run (server-side apply), then follow it or return
+    status(client, bundle)            the run right now (one LIST per kind)
+    wait(client, bundle, options)     follow the run with watches until it ends
+    down(client, bundle)              delete everything of the run
+    preview(bundle)                   what ``launch`` would apply (no cluster: ``--dry-run=client``)
+
+Progress goes to ``say`` (one line at a time) and, for attach-mode job logs, ``write``
+(raw text); nothing here prints on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.dashboard import RayTarget, ray_jobs, run_id
+from dockyard_k8s.live.kinds import kind_of, ref
+from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
+from dockyard_k8s.live.progress import RunView, main_object, phase_of
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
+
+__all__ = ["LaunchOptions", "Outcome", "down", "launch", "list_clusters", "log_pods", "preview", "status", "wait"]
+
+Say = Callable[[str], None]
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchOptions:
+    """How ``run`` / ``cluster up`` apply and follow (the flags of ``run``)."""
+
+    dry_run: Literal["", "client", "server"] = ""  # server: dryRun=All, nothing persisted
+    replace: bool = False  # delete the run's job/cluster (or Ray job) first
+    force_conflicts: bool = False  # take over fields another field manager owns
+    detach: bool = False  # return after applying
+    timeout: float | None = None  # stop following after this many seconds
+    pre_running_deadline: float | None = None  # give up when not running in time
+    fail_fast: bool = False  # stop at the first problem that cannot heal
+    ray: RayTarget = dataclasses.field(default_factory=RayTarget)  # attach mode: where the Ray dashboard is
+
+
+def preview(bundle: Bundle) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(objects ``launch`` would apply in order, render-only objects it would skip)."""
+    return split_apply(bundle.objects)
+
+
+def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
+           say: Say = print, write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
+    """Apply the run in order, then (unless detached) follow it to its end.
+
+    Outcome reasons besides :func:`wait`'s: ``dry-run`` (server dry run), ``detached``,
+    ``already-finished`` (an unchanged spec whose job ended: nothing re-run). ``note`` hears
+    side remarks (a port-forward opened), which the CLI prints to stderr.
+    """
+    ns, run = run_id(bundle)
+    if options.dry_run == "client":
+        raise ValueError("a client dry run contacts no cluster: use preview()")
+    if options.replace and not options.dry_run:
+        orchestrate.replace_main(client, bundle.objects, say=say)
+    applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
+                                        force=options.force_conflicts,
+                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
+    counts: dict[str, int] = {}
+    for a in applied:
+        word = a.action.split()[0]
+        counts[word] = counts.get(word, 0) + 1
+    say(f"run {run} in {ns}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    if options.dry_run == "server":
+        return Outcome(True, "dry-run", "server dry run: nothing was persisted")
+    if bundle.run.infra["launch"]["mode"] == "attach":
+        return attach_submit(client, bundle, options, say=say, write=write, note=note)
+    finished = already_finished(client, bundle, applied, say=say)
+    if finished is not None:
+        return finished
+    if options.detach:
+        return Outcome(True, "detached", "applied; not following")
+    return wait(client, bundle, options, say=say)
+
+
+def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied], *,
+                     say: Say = print) -> Outcome | None:
+    """Re-running an unchanged spec whose job already ended: say so instead of waiting forever."""
+    main = main_object(bundle.objects)
+    if main is None:
+        return None
+    kind = kind_of(main)
+    meta = main["metadata"]
+    what = ref(kind.kind, meta.get("namespace"), meta["name"])
+    action = next((a.action for a in applied if a.ref == what), "")
+    if action == "configured" and main["kind"] == "RayJob":
+        say(f"note: {what} changed while it exists; KubeRay does not restart a started job on spec changes "
+            "(use --replace to start it again)")
+    if action != "unchanged":
+        return None
+    live = client.get(kind, meta.get("namespace"), meta["name"])
+    if live is None:
+        return None
+    phase = phase_of(live, [])
+    if phase.terminal and main["kind"] != "RayCluster":
+        say(f"{what} already finished ({phase.summary}); nothing was re-run. --replace starts it again.")
+        return Outcome(phase.ok, "already-finished", phase.summary)
+    return None
+
+
+def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
+         say: Say = print) -> Outcome:
+    """Follow the run with watches until its main object is terminal (or a deadline passes)."""
+    ns, run = run_id(bundle)
+    main = main_object(bundle.objects)
+    # KubeRay enforces a RayJob's preRunningDeadlineSeconds itself; other shapes get it here.
+    local_deadline = options.pre_running_deadline if main is None or main["kind"] != "RayJob" else None
+    return orchestrate.follow(client, ns, run, bundle.objects, say=say, timeout=options.timeout,
+                              pre_running_deadline=local_deadline, fail_fast=options.fail_fast)
+
+
+def status(client: KubeClient, bundle: Bundle) -> RunView:
+    """The run right now: one LIST per kind plus one of Warning events, whatever the pod count."""
+    ns, run = run_id(bundle)
+    return orchestrate.snapshot(client, ns, run, bundle.objects)
+
+
+def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
+         dry_run: bool = False, say: Say = print) -> list[str]:
+    """Delete everything labelled with the run; returns what was deleted (empty: nothing left)."""
+    ns, run = run_id(bundle)
+    return orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
+                            keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+
+
+def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,
+                  write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
+    """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
+    from dockyard_k8s.live.rayjobs import TERMINAL, submission_id
+    from dockyard_k8s.render.ray import entrypoint
+
+    infra = bundle.run.infra
+    _, run = run_id(bundle)
+    command = entrypoint(infra, bundle.run.job_args)
+    runtime_env = infra["launch"]["runtimeEnv"] or None
+    sub_id = submission_id(run, command, runtime_env)
+    with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
+        existing = ray.get(sub_id)
+        if existing and options.replace and existing.get("status") not in TERMINAL:
+            ray.stop(sub_id)
+            ray.wait(sub_id)
+        if existing and options.replace:
+            ray.delete(sub_id)
+            existing = None
+        if existing:
+            say(f"job {sub_id} already submitted ({existing.get('status')}); nothing re-submitted")
+        else:
+            ray.submit(command, sub_id=sub_id, runtime_env=runtime_env, metadata={"dockyard-k8s/run": run})
+            say(f"submitted job {sub_id} to {ray.address}")
+        if options.detach:
+            return Outcome(True, "detached", f"job {sub_id} submitted; not following", sub_id)
+        for chunk in ray.follow_logs(sub_id):
+            write(chunk)
+        info = ray.get(sub_id) or {}
+        state = str(info.get("status") or "")
+        message = f"job {sub_id}: {state} {info.get('message') or ''}".rstrip()
+        return Outcome(state == "SUCCEEDED", state.lower() or "unknown", message, sub_id)
+
+
+def list_clusters(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
+    """RayClusters made by dockyard-k8s in ``namespace`` (None: every namespace)."""
+    from dockyard_k8s.live.kinds import RAYCLUSTER
+    from dockyard_k8s.render.meta import MANAGED_BY
+
+    items, _ = client.list(RAYCLUSTER, namespace, label_selector=f"app.kubernetes.io/managed-by={MANAGED_BY}")
+    return items
+
+
+def log_pods(client: KubeClient, bundle: Bundle, *, fleet: str | None = None,
+             pod: str | None = None) -> list[dict[str, Any]]:
+    """The run's pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the
+    RayJob submitter when there is one, else the head). One LIST."""
+    from dockyard_k8s.live.kinds import POD
+    from dockyard_k8s.live.logs import select_pods
+
+    ns, run = run_id(bundle)
+    main = main_object(bundle.objects)
+    pods, _ = client.list(POD, ns, label_selector=orchestrate.run_selector(run))
+    return select_pods(pods, fleet=fleet, pod=pod, main_kind=main["kind"] if main else None)
