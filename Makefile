@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 EXAMPLE_RECIPE := examples/grpo_swe.yaml
 EXAMPLE_INFRA  := examples/grpo_swe.infra.yaml
 
-.PHONY: demo test unit lint golden bench clean
+.PHONY: demo test unit lint golden generated bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ lint: $(STAMP)
 # Regenerate golden files after an intended rendering change; review `git diff tests/golden`.
 golden: $(STAMP)
 	DOCKYARD_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/golden -q
+
+# Everything generated from the infra schema (a test fails when one is stale).
+generated: $(STAMP)
+	$(BIN)/dockyard-k8s schema > schemas/infra.schema.json
+	$(BIN)/dockyard-k8s schema --markdown > docs/infra-spec.md
+	$(BIN)/python -m dockyard_k8s.config.typegen > src/dockyard_k8s/config/infra_types.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

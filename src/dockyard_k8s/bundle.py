@@ -2,48 +2,42 @@
 
 Every command that needs the objects of a run (check, render, lint, plan, run...) goes
 through :func:`build_bundle`, so what ``render`` prints is exactly what ``run`` applies.
+
+A problem found in the rendered objects is the user's when an infra value produced the
+field (``render/provenance.py`` knows which): it is reported at that key, with the file,
+line, column and layer it was written in (exit 2). A problem no infra value explains is a
+renderer bug, and nothing is printed or applied (exit 1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dockyard_k8s.config.loader import RunConfig, Setting, load_run
-from dockyard_k8s.config.yamlio import Path, format_path
-from dockyard_k8s.errors import ConfigError, ManifestError
+from dockyard_k8s.config.loader import Setting, load_run
+from dockyard_k8s.config.model import RunConfig
+from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
+from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
 from dockyard_k8s.validate.kuberay import kuberay_problems
 
-# Which infra key produced a field of the rendered RayJob / RayCluster, so a KubeRay rule
-# broken by the config is reported at the line the user wrote. Longest prefix wins.
-_ORIGIN: dict[Path, Path] = {
-    ("metadata", "name"): ("launch", "name"),
-    ("spec", "submissionMode"): ("launch", "submissionMode"),
-    ("spec", "suspend"): ("launch", "suspend"),
-    ("spec", "backoffLimit"): ("launch", "backoffLimit"),
-    ("spec", "ttlSecondsAfterFinished"): ("launch", "ttlSecondsAfterFinished"),
-    ("spec", "activeDeadlineSeconds"): ("launch", "activeDeadlineSeconds"),
-    ("spec", "preRunningDeadlineSeconds"): ("launch", "preRunningDeadlineSeconds"),
-    ("spec", "deletionStrategy"): ("launch", "deletionRules"),
-    ("spec", "runtimeEnvYAML"): ("launch", "runtimeEnv"),
-    ("spec", "submitterPodTemplate"): ("launch", "submissionMode"),
-    ("spec", "rayClusterSpec"): ("kuberay", "spec"),
-    ("spec",): ("kuberay", "spec"),  # a bare RayCluster's spec
-}
+if TYPE_CHECKING:
+    from dockyard_k8s.validate.problem import Report
 
 
 class Bundle(NamedTuple):
     run: RunConfig
     objects: list[dict[str, Any]]
-    validation: Any = None  # validate.Report: what the rendered objects were checked against
+    validation: Report | None = None  # what the rendered objects were checked against
 
 
-def origin_of(json_path: Path) -> Path:
-    for end in range(len(json_path), 0, -1):
-        if json_path[:end] in _ORIGIN:
-            return _ORIGIN[json_path[:end]]
-    return ("kuberay", "spec")
+class RenderedProblem(NamedTuple):
+    """A problem of rendered object ``index`` at ``path`` (before it is blamed on a key)."""
+
+    object_index: int
+    path: Path
+    message: str
+    line: str  # how it reads when no infra key explains it (a renderer bug)
 
 
 def build_bundle(
@@ -58,21 +52,51 @@ def build_bundle(
     """Load, render and check a run.
 
     Raises:
-        ConfigError: bad input, including config that KubeRay would reject.
-        ManifestError: a rendered object fails offline validation (fail closed: a renderer bug).
+        ConfigError: bad input, including config that KubeRay or the API server would reject.
+        ManifestError: a rendered object fails offline validation for no reason in the input
+            (fail closed: a renderer bug).
     """
     run = load_run(recipe_file, infra_file, sets=sets, overrides=overrides, env=env, values=values)
     objects = render_run(run)
-    problems = [
-        run.locate(origin_of(json_path), f"{obj['kind']} {format_path(json_path)}: {message}")
-        for obj in objects
-        for json_path, message in kuberay_problems(obj)
-    ]
-    if problems:
-        raise ConfigError(problems)
+    rules = [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message}", "")
+             for i, obj in enumerate(objects) for path, message in kuberay_problems(obj)]
+    if rules:
+        raise_blamed(run, rules)
     from dockyard_k8s.validate.engine import validate_report
 
     report = validate_report(objects, ignore_missing_schemas=True)  # no CRD schema: rules still run
     if report.problems:
-        raise ManifestError([str(p) for p in report.problems])
+        raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
     return Bundle(run, objects, report)
+
+
+def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:
+    """Raise for ``problems``: a ConfigError at the infra keys behind them, or a ManifestError
+    when no infra value explains any of them (every problem is listed either way)."""
+    from dockyard_k8s.render import provenance
+
+    with provenance.tracing(run.infra) as trace:
+        traced = render_run(run)  # the same objects (renderers are deterministic), noted
+    where = [trace.paths(obj) for obj in traced]
+    blamed: dict[Path, list[str]] = {}
+    unexplained: list[str] = []
+    for p in problems:
+        key = where[p.object_index].infra_key(p.path)
+        if key is None:
+            unexplained.append(p.line or f"object {p.object_index}: {p.message}")
+        elif p.message not in blamed.setdefault(key, []):
+            blamed[key].append(p.message)
+    if not blamed:
+        raise ManifestError(unexplained)
+    found = [run.locate(key, message, at_key=message.startswith("unknown field"))
+             for key, messages in blamed.items() for message in _one_per_key(messages)]
+    found += [ConfigProblem(line, 0, 0, "", "(not explained by the configuration: a dockyard-k8s bug?)")
+              for line in unexplained]
+    raise ConfigError(found)
+
+
+def _one_per_key(messages: list[str]) -> list[str]:
+    """Several checks can say the same thing about one value (the schema's pattern and the
+    semantic rule for a quantity): keep the messages written for people."""
+    readable = [m for m in messages if "expected a value matching ^" not in m]
+    return readable or messages[:1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
@@ -41,13 +42,29 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+_clone_hook: Callable[[Any], Any] | None = None  # render/provenance.py's traced copy, while it records
+
+
 def clone(value: Any) -> Any:
     """A deep copy of plain data, without the cost of importing ``copy``."""
+    if _clone_hook is not None:
+        return _clone_hook(value)
+    return _clone(value)
+
+
+def _clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [_clone(v) for v in value]
     return value
+
+
+def set_clone_hook(hook: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+    """Let ``clone`` call ``hook`` instead (provenance tracing); returns the previous hook."""
+    global _clone_hook
+    previous, _clone_hook = _clone_hook, hook
+    return previous
 
 
 def show(value: Any) -> str:

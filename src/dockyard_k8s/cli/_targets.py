@@ -10,10 +10,13 @@ sections.
 from __future__ import annotations
 
 import argparse
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
 from dockyard_k8s.errors import UsageError
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
@@ -45,7 +48,7 @@ def _sections_from_file(path: str | None, sets: list[str]) -> dict[str, Any]:
     return _sections(load_infra(path, sets=sets))
 
 
-def _sections(infra: dict[str, Any]) -> dict[str, Any]:
+def _sections(infra: InfraSpec) -> dict[str, Any]:
     """lint and plan settings; lint.gpuRuntimeClass defaults to the platform's
     infra.runtimeClassName (kind/k3s: nvidia), so the profile and the lint rule agree."""
     lint = dict(infra["lint"])

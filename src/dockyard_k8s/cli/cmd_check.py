@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._output import OK, WARN, object_ref, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import PodSizing
 
 EXAMPLES = """\
 examples:
@@ -54,13 +58,13 @@ _SHAPE_TITLES = {
 }
 
 
-def _fleet_row(name: str, s: dict[str, Any], replicas: int) -> list[Any]:
+def _fleet_row(name: str, s: PodSizing, replicas: int) -> list[Any]:
     total = replicas * s["gpus"]
     return [name, replicas, s["gpus"], s["cpu"], s["memory"], s["shmSize"] or "-",
             ",".join(f"{k}={v}" for k, v in s["nodeSelector"].items()) or "-", total]
 
 
-def summary(infra: dict[str, Any], objects: list[dict[str, Any]], run: Any) -> str:
+def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
     lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
     overrides = f" (+{len(run.job_args)} override(s) passed to the job)" if run.job_args else ""

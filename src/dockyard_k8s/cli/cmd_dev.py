@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
@@ -69,7 +70,7 @@ def dev_connect(args: argparse.Namespace) -> int:
     bundle = load_bundle(args) if args.recipe else None
     with connect(args) as client:
         ns = _namespace(args, client, bundle)
-        infra = bundle.run.infra["infra"] if bundle else {}
+        infra: Mapping[str, Any] = bundle.run.infra["infra"] if bundle else {}
         image = args.image or infra.get("image")
         if not image:
             raise UsageError("dev connect needs an image: RECIPE (infra.image) or --image")

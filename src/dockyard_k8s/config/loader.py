@@ -17,38 +17,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, cast
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.platforms import platform_problems, profile_layer
 from dockyard_k8s.config.schema import check, defaults_of, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
 
-SHIPPED = "<shipped defaults>"
-RECIPE_MOUNT = "/etc/dockyard-k8s/recipe.yaml"
-
-
-class RunConfig(NamedTuple):
-    """A run, fully resolved: what every renderer and command works from."""
-
-    infra: dict[str, Any]  # the infra spec, every default filled in, validated
-    recipe: dict[str, Any]  # the recipe with parents merged and overrides applied
-    recipe_file: str
-    job_args: list[str]  # overrides as the job receives them (idempotent form)
-    sources: list[str]  # files merged, lowest layer first
-    marks: dict[Path, Mark]  # where each infra value was written
-    key_marks: dict[Path, Mark]  # where each infra key was written
-
-    def locate(self, path: Path, message: str) -> ConfigProblem:
-        """A problem about infra key ``path``, at the place the user wrote it."""
-        mark = _locate(self.marks, self.key_marks, path)
-        if path == ("launch", "name") and path not in self.marks:
-            mark = Mark(self.recipe_file, 0, 0)
-            message += " (the run name defaults to the recipe file name; set launch.name)"
-        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 
 class Setting(NamedTuple):
@@ -70,7 +51,7 @@ class _Layers:
         self.files: list[str] = []  # every file read, parents before children
 
     def problem(self, doc: Doc, path: Path, message: str, *, at_key: bool = False) -> None:
-        mark = _locate(doc.key_marks if at_key else doc.marks, doc.key_marks, path)
+        mark = locate(doc.key_marks if at_key else doc.marks, doc.key_marks, path)
         self.problems.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
 
     def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Doc:
@@ -109,17 +90,6 @@ class _Layers:
             merged = merge_docs(merged, self.load_chain(parent, (*stack, real)))
         self.files.append(file)
         return merge_docs(merged, doc)
-
-
-def _locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path) -> Mark:
-    """Where ``path`` was written: the path itself, else the key of its closest written
-    parent (a missing ``infra.image`` points at ``infra:``), else the top of the file."""
-    if path in marks:
-        return marks[path]
-    for end in range(len(path) - 1, 0, -1):
-        if path[:end] in key_marks:
-            return key_marks[path[:end]]
-    return marks.get((), Mark(SHIPPED, 0, 0))
 
 
 def merge(base: Any, over: Any) -> Any:
@@ -210,7 +180,8 @@ def load_run(
         layers.problems.extend(_cross_field_problems(infra))
     if layers.problems:
         raise ConfigError(layers.problems)
-    return RunConfig(infra.data, recipe, recipe_file, job_args, sources, infra.marks, infra.key_marks)
+    return RunConfig(cast("InfraSpec", infra.data), recipe, recipe_file, job_args, sources, infra.marks,
+                     infra.key_marks)
 
 
 def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str],
@@ -234,7 +205,7 @@ def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str],
 
 
 def load_infra(infra_file: str | None, *, sets: Sequence[str] = (),
-               env: Mapping[str, str] | None = None) -> dict[str, Any]:
+               env: Mapping[str, str] | None = None) -> InfraSpec:
     """The infra spec alone, layered and checked like :func:`load_run` does, for commands
     that read its settings without a recipe (``lint``/``plan`` on manifest files). No
     run-level rules (an image is not required here).
@@ -247,7 +218,7 @@ def load_infra(infra_file: str | None, *, sets: Sequence[str] = (),
     if layers.problems:
         raise ConfigError(layers.problems)
     fill_defaults(INFRA, infra.data)
-    return infra.data
+    return cast("InfraSpec", infra.data)
 
 
 def _profile_name(data: dict[str, Any]) -> str:
@@ -309,7 +280,7 @@ def _stack(profile: Doc | None, docs: list[Doc], sets: Sequence[str],
     return infra, problems
 
 
-def _fill_derived(infra: dict[str, Any], recipe_file: str) -> None:
+def _fill_derived(infra: InfraSpec, recipe_file: str) -> None:
     """Defaults that depend on other values (documented on each field)."""
     launch, sandbox = infra["launch"], infra["sandbox"]
     if launch["name"] is None:
@@ -336,6 +307,6 @@ def _cross_field_problems(doc: Doc) -> list[ConfigProblem]:
     found += platform_problems(infra)
     out = []
     for path, message in found:
-        mark = _locate(doc.marks, doc.key_marks, path)
+        mark = locate(doc.marks, doc.key_marks, path)
         out.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
     return out

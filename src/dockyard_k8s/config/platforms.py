@@ -20,10 +20,14 @@ docs read it; nothing here does I/O.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.plain import clone
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 
@@ -88,7 +92,7 @@ PRIVATE_CIDRS = [
     "fe80::/10",
 ]
 
-_GPU_FLEETS = ("trainer", "inference")
+_GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
 def _eks() -> dict[str, Any]:
@@ -246,7 +250,7 @@ MAX_STATEFULSET_NAME = 52
 MAX_JOB_NAME = 63  # the Job's pods carry job-name=<name>, a label value
 
 
-def gpu_pod_count(infra: dict[str, Any]) -> int:
+def gpu_pod_count(infra: InfraSpec) -> int:
     """GPU pods of the run in the launch shape chosen (the job shape is one pod)."""
     kr = infra["kuberay"]
     pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
@@ -258,7 +262,7 @@ def gpu_pod_count(infra: dict[str, Any]) -> int:
     return pods
 
 
-def _images(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+def _images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
     """Images to pin: each once, at the key the user wrote it."""
     main = infra["infra"]["image"]
     out: list[tuple[tuple[str, ...], Any]] = [(("infra", "image"), main)]
@@ -272,7 +276,7 @@ def _images(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
     return out
 
 
-def platform_problems(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
     """Rules of the platform profiles and of the operator-free shapes, as (key path, message)."""
     section, launch, kr = infra["infra"], infra["launch"], infra["kuberay"]
     platform, mode, name = section["platform"], launch["mode"], str(launch["name"])

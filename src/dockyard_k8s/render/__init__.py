@@ -12,6 +12,7 @@ inputs give byte-identical output. One module per object family:
                     and the platform pass over every GPU pod (runtimeClass, storage, placement)
     nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)
     merge.py        the deep merge of free-form fragments
+    provenance.py   which infra key produced a rendered field (recorded only when asked)
     meta.py         names and labels every object shares
     serialize.py    deterministic YAML / JSON text
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dockyard_k8s.config.loader import RunConfig
+from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.render.governance import governance_objects
 from dockyard_k8s.render.platform import (
     apply_platform,

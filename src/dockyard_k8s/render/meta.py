@@ -1,5 +1,4 @@
 """Names and labels shared by every renderer: the contract later commands rely on.
-
 Every object carries the ``app.kubernetes.io/*`` recommended labels plus
 ``dockyard-k8s/run=<run>``, the label ``status``, ``logs`` and ``down`` select on.
 Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|submitter>``.
@@ -7,7 +6,13 @@ Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|su
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from dockyard_k8s.render import provenance
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet
 
 RUN_LABEL = "dockyard-k8s/run"
 FLEET_LABEL = "dockyard-k8s/fleet"
@@ -24,19 +29,19 @@ FLEETS = {
     "nccl-launcher": "nccl-test",
     "nccl-worker": "nccl-test",
 }
-GPU_FLEETS = ("trainer", "inference")
+GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
-def run_name(infra: dict[str, Any]) -> str:
+def run_name(infra: InfraSpec) -> str:
     return str(infra["launch"]["name"])
 
 
-def name_of(infra: dict[str, Any], suffix: str = "") -> str:
+def name_of(infra: InfraSpec, suffix: str = "") -> str:
     """``<run>`` or ``<run>-<suffix>``: every object name derives from the run name."""
     return f"{run_name(infra)}-{suffix}" if suffix else run_name(infra)
 
 
-def labels(infra: dict[str, Any], component: str) -> dict[str, str]:
+def labels(infra: InfraSpec, component: str) -> dict[str, str]:
     """Labels of an object of the run (user labels first, ours win), sorted by key."""
     run = run_name(infra)
     out = {
@@ -47,24 +52,28 @@ def labels(infra: dict[str, Any], component: str) -> dict[str, str]:
         "app.kubernetes.io/managed-by": MANAGED_BY,
         RUN_LABEL: run,
     }
-    return dict(sorted(out.items()))
+    out = dict(sorted(out.items()))
+    if provenance.active():
+        user = infra["infra"]["labels"]
+        provenance.note_fields(out, {k: ("infra", "labels", k) for k in user if out.get(k) == user[k]})
+    return out
 
 
-def pod_labels(infra: dict[str, Any], fleet: str) -> dict[str, str]:
+def pod_labels(infra: InfraSpec, fleet: str) -> dict[str, str]:
     return dict(sorted({**labels(infra, FLEETS[fleet]), FLEET_LABEL: fleet}.items()))
 
 
-def selector(infra: dict[str, Any], fleet: str) -> dict[str, str]:
+def selector(infra: InfraSpec, fleet: str) -> dict[str, str]:
     """The stable subset of pod labels used in selectors (selectors are immutable)."""
     return {FLEET_LABEL: fleet, RUN_LABEL: run_name(infra)}
 
 
-def metadata(infra: dict[str, Any], name: str, component: str, *, namespaced: bool = True) -> dict[str, Any]:
+def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = True) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespaced:
         meta["namespace"] = infra["infra"]["namespace"]
     meta["labels"] = labels(infra, component)
-    return meta
+    return provenance.note_fields(meta, {"name": ("launch", "name"), "namespace": ("infra", "namespace")})
 
 
 def quantity(value: Any) -> str:
@@ -82,11 +91,11 @@ def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
     return [{"name": k, "value": text(v)} for k, v in env.items()]
 
 
-def pull_secrets(infra: dict[str, Any]) -> list[dict[str, str]]:
+def pull_secrets(infra: InfraSpec) -> list[dict[str, str]]:
     return [{"name": n} for n in infra["infra"]["imagePullSecrets"]]
 
 
-def pod_common(infra: dict[str, Any]) -> dict[str, Any]:
+def pod_common(infra: InfraSpec) -> dict[str, Any]:
     """Pod spec fields every managed pod shares (priority class, pull secrets)."""
     spec: dict[str, Any] = {}
     if infra["infra"]["priorityClassName"]:

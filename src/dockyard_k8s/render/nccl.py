@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.render.meta import env_list, metadata, name_of, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.platform import add_gpu_scheduling, add_runtime_class, gpu_worker_selector, padded_deadline
 from dockyard_k8s.render.ray import GPU
 
-GPU_FLEETS = ("trainer", "inference")
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet
+
+GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
-def nccl_shape(infra: dict[str, Any]) -> tuple[int, int]:
+def nccl_shape(infra: InfraSpec) -> tuple[int, int]:
     """(worker nodes, GPUs per node) of the test: the run's GPU pods unless ncclTest says otherwise."""
     nt, kr = infra["ncclTest"], infra["kuberay"]
     pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
@@ -37,7 +41,7 @@ def nccl_shape(infra: dict[str, Any]) -> tuple[int, int]:
     return int(nt["nodes"] or max(pods, 1)), int(nt["gpusPerNode"] or gpus)
 
 
-def _sizing(infra: dict[str, Any]) -> dict[str, Any]:
+def _sizing(infra: InfraSpec) -> dict[str, Any]:
     """The GPU fleet whose nodes the test uses: the trainer's, unless it has no GPU pods."""
     kr = infra["kuberay"]
     for role in GPU_FLEETS:
@@ -46,7 +50,7 @@ def _sizing(infra: dict[str, Any]) -> dict[str, Any]:
     return dict(kr["trainer"])
 
 
-def mpirun_command(infra: dict[str, Any], env_names: list[str]) -> list[str]:
+def mpirun_command(infra: InfraSpec, env_names: list[str]) -> list[str]:
     nt = infra["ncclTest"]
     nodes, gpus = nccl_shape(infra)
     cmd = [nt["mpirunPath"], "--allow-run-as-root", "--tag-output", "-np", str(nodes * gpus), "-N", str(gpus),
@@ -59,7 +63,7 @@ def mpirun_command(infra: dict[str, Any], env_names: list[str]) -> list[str]:
     return cmd
 
 
-def nccl_mpijob(infra: dict[str, Any]) -> dict[str, Any]:
+def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     """The MPIJob ``<run>-nccl``. ``infra["ncclTest"]["image"]`` must be set (see :func:`nccl_problems`)."""
     nt = infra["ncclTest"]
     sizing = _sizing(infra)
@@ -125,7 +129,7 @@ def nccl_mpijob(infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def nccl_problems(infra: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def nccl_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
     """What stops the test from being rendered, as (infra key path, message)."""
     out: list[tuple[tuple[str, ...], str]] = []
     if not infra["ncclTest"]["image"]:

@@ -16,7 +16,7 @@ is left alone, except where noted.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kube
 from dockyard_k8s.plain import clone
@@ -32,9 +32,13 @@ from dockyard_k8s.render.meta import (
 )
 from dockyard_k8s.render.sandbox import DNS_PEER, egress_blocks
 
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet, Group
+
 GPU = "nvidia.com/gpu"
-GANG_FLEETS = ("head", "trainer", "inference")  # the pods one training run lives or dies with
-GPU_WORKER_FLEETS = ("trainer", "inference")
+GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods one training run lives or dies with
+GPU_WORKER_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 STORAGE_VOLUME = "dockyard-storage"
 KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"  # `down` leaves objects with this annotation in place
 RAY_DASHBOARD_PORT = 8265
@@ -43,21 +47,21 @@ RAY_DASHBOARD_PORT = 8265
 # --- names -----------------------------------------------------------------------------------
 
 
-def priority_class_name(infra: dict[str, Any]) -> str:
+def priority_class_name(infra: InfraSpec) -> str:
     pc = infra["infra"]["priorityClass"]
     return str(pc["name"] or f"{infra['infra']['namespace']}-{run_name(infra)}-gpu")
 
 
-def storage_claim_name(infra: dict[str, Any]) -> str:
+def storage_claim_name(infra: InfraSpec) -> str:
     return str(infra["infra"]["storage"]["claimName"] or name_of(infra, "cache"))
 
 
-def padded_deadline(infra: dict[str, Any], seconds: int | None) -> int | None:
+def padded_deadline(infra: InfraSpec, seconds: int | None) -> int | None:
     """A deadline plus the cold-pull allowance (``infra.imagePull.coldPullSeconds``)."""
     return None if seconds is None else seconds + infra["infra"]["imagePull"]["coldPullSeconds"]
 
 
-def gpu_worker_selector(infra: dict[str, Any], fleets: tuple[str, ...] = GPU_WORKER_FLEETS) -> dict[str, Any]:
+def gpu_worker_selector(infra: InfraSpec, fleets: tuple[str, ...] = GPU_WORKER_FLEETS) -> dict[str, Any]:
     """Label selector of the run's GPU worker pods (for anti-affinity and spreading)."""
     return {"matchLabels": {RUN_LABEL: run_name(infra)},
             "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
@@ -66,7 +70,7 @@ def gpu_worker_selector(infra: dict[str, Any], fleets: tuple[str, ...] = GPU_WOR
 # --- objects ---------------------------------------------------------------------------------
 
 
-def priority_class(infra: dict[str, Any]) -> dict[str, Any] | None:
+def priority_class(infra: InfraSpec) -> dict[str, Any] | None:
     pc = infra["infra"]["priorityClass"]
     if not pc["create"]:
         return None
@@ -81,7 +85,7 @@ def priority_class(infra: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def network_policies(infra: dict[str, Any]) -> list[dict[str, Any]]:
+def network_policies(infra: InfraSpec) -> list[dict[str, Any]]:
     """Deny all (the run's pods, or the namespace), then allow what a run needs.
 
     The allow policy selects the run's pods except the sandbox pool, which keeps its own,
@@ -128,7 +132,7 @@ def network_policies(infra: dict[str, Any]) -> list[dict[str, Any]]:
     return [deny, allow]
 
 
-def storage_claim(infra: dict[str, Any]) -> dict[str, Any] | None:
+def storage_claim(infra: InfraSpec) -> dict[str, Any] | None:
     st = infra["infra"]["storage"]
     if not (st["enabled"] and st["create"]):
         return None
@@ -142,7 +146,7 @@ def storage_claim(infra: dict[str, Any]) -> dict[str, Any] | None:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
 
 
-def _gpu_node_affinity(infra: dict[str, Any]) -> dict[str, Any] | None:
+def _gpu_node_affinity(infra: InfraSpec) -> dict[str, Any] | None:
     """Nodes of any GPU fleet: one nodeSelectorTerm per distinct nodeSelector (terms are ORed)."""
     terms: list[dict[str, Any]] = []
     for role in GPU_WORKER_FLEETS:
@@ -159,7 +163,7 @@ def _gpu_node_affinity(infra: dict[str, Any]) -> dict[str, Any] | None:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
-def prepull_daemonset(infra: dict[str, Any]) -> dict[str, Any] | None:
+def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
     """Pulls infra.image on the GPU nodes ahead of the run, so a start does not wait 5-10 min.
 
     The image runs once as an init container (``/bin/sh -c true``); a pause container then
@@ -219,7 +223,7 @@ def requests_gpu(pod: dict[str, Any]) -> bool:
     return False
 
 
-def add_gpu_scheduling(infra: dict[str, Any], pod: dict[str, Any], select: dict[str, Any]) -> None:
+def add_gpu_scheduling(infra: InfraSpec, pod: dict[str, Any], select: dict[str, Any]) -> None:
     """One GPU pod per node and the topology spread, unless the pod already sets its own."""
     sched = infra["infra"]["gpuScheduling"]
     if sched["onePodPerNode"] and "podAntiAffinity" not in (pod.get("affinity") or {}):
@@ -232,14 +236,14 @@ def add_gpu_scheduling(infra: dict[str, Any], pod: dict[str, Any], select: dict[
             for c in sched["topologySpreadConstraints"]]
 
 
-def add_runtime_class(infra: dict[str, Any], pod: dict[str, Any]) -> None:
+def add_runtime_class(infra: InfraSpec, pod: dict[str, Any]) -> None:
     """runtimeClassName on a pod that requests GPUs (kind/k3s: without it the GPU is invisible)."""
     rc = infra["infra"]["runtimeClassName"]
     if rc and requests_gpu(pod) and not pod.get("runtimeClassName"):
         pod["runtimeClassName"] = rc
 
 
-def add_storage(infra: dict[str, Any], pod: dict[str, Any]) -> None:
+def add_storage(infra: InfraSpec, pod: dict[str, Any]) -> None:
     st = infra["infra"]["storage"]
     if not st["enabled"] or any(v.get("name") == STORAGE_VOLUME for v in pod.get("volumes") or []):
         return
@@ -250,7 +254,7 @@ def add_storage(infra: dict[str, Any], pod: dict[str, Any]) -> None:
         containers[0].setdefault("volumeMounts", []).append({"name": STORAGE_VOLUME, "mountPath": st["mountPath"]})
 
 
-def apply_platform(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """The platform pass, in place, over the GPU gang's pod templates (see the module doc).
 
     * ``runtimeClassName`` on every pod that requests ``nvidia.com/gpu``;

@@ -14,10 +14,11 @@ Built in three steps, in this order:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from dockyard_k8s.plain import clone
+from dockyard_k8s.plain import Path, clone
+from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -35,6 +36,10 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
 
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet, PodSizing
+
 GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.
 HEAD_PORTS = [
@@ -51,7 +56,7 @@ def fleet_resource(role: str) -> str:
     return f"dockyard_fleet_{role}"
 
 
-def _resources(sizing: dict[str, Any]) -> dict[str, Any]:
+def _resources(sizing: PodSizing) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": sizing["cpu"], "memory": sizing["memory"]}
     limits: dict[str, Any] = {"cpu": sizing["cpuLimit"] or sizing["cpu"],
                               "memory": sizing["memoryLimit"] or sizing["memory"]}
@@ -60,16 +65,27 @@ def _resources(sizing: dict[str, Any]) -> dict[str, Any]:
         extended = {GPU: sizing["gpus"], **extended}
     requests.update(extended)
     limits.update(extended)  # extended resources cannot overcommit: requests == limits
-    return {"requests": {k: quantity(v) for k, v in requests.items()},
-            "limits": {k: quantity(v) for k, v in limits.items()}}
+    out = {"requests": {k: quantity(v) for k, v in requests.items()},
+           "limits": {k: quantity(v) for k, v in limits.items()}}
+    trace = provenance.active()
+    at = trace.origin(sizing) if trace else None
+    if at is not None:  # which sizing key each amount comes from
+        keys: dict[str, Path] = {GPU: ("gpus",), **{k: ("extendedResources", k) for k in sizing["extendedResources"]}}
+        provenance.note_fields(out["requests"], {"cpu": (*at, "cpu"), "memory": (*at, "memory"),
+                                                 **{k: (*at, *v) for k, v in keys.items()}})
+        provenance.note_fields(out["limits"], {
+            "cpu": (*at, "cpuLimit" if sizing["cpuLimit"] else "cpu"),
+            "memory": (*at, "memoryLimit" if sizing["memoryLimit"] else "memory"),
+            **{k: (*at, *v) for k, v in keys.items()}})
+    return out
 
 
-def _ray_params(params: dict[str, Any]) -> dict[str, str]:
+def _ray_params(params: Mapping[str, Any]) -> dict[str, str]:
     """rayStartParams values are strings for KubeRay."""
     return {k: ("true" if v else "false") if isinstance(v, bool) else quantity(v) for k, v in params.items()}
 
 
-def gpu_container(infra: dict[str, Any], sizing: dict[str, Any], name: str, *,
+def gpu_container(infra: InfraSpec, sizing: PodSizing, name: str, *,
                   env_first: Sequence[dict[str, Any]] = (), mounts: Sequence[dict[str, Any]] = (),
                   volumes: Sequence[dict[str, Any]] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Ray container of a GPU pod and the pod's volumes: image, env, resources, the recipe
@@ -93,7 +109,7 @@ def gpu_container(infra: dict[str, Any], sizing: dict[str, Any], name: str, *,
     return container, all_volumes
 
 
-def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], container_name: str) -> dict[str, Any]:
+def _group_template(infra: InfraSpec, fleet: str, sizing: PodSizing, container_name: str) -> dict[str, Any]:
     container, volumes = gpu_container(infra, sizing, container_name)
     if fleet == "head":  # ports right after the image, where KubeRay's own examples put them
         container = {**{k: container[k] for k in ("name", "image", "imagePullPolicy")},
@@ -108,7 +124,7 @@ def _group_template(infra: dict[str, Any], fleet: str, sizing: dict[str, Any], c
     return {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": spec}
 
 
-def _base_spec(infra: dict[str, Any]) -> dict[str, Any]:
+def _base_spec(infra: InfraSpec) -> dict[str, Any]:
     kr = infra["kuberay"]
     head = kr["head"]
     spec: dict[str, Any] = {
@@ -129,6 +145,10 @@ def _base_spec(infra: dict[str, Any]) -> dict[str, Any]:
             "rayStartParams": _ray_params(sizing["rayStartParams"]),
             "template": _group_template(infra, role, sizing, "ray-worker"),
         })
+        provenance.note_fields(spec["workerGroupSpecs"][-1], {
+            "replicas": ("kuberay", role, "replicas"), "minReplicas": ("kuberay", role, "replicas"),
+            "maxReplicas": ("kuberay", role, "replicas"), "rayStartParams": ("kuberay", role, "rayStartParams")})
+    provenance.note_fields(spec["headGroupSpec"], {"rayStartParams": ("kuberay", "head", "rayStartParams")})
     return spec
 
 
@@ -173,7 +193,7 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
     return '"{' + body + '}"'
 
 
-def _apply_invariants(infra: dict[str, Any], spec: dict[str, Any]) -> None:
+def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
     env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
     if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
         env["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
@@ -198,11 +218,11 @@ def _apply_invariants(infra: dict[str, Any], spec: dict[str, Any]) -> None:
                 set_env(container, "DOCKYARD_FLEET_ROLE", fleet)
         if fleet in GPU_FLEETS:
             params = group.setdefault("rayStartParams", {})
-            amount = max(1, int(infra["kuberay"][fleet]["gpus"]))
+            amount = max(1, int(infra["kuberay"][cast("Fleet", fleet)]["gpus"]))
             params["resources"] = resources_param(params.get("resources"), fleet_resource(fleet), amount)
 
 
-def raycluster_spec(infra: dict[str, Any]) -> dict[str, Any]:
+def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
     """The full RayCluster spec: base sizing, then kuberay.spec merged, then invariants."""
     spec = deep_merge(_base_spec(infra), infra["kuberay"]["spec"])
     _apply_invariants(infra, spec)
@@ -212,13 +232,13 @@ def raycluster_spec(infra: dict[str, Any]) -> dict[str, Any]:
 # --- objects -----------------------------------------------------------------------------
 
 
-def entrypoint(infra: dict[str, Any], job_args: list[str]) -> str:
+def entrypoint(infra: InfraSpec, job_args: list[str]) -> str:
     """The job command: ``launch.entrypoint`` with {recipe} filled, then the overrides."""
     cmd = infra["launch"]["entrypoint"].replace("{recipe}", RECIPE_PATH)
     return f"{cmd} {shlex.join(job_args)}" if job_args else cmd
 
 
-def _submitter_template(infra: dict[str, Any]) -> dict[str, Any]:
+def _submitter_template(infra: InfraSpec) -> dict[str, Any]:
     sub = infra["launch"]["submitter"]
     # No command: KubeRay fills in `ray job submit ...` when the container has none.
     container = {
@@ -234,7 +254,12 @@ def _submitter_template(infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rayjob(infra: dict[str, Any], job_args: list[str]) -> dict[str, Any]:
+# RayJob spec fields copied from the launch key of the same name (for provenance).
+_RAYJOB_FROM_LAUNCH = ("entrypoint", "submissionMode", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished",
+                       "activeDeadlineSeconds", "preRunningDeadlineSeconds", "backoffLimit", "suspend")
+
+
+def rayjob(infra: InfraSpec, job_args: list[str]) -> dict[str, Any]:
     launch = infra["launch"]
     spec: dict[str, Any] = {
         "entrypoint": entrypoint(infra, job_args),
@@ -258,16 +283,20 @@ def rayjob(infra: dict[str, Any], job_args: list[str]) -> dict[str, Any]:
     if launch["submissionMode"] == "K8sJobMode":
         spec["submitterPodTemplate"] = _submitter_template(infra)
     spec["rayClusterSpec"] = raycluster_spec(infra)
+    provenance.note_fields(spec, {key: ("launch", key) for key in _RAYJOB_FROM_LAUNCH})
+    provenance.note_fields(spec, {"runtimeEnvYAML": ("launch", "runtimeEnv"),
+                                  "deletionStrategy": ("launch", "deletionRules"),
+                                  "submitterPodTemplate": ("launch", "submissionMode")})
     return {"apiVersion": "ray.io/v1", "kind": "RayJob",
             "metadata": metadata(infra, name_of(infra), "ray-job"), "spec": spec}
 
 
-def raycluster(infra: dict[str, Any]) -> dict[str, Any]:
+def raycluster(infra: InfraSpec) -> dict[str, Any]:
     return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
             "metadata": metadata(infra, name_of(infra), "ray-cluster"), "spec": raycluster_spec(infra)}
 
 
-def gpu_pdb(infra: dict[str, Any]) -> dict[str, Any]:
+def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
     """PDB over the GPU pods of the run (head + workers), never the sandbox's pods:
     a pod covered by two PDBs cannot be evicted at all."""
     return {

@@ -14,10 +14,14 @@ Hardening beyond the spec's baseline, because the pool runs untrusted code:
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 
 # Where cluster DNS runs on kubeadm, EKS, GKE, kind and k3s alike.
 DNS_PEER = {
@@ -27,14 +31,14 @@ DNS_PEER = {
 OPEN_EGRESS = ("0.0.0.0/0", "::/0")
 
 
-def sandbox_url(infra: dict[str, Any]) -> str:
+def sandbox_url(infra: InfraSpec) -> str:
     """Cluster DNS URL of the sandbox Service, injected as DOCKYARD_SANDBOX_URLS."""
     ns = infra["infra"]["namespace"]
     domain = infra["infra"]["clusterDomain"]
     return f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{infra['sandbox']['port']}"
 
 
-def sandbox_objects(infra: dict[str, Any]) -> list[dict[str, Any]]:
+def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
     sb = infra["sandbox"]
     if not sb["enabled"]:
         return []
@@ -54,7 +58,7 @@ def sandbox_objects(infra: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _resources(res: dict[str, Any]) -> dict[str, Any]:
+def _resources(res: SandboxResources) -> dict[str, Any]:
     requests = {"cpu": res["cpu"], "memory": res["memory"], "ephemeral-storage": res["ephemeralStorage"]}
     limits = {
         "cpu": res["cpuLimit"] or res["cpu"],
@@ -65,7 +69,7 @@ def _resources(res: dict[str, Any]) -> dict[str, Any]:
             "limits": {k: quantity(v) for k, v in limits.items()}}
 
 
-def container_security(sec: dict[str, Any]) -> dict[str, Any]:
+def container_security(sec: Mapping[str, Any]) -> dict[str, Any]:
     """The hardening baseline: no escalation, no capabilities, RuntimeDefault seccomp; opt-ins."""
     ctx: dict[str, Any] = {
         "allowPrivilegeEscalation": False,
@@ -81,7 +85,7 @@ def container_security(sec: dict[str, Any]) -> dict[str, Any]:
     return ctx
 
 
-def _deployment(infra: dict[str, Any]) -> dict[str, Any]:
+def _deployment(infra: InfraSpec) -> dict[str, Any]:
     sb = infra["sandbox"]
     sec = sb["security"]
     container: dict[str, Any] = {"name": "executor", "image": sb["image"], "imagePullPolicy": sb["imagePullPolicy"]}
@@ -133,7 +137,7 @@ def _deployment(infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _service(infra: dict[str, Any]) -> dict[str, Any]:
+def _service(infra: InfraSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -160,7 +164,7 @@ def egress_blocks(allowed: list[str], blocked: list[str]) -> list[dict[str, Any]
     return peers
 
 
-def _network_policy(infra: dict[str, Any]) -> dict[str, Any]:
+def _network_policy(infra: InfraSpec) -> dict[str, Any]:
     np = infra["sandbox"]["networkPolicy"]
     egress: list[dict[str, Any]] = [{
         "to": [DNS_PEER],

@@ -19,8 +19,9 @@ image and pull secrets, the run and fleet labels. Pod template fragments of ``ku
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.plain import clone
@@ -38,6 +39,10 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.platform import padded_deadline
 from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.sandbox import sandbox_url
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
+    from dockyard_k8s.config.model import PodSizing
 
 SCRIPT_NAME = "ray-bootstrap.sh"
 SCRIPT_DIR = "/opt/dockyard"
@@ -64,15 +69,15 @@ def bootstrap_script() -> str:
         return f.read()
 
 
-def headless_service_name(infra: dict[str, Any]) -> str:
+def headless_service_name(infra: InfraSpec) -> str:
     return name_of(infra, "ray")
 
 
-def head_pod_name(infra: dict[str, Any]) -> str:
+def head_pod_name(infra: InfraSpec) -> str:
     return f"{name_of(infra, 'trainer')}-0"
 
 
-def head_address(infra: dict[str, Any]) -> str:
+def head_address(infra: InfraSpec) -> str:
     """Where the statefulset head's GCS answers (what the script builds from POD_NAMESPACE)."""
     return (f"{head_pod_name(infra)}.{headless_service_name(infra)}.{infra['infra']['namespace']}"
             f".svc.{infra['infra']['clusterDomain']}:6379")
@@ -106,14 +111,14 @@ def add_quantities(values: list[Any]) -> str:
 # --- pods -----------------------------------------------------------------------------------
 
 
-def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+def _combined_sizing(infra: InfraSpec) -> tuple[KuberayHead, dict[str, int]]:
     """The job pod: the head plus every fleet's pods on one node; and the fleet tags it carries."""
     kr = infra["kuberay"]
     pods = [(kr["head"], 1)] + [(kr[r], kr[r]["replicas"]) for r in GPU_FLEETS if kr[r]["replicas"] > 0]
     tags = {fleet_resource(r): max(1, kr[r]["replicas"] * kr[r]["gpus"])
             for r in GPU_FLEETS if kr[r]["replicas"] > 0}
 
-    def total(key: str, limit: str | None = None) -> str:
+    def total(key: Literal["cpu", "memory"], limit: Literal["cpuLimit", "memoryLimit"] | None = None) -> str:
         return add_quantities([(s[limit] if limit and s[limit] else s[key]) for s, n in pods for _ in range(n)])
 
     extended: dict[str, Any] = {}
@@ -122,7 +127,7 @@ def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, i
             extended[k] = add_quantities([extended.get(k, 0), *[v] * n])
     has_limit = any(s["cpuLimit"] for s, _ in pods), any(s["memoryLimit"] for s, _ in pods)
     shm = [s["shmSize"] for s, _ in pods if s["shmSize"] is not None]
-    sizing: dict[str, Any] = {
+    sizing: KuberayHead = {
         "gpus": sum(s["gpus"] * n for s, n in pods),
         "cpu": total("cpu"),
         "memory": total("memory"),
@@ -144,7 +149,7 @@ def _combined_sizing(infra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, i
     return sizing, tags
 
 
-def _ray_args(params: dict[str, Any]) -> str:
+def _ray_args(params: Mapping[str, Any]) -> str:
     """rayStartParams -> ``--key=value`` words (``resources`` is passed on its own)."""
     words = []
     for k, v in params.items():
@@ -155,7 +160,7 @@ def _ray_args(params: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def _fragment(infra: dict[str, Any], group: str, container: str) -> dict[str, Any]:
+def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
     """The pod template fragment of ``kuberay.spec`` for a group, containers renamed to ours."""
     spec = infra["kuberay"]["spec"]
     if group == "head":
@@ -172,7 +177,7 @@ def _fragment(infra: dict[str, Any], group: str, container: str) -> dict[str, An
     return template
 
 
-def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], tags: dict[str, int],
+def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict[str, int],
                   bootstrap: dict[str, str], role_env: str | None, groups: list[str], job: bool) -> dict[str, Any]:
     container_name = "ray-head" if job else "ray-worker"
     downward = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -226,7 +231,7 @@ def _pod_template(infra: dict[str, Any], *, fleet: str, sizing: dict[str, Any], 
     return template
 
 
-def _bootstrap_env(infra: dict[str, Any], *, nodes: int, head_pod: str, after: str,
+def _bootstrap_env(infra: InfraSpec, *, nodes: int, head_pod: str, after: str,
                    params: dict[str, Any], job_args: list[str]) -> dict[str, str]:
     b = infra["launch"]["bootstrap"]
     return {
@@ -246,7 +251,7 @@ def _bootstrap_env(infra: dict[str, Any], *, nodes: int, head_pod: str, after: s
 # --- objects ----------------------------------------------------------------------------------
 
 
-def bootstrap_configmap(infra: dict[str, Any]) -> dict[str, Any]:
+def bootstrap_configmap(infra: InfraSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -255,7 +260,7 @@ def bootstrap_configmap(infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def job_objects(infra: dict[str, Any], job_args: list[str]) -> list[dict[str, Any]]:
+def job_objects(infra: InfraSpec, job_args: list[str]) -> list[dict[str, Any]]:
     """``launch.mode: job``: the bootstrap ConfigMap and one single-node batch Job."""
     launch = infra["launch"]
     sizing, tags = _combined_sizing(infra)
@@ -276,7 +281,7 @@ def job_objects(infra: dict[str, Any], job_args: list[str]) -> list[dict[str, An
     return [bootstrap_configmap(infra), job]
 
 
-def headless_service(infra: dict[str, Any]) -> dict[str, Any]:
+def headless_service(infra: InfraSpec) -> dict[str, Any]:
     """DNS for the StatefulSet pods; records exist before readiness so workers find the head."""
     return {
         "apiVersion": "v1",
@@ -292,7 +297,7 @@ def headless_service(infra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def statefulset_objects(infra: dict[str, Any], job_args: list[str]) -> list[dict[str, Any]]:
+def statefulset_objects(infra: InfraSpec, job_args: list[str]) -> list[dict[str, Any]]:
     """``launch.mode: statefulset``: ConfigMap, headless Service, then one StatefulSet per fleet."""
     kr = infra["kuberay"]
     fleets = [r for r in GPU_FLEETS if kr[r]["replicas"] > 0]

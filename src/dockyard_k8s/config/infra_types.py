@@ -1,0 +1,272 @@
+"""The loaded infra spec as TypedDicts: generated from ``infra_schema.INFRA``; do not edit.
+
+Regenerate with ``.venv/bin/python -m dockyard_k8s.config.typegen > src/dockyard_k8s/config/infra_types.py``
+(see ``config/typegen.py`` for how schema types map to these).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+Quantity = str | int | float  # a Kubernetes quantity as written: "16Gi", 4, 0.5
+
+
+class InfraSecurity(TypedDict):
+    enabled: bool
+    runAsNonRoot: bool
+    runAsUser: int | None
+    readOnlyRootFilesystem: bool
+
+
+class InfraResourceQuota(TypedDict):
+    hard: dict[str, str | float]
+
+
+class InfraLimitRange(TypedDict):
+    limits: list[dict[str, Any]]
+
+
+class InfraGpuScheduling(TypedDict):
+    onePodPerNode: bool
+    topologySpreadConstraints: list[dict[str, Any]]
+
+
+class InfraStorage(TypedDict):
+    enabled: bool
+    claimName: str | None
+    create: bool
+    storageClassName: str | None
+    accessMode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]
+    size: Quantity
+    mountPath: str
+
+
+class InfraNetworkPolicy(TypedDict):
+    defaultDeny: bool
+    scope: Literal["run", "namespace"]
+    httpsEgress: bool
+    privateCidrs: list[str]
+    operatorPodLabels: dict[str, str]
+    extraIngress: list[dict[str, Any]]
+    extraEgress: list[dict[str, Any]]
+
+
+class InfraPriorityClass(TypedDict):
+    create: bool
+    name: str | None
+    value: int
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"]
+
+
+class InfraImagePull(TypedDict):
+    requirePinned: bool
+    coldPullSeconds: int
+    prePull: bool
+    pauseImage: str
+
+
+class Infra(TypedDict):
+    namespace: str
+    image: str | None
+    imagePullPolicy: Literal["IfNotPresent", "Always", "Never"]
+    imagePullSecrets: list[str]
+    priorityClassName: str | None
+    clusterDomain: str
+    labels: dict[str, str]
+    security: InfraSecurity
+    resourceQuota: InfraResourceQuota | None
+    limitRange: InfraLimitRange | None
+    platform: Literal["generic", "eks", "kind", "k3s"]
+    instanceType: Literal["p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge"] | None
+    runtimeClassName: str | None
+    gpuScheduling: InfraGpuScheduling
+    storage: InfraStorage
+    networkPolicy: InfraNetworkPolicy
+    priorityClass: InfraPriorityClass
+    imagePull: InfraImagePull
+
+
+class LaunchBootstrap(TypedDict):
+    timeoutSeconds: int
+    pollSeconds: int
+
+
+class LaunchSubmitter(TypedDict):
+    image: str | None
+    cpu: Quantity
+    memory: Quantity
+    cpuLimit: Quantity
+    memoryLimit: Quantity
+
+
+class LaunchAttach(TypedDict):
+    cluster: str | None
+    address: str | None
+
+
+class Launch(TypedDict):
+    mode: Literal["rayjob", "bringup", "attach", "job", "statefulset"]
+    bootstrap: LaunchBootstrap
+    name: str | None
+    entrypoint: str
+    submissionMode: Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
+    shutdownAfterJobFinishes: bool
+    ttlSecondsAfterFinished: int
+    activeDeadlineSeconds: int | None
+    preRunningDeadlineSeconds: int | None
+    backoffLimit: int
+    suspend: bool
+    runtimeEnv: dict[str, Any]
+    deletionRules: list[dict[str, Any]]
+    submitter: LaunchSubmitter
+    attach: LaunchAttach
+
+
+class KuberayHead(TypedDict):
+    gpus: int
+    cpu: Quantity
+    memory: Quantity
+    cpuLimit: Quantity | None
+    memoryLimit: Quantity | None
+    extendedResources: dict[str, str | int]
+    shmSize: Quantity | None
+    nodeSelector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    env: dict[str, str | float | bool]
+    rayStartParams: dict[str, str | float | bool]
+
+
+class KuberayTrainer(TypedDict):
+    replicas: int
+    gpus: int
+    cpu: Quantity
+    memory: Quantity
+    cpuLimit: Quantity | None
+    memoryLimit: Quantity | None
+    extendedResources: dict[str, str | int]
+    shmSize: Quantity | None
+    nodeSelector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    env: dict[str, str | float | bool]
+    rayStartParams: dict[str, str | float | bool]
+
+
+KuberayInference = KuberayTrainer
+
+
+class KuberayPdb(TypedDict):
+    enabled: bool
+    maxUnavailable: int
+
+
+class Kuberay(TypedDict):
+    rayVersion: str
+    head: KuberayHead
+    trainer: KuberayTrainer
+    inference: KuberayInference
+    spec: dict[str, Any]
+    pdb: KuberayPdb
+
+
+class SandboxResources(TypedDict):
+    cpu: Quantity
+    memory: Quantity
+    ephemeralStorage: Quantity
+    cpuLimit: Quantity | None
+    memoryLimit: Quantity | None
+    ephemeralStorageLimit: Quantity | None
+
+
+class SandboxSecurity(TypedDict):
+    enabled: bool
+    runAsNonRoot: bool
+    runAsUser: int | None
+    readOnlyRootFilesystem: bool
+    writablePaths: list[str]
+    automountServiceAccountToken: bool
+
+
+class SandboxNetworkPolicy(TypedDict):
+    enabled: bool
+    allowEgress: bool
+    allowedEgressCidrs: list[str]
+    blockedEgressCidrs: list[str]
+
+
+class SandboxPdb(TypedDict):
+    enabled: bool
+    maxUnavailable: int
+
+
+class Sandbox(TypedDict):
+    enabled: bool
+    replicas: int
+    image: str | None
+    imagePullPolicy: Literal["IfNotPresent", "Always", "Never"] | None
+    command: list[str] | None
+    args: list[str] | None
+    port: int
+    injectUrls: bool
+    env: dict[str, str | float | bool]
+    nodeSelector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    topologySpreadConstraints: list[dict[str, Any]]
+    resources: SandboxResources
+    security: SandboxSecurity
+    networkPolicy: SandboxNetworkPolicy
+    pdb: SandboxPdb
+    probes: bool
+
+
+class NcclTest(TypedDict):
+    image: str | None
+    nodes: int | None
+    gpusPerNode: int | None
+    minBytes: str
+    maxBytes: str
+    stepFactor: int
+    iterations: int
+    check: bool
+    binary: str
+    mpirunPath: str
+    mpirunArgs: list[str]
+    env: dict[str, str | float | bool]
+    extendedResources: dict[str, str | int]
+    activeDeadlineSeconds: int
+
+
+class Lint(TypedDict):
+    ignore: list[str]
+    shmPerGpu: Quantity
+    gpuRuntimeClass: str | None
+    coldPullSeconds: int
+
+
+class PlanNodePoolsItem(TypedDict):
+    name: str
+    instanceType: str
+    count: int
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    rootVolume: Quantity
+
+
+class PlanInstanceTypesValue(TypedDict):
+    allocatable: dict[str, str | int]
+    labels: dict[str, str]
+
+
+class Plan(TypedDict):
+    nodePools: list[PlanNodePoolsItem]
+    instanceTypes: dict[str, PlanInstanceTypesValue]
+
+
+class InfraSpec(TypedDict):
+    defaults: str | list[str] | None
+    infra: Infra
+    launch: Launch
+    kuberay: Kuberay
+    sandbox: Sandbox
+    ncclTest: NcclTest
+    lint: Lint
+    plan: Plan

@@ -1,0 +1,109 @@
+"""The resolved run: what every renderer and command works from (no I/O here).
+
+``RunConfig.infra`` is typed by ``infra_types.InfraSpec`` (generated from the schema), so
+mypy checks every ``infra["..."]`` lookup. Each infra value also knows where it came from
+(:meth:`RunConfig.origin`): the layer (shipped defaults, a platform profile, the user
+defaults file, an infra file and its parents, ``--set``) and the file:line:col it was
+written at. The renderers' provenance (``render/provenance.py``) maps a rendered field back
+to the infra key, so a problem in a rendered object is reported where the user wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from dockyard_k8s.config.yamlio import Mark
+from dockyard_k8s.errors import ConfigProblem
+from dockyard_k8s.plain import Path, format_path
+
+SHIPPED = "<shipped defaults>"
+
+Fleet = Literal["trainer", "inference"]  # the GPU worker groups
+Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
+
+if TYPE_CHECKING:  # the TypedDicts cost ~2 ms to create: types only, never imported at run time
+    from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
+
+    FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
+    PodSizing = KuberayHead | KuberayTrainer  # any of kuberay.head/trainer/inference
+
+
+def locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path, *, at_key: bool = False) -> Mark:
+    """Where ``path`` was written: the path itself (its key with ``at_key``), else the key of
+    its closest written parent (a missing ``infra.image`` points at ``infra:``; a list item
+    at the item), else the top of the file."""
+    if path in (key_marks if at_key else marks):
+        return (key_marks if at_key else marks)[path]
+    if path in marks:
+        return marks[path]
+    for end in range(len(path) - 1, 0, -1):
+        if path[:end] in key_marks:
+            return key_marks[path[:end]]
+        if isinstance(path[end - 1], int) and path[:end] in marks:
+            return marks[path[:end]]
+    return marks.get((), Mark(SHIPPED, 0, 0))
+
+
+def layer_name(file: str) -> str:
+    """How a message names the layer a value came from (its Mark's ``file``)."""
+    if file == SHIPPED:
+        return "the shipped defaults"
+    if file.startswith("<") and file.endswith(">"):
+        return f"the {file[1:-1]}"  # <eks profile p5.48xlarge>
+    if file.startswith("--set"):
+        return f"`{file}`"
+    return file
+
+
+class RunConfig(NamedTuple):
+    """A run, fully resolved."""
+
+    infra: InfraSpec  # the infra spec, every default filled in, validated
+    recipe: dict[str, Any]  # the recipe with parents merged and overrides applied
+    recipe_file: str
+    job_args: list[str]  # overrides as the job receives them (idempotent form)
+    sources: list[str]  # files merged, lowest layer first
+    marks: dict[Path, Mark]  # where each infra value was written
+    key_marks: dict[Path, Mark]  # where each infra key was written
+
+    def origin(self, path: Path, *, at_key: bool = False) -> Mark:
+        """Where infra key ``path`` got its value (or, ``at_key``, where its key is written): a
+        file:line:col, or a layer (``<kind profile>``, ``<shipped defaults>``, ``--set ...``)
+        with line 0."""
+        return locate(self.marks, self.key_marks, path, at_key=at_key)
+
+    def locate(self, path: Path, message: str, *, at_key: bool = False) -> ConfigProblem:
+        """A problem about infra key ``path``, at the place the user wrote it (its key with
+        ``at_key``: for a key that should not be there)."""
+        mark = self.origin(path, at_key=at_key)
+        if path == ("launch", "name") and path not in self.marks:
+            mark = Mark(self.recipe_file, 0, 0)
+            message += " (the run name defaults to the recipe file name; set launch.name)"
+        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+
+    def layer(self, path: Path) -> str:
+        """The layer that set the value at ``path``: a file, ``<kind profile>``, ``--set ...``, or
+        ``<shipped defaults>`` (also for values derived from other keys)."""
+        node: Any = self.infra
+        nodes = [node]
+        for part in path:
+            if isinstance(node, dict):
+                node = node.get(part)
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                node = None
+            nodes.append(node)
+        for end in range(len(path), 0, -1):
+            mark = self.marks.get(path[:end])
+            if mark is not None:
+                # a mapping merges key by key: a key no layer wrote under it is a default
+                return mark.file if end == len(path) or not isinstance(nodes[end], dict) else SHIPPED
+        return SHIPPED
+
+    def written_by_user(self, path: Path) -> bool:
+        """True when a user layer (a defaults or infra file, --set) set ``path``, not the
+        shipped defaults or a platform profile."""
+        file = self.layer(path)
+        return not (file == SHIPPED or (file.startswith("<") and file.endswith(">")))
