@@ -11,6 +11,13 @@ the Kubernetes API documents them (each is asserted in ``test_fakekube.py``):
   nothing; lists are atomic (as for ``x-kubernetes-list-type: atomic``);
 * LIST with ``labelSelector`` (=, ==, !=, in, notin, exists, !exists) and ``fieldSelector``
   (only fields the kind supports; others 400), returning the collection resourceVersion;
+  ``limit``/``continue`` chunking ("Retrieving large results sets in chunks"): at most
+  ``limit`` items and an opaque ``metadata.continue`` token while more remain, every chunk
+  a consistent snapshot at the first chunk's resourceVersion, ``remainingItemCount`` only
+  without selectors, selectors changed under a token 400, a token older than the last
+  compaction 410 ``Expired``; ``max_page`` returns fewer items than ``limit``, as a server may;
+  ``slow_list_over`` makes an unchunked LIST of more items time out (504 ``Timeout``, the
+  API server's request timeout on a list too large to send in time);
 * WATCH from a resourceVersion: only later events, selector transitions become
   ADDED/DELETED, no resourceVersion = synthetic ADDED for the current state, a compacted
   version gives ``ERROR`` 410 Expired (or HTTP 410 with ``gone_as_http``), server-side
@@ -25,6 +32,7 @@ Test helpers (``put``, ``set_status``, ``add_event``, ``add_log``, ``fail``, ``c
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import threading
@@ -252,6 +260,10 @@ class FakeKube(httpx2.BaseTransport):
         self.drop_gen = 0
         self.closed = False
         self.watching: dict[str, int] = {}
+        self.max_page = 0  # > 0: a chunk of a LIST with a limit holds at most this many items
+        self.snapshots: dict[int, tuple[int, str, list[dict[str, Any]]]] = {}  # LIST chunking state
+        self.snapshot_seq = 0
+        self.slow_list_over = 0  # > 0: an unchunked LIST of more items times out (504), as a large one does
         for ns in namespaces:
             self.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
@@ -350,6 +362,7 @@ class FakeKube(httpx2.BaseTransport):
         with self.lock:
             self.compacted = self.rv
             self.history = []
+            self.snapshots.clear()  # continue tokens from before expire (410)
             self.drop_gen += 1
             self.cond.notify_all()
 
@@ -473,13 +486,64 @@ class FakeKube(httpx2.BaseTransport):
         return match
 
     def _list(self, res: tuple[str, str], kind: str, ns: str, params: dict[str, str]) -> dict[str, Any]:
-        match = self._matching(res, kind, ns, params)
-        items = [copy.deepcopy(o) for (_, _), o in sorted(self.store.get(res, {}).items()) if match(o)]
-        for item in items:  # list items carry no apiVersion/kind (like the real server's typed lists)
+        query = json.dumps([res, ns, params.get("labelSelector", ""), params.get("fieldSelector", "")])
+        token = params.get("continue", "")
+        if token:
+            rv, start, items = self._snapshot(token, query)
+        else:
+            match = self._matching(res, kind, ns, params)
+            rv, start = self.rv, 0
+            items = [o for (_, _), o in sorted(self.store.get(res, {}).items()) if match(o)]
+        limit = int(params.get("limit") or 0)
+        if self.slow_list_over and not limit and len(items) > self.slow_list_over:
+            # what the API server's request timeout (60 s) answers when one unchunked LIST is too large
+            raise ApiFailure(504, "Timeout", "the server was unable to return a response in the time allotted, "
+                                             f"but may still be processing the request (get {res[1]})")
+        if self.max_page and limit > self.max_page:  # "the server may return fewer items than limit"
+            limit = self.max_page
+        end = start + limit if limit > 0 else len(items)
+        page = [copy.deepcopy(o) for o in items[start:end]]
+        for item in page:  # list items carry no apiVersion/kind (like the real server's typed lists)
             item.pop("apiVersion", None)
             item.pop("kind", None)
-        return {"apiVersion": res[0], "kind": f"{kind}List", "metadata": {"resourceVersion": str(self.rv)},
-                "items": items}
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if end < len(items):
+            if token:
+                snap_id = int(self._token(token)["id"])
+            else:  # the rest is read from this snapshot: one consistent list (stored objects are
+                # replaced by put, never changed in place, so holding them is a snapshot)
+                snap_id = self._bump_snapshot()
+                self.snapshots[snap_id] = (rv, query, items)
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps(
+                {"v": "meta.k8s.io/v1", "rv": rv, "id": snap_id, "start": end}).encode()).decode()
+            if not params.get("labelSelector") and not params.get("fieldSelector"):
+                meta["remainingItemCount"] = len(items) - end
+        return {"apiVersion": res[0], "kind": f"{kind}List", "metadata": meta, "items": page}
+
+    def _bump_snapshot(self) -> int:
+        self.snapshot_seq += 1
+        return self.snapshot_seq
+
+    @staticmethod
+    def _token(token: str) -> dict[str, Any]:
+        try:
+            doc = json.loads(base64.urlsafe_b64decode(token.encode()))
+            assert isinstance(doc, dict) and {"rv", "id", "start"} <= doc.keys()
+            return doc
+        except (ValueError, AssertionError):
+            raise ApiFailure(400, "BadRequest", "continue key is not valid: illegal base64 data") from None
+
+    def _snapshot(self, token: str, query: str) -> tuple[int, int, list[dict[str, Any]]]:
+        doc = self._token(token)
+        snap = self.snapshots.get(int(doc["id"]))
+        if int(doc["rv"]) <= self.compacted or snap is None:
+            raise ApiFailure(410, "Expired", "The provided continue parameter is too old to display a consistent "
+                                             "list result. You can start a new list without the continue parameter.")
+        rv, snap_query, items = snap
+        if snap_query != query:
+            raise ApiFailure(400, "BadRequest", "the continue token was issued for a different list: selectors "
+                                                "and the collection must not change between chunks")
+        return rv, int(doc["start"]), items
 
     def _create(self, res: tuple[str, str], kind: str, ns: str, obj: dict[str, Any],
                 params: dict[str, str]) -> httpx2.Response:

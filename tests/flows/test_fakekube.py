@@ -287,3 +287,55 @@ def test_injected_faults(http: httpx2.Client, fake: FakeKube) -> None:
     fake.fail(reset=True)
     with pytest.raises(httpx2.ReadError):
         http.get(CM)
+
+
+def _pods(fake: FakeKube, n: int, ns: str = "default", labels: dict[str, str] | None = None) -> None:
+    for i in range(n):
+        fake.put({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"p{i:05d}", "namespace": ns, "labels": labels or {"app": "x"}}})
+
+
+def test_list_chunks_with_limit_and_continue(http: httpx2.Client, fake: FakeKube) -> None:
+    """API concepts, "Retrieving large results sets in chunks": at most `limit` items, a
+    `continue` token while more remain, every chunk at the first chunk's resourceVersion
+    (later writes are not seen), `remainingItemCount` only without selectors."""
+    _pods(fake, 7)
+    url = "/api/v1/namespaces/default/pods"
+    first = http.get(url, params={"limit": "3"}).json()
+    assert [p["metadata"]["name"] for p in first["items"]] == ["p00000", "p00001", "p00002"]
+    assert first["metadata"]["remainingItemCount"] == 4
+    rv = first["metadata"]["resourceVersion"]
+    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p00006", "namespace": "default",
+                                                                "labels": {"app": "changed"}}})
+    fake.remove("v1", "Pod", "default", "p00005")
+    second = http.get(url, params={"limit": "3", "continue": first["metadata"]["continue"]}).json()
+    third = http.get(url, params={"limit": "3", "continue": second["metadata"]["continue"]}).json()
+    assert [p["metadata"]["name"] for p in second["items"] + third["items"]] == [
+        "p00003", "p00004", "p00005", "p00006"]  # the snapshot: p00005 still there, p00006 unchanged
+    assert third["items"][0]["metadata"]["labels"] == {"app": "x"}
+    assert {second["metadata"]["resourceVersion"], third["metadata"]["resourceVersion"]} == {rv}
+    assert "continue" not in third["metadata"] and "remainingItemCount" not in third["metadata"]
+    selected = http.get(url, params={"limit": "2", "labelSelector": "app=x"}).json()
+    assert len(selected["items"]) == 2 and "remainingItemCount" not in selected["metadata"]
+    assert "continue" not in http.get(url).json()["metadata"]  # no limit: everything at once
+
+
+def test_list_continue_rules(http: httpx2.Client, fake: FakeKube) -> None:
+    """A token is bound to its list (selectors changed: 400), garbage is 400, and a token
+    from before a compaction is 410 Expired; an API server may return fewer than `limit`."""
+    _pods(fake, 5)
+    url = "/api/v1/namespaces/default/pods"
+    token = http.get(url, params={"limit": "2"}).json()["metadata"]["continue"]
+    assert http.get(url, params={"limit": "2", "continue": token, "labelSelector": "app=y"}).status_code == 400
+    assert http.get(url, params={"limit": "2", "continue": "%%%"}).status_code == 400
+    fake.compact()
+    r = http.get(url, params={"limit": "2", "continue": token})
+    assert r.status_code == 410 and r.json()["reason"] == "Expired"
+    fake.max_page = 2
+    capped = http.get(url, params={"limit": "500"}).json()
+    assert len(capped["items"]) == 2 and capped["metadata"]["continue"]
+    assert len(http.get(url).json()["items"]) == 5  # without a limit: everything
+    fake.slow_list_over = 4
+    r = http.get(url)
+    assert r.status_code == 504 and r.json()["reason"] == "Timeout"
+    assert http.get(url, params={"limit": "2"}).status_code == 200
