@@ -175,3 +175,28 @@ def test_follow_and_status_for_operator_free_shapes(client: Any, fake: FakeKube)
     phase = view.main_phase()
     assert phase is not None and phase.state == "failed" and "exited with code 3" in phase.summary
     assert any(f.reason == "Error" and f.pod == "mn-0" for f in view.findings())
+
+
+def test_status_and_down_on_a_namespace_of_thousands_of_pods(cli: Any, fake: FakeKube) -> None:
+    """LIST in chunks (limit/continue): with 1,300 pods and 1,300 labelled ConfigMaps, where one
+    unchunked LIST would time out (504) and the server returns fewer items than asked,
+    `status` counts every pod and `down` deletes every object; no response exceeds a chunk."""
+    cli("run", *ARGS, "--detach")
+    set_job(fake, "Running", "RUNNING")
+    start_cluster(fake, workers={"trainer": 2})
+    for i in range(1300):
+        fake.put(pod(f"grpo-swe-sandbox-x-{i:04d}", "sandbox", phase="Running", ready=True))
+        fake.put({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": f"grpo-swe-extra-{i:04d}", "namespace": NS,
+                               "labels": {"dockyard-k8s/run": RUN}}})
+    fake.put(pod("other-run-pod", "sandbox", phase="Running", ready=True, run="other"))
+    fake.slow_list_over = 1000
+    fake.max_page = 400
+    before = len(fake.requests)
+    doc = json.loads(cli("status", *ARGS, "-o", "json").out)
+    assert {f["fleet"]: f["ready"] for f in doc["fleets"]}["sandbox"] == 1300
+    assert any(q.params.get("continue") for q in fake.requests[before:])
+    r = cli("down", *ARGS)
+    assert r.code == 0, r.err
+    left = [c for c in fake.all("v1", "ConfigMap") if (c["metadata"].get("labels") or {}).get("dockyard-k8s/run")]
+    assert left == []

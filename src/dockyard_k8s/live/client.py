@@ -8,6 +8,7 @@ the plain data of :mod:`dockyard_k8s.live.requests`, sent through an ``httpx2.Cl
 Behaviour every command relies on:
 * retries with exponential backoff on 429 (honouring ``Retry-After``), 5xx and
   connection resets; other errors become :class:`ClusterError` naming the object;
+* :meth:`KubeClient.list` reads in chunks (``limit``/``continue``);
 * :meth:`KubeClient.watch` lists, then watches from the list's resourceVersion, resumes
   from the last version seen when the stream ends, and re-lists on 410 Gone
   (both the HTTP status and the in-stream ``ERROR`` event form).
@@ -32,6 +33,8 @@ from dockyard_k8s.live.kinds import Kind, kind_of
 
 log = logging.getLogger("dockyard_k8s.live")
 
+# Items per LIST chunk: kubectl's --chunk-size default.
+PAGE_SIZE = 500
 # Statuses worth retrying: throttling and transient server/load-balancer errors.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # One-line hints by HTTP status, shown under the error.
@@ -86,12 +89,14 @@ class KubeClient:
     """Send :class:`~dockyard_k8s.live.requests.Request` objects; higher-level verbs on top."""
 
     def __init__(self, http: httpx2.Client, *, namespace: str = "default", context: str = "",
-                 sleep: Callable[[float], None] = time.sleep, max_retries: int = 5) -> None:
+                 sleep: Callable[[float], None] = time.sleep, max_retries: int = 5,
+                 page_size: int = PAGE_SIZE) -> None:
         self.http = http
         self.default_namespace = namespace
         self.context = context
         self.sleep = sleep
         self.max_retries = max_retries
+        self.page_size = page_size
         self._open: set[httpx2.Response] = set()
         self._lock = threading.Lock()
 
@@ -193,20 +198,37 @@ class KubeClient:
 
     def list(self, kind: Kind, namespace: str | None, *, label_selector: str = "", field_selector: str = "",
              missing_ok: bool = False) -> tuple[list[dict[str, Any]], str]:
-        """Items and the list's resourceVersion. ``missing_ok``: a kind the server does not
-        serve (CRD not installed) lists as empty instead of failing."""
-        try:
-            doc = self.call(rq.prepare_list(kind, namespace, label_selector=label_selector,
-                                            field_selector=field_selector))
-        except ClusterError as e:
-            if missing_ok and e.status == 404:
-                return [], ""
-            raise
-        items = list(doc.get("items") or [])
+        """Items and the list's resourceVersion, in chunks of ``page_size`` (``limit`` /
+        ``continue``, as kubectl and client-go's pager do), so a namespace of tens of thousands
+        of pods is read in bounded responses, every chunk from the same snapshot. A token that
+        expired mid-list (410, etcd compaction) restarts with one unchunked list, as client-go's
+        pager does. ``missing_ok``: a kind the server does not serve (CRD not installed) lists
+        as empty instead of failing."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        limit = self.page_size
+        while True:
+            req = rq.prepare_list(kind, namespace, label_selector=label_selector, field_selector=field_selector,
+                                  limit=limit, continue_token=token)
+            try:
+                doc = self.call(req)
+            except ClusterError as e:
+                if missing_ok and e.status == 404:
+                    return [], ""
+                if e.status == 410 and token:
+                    log.debug("%s: continue token expired; listing again in one piece", req.obj)
+                    items, token, limit = [], "", 0
+                    continue
+                raise
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
         for item in items:  # list items omit apiVersion/kind
             item.setdefault("apiVersion", kind.api_version)
             item.setdefault("kind", kind.kind)
-        return items, str((doc.get("metadata") or {}).get("resourceVersion") or "")
+        return items, str(meta.get("resourceVersion") or "")
 
     def apply(self, obj: dict[str, Any], *, dry_run: bool = False, force: bool = False,
               before: dict[str, Any] | None = None) -> ApplyResult:

@@ -83,11 +83,12 @@ def prepare_get(kind: Kind, namespace: str | None, name: str) -> Request:
 
 
 def prepare_list(kind: Kind, namespace: str | None, *, label_selector: str = "", field_selector: str = "",
-                 resource_version: str = "", limit: int = 0) -> Request:
-    """One LIST call: the whole collection filtered server-side (never one request per pod)."""
+                 resource_version: str = "", limit: int = 0, continue_token: str = "") -> Request:
+    """One LIST call (one chunk of ``limit`` items when given, the next after ``continue_token``),
+    filtered server-side (never one request per pod)."""
     return Request("GET", collection_path(kind, namespace),
                    _params(labelSelector=label_selector, fieldSelector=field_selector,
-                           resourceVersion=resource_version, limit=limit or None),
+                           resourceVersion=resource_version, limit=limit or None, **{"continue": continue_token}),
                    obj=f"{kind.plural} in {namespace}" if namespace and kind.namespaced else kind.plural)
 
 

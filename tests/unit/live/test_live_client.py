@@ -167,3 +167,33 @@ def test_connect_errors_are_cluster_errors(tmp_path: Path) -> None:
         connect(kubeconfig=str(path), context="nope")
     with pytest.raises(ClusterError, match="cannot use kubeconfig"):
         connect(kubeconfig=str(tmp_path / "absent"))
+
+
+def test_list_follows_limit_and_continue_chunks(make_client: Any) -> None:
+    """client-go's pager: `limit` on every chunk, `continue` until the server sends none,
+    the resourceVersion of the list (every chunk's is the snapshot's)."""
+    def chunk(names: list[str], token: str = "") -> httpx2.Response:
+        meta = {"resourceVersion": "9", **({"continue": token} if token else {})}
+        return httpx2.Response(200, json={"metadata": meta, "items": [{"metadata": {"name": n}} for n in names]})
+
+    handler = scripted(chunk(["a", "b"], "t1"), chunk(["c"], "t2"), chunk([]))
+    items, rv = make_client(handler, page_size=2).list(KINDS["Pod"], "ns", label_selector="x=y")
+    assert [i["metadata"]["name"] for i in items] == ["a", "b", "c"] and rv == "9"
+    sent = [dict(r.url.params) for r in handler.calls]
+    assert sent == [{"labelSelector": "x=y", "limit": "2"}, {"labelSelector": "x=y", "limit": "2", "continue": "t1"},
+                    {"labelSelector": "x=y", "limit": "2", "continue": "t2"}]
+
+
+def test_list_restarts_whole_when_the_continue_token_expired(make_client: Any) -> None:
+    """410 Expired on a continue token (etcd compacted mid-list): one full list, as client-go's
+    pager with FullListIfExpired; a 410 on the first chunk is an error as any other."""
+    first = httpx2.Response(200, json={"metadata": {"resourceVersion": "5", "continue": "old"},
+                                       "items": [{"metadata": {"name": "a"}}]})
+    whole = httpx2.Response(200, json={"metadata": {"resourceVersion": "8"},
+                                       "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]})
+    handler = scripted(first, status(410, "Expired", "The provided continue parameter is too old"), whole)
+    items, rv = make_client(handler, page_size=1).list(KINDS["Pod"], "ns")
+    assert [i["metadata"]["name"] for i in items] == ["a", "b"] and rv == "8"
+    assert "limit" not in dict(handler.calls[2].url.params)
+    with pytest.raises(ClusterError):
+        make_client(scripted(status(410, "Expired", "too old"))).list(KINDS["Pod"], "ns")
