@@ -34,6 +34,7 @@ COMMANDS = {
     "schema": "print the JSON Schema of the infra spec",
     "schemas": "fetch CRD schemas into the cache; list the schemas validation uses",
     "nccl-test": "render (or run) an NCCL all-reduce test on the run's GPU nodes",
+    "serve": "a model endpoint, vLLM or SGLang: check and render it (offline)",
     # live: talk to the cluster of the current kubeconfig context
     "doctor": "preflight: can this run work on the current context?",
     "run": "apply the run and follow it until the job ends",
@@ -57,6 +58,7 @@ examples:
   dockyard-k8s lint examples/grpo_swe.yaml && dockyard-k8s plan examples/grpo_swe.yaml --nodes nodes.yaml
   dockyard-k8s doctor examples/grpo_swe.yaml && dockyard-k8s run examples/grpo_swe.yaml
   dockyard-k8s status examples/grpo_swe.yaml; dockyard-k8s logs examples/grpo_swe.yaml --fleet trainer -f
+  dockyard-k8s serve check examples/llama3_8b_kind.serve.yaml; dockyard-k8s serve render SPEC -o build/endpoint
 
 exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad input, 130 interrupted
 """
@@ -66,6 +68,7 @@ exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad in
 # reference cycles worth collecting: the cyclic GC only re-scans what is alive, ~40% of
 # `validate`'s time on a large file (bench/README.md). Live commands (watches) keep it on.
 NO_GC_COMMANDS = frozenset(("check", "render", "validate", "lint", "plan", "schema"))
+NO_GC_SUBCOMMANDS = frozenset((("serve", "check"), ("serve", "render")))
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -116,7 +119,8 @@ def _exit_now(code: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
-    offline = argv is None and bool(args_in) and args_in[0] in NO_GC_COMMANDS
+    offline = argv is None and bool(args_in) and (args_in[0] in NO_GC_COMMANDS
+                                                  or tuple(args_in[:2]) in NO_GC_SUBCOMMANDS)
     if offline:
         gc.disable()
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)

@@ -41,7 +41,7 @@ def kustomization(files: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml, object_file_name
+    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
 
     bundle = load_bundle(args)
     objects = bundle.objects
@@ -50,17 +50,26 @@ def run(args: argparse.Namespace) -> int:
     if not args.output_dir:
         print(dump_json(as_list(objects)) if args.format == "json" else dump_documents(objects), end="")
         return 0
-    os.makedirs(args.output_dir, exist_ok=True)
-    for stale in os.listdir(args.output_dir):
-        if _OWNED.match(stale):
-            os.remove(os.path.join(args.output_dir, stale))
-    files = []
-    for i, obj in enumerate(objects):
-        name = object_file_name(i, obj, args.format)
-        with open(os.path.join(args.output_dir, name), "w", encoding="utf-8") as f:
-            f.write(dump_json(obj) if args.format == "json" else dump_yaml(obj))
-        files.append(name)
-    with open(os.path.join(args.output_dir, "kustomization.yaml"), "w", encoding="utf-8") as f:
-        f.write(dump_yaml(kustomization(files)))
+    files = write_objects(objects, args.output_dir, args.format)
     print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
     return 0
+
+
+def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str) -> list[str]:
+    """One file per object (``NN-kind-name.yaml``, files of an earlier render replaced) plus a
+    kustomization.yaml listing them in apply order; returns the file names."""
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml, object_file_name
+
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        if _OWNED.match(stale):
+            os.remove(os.path.join(directory, stale))
+    files = []
+    for i, obj in enumerate(objects):
+        name = object_file_name(i, obj, fmt)
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write(dump_json(obj) if fmt == "json" else dump_yaml(obj))
+        files.append(name)
+    with open(os.path.join(directory, "kustomization.yaml"), "w", encoding="utf-8") as f:
+        f.write(dump_yaml(kustomization(files)))
+    return files

@@ -21,6 +21,7 @@ from dockyard_k8s.config.schema import (
     string,
     string_map,
 )
+from dockyard_k8s.config.serve_schema import SERVE
 
 _TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
 _GPU_TOLERATIONS = {
@@ -316,4 +317,6 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "instanceTypes": {"type": "object", "default": {}, "additionalProperties": INSTANCE_TYPE,
                           "description": "Your own instance types by name: {allocatable, labels}."},
     }),
+    # Read by `dockyard-k8s serve` only (config/serve_schema.py; docs/serve.md).
+    "serve": SERVE,
 })

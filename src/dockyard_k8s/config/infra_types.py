@@ -261,6 +261,139 @@ class Plan(TypedDict):
     instanceTypes: dict[str, PlanInstanceTypesValue]
 
 
+class ServeModelHubTokenSecret(TypedDict):
+    name: str | None
+    key: str
+
+
+class ServeModel(TypedDict):
+    id: str | None
+    revision: str | None
+    path: str | None
+    claimName: str | None
+    mountPath: str | None
+    servedName: str | None
+    hubTokenSecret: ServeModelHubTokenSecret
+
+
+class ServeEngine(TypedDict):
+    tensorParallelSize: int | None
+    maxModelLen: int | None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"]
+    gpuMemoryUtilization: float
+    extraArgs: list[str]
+
+
+class ServeSecretEnvValue(TypedDict):
+    secret: str
+    key: str
+
+
+class ServeAutoscaling(TypedDict):
+    enabled: bool
+    minReplicas: int
+    maxReplicas: int
+    metric: str | None
+    threshold: float
+    query: str | None
+    prometheusAddress: str
+    pollingInterval: int
+    cooldownPeriod: int
+    authenticationRef: str | None
+
+
+class ServeCache(TypedDict):
+    enabled: bool | None
+    create: bool
+    claimName: str | None
+    storageClass: str | None
+    size: Quantity
+    accessMode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]
+    mountPath: str
+    subPath: str | None
+    perReplica: bool
+
+
+class ServePriorityClass(TypedDict):
+    name: str | None
+    create: bool
+    value: int
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"]
+
+
+class ServeNetworkIngressItem(TypedDict):
+    namespace: str
+    podLabels: dict[str, str]
+
+
+class ServeNetworkRunsItem(TypedDict):
+    name: str
+    namespace: str | None
+    sandbox: bool
+
+
+class ServeNetworkEgressItem(TypedDict):
+    namespace: str
+    podLabels: dict[str, str]
+    ports: list[int]
+
+
+class ServeNetwork(TypedDict):
+    defaultDeny: bool
+    ingress: list[ServeNetworkIngressItem]
+    runs: list[ServeNetworkRunsItem]
+    egress: list[ServeNetworkEgressItem]
+    httpsEgress: bool
+    privateCidrs: list[str]
+    extraIngress: list[dict[str, Any]]
+    extraEgress: list[dict[str, Any]]
+
+
+class ServeProbes(TypedDict):
+    startupSeconds: int
+    periodSeconds: int
+
+
+class ServeRollout(TypedDict):
+    strategy: Literal["auto", "Recreate", "RollingUpdate"]
+    maxSurge: int
+    maxUnavailable: int
+
+
+class ServePdb(TypedDict):
+    enabled: bool
+    maxUnavailable: int
+
+
+class Serve(TypedDict):
+    name: str | None
+    model: ServeModel
+    backend: Literal["sglang", "vllm"]
+    image: str | None
+    imagePullPolicy: Literal["IfNotPresent", "Always", "Never"] | None
+    port: int | None
+    engine: ServeEngine
+    replicas: int
+    gpus: int
+    cpu: Quantity
+    memory: Quantity
+    cpuLimit: Quantity | None
+    memoryLimit: Quantity | None
+    extendedResources: dict[str, str | int]
+    shmSize: Quantity | None
+    nodeSelector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    env: dict[str, str | float | bool]
+    secretEnv: dict[str, ServeSecretEnvValue]
+    autoscaling: ServeAutoscaling
+    cache: ServeCache
+    priorityClass: ServePriorityClass
+    network: ServeNetwork
+    probes: ServeProbes
+    rollout: ServeRollout
+    pdb: ServePdb
+
+
 class InfraSpec(TypedDict):
     defaults: str | list[str] | None
     infra: Infra
@@ -270,3 +403,4 @@ class InfraSpec(TypedDict):
     ncclTest: NcclTest
     lint: Lint
     plan: Plan
+    serve: Serve

@@ -204,21 +204,41 @@ def _infra_layers(layers: _Layers, infra_file: str | None, sets: Sequence[str],
     return infra, sources
 
 
-def load_infra(infra_file: str | None, *, sets: Sequence[str] = (),
-               env: Mapping[str, str] | None = None) -> InfraSpec:
+class InfraDoc(NamedTuple):
+    """The infra spec alone, layered and schema-checked, with where each value was written."""
+
+    data: InfraSpec  # every default filled in
+    sources: list[str]  # layers merged, lowest first
+    marks: dict[Path, Mark]
+    key_marks: dict[Path, Mark]
+
+    def locate(self, path: Path, message: str) -> ConfigProblem:
+        """A problem about infra key ``path``, at the place the user wrote it."""
+        mark = locate(self.marks, self.key_marks, path)
+        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+
+
+def load_infra_doc(infra_file: str | None, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                   values: Sequence[Setting] = ()) -> InfraDoc:
     """The infra spec alone, layered and checked like :func:`load_run` does, for commands
-    that read its settings without a recipe (``lint``/``plan`` on manifest files). No
+    that read it without a recipe (``serve``; ``lint``/``plan`` on manifest files). No
     run-level rules (an image is not required here).
 
     Raises:
         ConfigError: every problem, located.
     """
     layers = _Layers(dict(os.environ) if env is None else env)
-    infra, _ = _infra_layers(layers, infra_file, sets)
+    infra, sources = _infra_layers(layers, infra_file, sets, values)
     if layers.problems:
         raise ConfigError(layers.problems)
     fill_defaults(INFRA, infra.data)
-    return cast("InfraSpec", infra.data)
+    return InfraDoc(cast("InfraSpec", infra.data), sources, infra.marks, infra.key_marks)
+
+
+def load_infra(infra_file: str | None, *, sets: Sequence[str] = (),
+               env: Mapping[str, str] | None = None) -> InfraSpec:
+    """:func:`load_infra_doc`'s data (``lint``/``plan`` read the lint and plan sections)."""
+    return load_infra_doc(infra_file, sets=sets, env=env).data
 
 
 def _profile_name(data: dict[str, Any]) -> str:

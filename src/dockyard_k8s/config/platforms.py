@@ -167,6 +167,13 @@ def _single_node(storage_class: str) -> dict[str, Any]:
             "resources": {"cpu": "500m", "memory": "1Gi", "ephemeralStorage": "5Gi"},
         },
         "ncclTest": {"maxBytes": "256M"},  # two 256M buffers fit any single GPU
+        "serve": {
+            # [LOCAL] the vLLM pod's 100Gi HF cache on local-path (RWO: one node, which is all there is).
+            "cache": {"storageClass": storage_class},
+            # [LOCAL] gpu-inference (value 1000000) is created with the endpoint (the chart did it there);
+            # on a laptop cluster the user is its admin.
+            "priorityClass": {"create": True},
+        },
     }
 
 

@@ -28,6 +28,9 @@ QUANTITY = (r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
             r"(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# A model hub repository id: ``name`` or ``org/name`` (Hugging Face's repo id characters).
+HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"
 
 
 def _is_cidr(value: str) -> bool:
@@ -65,6 +68,11 @@ def string(description: str, default: Any = _NO_DEFAULT, *, enum: list[str] | No
 def integer(description: str, default: Any = _NO_DEFAULT, *, minimum: int | None = None,
             maximum: int | None = None, nullable: bool = False) -> Schema:
     return _typed("integer", description, default, nullable, minimum=minimum, maximum=maximum)
+
+
+def number(description: str, default: Any = _NO_DEFAULT, *, minimum: float | None = None,
+           maximum: float | None = None, nullable: bool = False) -> Schema:
+    return _typed("number", description, default, nullable, minimum=minimum, maximum=maximum)
 
 
 def boolean(description: str, default: bool) -> Schema:
@@ -193,6 +201,8 @@ _PATTERN_HINTS = {
     QUANTITY: "a Kubernetes quantity like 4, 500m or 16Gi",
     DNS1123_LABEL: "a DNS-1123 label (lowercase letters, digits and '-', at most 63)",
     DNS1035_LABEL: "a DNS-1035 label (lowercase letters, digits and '-', starting with a letter)",
+    DNS1123_SUBDOMAIN: "a DNS-1123 name (lowercase letters, digits, '-' and '.')",
+    HUB_ID: "a model hub id like meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)",
 }
 
 

@@ -2,6 +2,8 @@
 Every object carries the ``app.kubernetes.io/*`` recommended labels plus
 ``dockyard-k8s/run=<run>``, the label ``status``, ``logs`` and ``down`` select on.
 Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|submitter>``.
+A model endpoint (``serve``) carries ``dockyard-k8s/endpoint=<name>`` instead of the run
+label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet ``serve``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.model import Fleet
 
 RUN_LABEL = "dockyard-k8s/run"
+ENDPOINT_LABEL = "dockyard-k8s/endpoint"  # serve: what `serve status` / `serve down` select on
 FLEET_LABEL = "dockyard-k8s/fleet"
 MANAGED_BY = "dockyard-k8s"
 
@@ -28,6 +31,7 @@ FLEETS = {
     "prepull": "image-prepull",
     "nccl-launcher": "nccl-test",
     "nccl-worker": "nccl-test",
+    "serve": "model-server",
 }
 GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
@@ -41,16 +45,21 @@ def name_of(infra: InfraSpec, suffix: str = "") -> str:
     return f"{run_name(infra)}-{suffix}" if suffix else run_name(infra)
 
 
-def labels(infra: InfraSpec, component: str) -> dict[str, str]:
-    """Labels of an object of the run (user labels first, ours win), sorted by key."""
-    run = run_name(infra)
+def _owner(infra: InfraSpec, endpoint: str | None) -> tuple[str, str]:
+    """(label, value) naming what an object belongs to: the run, or a model endpoint."""
+    return (ENDPOINT_LABEL, endpoint) if endpoint else (RUN_LABEL, run_name(infra))
+
+
+def labels(infra: InfraSpec, component: str, *, endpoint: str | None = None) -> dict[str, str]:
+    """Labels of an object of the run, or of ``endpoint`` (user labels first, ours win), sorted by key."""
+    key, owner = _owner(infra, endpoint)
     out = {
         **infra["infra"]["labels"],
         "app.kubernetes.io/name": "dockyard-k8s",
-        "app.kubernetes.io/instance": run,
+        "app.kubernetes.io/instance": owner,
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/managed-by": MANAGED_BY,
-        RUN_LABEL: run,
+        key: owner,
     }
     out = dict(sorted(out.items()))
     if provenance.active():
@@ -59,21 +68,24 @@ def labels(infra: InfraSpec, component: str) -> dict[str, str]:
     return out
 
 
-def pod_labels(infra: InfraSpec, fleet: str) -> dict[str, str]:
-    return dict(sorted({**labels(infra, FLEETS[fleet]), FLEET_LABEL: fleet}.items()))
+def pod_labels(infra: InfraSpec, fleet: str, *, endpoint: str | None = None) -> dict[str, str]:
+    return dict(sorted({**labels(infra, FLEETS[fleet], endpoint=endpoint), FLEET_LABEL: fleet}.items()))
 
 
-def selector(infra: InfraSpec, fleet: str) -> dict[str, str]:
+def selector(infra: InfraSpec, fleet: str, *, endpoint: str | None = None) -> dict[str, str]:
     """The stable subset of pod labels used in selectors (selectors are immutable)."""
-    return {FLEET_LABEL: fleet, RUN_LABEL: run_name(infra)}
+    key, owner = _owner(infra, endpoint)
+    return {FLEET_LABEL: fleet, key: owner}
 
 
-def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = True) -> dict[str, Any]:
+def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = True,
+             endpoint: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespaced:
         meta["namespace"] = infra["infra"]["namespace"]
-    meta["labels"] = labels(infra, component)
-    return provenance.note_fields(meta, {"name": ("launch", "name"), "namespace": ("infra", "namespace")})
+    meta["labels"] = labels(infra, component, endpoint=endpoint)
+    name_key = ("serve", "name") if endpoint else ("launch", "name")
+    return provenance.note_fields(meta, {"name": name_key, "namespace": ("infra", "namespace")})
 
 
 def quantity(value: Any) -> str:

@@ -18,7 +18,7 @@ server is (``CONVERTER`` is part of every cache key):
   hoisted into ``definitions`` and ``$ref``'d, so their validator is generated once.
 
 Sources, first match wins for a given ``apiVersion/Kind``: files given with ``--crd``,
-then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay CRDs
+then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay and KEDA CRDs
 bundled with dockyard-k8s (``validate/crds/``, see PROVENANCE.json there).
 """
 
@@ -176,11 +176,16 @@ def _crd_files(path: str) -> list[str]:
     return [path]
 
 
+# Folder prefix of bundled / fetched CRDs -> the project's name in messages.
+_PROJECTS = {"kuberay-": "KubeRay", "keda-": "KEDA"}
+
+
 def _release_of(path: str) -> str:
-    """``kuberay v1.7.0`` for a bundled or fetched KubeRay file, "" otherwise."""
+    """``KubeRay v1.7.0`` for a bundled or fetched KubeRay file (``KEDA v2.20.2``...), "" otherwise."""
     parent = os.path.basename(os.path.dirname(path))
-    if parent.startswith("kuberay-"):
-        return f"KubeRay {parent.removeprefix('kuberay-')}"
+    for prefix, project in _PROJECTS.items():
+        if parent.startswith(prefix):
+            return f"{project} {parent.removeprefix(prefix)}"
     marker = os.path.join(os.path.dirname(path), "VERSION")
     if os.path.exists(marker):
         with open(marker, encoding="utf-8") as f:

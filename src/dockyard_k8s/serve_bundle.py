@@ -1,0 +1,41 @@
+"""An endpoint's bundle: resolve the serve spec, render the objects, check them, fail closed.
+
+What ``serve render`` prints is exactly what ``serve up`` applies: every serve command that
+needs the objects goes through :func:`build_serve_bundle`, as run commands go through
+``bundle.build_bundle``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.config.serve import ServeConfig, load_serve
+from dockyard_k8s.errors import ManifestError
+from dockyard_k8s.render.serve import render_serve
+
+
+class ServeBundle(NamedTuple):
+    config: ServeConfig
+    objects: list[dict[str, Any]]
+    validation: Any = None  # validate.Report
+
+
+def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                       values: Sequence[Setting] = ()) -> ServeBundle:
+    """Load, render and validate an endpoint.
+
+    Raises:
+        ConfigError: bad input, located at the key.
+        ManifestError: a rendered object fails offline validation against the Kubernetes
+            schemas or the bundled KEDA CRDs (a renderer bug never reaches a cluster).
+    """
+    config = load_serve(spec_file, sets=sets, env=env, values=values)
+    objects = render_serve(config)
+    from dockyard_k8s.validate.engine import validate_report
+
+    report = validate_report(objects, ignore_missing_schemas=True)
+    if report.problems:
+        raise ManifestError([str(p) for p in report.problems])
+    return ServeBundle(config, objects, report)

@@ -1,0 +1,107 @@
+"""`serve check` / `serve render` as a user runs them: exit codes, messages, files, start-up cost."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from serve_support import write_spec
+
+from dockyard_k8s.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+
+
+def test_check_prints_the_summary_and_the_apply_order(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "check", str(EXAMPLES / "llama3_8b_kind.serve.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("✔ llama-8b: endpoint valid, 7 objects rendered")
+    for line in ("platform   kind", "rollout    Recreate", "url        http://llama-8b.llama.svc.cluster.local:8000/v1",
+                 "1  PriorityClass gpu-inference", "7  PodDisruptionBudget llama/llama-8b",
+                 "priority gpu-inference (created)", "runtimeClass nvidia"):
+        assert line in out, line
+    assert "✔ validated" in out
+
+
+def test_check_of_a_bad_spec_exits_2_with_located_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, {"replicas": 2})
+    assert main(["serve", "check", spec]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}:6:13: serve.replicas: got 2 replicas sharing the cache claim" in err
+    assert "1 problem(s); nothing was rendered or applied." in err
+    assert "Traceback" not in err
+
+
+def test_set_and_namespace_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path)
+    assert main(["serve", "render", spec, "-n", "other", "--set", "serve.replicas=1", "--set", "serve.gpus=2"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    assert dep["metadata"]["namespace"] == "other"
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+
+
+def test_render_to_a_directory_writes_a_kustomization_in_apply_order(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["serve", "render", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"), "-o", str(out)]) == 0
+    kust = yaml.safe_load((out / "kustomization.yaml").read_text())
+    assert kust["sortOptions"] == {"order": "fifo"}
+    assert kust["resources"][-1] == "05-scaledobject-llama-70b.yaml"
+    assert sorted(p.name for p in out.iterdir()) == sorted([*kust["resources"], "kustomization.yaml"])
+
+
+def test_render_json_is_a_v1_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "render", write_spec(tmp_path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "List" and [i["kind"] for i in doc["items"]][-3:] == ["Deployment", "Service",
+                                                                                 "PodDisruptionBudget"]
+
+
+def test_check_writes_the_resolved_config(tmp_path: Path) -> None:
+    target = tmp_path / "resolved.json"
+    assert main(["serve", "check", write_spec(tmp_path), "-o", str(target)]) == 0
+    doc = json.loads(target.read_text())
+    assert doc["config"]["serve"]["image"] == "vllm/vllm-openai:v0.11.0" and len(doc["objects"]) == 6
+
+
+def test_a_missing_subcommand_or_stray_argument_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "check", write_spec(tmp_path), "extra=1"])
+    assert info.value.code == 2
+
+
+def test_serve_check_starts_without_heavy_modules() -> None:
+    avoided = ("yaml", "shutil", "fastjsonschema", "jsonschema_rs", "httpx2", "lightkube",
+               "dockyard_k8s.validate.collect", "dockyard_k8s.live.client")
+    probe = ("import sys\nfrom dockyard_k8s.cli import main\n"
+             f"code = main(['serve', 'check', {str(EXAMPLES / 'llama3_70b_eks_keda.serve.yaml')!r}])\n"
+             f"print('LOADED=' + ','.join(sorted(m for m in {avoided!r} if m in sys.modules)))\nsys.exit(code)\n")
+    subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)  # fills the cache
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "LOADED="
+
+
+def test_bundled_keda_crds_match_their_provenance() -> None:
+    from dockyard_k8s.validate.crd import BUNDLED_DIR
+
+    folder = os.path.join(BUNDLED_DIR, "keda-v2.20.2")
+    with open(os.path.join(folder, "PROVENANCE.json")) as f:
+        provenance = json.load(f)
+    assert provenance["project"] == "kedacore/keda" and provenance["tag"] == "v2.20.2"
+    assert sorted(provenance["files"]) == sorted(n for n in os.listdir(folder) if n.endswith(".yaml"))
+    for name, info in provenance["files"].items():
+        with open(os.path.join(folder, name), "rb") as f:
+            data = f.read()
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        assert (blob, len(data)) == (info["git_blob_sha1"], info["size"])
