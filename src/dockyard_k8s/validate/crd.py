@@ -18,8 +18,8 @@ server is (``CONVERTER`` is part of every cache key):
   hoisted into ``definitions`` and ``$ref``'d, so their validator is generated once.
 
 Sources, first match wins for a given ``apiVersion/Kind``: files given with ``--crd``,
-then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay and KEDA CRDs
-bundled with dockyard-k8s (``validate/crds/``, see PROVENANCE.json there).
+then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay, KEDA and Kueue
+CRDs bundled with dockyard-k8s (``validate/crds/``, see PROVENANCE.json in each folder).
 """
 
 from __future__ import annotations
@@ -177,11 +177,12 @@ def _crd_files(path: str) -> list[str]:
 
 
 # Folder prefix of bundled / fetched CRDs -> the project's name in messages.
-_PROJECTS = {"kuberay-": "KubeRay", "keda-": "KEDA"}
+_PROJECTS = {"kuberay-": "KubeRay", "keda-": "KEDA", "kueue-": "Kueue"}
 
 
 def _release_of(path: str) -> str:
-    """``KubeRay v1.7.0`` for a bundled or fetched KubeRay file (``KEDA v2.20.2``...), "" otherwise."""
+    """``KubeRay v1.7.0`` for a bundled or fetched KubeRay file (``KEDA v2.20.2``, ``Kueue v0.19.2``...),
+    "" otherwise."""
     parent = os.path.basename(os.path.dirname(path))
     for prefix, project in _PROJECTS.items():
         if parent.startswith(prefix):
