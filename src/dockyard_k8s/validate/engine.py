@@ -2,9 +2,9 @@
 
 For each object: pick its schema (built-in for the Kubernetes version, or a CRD), run the
 compiled fast-fail validator, and on failure the collecting walker for every problem;
-then the semantic rules (:mod:`.semantic`) and, for RayJob/RayCluster, the KubeRay
-operator rules (:mod:`.kuberay`). Objects are grouped by kind so each validator is loaded
-once, and only for the kinds present.
+then the semantic rules (:mod:`.semantic`), for RayJob/RayCluster the KubeRay operator
+rules (:mod:`.kuberay`) and, for a job queued with Kueue, its webhook's (:mod:`.kueue`).
+Objects are grouped by kind so each validator is loaded once, and only for the kinds present.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from dockyard_k8s.validate import builtin, cache
 from dockyard_k8s.validate.compiled import BULK_THRESHOLD, ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.kuberay import kuberay_problems
+from dockyard_k8s.validate.kueue import kueue_problems
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
+    RULE_KUEUE,
     RULE_OBJECT,
     RULE_SCHEMA,
     RULE_SEMANTIC,
@@ -219,6 +221,7 @@ def validate_documents(
         templates = pod_templates(obj)  # once for all three rule sets
         found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
         found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
+        found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
         if found_here:
             bad.setdefault(m, []).extend(found_here)
         fact = bundle_facts(obj, templates)

@@ -13,6 +13,7 @@ RULE_OBJECT = "object"  # not a Kubernetes object (no apiVersion/kind), rejected
 RULE_SCHEMA = "schema"  # the OpenAPI / CRD schema rejects it (unknown field, wrong type, ...)
 RULE_SEMANTIC = "semantic"  # a rule the schema cannot express (quantities, names, selectors, ...)
 RULE_KUBERAY = "kuberay"  # what the KubeRay operator rejects at reconcile time
+RULE_KUEUE = "kueue"  # what Kueue's admission webhook refuses on a queued job
 
 
 class Document(NamedTuple):
