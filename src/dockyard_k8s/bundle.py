@@ -20,6 +20,7 @@ from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
 from dockyard_k8s.validate.kuberay import kuberay_problems
+from dockyard_k8s.validate.kueue import kueue_problems
 
 if TYPE_CHECKING:
     from dockyard_k8s.validate.problem import Report
@@ -60,6 +61,9 @@ def build_bundle(
     objects = render_run(run)
     rules = [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message}", "")
              for i, obj in enumerate(objects) for path, message in kuberay_problems(obj)]
+    rules += [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message} (Kueue's webhook would refuse "
+                                       "it)", "")
+              for i, obj in enumerate(objects) for path, message in kueue_problems(obj)]
     if rules:
         raise_blamed(run, rules)
     from dockyard_k8s.validate.engine import validate_report

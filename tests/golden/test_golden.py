@@ -27,6 +27,7 @@ UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 EXAMPLES = {
     "grpo_swe": "grpo_swe",
     "grpo_swe_sglang": "grpo_swe",
+    "grpo_swe_kueue": "grpo_swe",
     "eks_p5": "grpo_swe",
     "kind_single_gpu": "grpo_tiny",
     "k3s_single_gpu": "grpo_tiny",

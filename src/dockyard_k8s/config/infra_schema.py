@@ -52,6 +52,55 @@ INSTANCE_TYPE = obj("An instance type: what one node offers to pods.", {
 }, required=("allocatable",))
 
 
+def _topology(what: str, *, nullable: bool = False) -> Schema:
+    props: dict[str, Schema] = {
+        "mode": string("none; preferred: Kueue puts every pod of the pod set in one domain of `level` when it can "
+                       "(kueue.x-k8s.io/podset-preferred-topology); required: only then, else the run waits "
+                       "(podset-required-topology). Needs a ResourceFlavor with a topologyName.", "none",
+                       enum=["none", "preferred", "required"]),
+        "level": string("The node label of a level of the flavor's Topology (e.g. cloud.google.com/gce-topology-block;"
+                        " the eks profile: topology.k8s.aws/network-node-layer-2, one layer-2 network switch).",
+                        None, nullable=True),
+    }
+    return obj(what, props, nullable=True, default=None) if nullable else obj(what, props)
+
+
+# docs/kueue.md: what each key renders and which Kueue rules `check` enforces (config/kueue.py).
+_KUEUE = obj("Queue the run with Kueue (docs/kueue.md): labels on the RayJob / RayCluster / Job / StatefulSets, "
+             "topology-aware placement, and the team's queue objects for an admin.", {
+    "queueName": string("LocalQueue of the run's namespace (label kueue.x-k8s.io/queue-name); null: not queued. "
+                        "Kueue creates the workload suspended and resumes it once admitted.", None, nullable=True),
+    "priorityClass": string("WorkloadPriorityClass (label kueue.x-k8s.io/priority-class): the queue order and "
+                            "preemption priority; pods keep infra.priorityClassName.", None, nullable=True),
+    "sandbox": boolean("Queue the sandbox Deployment too (Kueue's deployment integration: one Workload per pod, "
+                       "admitted on its own). Off: the pool runs beside the queue, as a service the run needs.",
+                       False),
+    "topology": obj("Topology-aware placement of the GPU worker pod sets (trainer, inference).", {
+        **_topology("")["properties"],
+        "together": boolean("trainer and inference in the same domain (kueue.x-k8s.io/podset-group-name); Kueue "
+                            "allows it when one of the two has 1 replica.", False),
+    }),
+    "fleets": obj("Per pod set: a topology request replacing infra.kueue.topology for that fleet.", {
+        fleet: _topology(f"The {fleet} pod set's topology request.", nullable=True)
+        for fleet in ("head", "trainer", "inference", "submitter")
+    }),
+    "queueObjects": obj("The team's queue objects for a platform admin, rendered first and never applied by `run` "
+                        "(like ResourceQuota): LocalQueue, an example ClusterQueue and ResourceFlavors sized from "
+                        "the run, and a Topology when a topology mode is set.", {
+        "render": boolean("Render them.", False),
+        "clusterQueue": string("ClusterQueue name; defaults to infra.kueue.queueName.", None, nullable=True),
+        "cohort": string("Cohort of the ClusterQueue (borrowing and lending with other teams' queues).", None,
+                         nullable=True),
+        "gpuFlavor": string("ResourceFlavor of the GPU pod sets; defaults to the GPU nodes' instance type, else gpu.",
+                            None, nullable=True),
+        "cpuFlavor": string("ResourceFlavor of the head and submitter (listed first: GPU pod sets skip it, its "
+                            "GPU quota is 0).", "default-flavor"),
+        "topologyName": string("Topology object name (when a topology mode is set).", "default"),
+        "runs": integer("Nominal quota for this many runs of this size at once.", 1, minimum=1),
+    }),
+})
+
+
 def _sizing(what: str, *, replicas: int | None, gpus: int, cpu: str, memory: str, shm: str) -> Schema:
     props: dict[str, Schema] = {
         "gpus": integer(f"nvidia.com/gpu per {what} pod (requests = limits).", gpus, minimum=0),
@@ -155,6 +204,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "preemptionPolicy": string("Whether GPU pods preempt lower-priority pods.", "PreemptLowerPriority",
                                        enum=["PreemptLowerPriority", "Never"]),
         }),
+        "kueue": _KUEUE,
         "imagePull": obj("Image handling for large training images.", {
             "requirePinned": boolean("Reject images without a pinned tag or digest (and :latest).", False),
             "coldPullSeconds": integer("Added to launch.activeDeadlineSeconds and the bootstrap timeout, for a "

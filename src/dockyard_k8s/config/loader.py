@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.kueue import kueue_config_problems
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.platforms import platform_problems, profile_layer
 from dockyard_k8s.config.schema import check, defaults_of, fill_defaults
@@ -325,6 +326,7 @@ def _cross_field_problems(doc: Doc) -> list[ConfigProblem]:
         found.append((("launch", "attach"), "attach mode needs launch.attach.cluster or launch.attach.address "
                                             "(got neither)"))
     found += platform_problems(infra)
+    found += kueue_config_problems(infra)
     out = []
     for path, message in found:
         mark = locate(doc.marks, doc.key_marks, path)

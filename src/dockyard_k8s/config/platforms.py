@@ -116,6 +116,9 @@ def _eks() -> dict[str, Any]:
                     "whenUnsatisfiable": "ScheduleAnyway",
                 }],
             },
+            # [EKS] the layer-2 network node the StatefulSet prefers: with Kueue, `infra.kueue.topology.mode:
+            # preferred` (or required) turns it into one placement of the whole pod set (docs/kueue.md).
+            "kueue": {"topology": {"level": EKS_TOPOLOGY_KEY}},
             # [EKS] every manifest mounts the FSx claim `fsx-claim` at /fsx (shared, RWX).
             "storage": {"enabled": True, "create": False, "claimName": "fsx-claim", "mountPath": "/fsx",
                         "accessMode": "ReadWriteMany"},

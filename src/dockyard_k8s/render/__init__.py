@@ -8,6 +8,7 @@ inputs give byte-identical output. One module per object family:
     recipe.py       the resolved recipe as a ConfigMap
     ray.py          RayJob / RayCluster (+ the GPU PDB)
     shapes.py       operator-free shapes: Job, or headless Service + StatefulSets (+ bootstrap ConfigMap)
+    kueue.py        Kueue queue labels and topology requests; the team's queue objects (render-only)
     platform.py     PriorityClass, default-deny NetworkPolicies, storage PVC, pre-pull DaemonSet,
                     and the platform pass over every GPU pod (runtimeClass, storage, placement)
     nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)
@@ -23,6 +24,7 @@ from typing import Any
 
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.render.governance import governance_objects
+from dockyard_k8s.render.kueue import apply_kueue, queue_objects
 from dockyard_k8s.render.platform import (
     apply_platform,
     network_policies,
@@ -60,4 +62,5 @@ def render_run(run: RunConfig) -> list[dict[str, Any]]:
     elif mode == "statefulset":
         objects += statefulset_objects(infra, run.job_args)
     apply_platform(infra, objects)
-    return objects
+    apply_kueue(infra, objects)
+    return queue_objects(infra, objects) + objects  # the team's queue objects first, render-only

@@ -1,5 +1,5 @@
 """Fixtures of the validation tests (the session-wide validator cache is in tests/conftest.py):
-the real KubeRay CRDs from ../shared (skipped with a reason when that folder is absent)."""
+the real KubeRay and Kueue CRDs from ../shared (skipped with a reason when that folder is absent)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ def kuberay_crds() -> Path:
     folder = SHARED_CRDS / "kuberay"
     if not folder.is_dir():
         pytest.skip(f"real KubeRay CRDs not found at {folder} (the shared/ folder is absent)")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def kueue_crds() -> Path:
+    folder = SHARED_CRDS / "kueue"
+    if not folder.is_dir():
+        pytest.skip(f"real Kueue CRDs not found at {folder} (the shared/ folder is absent)")
     return folder
 
 

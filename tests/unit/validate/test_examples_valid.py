@@ -1,5 +1,5 @@
 """Golden-independent: every example renders to objects with zero problems, against the strict
-Kubernetes schemas and the real KubeRay CRDs in ../shared/crds (not the bundled copies)."""
+Kubernetes schemas and the real KubeRay and Kueue CRDs in ../shared/crds (not the bundled copies)."""
 
 import glob
 import os
@@ -18,14 +18,15 @@ MODES = {"rayjob": [], "bringup": [], "attach": ["launch.attach.cluster=existing
 
 @pytest.mark.parametrize("infra", INFRAS, ids=os.path.basename)
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_example_renders_valid_objects_against_the_real_crds(infra, mode, kuberay_crds):
+def test_example_renders_valid_objects_against_the_real_crds(infra, mode, kuberay_crds, kueue_crds):
     run = load_run(str(REPO / "examples" / "grpo_swe.yaml"), infra, sets=[f"launch.mode={mode}", *MODES[mode]],
                    env={})
     objects = render_run(run)
-    report = validate_report(objects, crd_sources=[str(kuberay_crds)], use_bundled=False, use_fetched=False)
+    report = validate_report(objects, crd_sources=[str(kuberay_crds), str(kueue_crds)], use_bundled=False,
+                             use_fetched=False)
     assert report.problems == []
     assert report.missing == []
-    ray = [k for k in report.sources if k.startswith("ray.io/")]
+    ray = [k for k in report.sources if k.startswith(("ray.io/", "kueue.x-k8s.io/"))]
     assert all(report.sources[k].startswith("CRD ") and "(--crd)" in report.sources[k] for k in ray)
     assert len(report.sources) == len({f"{o['apiVersion']}/{o['kind']}" for o in objects})
 

@@ -1,0 +1,220 @@
+"""Kueue: the queue labels and topology requests on the run's workloads, and the team's queue
+objects for an admin (``infra.kueue``; docs/kueue.md).
+
+:func:`apply_kueue` runs after the platform pass, over the rendered objects:
+
+* ``kueue.x-k8s.io/queue-name`` (and ``priority-class``) on the workload Kueue admits as one
+  unit: the RayJob (rayjob), the RayCluster (bringup), the Job (job), each StatefulSet
+  (statefulset: one Workload per fleet); the sandbox Deployment only with ``infra.kueue.sandbox``.
+  Nothing sets ``spec.suspend``: Kueue's webhook does, and its controller owns it from then on (a
+  ``suspend: true`` in what ``run`` applies would undo Kueue's resume on every re-apply);
+* ``kueue.x-k8s.io/podset-{required,preferred}-topology`` on the pod templates of the pod sets
+  the topology asks for, and ``podset-group-name`` on trainer and inference with ``together``.
+
+:func:`queue_objects` renders, with ``infra.kueue.queueObjects.render``, what an admin applies
+once for the team (render-only, first, without the run label so ``down`` never deletes them):
+ResourceFlavors (the head's first, with no GPU quota, so GPU pod sets pass it by), a Topology
+when a topology mode is set, a ClusterQueue sized from the run's pod sets and the LocalQueue.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from dockyard_k8s import kueue
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
+from dockyard_k8s.plan.units import show, to_units
+from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
+
+GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)
+HOSTNAME = "kubernetes.io/hostname"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+# EC2 instance topology labels on EKS nodes, from the farthest network layer to the host.
+EKS_TOPOLOGY_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+                       "topology.k8s.aws/network-node-layer-3", HOSTNAME)
+# launch.mode -> the kind that is queued as one Workload
+QUEUED_KIND = {"rayjob": "RayJob", "bringup": "RayCluster", "job": "Job", "statefulset": "StatefulSet"}
+
+
+def queued_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rendered objects that carry the queue label (empty when the run is not queued)."""
+    k = infra["infra"]["kueue"]
+    if not k["queueName"]:
+        return []
+    kind = QUEUED_KIND.get(infra["launch"]["mode"])
+    out = [o for o in objects if o.get("kind") == kind]
+    if k["sandbox"]:
+        out += [o for o in objects if o.get("kind") == "Deployment"
+                and as_mapping(as_mapping(o.get("metadata")).get("labels")).get("app.kubernetes.io/component")
+                == "sandbox"]
+    return out
+
+
+def _fleet_of(ps: kueue.PodSet, obj: dict[str, Any]) -> str:
+    labels = as_mapping(ps.metadata.get("labels"))
+    return str(labels.get(FLEET_LABEL) or ("submitter" if ps.name == kueue.SUBMITTER_POD_SET else ps.name))
+
+
+def topology_of(infra: dict[str, Any], fleet: str) -> tuple[str, str] | None:
+    """(mode, level) the run asks for the pod set of ``fleet``, or None."""
+    k = infra["infra"]["kueue"]
+    own = k["fleets"].get(fleet)
+    chosen = own if own is not None else (k["topology"] if fleet in ("trainer", "inference") else None)
+    if not chosen or chosen["mode"] == "none" or not chosen["level"]:
+        return None
+    return chosen["mode"], chosen["level"]
+
+
+def apply_kueue(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    """Queue labels on the queued workloads and topology annotations on their pod sets, in place."""
+    k = infra["infra"]["kueue"]
+    for obj in queued_objects(infra, objects):
+        meta = obj["metadata"]
+        extra = {kueue.QUEUE_LABEL: k["queueName"]}
+        if k["priorityClass"]:
+            extra[kueue.PRIORITY_LABEL] = k["priorityClass"]
+        meta["labels"] = dict(sorted({**meta.get("labels", {}), **extra}.items()))
+        if obj.get("kind") == "Deployment":
+            continue
+        for ps in kueue.pod_sets(obj):
+            if not ps.path:
+                continue  # KubeRay's default submitter: no template to annotate
+            fleet = _fleet_of(ps, obj)
+            if obj.get("kind") == "Job":
+                fleet = "trainer"  # the one pod of the job shape holds every fleet: the GPU request decides
+            wanted = topology_of(infra, fleet)
+            annotations: dict[str, str] = {}
+            if wanted:
+                annotations[kueue.MODE_ANNOTATION[wanted[0]]] = wanted[1]
+                if k["topology"]["together"] and fleet in ("trainer", "inference") \
+                        and obj.get("kind") in ("RayJob", "RayCluster"):
+                    annotations[kueue.POD_SET_GROUP] = GROUP_NAME
+            if annotations:
+                meta = _template_at(obj, ps.path).setdefault("metadata", {})
+                meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
+
+
+def _template_at(obj: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
+    node: Any = obj
+    for part in path:
+        node = node[part]
+    return node  # type: ignore[no-any-return]
+
+
+# --- the team's queue objects (render-only) ---------------------------------------------------
+
+
+def _common(selectors: list[dict[str, Any]]) -> dict[str, str]:
+    """Labels every selector in ``selectors`` asks for with the same value."""
+    if not selectors:
+        return {}
+    first = {str(a): str(b) for a, b in selectors[0].items()}
+    return {key: value for key, value in first.items() if all(str(s.get(key)) == value for s in selectors[1:])}
+
+
+def _quantity(resource: str, amount: Fraction) -> str:
+    return show(resource, to_units(resource, amount))
+
+
+def _meta(infra: dict[str, Any], name: str, namespaced: bool = False) -> dict[str, Any]:
+    """Team objects outlive a run: no dockyard-k8s/run label, so `down` never selects them."""
+    meta: dict[str, Any] = {"name": name}
+    if namespaced:
+        meta["namespace"] = infra["infra"]["namespace"]
+    meta["labels"] = {"app.kubernetes.io/managed-by": MANAGED_BY, "app.kubernetes.io/name": "dockyard-k8s"}
+    return meta
+
+
+def queue_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """LocalQueue, example ClusterQueue, ResourceFlavors (and a Topology) sized from the run."""
+    k = infra["infra"]["kueue"]
+    qo = k["queueObjects"]
+    queued = queued_objects(infra, objects)
+    if not (qo["render"] and queued):
+        return []
+    # Pod sets, per flavor: GPU pod sets on the GPU flavor, the others (head, submitter, sandbox) on the CPU one.
+    usage: dict[str, dict[str, Fraction]] = {"cpu": {}, "gpu": {}}
+    selectors: dict[str, list[dict[str, Any]]] = {"cpu": [], "gpu": []}
+    topology: dict[str, list[str]] = {"cpu": [], "gpu": []}
+    for obj in queued:
+        workloads = kueue.workload_count(obj)
+        for ps in kueue.pod_sets(obj):
+            requests = pod_requests(ps.spec)
+            side = "gpu" if any(requests.get(r) for r in GPU_RESOURCES) else "cpu"
+            for resource, amount in requests.items():
+                usage[side][resource] = usage[side].get(resource, Fraction(0)) + amount * ps.count * workloads
+            selectors[side].append(as_mapping(ps.spec.get("nodeSelector")))
+            wanted = kueue.topology_request(ps.metadata)
+            if wanted and wanted[1] not in topology[side]:
+                topology[side].append(wanted[1])
+    sides = [s for s in ("cpu", "gpu") if usage[s]]
+    covered = sorted({r for s in sides for r in usage[s]}, key=lambda r: ({"cpu": 0, "memory": 1}.get(r, 2), r))
+    names = {"cpu": qo["cpuFlavor"], "gpu": qo["gpuFlavor"] or _gpu_flavor_name(selectors["gpu"])}
+    levels = [lv for s in sides for lv in topology[s]]
+    out: list[dict[str, Any]] = []
+    for side in sides:
+        spec: dict[str, Any] = {}
+        labels = _common(selectors[side])
+        if labels:
+            spec["nodeLabels"] = dict(sorted(labels.items()))
+        if topology[side]:
+            spec["topologyName"] = qo["topologyName"]
+        out.append({"apiVersion": kueue.API_VERSION, "kind": "ResourceFlavor",
+                    "metadata": _meta(infra, names[side]), "spec": spec})
+    if levels:
+        out.append({"apiVersion": kueue.API_VERSION, "kind": "Topology", "metadata": _meta(infra, qo["topologyName"]),
+                    "spec": {"levels": [{"nodeLabel": lv} for lv in _levels(levels)]}})
+    runs = qo["runs"]
+    flavors = [{"name": names[side], "resources": [
+        {"name": r, "nominalQuota": _quantity(r, usage[side].get(r, Fraction(0)) * runs)} for r in covered]}
+        for side in sides]
+    cq_name = qo["clusterQueue"] or k["queueName"]
+    cq_spec: dict[str, Any] = {}
+    if qo["cohort"]:
+        cq_spec["cohortName"] = qo["cohort"]
+    cq_spec["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": infra["infra"]["namespace"]}}
+    cq_spec["preemption"] = {"withinClusterQueue": "LowerPriority",
+                             "reclaimWithinCohort": "Any" if qo["cohort"] else "Never"}
+    cq_spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
+    out.append({"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": _meta(infra, cq_name),
+                "spec": cq_spec})
+    out.append({"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
+                "metadata": _meta(infra, k["queueName"], namespaced=True), "spec": {"clusterQueue": cq_name}})
+    return out
+
+
+def _gpu_flavor_name(selectors: list[dict[str, Any]]) -> str:
+    return _common(selectors).get(INSTANCE_TYPE) or "gpu"
+
+
+def _levels(wanted: list[str]) -> list[str]:
+    """Topology levels, farthest first, ending with the host (EC2's three network layers for EKS labels)."""
+    if all(lv in EKS_TOPOLOGY_LEVELS for lv in wanted):
+        return list(EKS_TOPOLOGY_LEVELS)
+    return [*dict.fromkeys(lv for lv in wanted if lv != HOSTNAME), HOSTNAME]
+
+
+def kueue_summary(infra: dict[str, Any], objects: list[dict[str, Any]]) -> str | None:
+    """One line for `check`: what is queued where, or why nothing is; None when Kueue is not used."""
+    k = infra["infra"]["kueue"]
+    if not k["queueName"]:
+        return None
+    queued = queued_objects(infra, objects)
+    if not queued:
+        return f"LocalQueue {k['queueName']}: nothing queued (launch.mode {infra['launch']['mode']}: the job runs " \
+               "on an existing cluster)"
+    kinds = sorted({str(o["kind"]) for o in queued})
+    parts = [f"LocalQueue {k['queueName']}: {', '.join(kinds)} queued"]
+    if k["priorityClass"]:
+        parts.append(f"priority {k['priorityClass']}")
+    asked = {f: t for f in ("head", "trainer", "inference", "submitter") if (t := topology_of(infra, f))}
+    if asked:
+        parts.append("topology " + ", ".join(f"{f} {m} {lv}" for f, (m, lv) in asked.items()))
+    if k["topology"]["together"]:
+        together = infra["launch"]["mode"] in ("rayjob", "bringup")
+        parts.append("trainer + inference in one domain" if together else
+                     "together ignored (trainer and inference are separate Workloads)")
+    if not k["sandbox"] and infra["sandbox"]["enabled"]:
+        parts.append("sandbox beside the queue")
+    return "; ".join(parts)
