@@ -58,6 +58,52 @@ class InfraPriorityClass(TypedDict):
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"]
 
 
+class InfraKueueTopology(TypedDict):
+    mode: Literal["none", "preferred", "required"]
+    level: str | None
+    together: bool
+
+
+class InfraKueueFleetsHead(TypedDict):
+    mode: Literal["none", "preferred", "required"]
+    level: str | None
+
+
+InfraKueueFleetsTrainer = InfraKueueFleetsHead
+
+
+InfraKueueFleetsInference = InfraKueueFleetsHead
+
+
+InfraKueueFleetsSubmitter = InfraKueueFleetsHead
+
+
+class InfraKueueFleets(TypedDict):
+    head: InfraKueueFleetsHead | None
+    trainer: InfraKueueFleetsTrainer | None
+    inference: InfraKueueFleetsInference | None
+    submitter: InfraKueueFleetsSubmitter | None
+
+
+class InfraKueueQueueObjects(TypedDict):
+    render: bool
+    clusterQueue: str | None
+    cohort: str | None
+    gpuFlavor: str | None
+    cpuFlavor: str
+    topologyName: str
+    runs: int
+
+
+class InfraKueue(TypedDict):
+    queueName: str | None
+    priorityClass: str | None
+    sandbox: bool
+    topology: InfraKueueTopology
+    fleets: InfraKueueFleets
+    queueObjects: InfraKueueQueueObjects
+
+
 class InfraImagePull(TypedDict):
     requirePinned: bool
     coldPullSeconds: int
@@ -83,6 +129,7 @@ class Infra(TypedDict):
     storage: InfraStorage
     networkPolicy: InfraNetworkPolicy
     priorityClass: InfraPriorityClass
+    kueue: InfraKueue
     imagePull: InfraImagePull
 
 

@@ -12,9 +12,12 @@ manifest); ``bundle.py`` reports them at the infra key the renderers' provenance
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dockyard_k8s.plain import Path
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
     "rayjob": ("head", "trainer", "inference", "submitter"),
@@ -25,7 +28,7 @@ _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
 }
 
 
-def _topology_problems(section: dict[str, Any] | None, at: Path) -> list[tuple[Path, str]]:
+def _topology_problems(section: Any, at: Path) -> list[tuple[Path, str]]:
     if section and section["mode"] != "none" and not section["level"]:
         return [((*at, "level"), f"is required with mode {section['mode']} (got nothing, expected the node label of a "
                                  "level of the ResourceFlavor's Topology, e.g. topology.k8s.aws/network-node-layer-2 "
@@ -33,7 +36,7 @@ def _topology_problems(section: dict[str, Any] | None, at: Path) -> list[tuple[P
     return []
 
 
-def kueue_config_problems(infra: dict[str, Any]) -> list[tuple[Path, str]]:
+def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     """Every ``infra.kueue`` combination that cannot work, as (key path, message)."""
     k, launch = infra["infra"]["kueue"], infra["launch"]
     out: list[tuple[Path, str]] = []
@@ -61,7 +64,7 @@ def kueue_config_problems(infra: dict[str, Any]) -> list[tuple[Path, str]]:
                                            "in what `run` applies would suspend it again on every re-apply"))
     out += _topology_problems(k["topology"], (*base, "topology"))
     has_pod_set = _FLEETS_WITH_POD_SET[mode]
-    for fleet, section in k["fleets"].items():
+    for fleet, section in cast("dict[str, Any]", k["fleets"]).items():
         out += _topology_problems(section, (*base, "fleets", fleet))
         if section is not None and fleet not in has_pod_set:
             why = {"submitter": "only a K8sJobMode RayJob has a submitter pod set",
@@ -74,8 +77,9 @@ def kueue_config_problems(infra: dict[str, Any]) -> list[tuple[Path, str]]:
     if k["topology"]["together"]:
         out += _together_problems(infra)
     if k["queueObjects"]["render"] and mode in ("rayjob", "bringup", "statefulset"):
-        gpu = [role for role in ("trainer", "inference") if infra["kuberay"][role]["gpus"] > 0]
-        selectors = [infra["kuberay"][role]["nodeSelector"] for role in gpu]
+        fleets = cast("dict[str, Any]", infra["kuberay"])
+        gpu = [role for role in ("trainer", "inference") if fleets[role]["gpus"] > 0]
+        selectors = [fleets[role]["nodeSelector"] for role in gpu]
         common = {key for key in (selectors[0] if selectors else {})
                   if all(str(sel.get(key)) == str(selectors[0][key]) for sel in selectors)}
         from dockyard_k8s.render.kueue import topology_of
@@ -88,7 +92,7 @@ def kueue_config_problems(infra: dict[str, Any]) -> list[tuple[Path, str]]:
     return out
 
 
-def _together_problems(infra: dict[str, Any]) -> list[tuple[Path, str]]:
+def _together_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     """Kueue's podset-group rules (jobframework.ValidatePodSetGroupingTopology), before rendering."""
     from dockyard_k8s.render.kueue import topology_of
 

@@ -53,6 +53,17 @@ _TABLE = [
     Kind("ray.io/v1", "RayCluster", "rayclusters"),
     Kind("ray.io/v1", "RayService", "rayservices"),
     Kind("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
+    # Kueue v0.19 (docs/kueue.md): what `run`/`status` read, and the team objects `render` can produce.
+    Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads"),
+    Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues"),
+    Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "Topology", "topologies", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "AdmissionCheck", "admissionchecks", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "MultiKueueConfig", "multikueueconfigs", namespaced=False),
+    Kind("kueue.x-k8s.io/v1beta2", "MultiKueueCluster", "multikueueclusters", namespaced=False),
 ]
 # kind name -> Kind. Kind names are unique among what the launcher touches.
 KINDS: dict[str, Kind] = {k.kind: k for k in _TABLE}
@@ -61,8 +72,9 @@ POD = KINDS["Pod"]
 EVENT = KINDS["Event"]
 RAYJOB = KINDS["RayJob"]
 RAYCLUSTER = KINDS["RayCluster"]
-# Rendered but never applied by the live path (namespace governance is cluster-admin territory).
-RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange"})
+# Rendered but never applied by the live path (namespace governance and the team's Kueue queue
+# objects are cluster-admin territory).
+RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange", "LocalQueue", "ClusterQueue", "ResourceFlavor", "Topology"})
 
 
 def _plural(kind: str) -> str:

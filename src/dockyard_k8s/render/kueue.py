@@ -20,12 +20,17 @@ when a topology mode is set, a ClusterQueue sized from the run's pod sets and th
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
+from dockyard_k8s.plain import Path
 from dockyard_k8s.plan.units import show, to_units
+from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)
 HOSTNAME = "kubernetes.io/hostname"
@@ -37,7 +42,7 @@ EKS_TOPOLOGY_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aw
 QUEUED_KIND = {"rayjob": "RayJob", "bringup": "RayCluster", "job": "Job", "statefulset": "StatefulSet"}
 
 
-def queued_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def queued_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rendered objects that carry the queue label (empty when the run is not queued)."""
     k = infra["infra"]["kueue"]
     if not k["queueName"]:
@@ -56,17 +61,23 @@ def _fleet_of(ps: kueue.PodSet, obj: dict[str, Any]) -> str:
     return str(labels.get(FLEET_LABEL) or ("submitter" if ps.name == kueue.SUBMITTER_POD_SET else ps.name))
 
 
-def topology_of(infra: dict[str, Any], fleet: str) -> tuple[str, str] | None:
+def topology_key(infra: InfraSpec, fleet: str) -> Path:
+    """The infra key of ``fleet``'s topology request: its own ``fleets.<fleet>``, else the shared one."""
+    own = cast("dict[str, Any]", infra["infra"]["kueue"]["fleets"]).get(fleet)
+    return ("infra", "kueue", "fleets", fleet) if own is not None else ("infra", "kueue", "topology")
+
+
+def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
     """(mode, level) the run asks for the pod set of ``fleet``, or None."""
     k = infra["infra"]["kueue"]
-    own = k["fleets"].get(fleet)
-    chosen = own if own is not None else (k["topology"] if fleet in ("trainer", "inference") else None)
+    own = cast("dict[str, Any]", k["fleets"]).get(fleet)
+    chosen: Any = own if own is not None else (k["topology"] if fleet in ("trainer", "inference") else None)
     if not chosen or chosen["mode"] == "none" or not chosen["level"]:
         return None
-    return chosen["mode"], chosen["level"]
+    return str(chosen["mode"]), str(chosen["level"])
 
 
-def apply_kueue(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """Queue labels on the queued workloads and topology annotations on their pod sets, in place."""
     k = infra["infra"]["kueue"]
     for obj in queued_objects(infra, objects):
@@ -75,6 +86,8 @@ def apply_kueue(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
         if k["priorityClass"]:
             extra[kueue.PRIORITY_LABEL] = k["priorityClass"]
         meta["labels"] = dict(sorted({**meta.get("labels", {}), **extra}.items()))
+        provenance.note_fields(meta["labels"], {kueue.QUEUE_LABEL: ("infra", "kueue", "queueName"),
+                                                kueue.PRIORITY_LABEL: ("infra", "kueue", "priorityClass")})
         if obj.get("kind") == "Deployment":
             continue
         for ps in kueue.pod_sets(obj):
@@ -93,6 +106,10 @@ def apply_kueue(infra: dict[str, Any], objects: list[dict[str, Any]]) -> None:
             if annotations:
                 meta = _template_at(obj, ps.path).setdefault("metadata", {})
                 meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
+                key = topology_key(infra, fleet)
+                provenance.note_fields(meta["annotations"], {
+                    **{a: key for a in kueue.MODE_ANNOTATION.values()},
+                    kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
 
 
 def _template_at(obj: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
@@ -117,7 +134,7 @@ def _quantity(resource: str, amount: Fraction) -> str:
     return show(resource, to_units(resource, amount))
 
 
-def _meta(infra: dict[str, Any], name: str, namespaced: bool = False) -> dict[str, Any]:
+def _meta(infra: InfraSpec, name: str, namespaced: bool = False) -> dict[str, Any]:
     """Team objects outlive a run: no dockyard-k8s/run label, so `down` never selects them."""
     meta: dict[str, Any] = {"name": name}
     if namespaced:
@@ -126,7 +143,7 @@ def _meta(infra: dict[str, Any], name: str, namespaced: bool = False) -> dict[st
     return meta
 
 
-def queue_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """LocalQueue, example ClusterQueue, ResourceFlavors (and a Topology) sized from the run."""
     k = infra["infra"]["kueue"]
     qo = k["queueObjects"]
@@ -169,7 +186,8 @@ def queue_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[
     flavors = [{"name": names[side], "resources": [
         {"name": r, "nominalQuota": _quantity(r, usage[side].get(r, Fraction(0)) * runs)} for r in covered]}
         for side in sides]
-    cq_name = qo["clusterQueue"] or k["queueName"]
+    queue = str(k["queueName"])
+    cq_name = qo["clusterQueue"] or queue
     cq_spec: dict[str, Any] = {}
     if qo["cohort"]:
         cq_spec["cohortName"] = qo["cohort"]
@@ -180,7 +198,9 @@ def queue_objects(infra: dict[str, Any], objects: list[dict[str, Any]]) -> list[
     out.append({"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": _meta(infra, cq_name),
                 "spec": cq_spec})
     out.append({"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
-                "metadata": _meta(infra, k["queueName"], namespaced=True), "spec": {"clusterQueue": cq_name}})
+                "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}})
+    for obj in out:  # an admin's objects: any problem in them is the queueObjects settings'
+        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects"))
     return out
 
 
@@ -195,7 +215,7 @@ def _levels(wanted: list[str]) -> list[str]:
     return [*dict.fromkeys(lv for lv in wanted if lv != HOSTNAME), HOSTNAME]
 
 
-def kueue_summary(infra: dict[str, Any], objects: list[dict[str, Any]]) -> str | None:
+def kueue_summary(infra: InfraSpec, objects: list[dict[str, Any]]) -> str | None:
     """One line for `check`: what is queued where, or why nothing is; None when Kueue is not used."""
     k = infra["infra"]["kueue"]
     if not k["queueName"]:

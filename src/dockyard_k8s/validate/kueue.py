@@ -81,7 +81,7 @@ def _rayjob(spec: dict[str, Any], elastic: bool, out: list[tuple[Path, str]]) ->
             and pod_sets <= kueue.MAX_POD_SETS:
         # The webhook counts the RayCluster's pod sets; the Workload adds the submitter and its
         # CRD caps the total, so Kueue cannot create the Workload.
-        out.append((("spec", "rayClusterSpec", "workerGroupSpecs"),
+        out.append((("spec", "rayClusterSpec", "workerGroupSpecs", pod_sets - 2),
                     f"Too many: {pod_sets + 1}: must have at most {kueue.MAX_POD_SETS} items (the Workload's "
                     "spec.podSets: head, each worker group and the submitter)"))
     return True
@@ -93,9 +93,9 @@ def _raycluster_spec(spec: dict[str, Any], at: Path, elastic: bool, out: list[tu
         out.append(((*at, "enableInTreeAutoscaling"), f"Invalid value: true: {autoscaling}"))
     groups = spec.get("workerGroupSpecs")
     groups = groups if isinstance(groups, list) else []
-    if len(groups) + 1 > kueue.MAX_POD_SETS:
-        out.append(((*at, "workerGroupSpecs"), f"Too many: {len(groups) + 1}: must have at most "
-                                               f"{kueue.MAX_POD_SETS} items"))
+    if len(groups) + 1 > kueue.MAX_POD_SETS:  # reported at the first group too many (the head is a pod set)
+        out.append(((*at, "workerGroupSpecs", kueue.MAX_POD_SETS - 1), f"Too many: {len(groups) + 1}: must have at "
+                                                                       f"most {kueue.MAX_POD_SETS} items"))
     for i, group in enumerate(groups):
         if as_mapping(group).get("groupName") == kueue.HEAD_POD_SET:
             out.append(((*at, "workerGroupSpecs", i, "groupName"), 'Forbidden: "head" is reserved for the head group'))

@@ -27,10 +27,10 @@ def test_autoscaling_a_head_worker_group_and_too_many_pod_sets_at_kuberay_spec(k
     text = "\n".join(problems)
     assert "kuberay.spec.enableInTreeAutoscaling: RayJob spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: " \
            "true: a kueue managed job should only use autoscaling when workload slicing is enabled" in text
-    assert 'kuberay.spec.workerGroupSpecs: RayJob spec.rayClusterSpec.workerGroupSpecs[2].groupName: Forbidden: ' \
-           '"head" is reserved for the head group' in text
-    assert "kuberay.spec.workerGroupSpecs: RayJob spec.rayClusterSpec.workerGroupSpecs: Too many: 20: must have at " \
-           "most 18 items" in text
+    assert 'kuberay.spec.workerGroupSpecs[0].groupName: RayJob spec.rayClusterSpec.workerGroupSpecs[2].groupName: ' \
+           'Forbidden: "head" is reserved for the head group' in text
+    assert "kuberay.spec.workerGroupSpecs[15]: RayJob spec.rayClusterSpec.workerGroupSpecs[17]: Too many: 20: must " \
+           "have at most 18 items" in text
 
 
 def test_a_raycluster_may_autoscale_only_as_an_elastic_job(kueue_problems_of):
