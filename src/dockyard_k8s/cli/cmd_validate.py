@@ -38,7 +38,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--ignore-missing-schemas", action="store_true",
                    help="an object with no schema is not an error (it still gets the semantic rules)")
     p.add_argument("--no-bundled-crds", action="store_true",
-                   help="do not use the KubeRay and Kueue CRDs shipped with dockyard-k8s")
+                   help="do not use the KubeRay, KEDA and Kueue CRDs shipped with dockyard-k8s")
     p.add_argument("-o", "--output", choices=("text", "json", "junit", "tap"), default="text",
                    help="report format (default text)")
     p.add_argument("--summary", action="store_true", help="print a summary line (text output)")
