@@ -4,7 +4,8 @@
 FILE|DIR...`` (or ``--manifests``) reads Kubernetes objects. A first argument that is a
 directory, ``-``, or a YAML file whose first document has apiVersion and kind is taken as
 manifests. With manifests, ``--infra FILE`` still supplies the ``lint:`` and ``plan:``
-sections.
+sections. ``--serve SPEC`` (repeatable) adds a model endpoint's objects (``serve render``'s):
+alone, or beside the run or the manifests, so ``plan`` places the endpoint with the run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
   --infra FILE then only supplies the lint: and plan: sections
+--serve SPEC adds a model endpoint (docs/serve.md), alone or beside the run; --set and -n apply
+  to every spec; alone, SPEC (or --infra FILE) supplies the lint: and plan: sections
 """
 
 
@@ -39,6 +42,8 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
                         help="override an infra key, e.g. --set lint.ignore=[image-digest] (repeatable)")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
     parser.add_argument("--manifests", action="store_true", help="treat every argument as a manifest file")
+    parser.add_argument("--serve", action="append", default=[], metavar="SPEC",
+                        help="add a model endpoint's objects (a serve spec; repeatable)")
 
 
 def _sections_from_file(path: str | None, sets: list[str]) -> dict[str, Any]:
@@ -56,17 +61,36 @@ def _sections(infra: InfraSpec) -> dict[str, Any]:
     return {"lint": lint, "plan": infra["plan"]}
 
 
+def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
+    """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
+    files) and the first spec's infra (for its lint and plan sections)."""
+    from dockyard_k8s.cli.cmd_serve import load_serve_bundle
+    from dockyard_k8s.lint.inputs import objects_from_bundle
+
+    objects: list[Any] = []
+    first: InfraSpec | None = None
+    for spec in getattr(args, "serve", None) or []:
+        bundle = load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
+        objects += objects_from_bundle(bundle.objects, prefix=f"{bundle.config.name}/")
+        first = first or bundle.config.infra
+    return objects, first
+
+
 def load_targets(args: argparse.Namespace) -> Targets:
     from dockyard_k8s.lint.inputs import looks_like_manifests, objects_from_bundle, read_manifests
 
+    endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
-        raise UsageError("nothing to check: give a RECIPE (with --infra) or manifest FILE/DIR arguments")
+        if serve_infra is not None:
+            sections = _sections_from_file(args.infra, args.sets) if args.infra else _sections(serve_infra)
+            return Targets(endpoints, sections, True)
+        raise UsageError("nothing to check: give a RECIPE (with --infra), manifest FILE/DIR arguments or --serve SPEC")
     if args.manifests or looks_like_manifests(args.recipe):
-        if args.namespace:
+        if args.namespace and not args.serve:
             raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
-        return Targets(read_manifests([args.recipe, *args.overrides]), _sections_from_file(args.infra, args.sets),
-                       False)
+        return Targets([*read_manifests([args.recipe, *args.overrides]), *endpoints],
+                       _sections_from_file(args.infra, args.sets), False)
     from dockyard_k8s.cli._runargs import load_bundle
 
     bundle = load_bundle(args)
-    return Targets(objects_from_bundle(bundle.objects), _sections(bundle.run.infra), True)
+    return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)

@@ -88,9 +88,9 @@ def looks_like_manifests(path: str) -> bool:
     return isinstance(data, dict) and "apiVersion" in data and "kind" in data
 
 
-def objects_from_bundle(objects: list[dict[str, Any]]) -> list[Located]:
-    """The rendered objects of a run; each one's file is the name ``render -o DIR`` gives it,
-    and line numbers refer to that file."""
+def objects_from_bundle(objects: list[dict[str, Any]], *, prefix: str = "") -> list[Located]:
+    """The rendered objects of a run (or an endpoint); each one's file is the name ``render -o
+    DIR`` gives it (after ``prefix``, the directory), and line numbers refer to that file."""
     from dockyard_k8s.render.serialize import dump_yaml, object_file_name
 
     def line(obj: dict[str, Any], name: str, path: Path) -> int:
@@ -98,6 +98,6 @@ def objects_from_bundle(objects: list[dict[str, Any]]) -> list[Located]:
 
     out = []
     for i, obj in enumerate(objects):
-        name = object_file_name(i, obj, "yaml")
+        name = prefix + object_file_name(i, obj, "yaml")
         out.append(Located(obj, Source(name, 0, rendered=True), partial(line, obj, name)))
     return out

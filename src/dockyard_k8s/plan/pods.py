@@ -115,10 +115,26 @@ def _ref(obj: dict[str, Any]) -> tuple[str, str]:
     return f"{obj.get('kind')} {ns}/{meta.get('name')}", ns
 
 
+def scaled_replicas(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """(namespace, kind, name) -> the most replicas a KEDA ScaledObject may scale it to."""
+    out: dict[tuple[str, str, str], int] = {}
+    for obj in objects:
+        if obj.get("kind") != "ScaledObject":
+            continue
+        spec = obj.get("spec")
+        target = spec.get("scaleTargetRef") if isinstance(spec, dict) else None
+        top = spec.get("maxReplicaCount", 100) if isinstance(spec, dict) else None  # KEDA's default maximum
+        if isinstance(top, int) and isinstance(target, dict) and target.get("name"):
+            out[(_ref(obj)[1], str(target.get("kind") or "Deployment"), str(target["name"]))] = top
+    return out
+
+
 def groups_of(objects: list[dict[str, Any]]) -> list[Group]:
     """The pod groups of ``objects`` in the order pods are created: apply order, then the
-    order of templates inside an object (head, workers, submitter)."""
+    order of templates inside an object (head, workers, submitter). A workload a KEDA
+    ScaledObject scales is planned at the ScaledObject's maximum: will it fit scaled out?"""
     limit_ranges = [o for o in objects if o.get("kind") == "LimitRange"]
+    scaled = scaled_replicas(objects)
     out = []
     for obj in objects:
         ref, ns = _ref(obj)
@@ -126,12 +142,13 @@ def groups_of(objects: list[dict[str, Any]]) -> list[Group]:
         for t in pod_templates(obj):
             if t.replicas is None:
                 continue  # DaemonSet: one per node, not planned
+            replicas = scaled.get((ns, kind, str((obj.get("metadata") or {}).get("name"))), t.replicas)
             spec = apply_limit_ranges(t.spec, [lr for lr in limit_ranges if _ref(lr)[1] == ns])
             labels = {str(k): str(v) for k, v in (t.metadata.get("labels") or {}).items()}
             units = pod_units(spec)
             gpus = sum(units.get(r, 0) for r in GPU_RESOURCES)
             gang = ref if kind in GANG_KINDS and t.group != "submitter" else None
             name = f"{ref} {t.group}" if t.group else ref
-            out.append(Group(name, ref, kind, t.group, ns, t.replicas, spec,
+            out.append(Group(name, ref, kind, t.group, ns, replicas, spec,
                              Requirements.from_pod(spec, labels, ns, units), gpus, gang))
     return out

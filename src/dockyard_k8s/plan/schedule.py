@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dockyard_k8s.plan.inventory import Inventory, Node, PlacedPod, Quota, quota_of
-from dockyard_k8s.plan.pods import Group, groups_of, missing_for_quota, quota_usage
+from dockyard_k8s.plan.pods import Group, groups_of, missing_for_quota, quota_usage, scaled_replicas
 from dockyard_k8s.plan.predicates import (
     PORTS,
     Requirements,
@@ -169,6 +169,8 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     state = _State(inventory, groups)
     notes = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: one pod per node, not planned"
              for o in objects if o.get("kind") == "DaemonSet"]
+    notes += [f"{kind} {ns}/{name}: planned at {top} replicas, the most its ScaledObject may scale it to"
+              for (ns, kind, name), top in scaled_replicas(objects).items()]
     last_of_gang = {g.gang: i for i, g in enumerate(groups) if g.gang}
     gang_pods: dict[str, list[tuple[GroupResult, int, Node, PlacedPod]]] = {}
     results: list[GroupResult] = []

@@ -1,0 +1,84 @@
+"""`lint` and `plan` understand the endpoint: `--serve SPEC` alone or beside a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dockyard_k8s.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+KIND = str(ROOT / "examples" / "llama3_8b_kind.serve.yaml")
+EKS = str(ROOT / "examples" / "llama3_70b_eks_keda.serve.yaml")
+WORKSTATION = "plan.nodePools=[{name: ws, instanceType: workstation-a10-24gb, count: 1}]"
+P5 = ("plan.nodePools=[{name: p5, instanceType: p5.48xlarge, count: 2}, "
+      "{name: cpu, instanceType: m6i.16xlarge, count: 2}]")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_lint_of_an_endpoint_reports_its_pod_security_level_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "lint", "--serve", KIND, "--format", "json")
+    assert code == 0
+    report = json.loads(out[out.index("{"):])
+    assert report["summary"]["error"] == 0 and report["summary"]["warning"] == 0
+    assert {p["object"]: p["level"] for p in report["podSecurity"]} == {"Deployment llama/llama-8b": "baseline"}
+
+
+def test_lint_finds_the_gpu_and_image_pitfalls_in_an_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "lint", "--serve", KIND, "--set", "serve.image=vllm/vllm-openai:latest",
+                    "--set", "serve.shmSize=1Gi", "--set", "infra.runtimeClassName=runc", "--set",
+                    "lint.gpuRuntimeClass=nvidia")
+    assert code == 1
+    assert "Deployment llama/llama-8b  (llama-8b/04-deployment-llama-8b.yaml)" in out
+    assert "error    image-tag: container 'vllm': image vllm/vllm-openai:latest uses the moving :latest tag" in out
+    assert "gpu-shm: /dev/shm sizeLimit 1Gi is below 8Gi" in out
+    assert "gpu-runtime-class: GPU pod sets runtimeClassName 'runc'; this cluster needs 'nvidia'" in out
+
+
+def test_plan_of_the_single_gpu_endpoint_on_a_workstation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "plan", "--serve", KIND, "--set", WORKSTATION)
+    assert code == 0, out
+    assert "Deployment llama/llama-8b  1     1        1       0        ws x1" in out
+    assert "✔ fits: all 1 pods placed" in out
+
+
+def test_plan_places_the_endpoint_beside_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """One GPU: the run takes it, the endpoint waits (the scheduler's own words)."""
+    code, out = run(capsys, "plan", str(ROOT / "examples" / "grpo_tiny.yaml"), "--infra",
+                    str(ROOT / "examples" / "kind_single_gpu.infra.yaml"), "--serve", KIND, "--set", WORKSTATION)
+    assert code == 1
+    assert "Deployment llama/llama-8b: 1 pod: 0/1 nodes are available:" in out
+    assert "1 Insufficient nvidia.com/gpu." in out
+    code, out = run(capsys, "plan", "--serve", KIND, "--set", WORKSTATION.replace("count: 1", "count: 2"),
+                    str(ROOT / "examples" / "grpo_tiny.yaml"), "--infra",
+                    str(ROOT / "examples" / "kind_single_gpu.infra.yaml"))
+    assert code == 0, out
+
+
+def test_plan_counts_an_autoscaled_endpoint_at_its_maximum(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "plan", "--serve", EKS, "--set", P5)
+    assert code == 1  # 6 pods x 4 GPUs on 16 GPUs
+    assert "Deployment inference/llama-70b  6     4        4       2" in out
+    assert "note: Deployment inference/llama-70b: planned at 6 replicas, the most its ScaledObject may scale it " \
+           "to" in out
+    code, out = run(capsys, "plan", "--serve", EKS, "--set", P5, "--set", "serve.autoscaling.maxReplicas=4")
+    assert code == 0, out
+
+
+def test_lint_needs_something_to_check(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "lint")
+    assert code == 2 and "--serve SPEC" in out
+
+
+def test_a_bad_serve_spec_is_bad_input_for_lint_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.serve.yaml"
+    spec.write_text("serve:\n  model: {id: a/b}\n  replicas: 2\n")
+    code, out = run(capsys, "lint", "--serve", str(spec))
+    assert code == 2 and f"{spec}:3:13: serve.replicas: got 2 replicas sharing the cache claim" in out
