@@ -17,15 +17,17 @@ if TYPE_CHECKING:
     from dockyard_k8s.live.dashboard import RayTarget
 
 CLUSTER_HELP = """\
-cluster access: the current kubeconfig context ($KUBECONFIG or ~/.kube/config, or in-cluster),
-  or --context / --kubeconfig, as for kubectl.
+cluster access: the current kubeconfig context ($KUBECONFIG files merged as kubectl merges them,
+  or ~/.kube/config, or in-cluster), or --context / --kubeconfig, as for kubectl. Namespace: -n,
+  else the infra spec's infra.namespace, else the context's namespace, else default.
 exit codes: 0 ok, 1 failure (failed job, API error, doctor check failed), 2 bad input, 130 interrupted
 """
 
 
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context (default: the current context)")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, or ~/.kube/config)")
+    parser.set_defaults(live=True)  # load_bundle: the context's namespace when none is given
 
 
 def say(line: str = "") -> None:

@@ -32,9 +32,24 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
 
 def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bundle:
     """The run of RECIPE with every layer; ``values`` are what the command itself forces
-    (typed, on top of ``--set``), then ``-n``."""
+    (typed, on top of ``--set``), then ``-n``.
+
+    Live commands (their parser has the cluster flags) use the kubeconfig context's namespace,
+    as kubectl does, when neither ``-n`` nor a user layer (defaults file, infra file, ``--set``)
+    names one; offline commands never read the kubeconfig (``render`` output stays the same
+    on every machine)."""
     typed = list(values)
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
+    bundle = build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
+                          values=typed)
+    if args.namespace or not getattr(args, "live", False) or bundle.run.written_by_user(("infra", "namespace")):
+        return bundle
+    from dockyard_k8s.live.kubeconfig import context_namespace
+
+    namespace = context_namespace(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+    if not namespace or namespace == bundle.run.infra["infra"]["namespace"]:
+        return bundle
+    typed.append(Setting(("infra", "namespace"), namespace, f"the kubeconfig context's namespace {namespace}"))
     return build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
                         values=typed)

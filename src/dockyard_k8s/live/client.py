@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 
 import httpx2
 
-from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.errors import ClusterError, ConfigProblem
+from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.kinds import Kind, kind_of
 
@@ -35,6 +36,8 @@ log = logging.getLogger("dockyard_k8s.live")
 
 # Items per LIST chunk: kubectl's --chunk-size default.
 PAGE_SIZE = 500
+# Seconds to establish a connection (TCP + TLS): an unreachable server fails in seconds.
+CONNECT_TIMEOUT = 5.0
 # Statuses worth retrying: throttling and transient server/load-balancer errors.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # One-line hints by HTTP status, shown under the error.
@@ -60,6 +63,25 @@ class WatchEvent(NamedTuple):
 class ApplyResult(NamedTuple):
     obj: dict[str, Any]  # what the server returned
     action: str  # created | configured | unchanged
+
+
+def unreachable_reason(e: Exception) -> str:
+    """Why a connection failed, in words (httpx wraps the socket/ssl error text)."""
+    text = str(e) or type(e).__name__
+    low = text.lower()
+    if isinstance(e, httpx2.ConnectTimeout) or "timed out" in low:
+        return f"no answer within {CONNECT_TIMEOUT:g} s (connect timeout): a firewall, VPN or wrong address?"
+    if "refused" in low:
+        return "connection refused (nothing listens there)"
+    if "name or service not known" in low or "nodename nor servname" in low or "name resolution" in low or \
+            "no address associated" in low:
+        return "the host name does not resolve (DNS)"
+    if "certificate verify failed" in low or "certificate_verify_failed" in low:
+        return (f"the server's TLS certificate is not trusted ({text}): check the cluster's "
+                "certificate-authority(-data) in the kubeconfig")
+    if "network is unreachable" in low or "no route to host" in low:
+        return "no route to the host (network unreachable)"
+    return text
 
 
 def _backoff(attempt: int, retry_after: str | None = None) -> float:
@@ -90,8 +112,10 @@ class KubeClient:
 
     def __init__(self, http: httpx2.Client, *, namespace: str = "default", context: str = "",
                  sleep: Callable[[float], None] = time.sleep, max_retries: int = 5,
-                 page_size: int = PAGE_SIZE) -> None:
+                 page_size: int = PAGE_SIZE, server: str = "") -> None:
         self.http = http
+        self.server = server or str(http.base_url).rstrip("/")
+        self.reached = False  # some request got an HTTP answer
         self.default_namespace = namespace
         self.context = context
         self.sleep = sleep
@@ -102,10 +126,15 @@ class KubeClient:
 
     # --- sending --------------------------------------------------------------------------
 
+    def _unreachable_hint(self) -> str:
+        where = f"context {self.context}" if self.context else "the kubeconfig"
+        return (f"is the cluster up and is {self.server} the right address for it ({where})? "
+                "`kubectl cluster-info` tries the same; pick another context with --context")
+
     def _build(self, req: rq.Request) -> httpx2.Request:
-        timeout = httpx2.Timeout(30.0, read=None if req.stream else 60.0)
+        timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=None if req.stream else 60.0)
         if req.param("watch"):
-            timeout = httpx2.Timeout(30.0, read=float(rq.WATCH_TIMEOUT_SECONDS + 30))
+            timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=float(rq.WATCH_TIMEOUT_SECONDS + 30))
         return self.http.build_request(req.method, req.path, params=list(req.params), headers=dict(req.headers),
                                        content=req.body, timeout=timeout)
 
@@ -116,13 +145,17 @@ class KubeClient:
             try:
                 resp = self.http.send(self._build(req), stream=req.stream)
             except httpx2.TransportError as e:
-                if attempt >= self.max_retries:
-                    raise ClusterError(f"cannot reach the API server at {self.http.base_url}: {e}", obj=req.obj,
-                                       hint="check the cluster is up and your KUBECONFIG / --context") from e
+                # A server never reached is not worth 6 s of retries (kubectl does not retry
+                # either); once it answered, a failed connection is a blip: retry.
+                never = not self.reached and isinstance(e, (httpx2.ConnectError, httpx2.ConnectTimeout))
+                if never or attempt >= self.max_retries:
+                    raise ClusterError(f"cannot reach the API server at {self.server}: {unreachable_reason(e)}",
+                                       hint=self._unreachable_hint()) from e
                 log.debug("%s %s: %s; retrying", req.method, req.path, type(e).__name__)
                 self.sleep(_backoff(attempt))
                 attempt += 1
                 continue
+            self.reached = True
             log.debug("%s %s -> %s", req.method, req.path, resp.status_code)
             if resp.status_code in RETRY_STATUSES and attempt < self.max_retries:
                 retry_after = resp.headers.get("Retry-After")
@@ -311,39 +344,92 @@ class KubeClient:
                 yield WatchEvent("SYNC", {}, items)
 
 
-def _kubeconfig_path(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    env = os.environ.get("KUBECONFIG", "")
-    # lightkube reads one file; like kubectl, take the first existing entry of the list.
-    for part in env.split(os.pathsep):
-        if part and os.path.exists(part):
-            return part
-    return None
+def _lightkube_config(config: kc.Kubeconfig, selected: kc.Selected) -> Any:
+    """lightkube's SingleConfig of the selected context; a field of the wrong type is a
+    located KubeconfigError (lightkube would raise msgspec's ValidationError)."""
+    import msgspec
+    from lightkube.config.kubeconfig import SingleConfig
+    from lightkube.config.models import Cluster, Context, User
+
+    def convert(value: dict[str, Any], model: type, section: str, name: str) -> Any:
+        try:
+            return msgspec.convert(value, model)
+        except msgspec.ValidationError as e:
+            text = str(e)
+            field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
+            at = config.where.get((section, name, field)) or config.where.get((section, name)) or kc.Where(
+                config.files[0])
+            path = f"{section}.{name}" + (f".{field}" if field else "")
+            raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
+                                                    text.partition(" - at ")[0])]) from None
+
+    context = convert(selected.context, Context, "contexts", selected.name)
+    cluster = convert(selected.cluster, Cluster, "clusters", str(selected.context["cluster"]))
+    user = convert(selected.user, User, "users", str(selected.context["user"])) if selected.user is not None else None
+    return SingleConfig(context_name=selected.name, context=context, cluster=cluster, user=user,
+                        fname=None)
+
+
+def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
+    """A TLS file of the context that cannot be loaded, at the kubeconfig line naming it."""
+    import ssl
+
+    fields = [("clusters", str(selected.context["cluster"]), selected.cluster, "certificate-authority"),
+              ("users", str(selected.context.get("user")), selected.user or {}, "client-certificate"),
+              ("users", str(selected.context.get("user")), selected.user or {}, "client-key")]
+    named = [(sec, name, field, body[field]) for sec, name, body, field in fields if body.get(field)]
+    if isinstance(e, ssl.SSLError):
+        why = f"not a PEM certificate/key ({getattr(e, 'reason', None) or e})"
+    else:
+        named = [n for n in named if n[3] == e.filename] or named
+        missing = [n for n in named if not os.path.exists(str(n[3]))]
+        named = missing or named
+        why = f"{named[0][3] if len(named) == 1 else e.filename or 'a file'}: {e.strerror or e}"
+    sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
+    at = config.where.get((sec, name, field)) or config.where.get((sec, name)) or kc.Where(config.files[0])
+    what = field if len(named) <= 1 else "/".join(n[2] for n in named)
+    return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
+                                                f"cannot load the TLS file: {why}")])
 
 
 def connect(*, context: str | None = None, kubeconfig: str | None = None,
             transport: httpx2.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> KubeClient:
-    """A client for the current (or named) kubeconfig context.
+    """A client for the current (or named) context of the kubeconfig kubectl would use
+    (``--kubeconfig``, else ``$KUBECONFIG`` merged, else ``~/.kube/config``, else the
+    in-cluster service account). Nothing is sent yet.
 
     Raises:
-        ClusterError: no usable kubeconfig / context.
+        KubeconfigError: a malformed kubeconfig or an unusable context (exit 2), located.
+        ClusterError: no configuration at all.
     """
     from lightkube.config.client_adapter import Client as http_client
     from lightkube.config.client_adapter import ConnectionParams
-    from lightkube.config.kubeconfig import KubeConfig
+    from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-    path = _kubeconfig_path(kubeconfig)
+    config = kc.load(kubeconfig)
+    single: SingleConfig | None
+    if config is None:
+        try:
+            single = KubeConfig.from_service_account().get()
+        except Exception as e:  # not in a pod: no token file, no KUBERNETES_SERVICE_HOST
+            where = os.environ.get("KUBECONFIG") or kc.DEFAULT_KUBECONFIG
+            raise ClusterError(f"no kubeconfig: {where} does not exist and this is not a pod with a service account",
+                               hint=kc.HINT) from e
+    else:
+        selected = kc.select(config, context)
+        single = _lightkube_config(config, selected)
+    assert single is not None
     try:
-        config = KubeConfig.from_file(path) if path else KubeConfig.from_env()
-        single = config.get(context)
-        assert single is not None
-        http = http_client(single, ConnectionParams(timeout=httpx2.Timeout(30.0), transport=transport))
-    except Exception as e:  # lightkube raises its own ConfigError, OSError, KeyError on bad files
-        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        raise ClusterError(f"cannot use kubeconfig {where}: {e}",
-                           hint="set KUBECONFIG or pass --kubeconfig / --context (kubectl config get-contexts)") from e
-    return KubeClient(http, namespace=single.namespace, context=single.context_name, sleep=sleep)
+        http = http_client(single, ConnectionParams(timeout=httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT),
+                                                    transport=transport))
+    except OSError as e:  # a certificate or key file missing (FileNotFoundError) or not PEM (ssl.SSLError)
+        if config is None:
+            raise ClusterError(f"in-cluster service account: {e}") from e
+        raise _tls_problem(config, selected, e) from e
+    except Exception as e:  # lightkube's ConfigError (an unsupported auth-provider...)
+        raise ClusterError(f"context {single.context_name}: {e}", hint=kc.HINT) from e
+    return KubeClient(http, namespace=single.namespace, context=single.context_name, sleep=sleep,
+                      server=str(single.cluster.server))
 
 
 def object_ref(obj: dict[str, Any]) -> str:

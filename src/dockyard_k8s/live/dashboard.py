@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from dockyard_k8s.errors import ClusterError, UsageError
-from dockyard_k8s.live.kinds import RAYJOB
+from dockyard_k8s.live.kinds import KINDS, RAYJOB
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -85,6 +85,12 @@ def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient |
     else:
         raise UsageError("say which Ray cluster: RECIPE, --cluster NAME or --address URL")
     service = f"svc/{cluster}-head-svc"
+    if client is not None and client.get(KINDS["Service"], ns, f"{cluster}-head-svc") is None:
+        # asked first through the launcher's client: an unreachable API server or a wrong name is
+        # said plainly, not through kubectl's retries and memcache.go lines
+        raise ClusterError(f"no Service {cluster}-head-svc in namespace {ns}: no RayCluster {cluster} there, or "
+                           "KubeRay has not made its head Service yet", obj=f"RayCluster {ns}/{cluster}",
+                           hint=f"`dockyard-k8s cluster list -n {ns}` lists the RayClusters")
     with port_forward(ns, service, DASHBOARD_PORT, context=target.context, kubeconfig=target.kubeconfig) as url:
         if on_forward:
             on_forward(f"port-forward: {url} -> {ns}/{service}:{DASHBOARD_PORT}")

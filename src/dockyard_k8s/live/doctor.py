@@ -56,6 +56,8 @@ class Facts(NamedTuple):
     quotas: list[dict[str, Any]] | None
     daemonsets: list[dict[str, Any]] | None
     pods: list[dict[str, Any]] | None = None  # running pods of every namespace: what is already requested
+    unreachable: str = ""  # why /version failed: the URL and the reason
+    unreachable_hint: str = ""
 
 
 # --- what the run needs (pure) --------------------------------------------------------------
@@ -118,9 +120,10 @@ def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
 
 # --- checks (pure) -------------------------------------------------------------------------
 
-def check_version(version: dict[str, Any] | None) -> Check:
+def check_version(version: dict[str, Any] | None, unreachable: str = "", hint: str = "") -> Check:
     if version is None:
-        return Check("API server", False, "not reachable", "check KUBECONFIG / --context and that the cluster is up")
+        return Check("API server", False, unreachable or "not reachable",
+                     hint or "check KUBECONFIG / --context and that the cluster is up")
     minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
     text = str(version.get("gitVersion") or f"{version.get('major')}.{version.get('minor')}")
     if str(version.get("major")) == "1" and minor < MIN_MINOR:
@@ -343,7 +346,7 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
     rendered_pcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "PriorityClass"]
     rendered_rcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "RuntimeClass"]
     rendered_secrets = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "Secret"]
-    checks = [check_version(facts.version)]
+    checks = [check_version(facts.version, facts.unreachable, facts.unreachable_hint)]
     if facts.version is None:
         return checks
     checks.append(check_namespace(namespace, facts.namespace))
@@ -381,8 +384,9 @@ def _allowed(fetch: Any) -> Any:
 def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool) -> Facts:
     try:
         version = client.version()
-    except ClusterError:
-        return Facts(None, None, None, None, None, None, None, None, None, None, None)
+    except ClusterError as e:
+        return Facts(None, None, None, None, None, None, None, None, None, None, None,
+                     unreachable=str(e), unreachable_hint=e.hint)
     namespace_fact: dict[str, Any] | bool | None
     try:
         namespace_fact = client.get(KINDS["Namespace"], None, namespace) or False

@@ -18,6 +18,19 @@ from collections.abc import Iterator
 from dockyard_k8s.errors import ClusterError
 
 _FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
+# klog's header: E0612 12:00:00.000000   12345 memcache.go:265] ...
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] ")
+
+
+def kubectl_error(stderr: str) -> str:
+    """kubectl's own error out of its stderr: klog lines (``memcache.go:265] couldn't get
+    current server API group list ...``, repeated) are dropped when kubectl also printed a
+    plain message; otherwise the last klog message is kept, without its header."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    plain = [line for line in lines if not _KLOG.match(line)]
+    if plain:
+        return "; ".join(dict.fromkeys(plain))
+    return _KLOG.sub("", lines[-1]) if lines else ""
 
 
 def kubectl_path() -> str:
@@ -62,7 +75,7 @@ def port_forward(namespace: str, target: str, remote_port: int, *, local_port: i
                 raise ClusterError(f"kubectl port-forward to {target} did not start within {int(timeout)}s",
                                    obj=f"{namespace}/{target}") from None
             if line is None:
-                err = proc.stderr.read().strip() if proc.stderr else ""
+                err = kubectl_error(proc.stderr.read()) if proc.stderr else ""
                 raise ClusterError(f"kubectl port-forward failed: {err or 'exited'}", obj=f"{namespace}/{target}",
                                    hint="is the head pod running? `dockyard-k8s status`")
             m = _FORWARDING.search(line)

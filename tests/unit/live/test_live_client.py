@@ -160,13 +160,20 @@ def test_connect_uses_context_token_and_namespace(tmp_path: Path, monkeypatch: p
     assert connect(transport=httpx2.MockTransport(handler)).context == "a"  # first existing file of the list
 
 
-def test_connect_errors_are_cluster_errors(tmp_path: Path) -> None:
+def test_connect_errors_are_bad_input(tmp_path: Path) -> None:
+    """A context or file that does not exist is bad input (exit 2), named, never a traceback."""
+    from dockyard_k8s.errors import EXIT_BAD_INPUT
+    from dockyard_k8s.live.kubeconfig import KubeconfigError
+
     path = tmp_path / "config"
     path.write_text(KUBECONFIG)
-    with pytest.raises(ClusterError, match="nope"):
+    with pytest.raises(KubeconfigError, match="1 problem") as e:
         connect(kubeconfig=str(path), context="nope")
-    with pytest.raises(ClusterError, match="cannot use kubeconfig"):
+    assert "context 'nope' is not in the kubeconfig (contexts: a, b)" in e.value.render()
+    assert e.value.exit_code == EXIT_BAD_INPUT
+    with pytest.raises(KubeconfigError) as e:
         connect(kubeconfig=str(tmp_path / "absent"))
+    assert "absent: --kubeconfig: no such file" in e.value.render()
 
 
 def test_list_follows_limit_and_continue_chunks(make_client: Any) -> None:
