@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from fakekube import FakeKube
 from kuberay_sim import EXAMPLES
 
 pytestmark = pytest.mark.slow
@@ -53,7 +54,10 @@ def test_failed_job_exits_1_and_stop(cli: Any, ray_head: str) -> None:
     assert stopped.code == 0 and "stop requested" in stopped.out
 
 
-def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, ray_head: str, kubectl_forwarding_to: Path) -> None:
+def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, fake: FakeKube, ray_head: str,
+                                                      kubectl_forwarding_to: Path) -> None:
+    fake.put({"apiVersion": "v1", "kind": "Service",  # what KubeRay makes for the cluster's head
+              "metadata": {"name": "my-cluster-head-svc", "namespace": "rl-research"}})
     r = cli("job", "list", "--cluster", "my-cluster", "-n", "rl-research")
     assert r.code == 0, r.err
     args = kubectl_forwarding_to.read_text().splitlines()
