@@ -21,6 +21,7 @@ def fake() -> Iterator[FakeKube]:
     server = FakeKube(namespaces=("default", "rl-research"))
     yield server
     server.shutdown()
+    assert not server.errors, "the fake API server failed:\n" + "\n".join(server.errors)
 
 
 @pytest.fixture

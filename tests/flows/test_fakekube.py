@@ -65,7 +65,7 @@ def test_apply_noop_keeps_resource_version(http: httpx2.Client) -> None:
 def test_apply_requires_field_manager_and_content_type(http: httpx2.Client) -> None:
     r = http.patch(f"{CM}/a", headers=APPLY, content=json.dumps(cm("a")))
     assert r.status_code == 400 and "fieldManager is required" in r.json()["message"]
-    r = http.patch(f"{CM}/a", params={"fieldManager": "me"}, headers={"Content-Type": "application/merge-patch+json"},
+    r = http.patch(f"{CM}/a", params={"fieldManager": "me"}, headers={"Content-Type": "text/plain"},
                    content=json.dumps(cm("a")))
     assert r.status_code == 415
 

@@ -115,9 +115,7 @@ def test_dev_secrets_error_paths_do_not_leak(cli: Any, fake: FakeKube, tmp_path:
 # --- doctor ---------------------------------------------------------------------------------
 
 def healthy_cluster(fake: FakeKube, gpus_per_node: int = 8, nodes: int = 3) -> None:
-    for name in ("rayjobs.ray.io", "rayclusters.ray.io"):
-        fake.put({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                  "metadata": {"name": name}, "spec": {"versions": [{"name": "v1", "served": True}]}})
+    """The fake serves the KubeRay v1.7.0 CRDs already; add the operator, nodes, classes."""
     fake.put({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
         "name": "kuberay-operator", "namespace": "kuberay-system",
         "labels": {"app.kubernetes.io/name": "kuberay-operator"}}, "status": {"readyReplicas": 1}})
@@ -152,6 +150,8 @@ def test_doctor_all_green(cli: Any, fake: FakeKube) -> None:
 
 def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> None:
     fake.version = {"major": "1", "minor": "27", "gitVersion": "v1.27.3"}
+    for crd in ("rayjobs.ray.io", "rayclusters.ray.io"):
+        fake.remove("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd)
     for i in range(2):
         fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}"}, "status": {
             "allocatable": {"nvidia.com/gpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}})

@@ -1,0 +1,159 @@
+"""The real kubectl against the fake API server served on 127.0.0.1, and the launcher against
+the same server over HTTP: they must work, and see the same state.
+
+Covers the oldest and the newest kubectl this machine image ships (``kubectl.1.27`` and
+``kubectl.1.33``, on PATH or beside the ``kubectl`` it links to): ``apply --server-side``
+of every rendered example (the golden files), ``get -l``, ``logs``, ``auth can-i``,
+``wait``, ``delete -l``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from fake_http import serve, write_kubeconfig
+from fakekube import FakeKube
+from kuberay_sim import EXAMPLES, KubeRay
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
+NS, RUN = "rl-research", "grpo-swe"
+ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+KINDS = "rayjobs,rayclusters,deployments,services,configmaps,networkpolicies,poddisruptionbudgets,statefulsets,jobs"
+
+
+def find_kubectl(version: str) -> str | None:
+    name = f"kubectl.{version}"
+    found = shutil.which(name)
+    if found:
+        return found
+    default = shutil.which("kubectl")
+    if default:
+        beside = Path(os.path.realpath(default)).parent / name
+        if beside.exists():
+            return str(beside)
+    return None
+
+
+class Env(NamedTuple):
+    fake: FakeKube
+    sim: KubeRay
+    kubeconfig: str
+
+    def kubectl(self, binary: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([binary, "--kubeconfig", self.kubeconfig, *args], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def launcher(self, *argv: str) -> tuple[int, str, str]:
+        from dockyard_k8s.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    fake = FakeKube(namespaces=("default", NS, "dockyard"))
+    sim = fake.extend(KubeRay())
+    assert isinstance(sim, KubeRay)
+    fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-0"}, "status": {
+        "allocatable": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True"}]}})
+    with serve(fake) as url:
+        kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", url, namespace=NS))
+        monkeypatch.setenv("KUBECONFIG", kubeconfig)
+        monkeypatch.delenv("DOCKYARD_K8S_DEFAULTS", raising=False)
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        yield Env(fake, sim, kubeconfig)
+    fake.shutdown()
+    assert not fake.errors, "the fake API server failed:\n" + "\n".join(fake.errors)
+
+
+def names(items: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(i["kind"], i["metadata"]["name"]) for i in items}
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
+    binary = find_kubectl(version)
+    if binary is None:
+        pytest.skip(f"kubectl.{version} is not installed (this test needs the real kubectl {version})")
+    env = served
+
+    # every rendered example applies with the real kubectl's server-side apply
+    r = env.kubectl(binary, "apply", "--server-side", "--force-conflicts", "-f", str(GOLDEN))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("serverside-applied") == sum(
+        1 for f in GOLDEN.glob("*.yaml") for doc in f.read_text().split("\n---") if "kind:" in doc)
+
+    # the grpo-swe run as the launcher applies it on top: same config, co-owned, no conflict
+    code, out, err = env.launcher("run", *ARGS, "--detach")
+    assert code == 0, out + err
+    assert "created" not in out  # kubectl made every object already
+
+    # get -l: kubectl and the launcher list the same objects of the run
+    r = env.kubectl(binary, "get", KINDS, "-n", NS, "-l", f"dockyard-k8s/run={RUN}", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    seen_by_kubectl = names(json.loads(r.stdout)["items"])
+    code, out, _ = env.launcher("status", *ARGS, "-o", "json")
+    seen_by_launcher = {(o["kind"], o["name"]) for o in json.loads(out)["objects"]}
+    assert seen_by_launcher <= seen_by_kubectl
+    assert ("RayJob", RUN) in seen_by_launcher and ("RayCluster", env.sim.cluster_of(NS, RUN)) in seen_by_kubectl
+
+    # logs: the same lines through both
+    cluster = env.sim.cluster_of(NS, RUN)
+    env.sim.run_pods(NS, cluster)
+    head = next(p for p in env.fake.all("v1", "Pod") if p["metadata"]["name"].startswith(f"{cluster}-head-"))
+    container = head["spec"]["containers"][0]["name"]
+    env.fake.add_log(NS, head["metadata"]["name"], container, ["ray head up", "dashboard on 8265"])
+    r = env.kubectl(binary, "logs", "-n", NS, head["metadata"]["name"], "-c", container)
+    code, out, err = env.launcher("logs", *ARGS, "--pod", head["metadata"]["name"], "-c", container)
+    assert r.returncode == 0 and code == 0, r.stderr + err
+    assert r.stdout == out == "ray head up\ndashboard on 8265\n"
+
+    # auth can-i: one RBAC answer for both
+    env.fake.deny("delete", "rayjobs", namespace=NS)
+    r = env.kubectl(binary, "auth", "can-i", "delete", "rayjobs.ray.io", "-n", NS)
+    assert (r.returncode, r.stdout.strip()) == (1, "no"), r.stderr
+    assert env.kubectl(binary, "auth", "can-i", "get", "rayjobs.ray.io", "-n", NS).stdout.strip() == "yes"
+    code, out, err = env.launcher("doctor", *ARGS, "-o", "json")
+    assert out, err
+    perms = next(c for c in json.loads(out)["checks"] if c["name"] == "permissions")
+    assert perms["ok"] is False and "delete rayjobs.ray.io" in perms["detail"]
+    env.fake.denied.clear()
+
+    # wait: kubectl sees the RayJob complete when the launcher does
+    waiter = threading.Thread(target=lambda: env.sim.finish(NS, RUN, "SUCCEEDED"), daemon=True)
+    env.fake.wait_for(lambda: True)
+    r_wait: list[subprocess.CompletedProcess[str]] = []
+    kubectl_wait = threading.Thread(target=lambda: r_wait.append(env.kubectl(
+        binary, "wait", "-n", NS, "--for=jsonpath={.status.jobDeploymentStatus}=Complete", f"rayjob/{RUN}",
+        "--timeout=30s")), daemon=True)
+    kubectl_wait.start()
+    env.fake.wait_watching("rayjobs")
+    waiter.start()
+    kubectl_wait.join(40)
+    waiter.join(5)
+    assert r_wait and r_wait[0].returncode == 0, r_wait[0].stderr if r_wait else "kubectl wait hung"
+    code, out, _ = env.launcher("status", *ARGS, "-o", "json")
+    assert json.loads(out)["main"]["state"] == "succeeded"
+
+    # delete -l with kubectl (it waits for the finalizer): the launcher then finds nothing
+    r = env.kubectl(binary, "delete", KINDS, "-n", NS, "-l", f"dockyard-k8s/run={RUN}")
+    assert r.returncode == 0, r.stderr
+    assert f'rayjob.ray.io "{RUN}" deleted' in r.stdout
+    code, out, _ = env.launcher("status", *ARGS)
+    assert code == 1 and "nothing of run grpo-swe" in out
+    r = env.kubectl(binary, "get", "pods", "-n", NS, "-l", f"ray.io/cluster={cluster}", "-o", "name")
+    assert r.stdout.strip() == ""  # the cluster's pods went with their owner
