@@ -64,6 +64,11 @@ KUBERAY_CRDS = {
     "1.4.2": [HERE / "crds" / "kuberay-v1.4.2" / f"ray.io_{p}.yaml" for p in ("rayjobs", "rayclusters")],
 }
 MPI_CRD = HERE / "crds" / "mpi-operator" / "kubeflow.org_mpijobs.yaml"
+
+
+def bundled_crds(prefix: str) -> list[Path]:
+    """The CRD files dockyard-k8s bundles for ``prefix`` (``kueue``, ``keda``...)."""
+    return sorted(p for d in BUNDLED.glob(f"{prefix}-v*") for p in d.glob("*.yaml"))
 # Requests kubectl and the launcher make -> the RBAC verb.
 VERB = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -150,6 +155,10 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
             if r.api_version == api_version and r.kind == kind:
                 return r
         raise KeyError(f"{api_version} {kind} not served")
+
+    def install_crds(self, paths: Iterable[Path]) -> None:
+        for path in paths:
+            self.install_crd(crd_doc(str(path)))
 
     def install_crd(self, crd: dict[str, Any]) -> None:
         """Create a CustomResourceDefinition (served at once: Established) — as applying it would."""

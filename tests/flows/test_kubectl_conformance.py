@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from fake_http import serve, write_kubeconfig
-from fakekube import FakeKube
+from fakekube import FakeKube, bundled_crds
 from kuberay_sim import EXAMPLES, KubeRay
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
@@ -65,6 +65,8 @@ class Env(NamedTuple):
 @pytest.fixture
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     fake = FakeKube(namespaces=("default", NS, "dockyard"))
+    for operator in ("kueue", "keda"):  # every kind a golden file holds is served
+        fake.install_crds(bundled_crds(operator))
     sim = fake.extend(KubeRay())
     assert isinstance(sim, KubeRay)
     fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-0"}, "status": {
@@ -97,7 +99,9 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     assert r.stdout.count("serverside-applied") == sum(
         1 for f in GOLDEN.glob("*.yaml") for doc in f.read_text().split("\n---") if "kind:" in doc)
 
-    # the grpo-swe run as the launcher applies it on top: same config, co-owned, no conflict
+    # the grpo-swe run as the launcher applies it on top of kubectl's: same config, co-owned, no conflict
+    r = env.kubectl(binary, "apply", "--server-side", "-f", str(GOLDEN / "grpo_swe.rayjob.yaml"))
+    assert r.returncode == 0, r.stderr
     code, out, err = env.launcher("run", *ARGS, "--detach")
     assert code == 0, out + err
     assert "created" not in out  # kubectl made every object already
