@@ -163,3 +163,15 @@ def topology_request(metadata: dict[str, Any]) -> tuple[str, str] | None:
         if isinstance(value, str):
             return mode, value
     return None
+
+
+def owned_by(workload: dict[str, Any], obj: dict[str, Any]) -> bool:
+    """Whether a Workload belongs to ``obj`` (its ownerReference, by uid when both have one)."""
+    wmeta, ometa = as_mapping(workload.get("metadata")), as_mapping(obj.get("metadata"))
+    if (wmeta.get("namespace") or "default") != (ometa.get("namespace") or "default"):
+        return False
+    for ref in wmeta.get("ownerReferences") or []:
+        ref = as_mapping(ref)
+        if ref.get("kind") == obj.get("kind") and ref.get("name") == ometa.get("name"):
+            return not (ref.get("uid") and ometa.get("uid")) or ref.get("uid") == ometa.get("uid")
+    return False

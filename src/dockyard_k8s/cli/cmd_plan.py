@@ -15,9 +15,13 @@ examples:
   dockyard-k8s plan recipe.yaml --nodes nodes.yaml --nodes pods.yaml
   dockyard-k8s plan recipe.yaml --live --context prod      # the cluster's nodes and running pods, now
   dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 --format json
+  kubectl get clusterqueues,cohorts,resourceflavors,topologies,workloadpriorityclasses -o yaml > kueue.yaml
+  kubectl get localqueues,workloads -A -o yaml > queues.yaml
+  dockyard-k8s plan recipe.yaml --kueue kueue.yaml --kueue queues.yaml   # Kueue admission, then the nodes
   dockyard-k8s plan --list-instance-types
 
-exit codes: 0 every pod fits, 1 some pod stays pending, 2 bad input
+exit codes: 0 every pod fits (and Kueue admits the run), 1 some pod stays pending or Kueue does not
+admit the run now, 2 bad input
 """
 
 
@@ -36,6 +40,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                         "(with --context/--kubeconfig)")
     p.add_argument("--context", help="kubeconfig context for --live (default: the current context)")
     p.add_argument("--kubeconfig", help="kubeconfig file for --live (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--kueue", action="append", default=[], metavar="FILE",
+                   help="Kueue objects (ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology, "
+                        "WorkloadPriorityClass, AdmissionCheck; Workloads or ClusterQueue status as the current "
+                        "usage): simulate Kueue's admission of a queued run first (repeatable; --live reads them)")
     p.add_argument("--gang", action="store_true",
                    help="all-or-nothing GPU gangs (as Volcano/YuniKorn/Kueue): a gang that does not fully fit "
                         "binds no pod")
@@ -70,17 +78,21 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.plan import report as out
 
     targets = load_targets(args)
+    objects = [o.data for o in targets.objects]
     if args.live and args.nodes:
         raise UsageError("--live and --nodes both give the node inventory: choose one")
+    kueue_input = _kueue_files(args.kueue) if args.kueue else None
     if args.live:
         from dockyard_k8s.cli._live import connect
         from dockyard_k8s.live.doctor import cluster_inventory_objects
 
         with connect(args) as client:
-            namespaces = sorted({str((o.data.get("metadata") or {}).get("namespace") or client.default_namespace)
-                                 for o in targets.objects})
+            namespaces = sorted({str((o.get("metadata") or {}).get("namespace") or client.default_namespace)
+                                 for o in objects})
             inventory = from_objects(cluster_inventory_objects(client, namespaces),
                                      source=f"live cluster {client.context}".rstrip())
+            if kueue_input is None and _queued(objects):
+                kueue_input = _live_kueue(client, namespaces)
     elif args.nodes:
         from dockyard_k8s.lint.inputs import read_manifests
 
@@ -93,16 +105,78 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
                          "(kubectl get nodes -o yaml)")
+    team = [o for o in objects if o.get("kind") in _TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
+    if kueue_input is None and team and _queued(objects):
+        kueue_input = (team, "the rendered queue objects (infra.kueue.queueObjects)")
+    if kueue_input is not None:
+        return _plan_with_kueue(args, targets, [o for o in objects if o not in team], inventory, *kueue_input)
     try:
-        result = plan([o.data for o in targets.objects], inventory, atomic_gangs=args.gang)
+        result = plan(objects, inventory, atomic_gangs=args.gang)
     except MALFORMED_DATA as e:
         if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
             raise
         raise _malformed([args.recipe, *args.overrides], e) from e
+    queued = _queued(objects)
+    if queued:
+        result.notes.append(f"{queued[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
+                            "admission against the ClusterQueue's quota before the scheduler")
     if args.format == "json":
         from dockyard_k8s.render.serialize import dump_json
 
         print(dump_json(out.as_json(result)), end="")
     else:
         print(out.text(result, args.wide), end="")
+    return result.exit_code
+
+
+# The team's queue objects `render` may add (plan reads them as the queue when nothing else is given).
+_TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
+
+
+def _queued(objects: list[dict[str, Any]]) -> list[str]:
+    from dockyard_k8s.kueue import INTEGRATED_KINDS, queue_name
+
+    return [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}" for o in objects
+            if o.get("kind") in INTEGRATED_KINDS and queue_name(o)]
+
+
+def _kueue_files(files: list[str]) -> tuple[list[dict[str, Any]], str]:
+    from dockyard_k8s.lint.inputs import read_manifests
+
+    return [o.data for o in read_manifests(files)], ", ".join(files)
+
+
+def _live_kueue(client: Any, namespaces: list[str]) -> tuple[list[dict[str, Any]], str] | None:
+    from dockyard_k8s.live.kueue import kueue_installed, kueue_objects
+
+    if not kueue_installed(client):
+        raise UsageError("the run is queued with Kueue (kueue.x-k8s.io/queue-name) but the cluster serves no "
+                         "ClusterQueue: Kueue is not installed, and without its webhook the job would run unqueued; "
+                         "install Kueue or remove infra.kueue.queueName")
+    return kueue_objects(client, namespaces), f"live cluster {client.context}".rstrip()
+
+
+def _plan_with_kueue(args: argparse.Namespace, targets: Any, objects: list[dict[str, Any]], inventory: Any,
+                     kueue_objects: list[dict[str, Any]], source: str) -> int:
+    from dockyard_k8s.kueue import owned_by
+    from dockyard_k8s.plan import kueue_report
+    from dockyard_k8s.plan.kueue_model import snapshot_from_objects
+    from dockyard_k8s.plan.kueue_plan import plan_with_kueue
+
+    queued = [o for o in objects if o.get("kind") in ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment")]
+    # The run's own Workload (already submitted) is not usage of someone else.
+    kept = [o for o in kueue_objects if o.get("kind") != "Workload" or not any(owned_by(o, q) for q in queued)]
+    try:
+        snap = snapshot_from_objects([*kept, *(o for o in objects if o.get("kind") == "PriorityClass")], source)
+        result = plan_with_kueue(objects, inventory, snap, atomic_gangs=args.gang, source=source)
+    except MALFORMED_DATA as e:
+        if targets.rendered and not args.kueue:
+            raise
+        raise _malformed(list(args.kueue) or [args.recipe], e) from e
+    if args.format == "json":
+        from dockyard_k8s.render.serialize import dump_json
+
+        print(dump_json(kueue_report.as_json(result)), end="")
+    else:
+        print(kueue_report.text(result, args.wide), end="")
     return result.exit_code

@@ -105,7 +105,8 @@ def _together_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
         return [(at, "needs both trainer and inference pods (kueue: can only define groups of exactly 2 pod sets)")]
     wanted = {role: topology_of(infra, role) for role in counts}
     if None in wanted.values():
-        return [(at, "needs a topology request on both trainer and inference (infra.kueue.topology.mode and level)")]
+        return [(at, "needs a topology request on both trainer and inference (infra.kueue.topology.mode and level); "
+                     "set together: false to place them without one")]
     if wanted["trainer"] != wanted["inference"]:
         shown = {role: " ".join(w) for role, w in wanted.items() if w}
         return [(at, "kueue: must specify 'kueue.x-k8s.io/podset-required-topology' or "

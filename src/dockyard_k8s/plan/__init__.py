@@ -6,6 +6,10 @@
 * ``predicates.py`` the default scheduler's filters and its FitError wording
 * ``schedule.py``  quota admission, first-fit placement, gang verdict
 * ``report.py``    text and JSON
+* ``kueue_model.py``  Kueue's quota tree (ClusterQueues, Cohorts, borrowing and lending limits, usage)
+* ``kueue_assign.py`` Kueue's admission of one workload: flavors per pod set, preemption, its words
+* ``kueue_plan.py``   admission first, topology domains, then the scheduler on what Kueue admits
+* ``kueue_report.py`` text and JSON of ``plan --kueue``
 """
 
 from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster

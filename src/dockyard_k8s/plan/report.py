@@ -36,7 +36,7 @@ def verdict(result: PlanResult) -> str:
     return "\n".join(lines)
 
 
-def _table(rows: list[list[str]]) -> list[str]:
+def table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
 
@@ -58,7 +58,7 @@ def text(result: PlanResult, wide: bool = False) -> str:
     for g in result.groups:
         rows.append([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
                      _where(g, pool_of, wide)])
-    lines += _table(rows)
+    lines += table(rows)
     pending = [(g, reason, n) for g in result.groups
                for reason, n in sorted(Counter(r for r, node in zip(g.reasons, g.nodes, strict=True)
                                                if node is None).items())]
@@ -73,7 +73,7 @@ def text(result: PlanResult, wide: bool = False) -> str:
             return _human(r, sum(n.requested.get(r, 0) for n in nodes), sum(n.allocatable.get(r, 0) for n in nodes))
         usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)), used("cpu"), used("memory"),
                       used(GPU)])
-    lines += _table(usage)
+    lines += table(usage)
     lines += [f"note: {n}" for n in result.notes]
     lines.append(verdict(result))
     return "\n".join(lines) + "\n"

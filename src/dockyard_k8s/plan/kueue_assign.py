@@ -1,0 +1,496 @@
+"""Kueue's admission of one workload: queue lookup, flavor assignment per pod set, preemption.
+
+Follows Kueue v0.19.2's scheduler (``pkg/scheduler/flavorassigner/flavorassigner.go``,
+``pkg/scheduler/scheduler.go``, ``pkg/controller/core/workload_controller.go``); no code was
+copied. For each pod set (or podset group), in order, and each resource group it needs: the
+ClusterQueue's flavors are tried in their order; a flavor must match the pods' node selector
+and affinity and tolerate its taints (and support the topology request), then for each covered
+resource ``previous pod sets + this one`` is compared with what the queue can use:
+
+* more than it could ever have (``potential_available``): ``insufficient quota for ... > maximum
+  capacity`` — the flavor can never hold it (``ExceedsMaxQuota`` if no flavor can);
+* more than is unused now (``available``): ``insufficient unused quota for ..., N more needed``
+  — then preemption is simulated (``withinClusterQueue``, ``reclaimWithinCohort``); without
+  candidates the workload waits (``WaitingForQuota``);
+* else it fits (borrowing from the cohort when past the queue's own nominal quota).
+
+Kueue's flavor fungibility decides when to stop (default: stop at a flavor that fits, even by
+borrowing; try the next one instead of preempting). Messages are Kueue's own.
+
+Simplified: preemption candidates are the admitted workloads of lower priority of the same
+ClusterQueue (``withinClusterQueue``) and those of ClusterQueues of the cohort that borrow
+(``reclaimWithinCohort``), taken lowest priority first until the request fits; fair sharing,
+``borrowWithinCohort`` and admission fair sharing are not simulated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dockyard_k8s import kueue
+from dockyard_k8s.kube import as_mapping, pod_requests, selector_matches
+from dockyard_k8s.plan.kueue_model import (
+    FR,
+    Admitted,
+    ClusterQueue,
+    Flavor,
+    Snapshot,
+    add_usage,
+    available,
+    borrows,
+    potential_available,
+    quantity,
+    remove_usage,
+    within_nominal,
+)
+from dockyard_k8s.plan.units import to_units
+
+# QuotaReserved reasons (apis/kueue/v1beta2/workload_types.go), most severe last.
+NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+WAITING_FOR_QUOTA = "WaitingForQuota"
+MISCONFIGURED = "Misconfigured"
+SUSPENDED = "Suspended"
+_SEVERITY = {"": 0, "TopologyPlacementFailed": 1, WAITING_FOR_QUOTA: 2, EXCEEDS_MAX_QUOTA: 3, NO_MATCHING_FLAVOR: 4}
+
+# preemption modes of a flavor, worst first (flavorassigner's preemptionMode)
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+
+
+@dataclass
+class PodSetRequest:
+    """One pod set of a queued workload, as Kueue sizes it."""
+
+    name: str
+    count: int
+    total: dict[str, int]  # requests of all its pods (cpu in millicores)
+    spec: dict[str, Any]  # the pod template's spec (selector, affinity, tolerations)
+    topology: tuple[str, str] | None  # (required|preferred, level)
+    group: str | None  # kueue.x-k8s.io/podset-group-name
+
+
+@dataclass
+class WorkloadRequest:
+    """A workload Kueue would create for one queued object (a Deployment: one per pod)."""
+
+    ref: str  # "RayJob ns/name"
+    kind: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    priority_source: str
+    pod_sets: list[PodSetRequest]
+    object_index: int  # the queued object, in the objects given
+
+
+@dataclass
+class PodSetResult:
+    name: str
+    count: int
+    flavors: dict[str, str]  # resource -> flavor
+    mode: int  # FIT, PREEMPT, RECLAIM, NO_CANDIDATES or NO_FIT
+    borrows: bool
+    message: str  # Kueue's reasons for this pod set ("" when it fits)
+    reason: str  # the most severe QuotaReserved reason of its flavors ("" when it fits)
+
+
+@dataclass
+class Verdict:
+    """What Kueue would do with a workload now."""
+
+    workload: WorkloadRequest
+    cluster_queue: str | None
+    state: str  # admitted | preempt | waiting | never | misconfigured | inactive
+    reason: str  # Kueue's condition reason
+    message: str  # Kueue's condition message
+    pod_sets: list[PodSetResult] = field(default_factory=list)
+    targets: list[Admitted] = field(default_factory=list)  # workloads it would preempt
+    admission_checks: list[str] = field(default_factory=list)  # names of the queue's checks
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> bool:
+        return self.state == "admitted"
+
+    @property
+    def borrowing(self) -> bool:
+        return any(ps.borrows for ps in self.pod_sets)
+
+
+# --- the workloads of a run ----------------------------------------------------------------------
+
+
+def _units(spec: dict[str, Any]) -> dict[str, int]:
+    return {k: to_units(k, v) for k, v in pod_requests(spec).items() if v}
+
+
+def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> tuple[int, str, list[str]]:
+    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
+    wpc = labels.get(kueue.PRIORITY_LABEL)
+    if isinstance(wpc, str) and wpc:
+        if wpc in snap.workload_priorities:
+            return snap.workload_priorities[wpc], f"WorkloadPriorityClass {wpc}", []
+        return 0, f"WorkloadPriorityClass {wpc}", [
+            f"WorkloadPriorityClass {wpc} is not among the Kueue objects: priority 0 assumed (Kueue does not create "
+            "the Workload while it is missing)"]
+    for ps in sets:
+        name = ps.spec.get("priorityClassName")
+        if isinstance(name, str) and name:
+            if name in snap.pod_priorities:
+                return snap.pod_priorities[name], f"PriorityClass {name}", []
+            return 0, f"PriorityClass {name}", [f"PriorityClass {name} of the pods is not among the objects read: "
+                                                "priority 0 assumed"]
+    return snap.default_priority, "the default priority", []
+
+
+def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[list[WorkloadRequest], list[str]]:
+    """The workloads Kueue would create for the queued objects among ``objects``, in apply order."""
+    out: list[WorkloadRequest] = []
+    notes: list[str] = []
+    for i, obj in enumerate(objects):
+        queue = kueue.queue_name(obj)
+        if not queue or obj.get("kind") not in kueue.INTEGRATED_KINDS:
+            continue
+        meta = as_mapping(obj.get("metadata"))
+        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name", ""))
+        sets = kueue.pod_sets(obj)
+        priority, source, said = _priority(snap, obj, sets)
+        notes += [n for n in said if n not in notes]
+        pod_sets = []
+        for ps in sets:
+            per_pod = _units(ps.spec)
+            group = as_mapping(ps.metadata.get("annotations")).get(kueue.POD_SET_GROUP)
+            pod_sets.append(PodSetRequest(ps.name, ps.count, {k: v * ps.count for k, v in per_pod.items()}, ps.spec,
+                                          kueue.topology_request(ps.metadata), str(group) if group else None))
+        ref = f"{obj.get('kind')} {ns}/{name}"
+        for n in range(kueue.workload_count(obj)):
+            who = f"{ref} pod {n + 1}" if obj.get("kind") == "Deployment" else ref
+            out.append(WorkloadRequest(who, str(obj.get("kind")), ns, name, queue, priority, source, pod_sets, i))
+    return out, notes
+
+
+# --- queue lookup --------------------------------------------------------------------------------
+
+
+def _blocker(snap: Snapshot, wl: WorkloadRequest) -> tuple[Verdict | None, ClusterQueue | None]:
+    """Kueue's reasons not to consider a workload at all (missing or stopped queues...)."""
+    lq = snap.local_queues.get((wl.namespace, wl.queue))
+    if lq is None:
+        return Verdict(wl, None, "misconfigured", MISCONFIGURED, f"LocalQueue {wl.queue} doesn't exist"), None
+    spec = as_mapping(lq.get("spec"))
+    cq_name = str(spec.get("clusterQueue", ""))
+    if (spec.get("stopPolicy") or "None") != "None":
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"LocalQueue {wl.queue} is inactive"), None
+    cq = snap.queues.get(cq_name)
+    if cq is None:
+        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist"), None
+    why = inactive_reason(snap, cq)
+    if why:
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"ClusterQueue {cq_name} is inactive", notes=[why]), None
+    labels = snap.namespaces.get(wl.namespace) or {"kubernetes.io/metadata.name": wl.namespace}
+    if cq.namespace_selector is None or not selector_matches(cq.namespace_selector, labels):
+        note = ("the ClusterQueue has no namespaceSelector, which admits no namespace (set {} for all, or match "
+                f"kubernetes.io/metadata.name: {wl.namespace})") if cq.namespace_selector is None else (
+            f"namespace {wl.namespace} (labels {dict(sorted(labels.items()))}) is not selected")
+        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED,
+                       "workload namespace doesn't match ClusterQueue selector", notes=[note]), None
+    return None, cq
+
+
+def inactive_reason(snap: Snapshot, cq: ClusterQueue) -> str:
+    """Why Kueue holds a ClusterQueue inactive, "" when it is active (its Active condition's reasons)."""
+    if cq.stop_policy != "None":
+        return f"stopPolicy is {cq.stop_policy} (Stopped)"
+    missing = [f for _, flavors in cq.groups for f in flavors if f not in snap.flavors]
+    if missing:
+        return f"ResourceFlavor {', '.join(sorted(set(missing)))} not found (FlavorNotFound)"
+    checks = [c for c in cq.admission_checks if c not in snap.admission_checks]
+    if checks:
+        return f"AdmissionCheck {', '.join(checks)} not found (AdmissionCheckNotFound)"
+    topologies = [f.topology for _, flavors in cq.groups for name in flavors
+                  if (f := snap.flavors[name]).topology and f.topology not in snap.topologies]
+    if topologies:
+        return f"Topology {', '.join(sorted({str(t) for t in topologies}))} not found (TopologyNotFound)"
+    return ""
+
+
+# --- one flavor ----------------------------------------------------------------------------------
+
+
+def _taint_text(taint: dict[str, Any]) -> str:
+    value = taint.get("value")
+    return f"{taint.get('key')}={value}:{taint.get('effect')}" if value else f"{taint.get('key')}:{taint.get('effect')}"
+
+
+def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: list[str],
+                     pod_sets: list[PodSetRequest]) -> str | None:
+    """checkFlavorForPodSets: TAS support, taints, node selector and affinity on the flavor's labels."""
+    from dockyard_k8s.plan.inventory import Node
+    from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
+
+    tas_only = all(snap.flavors[f].topology for _, fl in cq.groups for f in fl if f in snap.flavors)
+    for ps in pod_sets:
+        if ps.topology is not None and not tas_only:
+            if not flavor.topology:
+                if any(r in covered for r in ps.total):
+                    return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+            elif ps.topology[1] not in snap.topologies.get(flavor.topology, []):
+                return f'Flavor "{flavor.name}" does not contain the requested level'
+        elif ps.topology is None and flavor.topology and not tas_only:
+            return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
+        tolerations = [*(t for t in ps.spec.get("tolerations") or [] if isinstance(t, dict)), *flavor.tolerations]
+        for taint in flavor.node_taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
+                return f"untolerated taint {_taint_text(taint)} in flavor {flavor.name}"
+        keys = set(flavor.node_labels)
+        selector = {str(k): str(v) for k, v in as_mapping(ps.spec.get("nodeSelector")).items() if k in keys}
+        node_aff = as_mapping(as_mapping(as_mapping(ps.spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"))
+        terms: list[dict[str, Any]] | None = []
+        for term in node_aff.get("nodeSelectorTerms") or []:
+            exprs = [e for e in as_mapping(term).get("matchExpressions") or [] if as_mapping(e).get("key") in keys]
+            if not exprs:  # a term with no relevant key matches any flavor
+                terms = None
+                break
+            assert terms is not None
+            terms.append({"matchExpressions": exprs})
+        req = Requirements("", {}, {}, node_selector=selector, affinity_terms=terms or None)
+        if not node_affinity_ok(req, Node(flavor.name, "", dict(flavor.node_labels), [], False, {})):
+            return f"flavor {flavor.name} doesn't match node affinity"
+    return None
+
+
+def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, priority: int
+                ) -> tuple[int, bool, str, str, list[Admitted]]:
+    """fitsResourceQuota: (mode, borrows, message, no-fit reason, preemption targets)."""
+    flavor, res = fr
+    value = assumed + request
+    cap = potential_available(cq.node, fr)
+    if value > cap:
+        return NO_FIT, False, (f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
+                               f"requests ({quantity(res, assumed)}) + current podset request "
+                               f"({quantity(res, request)}) > maximum capacity ({quantity(res, cap)})"), \
+            EXCEEDS_MAX_QUOTA, []
+    borrow = borrows(cq.node, fr, value)
+    free = available(cq.node, fr)
+    if value <= free:
+        return FIT, borrow, "", "", []
+    message = f"insufficient unused quota for {res} in flavor {flavor}, {quantity(res, value - free)} more needed"
+    quota = cq.node.quotas.get(fr)
+    nominal = quota.nominal if quota else 0
+    if nominal >= value or cq.node.parent is not None:
+        mode, targets = _simulate_preemption(snap, cq, fr, value, priority)
+        return mode, borrow, message, "" if mode in (PREEMPT, RECLAIM) else WAITING_FOR_QUOTA, targets
+    return NO_FIT, borrow, message, WAITING_FOR_QUOTA, []
+
+
+def _simulate_preemption(snap: Snapshot, cq: ClusterQueue, fr: FR, value: int, priority: int
+                         ) -> tuple[int, list[Admitted]]:
+    within = cq.preemption.get("withinClusterQueue") or "Never"
+    reclaim = cq.preemption.get("reclaimWithinCohort") or "Never"
+    candidates: list[tuple[int, Admitted]] = []
+    if within in ("LowerPriority", "LowerOrNewerEqualPriority"):  # the new workload is the newest
+        candidates += [(1, w) for w in cq.workloads if fr in w.usage and w.priority < priority]
+    if reclaim != "Never" and cq.node.parent is not None:
+        root = cq.node.root()
+        for other in snap.queues.values():
+            if other is cq or other.node.root() is not root or within_nominal(other.node, {fr}):
+                continue
+            candidates += [(0, w) for w in other.workloads
+                           if fr in w.usage and (reclaim == "Any" or w.priority < priority)]
+    # other queues' borrowers first, then lowest priority, then newest (Kueue's candidate order)
+    candidates.sort(key=lambda c: c[1].created, reverse=True)
+    candidates.sort(key=lambda c: (c[0], c[1].priority))
+    taken: list[Admitted] = []
+    for _, w in candidates:
+        taken.append(w)
+        _charge(snap, w, -1)
+        if available(cq.node, fr) >= value:
+            break
+    fits = available(cq.node, fr) >= value
+    for w in taken:
+        _charge(snap, w, 1)
+    if not fits or not taken:
+        return NO_CANDIDATES, []
+    return (PREEMPT if any(w.cluster_queue == cq.name for w in taken) else RECLAIM), taken
+
+
+def _charge(snap: Snapshot, w: Admitted, sign: int) -> None:
+    node = snap.queues[w.cluster_queue].node
+    for fr, value in w.usage.items():
+        (add_usage if sign > 0 else remove_usage)(node, fr, value)
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int], fungibility: dict[str, Any]) -> bool:
+    """isPreferred: is (mode, borrow) ``a`` better than ``b``?"""
+    if a[0] == NO_FIT:
+        return False
+    if b[0] == NO_FIT:
+        return True
+    if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
+        return a[0] != NO_CANDIDATES
+    if fungibility.get("preference") == "PreemptionOverBorrowing":
+        return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
+    return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]
+
+
+def _try_next(mode: tuple[int, int], fungibility: dict[str, Any]) -> bool:
+    if mode[0] in (NO_FIT, NO_CANDIDATES):
+        return True
+    if mode[0] in (PREEMPT, RECLAIM) and (fungibility.get("whenCanPreempt") or "TryNextFlavor") == "TryNextFlavor":
+        return True
+    return bool(mode[1] and (fungibility.get("whenCanBorrow") or "MayStopSearch") == "TryNextFlavor")
+
+
+@dataclass
+class _Found:
+    flavors: dict[str, tuple[str, int, bool]]  # resource -> (flavor, mode, borrows)
+    mode: tuple[int, int]
+    reasons: list[str]
+    no_fit: str  # most severe reason among the no-fit flavors
+    targets: list[Admitted]
+
+
+def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[str]], requests: dict[str, int],
+                 pod_sets: list[PodSetRequest], assumed: dict[FR, int], priority: int) -> _Found:
+    """findFlavorForPodSets for one resource group."""
+    covered, flavors = group
+    wanted = {r: v for r, v in requests.items() if r in covered}
+    best: dict[str, tuple[str, int, bool]] | None = None
+    best_mode: tuple[int, int] = (NO_FIT, 1 << 30)
+    best_targets: list[Admitted] = []
+    reasons: list[str] = []
+    reasons_per_flavor: list[str] = []
+    for name in flavors:
+        flavor = snap.flavors[name]
+        mismatch = _flavor_mismatch(snap, cq, flavor, covered, pod_sets)
+        if mismatch:
+            reasons.append(mismatch)
+            reasons_per_flavor.append(NO_MATCHING_FLAVOR)
+            continue
+        chosen: dict[str, tuple[str, int, bool]] = {}
+        mode: tuple[int, int] = (FIT, 0)
+        flavor_reason, targets = "", []
+        for res in sorted(wanted):
+            fr = (name, res)
+            m, borrow, message, no_fit, found = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], priority)
+            if message:
+                reasons.append(message)
+                if _SEVERITY.get(no_fit, 0) > _SEVERITY.get(flavor_reason, 0):
+                    flavor_reason = no_fit
+            targets += [t for t in found if t not in targets]
+            if _preferred(mode, (m, int(borrow)), cq.fungibility):
+                mode = (m, int(borrow))
+            if mode[0] != NO_FIT:  # Kueue still checks (and explains) the flavor's other resources
+                chosen[res] = (name, m, borrow)
+        if mode[0] == NO_FIT or mode[0] == NO_CANDIDATES:
+            reasons_per_flavor.append(flavor_reason or WAITING_FOR_QUOTA)
+        if not _try_next(mode, cq.fungibility):
+            best, best_mode, best_targets = chosen, mode, targets
+            break
+        if _preferred(mode, best_mode, cq.fungibility):
+            best, best_mode, best_targets = chosen, mode, targets
+    # resolveNoFitReason: the least severe blocker among a group's alternative flavors
+    no_fit = min(reasons_per_flavor, key=lambda r: _SEVERITY.get(r, 0)) if reasons_per_flavor else NO_MATCHING_FLAVOR
+    return _Found(best or {}, best_mode, [] if best_mode[0] == FIT else reasons, no_fit, best_targets)
+
+
+# --- the workload --------------------------------------------------------------------------------
+
+
+def _requests(ps: PodSetRequest, covers_pods: bool) -> dict[str, int]:
+    """A pod set's requests as the queue counts them (``pods`` too when a resource group covers it)."""
+    return {**ps.total, "pods": ps.count} if covers_pods else ps.total
+
+
+def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
+    """What Kueue does with ``wl`` on ``snap`` now (``snap`` is not changed)."""
+    blocked, cq = _blocker(snap, wl)
+    if blocked is not None or cq is None:
+        assert blocked is not None
+        return blocked
+    covers_pods = cq.group_of("pods") is not None
+    groups: dict[str, list[PodSetRequest]] = {}
+    for i, ps in enumerate(wl.pod_sets):
+        groups.setdefault(ps.group or f"#{i}", []).append(ps)
+    assumed: dict[FR, int] = {}
+    results: list[PodSetResult] = []
+    targets: list[Admitted] = []
+    for members in groups.values():
+        requests: dict[str, int] = {}
+        for ps in members:
+            for res, value in _requests(ps, covers_pods).items():
+                requests[res] = requests.get(res, 0) + value
+        chosen: dict[str, tuple[str, int, bool]] = {}
+        reasons: list[str] = []
+        severity, failed = "", False
+        for res in sorted(requests):
+            group = cq.group_of(res)
+            if group is None:
+                if requests[res] == 0:
+                    continue
+                reasons, severity, failed = [f"resource {res} unavailable in ClusterQueue"], NO_MATCHING_FLAVOR, True
+                break
+            if res in chosen:
+                continue
+            found = _find_flavor(snap, cq, group, requests, members, assumed, wl.priority)
+            reasons += found.reasons
+            targets += [t for t in found.targets if t not in targets]
+            if not found.flavors:
+                severity, failed = found.no_fit, True
+                break
+            chosen.update(found.flavors)
+            if found.mode[0] != FIT:
+                severity = found.no_fit if found.mode[0] == NO_CANDIDATES else severity
+        for ps in members:
+            mine = {r: chosen[r] for r in _requests(ps, covers_pods) if r in chosen}
+            mode = min((m for _, m, _ in mine.values()), default=FIT) if not failed else NO_FIT
+            message = ", ".join(sorted(reasons)) if (failed or mode != FIT) else ""
+            results.append(PodSetResult(ps.name, ps.count, {r: f for r, (f, _, _) in mine.items()}, mode,
+                                        any(b for _, _, b in mine.values()), message,
+                                        (severity or WAITING_FOR_QUOTA) if message else ""))
+            for res, value in _requests(ps, covers_pods).items():
+                if res in chosen:
+                    fr = (chosen[res][0], res)
+                    assumed[fr] = assumed.get(fr, 0) + value
+        if failed:
+            break
+    return _verdict(wl, cq, results, targets)
+
+
+def _verdict(wl: WorkloadRequest, cq: ClusterQueue, results: list[PodSetResult], targets: list[Admitted]) -> Verdict:
+    message = "; ".join(f"couldn't assign flavors to pod set {r.name}: {r.message}" for r in results if r.message)
+    checks = list(cq.admission_checks)
+    worst = min((r.mode for r in results), default=NO_FIT)
+    if len(results) < len(wl.pod_sets) or worst == NO_FIT:
+        reason = max((r.reason for r in results if r.mode == NO_FIT), key=lambda x: _SEVERITY.get(x, 0),
+                     default=NO_MATCHING_FLAVOR)
+        state = "never" if reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR) else "waiting"
+        return Verdict(wl, cq.name, state, reason, message, results, admission_checks=checks)
+    if worst == NO_CANDIDATES:
+        return Verdict(wl, cq.name, "waiting", WAITING_FOR_QUOTA, message, results, admission_checks=checks)
+    if worst in (PREEMPT, RECLAIM):
+        return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,
+                       f"{message}. Pending the preemption of {len(targets)} workload(s)", results, targets, checks)
+    return Verdict(wl, cq.name, "admitted", "QuotaReserved", f"Quota reserved in ClusterQueue {cq.name}", results,
+                   admission_checks=checks)
+
+
+def admit(snap: Snapshot, verdict: Verdict) -> None:
+    """Charge an admitted workload's usage to its ClusterQueue (the next workload sees it)."""
+    if not verdict.admitted or verdict.cluster_queue is None:
+        return
+    cq = snap.queues[verdict.cluster_queue]
+    covers_pods = cq.group_of("pods") is not None
+    usage: dict[FR, int] = {}
+    for ps, result in zip(verdict.workload.pod_sets, verdict.pod_sets, strict=False):
+        for res, value in _requests(ps, covers_pods).items():
+            if res in result.flavors:
+                fr = (result.flavors[res], res)
+                usage[fr] = usage.get(fr, 0) + value
+    for fr, value in usage.items():
+        add_usage(cq.node, fr, value)
+    cq.workloads.append(Admitted(verdict.workload.ref, verdict.workload.namespace, cq.name, verdict.workload.priority,
+                                 usage))

@@ -1,0 +1,219 @@
+"""Kueue admission first, then the scheduler simulation of what Kueue lets run.
+
+:func:`plan_with_kueue` takes the run's objects, a node inventory and a Kueue snapshot:
+
+1. every queued object becomes the Workload(s) Kueue would create (``kueue_assign``), admitted
+   in apply order against the quota, each seeing what the previous ones took;
+2. a pod set with a topology request is placed on the inventory the way Kueue's TAS sizes
+   domains (every pod of the pod set in one domain of the required level; anywhere in the
+   flavor's nodes when preferred), so an admission Kueue cannot place is not reported as one;
+3. the admitted workloads go on to the node simulation (``schedule.plan``) with what admission
+   adds to their pod templates (the flavors' node labels as nodeSelector, their tolerations);
+   workloads Kueue keeps suspended create no pods and are left out of it.
+
+So the report can say: admitted and placed; admitted but the nodes cannot hold it; waiting
+for quota (or preemption); never admissible, and why — in Kueue's words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dockyard_k8s import kueue
+from dockyard_k8s.kube import as_mapping
+from dockyard_k8s.plain import clone
+from dockyard_k8s.plan.inventory import Inventory, Node
+from dockyard_k8s.plan.kueue_assign import NO_FIT, Verdict, admit, assign, workload_requests
+from dockyard_k8s.plan.kueue_model import FR, ClusterQueue, Snapshot, available, potential_available
+from dockyard_k8s.plan.schedule import PlanResult, plan
+
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+
+
+@dataclass
+class QuotaRow:
+    """One (flavor, resource) of a ClusterQueue the run asks for, before the run is admitted."""
+
+    cluster_queue: str
+    flavor: str
+    resource: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    used: int
+    available: int  # unused now, cohort included (borrowing limits hold)
+    maximum: int  # everything it could have if nothing else ran
+    run: int = 0  # what the run's admitted pod sets take
+
+
+@dataclass
+class KueuePlan:
+    verdicts: list[Verdict]
+    nodes: PlanResult  # the node simulation of what Kueue admits (and of what it does not queue)
+    snapshot: Snapshot
+    source: str
+    notes: list[str] = field(default_factory=list)
+    quota: list[QuotaRow] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> bool:
+        return all(v.state in ("admitted", "preempt") for v in self.verdicts)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.admitted and self.nodes.fits else 1
+
+
+# --- topology-aware placement ---------------------------------------------------------------------
+
+
+def _capacity(node: Node, per_pod: dict[str, int], empty: bool) -> int:
+    """How many more pods of ``per_pod`` fit on ``node`` (on the empty node with ``empty``)."""
+    fits = []
+    for resource, amount in {**per_pod, "pods": 1}.items():
+        if amount <= 0:
+            continue
+        total = node.allocatable.get(resource, 0)
+        used = 0 if empty else node.requested.get(resource, 0) + (len(node.pods) if resource == "pods" else 0)
+        fits.append(max(0, total - used) // amount)
+    return min(fits) if fits else 0
+
+
+def topology_failure(snap: Snapshot, verdict: Verdict, inventory: Inventory) -> tuple[str, str, bool] | None:
+    """The first pod set Kueue's TAS cannot place: (pod set, Kueue's message, never even on empty nodes)."""
+    from dockyard_k8s.plan.predicates import Requirements, static_reason
+
+    for ps, result in zip(verdict.workload.pod_sets, verdict.pod_sets, strict=False):
+        if ps.topology is None or not result.flavors:
+            continue
+        flavor = snap.flavors[next(iter(result.flavors.values()))]
+        levels = snap.topologies.get(flavor.topology or "", [])
+        mode, level = ps.topology
+        spec = _admitted_spec(ps.spec, [flavor])
+        req = Requirements.from_pod(spec, {}, verdict.workload.namespace, {})
+        nodes = [n for n in inventory.nodes if all(n.labels.get(k) == v for k, v in flavor.node_labels.items())
+                 and all(lv in n.labels for lv in levels) and static_reason(req, n) is None]
+        per_pod = {k: -(-v // ps.count) for k, v in ps.total.items()} if ps.count else {}
+
+        def best(empty: bool, nodes: list[Node] = nodes, level: str = level, mode: str = mode,
+                 per_pod: dict[str, int] = per_pod) -> int:
+            if mode == "preferred":
+                return sum(_capacity(n, per_pod, empty) for n in nodes)
+            domains: dict[str, int] = {}
+            for n in nodes:
+                domains[n.labels[level]] = domains.get(n.labels[level], 0) + _capacity(n, per_pod, empty)
+            return max(domains.values(), default=0)
+
+        now = best(False)
+        if now >= ps.count:
+            continue
+        name = flavor.topology
+        message = (f'topology "{name}" allows to fit only {now} out of {ps.count} pod(s)' if now else
+                   f'topology "{name}" doesn\'t allow to fit any of {ps.count} pod(s)')
+        if not nodes:
+            message += f" (no node of flavor {flavor.name} carries every level of the topology: {', '.join(levels)})"
+        return ps.name, message, best(True) < ps.count
+    return None
+
+
+# --- what admission does to the pods ----------------------------------------------------------------
+
+
+def _admitted_spec(spec: dict[str, Any], flavors: list[Any]) -> dict[str, Any]:
+    """The pod spec once admitted: the flavors' node labels join the nodeSelector, their tolerations
+    the pod's (Kueue's podset.Merge)."""
+    out = dict(spec)
+    selector = dict(as_mapping(spec.get("nodeSelector")))
+    tolerations = list(spec.get("tolerations") or [])
+    for flavor in flavors:
+        selector.update(flavor.node_labels)
+        tolerations += [t for t in flavor.tolerations if t not in tolerations]
+    if selector:
+        out["nodeSelector"] = selector
+    if tolerations:
+        out["tolerations"] = tolerations
+    return out
+
+
+def _admitted_object(obj: dict[str, Any], verdict: Verdict, snap: Snapshot) -> dict[str, Any]:
+    out = clone(obj)
+    for ps, result in zip(kueue.pod_sets(out), verdict.pod_sets, strict=False):
+        if not ps.path:
+            continue
+        node: Any = out
+        for part in ps.path:
+            node = node[part]
+        flavors = [snap.flavors[f] for f in dict.fromkeys(result.flavors.values())]
+        node["spec"] = _admitted_spec(as_mapping(node.get("spec")), flavors)
+    return out
+
+
+def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, snap: Snapshot, *,
+                    atomic_gangs: bool = False, source: str = "") -> KueuePlan:
+    """Kueue admission of the run's queued objects, then the node simulation of what runs."""
+    requests, notes = workload_requests(snap, objects)
+    verdicts: list[Verdict] = []
+    rows: dict[tuple[str, FR], QuotaRow] = {}
+    for wl in requests:
+        lq = snap.local_queues.get((wl.namespace, wl.queue))
+        cq = snap.queues.get(str(as_mapping((lq or {}).get("spec")).get("clusterQueue")))
+        if cq is not None:
+            _quota_rows(cq, wl.pod_sets, rows)
+        verdict = assign(snap, wl)
+        if verdict.state in ("admitted", "preempt"):
+            failure = topology_failure(snap, verdict, inventory)
+            if failure is not None:
+                name, message, never = failure
+                for result in verdict.pod_sets:
+                    if result.name == name:
+                        result.mode, result.message, result.reason = NO_FIT, message, TOPOLOGY_PLACEMENT_FAILED
+                verdict.state = "never" if never else "waiting"
+                verdict.reason = TOPOLOGY_PLACEMENT_FAILED if never else "WaitingForQuota"
+                verdict.message = f"couldn't assign flavors to pod set {name}: {message}"
+        admit(snap, verdict)
+        verdicts.append(verdict)
+        if verdict.admitted and verdict.cluster_queue:
+            for ps, result in zip(wl.pod_sets, verdict.pod_sets, strict=False):
+                for res, flavor in result.flavors.items():
+                    row = rows.get((verdict.cluster_queue, (flavor, res)))
+                    if row is not None:
+                        row.run += ps.total.get(res, ps.count if res == "pods" else 0)
+    by_object: dict[int, list[Verdict]] = {}
+    for v in verdicts:
+        by_object.setdefault(v.workload.object_index, []).append(v)
+    placed: list[dict[str, Any]] = []
+    for i, obj in enumerate(objects):
+        mine = by_object.get(i)
+        if mine is None:
+            placed.append(obj)  # not queued: created as it is
+            continue
+        running = [v for v in mine if v.state in ("admitted", "preempt")]
+        if not running:
+            continue  # suspended: no pods
+        admitted = _admitted_object(obj, running[0], snap)
+        if obj.get("kind") == "Deployment":
+            admitted["spec"]["replicas"] = len(running)
+        placed.append(admitted)
+    if any(v.state == "preempt" for v in verdicts):
+        notes.append("the workloads Kueue would preempt still hold their nodes in this simulation")
+    nodes = plan(placed, inventory, atomic_gangs=atomic_gangs)
+    return KueuePlan(verdicts, nodes, snap, source, notes, list(rows.values()))
+
+
+def _quota_rows(cq: ClusterQueue, pod_sets: list[Any], rows: dict[tuple[str, FR], QuotaRow]) -> None:
+    """The queue's quota for every resource the pod sets request, as it stands before the run."""
+    wanted = {r for ps in pod_sets for r in ps.total} | ({"pods"} if cq.group_of("pods") else set())
+    for covered, flavors in cq.groups:
+        for flavor in flavors:
+            for res in covered:
+                if res not in wanted:
+                    continue
+                fr = (flavor, res)
+                if (cq.name, fr) in rows:
+                    continue
+                quota = cq.node.quotas.get(fr)
+                rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
+                                               quota.borrowing if quota else None, quota.lending if quota else None,
+                                               cq.node.usage.get(fr, 0), available(cq.node, fr),
+                                               potential_available(cq.node, fr))
