@@ -3,13 +3,17 @@ namespace, KUBECONFIG lists, a Ray cluster that does not exist."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES
+from kuberay_sim import EXAMPLES, NS, RUN, set_job, start_cluster
+
+from dockyard_k8s import __version__
 
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
 
@@ -81,3 +85,107 @@ def test_job_on_a_cluster_that_does_not_exist(cli: Any) -> None:
     assert r.code == 1
     assert "no Service nope-head-svc in namespace rl-research: no RayCluster nope there" in r.err
     assert "cluster list -n rl-research" in r.err
+
+
+ARGS = [RECIPE, "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+
+
+def test_launch_record_says_what_the_run_was_launched_with_never_secrets(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *ARGS, "--detach", "--set", "kuberay.trainer.env.HF_TOKEN=hf_abcdef123456",
+            "--set", "kuberay.trainer.replicas=2", "++wandb_api_key=wandb-s3cr3t", "+extra.note=hello")
+    assert r.code == 0, r.err
+    cm = fake.get("v1", "ConfigMap", NS, "grpo-swe-launch")
+    assert cm is not None and cm["metadata"]["labels"]["dockyard-k8s/run"] == "grpo-swe"
+    assert cm["metadata"]["annotations"]["dockyard-k8s/launcher-version"] == __version__
+    text = json.dumps(cm)
+    assert "hf_abcdef123456" not in text and "wandb-s3cr3t" not in text  # never a secret value
+    launch = yaml.safe_load(cm["data"]["launch.yaml"])
+    assert launch["sets"] == ["kuberay.trainer.env.HF_TOKEN=<redacted>", "kuberay.trainer.replicas=2"]
+    assert "++wandb_api_key=<redacted>" in launch["overrides"] and "++extra.note=hello" in launch["overrides"]
+    assert launch["infraFiles"] == [ARGS[2]] and launch["recipeFile"] == RECIPE and launch["mode"] == "rayjob"
+    assert {"kind": "RayJob", "apiVersion": "ray.io/v1", "name": "grpo-swe"} in launch["objects"]
+    infra = yaml.safe_load(cm["data"]["infra.yaml"])
+    assert infra["kuberay"]["trainer"]["env"]["HF_TOKEN"] == "<redacted>"
+    assert infra["kuberay"]["trainer"]["replicas"] == 2
+    assert yaml.safe_load(cm["data"]["recipe.yaml"])["wandb_api_key"] == "<redacted>"
+
+
+def test_status_logs_down_by_run_name_without_files(cli: Any, fake: FakeKube) -> None:
+    """`status RUN -n NS`, `logs RUN`, `down RUN`: found by label, the record says how it was launched."""
+    assert cli("run", *ARGS, "--detach", "--set", "kuberay.trainer.replicas=2").code == 0
+    set_job(fake, "Running", "RUNNING")
+    start_cluster(fake, workers={"trainer": 2})
+    fake.add_log(NS, "grpo-swe-submit-q2", "main", ["job says hi"])
+    by_file = cli("status", *ARGS)
+    r = cli("status", "grpo-swe", "-n", NS)
+    assert r.code == 0, r.err
+    assert "RayJob grpo-swe: jobDeploymentStatus Running, jobStatus RUNNING" in r.out
+    assert f"launched with dockyard-k8s {__version__} (rayjob mode" in r.out
+    assert f"{RECIPE} -f {ARGS[2]} --set kuberay.trainer.replicas=2" in r.out
+    fleets = [line for line in r.out.splitlines() if line.startswith(("trainer", "head", "sandbox"))]
+    assert fleets == [line for line in by_file.out.splitlines() if line.startswith(("trainer", "head", "sandbox"))]
+    assert cli("status", "grpo-swe").code == 0  # -n defaults to the context's namespace (rl-research)
+    doc = json.loads(cli("status", "grpo-swe", "-o", "json").out)
+    assert doc["launch"]["mode"] == "rayjob" and doc["main"]["state"] == "running"
+    assert yaml.safe_load(cli("status", "grpo-swe", "-o", "yaml").out)["run"] == "grpo-swe"
+    assert cli("logs", "grpo-swe").out == "job says hi\n"
+    r = cli("down", "grpo-swe", "--dry-run")
+    assert r.code == 0 and "ConfigMap rl-research/grpo-swe-launch" in r.out
+    r = cli("down", "grpo-swe")
+    assert "deleted RayJob rl-research/grpo-swe" in r.out and "deleted ConfigMap rl-research/grpo-swe-launch" in r.out
+    assert [c for c in fake.all("v1", "ConfigMap") if c["metadata"]["namespace"] == NS] == []
+    assert "nothing left of run grpo-swe" in cli("down", "grpo-swe").out
+    gone = cli("status", "other-run")
+    assert gone.code == 1 and "nothing of run other-run in namespace rl-research" in gone.out
+    assert "dockyard-k8s runs -A" in gone.out
+
+
+def test_by_name_mistakes_are_bad_input(cli: Any) -> None:
+    r = cli("status", "Bad_Name")
+    assert r.code == 2 and "'Bad_Name' is neither a recipe file (no such file) nor a run name" in r.err
+    r = cli("status", "grpo-swe", "--set", "kuberay.trainer.replicas=4")
+    assert r.code == 2 and "grpo-swe names a run on the cluster" in r.err and "--set" in r.err
+    r = cli("status", "missing.yaml")
+    assert r.code == 2 and "missing.yaml" in r.err  # a file name is a recipe: read errors as before
+
+
+def test_job_by_run_name_finds_the_runs_cluster(cli: Any, fake: FakeKube) -> None:
+    cli("run", *ARGS, "--detach")
+    r = cli("job", "list", "grpo-swe")
+    assert r.code == 1 and "run grpo-swe has no Ray cluster (yet)" in r.err
+    set_job(fake, "Running", "RUNNING")  # status.rayClusterName: grpo-swe-abcde
+    r = cli("job", "list", "grpo-swe")
+    assert r.code == 1 and "no Service grpo-swe-abcde-head-svc in namespace rl-research" in r.err
+    assert "no run nope in namespace rl-research" in cli("job", "logs", "nope").err
+
+
+def test_runs_lists_every_run_with_mode_state_gpus_age_and_queue(cli: Any, fake: FakeKube) -> None:
+    assert cli("run", *ARGS, "--detach").code == 0
+    set_job(fake, "Running", "RUNNING")
+    # a run applied with `render | kubectl apply`: no record, found by its labels
+    fake.put({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+              "metadata": {"name": "dev-box", "namespace": "default", "creationTimestamp": "2026-01-01T00:00:00Z",
+                           "labels": {"dockyard-k8s/run": "dev-box", "app.kubernetes.io/managed-by": "dockyard-k8s",
+                                      "team": "infra"}},
+              "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "resources": {
+                  "requests": {"nvidia.com/gpu": "1"}}}]}}}},
+              "status": {"state": "ready"}})
+    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
+    fake.put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+              "metadata": {"name": "rayjob-grpo-swe-1", "namespace": NS,
+                           "ownerReferences": [{"kind": "RayJob", "name": RUN, "uid": job["metadata"]["uid"]}]},
+              "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]}})
+    r = cli("runs")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0].split() == ["NAME", "MODE", "STATE", "GPUS", "AGE", "QUEUE"]
+    assert lines[1].split()[:4] == ["grpo-swe", "rayjob", "running", "24"]
+    assert lines[1].split()[5:] == ["pending", "(Pending)"]
+    everywhere = cli("runs", "-A").out.splitlines()
+    assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
+    assert [line.split()[:5] for line in everywhere[1:]] == [["default", "dev-box", "bringup", "ready", "1"],
+                                                             ["rl-research", "grpo-swe", "rayjob", "running", "24"]]
+    assert [line.split()[1] for line in cli("runs", "-A", "-l", "team=infra").out.splitlines()[1:]] == ["dev-box"]
+    docs = json.loads(cli("runs", "-A", "-o", "json").out)
+    assert {d["name"]: d["queue"] for d in docs} == {"dev-box": "", "grpo-swe": "pending (Pending)"}
+    assert cli("runs", "-n", "default", "-l", "team=nobody").out == "no runs in namespace default\n"

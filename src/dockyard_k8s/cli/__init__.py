@@ -38,6 +38,7 @@ COMMANDS = {
     # live: talk to the cluster of the current kubeconfig context
     "doctor": "preflight: can this run work on the current context?",
     "run": "apply the run and follow it until the job ends",
+    "runs": "every run of the namespace (or -A): mode, state, GPUs, age, queue",
     "status": "the run on one screen: job status, pods per fleet, problems",
     "logs": "logs of a fleet or a pod of the run (merged, prefixed)",
     "down": "delete every object of the run (idempotent)",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
 from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.errors import UsageError
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins:
@@ -18,10 +20,22 @@ recipe overrides after RECIPE, Hydra style (also passed to the job):
 """
 
 
-def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, infra_short: bool = True) -> None:
-    """``infra_short=False`` leaves ``-f`` free (``logs -f`` follows, like kubectl)."""
-    parser.add_argument("recipe", metavar="RECIPE", nargs=None if recipe_required else "?",
-                        help="recipe YAML (what to train)")
+RUN_NAME_HELP = """\
+RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lists them), found by
+  its label in -n NS (default: the context's namespace); no launch files needed
+"""
+# A DNS-1123 label: what a run name is (launch.name); a recipe is a file.
+_RUN_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, infra_short: bool = True,
+                 by_name: bool = False) -> None:
+    """``infra_short=False`` leaves ``-f`` free (``logs -f`` follows, like kubectl); ``by_name``:
+    the positional may name a run on the cluster instead (:func:`run_name_arg`)."""
+    parser.add_argument("recipe", metavar="RECIPE|RUN" if by_name else "RECIPE",
+                        nargs=None if recipe_required else "?",
+                        help="recipe YAML, or the name of a run on the cluster" if by_name else
+                        "recipe YAML (what to train)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     parser.add_argument(*(("-f", "--infra") if infra_short else ("--infra",)), metavar="FILE",
                         help="infra spec YAML (where to run it)")
@@ -53,3 +67,26 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bun
     typed.append(Setting(("infra", "namespace"), namespace, f"the kubeconfig context's namespace {namespace}"))
     return build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
                         values=typed)
+
+
+def run_name_arg(args: argparse.Namespace) -> str | None:
+    """The run name when the positional names a run on the cluster rather than a recipe file
+    (a file that exists, or a name ending in .yaml/.yml/.json or holding a '/', is a recipe).
+
+    Raises:
+        UsageError: neither a recipe nor a run name, or a run name with launch-file flags.
+    """
+    value = getattr(args, "recipe", None)
+    if not value or os.path.isfile(value) or value.endswith((".yaml", ".yml", ".json")) or "/" in value:
+        return None
+    if not _RUN_NAME.fullmatch(value):
+        raise UsageError(f"{value!r} is neither a recipe file (no such file) nor a run name (lower-case letters, "
+                         "digits and '-': `dockyard-k8s runs` lists the runs)")
+    layers = [flag for flag, given in (("--infra", getattr(args, "infra", None)), ("--set", getattr(args, "sets", [])),
+                                       ("--set-string", getattr(args, "set_strings", [])),
+                                       ("--set-file", getattr(args, "set_files", [])),
+                                       ("KEY=VALUE overrides", getattr(args, "overrides", []))) if given]
+    if layers:
+        raise UsageError(f"{value} names a run on the cluster, which keeps what it was launched with: "
+                         f"{', '.join(layers)} need a RECIPE file")
+    return str(value)

@@ -43,7 +43,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP,
                          formatter_class=formatter)
-    add_run_args(down)
+    add_run_args(down, by_name=True)
     add_cluster_args(down)
     add_down_args(down)
     down.set_defaults(func=cluster_down)
@@ -80,7 +80,12 @@ def cluster_up(args: argparse.Namespace) -> int:
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli.cmd_down import execute
+    from dockyard_k8s.cli._runargs import run_name_arg
+    from dockyard_k8s.cli.cmd_down import execute, execute_by_name
+
+    name = run_name_arg(args)
+    if name:
+        return execute_by_name(args, name)
 
     return execute(args, load_bundle(args, _bringup(args)))
 

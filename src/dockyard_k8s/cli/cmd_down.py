@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -15,6 +15,7 @@ EXAMPLES = """\
 examples:
   dockyard-k8s down examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
   dockyard-k8s down recipe.yaml --dry-run     # what would be deleted (server dry run)
+  dockyard-k8s down grpo-swe -n rl-research   # by run name: no launch files needed
 """
 
 
@@ -24,8 +25,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "it, workloads first and NetworkPolicies last; owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
-    add_run_args(p)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
+                       formatter_class=formatter)
+    add_run_args(p, by_name=True)
     add_cluster_args(p)
     add_down_args(p)
     p.set_defaults(func=run)
@@ -38,7 +40,30 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    name = run_name_arg(args)
+    if name:
+        return execute_by_name(args, name)
     return execute(args, load_bundle(args))
+
+
+def execute_by_name(args: argparse.Namespace, name: str) -> int:
+    """``down RUN``: every kind the run applied (its launch record says which), by its label."""
+    from dockyard_k8s.live import runs
+
+    with connect(args) as client:
+        ns = args.namespace or client.default_namespace
+        deleted = runs.down(client, runs.find_run(client, ns, name), include_governance=args.include_governance,
+                            keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
+    return _said(deleted, name, ns)
+
+
+def _said(deleted: list[str], run_name: str, ns: str) -> int:
+    if not deleted:
+        say(f"nothing left of run {run_name} in {ns}")
+    else:
+        say(f"deleted {len(deleted)} object(s) of run {run_name}; pods and operator-made objects follow "
+            "(garbage collection)")
+    return 0
 
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
@@ -49,9 +74,4 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,
                        keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
-    if not deleted:
-        say(f"nothing left of run {run_name} in {ns}")
-    else:
-        say(f"deleted {len(deleted)} object(s) of run {run_name}; pods and operator-made objects follow "
-            "(garbage collection)")
-    return 0
+    return _said(deleted, run_name, ns)

@@ -8,7 +8,7 @@ from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, run_of, say, warn
 from dockyard_k8s.cli._output import table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
 
 EXAMPLES = """\
@@ -17,11 +17,12 @@ examples:
   dockyard-k8s job list --address http://127.0.0.1:8265
   dockyard-k8s job logs recipe.yaml -f                      # the run's own job
   dockyard-k8s job stop --cluster my-cluster -n rl-research --job grpo-swe-1a2b3c4d5e
+  dockyard-k8s job logs grpo-swe -n rl-research -f          # by run name: no launch files needed
 """
 
 
 def _target_args(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False, infra_short=False)
+    add_run_args(p, recipe_required=False, infra_short=False, by_name=True)
     add_cluster_args(p)
     p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
@@ -32,7 +33,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="Talk to the Ray Jobs REST API of a cluster's head (dashboard, port 8265). The "
                                    "cluster is the run's (RECIPE), one named by --cluster (port-forwarded with "
                                    "kubectl), or --address.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     js = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
                            epilog=RUN_ARGS_HELP, formatter_class=formatter)
@@ -68,9 +69,17 @@ def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[st
     return submission_id(run_of(bundle)[1], command, runtime_env), command, runtime_env
 
 
-def _job_id(args: argparse.Namespace, bundle: Any) -> str:
+def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     if args.job_id:
         return str(args.job_id)
+    ref = getattr(args, "run_ref", None)
+    if ref is not None:  # by run name: the RayJob's job, else the run's latest submission
+        from dockyard_k8s.live.runs import run_job_id
+
+        found = run_job_id(ref, ray.list() if ray is not None else [])
+        if not found:
+            raise UsageError(f"run {ref.run} has no Ray job yet: pass --job ID (`dockyard-k8s job list {ref.run}`)")
+        return found
     if bundle is None:
         raise UsageError("say which job: --job ID (or RECIPE for the run's own job)")
     return _run_job_id(bundle)[0]
@@ -81,21 +90,46 @@ def _with_ray(args: argparse.Namespace, action: Any) -> int:
 
     from dockyard_k8s.live.dashboard import ray_jobs
 
-    bundle = _bundle(args)
+    name = run_name_arg(args)
+    bundle = None if name else _bundle(args)
     with contextlib.ExitStack() as stack:
-        client = stack.enter_context(connect(args)) if not args.address else None
-        ray = stack.enter_context(ray_jobs(ray_target(args), bundle, client, on_forward=warn))
+        client = stack.enter_context(connect(args)) if not args.address or name else None
+        target = ray_target(args)
+        if name:
+            target = _by_name(args, client, name, target)
+        ray = stack.enter_context(ray_jobs(target, bundle, client, on_forward=warn))
         return int(action(ray, bundle))
+
+
+def _by_name(args: argparse.Namespace, client: Any, name: str, target: Any) -> Any:
+    """The Ray dashboard of run ``name`` (found on the cluster): its RayJob's cluster, its
+    bringup cluster, or the cluster/address attach mode named (from the launch record)."""
+    from dockyard_k8s.errors import ClusterError
+    from dockyard_k8s.live import runs
+
+    ns = args.namespace or client.default_namespace
+    ref = runs.find_run(client, ns, name)
+    if not ref.found:
+        raise ClusterError(f"no run {name} in namespace {ns}", hint="`dockyard-k8s runs -A` lists the runs")
+    args.run_ref = ref
+    cluster, address = runs.ray_cluster(client, ref)
+    if not (args.address or args.cluster or cluster or address):
+        raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {ns}/{name}",
+                           hint=f"`dockyard-k8s status {name} -n {ns}` shows where it is")
+    return target._replace(address=args.address or address, cluster=args.cluster or cluster, namespace=ns)
 
 
 def job_submit(args: argparse.Namespace) -> int:
     def action(ray: Any, bundle: Any) -> int:
         if bundle is None:
+            ref = getattr(args, "run_ref", None)
             if not args.entrypoint:
-                raise UsageError("job submit needs RECIPE (its entrypoint) or --entrypoint")
+                raise UsageError(f"job submit {ref.run} needs --entrypoint (the run's own entrypoint comes with "
+                                 "its RECIPE)" if ref else "job submit needs RECIPE (its entrypoint) or --entrypoint")
             from dockyard_k8s.live.rayjobs import submission_id
 
-            sub_id, command, runtime_env = submission_id("job", args.entrypoint, None), args.entrypoint, None
+            prefix = ref.run if ref else "job"  # by run name: `job logs RUN` finds it again
+            sub_id, command, runtime_env = submission_id(prefix, args.entrypoint, None), args.entrypoint, None
         else:
             sub_id, command, runtime_env = _run_job_id(bundle, args.entrypoint)
         existing = ray.get(sub_id)
@@ -132,7 +166,7 @@ def job_list(args: argparse.Namespace) -> int:
 
 def job_logs(args: argparse.Namespace) -> int:
     def action(ray: Any, bundle: Any) -> int:
-        job = _job_id(args, bundle)
+        job = _job_id(args, bundle, ray)
         if args.follow:
             for chunk in ray.follow_logs(job):
                 print(chunk, end="", flush=True)
@@ -145,7 +179,7 @@ def job_logs(args: argparse.Namespace) -> int:
 
 def job_stop(args: argparse.Namespace) -> int:
     def action(ray: Any, bundle: Any) -> int:
-        job = _job_id(args, bundle)
+        job = _job_id(args, bundle, ray)
         stopped = ray.stop(job)
         say(f"job {job}: {'stop requested' if stopped else 'not running (nothing to stop)'}")
         return 0

@@ -7,13 +7,14 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 
 EXAMPLES = """\
 examples:
   dockyard-k8s logs recipe.yaml                      # the RayJob submitter (the job's output), else the head
   dockyard-k8s logs recipe.yaml --fleet trainer -f --tail 100
   dockyard-k8s logs recipe.yaml --pod grpo-swe-abcde-head-x7k2p --previous
+  dockyard-k8s logs grpo-swe -n rl-research --fleet sandbox     # by run name
 """
 
 
@@ -22,8 +23,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="Print the logs of every pod of a fleet (or one pod), prefixed fleet/pod when "
                                    "there are several. Without --fleet/--pod: the RayJob submitter if there is one "
                                    "(it holds the job's output after the cluster is gone), else the head.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
-    add_run_args(p, infra_short=False)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
+                       formatter_class=formatter)
+    add_run_args(p, infra_short=False, by_name=True)
     add_cluster_args(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--fleet", choices=("head", "trainer", "inference", "sandbox", "submitter"))
@@ -44,10 +46,18 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and args.previous:
         raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
     since = lg.parse_duration(args.since) if args.since else None
-    bundle = load_bundle(args)
-    ns, _ = run_of(bundle)
+    name = run_name_arg(args)
+    bundle = None if name else load_bundle(args)
     with connect(args) as client:
-        chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
+        if name:
+            from dockyard_k8s.live import runs
+
+            ns = args.namespace or client.default_namespace
+            chosen = runs.log_pods(client, runs.find_run(client, ns, name), fleet=args.fleet, pod=args.pod)
+        else:
+            assert bundle is not None
+            ns, _ = run_of(bundle)
+            chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
         prefixed = len(chosen) > 1
 
         def emit(prefix: str, line: str) -> None:

@@ -79,16 +79,21 @@ def deadline_setting(args: argparse.Namespace) -> list[Setting]:
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
     from dockyard_k8s.live.launch import LaunchOptions
+    from dockyard_k8s.live.record import Invocation
 
+    infra = getattr(args, "infra", None) or []
+    invocation = Invocation(tuple([infra] if isinstance(infra, str) else infra),
+                            tuple([*args.sets, *getattr(args, "set_strings", [])]),
+                            tuple(getattr(args, "set_files", [])))
     return LaunchOptions(dry_run=args.dry_run or "", replace=args.replace, force_conflicts=args.force_conflicts,
                          detach=args.detach, timeout=args.timeout, pre_running_deadline=args.pre_running_deadline,
-                         fail_fast=args.fail_fast, ray=ray_target(args))
+                         fail_fast=args.fail_fast, ray=ray_target(args), invocation=invocation)
 
 
-def _client_dry_run(bundle: Bundle) -> int:
+def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
     from dockyard_k8s.live.launch import preview
 
-    to_apply, skipped = preview(bundle)
+    to_apply, skipped = preview(bundle, launch_options(args))
     for obj in to_apply:
         say(f"would apply {object_ref(obj)}")
     for obj in skipped:
@@ -102,7 +107,7 @@ def _client_dry_run(bundle: Bundle) -> int:
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Apply and (unless --detach) follow; shared by `run` and `cluster up`."""
     if args.dry_run == "client":
-        return _client_dry_run(bundle)
+        return _client_dry_run(args, bundle)
     from dockyard_k8s.live.launch import launch
 
     try:

@@ -7,13 +7,14 @@ from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, print_findings, run_of, say
 from dockyard_k8s.cli._output import table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
 
 EXAMPLES = """\
 examples:
   dockyard-k8s status examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
   dockyard-k8s status recipe.yaml -o json | jq .fleets
+  dockyard-k8s status grpo-swe -n rl-research           # by run name: no launch files needed
 """
 
 
@@ -22,32 +23,73 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="RayJob jobStatus/jobDeploymentStatus/reason/message, RayCluster conditions, "
                                    "desired/scheduled/ready pods per fleet, and the warnings that explain anything "
                                    "not ready. Exit 1 when nothing of the run exists.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
-    add_run_args(p)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
+                       formatter_class=formatter)
+    add_run_args(p, by_name=True)
     add_cluster_args(p)
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.launch import status
+    from dockyard_k8s.live import runs
+    from dockyard_k8s.live.kinds import KINDS
     from dockyard_k8s.live.orchestrate import status_doc
-    from dockyard_k8s.live.progress import phase_of
-    from dockyard_k8s.render.serialize import dump_json
+    from dockyard_k8s.live.record import read_record, record_name
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
-    bundle = load_bundle(args)
-    ns, run_name = run_of(bundle)
+    name = run_name_arg(args)
+    bundle = None if name else load_bundle(args)
     with connect(args) as client:
-        view = status(client, bundle)
-    found = any(view.objects.get(k) for k in view.objects)
-    if args.output == "json":
-        print(dump_json(status_doc(view, ns)), end="")
+        if name:
+            ns, run_name = args.namespace or client.default_namespace, name
+            ref = runs.find_run(client, ns, run_name)
+            view = runs.status(client, ref)
+            record = ref.record
+        else:
+            from dockyard_k8s.live.launch import status
+
+            assert bundle is not None
+            ns, run_name = run_of(bundle)
+            view = status(client, bundle)
+            record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
+    found = any(view.objects.get(k) for k in view.objects) or record is not None
+    if args.output in ("json", "yaml"):
+        doc = {**status_doc(view, ns), "launch": record.launch if record else None}
+        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if found else EXIT_FAILURE
     if not found:
         say(f"nothing of run {run_name} in namespace {ns} (label dockyard-k8s/run={run_name})")
-        say(f"  start it: {command_text(args, 'run')}")
+        say(f"  start it: {command_text(args, 'run')}" if not name else
+            "  `dockyard-k8s runs -A` lists the runs of every namespace")
         return EXIT_FAILURE
     say(f"run {run_name} in {ns}" + (f" (context {client.context})" if client.context else ""))
+    if record is not None:
+        say(launched_with(record, ns, run_name))
+    print_view(view)
+    return 0
+
+
+def launched_with(record: Any, ns: str, run: str) -> str:
+    """How the run was launched, as a command line (values of credentials were redacted)."""
+    import shlex
+
+    launch = record.launch
+    parts = [str(launch.get("recipeFile") or "?")]
+    for f in launch.get("infraFiles") or []:
+        parts += ["-f", str(f)]
+    for flag, key in (("--set", "sets"), ("--set-file", "setFiles")):
+        for s in launch.get(key) or []:
+            parts += [flag, str(s)]
+    parts += [str(o) for o in launch.get("overrides") or [] if not str(o).startswith("++env.code.sandbox_urls")]
+    return (f"launched with dockyard-k8s {launch.get('launcherVersion', '?')} ({launch.get('mode', '?')} mode, "
+            f"{record.created or 'time unknown'}): {shlex.join(parts)}\n"
+            f"  resolved infra + recipe: kubectl -n {ns} get configmap {run}-launch -o yaml")
+
+
+def print_view(view: Any) -> None:
+    from dockyard_k8s.live.progress import phase_of
+
     for kind in ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet"):
         for obj in view.of_kind(kind):
             phase = phase_of(obj, view.pods)
@@ -62,4 +104,3 @@ def run(args: argparse.Namespace) -> int:
     if findings:
         say("\nproblems")
         print_findings(findings)
-    return 0

@@ -24,6 +24,7 @@ from dockyard_k8s.live.dashboard import RayTarget, ray_jobs, run_id
 from dockyard_k8s.live.kinds import kind_of, ref
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
+from dockyard_k8s.live.record import NO_INVOCATION, Invocation, launch_record
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -50,11 +51,22 @@ class LaunchOptions:
     pre_running_deadline: float | None = None  # give up when not running in time
     fail_fast: bool = False  # stop at the first problem that cannot heal
     ray: RayTarget = dataclasses.field(default_factory=RayTarget)  # attach mode: where the Ray dashboard is
+    record: bool = True  # apply the launch record (<run>-launch ConfigMap: what the run was launched with)
+    invocation: Invocation = NO_INVOCATION  # the files and --set layers as given, for the record
 
 
-def preview(bundle: Bundle) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def with_record(bundle: Bundle, options: LaunchOptions) -> list[dict[str, Any]]:
+    """The bundle's objects, the launch record first (a failed launch still says what it tried)."""
+    if not options.record:
+        return list(bundle.objects)
+    to_apply, _ = split_apply(bundle.objects)
+    return [launch_record(bundle, to_apply, options.invocation), *bundle.objects]
+
+
+def preview(bundle: Bundle, options: LaunchOptions = LaunchOptions()) -> tuple[list[dict[str, Any]],
+                                                                                list[dict[str, Any]]]:
     """(objects ``launch`` would apply in order, render-only objects it would skip)."""
-    return split_apply(bundle.objects)
+    return split_apply(with_record(bundle, options))
 
 
 def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
@@ -70,7 +82,7 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
         raise ValueError("a client dry run contacts no cluster: use preview()")
     if options.replace and not options.dry_run:
         orchestrate.replace_main(client, bundle.objects, say=say)
-    applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
+    applied = orchestrate.apply_objects(client, with_record(bundle, options), dry_run=options.dry_run == "server",
                                         force=options.force_conflicts,
                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
     counts: dict[str, int] = {}

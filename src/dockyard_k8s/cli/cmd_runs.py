@@ -1,0 +1,61 @@
+"""``dockyard-k8s runs``: every run of the namespace (or all), as ``kubectl get`` lists objects."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._output import table
+
+EXAMPLES = """\
+examples:
+  dockyard-k8s runs                       # the context's namespace
+  dockyard-k8s runs -n rl-research -l team=rl
+  dockyard-k8s runs -A -o json | jq '.[] | select(.state == "failed") | .name'
+then, by name: dockyard-k8s status RUN | logs RUN | down RUN | job logs RUN
+"""
+
+
+def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("runs",
+                       description="Every run of the namespace: its launch mode, state, GPUs requested, age, and its "
+                                   "Kueue Workload's state when Kueue queues it. Runs launched by `run`/`cluster up` "
+                                   "and runs applied with `render | kubectl apply` alike (found by their labels); "
+                                   "one LIST per kind, whatever the number of pods.",
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+    p.add_argument("-n", "--namespace", help="namespace (default: the context's)")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
+                   help="only runs whose objects carry these labels (kubectl syntax: team=rl,tier!=dev)")
+    p.add_argument("-o", "--output", choices=("text", "wide", "json", "yaml"), default="text",
+                   help="output format (wide adds each run's one-line summary)")
+    add_cluster_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from dockyard_k8s.live.runs import age, list_runs
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+    with connect(args) as client:
+        ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
+        rows = list_runs(client, ns, selector=args.selector)
+    now = dt.datetime.now(dt.UTC)
+    if args.output in ("json", "yaml"):
+        docs = [r.as_dict(now) for r in rows]
+        print(dump_json(docs) if args.output == "json" else "---\n" + dump_yaml(docs), end="")
+        return 0
+    if not rows:
+        say(f"no runs in {'any namespace' if ns is None else f'namespace {ns}'}")
+        return 0
+    queued = any(r.queue for r in rows)
+    headers = [*(["namespace"] if ns is None else []), "name", "mode", "state", "gpus", "age",
+               *(["queue"] if queued else []), *(["summary"] if args.output == "wide" else [])]
+    body = [[*([r.namespace] if ns is None else []), r.name, r.mode, r.state, "-" if r.gpus is None else r.gpus,
+             age(r.created, now), *([r.queue or "-"] if queued else []),
+             *([r.summary or "-"] if args.output == "wide" else [])] for r in rows]
+    say(table(body, headers))
+    return 0

@@ -1,0 +1,175 @@
+"""The launch record: what a run was launched with, kept on the cluster beside the run.
+
+``run`` and ``cluster up`` apply one more ConfigMap, ``<run>-launch``, labelled like every
+object of the run (so ``down`` deletes it), with:
+
+* ``launch.yaml``: the launcher version, the recipe file and infra files as given, the
+  ``--set`` layers and recipe overrides, the launch mode, and every object applied
+  (apiVersion, kind, name) — what ``status RUN``/``down RUN`` work from without the files;
+* ``infra.yaml`` / ``recipe.yaml``: the resolved infra spec and recipe.
+
+**Never a secret value**: every value of an environment map (``env``, ``env_vars``: names
+are kept, values are ``<redacted>`` unless they are ``valueFrom`` references), every value
+under a key that names a credential (``token``, ``password``, ``apiKey``, ``secretKey``...),
+and ``--set``/override values of such keys are redacted before anything is written.
+Pure: builds and reads plain data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from dockyard_k8s import __version__
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
+
+RECORD_COMPONENT = "launch-record"
+RECORD_SUFFIX = "launch"
+REDACTED = "<redacted>"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+VERSION_ANNOTATION = "dockyard-k8s/launcher-version"
+MODE_ANNOTATION = "dockyard-k8s/mode"
+GPUS_ANNOTATION = "dockyard-k8s/gpus"
+ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
+# A key names a credential when one of these words (or pairs) is in it, split at _ - . and
+# camelCase: HF_TOKEN, apiKey, aws_secret_access_key, password; not max_new_tokens, tokenizer.
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_CREDENTIAL_WORDS = frozenset({"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL",
+                               "CREDENTIALS", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY", "AUTHKEY"})
+_CREDENTIAL_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
+                               ("AUTH", "KEY"), ("SIGNING", "KEY")})
+
+
+def record_name(run: str) -> str:
+    return f"{run}-{RECORD_SUFFIX}"
+
+
+def names_credential(key: str) -> bool:
+    words = [w.upper() for w in _WORDS.findall(key)]
+    return bool(_CREDENTIAL_WORDS & set(words)) or any(p in _CREDENTIAL_PAIRS for p in itertools.pairwise(words))
+
+
+def redact(value: Any, *, env: bool = False) -> Any:
+    """A copy of plain data with every secret-bearing value replaced by ``<redacted>``."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if env and not isinstance(v, (dict, list)):
+                out[key] = REDACTED if v is not None else None
+            elif names_credential(key) and not isinstance(v, (dict, list)) and v is not None:
+                out[key] = REDACTED
+            else:
+                out[key] = redact(v, env=key in ENV_KEYS)
+        return out
+    if isinstance(value, list):
+        if env:  # [{name, value}] as Kubernetes writes env
+            return [{**item, "value": REDACTED} if isinstance(item, dict) and "value" in item else redact(item)
+                    for item in value]
+        return [redact(v) for v in value]
+    return value
+
+
+def redact_assignment(text: str) -> str:
+    """``key.path=value`` (a --set or a recipe override) with the value redacted when the key
+    names a credential or sits in an environment map."""
+    key, sep, _ = text.partition("=")
+    parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
+    if sep and (any(names_credential(p) for p in parts[-1:]) or any(p in ENV_KEYS for p in parts[:-1])):
+        return f"{key}={REDACTED}"
+    return text
+
+
+def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
+    """GPUs the run's pod templates request (nvidia.com/gpu x replicas)."""
+    from dockyard_k8s.kube import parse_quantity, pod_requests
+    from dockyard_k8s.live.progress import pod_templates
+
+    total = 0
+    for obj in objects:
+        for template, count in pod_templates(obj):
+            gpu = pod_requests(template.get("spec") or {}).get("nvidia.com/gpu")
+            q = parse_quantity(gpu) if isinstance(gpu, str) else gpu
+            total += int(q or 0) * count
+    return total
+
+
+class Invocation(NamedTuple):
+    """What the command line said (files as given), for the record."""
+
+    infra_files: tuple[str, ...] = ()
+    sets: tuple[str, ...] = ()  # --set (and --set-string) as typed
+    set_files: tuple[str, ...] = ()  # --set-file KEY=PATH: the path is recorded, never the content
+
+
+NO_INVOCATION = Invocation()
+
+
+def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation: Invocation = NO_INVOCATION,
+                  ) -> dict[str, Any]:
+    """The record ConfigMap of a run about to be applied (``applied``: the objects, in order)."""
+    from dockyard_k8s.render.meta import metadata
+    from dockyard_k8s.render.serialize import dump_yaml
+
+    run = bundle.run
+    infra = run.infra
+    launch = {
+        "launcherVersion": __version__,
+        "recipeFile": run.recipe_file,
+        "infraFiles": list(invocation.infra_files),
+        "sets": [redact_assignment(s) for s in invocation.sets],
+        "setFiles": list(invocation.set_files),
+        "overrides": [redact_assignment(a) for a in run.job_args],
+        "sources": list(run.sources),
+        "mode": infra["launch"]["mode"],
+        "objects": [{"apiVersion": o.get("apiVersion"), "kind": o.get("kind"),
+                     "name": (o.get("metadata") or {}).get("name")} for o in applied],
+    }
+    meta = metadata(infra, record_name(str(infra["launch"]["name"])), RECORD_COMPONENT)
+    meta["annotations"] = {VERSION_ANNOTATION: __version__, MODE_ANNOTATION: str(infra["launch"]["mode"]),
+                           GPUS_ANNOTATION: str(total_gpus(applied))}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {
+            "launch.yaml": dump_yaml(launch),
+            "infra.yaml": dump_yaml(redact(dict(infra))),
+            "recipe.yaml": dump_yaml(redact(run.recipe)),
+        },
+    }
+
+
+class Record(NamedTuple):
+    """A record read back from the cluster."""
+
+    launch: dict[str, Any]
+    infra: dict[str, Any]
+    created: str  # the ConfigMap's creationTimestamp
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        """Skeletons of the applied objects (enough for kinds and names)."""
+        return [{"apiVersion": o.get("apiVersion"), "kind": o.get("kind"), "metadata": {"name": o.get("name")}}
+                for o in self.launch.get("objects") or [] if isinstance(o, dict)]
+
+
+def read_record(configmap: dict[str, Any] | None) -> Record | None:
+    """The record of a ``<run>-launch`` ConfigMap (None when absent or unreadable)."""
+    import yaml
+
+    if not configmap:
+        return None
+    data = configmap.get("data") or {}
+    try:
+        launch = yaml.safe_load(data.get("launch.yaml") or "") or {}
+        infra = yaml.safe_load(data.get("infra.yaml") or "") or {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(launch, dict) or not isinstance(infra, dict):
+        return None
+    return Record(launch, infra, str((configmap.get("metadata") or {}).get("creationTimestamp") or ""))

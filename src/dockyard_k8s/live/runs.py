@@ -1,0 +1,221 @@
+"""Runs found on the cluster by name, without the files they were launched from, and the
+list of every run of a namespace (``dockyard-k8s runs``).
+
+A run is everything labelled ``dockyard-k8s/run=<run>``. What the launcher applied is what
+carries that label and is owned by nothing (a RayJob's RayCluster and submitter Job, a
+Deployment's pods are the operators'); the launch record (:mod:`~dockyard_k8s.live.record`)
+adds what the run was launched with. ``status RUN``, ``logs RUN``, ``down RUN`` and
+``job ... RUN`` work from these.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
+from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
+from dockyard_k8s.live.record import (
+    GPUS_ANNOTATION,
+    MODE_ANNOTATION,
+    RECORD_COMPONENT,
+    Record,
+    read_record,
+    record_name,
+    total_gpus,
+)
+from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
+
+MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+RECORDS = f"app.kubernetes.io/component={RECORD_COMPONENT},{MANAGED}"
+WORKLOAD = KINDS.get("Workload")  # Kueue's, when the kinds table has it
+# The launch mode a main kind means, for runs without a record (applied with `render | kubectl apply`).
+MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "StatefulSet": "statefulset",
+                "MPIJob": "mpijob"}
+
+
+class RunRef(NamedTuple):
+    """A run found on the cluster."""
+
+    namespace: str
+    run: str
+    objects: list[dict[str, Any]]  # what the launcher applied (live objects, owned by nothing)
+    record: Record | None
+
+    @property
+    def found(self) -> bool:
+        return bool(self.objects) or self.record is not None
+
+    @property
+    def mode(self) -> str:
+        if self.record is not None and self.record.launch.get("mode"):
+            return str(self.record.launch["mode"])
+        main = main_object(self.objects)
+        return MODE_OF_KIND.get(str(main.get("kind")), "-") if main else ("attach" if self.objects else "-")
+
+
+def _kinds(extra: Iterable[dict[str, Any]]) -> list[Kind]:
+    return [RAYJOB, RAYCLUSTER, *(KINDS[k] for k in orchestrate.RUN_KINDS), *(kind_of(o) for o in extra)]
+
+
+def find_run(client: KubeClient, namespace: str, run: str) -> RunRef:
+    """The run ``run`` of ``namespace``: its record and the objects the launcher applied (one
+    GET and one LIST per kind, kinds the server lacks skipped)."""
+    record = read_record(client.get(KINDS["ConfigMap"], namespace, record_name(run)))
+    found = orchestrate.find_run_objects(client, namespace, run, _kinds(record.objects if record else []))
+    applied = [o for o in found if not (o.get("metadata") or {}).get("ownerReferences")]
+    return RunRef(namespace, run, applied, record)
+
+
+def status(client: KubeClient, ref: RunRef) -> RunView:
+    """The run right now, as ``launch.status`` gives it for a bundle."""
+    return orchestrate.snapshot(client, ref.namespace, ref.run, ref.objects)
+
+
+def down(client: KubeClient, ref: RunRef, *, include_governance: bool = False, keep_volumes: bool = True,
+         dry_run: bool = False, say: Callable[[str], None] = print) -> list[str]:
+    """Delete everything of the run, every kind it applied included (from the record)."""
+    kinds_of = [*ref.objects, *(ref.record.objects if ref.record else [])]
+    return orchestrate.down(client, ref.namespace, ref.run, kinds_of, include_governance=include_governance,
+                            keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+
+
+def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: str | None = None,
+             selector: str = "") -> list[dict[str, Any]]:
+    """As ``launch.log_pods``: the pods whose logs ``logs RUN`` shows (one LIST)."""
+    from dockyard_k8s.live.logs import select_pods
+
+    main = main_object(ref.objects)
+    label = ",".join(s for s in (orchestrate.run_selector(ref.run), selector) if s)
+    pods, _ = client.list(POD, ref.namespace, label_selector=label)
+    return select_pods(pods, fleet=fleet, pod=pod, main_kind=main["kind"] if main else None)
+
+
+def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
+    """(RayCluster name, dashboard address) the run's Ray jobs go to: the RayJob's cluster,
+    the bringup cluster, or what attach mode names (from the record)."""
+    main = main_object(ref.objects)
+    if main is not None and main.get("kind") == "RayJob":
+        return (main.get("status") or {}).get("rayClusterName"), None
+    if main is not None and main.get("kind") == "RayCluster":
+        return str(main["metadata"]["name"]), None
+    attach = ((ref.record.infra.get("launch") or {}).get("attach") or {}) if ref.record else {}
+    return attach.get("cluster"), attach.get("address")
+
+
+# --- every run of a namespace ---------------------------------------------------------------
+
+class RunRow(NamedTuple):
+    namespace: str
+    name: str
+    mode: str
+    state: str
+    gpus: int | None
+    created: str  # creationTimestamp (RFC 3339)
+    queue: str  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
+    summary: str
+
+    def as_dict(self, now: dt.datetime) -> dict[str, Any]:
+        return {**self._asdict(), "age": age(self.created, now)}
+
+
+def _created(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def workload_state(workload: dict[str, Any]) -> str:
+    """A Kueue Workload in one word or two: admitted, pending (reason), finished, evicted..."""
+    conds = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}
+
+    def true(kind: str) -> bool:
+        return (conds.get(kind) or {}).get("status") == "True"
+
+    if true("Finished"):
+        return "finished"
+    if true("Evicted"):
+        return f"evicted ({conds['Evicted'].get('reason') or '-'})"
+    if true("Admitted"):
+        return "admitted"
+    if true("QuotaReserved"):
+        return "quota reserved"
+    pending = conds.get("QuotaReserved") or {}
+    return f"pending ({pending.get('reason') or 'queued'})"
+
+
+def _queues(client: KubeClient, namespace: str | None) -> dict[str, str]:
+    """owner uid -> the state of the Kueue Workload of that job (Kueue makes one per job)."""
+    if WORKLOAD is None:
+        return {}
+    items, _ = client.list(WORKLOAD, namespace, missing_ok=True)
+    out = {}
+    for w in items:
+        for owner in (w.get("metadata") or {}).get("ownerReferences") or []:
+            out[str(owner.get("uid"))] = workload_state(w)
+    return out
+
+
+def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") -> list[RunRow]:
+    """Every run of ``namespace`` (None: all namespaces): one LIST of launch records, one per
+    main kind (RayJob, RayCluster, Job, StatefulSet, MPIJob) and one of Kueue Workloads,
+    whatever the number of pods. ``selector`` narrows by label (kubectl's -l)."""
+    def labels(base: str) -> str:
+        return ",".join(s for s in (base, selector) if s)
+
+    records, _ = client.list(KINDS["ConfigMap"], namespace, label_selector=labels(RECORDS))
+    mains: list[dict[str, Any]] = []
+    for kind in MAIN_KINDS:
+        items, _ = client.list(KINDS[kind], namespace, label_selector=labels(MANAGED), missing_ok=True)
+        mains += [o for o in items if not (o.get("metadata") or {}).get("ownerReferences")]
+    queues = _queues(client, namespace)
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    for obj, is_record in [*((r, True) for r in records), *((m, False) for m in mains)]:
+        meta = obj.get("metadata") or {}
+        run = (meta.get("labels") or {}).get(RUN_LABEL)
+        if run:
+            entry = runs.setdefault((str(meta.get("namespace")), str(run)), {"record": None, "objects": []})
+            if is_record:
+                entry["record"] = obj
+            else:
+                entry["objects"].append(obj)
+    rows = []
+    for (ns, run), entry in sorted(runs.items()):
+        cm = entry["record"]
+        ref = RunRef(ns, run, entry["objects"], read_record(cm))
+        main = main_object(ref.objects)
+        phase = phase_of(main, []) if main else None
+        annotations = (cm.get("metadata") or {}).get("annotations") or {} if cm else {}
+        gpus_text = annotations.get(GPUS_ANNOTATION)
+        gpus = int(gpus_text) if gpus_text and gpus_text.isdigit() else (total_gpus([main]) if main else None)
+        mode = annotations.get(MODE_ANNOTATION) or ref.mode
+        created = _created(cm) if cm else _created(main or {})
+        queue = queues.get(str((main or {}).get("metadata", {}).get("uid")), "")
+        state = phase.state if phase else ("submitted" if mode == "attach" else "-")
+        rows.append(RunRow(ns, run, mode, state, gpus, created, queue, phase.summary if phase else ""))
+    return rows
+
+
+def age(created: str, now: dt.datetime) -> str:
+    """kubectl's AGE: 45s, 12m, 5h, 3d."""
+    try:
+        then = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return "-"
+    secs = max(0, int((now - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size * (2 if unit != "m" else 1):
+            return f"{secs // size}{unit}"
+    return f"{secs}s"
+
+
+def run_job_id(ref: RunRef, jobs: list[dict[str, Any]]) -> str | None:
+    """The Ray job of a run found by name: a RayJob's ``status.jobId``, else the latest
+    submission whose id the launcher derived from the run name (``<run>-<digest>``)."""
+    main = main_object(ref.objects)
+    if main is not None and main.get("kind") == "RayJob" and (main.get("status") or {}).get("jobId"):
+        return str(main["status"]["jobId"])
+    mine = [j for j in jobs if str(j.get("submission_id") or "").startswith(f"{ref.run}-")]
+    mine.sort(key=lambda j: j.get("start_time") or 0)
+    return str(mine[-1]["submission_id"]) if mine else None

@@ -1,0 +1,66 @@
+"""The launch record never holds a secret value; runs found by name find their Ray job; AGE."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from dockyard_k8s.live.record import REDACTED, names_credential, redact, redact_assignment
+from dockyard_k8s.live.runs import RunRef, age, run_job_id, workload_state
+
+
+@pytest.mark.parametrize(("key", "credential"), [
+    ("HF_TOKEN", True), ("apiKey", True), ("aws_secret_access_key", True), ("password", True),
+    ("WANDB_API_KEY", True), ("github-token", True), ("max_new_tokens", False), ("tokenizer", False),
+    ("TOKENIZERS_PARALLELISM", False), ("keyspace", False), ("name", False),
+])
+def test_credential_names(key: str, credential: bool) -> None:
+    assert names_credential(key) is credential
+
+
+REF = {"secretKeyRef": {"name": "a", "key": "b"}}
+
+
+def test_redact_env_values_and_credential_keys_keep_the_rest() -> None:
+    data = {"kuberay": {"trainer": {"env": {"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_x"}, "replicas": 2}},
+            "launch": {"runtimeEnv": {"env_vars": {"A": "1"}}},
+            "podEnv": [{"name": "X", "value": "v"}],
+            "spec": {"containers": [{"env": [{"name": "S", "value": "s3"}, {"name": "R", "valueFrom": REF}]}]},
+            "wandb": {"api_key": "abc", "project": "p"}, "token_budget": 5}
+    out = redact(data)
+    assert out["kuberay"]["trainer"] == {"env": {"NCCL_DEBUG": REDACTED, "HF_TOKEN": REDACTED}, "replicas": 2}
+    assert out["launch"]["runtimeEnv"]["env_vars"] == {"A": REDACTED}
+    assert out["spec"]["containers"][0]["env"] == [
+        {"name": "S", "value": REDACTED}, {"name": "R", "valueFrom": REF}]
+    assert out["wandb"] == {"api_key": REDACTED, "project": "p"}
+    assert out["token_budget"] == REDACTED  # a word match: better one redaction too many
+    assert data["wandb"]["api_key"] == "abc"  # a copy
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("kuberay.trainer.env.NCCL_DEBUG=INFO", "kuberay.trainer.env.NCCL_DEBUG=<redacted>"),
+    ("++wandb.api_key=abc", "++wandb.api_key=<redacted>"),
+    ("kuberay.trainer.replicas=4", "kuberay.trainer.replicas=4"),
+    ("~optimizer.token", "~optimizer.token"),
+])
+def test_redact_assignments(text: str, expected: str) -> None:
+    assert redact_assignment(text) == expected
+
+
+def test_run_job_id() -> None:
+    rayjob = {"kind": "RayJob", "metadata": {"name": "r"}, "status": {"jobId": "r-abc"}}
+    assert run_job_id(RunRef("ns", "r", [rayjob], None), []) == "r-abc"
+    cluster = {"kind": "RayCluster", "metadata": {"name": "r"}}
+    jobs = [{"submission_id": "r-1", "start_time": 5}, {"submission_id": "r-2", "start_time": 9},
+            {"submission_id": "other-3", "start_time": 20}]
+    assert run_job_id(RunRef("ns", "r", [cluster], None), jobs) == "r-2"
+    assert run_job_id(RunRef("ns", "r", [cluster], None), []) is None
+
+
+def test_age_and_workload_state() -> None:
+    now = dt.datetime(2026, 1, 3, 0, 0, tzinfo=dt.UTC)
+    assert [age(t, now) for t in ("2026-01-02T23:59:15Z", "2026-01-02T23:15:00Z", "2026-01-02T18:00:00Z",
+                                  "2026-01-01T00:00:00Z", "garbage")] == ["45s", "45m", "6h", "2d", "-"]
+    assert workload_state({"status": {"conditions": [{"type": "Admitted", "status": "True"}]}}) == "admitted"
+    assert workload_state({}) == "pending (queued)"
