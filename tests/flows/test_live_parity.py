@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakekube import FakeKube
+from fakekube import FakeKube, bundled_crds
 from kuberay_sim import EXAMPLES, NS, RUN, set_job, start_cluster
 
 from dockyard_k8s import __version__
@@ -171,6 +171,7 @@ def test_runs_lists_every_run_with_mode_state_gpus_age_and_queue(cli: Any, fake:
                   "requests": {"nvidia.com/gpu": "1"}}}]}}}},
               "status": {"state": "ready"}})
     job = fake.get("ray.io/v1", "RayJob", NS, RUN)
+    fake.install_crds(bundled_crds("kueue"))
     fake.put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
               "metadata": {"name": "rayjob-grpo-swe-1", "namespace": NS,
                            "ownerReferences": [{"kind": "RayJob", "name": RUN, "uid": job["metadata"]["uid"]}]},
