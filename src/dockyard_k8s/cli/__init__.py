@@ -34,7 +34,7 @@ COMMANDS = {
     "schema": "print the JSON Schema of the infra spec",
     "schemas": "fetch CRD schemas into the cache; list the schemas validation uses",
     "nccl-test": "render (or run) an NCCL all-reduce test on the run's GPU nodes",
-    "serve": "a model endpoint, vLLM or SGLang: check and render it (offline)",
+    "serve": "a model endpoint, vLLM or SGLang: check/render offline, up/status/logs/test/down live",
     # live: talk to the cluster of the current kubeconfig context
     "doctor": "preflight: can this run work on the current context?",
     "run": "apply the run and follow it until the job ends",

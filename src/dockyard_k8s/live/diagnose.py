@@ -12,7 +12,8 @@ Sources of the reasons (Kubernetes docs "Debug Pods", kubelet ``images`` and
   ``0/4 nodes are available: 4 Insufficient nvidia.com/gpu.``);
 * events: FailedScheduling, FailedMount, FailedAttachVolume, Failed (image pulls),
   BackOff, Evicted, OOMKilling, FailedCreate (quota), FailedCreatePodSandBox
-  (missing runtime handler), Unhealthy (probes).
+  (missing runtime handler), Unhealthy (probes), ProvisioningFailed / FailedBinding (a
+  PersistentVolumeClaim that stays Pending).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FLEET_KEYS = {
     "inference": "kuberay.inference",
     "sandbox": "sandbox",
     "submitter": "launch.submitter",
+    "serve": "serve",  # a model endpoint's server pods (dockyard-k8s serve)
 }
 
 
@@ -56,6 +58,12 @@ def _key(fleet: str, field: str) -> str:
                                          "ephemeralStorageLimit"):
         return f"sandbox.resources.{field}"
     return f"{base}.{field}"
+
+
+def _logs_hint(fleet: str, pod: str, *, previous: bool = True) -> str:
+    """The command that shows why a container of ``pod`` stopped."""
+    command = "serve logs SPEC" if fleet == "serve" else "logs RECIPE"
+    return f"read why: `dockyard-k8s {command} --pod {pod}{' --previous' if previous else ''}`"
 
 
 def _one_line(text: str, limit: int = 240) -> str:
@@ -98,8 +106,8 @@ def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
 
 def image_hint(fleet: str, message: str) -> tuple[str, bool]:
     m = message.lower()
-    image_key = "sandbox.image" if fleet == "sandbox" else (
-        "launch.submitter.image" if fleet == "submitter" else "infra.image")
+    image_key = {"sandbox": "sandbox.image", "submitter": "launch.submitter.image",
+                 "serve": "serve.image"}.get(fleet, "infra.image")
     if any(s in m for s in ("not found", "manifest unknown", "does not exist", "no such image")):
         return f"the image or tag does not exist: check {image_key} (pin a tag that was pushed)", True
     if any(s in m for s in ("unauthorized", "denied", "authentication required", "forbidden", "401", "403")):
@@ -175,7 +183,7 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             detail = f"container {name} keeps exiting" + (f" (exit code {code}{', ' + why if why else ''})"
                                                            if code is not None else "")
             out.append(Finding(fleet, pod, reason, detail,
-                               f"read why: `dockyard-k8s logs RECIPE --pod {pod} --previous`", True))
+                               _logs_hint(fleet, pod), True))
         elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
             out.append(Finding(fleet, pod, reason, message or name, _config_hint(message), True))
         term = state.get("terminated") or {}
@@ -186,12 +194,12 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             code = term.get("exitCode")
             out.append(Finding(fleet, pod, "Error", f"container {name} exited with code {code}"
                                + (f": {_one_line(term['message'])}" if term.get("message") else ""),
-                               f"read why: `dockyard-k8s logs RECIPE --pod {pod}`", True))
+                               _logs_hint(fleet, pod, previous=False), True))
     return out
 
 
 def _oom(fleet: str, pod: str, container: str) -> Finding:
-    field = "memoryLimit" if fleet == "sandbox" else "memory"
+    field = "memoryLimit" if fleet in ("sandbox", "serve") else "memory"
     return Finding(fleet, pod, "OOMKilled", f"container {container} ran out of memory and was killed",
                    f"raise {_key(fleet, field)} (the limit) or lower the memory the job uses", True)
 
@@ -246,7 +254,7 @@ def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
             hint, fatal = image_hint(fleet, message)
             return Finding(fleet, name, "ImagePullBackOff", message, hint, fatal)
         return Finding(fleet, name, "CrashLoopBackOff", message,
-                       f"read why: `dockyard-k8s logs RECIPE --pod {name} --previous`", True)
+                       _logs_hint(fleet, name), True)
     if reason == "Evicted":
         return Finding(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
     if reason in ("OOMKilling", "OOMKilled"):
@@ -256,6 +264,10 @@ def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
             return Finding(fleet, name, "ExceededQuota", message,
                            "the namespace ResourceQuota has no room for these pods: lower the request or ask for "
                            "more quota (`dockyard-k8s doctor` shows the headroom)", True)
+        if "priorityclass" in m:
+            return Finding(fleet, name, reason, message,
+                           "the PriorityClass the pods name does not exist: create it (serve.priorityClass.create / "
+                           "infra.priorityClass.create) or name an existing one", True)
         return Finding(fleet, name, reason, message, "the controller cannot create pods: read the message", False)
     if reason == "FailedCreatePodSandBox":
         if "runtime" in m and ("handler" in m or "nvidia" in m):
@@ -265,7 +277,17 @@ def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
         return Finding(fleet, name, reason, message, "the node could not create the pod sandbox (CNI/runtime)",
                        False)
     if reason == "Unhealthy":
+        if fleet == "serve":
+            return Finding(fleet, name, reason, message,
+                           "the model server is up but its health path does not answer yet: still downloading or "
+                           "loading the weights (serve.probes.startupSeconds allows for it), or stuck: "
+                           f"`dockyard-k8s serve logs SPEC --pod {name}`", False)
         return Finding(fleet, name, reason, message, "a probe fails: the container is up but not answering", False)
+    if reason in ("ProvisioningFailed", "FailedBinding"):
+        return Finding(fleet, name, reason, message,
+                       "the claim stays Pending: no volume can be provisioned or bound for it; check its StorageClass "
+                       "(`kubectl get storageclass`: serve.cache.storageClass / infra.storage.storageClassName) "
+                       "and access mode", "not found" in m)
     if reason in ("FailedToCreateHeadPod", "FailedToCreateWorkerPod", "FailedCreateHeadPod",
                   "FailedCreateWorkerPod"):
         return Finding(fleet, name, reason, message, "KubeRay cannot create the pod: read the message", False)

@@ -2,7 +2,9 @@
 
 Everything of a run is found by the label ``dockyard-k8s/run=<run>`` (one LIST per kind,
 never one request per pod); what to apply is exactly the bundle ``render`` prints, minus
-the render-only kinds (ResourceQuota, LimitRange).
+the render-only kinds (ResourceQuota, LimitRange). A model endpoint (``serve``) goes through
+the same flows with its own ``selector`` (``dockyard-k8s/endpoint=<name>``) and its
+Deployment as the main object.
 """
 
 from __future__ import annotations
@@ -152,15 +154,17 @@ def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     return out
 
 
-def new_view(run: str, objects: list[dict[str, Any]]) -> RunView:
+def new_view(run: str, objects: list[dict[str, Any]], main_kind: str | None = None) -> RunView:
+    """``main_kind`` names the kind to wait on when it is not one of the run's (serve: Deployment)."""
     main = main_object(objects)
-    return RunView(run, desired_pods(objects), str(main.get("kind")) if main else None)
+    return RunView(run, desired_pods(objects), main_kind or (str(main.get("kind")) if main else None))
 
 
-def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]]) -> RunView:
+def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
+             selector: str | None = None, main_kind: str | None = None) -> RunView:
     """One LIST per kind (label selector) + one LIST of Warning events: the run right now."""
-    view = new_view(run, objects)
-    selector = run_selector(run)
+    view = new_view(run, objects, main_kind)
+    selector = selector or run_selector(run)
     for kind in [*watched_kinds(objects), POD]:
         items, _ = client.list(kind, namespace, label_selector=selector, missing_ok=True)
         view.sync(kind.kind, items)
@@ -187,15 +191,17 @@ class Outcome(NamedTuple):
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
            say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
-           fail_fast: bool = False, clock: Callable[[], float] = time.monotonic) -> Outcome:
+           fail_fast: bool = False, clock: Callable[[], float] = time.monotonic, selector: str | None = None,
+           main_kind: str | None = None) -> Outcome:
     """Watch the run until its main object is terminal; print progress and findings as they happen.
 
     Three watches feed one queue: the workload kinds and the pods (label selector), and
-    Warning events of the namespace. Nothing is polled.
+    Warning events of the namespace. Nothing is polled. ``selector`` and ``main_kind`` make
+    it follow something other than a run (an endpoint: its label, its Deployment).
     """
-    view = new_view(run, objects)
+    view = new_view(run, objects, main_kind)
     start = clock()
-    selector = run_selector(run)
+    selector = selector or run_selector(run)
     stop = threading.Event()
     inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
 
@@ -287,16 +293,18 @@ def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: Run
     return view.new_findings()
 
 
-def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind]) -> list[dict[str, Any]]:
-    """Every object of the run among ``kinds`` (one LIST each; kinds the server lacks are skipped)."""
+def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind], *,
+                     selector: str | None = None) -> list[dict[str, Any]]:
+    """Every object of the run (or of ``selector``) among ``kinds`` (one LIST each; kinds the
+    server lacks are skipped)."""
     out = []
     seen: set[tuple[str, str]] = set()
     for kind in kinds:
         if (kind.api_version, kind.kind) in seen:
             continue
         seen.add((kind.api_version, kind.kind))
-        items, _ = client.list(kind, namespace if kind.namespaced else None, label_selector=run_selector(run),
-                               missing_ok=True)
+        items, _ = client.list(kind, namespace if kind.namespaced else None,
+                               label_selector=selector or run_selector(run), missing_ok=True)
         out.extend(items)
     return out
 
@@ -315,10 +323,12 @@ def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
 
 def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
          include_governance: bool = False, keep_volumes: bool = True, dry_run: bool = False,
-         say: Callable[[str], None] = print) -> list[str]:
-    """Delete everything labelled with the run; returns what was deleted (empty: nothing left)."""
+         say: Callable[[str], None] = print, selector: str | None = None,
+         volumes_flag: str = "--delete-volumes") -> list[str]:
+    """Delete everything labelled with the run (or ``selector``); returns what was deleted
+    (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept."""
     deleted = []
-    found = find_run_objects(client, namespace, run, down_kinds(objects))
+    found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector)
     for obj in found:
         kind, ns, name = _name(obj)
         what = ref(kind.kind, ns, name)
@@ -326,7 +336,7 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
             say(f"kept {what} (governance; --include-governance deletes it)")
             continue
         if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
-            say(f"kept {what} (data; --delete-volumes deletes it)")
+            say(f"kept {what} (data; {volumes_flag} deletes it)")
             continue
         if (obj.get("metadata") or {}).get("ownerReferences"):
             continue  # its owner's deletion removes it (garbage collection)

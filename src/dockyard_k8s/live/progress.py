@@ -142,12 +142,28 @@ def statefulset_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
 
 
 def deployment_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    """Ready once the rollout is complete, as ``kubectl rollout status`` decides it: the
+    controller saw this generation and every replica is updated and available, none old left.
+    Terminal then (a model endpoint waits for exactly this; the sandbox pool's Deployment is
+    never what a run waits on), and when the rollout exceeded its progress deadline."""
     st = _status(obj)
     want = int((obj.get("spec") or {}).get("replicas", 1))
     ready = int(st.get("readyReplicas", 0))
-    details = tuple(_cond_line(c) for c in _conditions(obj).values())
-    state = "ready" if ready >= want else "pending"
-    return Phase(state, f"ready {ready}/{want}", False, state == "ready", details)
+    conds = _conditions(obj)
+    details = tuple(_cond_line(c) for c in conds.values())
+    progressing = conds.get("Progressing") or {}
+    if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return Phase("failed", f"rollout stuck: {progressing.get('message') or 'progress deadline exceeded'}, "
+                               f"ready {ready}/{want}", True, False, details)
+    seen = int(st.get("observedGeneration", 0)) >= int((obj.get("metadata") or {}).get("generation", 0))
+    updated, available = int(st.get("updatedReplicas", 0)), int(st.get("availableReplicas", 0))
+    total = int(st.get("replicas", 0))
+    summary = f"ready {ready}/{want}"
+    if updated < want and total:
+        summary += f", updated {updated}/{want}"
+    if seen and updated >= want and available >= want and total <= updated:
+        return Phase("ready", summary, True, True, details)
+    return Phase("pending", summary, False, False, details)
 
 
 def conditions_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
@@ -169,7 +185,7 @@ KIND_PHASE: dict[str, Callable[[dict[str, Any], list[dict[str, Any]]], Phase]] =
     "RayCluster": raycluster_phase,  # state + conditions; "ready" ends `cluster up` / bringup `run`
     "Job": job_phase,  # operator-free single node (batch/v1 conditions)
     "StatefulSet": statefulset_phase,  # operator-free multi-node (head pod exit code)
-    "Deployment": deployment_phase,  # the sandbox pool (never the main object)
+    "Deployment": deployment_phase,  # a model endpoint's server (serve); the sandbox pool (never main)
 }
 
 

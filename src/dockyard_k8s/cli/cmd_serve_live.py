@@ -1,0 +1,241 @@
+"""The live ``serve`` subcommands: up, status, logs, down, test. Parse, call ``live/serve.py``
+(or ``live/openai.py``), print; imported only when one of them runs (they load the client)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dockyard_k8s.cli._live import connect, print_findings, say
+from dockyard_k8s.cli._output import object_ref, table
+from dockyard_k8s.cli.cmd_serve import load_serve_bundle
+from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
+
+if TYPE_CHECKING:
+    from dockyard_k8s.live.serve import ServeStatus
+    from dockyard_k8s.serve_bundle import ServeBundle
+
+
+def command_text(args: argparse.Namespace, sub: str, *extra: str) -> str:
+    """The command line that targets the same endpoint (for hints)."""
+    parts = ["dockyard-k8s", "serve", sub, args.spec]
+    for s in args.sets or []:
+        parts += ["--set", s]
+    for flag in ("namespace", "context", "kubeconfig"):
+        if getattr(args, flag, None):
+            parts += ["-n" if flag == "namespace" else f"--{flag}", getattr(args, flag)]
+    return shlex.join([*parts, *extra])
+
+
+def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
+    cfg = bundle.config
+    return [
+        f"  status:  {command_text(args, 'status')}",
+        f"  logs:    {command_text(args, 'logs', '-f')}",
+        f"  delete:  {command_text(args, 'down')}",
+        f"  kubectl: kubectl -n {cfg.namespace} get deploy,pods,pvc,svc -l dockyard-k8s/endpoint={cfg.name}",
+    ]
+
+
+# --- up ------------------------------------------------------------------------------------------
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live import serve
+    from dockyard_k8s.render.serve import service_url
+
+    bundle = load_serve_bundle(args)
+    if args.dry_run == "client":
+        for obj in bundle.objects:
+            say(f"would apply {object_ref(obj)}")
+        say(f"{len(bundle.objects)} object(s) would be applied (client dry run: the cluster was not contacted)")
+        return 0
+    options = serve.UpOptions(dry_run="server" if args.dry_run == "server" else "",
+                              force_conflicts=args.force_conflicts, detach=args.detach, timeout=args.timeout,
+                              fail_fast=args.fail_fast)
+    try:
+        with connect(args) as client:
+            outcome = serve.up(client, bundle, options, say=say)
+    except KeyboardInterrupt:
+        say("\ninterrupted: nothing was stopped, the endpoint keeps starting on the cluster.")
+        for line in follow_hints(args, bundle):
+            say(line)
+        return EXIT_INTERRUPTED
+    if outcome.reason == "dry-run":
+        return 0
+    if outcome.reason == "detached":
+        say("detached; follow it with:")
+        for line in follow_hints(args, bundle):
+            say(line)
+        return 0
+    if outcome.ok:
+        say(f"✔ {bundle.config.name} is ready: {outcome.message}")
+        say(f"  in cluster: {service_url(bundle.config)}/v1 (OpenAI API, model "
+            f"{bundle.config.serve['model']['servedName']!r})")
+        say(f"  try it:     {command_text(args, 'test')}")
+        return 0
+    say(f"✖ {outcome.reason}: {outcome.message}")
+    for line in follow_hints(args, bundle):
+        say(line)
+    return EXIT_FAILURE
+
+
+# --- status --------------------------------------------------------------------------------------
+
+
+def _claim_line(claim: dict[str, Any]) -> str:
+    spec, st = claim.get("spec") or {}, claim.get("status") or {}
+    size = ((st.get("capacity") or {}).get("storage") or ((spec.get("resources") or {}).get("requests") or {})
+            .get("storage") or "?")
+    modes = ",".join(st.get("accessModes") or spec.get("accessModes") or [])
+    cls = spec.get("storageClassName") or "default class"
+    return f"PersistentVolumeClaim {claim['metadata']['name']}: {st.get('phase') or 'Pending'} ({size} {modes}, {cls})"
+
+
+def _scaler_line(obj: dict[str, Any]) -> str:
+    conds = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
+    hpa = (obj.get("status") or {}).get("hpaName") or "-"
+    shown = ", ".join(f"{k}={conds[k]}" for k in ("Ready", "Active", "Fallback") if k in conds) or "no status yet"
+    return f"ScaledObject {obj['metadata']['name']}: {shown}; HPA {hpa}"
+
+
+def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
+    from dockyard_k8s.live.orchestrate import status_doc as run_doc
+
+    doc = run_doc(st.view, bundle.config.namespace)
+    doc.pop("run")
+    return {"endpoint": bundle.config.name, **doc,
+            "claims": [{"name": c["metadata"]["name"], "phase": (c.get("status") or {}).get("phase") or "Pending"}
+                       for c in st.claims],
+            "autoscaler": [{"name": s["metadata"]["name"], "status": s.get("status") or {}} for s in st.scalers],
+            "service": None if st.service is None else {"name": st.service["metadata"]["name"],
+                                                        "clusterIP": (st.service.get("spec") or {}).get("clusterIP")}}
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live import serve
+    from dockyard_k8s.live.progress import phase_of
+    from dockyard_k8s.render.serialize import dump_json
+    from dockyard_k8s.render.serve import service_url
+
+    bundle = load_serve_bundle(args)
+    cfg = bundle.config
+    with connect(args) as client:
+        st = serve.status(client, bundle)
+        context = client.context
+    if args.output == "json":
+        print(dump_json(status_doc(st, bundle)), end="")
+        return 0 if st.found else EXIT_FAILURE
+    if not st.found:
+        say(f"nothing of endpoint {cfg.name} in namespace {cfg.namespace} (label dockyard-k8s/endpoint={cfg.name})")
+        say(f"  start it: {command_text(args, 'up')}")
+        return EXIT_FAILURE
+    say(f"endpoint {cfg.name} in {cfg.namespace}" + (f" (context {context})" if context else ""))
+    for obj in st.view.of_kind("Deployment"):
+        phase = phase_of(obj, st.view.pods)
+        say(f"Deployment {obj['metadata']['name']}: {phase.summary}")
+        for line in phase.details:
+            say(f"  {line}")
+    for claim in st.claims:
+        say(_claim_line(claim))
+    for scaler in st.scalers:
+        say(_scaler_line(scaler))
+    if st.service is not None:
+        say(f"Service {st.service['metadata']['name']}: {service_url(cfg)}/v1")
+    rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, r.failed] for r in st.view.fleets()]
+    if rows:
+        say("")
+        say(table(rows, ["fleet", "desired", "pods", "scheduled", "ready", "failed"]))
+    findings = st.view.findings()
+    if findings:
+        say("\nproblems")
+        print_findings(findings)
+    return 0
+
+
+# --- logs / down ---------------------------------------------------------------------------------
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live import logs as lg
+    from dockyard_k8s.live import serve
+
+    if args.follow and args.previous:
+        raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
+    since = lg.parse_duration(args.since) if args.since else None
+    bundle = load_serve_bundle(args)
+    with connect(args) as client:
+        chosen = serve.log_pods(client, bundle, pod=args.pod)
+        prefixed = len(chosen) > 1
+
+        def emit(prefix: str, line: str) -> None:
+            print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
+
+        if args.follow:
+            def warn(prefix: str, e: Exception) -> None:
+                print(f"{prefix}: {e}", file=sys.stderr)
+
+            for prefix, line in lg.follow_logs(client, bundle.config.namespace, chosen, tail=args.tail, since=since,
+                                               on_error=warn):
+                emit(prefix, line)
+        else:
+            for prefix, line in lg.read_logs(client, bundle.config.namespace, chosen, tail=args.tail, since=since,
+                                             previous=args.previous):
+                emit(prefix, line)
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live import serve
+
+    bundle = load_serve_bundle(args)
+    cfg = bundle.config
+    with connect(args) as client:
+        deleted = serve.down(client, bundle, delete_cache=args.delete_cache, dry_run=args.dry_run, say=say)
+    if not deleted:
+        say(f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
+    else:
+        say(f"deleted {len(deleted)} object(s) of endpoint {cfg.name}; its pods follow (garbage collection)")
+    return 0
+
+
+# --- test ----------------------------------------------------------------------------------------
+
+
+def run_test(args: argparse.Namespace) -> int:
+    from dockyard_k8s.live.openai import complete
+
+    if args.max_tokens < 1:
+        raise UsageError(f"--max-tokens {args.max_tokens}: expected at least 1")
+    bundle = load_serve_bundle(args)
+    cfg = bundle.config
+    model = str(cfg.serve["model"]["servedName"])
+    if args.address:
+        answer = complete(args.address.rstrip("/"), model, args.prompt, args.max_tokens, timeout=args.timeout)
+        where = args.address
+    else:
+        from dockyard_k8s.live.portforward import port_forward
+
+        target = f"svc/{cfg.name}"
+        port = int(cfg.serve["port"] or 0)  # filled from the backend when the spec leaves it out
+        try:
+            with port_forward(cfg.namespace, target, port, context=args.context,
+                              kubeconfig=args.kubeconfig) as url:
+                print(f"port-forward: {url} -> {cfg.namespace}/{target}:{port}", file=sys.stderr, flush=True)
+                answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout)
+        except ClusterError as e:
+            if e.hint.startswith("is the head pod running"):  # port_forward's hint is about Ray heads
+                e.hint = f"is the endpoint up and Ready? `{command_text(args, 'status')}`"
+            raise
+        where = f"{cfg.namespace}/{target}"
+    if not answer.ok:
+        say(f"✖ {cfg.name} ({where}): {answer.problem}")
+        say(f"  hint: {answer.hint}")
+        return EXIT_FAILURE
+    say(f"✔ {cfg.name} answered in {answer.seconds * 1000:.0f} ms: {answer.prompt_tokens} prompt + "
+        f"{answer.completion_tokens} completion tokens ({answer.tokens_per_second:.1f} tokens/s), model "
+        f"{answer.model!r}")
+    say(f"  {args.prompt!r} -> {answer.text!r}")
+    return 0

@@ -1,0 +1,95 @@
+"""One OpenAI-style completion against a model endpoint (``serve test``).
+
+``POST /v1/completions`` with ``{model, prompt, max_tokens, temperature: 0}``, as vLLM and
+SGLang serve it (OpenAI "Completions" API). :func:`prepare_completion` and
+:func:`read_answer` are pure; :func:`complete` sends. An answer is valid when it is HTTP 200
+JSON with ``choices[0].text`` a non-empty string and ``usage.completion_tokens`` at least 1.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import httpx2
+
+
+class Completion(NamedTuple):
+    """What came back, checked."""
+
+    ok: bool
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float  # request sent -> answer read
+    model: str
+    problem: str  # why it is not a valid answer ("" when ok)
+    hint: str
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.completion_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def prepare_completion(model: str, prompt: str, max_tokens: int) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of the request."""
+    return "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
+
+
+def read_answer(status: int, body: str, seconds: float, model: str) -> Completion:
+    """Check an HTTP answer to :func:`prepare_completion`'s request."""
+    def bad(problem: str, hint: str) -> Completion:
+        return Completion(False, "", 0, 0, seconds, model, problem, hint)
+
+    try:
+        doc = json.loads(body) if body else None
+    except ValueError:
+        doc = None
+    if status != 200:
+        detail = ""
+        if isinstance(doc, dict):
+            inner = doc.get("error")
+            err: dict[str, Any] = inner if isinstance(inner, dict) else doc
+            detail = str(err.get("message") or err.get("detail") or "")[:300]
+        if status == 404:
+            return bad(f"HTTP 404{': ' + detail if detail else ''}",
+                       f"the server does not serve model {model!r} (GET /v1/models lists what it serves; "
+                       "serve.model.servedName sets the name)")
+        return bad(f"HTTP {status}{': ' + detail if detail else ''}",
+                   "the server refused the request: read its logs (`dockyard-k8s serve logs SPEC`)")
+    if not isinstance(doc, dict):
+        return bad("the answer is not a JSON object", "is this an OpenAI-compatible server? (vllm, sglang)")
+    choices = doc.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str) or not text:
+        return bad("the answer has no choices[0].text", "the server answered without a completion")
+    raw_usage = doc.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(completion_tokens, int) or isinstance(completion_tokens, bool) or completion_tokens < 1:
+        return bad(f"usage.completion_tokens is {completion_tokens!r}, expected at least 1",
+                   "the server reported no generated tokens")
+    tokens_in = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) else 0
+    return Completion(True, text, tokens_in, completion_tokens, seconds, str(doc.get("model") or model), "", "")
+
+
+def complete(base_url: str, model: str, prompt: str, max_tokens: int, *, timeout: float = 120.0,
+             transport: httpx2.BaseTransport | None = None,
+             clock: Callable[[], float] = time.monotonic) -> Completion:
+    """Send the request to ``base_url`` (``http://127.0.0.1:PORT``) and check the answer."""
+    path, body = prepare_completion(model, prompt, max_tokens)
+    start = clock()
+    try:
+        with httpx2.Client(base_url=base_url, timeout=timeout, transport=transport) as http:
+            response = http.post(path, json=body)
+            seconds = clock() - start
+            return read_answer(response.status_code, response.text, seconds, model)
+    except httpx2.TimeoutException:
+        return Completion(False, "", 0, 0, clock() - start, model, f"no answer within {timeout:g}s",
+                          "the server is busy or still loading: `dockyard-k8s serve status SPEC`; raise --timeout")
+    except httpx2.TransportError as e:
+        return Completion(False, "", 0, 0, clock() - start, model, f"cannot reach {base_url}: {e}",
+                          "is the endpoint Ready? `dockyard-k8s serve status SPEC`")

@@ -1,0 +1,317 @@
+"""`serve up / status / logs / down` against the stateful fake API server: apply in order with
+server-side apply, follow until Ready, explain what keeps an endpoint from Ready within
+seconds (a claim that stays Pending, a readiness probe that never passes, a bad image, an OOM,
+a missing PriorityClass), one-screen status, and a down that keeps the weights."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakekube import FakeKube
+from kuberay_sim import EXAMPLES as RUN_EXAMPLES
+from serve_sim import EKS_SPEC, KIND_SPEC, NAME, NS, bind_claim, rollout, serve_keda, server_pod
+
+ORDER = ["priorityclasses", "networkpolicies", "networkpolicies", "persistentvolumeclaims", "deployments",
+         "services", "poddisruptionbudgets"]
+POD = f"{NAME}-7d9f8c6b5-x2k4q"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeKube]:
+    server = FakeKube(namespaces=("default", NS, "inference", "rl-research"))
+    yield server
+    server.shutdown()
+
+
+def in_background(fn: Any) -> threading.Thread:
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            fn()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.errors = errors  # type: ignore[attr-defined]
+    t.start()
+    return t
+
+
+def wait_output(fake: FakeKube, text: str) -> None:
+    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
+
+
+def following(fake: FakeKube) -> None:
+    """The CLI applied the endpoint and opened its watches (Deployment, pods, Warning events)."""
+    fake.wait_for(lambda: fake.get("apps/v1", "Deployment", NS, NAME))
+    for plural in ("deployments", "pods", "events"):
+        fake.wait_watching(plural)
+
+
+def patches(fake: FakeKube) -> list[str]:
+    return [q.path.split("/")[-2] for q in fake.requests if q.method == "PATCH"]
+
+
+# --- up ------------------------------------------------------------------------------------------
+
+
+def test_up_applies_in_order_and_follows_until_ready(cli: Any, fake: FakeKube) -> None:
+    def controllers() -> None:
+        following(fake)
+        bind_claim(fake)
+        fake.put(server_pod())
+        wait_output(fake, "serve: 1/1 scheduled, 0/1 ready")
+        fake.put(server_pod(phase="Running", ready=True))
+        rollout(fake, ready=1)
+
+    t = in_background(controllers)
+    r = cli("serve", "up", KIND_SPEC)
+    t.join(5)
+    assert not t.errors, t.errors
+    assert r.code == 0, r.out + r.err
+    assert patches(fake) == ORDER
+    patch = next(q for q in fake.requests if q.method == "PATCH")
+    assert patch.headers["content-type"] == "application/apply-patch+yaml"
+    assert patch.params["fieldManager"] == "dockyard-k8s"
+    assert "endpoint llama-8b in llama: 7 created" in r.out
+    assert "Deployment llama-8b: ready 1/1" in r.out
+    assert "✔ llama-8b is ready" in r.out
+    assert "http://llama-8b.llama.svc.cluster.local:8000/v1" in r.out
+    assert "dockyard-k8s serve test" in r.out
+
+
+def test_up_again_unchanged_writes_nothing(cli: Any, fake: FakeKube) -> None:
+    assert cli("serve", "up", KIND_SPEC, "--detach").code == 0
+    before = fake.rv
+    r = cli("serve", "up", KIND_SPEC, "--detach")
+    assert r.code == 0, r.err
+    assert "7 unchanged" in r.out and fake.rv == before
+    assert "dockyard-k8s serve status" in r.out  # how to follow a detached endpoint
+
+
+def test_a_claim_that_stays_pending_is_explained_within_seconds(cli: Any, fake: FakeKube) -> None:
+    def provisioner() -> None:
+        following(fake)
+        claim = fake.get("v1", "PersistentVolumeClaim", NS, f"{NAME}-cache")
+        bind_claim(fake, "Pending")
+        fake.add_event(NS, claim, "ProvisioningFailed",
+                       'storageclass.storage.k8s.io "standard" not found')
+        fake.put(server_pod(scheduled=False, unschedulable="0/1 nodes are available: pod has unbound immediate "
+                                                           "PersistentVolumeClaims. preemption: 0/1 nodes are "
+                                                           "available: 1 Preemption is not helpful for scheduling."))
+
+    t = in_background(provisioner)
+    r = cli("serve", "up", KIND_SPEC, "--timeout", "4")
+    t.join(5)
+    assert not t.errors, t.errors
+    assert r.code == 1
+    assert f"✖ -/{NAME}-cache: ProvisioningFailed: storageclass.storage.k8s.io \"standard\" not found" in r.out
+    assert "serve.cache.storageClass" in r.out
+    assert f"✖ serve/{POD}: FailedScheduling: 0/1 nodes are available: pod has unbound immediate" in r.out
+    assert "a PersistentVolumeClaim the pod mounts is missing or unbound" in r.out
+    assert "✖ timeout" in r.out and "dockyard-k8s serve down" in r.out
+    # status says the same, later, from one LIST per kind
+    s = cli("serve", "status", KIND_SPEC)
+    assert s.code == 0
+    assert f"PersistentVolumeClaim {NAME}-cache: Pending (100Gi ReadWriteOnce, standard)" in s.out
+    assert "ProvisioningFailed" in s.out and "FailedScheduling" in s.out
+
+
+def test_a_readiness_probe_that_never_passes_is_explained(cli: Any, fake: FakeKube) -> None:
+    def kubelet() -> None:
+        following(fake)
+        bind_claim(fake)
+        p = fake.put(server_pod(phase="Running", ready=False))
+        fake.add_event(NS, p, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
+        rollout(fake, ready=0)
+
+    t = in_background(kubelet)
+    r = cli("serve", "up", KIND_SPEC, "--timeout", "4")
+    t.join(5)
+    assert not t.errors, t.errors
+    assert r.code == 1
+    assert f"✖ serve/{POD}: Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503" in r.out
+    assert "its health path does not answer yet" in r.out and "serve.probes.startupSeconds" in r.out
+    assert f"dockyard-k8s serve logs SPEC --pod {POD}" in r.out
+    assert "Deployment llama-8b: ready 0/1" in r.out
+    assert "✖ timeout: stopped following after 4s; the endpoint keeps starting" in r.out
+
+
+@pytest.mark.parametrize(("state", "last", "reason", "hint"), [
+    ({"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "vllm/vllm-openai:v0.11.0": '
+                                                           "manifest unknown"}}, None, "ImagePullBackOff",
+     "check serve.image"),
+    ({"waiting": {"reason": "CrashLoopBackOff"}}, {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+     "OOMKilled", "raise serve.memoryLimit"),
+    ({"waiting": {"reason": "CrashLoopBackOff"}}, {"terminated": {"reason": "Error", "exitCode": 1}},
+     "CrashLoopBackOff", f"`dockyard-k8s serve logs SPEC --pod {POD} --previous`"),
+    ({"waiting": {"reason": "CreateContainerConfigError", "message": 'secret "hf-token" not found'}}, None,
+     "CreateContainerConfigError", "a Secret the pod references is missing"),
+])
+def test_problems_that_cannot_heal_stop_up_with_fail_fast(cli: Any, fake: FakeKube, state: dict[str, Any],
+                                                          last: dict[str, Any] | None, reason: str, hint: str) -> None:
+    def kubelet() -> None:
+        following(fake)
+        fake.put(server_pod(state=state, last_state=last, restarts=3 if last else 0))
+
+    t = in_background(kubelet)
+    r = cli("serve", "up", KIND_SPEC, "--fail-fast")
+    t.join(5)
+    assert not t.errors, t.errors
+    assert r.code == 1
+    assert f"✖ serve/{POD}: {reason}" in r.out
+    assert hint in r.out
+    assert "(--fail-fast)" in r.out
+    assert fake.get("apps/v1", "Deployment", NS, NAME) is not None  # left as is for status and down
+
+
+def test_a_missing_priority_class_is_named(cli: Any, fake: FakeKube) -> None:
+    def controller() -> None:
+        following(fake)
+        rs = fake.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                       "metadata": {"name": f"{NAME}-7d9f8c6b5", "namespace": NS}, "spec": {}})
+        fake.add_event(NS, rs, "FailedCreate", f'Error creating: pods "{NAME}-7d9f8c6b5-" is forbidden: no '
+                                               "PriorityClass with name gpu-inference was found")
+
+    t = in_background(controller)
+    r = cli("serve", "up", KIND_SPEC, "--set", "serve.priorityClass.create=false", "--fail-fast")
+    t.join(5)
+    assert r.code == 1
+    assert "no PriorityClass with name gpu-inference was found" in r.out
+    assert "create it (serve.priorityClass.create" in r.out
+    assert "priorityclasses" not in patches(fake)
+
+
+def test_a_rollout_past_its_deadline_fails(cli: Any, fake: FakeKube) -> None:
+    def controller() -> None:
+        following(fake)
+        rollout(fake, ready=0, conditions=[{"type": "Progressing", "status": "False",
+                                            "reason": "ProgressDeadlineExceeded",
+                                            "message": 'ReplicaSet "llama-8b-7d9f8c6b5" has timed out progressing.'}])
+
+    t = in_background(controller)
+    r = cli("serve", "up", KIND_SPEC)
+    t.join(5)
+    assert r.code == 1
+    assert "✖ failed: rollout stuck: ReplicaSet \"llama-8b-7d9f8c6b5\" has timed out progressing." in r.out
+
+
+def test_dry_runs(cli: Any, fake: FakeKube) -> None:
+    r = cli("serve", "up", KIND_SPEC, "--dry-run=client")
+    assert r.code == 0 and fake.requests == [] and r.out.count("would apply") == 7
+    r = cli("serve", "up", KIND_SPEC, "--dry-run=server")
+    assert r.code == 0, r.err
+    assert all(q.params.get("dryRun") == "All" for q in fake.requests if q.method == "PATCH")
+    assert fake.get("apps/v1", "Deployment", NS, NAME) is None
+
+
+def test_keda_endpoint_applies_a_scaled_object_and_no_replica_count(cli: Any, fake: FakeKube) -> None:
+    serve_keda(fake)
+    r = cli("serve", "up", EKS_SPEC, "--detach")
+    assert r.code == 0, r.err
+    assert patches(fake) == ["networkpolicies", "networkpolicies", "deployments", "services",
+                             "poddisruptionbudgets", "scaledobjects"]
+    assert "replicas" not in fake.get("apps/v1", "Deployment", "inference", "llama-70b")["spec"]
+    scaled = fake.get("keda.sh/v1alpha1", "ScaledObject", "inference", "llama-70b")
+    assert scaled["spec"]["maxReplicaCount"] == 6
+    fake.set_status("keda.sh/v1alpha1", "ScaledObject", "inference", "llama-70b", {
+        "hpaName": "keda-hpa-llama-70b", "conditions": [{"type": "Ready", "status": "True"},
+                                                        {"type": "Active", "status": "False"}]})
+    s = cli("serve", "status", EKS_SPEC)
+    assert "ScaledObject llama-70b: Ready=True, Active=False; HPA keda-hpa-llama-70b" in s.out
+
+
+def test_keda_endpoint_without_keda_installed_applies_nothing(cli: Any, fake: FakeKube) -> None:
+    r = cli("serve", "up", EKS_SPEC, "--detach")
+    assert r.code == 1
+    assert "error: ScaledObject inference/llama-70b: the cluster does not serve keda.sh/v1alpha1 ScaledObject: " \
+           "KEDA is not installed; nothing was applied" in r.err
+    assert "hint: install KEDA (its CRDs and operator), or set serve.autoscaling.enabled: false" in r.err
+    assert not [q for q in fake.requests if q.method == "PATCH"] and "Traceback" not in r.err
+
+
+# --- status --------------------------------------------------------------------------------------
+
+
+def test_status_of_nothing_exits_1_and_says_how_to_start(cli: Any, fake: FakeKube) -> None:
+    r = cli("serve", "status", KIND_SPEC)
+    assert r.code == 1
+    assert "nothing of endpoint llama-8b in namespace llama" in r.out and "dockyard-k8s serve up" in r.out
+
+
+def test_status_on_one_screen_and_as_json(cli: Any, fake: FakeKube) -> None:
+    cli("serve", "up", KIND_SPEC, "--detach")
+    bind_claim(fake)
+    fake.put(server_pod(phase="Running", ready=True))
+    rollout(fake, ready=1)
+    before = len(fake.requests)
+    r = cli("serve", "status", KIND_SPEC)
+    assert r.code == 0, r.err
+    assert "endpoint llama-8b in llama (context fake)" in r.out
+    assert "Deployment llama-8b: ready 1/1" in r.out
+    assert "PersistentVolumeClaim llama-8b-cache: Bound (100Gi ReadWriteOnce, standard)" in r.out
+    assert "Service llama-8b: http://llama-8b.llama.svc.cluster.local:8000/v1" in r.out
+    assert "serve  1        1     1          1      0" in r.out
+    lists = [q for q in fake.requests[before:] if q.method == "GET"]
+    assert len(lists) <= 6  # one LIST per kind, whatever the pod count
+    doc = json.loads(cli("serve", "status", KIND_SPEC, "-o", "json").out)
+    assert doc["endpoint"] == NAME and doc["main"]["state"] == "ready"
+    assert doc["claims"] == [{"name": f"{NAME}-cache", "phase": "Bound"}]
+
+
+# --- logs / down ---------------------------------------------------------------------------------
+
+
+def test_logs_of_the_server_pods(cli: Any, fake: FakeKube) -> None:
+    cli("serve", "up", KIND_SPEC, "--detach")
+    fake.put(server_pod(phase="Running", ready=True))
+    fake.put(server_pod(f"{NAME}-7d9f8c6b5-b9m2z", phase="Running", ready=True))
+    fake.add_log(NS, POD, "vllm", ["INFO Started server process", "INFO Uvicorn running on http://0.0.0.0:8000"])
+    fake.add_log(NS, f"{NAME}-7d9f8c6b5-b9m2z", "vllm", ["INFO Loading weights took 41.2 seconds"])
+    r = cli("serve", "logs", KIND_SPEC)
+    assert r.code == 0, r.err
+    assert f"serve/{POD} INFO Uvicorn running on http://0.0.0.0:8000" in r.out
+    assert f"serve/{NAME}-7d9f8c6b5-b9m2z INFO Loading weights took 41.2 seconds" in r.out
+    one = cli("serve", "logs", KIND_SPEC, "--pod", POD, "--tail", "1")
+    assert one.out == "INFO Uvicorn running on http://0.0.0.0:8000\n"
+
+
+def test_down_deletes_by_label_keeps_the_weights_and_the_shared_priority_class(cli: Any, fake: FakeKube) -> None:
+    cli("serve", "up", KIND_SPEC, "--detach")
+    fake.put(server_pod(phase="Running", ready=True))
+    r = cli("serve", "down", KIND_SPEC)
+    assert r.code == 0, r.err
+    deletes = [q.path.split("/")[-2] for q in fake.requests if q.method == "DELETE"]
+    assert deletes[-2:] == ["networkpolicies", "networkpolicies"]  # pods never run without their policy
+    assert deletes.index("deployments") < deletes.index("networkpolicies")
+    assert fake.get("apps/v1", "Deployment", NS, NAME) is None
+    assert fake.get("v1", "Service", NS, NAME) is None
+    assert fake.get("v1", "PersistentVolumeClaim", NS, f"{NAME}-cache") is not None
+    assert fake.get("scheduling.k8s.io/v1", "PriorityClass", "", "gpu-inference") is not None
+    assert "kept PersistentVolumeClaim llama/llama-8b-cache (data; --delete-cache deletes it)" in r.out
+    assert "kept PriorityClass gpu-inference (cluster-scoped, other endpoints may use it" in r.out
+    again = cli("serve", "down", KIND_SPEC)
+    assert "nothing left of endpoint llama-8b in llama" in again.out
+    gone = cli("serve", "down", KIND_SPEC, "--delete-cache")
+    assert gone.code == 0 and "deleted PersistentVolumeClaim llama/llama-8b-cache" in gone.out
+    assert fake.get("v1", "PersistentVolumeClaim", NS, f"{NAME}-cache") is None
+
+
+def test_a_runs_down_never_touches_an_endpoint_beside_it(cli: Any, fake: FakeKube) -> None:
+    """Separate labels: the run's `down` and the endpoint's `serve down` each find only their own."""
+    spec = str(RUN_EXAMPLES / "grpo_swe_checkpoint.serve.yaml")
+    assert cli("serve", "up", spec, "--detach").code == 0
+    run = [str(RUN_EXAMPLES / "grpo_swe.yaml"), "--infra", str(RUN_EXAMPLES / "eks_p5.infra.yaml")]
+    assert cli("run", *run, "--detach").code == 0
+    assert cli("down", *run).code == 0
+    assert fake.get("apps/v1", "Deployment", "rl-research", "grpo-swe-eval") is not None
+    assert cli("run", *run, "--detach").code == 0
+    assert cli("serve", "down", spec).code == 0
+    assert fake.get("apps/v1", "StatefulSet", "rl-research", "grpo-swe-trainer") is not None
+    assert fake.get("apps/v1", "Deployment", "rl-research", "grpo-swe-eval") is None
