@@ -1,5 +1,3 @@
-import sys
+from dockyard_k8s.cli import run
 
-from dockyard_k8s.cli import main
-
-sys.exit(main())
+run()

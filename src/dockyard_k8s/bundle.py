@@ -66,9 +66,9 @@ def build_bundle(
               for i, obj in enumerate(objects) for path, message in kueue_problems(obj)]
     if rules:
         raise_blamed(run, rules)
-    from dockyard_k8s.validate.engine import validate_report
+    from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
-    report = validate_report(objects, ignore_missing_schemas=True)  # no CRD schema: rules still run
+    report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
     if report.problems:
         raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
     return Bundle(run, objects, report)

@@ -33,9 +33,9 @@ def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping
     """
     config = load_serve(spec_file, sets=sets, env=env, values=values)
     objects = render_serve(config)
-    from dockyard_k8s.validate.engine import validate_report
+    from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
-    report = validate_report(objects, ignore_missing_schemas=True)
+    report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))
     if report.problems:
         raise ManifestError([str(p) for p in report.problems])
     return ServeBundle(config, objects, report)

@@ -17,7 +17,7 @@ import gc
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
@@ -65,13 +65,6 @@ exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad in
 """
 
 
-# Short-lived commands that build large trees of plain data (10,000 manifests) and create no
-# reference cycles worth collecting: the cyclic GC only re-scans what is alive, ~40% of
-# `validate`'s time on a large file (bench/README.md). Live commands (watches) keep it on.
-NO_GC_COMMANDS = frozenset(("check", "render", "validate", "lint", "plan", "schema"))
-NO_GC_SUBCOMMANDS = frozenset((("serve", "check"), ("serve", "render")))
-
-
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=32, width=100)
@@ -104,29 +97,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _exit_now(code: int) -> None:
-    """End the process without tearing the interpreter down (freeing every object of a large
-    input one by one: tens of ms), as mypy does; only offline commands, which leave no thread,
-    atexit handler or unclosed file behind. Output is flushed first."""
-    import os
-
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # `... | head`: the reader is gone, as in main()
-        pass
-    os._exit(code)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
-    offline = argv is None and bool(args_in) and (args_in[0] in NO_GC_COMMANDS
-                                                  or tuple(args_in[:2]) in NO_GC_SUBCOMMANDS)
-    if offline:
-        gc.disable()
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(args_in)
-    args.fast_exit = offline  # see _exit_now
     if extra:  # recipe overrides may come after options: argparse leaves them here
         bad = [e for e in extra if e.startswith("-") or not hasattr(args, "overrides")]
         if bad:
@@ -134,8 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.overrides = [*args.overrides, *extra]
     try:
         code = int(args.func(args) or 0)
-        if args.fast_exit:
-            _exit_now(code)
+        sys.stdout.flush()  # here, so that a reader gone away (`| head`) is handled below
         return code
     except DockyardError as e:
         print(e.render(), file=sys.stderr)
@@ -150,4 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-__all__ = ["EXIT_BAD_INPUT", "build_parser", "main"]
+def run() -> NoReturn:
+    """The ``dockyard-k8s`` program: :func:`main` on ``sys.argv``, then exit with its code."""
+    code = main()
+    # What is alive now goes with the process: the collector need not trace all of it one last
+    # time while the interpreter shuts down (most of a short command's exit; bench/README.md).
+    gc.freeze()
+    sys.exit(code)
+
+
+__all__ = ["EXIT_BAD_INPUT", "build_parser", "main", "run"]

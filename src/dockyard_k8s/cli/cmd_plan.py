@@ -55,9 +55,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 def _malformed(paths: list[str], error: Exception) -> Exception:
     """The planner met a malformed manifest: say where, as `validate` does (or re-raise a bug)."""
-    from dockyard_k8s.validate.parallel import validate_paths
+    from dockyard_k8s.validate.engine import ValidateOptions, validate_files
 
-    problems = [p for p in validate_paths(paths, workers=1, ignore_missing_schemas=True).problems
+    problems = [p for p in validate_files(paths, ValidateOptions(ignore_missing_schemas=True)).problems
                 if p.rule in ("yaml", "object", "schema")]
     if not problems:
         return error

@@ -57,18 +57,19 @@ def _workers(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.validate.bulk import validate_paths
+    from dockyard_k8s.validate.engine import ValidateOptions
     from dockyard_k8s.validate.output import render
-    from dockyard_k8s.validate.parallel import validate_paths
 
     if args.paths == ["-"] and sys.stdin.isatty():
         from dockyard_k8s.errors import UsageError
 
         raise UsageError("validate: give manifest files or directories, or pipe YAML into `validate -`")
-    result = validate_paths(args.paths, workers=args.workers, keep_parsed=getattr(args, "fast_exit", False),
-                            kubernetes_version=args.kubernetes_version,
-                            crd_sources=args.crd, skip=args.skip, reject=args.reject,
-                            ignore_missing_schemas=args.ignore_missing_schemas,
-                            use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)
+    options = ValidateOptions(kubernetes_version=args.kubernetes_version, crd_sources=tuple(args.crd),
+                              skip=tuple(args.skip), reject=tuple(args.reject),
+                              ignore_missing_schemas=args.ignore_missing_schemas,
+                              use_bundled=not args.no_bundled_crds, exit_on_error=args.exit_on_error)
+    result = validate_paths(args.paths, options, workers=args.workers)
     report = result.report
     sys.stdout.write(render(report, args.output, files=result.files, summary=args.summary))
     if args.verbose and args.output == "text":

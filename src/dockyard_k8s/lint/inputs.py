@@ -63,7 +63,7 @@ def read_manifests(paths: Sequence[str]) -> list[Located]:
 def _line(text: str, file: str, index: int, inside: Path, path: Path) -> int:
     """Line of ``path`` in document ``index`` of ``text`` (its nearest existing parent's line
     for a missing field); 0 if unknown."""
-    from dockyard_k8s.validate.reader import locate
+    from dockyard_k8s.validate.locate import locate
 
     where = (*inside, *path)
     return locate(text, file, {index: [where]}).get((index, where), 0)

@@ -1,13 +1,18 @@
 """Offline, strict validation of Kubernetes manifests: manifests -> list[Problem].
 
+    problem.py    Document, Problem, Report: results as plain data
     reader.py     files / directories / stdin -> documents (kubectl's YAML semantics, fast)
     builtin.py    built-in schemas per Kubernetes version (kubernetes-validate's data)
     crd.py        CRD YAML -> strict JSON schemas; --crd, fetched and bundled CRDs
-    compiled.py   compiled validators, cached on disk (fastjsonschema code; jsonschema-rs in bulk)
+    cache.py      the on-disk cache of converted schemas and compiled validators
+    compiled.py   compiled yes/no validators (fastjsonschema code, cached)
     collect.py    every schema problem of an object that failed, with its JSON path
-    semantic.py   what the API server rejects that schemas cannot say (quantities, names, selectors)
+    names.py      name grammars: DNS labels and subdomains, qualified names, label values
+    semantic.py   what the API server rejects that schemas cannot say, object by object
+    cross.py      rules across objects: a Service must select pods of the input
     kuberay.py    what the KubeRay operator rejects at reconcile time
-    engine.py     all of the above over a set of objects -> Report
+    engine.py     all of the above over a set of objects -> Report (ValidateOptions)
+    bulk.py       large inputs on every core (forked workers), same result as engine's
     output.py     text / json / junit / tap
     fetch.py      ``schemas fetch``: KubeRay CRDs for a release into the user cache
 
@@ -17,14 +22,21 @@ Everything here is importable without cost: heavy work happens on first use.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dockyard_k8s.validate.engine import validate_documents, validate_objects, validate_report
+    from dockyard_k8s.validate.engine import (
+        ValidateOptions,
+        validate_documents,
+        validate_files,
+        validate_objects,
+        validate_report,
+    )
     from dockyard_k8s.validate.problem import Document, Problem, Report, format_json_path
     from dockyard_k8s.validate.reader import read_manifests
 
 _LAZY = {
     "Document": "problem", "Problem": "problem", "Report": "problem", "format_json_path": "problem",
     "read_manifests": "reader",
-    "validate_documents": "engine", "validate_objects": "engine", "validate_report": "engine",
+    "ValidateOptions": "engine", "validate_documents": "engine", "validate_files": "engine",
+    "validate_objects": "engine", "validate_report": "engine",
 }
 
 
@@ -41,9 +53,11 @@ __all__ = [
     "Document",
     "Problem",
     "Report",
+    "ValidateOptions",
     "format_json_path",
     "read_manifests",
     "validate_documents",
+    "validate_files",
     "validate_objects",
     "validate_report",
 ]

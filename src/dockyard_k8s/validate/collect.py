@@ -33,24 +33,12 @@ class Collector:
         self.root = schema
         self.defs: dict[str, Any] = schema.get("definitions") or {}
         self._patterns: dict[str, re.Pattern[str]] = {}
-        self._within: set[JsonPath] | None = None  # see errors()
 
-    def errors(self, value: Any, path: JsonPath = (),
-               where: list[JsonPath] | None = None) -> list[tuple[JsonPath, str]]:
-        """Every problem of ``value`` (at ``path``). ``where``: the paths (relative to
-        ``value``) where a fast validator found errors; the walk then goes down only towards
-        them (a failing Deployment has one or two errors among ~100 fields), and walks every
-        branch of an anyOf/oneOf/not in full."""
+    def errors(self, value: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
+        """Every problem of ``value`` (at ``path``)."""
         out: list[tuple[JsonPath, str]] = []
-        self._within = None if where is None else {(*path, *w[:k]) for w in where for k in range(len(w) + 1)}
-        try:
-            self._walk(self.root, value, path, out)
-        finally:
-            self._within = None
+        self._walk(self.root, value, path, out)
         return out
-
-    def _skip(self, path: JsonPath) -> bool:
-        return self._within is not None and path not in self._within
 
     def _resolve(self, schema: Any) -> Any:
         seen = 0
@@ -99,11 +87,7 @@ class Collector:
 
     def _errors_of(self, schema: Any, value: Any, path: JsonPath) -> list[tuple[JsonPath, str]]:
         found: list[tuple[JsonPath, str]] = []
-        within, self._within = self._within, None  # judge a form on all of the value
-        try:
-            self._walk(schema, value, path, found)
-        finally:
-            self._within = within
+        self._walk(schema, value, path, found)
         return found
 
     def _alternatives(self, word: str, options: list[Any], value: Any, path: JsonPath,
@@ -129,20 +113,17 @@ class Collector:
                 out.append(((*path, str(key)), f"key {show(key)} is a {type_name(key)}, expected a string"))
                 continue
             matched = False
-            skip = self._skip((*path, key))
             if key in props:
                 matched = True
-                if not skip:
-                    self._walk(props[key], item, (*path, key), out)
+                self._walk(props[key], item, (*path, key), out)
             for pattern, sub in patterns.items():
                 if self._regex(pattern).search(key):
                     matched = True
-                    if not skip:
-                        self._walk(sub, item, (*path, key), out)
+                    self._walk(sub, item, (*path, key), out)
             if not matched:
                 if extra is False:
                     out.append(((*path, key), f'unknown field "{key}"'))
-                elif isinstance(extra, dict) and not skip:
+                elif isinstance(extra, dict):
                     self._walk(extra, item, (*path, key), out)
         n = len(value)
         if "minProperties" in schema and n < schema["minProperties"]:
@@ -155,12 +136,10 @@ class Collector:
         items = schema.get("items")
         if isinstance(items, dict | bool):
             for i, item in enumerate(value):
-                if not self._skip((*path, i)):
-                    self._walk(items, item, (*path, i), out)
+                self._walk(items, item, (*path, i), out)
         elif isinstance(items, list):
             for i, (sub, item) in enumerate(zip(items, value, strict=False)):
-                if not self._skip((*path, i)):
-                    self._walk(sub, item, (*path, i), out)
+                self._walk(sub, item, (*path, i), out)
         n = len(value)
         if "minItems" in schema and n < schema["minItems"]:
             out.append((path, f"has {n} item(s), expected at least {schema['minItems']}"))

@@ -19,7 +19,10 @@ server is (``CONVERTER`` is part of every cache key):
 
 Sources, first match wins for a given ``apiVersion/Kind``: files given with ``--crd``,
 then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay, KEDA and Kueue
-CRDs bundled with dockyard-k8s (``validate/crds/``, see PROVENANCE.json in each folder).
+CRDs bundled with dockyard-k8s. A bundled CRD is registered by its files alone: copy them
+verbatim into ``validate/crds/<project>-<version>/`` with a ``PROVENANCE.json`` (see the
+KubeRay one), and name the project in :data:`PROJECTS` for its label
+(``Kueue v0.19.2 CRD (bundled)``).
 """
 
 from __future__ import annotations
@@ -176,17 +179,22 @@ def _crd_files(path: str) -> list[str]:
     return [path]
 
 
-# Folder prefix of bundled / fetched CRDs -> the project's name in messages.
-_PROJECTS = {"kuberay-": "KubeRay", "keda-": "KEDA", "kueue-": "Kueue"}
+# Display names of the projects whose CRDs are bundled (validate/crds/<project>-<version>/) or
+# fetched (<cache>/crds/<project>/ with a VERSION file): "KubeRay v1.7.0 CRD (bundled)".
+PROJECTS = {
+    "kuberay": "KubeRay",
+    "keda": "KEDA",
+    "kueue": "Kueue",
+}
 
 
-def _release_of(path: str) -> str:
-    """``KubeRay v1.7.0`` for a bundled or fetched KubeRay file (``KEDA v2.20.2``, ``Kueue v0.19.2``...),
-    "" otherwise."""
+def _release_of(path: str, bundled: bool = False) -> str:
+    """``KubeRay v1.7.0`` for a file in a ``kuberay-v1.7.0`` folder (``KEDA v2.20.2``, ``Kueue
+    v0.19.2``...); ``<project> <version>`` for another bundled one; "" otherwise."""
     parent = os.path.basename(os.path.dirname(path))
-    for prefix, project in _PROJECTS.items():
-        if parent.startswith(prefix):
-            return f"{project} {parent.removeprefix(prefix)}"
+    project, _, version = parent.partition("-")
+    if version and (project in PROJECTS or bundled):
+        return f"{PROJECTS.get(project, project)} {version}"
     marker = os.path.join(os.path.dirname(path), "VERSION")
     if os.path.exists(marker):
         with open(marker, encoding="utf-8") as f:
@@ -259,13 +267,31 @@ class CrdRegistry:
         if self._table is None:
             table: dict[str, CrdSchema] = {}
             for file, origin in self.sources:
-                release = _release_of(file)
+                release = _release_of(file, origin == "bundled")
                 label = f"{release} CRD ({origin})" if release else f"CRD {file} ({origin})"
                 for api_kind, key in self._entries(file, origin).items():
                     table.setdefault(api_kind, CrdSchema(api_kind, key, label))
             self._table = table
         return self._table
 
-    def built(self, key: str) -> dict[str, Any] | None:
-        """A schema converted during this run (saves re-reading it when the cache is not writable)."""
-        return self._built.get(key)
+    def reload(self) -> None:
+        """Forget what this registry knows of its CRD files (the on-disk memo included): the next
+        :meth:`table` reads and converts every file again."""
+        self._memo = {}
+        self._table = None
+
+    def schema(self, key: str) -> dict[str, Any]:
+        """The converted schema of a key :meth:`table` gave, for a validator cache that does not
+        have it: converted in this run, or the CRD files are converted again (the cache lost it).
+
+        Raises:
+            RuntimeError: no CRD file defines it any more.
+        """
+        schema = self._built.get(key)
+        if schema is None:
+            self.reload()
+            self.table()
+            schema = self._built.get(key)
+        if schema is None:
+            raise RuntimeError(f"CRD schema {key} vanished from its source files")
+        return schema

@@ -19,7 +19,7 @@ from typing import Any
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.validate.semantic import is_dns1123_subdomain
+from dockyard_k8s.validate.names import is_dns1123_subdomain
 
 _NAME_PART = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?").fullmatch
 # apimachinery IsDNS1123Subdomain's message, as Kueue returns it for a bad queue name.

@@ -1,71 +1,42 @@
-"""What the API server rejects but the OpenAPI schemas cannot express.
+"""What the API server rejects but the OpenAPI schemas cannot express, object by object.
 
 Checked on the v1.29-1.33 strict schemas (``../shared/notes/validation.md``): these all
 pass the schema and fail at ``kubectl apply`` or, worse, later in a controller. Sources:
-``k8s.io/apimachinery/pkg/util/validation`` (names, labels, ports) and
-``pkg/apis/core/validation`` (pods, services). Every rule works on any manifest, and on
-every pod template :func:`dockyard_k8s.kube.pod_templates` finds (Deployments, Jobs,
-RayJob/RayCluster groups, MPIJobs...).
+``pkg/apis/core/validation`` (pods, services) and ``k8s.io/apimachinery`` (names, labels:
+:mod:`.names`). Every rule works on any manifest, and on every pod template
+:func:`dockyard_k8s.kube.pod_templates` finds (Deployments, Jobs, RayJob/RayCluster groups,
+MPIJobs...). Rules across objects (a Service selecting no pod) are in :mod:`.cross`.
+
+:func:`object_problems` is the entry point: by kind, then each pod template
+(:func:`_pod_spec`), each container (:func:`_container`). A rule appends ``(path, message)``
+to one list; a new rule goes next to the field it checks, with its source.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.plain import show
+from dockyard_k8s.validate.names import (
+    NAME_FORMAT,
+    check_name,
+    is_config_key,
+    is_percent,
+    label_value_problem,
+    port_name_problem,
+    qualified_name_problem,
+    remember,
+    show_labels,
+)
 from dockyard_k8s.validate.problem import JsonPath
 
 Found = list[tuple[JsonPath, str]]
 
-# Speed matters here: these rules run on every object of `validate` (10,000 objects in a
-# benchmark) and on every `check`. So each rule appends to one list instead of yielding,
-# builds a problem's path only when there is a problem, and the name grammars are compiled
-# regular expressions whose verdicts are memoized (label keys and values repeat).
+# These rules run on every object of `validate` (10,000 objects in a benchmark) and on every
+# `check`: each appends to one list instead of yielding, and builds a problem's path only when
+# there is a problem.
 
-# Name grammars of k8s.io/apimachinery/pkg/util/validation.
-_DNS1123_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?").fullmatch
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*").fullmatch
-_DNS1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?").fullmatch
-_QUALIFIED_PART = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?").fullmatch
-_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+").fullmatch
-
-
-def is_dns1123_label(text: str) -> bool:
-    """``[a-z0-9]([-a-z0-9]*[a-z0-9])?``"""
-    return _DNS1123_LABEL(text) is not None
-
-
-def is_dns1123_subdomain(text: str) -> bool:
-    """Dot-separated DNS-1123 labels."""
-    return _DNS1123_SUBDOMAIN(text) is not None
-
-
-def is_dns1035_label(text: str) -> bool:
-    """``[a-z]([-a-z0-9]*[a-z0-9])?``"""
-    return _DNS1035_LABEL(text) is not None
-
-
-def _is_iana_svc_name(text: str) -> bool:
-    return (0 < len(text) <= 15 and _DNS1123_LABEL(text) is not None and "--" not in text
-            and any(c.isalpha() for c in text))
-
-
-def _is_config_key(text: str) -> bool:
-    return 0 < len(text) <= 253 and _CONFIG_KEY(text) is not None
-
-
-def _is_percent(text: str) -> bool:
-    return text.endswith("%") and text[:-1].isascii() and text[:-1].isdigit()
-
-
-# Names whose format differs from the default (DNS-1123 subdomain), by kind.
-NAME_FORMAT = {
-    "Service": "dns1035",  # becomes a DNS label of the cluster domain
-    "Namespace": "dns1123label",
-}
 # restartPolicy a pod template may use, by owner kind (None: any of the three).
 RESTART_POLICIES = {
     "Deployment": ("Always",), "ReplicaSet": ("Always",), "StatefulSet": ("Always",),
@@ -96,69 +67,19 @@ def _list(value: Any) -> list[Any]:
     return value if value.__class__ is list else []
 
 
-_NAME_FORMATS = {
-    "dns1035": (63, _DNS1035_LABEL, "a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"),
-    "dns1123label": (63, _DNS1123_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')"),
-    "dns1123subdomain": (253, _DNS1123_SUBDOMAIN, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')"),
-}
-
-
-def check_name(name: Any, fmt: str, what: str) -> str | None:
-    """Why ``name`` is not a valid ``fmt`` name, or None."""
-    if name.__class__ is not str:
-        return None  # the schema reports the type
-    limit, test, words = _NAME_FORMATS.get(fmt) or _NAME_FORMATS["dns1123subdomain"]
-    if len(name) > limit:
-        return f"{what} {show(name)} has {len(name)} characters, expected at most {limit}"
-    if test(name) is None:
-        return f"{what} {show(name)} is not {words}"
-    return None
-
-
-# Verdicts of label keys and values seen before: the same few keys ("app", "ray.io/node-type")
-# and values recur on every object. Bounded so a huge input cannot grow it without limit.
-_KEY_VERDICT: dict[str, str | None] = {}
-_VALUE_OK: dict[str, bool] = {}
-_MEMO_MAX = 8192
-
-
-def _keep(memo: dict[Any, Any], key: Any, value: Any = True) -> None:
-    """Remember a verdict, up to :data:`_MEMO_MAX` of them (a huge input cannot grow it without limit)."""
-    if len(memo) < _MEMO_MAX:
-        memo[key] = value
-
-
-def _qualified_name(key: str) -> str | None:
-    try:
-        return _KEY_VERDICT[key]
-    except KeyError:
-        pass
-    prefix, _, name = key.rpartition("/")
-    why = None
-    if prefix and (len(prefix) > 253 or _DNS1123_SUBDOMAIN(prefix) is None):
-        why = f"key {show(key)}: prefix {show(prefix)} is not a DNS-1123 subdomain"
-    elif not name or len(name) > 63 or _QUALIFIED_PART(name) is None:
-        why = (f"key {show(key)} is not a qualified name (at most 63 letters, digits, '-', '_', '.', "
-               "starting and ending with a letter or digit, optionally prefixed by a DNS subdomain and '/')")
-    _keep(_KEY_VERDICT, key, why)
-    return why
-
-
 def _labels(out: Found, labels: Any, at: JsonPath) -> None:
     if labels.__class__ is not dict:
         return
     for key, value in labels.items():
         if key.__class__ is not str:
             continue
-        why = _qualified_name(key)
+        why = qualified_name_problem(key)
         if why:
             out.append(((*at, key), why))
-        if value.__class__ is str and value and value not in _VALUE_OK:
-            if len(value) > 63 or _QUALIFIED_PART(value) is None:
-                out.append(((*at, key), f"label value {show(value)} is not valid (at most 63 letters, digits, "
-                                        "'-', '_', '.', starting and ending with a letter or digit)"))
-            else:
-                _keep(_VALUE_OK, value)
+        if value.__class__ is str:
+            why = label_value_problem(value)
+            if why:
+                out.append(((*at, key), why))
 
 
 def _selector(out: Found, selector: Any, at: JsonPath) -> None:
@@ -189,7 +110,7 @@ def _enum(out: Found, value: Any, allowed: tuple[str, ...], at: JsonPath, *field
 
 
 def _int_or_percent(out: Found, value: Any, at: JsonPath) -> None:
-    if isinstance(value, str) and not _is_percent(value):
+    if isinstance(value, str) and not is_percent(value):
         out.append((at, f"got {show(value)}, expected an integer or a percentage such as \"25%\""))
 
 
@@ -233,7 +154,7 @@ def _resources(out: Found, resources: Any, at: JsonPath) -> None:
         before = len(out)
         _check_resources(out, res, at)
         if len(out) == before:
-            _keep(_RESOURCES_OK, key)
+            remember(_RESOURCES_OK, key)
         return
     _check_resources(out, res, at)
 
@@ -264,7 +185,7 @@ def _check_resources(out: Found, res: dict[str, Any], at: JsonPath) -> None:
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
             elif raw.__class__ in _HASHABLE_QUANTITY:
-                _keep(_GOOD, (name, raw), q)
+                remember(_GOOD, (name, raw), q)
             into[name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
@@ -323,10 +244,9 @@ def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> Non
     volumes: set[str] = set()
     for i, vol in enumerate(_list(get("volumes"))):
         name = _dict(vol).get("name")
-        if name.__class__ is not str or _DNS1123_LABEL(name) is None or len(name) > 63:
-            why = check_name(name, "dns1123label", "volume name")
-            if why:
-                out.append(((*at, "volumes", i, "name"), why))
+        why = check_name(name, "dns1123label", "volume name")
+        if why:
+            out.append(((*at, "volumes", i, "name"), why))
         if name.__class__ is str:
             if name in volumes:
                 out.append(((*at, "volumes", i, "name"), f"duplicate volume name {show(name)}"))
@@ -350,8 +270,9 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
     get = c.get
     name = get("name")
     if name.__class__ is str:
-        if len(name) > 63 or _DNS1123_LABEL(name) is None:
-            out.append(((*at, "name"), check_name(name, "dns1123label", "container name") or ""))
+        why = check_name(name, "dns1123label", "container name")
+        if why:
+            out.append(((*at, "name"), why))
         if name in names:
             out.append(((*at, "name"), f"duplicate container name {show(name)}"))
         names.add(name)
@@ -381,7 +302,7 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
             _enum(out, protocol, PROTOCOLS, at, "ports", i, "protocol")
         pname = p.get("name")
         if pname.__class__ is str:
-            why = _svc_name(pname)
+            why = port_name_problem(pname)
             if why:
                 out.append(((*at, "ports", i, "name"), why))
             if pname in port_names:
@@ -410,19 +331,6 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
                 out.append(((*at, probe, action, "port"), f"no container port named {show(port)}"))
 
 
-_SVC_NAME_OK: dict[str, bool] = {}
-
-
-def _svc_name(name: str) -> str | None:
-    if name in _SVC_NAME_OK:
-        return None
-    if not _is_iana_svc_name(name):
-        return (f"port name {show(name)} is not an IANA service name (at most 15 lowercase letters, digits "
-                "and '-', with at least one letter)")
-    _keep(_SVC_NAME_OK, name)
-    return None
-
-
 _NAMESPACE_OK: dict[str, bool] = {}
 
 
@@ -437,21 +345,21 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
     name = meta.get("name")
     if name.__class__ is str:
         fmt = NAME_FORMAT.get(kind, "dns1123subdomain") if kind.__class__ is str else "dns1123subdomain"
-        limit, test, _ = _NAME_FORMATS[fmt]
-        if len(name) > limit or test(name) is None:
-            out.append((("metadata", "name"), check_name(name, fmt, f"{kind} name") or ""))
+        why = check_name(name, fmt, f"{kind} name")
+        if why:
+            out.append((("metadata", "name"), why))
     namespace = meta.get("namespace")
     if namespace.__class__ is str and namespace not in _NAMESPACE_OK:
         why = check_name(namespace, "dns1123label", "namespace")
         if why:
             out.append((("metadata", "namespace"), why))
         else:
-            _keep(_NAMESPACE_OK, namespace)
+            remember(_NAMESPACE_OK, namespace)
     _labels(out, meta.get("labels"), ("metadata", "labels"))
     annotations = meta.get("annotations")
     if annotations.__class__ is dict:
         for key in annotations:
-            why = _qualified_name(key) if key.__class__ is str else None
+            why = qualified_name_problem(key) if key.__class__ is str else None
             if why:
                 out.append((("metadata", "annotations", key), why))
     spec = _dict(obj.get("spec"))
@@ -483,7 +391,7 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
     elif kind in ("ConfigMap", "Secret"):
         for field in ("data", "binaryData", "stringData"):
             for key in _dict(obj.get(field)):
-                if not isinstance(key, str) or not _is_config_key(key):
+                if not isinstance(key, str) or not is_config_key(key):
                     out.append(((field, str(key)), f"key {show(key)} is not valid (letters, digits, '-', '_', '.')"))
     return out
 
@@ -502,11 +410,7 @@ def _workload(out: Found, kind: Any, spec: dict[str, Any]) -> None:
     labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
     if not selector_matches(_dict(selector), labels):
         out.append((("spec", "selector"), (f"selector does not match the pod template labels "
-                                           f"(spec.template.metadata.labels: {_show_labels(labels)})")))
-
-
-def _show_labels(labels: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))) or "none"
+                                           f"(spec.template.metadata.labels: {show_labels(labels)})")))
 
 
 def _service(out: Found, spec: dict[str, Any]) -> None:
@@ -522,7 +426,7 @@ def _service(out: Found, spec: dict[str, Any]) -> None:
         _port(out, p.get("nodePort"), where, "nodePort", "nodePort")
         _enum(out, p.get("protocol"), PROTOCOLS, where, "protocol")
         if target.__class__ is str:
-            why = _svc_name(target)
+            why = port_name_problem(target)
             if why:
                 out.append(((*where, "targetPort"), why))
         name = p.get("name")
@@ -571,7 +475,7 @@ def _network(text: str) -> Any:
         net: Any = ipaddress.ip_network(text, strict=False)
     except ValueError:
         net = None
-    _keep(_CIDRS, text, net)
+    remember(_CIDRS, text, net)
     return net
 
 
@@ -597,133 +501,5 @@ def _inside(sub: Any, net: Any) -> bool:
     found = _INSIDE.get((sub, net))
     if found is None:
         found = sub.version == net.version and sub.subnet_of(net)
-        _keep(_INSIDE, (sub, net), found)
+        remember(_INSIDE, (sub, net), found)
     return found
-
-
-# Facts: what the cross-object rules need of one object, small and picklable (so a worker
-# process validating part of a large input sends back facts, not objects).
-#   ("pods", namespace, [(labels, declared container port names), ...])   a workload
-#   ("service", namespace, selector, [(port index, named targetPort), ...])  a Service
-Facts = tuple[Any, ...]
-
-
-def bundle_facts(obj: Any, templates: list[PodTemplate] | None = None) -> Facts | None:
-    """What :class:`CrossObjects` needs to know of ``obj``; None when it plays no part."""
-    if obj.__class__ is not dict:
-        return None
-    ns = str(_dict(obj.get("metadata")).get("namespace") or "")
-    if obj.get("kind") == "Service":
-        spec = _dict(obj.get("spec"))
-        selector = spec.get("selector")
-        if selector.__class__ is not dict or not selector:
-            return None
-        targets = [(i, _dict(port).get("targetPort")) for i, port in enumerate(_list(spec.get("ports")))]
-        return ("service", ns, selector, [(i, t) for i, t in targets if t.__class__ is str])
-    found = [(_dict(t.metadata.get("labels")), _port_names(t.spec))
-             for t in (pod_templates(obj) if templates is None else templates)]
-    return ("pods", ns, found) if found else None
-
-
-def _port_names(spec: dict[str, Any]) -> set[str]:
-    """Names of the container ports of a pod spec (the cross-object rules match targetPorts)."""
-    names: set[str] = set()
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        items = spec.get(field)
-        if items.__class__ is not list:
-            continue
-        for c in items:
-            ports = c.get("ports") if c.__class__ is dict else None
-            if ports.__class__ is list:
-                for p in ports:
-                    name = p.get("name") if p.__class__ is dict else None
-                    if name.__class__ is str:
-                        names.add(name)
-    return names
-
-
-class CrossObjects:
-    """The cross-object rules: a Service whose selector matches no pod template among the
-    objects, when the objects do contain pod templates in its namespace (a Service for pods
-    made elsewhere is not judged); a named targetPort that no selected container declares.
-
-    Facts go in with :meth:`add` (each Service with an opaque ``who`` to report it by), several
-    parts' indexes combine with :meth:`merge` (plain data: a worker process sends its index),
-    and :meth:`problems` judges the Services. Pod templates are indexed by (namespace, label,
-    value), so a Service looks only at the templates sharing the first pair of its selector:
-    linear, not Services x templates. A part may :meth:`settle` the Services its own templates
-    already satisfy before sending its index: more templates only add matches and ports.
-    """
-
-    def __init__(self) -> None:
-        self.services: list[tuple[Any, int, str, dict[str, Any], list[tuple[int, str]]]] = []
-        self.by_pair: dict[tuple[str, str, str], list[tuple[dict[str, Any], set[str]]]] = {}
-        self.namespaces: set[str] = set()
-
-    def add(self, who: Any, fact: Facts) -> None:
-        if fact[0] == "service":
-            _, ns, selector, targets = fact
-            self.services.append((who, 0, ns, selector, targets))
-            return
-        _, ns, templates = fact
-        self.namespaces.add(ns)
-        by_pair = self.by_pair
-        for labels, ports in templates:
-            for key, value in labels.items():
-                if value.__class__ is str:
-                    found = by_pair.get((ns, key, value))
-                    if found is None:
-                        by_pair[(ns, key, value)] = [(labels, ports)]
-                    else:
-                        found.append((labels, ports))
-
-    def merge(self, other: CrossObjects, shift: Callable[[Any], int] | None = None) -> None:
-        """Add another part's index; ``shift(who)`` is added to its Services' shifts."""
-        if shift is None:
-            self.services += other.services
-        else:
-            self.services += [(who, n + shift(who), ns, sel, targets) for who, n, ns, sel, targets in other.services]
-        self.namespaces |= other.namespaces
-        for pair, templates in other.by_pair.items():
-            found = self.by_pair.get(pair)
-            if found is None:
-                self.by_pair[pair] = templates
-            else:
-                found += templates
-
-    def settle(self) -> None:
-        """Drop the Services these facts already satisfy (templates in their namespace select
-        them and declare every named targetPort): whatever other parts add, they stay fine."""
-        if self.services and self.namespaces:
-            self.services = [s for s in self.services if s[2] not in self.namespaces or any(self._judge([s]))]
-
-    def problems(self) -> Iterator[tuple[Any, int, JsonPath, str]]:
-        """(who, shift, path, message) for every Service that breaks a rule, in order."""
-        return self._judge(self.services)
-
-    def _judge(self, services: list[tuple[Any, int, str, dict[str, Any], list[tuple[int, str]]]]
-               ) -> Iterator[tuple[Any, int, JsonPath, str]]:
-        namespaces, by_pair = self.namespaces, self.by_pair
-        if not namespaces:
-            return
-        for who, shift, ns, selector, targets in services:
-            if ns not in namespaces:
-                continue
-            key, value = next(iter(selector.items()))
-            candidates = by_pair.get((ns, key, value), ()) if value.__class__ is str else ()
-            if len(selector) == 1:  # the index matched its only pair already
-                matched = [ports for _, ports in candidates] if targets else candidates
-            else:
-                matched = [ports for labels, ports in candidates
-                           if selector_matches({"matchLabels": selector}, labels)]
-            if not matched:
-                yield who, shift, ("spec", "selector"), (f"selects no pod: no pod template in namespace "
-                                                         f"{ns or '(unset)'} has the labels {_show_labels(selector)}")
-                continue
-            if not targets:  # no named targetPort: nothing more to check (most Services)
-                continue
-            declared = matched[0] if len(matched) == 1 else set().union(*matched)
-            for i, target in targets:
-                if target not in declared:
-                    yield who, shift, ("spec", "ports", i, "targetPort"), \
-                        f"no container of the selected pods declares a port named {show(target)}"

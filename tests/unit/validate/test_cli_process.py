@@ -1,4 +1,4 @@
-"""`dockyard-k8s validate` as a real process: workers forked, fast exit, output complete."""
+"""`dockyard-k8s validate` as a real process: workers forked, output complete, exit code right."""
 
 import os
 import subprocess
@@ -15,7 +15,7 @@ GOOD = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "name
 
 def _env(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
-    env.pop("PYTHONUNBUFFERED", None)  # stdout block-buffered, as for users: os._exit must not lose it
+    env.pop("PYTHONUNBUFFERED", None)  # stdout block-buffered, as for users
     return env
 
 
@@ -27,8 +27,7 @@ def _run(args, tmp_path, **kw):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork only on Linux")
 def test_a_large_input_in_two_processes_prints_everything_and_exits_1(tmp_path):
-    """Over 1 MB: two workers, parsed documents never freed, the process ends with os._exit; the
-    output must still be whole and flushed, and the exit code right."""
+    """Over 1 MB: two workers; the output must be whole and flushed, and the exit code right."""
     objects = [BROKEN if i % 500 == 0 else dict(GOOD, metadata={"name": f"c{i}", "namespace": "ns"})
                for i in range(12_000)]
     path = tmp_path / "big.yaml"

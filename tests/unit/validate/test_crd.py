@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from dockyard_k8s.validate import validate_objects, validate_report
+from dockyard_k8s.validate import ValidateOptions, validate_objects, validate_report
 from dockyard_k8s.validate.crd import convert_version_schema
 
 WIDGET_CRD = """\
@@ -56,11 +56,12 @@ def test_conversion_adds_additional_properties_false_including_the_root():
 
 
 def test_crd_objects_are_validated_strictly(crd_file):
-    assert validate_objects([widget(port="http", note=None, free={"anything": [1]})], crd_sources=[crd_file]) == []
+    options = ValidateOptions(crd_sources=(crd_file,))
+    assert validate_objects([widget(port="http", note=None, free={"anything": [1]})], options) == []
     bad = widget(size=0, port=1.5, mode="medium", extra=1)
     bad["status2"] = {}
     bad["metadata"]["bogus"] = 1
-    problems = {(p.path, p.message) for p in validate_objects([bad], crd_sources=[crd_file])}
+    problems = {(p.path, p.message) for p in validate_objects([bad], ValidateOptions(crd_sources=(crd_file,)))}
     assert problems == {
         (("status2",), 'unknown field "status2"'),
         (("spec", "extra"), 'unknown field "extra"'),
@@ -72,17 +73,17 @@ def test_crd_objects_are_validated_strictly(crd_file):
 
 
 def test_crd_directory_and_source_label(crd_file, tmp_path):
-    report = validate_report([widget()], crd_sources=[str(tmp_path)])
+    report = validate_report([widget()], ValidateOptions(crd_sources=(str(tmp_path),)))
     assert report.problems == [] and report.sources == {"example.com/v1/Widget": f"CRD {crd_file} (--crd)"}
 
 
 def test_a_changed_crd_file_invalidates_the_cached_schema(crd_file):
-    assert validate_objects([widget(size=5)], crd_sources=[crd_file]) == []
+    assert validate_objects([widget(size=5)], ValidateOptions(crd_sources=(crd_file,))) == []
     with open(crd_file, "w") as f:
         f.write(WIDGET_CRD.replace("minimum: 1", "minimum: 10"))
     later = time.time() + 5
     os.utime(crd_file, (later, later))  # a new mtime even on coarse-timestamp file systems
-    assert [p.message for p in validate_objects([widget(size=5)], crd_sources=[crd_file])] == [
+    assert [p.message for p in validate_objects([widget(size=5)], ValidateOptions(crd_sources=(crd_file,)))] == [
         "got 5, expected a number >= 10"]
 
 
@@ -92,9 +93,9 @@ def test_not_a_crd_file_is_a_usage_error(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("kind: ConfigMap\n")
     with pytest.raises(UsageError, match="no CustomResourceDefinition"):
-        validate_objects([widget()], crd_sources=[str(path)])
+        validate_objects([widget()], ValidateOptions(crd_sources=(str(path),)))
     with pytest.raises(UsageError, match="no such file"):
-        validate_objects([widget()], crd_sources=[str(tmp_path / "missing.yaml")])
+        validate_objects([widget()], ValidateOptions(crd_sources=(str(tmp_path / "missing.yaml"),)))
 
 
 def test_bundled_kuberay_crds_match_their_provenance():
@@ -122,7 +123,7 @@ def test_bundled_and_real_crds_agree_on_a_rayjob(kuberay_crds):
                 (("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "containers", 0, "bogus2"),
                  'unknown field "bogus2"')}
     bundled = validate_report([rayjob])
-    real = validate_report([rayjob], crd_sources=[str(kuberay_crds)], use_bundled=False)
+    real = validate_report([rayjob], ValidateOptions(crd_sources=(str(kuberay_crds),), use_bundled=False))
     assert {(p.path, p.message) for p in bundled.problems if p.rule == "schema"} == expected
     assert {(p.path, p.message) for p in real.problems if p.rule == "schema"} == expected
     assert bundled.sources["ray.io/v1/RayJob"] == "KubeRay v1.7.0 CRD (bundled)"
@@ -131,7 +132,8 @@ def test_bundled_and_real_crds_agree_on_a_rayjob(kuberay_crds):
 def test_kuberay_rules_run_even_without_a_crd_schema():
     rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
               "spec": {"entrypoint": "x", "submissionMode": "Bogus", "clusterSelector": {"ray.io/cluster": "c"}}}
-    report = validate_report([rayjob], use_bundled=False, use_fetched=False, ignore_missing_schemas=True)
+    report = validate_report([rayjob], ValidateOptions(use_bundled=False, use_fetched=False,
+                                                      ignore_missing_schemas=True))
     assert report.missing == ["ray.io/v1/RayJob"]
     assert [(p.rule, p.path) for p in report.problems] == [("kuberay", ("spec", "submissionMode"))]
     assert "no schema for RayJob: checked with the semantic and KubeRay rules only" in report.coverage()
@@ -154,3 +156,18 @@ def test_removed_scheduler_label_is_found_wherever_kuberay_reads_labels():
         (*at, "workerGroupSpecs", 0, "template", "metadata", "labels", "ray.io/scheduler-name"),
     ]
     assert "removed in KubeRay v1.6" in kuberay_problems(rayjob)[0][1]
+
+
+def test_a_bundled_crd_is_registered_by_its_directory_alone(tmp_path, monkeypatch):
+    """What adding a bundled CRD takes: its files under validate/crds/<project>-<version>/."""
+    from dockyard_k8s.validate import crd
+
+    bundled = tmp_path / "crds"
+    (bundled / "widgets-v1.2.3").mkdir(parents=True)
+    (bundled / "widgets-v1.2.3" / "widget.yaml").write_text(WIDGET_CRD)
+    monkeypatch.setattr(crd, "BUNDLED_DIR", str(bundled))
+    report = validate_report([widget()])
+    assert report.problems == [] and report.sources == {"example.com/v1/Widget": "widgets v1.2.3 CRD (bundled)"}
+    monkeypatch.setitem(crd.PROJECTS, "widgets", "Widgets")
+    assert validate_report([widget()]).sources == {"example.com/v1/Widget": "Widgets v1.2.3 CRD (bundled)"}
+    assert [p.message for p in validate_objects([widget(size=0)])] == ["got 0, expected a number >= 1"]

@@ -10,7 +10,7 @@ from conftest import REPO
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.render import render_run
-from dockyard_k8s.validate import validate_report
+from dockyard_k8s.validate import ValidateOptions, validate_report
 
 INFRAS = sorted(glob.glob(str(REPO / "examples" / "*.infra.yaml")))
 MODES = {"rayjob": [], "bringup": [], "attach": ["launch.attach.cluster=existing"]}
@@ -22,8 +22,8 @@ def test_example_renders_valid_objects_against_the_real_crds(infra, mode, kubera
     run = load_run(str(REPO / "examples" / "grpo_swe.yaml"), infra, sets=[f"launch.mode={mode}", *MODES[mode]],
                    env={})
     objects = render_run(run)
-    report = validate_report(objects, crd_sources=[str(kuberay_crds), str(kueue_crds)], use_bundled=False,
-                             use_fetched=False)
+    report = validate_report(objects, ValidateOptions(crd_sources=(str(kuberay_crds), str(kueue_crds)),
+                                                      use_bundled=False, use_fetched=False))
     assert report.problems == []
     assert report.missing == []
     ray = [k for k in report.sources if k.startswith(("ray.io/", "kueue.x-k8s.io/"))]

@@ -11,8 +11,9 @@ from validate_samples import DEPLOYMENT
 
 from dockyard_k8s.cli import main
 from dockyard_k8s.render.serialize import dump_documents
-from dockyard_k8s.validate import parallel
-from dockyard_k8s.validate.parallel import validate_paths
+from dockyard_k8s.validate import ValidateOptions, bulk
+from dockyard_k8s.validate.bulk import validate_paths
+from dockyard_k8s.validate.engine import validate_files
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork only on Linux")
 
@@ -54,11 +55,8 @@ def corpus(tmp_path):
 
 
 def _reference(path):
-    """The one-process engine, cross-object rules inside validate_documents (--exit-on-error's path)."""
-    from dockyard_k8s.validate.reader import manifest_files, read_text
-
-    files = manifest_files([path])
-    return parallel._serial([path], files, {f: read_text(f) for f in files}, {})
+    """The one-process path: every document read and validated together, cross-object rules inside."""
+    return validate_files([path])
 
 
 def _same(one, many):
@@ -67,75 +65,74 @@ def _same(one, many):
     assert many.files == one.files
 
 
+@pytest.fixture
+def worker_pids(tmp_path, monkeypatch):
+    """The pid of the process that ran each part, appended to a file (works across fork)."""
+    log = tmp_path / "parts.log"
+    real = bulk._run_part
+
+    def logged(*args):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(*args)
+
+    monkeypatch.setattr(bulk, "_run_part", logged)
+    return lambda: [int(line) for line in log.read_text().split()] if log.exists() else []
+
+
 @pytest.mark.parametrize("workers", [2, 3, 7])
-def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monkeypatch):
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monkeypatch, worker_pids):
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
     one = validate_paths([corpus], workers=1)
+    assert worker_pids() == []  # one process: no parts
     _same(_reference(corpus), one)
     assert {p.rule for p in one.problems} == {"yaml", "schema", "semantic"}
     assert any("selects no pod" in p.message for p in one.problems)
     assert any("declares a port named" in p.message for p in one.problems)
     assert all(p.line for p in one.problems)
-    forks = []
-    real_fork = os.fork
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     _same(one, validate_paths([corpus], workers=workers))
-    assert len(forks) == workers - 1
+    pids = worker_pids()
+    texts = {f: bulk.read_text(f) for f in bulk.manifest_files([corpus])}
+    parts = bulk.plan_parts(texts, {f for f, text in texts.items() if bulk.read_whole(text, f)}, bulk.guided(workers))
+    assert len(pids) == len(parts) > 1  # every part ran once...
+    assert os.getpid() not in pids  # ...in a forked worker, none in this process
 
 
 def test_a_failed_worker_is_redone_by_the_parent(corpus, monkeypatch):
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
     one = validate_paths([corpus], workers=1)
     parent = os.getpid()
-    real = parallel._run_part
+    real = bulk._run_part
+    ran_here = []
 
     def dies_in_children(*args):
         if os.getpid() != parent:
             raise MemoryError("worker out of memory")
+        ran_here.append(1)
         return real(*args)
 
-    monkeypatch.setattr(parallel, "_run_part", dies_in_children)
+    monkeypatch.setattr(bulk, "_run_part", dies_in_children)
     _same(one, validate_paths([corpus], workers=3))
+    assert ran_here  # the parent did the parts
 
 
 def test_small_inputs_and_exit_on_error_stay_in_one_process(corpus, monkeypatch):
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     validate_paths([corpus], workers=4)  # under MIN_PARALLEL_BYTES
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
-    result = validate_paths([corpus], workers=4, exit_on_error=True)
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
+    result = validate_paths([corpus], ValidateOptions(exit_on_error=True), workers=4)
     assert len({(p.file, p.doc_index) for p in result.problems}) == 1
-
-
-def test_mapped_files_are_released_unless_the_caller_is_about_to_exit(tmp_path, monkeypatch):
-    from dockyard_k8s.validate import reader
-
-    monkeypatch.setattr(reader, "_MAP_FROM", 100_000)
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
-    big = tmp_path / "big.yaml"
-    big.write_text(dump_documents(_objects(200)))  # over _MAP_FROM: mapped, kept while validating
-    assert big.stat().st_size >= reader._MAP_FROM
-    reader.release_mapped()
-    kept = len(parallel._KEEP)
-    first = validate_paths([str(big)], workers=2)
-    assert reader._MAPPED == {} and len(parallel._KEEP) == kept  # a library caller: nothing left behind
-    try:
-        again = validate_paths([str(big)], workers=2, keep_parsed=True)  # the CLI: it exits right after
-        assert len(reader._MAPPED) == 1 and any(isinstance(k, dict) and str(big) in k for k in parallel._KEEP)
-        assert again.problems == first.problems
-    finally:
-        reader.release_mapped()
-        del parallel._KEEP[kept:]
 
 
 def test_plan_cuts_at_document_lines_and_keeps_file_order():
     doc = "---\nkind: A\n"  # 12 characters
     texts = {"a": doc * 4, "b": '{"kind": "B"}', "c": doc * 2}
-    assert parallel._plan(texts, {"b"}, 1) == [[("a", 0, 48), ("b", 0, -1), ("c", 0, 24)]]
-    two = parallel._plan(texts, {"b"}, 2)
+    assert bulk.plan_parts(texts, {"b"}, 1) == [[("a", 0, 48), ("b", 0, -1), ("c", 0, 24)]]
+    two = bulk.plan_parts(texts, {"b"}, 2)
     assert two == [[("a", 0, 36)], [("a", 36, 48), ("b", 0, -1), ("c", 0, 24)]]
-    shares = [*range(1, 9), *(parallel.guided(w) for w in (1, 2, 3, 8))]
+    shares = [*range(1, 9), *(bulk.guided(w) for w in (1, 2, 3, 8))]
     for workers in shares:  # every file covered once, in order, cut only at "---" lines
-        parts = parallel._plan(texts, {"b"}, workers)
+        parts = bulk.plan_parts(texts, {"b"}, workers)
         assert all(len({f for f, _, _ in part}) == len(part) for part in parts)  # one region of a file per part
         spans = [s for part in parts for s in part]
         for file, text in texts.items():
@@ -149,11 +146,11 @@ def test_plan_cuts_at_document_lines_and_keeps_file_order():
 
 
 def test_guided_shares_shrink_and_add_up():
-    shares = parallel.guided(2)
+    shares = bulk.guided(2)
     assert abs(sum(shares) - 1) < 1e-9 and shares[0] == 0.25
     assert all(a >= b for a, b in itertools.pairwise(shares)) and len(shares) <= 255
     text = "".join(f"---\nkind: A\nn: {i:04}\n" for i in range(2000))
-    sizes = [sum(end - start for _, start, end in part) for part in parallel._plan({"a": text}, set(), shares)]
+    sizes = [sum(end - start for _, start, end in part) for part in bulk.plan_parts({"a": text}, set(), shares)]
     assert sizes[0] > 3 * sizes[-1] and abs(sizes[0] / len(text) - 0.25) < 0.01
 
 
@@ -169,7 +166,7 @@ def test_workers_flag(corpus, capsys):
 def test_no_fork_while_other_threads_run(corpus, monkeypatch):
     import threading
 
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)

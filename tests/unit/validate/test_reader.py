@@ -1,8 +1,9 @@
-import itertools
 
 import pytest
 
-from dockyard_k8s.validate.reader import add_lines, documents_of, parse_text, read_manifests, resolve_go_yaml
+from dockyard_k8s.validate.goyaml import resolve_go_yaml
+from dockyard_k8s.validate.locate import add_lines
+from dockyard_k8s.validate.reader import documents_of, parse_text, read_manifests
 
 BOTH = pytest.mark.parametrize("parser", ["fast", "pyyaml"])
 
@@ -117,7 +118,7 @@ def test_add_lines_locates_nested_paths_and_missing_fields():
     ],
 )
 def test_document_splitter(text, expected):
-    from dockyard_k8s.validate.reader import _chunks
+    from dockyard_k8s.validate.split import _chunks
 
     assert _chunks(text) == expected
 
@@ -193,7 +194,9 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
     from pathlib import Path
 
     from conftest import REPO
-    from dockyard_k8s.validate.reader import _block_style, _text_line, parse_slow, split_documents
+    from dockyard_k8s.validate.goyaml import parse_slow
+    from dockyard_k8s.validate.locate import _block_style, _text_line
+    from dockyard_k8s.validate.split import split_documents
     from odd_values import leaves
 
     texts = [TRICKY] + [Path(f).read_text() for f in sorted(glob(f"{REPO}/tests/golden/expected/**/*.yaml",
@@ -230,24 +233,8 @@ WHOLE_OR_NOT = [
 
 
 @pytest.mark.parametrize("text", WHOLE_OR_NOT)
-def test_read_whole_with_re2_on_a_large_file_agrees_with_the_splitter(text, monkeypatch):
-    pytest.importorskip("re2")
-    from dockyard_k8s.validate import reader
-
-    assert reader.re2_filter() is not None and reader._RE2_WHOLE
-    pad = "kind: ConfigMap\ndata:\n  a: '1'\n---\n" * 200  # over _RE2_MIN: the RE2 pass decides
-    for big in (pad + text, text + "\n" + pad, text.lstrip("\ufeff") + "\n" + pad + text.lstrip("\ufeff")):
-        assert len(big) >= reader._RE2_MIN
-        whole = reader.split_documents(big, "f.yaml") is None
-        assert reader.read_whole(big, "f.yaml") == whole, big[:60]
-        monkeypatch.setattr(reader, "_RE2", [None])  # without google-re2: the same verdict
-        assert reader.read_whole(big, "f.yaml") == whole
-        monkeypatch.undo()
-
-
-@pytest.mark.parametrize("text", WHOLE_OR_NOT)
 def test_read_whole_and_regions_agree_with_the_splitter(text):
-    from dockyard_k8s.validate.reader import read_whole, region_documents, split_documents
+    from dockyard_k8s.validate.split import read_whole, region_documents, split_documents
 
     whole = split_documents(text, "f.yaml")
     assert read_whole(text, "f.yaml") == (whole is None)
@@ -260,9 +247,9 @@ def test_read_whole_and_regions_agree_with_the_splitter(text):
 
 
 @pytest.mark.parametrize("text", [
-    "kind: A\nmetadata: {name: a}\n---\nkind: B\nx: [1, 2]\n---\nkind: C\n",  # plain: read in place
+    "kind: A\nmetadata: {name: a}\n---\nkind: B\nx: [1, 2]\n---\nkind: C\n",
     "---\nkind: A\n---\nkind: B\n",
-    "kind: A\n--- # comment\nkind: B\n",  # marker with a comment: the general way
+    "kind: A\n--- # comment\nkind: B\n",  # a marker with a comment
     "kind: A\n---\n# blank\n---\nkind: B\n",  # a blank document
     "on: 1\n---\nkind: B\n",  # a candidate on the region's first line
     "kind: A\n---\nkind: B\nv: yes\n",  # a candidate later
@@ -272,91 +259,22 @@ def test_read_whole_and_regions_agree_with_the_splitter(text):
     "kind: A\n---\n- 1\n- 2\n",  # a document that is a list
     "kind: A\n---\nnull\n---\nkind: C\n",  # a null document
 ])
-def test_reading_a_region_in_place_agrees_with_splitting_it(text):
+def test_two_regions_of_a_file_read_as_the_whole_file(text):
+    """What a large input's workers do: each reads a region, its documents numbered from 0 there."""
     pytest.importorskip("yaml_rs")
-    from dockyard_k8s.validate.reader import chunk_documents_of, region_documents, region_documents_of
+    from dockyard_k8s.validate.reader import region_documents_of
 
-    cuts = [0] + [i + 1 for i in range(len(text)) if text.startswith("\n---", i)] + [len(text)]
-    for start, end in itertools.pairwise(cuts):
-        for a, b in ((start, end), (0, end), (start, len(text))):
-            chunks = region_documents(text, a, b)
-            want = chunk_documents_of("f.yaml", chunks)
-            documents, problems, pieces = region_documents_of("f.yaml", text, a, b)
-            assert (documents, problems) == want, (a, b)
-            assert list(pieces) == list(chunks), (a, b)
-    plain = "kind: A\n---\nkind: B\n"
-    assert type(region_documents_of("f.yaml", plain, 0, len(plain))[2]).__name__ == "Pieces"  # read in place
+    whole = documents_of("f.yaml", text)
+    cuts = [i + 1 for i in range(len(text)) if text.startswith("\n---", i)]
+    for cut in cuts:
+        first, first_problems, chunks = region_documents_of("f.yaml", text, 0, cut)
+        second, second_problems, _ = region_documents_of("f.yaml", text, cut, len(text))
+        shift = len(chunks)
+        assert [*first, *(d._replace(doc_index=d.doc_index + shift) for d in second)] == whole[0], cut
+        assert [*first_problems, *(p._replace(doc_index=p.doc_index + shift) for p in second_problems)] == whole[1]
 
 
-# --- the pre-scan's RE2 filter: wherever the exact patterns match, it matches -------------
-
-GO_YAML_TOKENS = [
-    "y", "Y", "n", "N", "yes", "No", "on", "ON", "off", "true", "0755", "1_0", "0b1", "0o7", "-0", "+1_", "08",
-    "8080", "x", "key", "a1", "port8080", "v1_", ":", ": ", " ", "\t", "\n", "- ", "[", "]", "{", "}", ",", "#",
-    "---\n", "<<", "!", "'", '"', "\u00a0", "\u2028", "\x1c", "\r",
-    "1", "1.5", "true", "False", "null", "~", ".inf", "-.5", "0x1F", "80",  # keys yaml-rs does not read as strings
-]
-
-
-@pytest.mark.parametrize("text", [
-    "a: yes\n", "a: Off # c\n", "a: 0755\n", "a: 1_000\n", "a: 0b1\n", "on: 1\n", "x:\n  y: 1\n", "a: {n: 2}\n",
-    "a\u00a0no: 1\n", "key : v\n", "010: x\n", "data: {1_0: x}\n", "- yes\n", "- 0o17\n", "a: [on, x]\n",
-    "a: [x, 07]\n", "a: {b: 07, c: 1}\n", "---\nyes\n", "<< : *a\n",
-    "limits:\n  1: 2\n", "a:\n  ~: 1\n", "a: {true: 1}\n", "- 1.5: x\n", "a:\n  .inf: 1\n",
-])
-def test_re2_filter_finds_each_kind_of_candidate(text):
-    re2 = pytest.importorskip("re2")
-    from dockyard_k8s.validate.reader import _RE2_SOURCE, _exact_scan
-
-    body = "kind: A\nmetadata:\n  name: a\n" + text
-    assert _exact_scan(body, 0, len(body)), "the exact patterns must flag it too"
-    assert re2.compile(_RE2_SOURCE).search(body) is not None
-
-
-def test_re2_filter_matches_wherever_the_exact_patterns_do():
-    pytest.importorskip("re2")
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    from dockyard_k8s.validate.reader import _exact_scan, _has_tag, re2_filter
-
-    wide = re2_filter()
-    flagged = []
-
-    @settings(max_examples=3000, deadline=None, database=None)
-    @given(st.lists(st.sampled_from(GO_YAML_TOKENS), max_size=30), st.integers(0, 30))
-    def check(tokens, skip):
-        text = "".join(tokens)
-        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-        start = starts[skip % len(starts)]  # a region starts at a line start
-        exact = _exact_scan(text, start, len(text))
-        flagged.append(exact)
-        if exact:
-            assert wide.search(text[start:]) is not None or _has_tag(text, start, len(text)), (text, start)
-
-    check()
-    assert sum(flagged) > 300, "the generated texts hardly ever held a candidate: the test proves little"
-
-
-def test_large_regions_use_the_re2_filter_and_agree_with_the_exact_scan(monkeypatch):
-    pytest.importorskip("re2")
-    from dockyard_k8s.validate import reader
-
-    clean = "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  port: '8080'\n---\n" * 2000
-    risky = clean + "kind: ConfigMap\ndata:\n  a: on\n"
-    calls = []
-    exact = reader._exact_scan
-    monkeypatch.setattr(reader, "_exact_scan", lambda *a: calls.append(a) or exact(*a))
-    assert reader._scan(clean, 0, len(clean)) is False
-    assert calls == []  # RE2 found nothing: the slow patterns never ran
-    assert reader._scan(risky, 0, len(risky)) is True
-    assert len(calls) == 1  # RE2 found something: the exact patterns decide
-    monkeypatch.setattr(reader, "_RE2", [None])  # google-re2 not installed: the exact patterns alone
-    assert reader._scan(clean, 0, len(clean)) is False and reader._scan(risky, 0, len(risky)) is True
-    assert len(calls) == 3
-
-
-@pytest.mark.parametrize("size", [10, 1_200_000])  # read, and mapped (large files)
+@pytest.mark.parametrize("size", [10, 1_200_000])
 def test_read_text_reads_small_and_large_files_and_rejects_bad_utf8(tmp_path, size):
     from dockyard_k8s.errors import UsageError
     from dockyard_k8s.validate.reader import read_text
@@ -374,57 +292,16 @@ def test_read_text_reads_small_and_large_files_and_rejects_bad_utf8(tmp_path, si
         read_text(str(tmp_path / "missing.yaml"))
 
 
-@pytest.mark.parametrize("plain", [True, False])  # read in place by yaml-rs, or the general way
+@pytest.mark.parametrize("plain", [True, False])  # bare markers only, or one with a comment
 def test_a_region_counts_its_lines_from_the_line_it_is_given(plain):
     pytest.importorskip("yaml_rs")
-    from dockyard_k8s.validate.reader import region_documents, region_documents_of
+    from dockyard_k8s.validate.reader import region_documents_of
+    from dockyard_k8s.validate.split import region_documents
 
     text = "kind: A\nx: 1\n---\nkind: B\n---\nkind: C\nv: 2\n---\nkind: D\n" + ("" if plain else "--- # c\nkind: E\n")
     start = text.index("kind: B") - 4
     absolute, _, _ = region_documents_of("f.yaml", text, start, len(text))
-    relative, _, pieces = region_documents_of("f.yaml", text, start, len(text), line=1)
+    relative, _, _ = region_documents_of("f.yaml", text, start, len(text), line=1)
     before = text.count("\n", 0, start)
     assert [d.line for d in absolute] == [d.line + before for d in relative] and relative[0].line == 2
     assert [line for _, line in region_documents(text, start, len(text), line=1)] == [d.line for d in relative]
-    assert type(pieces).__name__ == ("Pieces" if plain else "list")
-
-
-def test_large_ascii_files_are_searched_in_their_mapping(tmp_path):
-    pytest.importorskip("re2")
-    from dockyard_k8s.validate import reader
-
-    doc = "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '1'\n---\n"
-    ascii_file, other = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    ascii_file.write_text(doc * 30_000 + "kind: ConfigMap\ndata:\n  a: on\n---\n" + doc * 10)
-    other.write_text("# é\n" + doc * 30_000)
-    try:
-        text = reader.read_text(str(ascii_file))
-        copy = text.encode().decode()  # the same characters, not read from a file: searched as a str
-        assert reader._bytes_of(text) is not None and reader._bytes_of(copy) is None
-        assert reader._bytes_of(reader.read_text(str(other))) is None  # not ASCII: offsets would differ
-        risky = text.index("a: on")
-        cut = text.rfind("\n---\n", 0, risky) + 1
-        for start, end, want in ((0, cut, False), (cut, len(text), True), (0, len(text), True),
-                                 (text.index("---\n", 1000) + 4, cut, False)):
-            assert reader._scan(text, start, end) is want, (start, end)
-            assert reader._scan(copy, start, end) is want and reader._exact_scan(text, start, end) is want
-        assert reader.read_whole(text, "a.yaml") is False
-    finally:
-        reader.release_mapped()
-    assert reader._MAPPED == {}
-
-
-def test_a_large_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
-    import mmap
-
-    from dockyard_k8s.validate import reader
-
-    big = tmp_path / "big.yaml"
-    big.write_text("kind: ConfigMap\n---\n" * 70_000)  # over _MAP_FROM
-
-    def refuse(*args, **kwargs):
-        raise OSError(19, "No such device")  # as on a file system without mmap
-
-    monkeypatch.setattr(mmap, "mmap", refuse)
-    assert reader.read_text(str(big)) == big.read_text()
-    assert reader._MAPPED == {}

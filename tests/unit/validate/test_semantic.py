@@ -141,22 +141,6 @@ def test_rules_never_raise_on_odd_values(seed):
     assert report.objects == len(objects) and report.problems
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_bulk_validation_lists_the_same_problems(seed):
-    """Large inputs use jsonschema-rs and walk a failing object only towards the errors it
-    reports; the problems listed must be those of the full walk after the generated-code gate."""
-    from validate_samples import DEPLOYMENT as D
-
-    from dockyard_k8s.validate import validate_report
-    from odd_values import mutated, rendered
-
-    objects = mutated([D, *rendered()], seed, copies=12, most=3)
-    full = validate_report(objects).problems
-    bulk = validate_report(objects, large=True).problems
-    assert any(p.rule == "schema" for p in full)
-    assert bulk == full
-
-
 def test_resource_blocks_found_fine_are_remembered_and_nothing_else():
     from dockyard_k8s.validate import semantic
 
@@ -209,7 +193,7 @@ def test_numeric_boolean_and_null_keys_read_from_yaml_are_strings_as_kubectl_mak
 
 
 def test_a_part_settles_only_the_services_its_own_pods_satisfy():
-    from dockyard_k8s.validate.semantic import CrossObjects
+    from dockyard_k8s.validate.cross import CrossObjects
 
     def part(services, pods):
         c = CrossObjects()
