@@ -203,20 +203,22 @@ def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[tuple[Any, i
 _WORD = r"(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"
 _NUMBER = r"[-+]?0[0-9_]|[-+]?[0-9]+_|[-+]?0[bBoO]"
 # Every colon, in one pass (a literal first character: the scan runs at memchr speed), for
-# a value (": yes", ": 0755"); a key go-yaml v2 reads as a boolean (`on:` is the key "true"),
-# found by looking back (faster than matching every line); a `key :` (rare: the slow path
-# reads it); and a colon after a digit, which may end a key go-yaml reads as a number (`010:` is
-# the key "8"), checked by hand (group "digit").
+# a value (": yes", ": 0755"); a key go-yaml v2 reads as a boolean (`on:` is the key "true") or
+# YAML 1.2 reads as a boolean or null (`true:`, `~:`; kubectl makes them strings), found by
+# looking back, first at the one character before the colon (most keys end with none of these
+# words' last letters), then at the word; a `key :` (rare: the slow path reads it); and a colon
+# after a digit, which may end a key go-yaml reads as a number (`010:` is the key "8"), checked
+# by hand (group "digit"). Over-matching only costs a slower read.
 _COLON = re.compile(
-    r":(?: (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")"
-    r"|(?<=[\s{,][yYnN]:)|(?<=[\s{,](?:yes|Yes|YES|off|Off|OFF):)|(?<=[\s{,](?:no|No|NO|on|On|ON):)"
-    # keys YAML 1.2 (yaml-rs) reads as booleans or null, which kubectl makes strings ("true", "null")
-    r"|(?<=[\s{,\[](?:true|True|TRUE|null|Null|NULL):)|(?<=[\s{,\[](?:false|False|FALSE):)|(?<=[\s{,\[]~:)"
-    r"|(?<=[\s{,\[]\.(?:inf|Inf|INF|nan|NaN|NAN):)|(?<=[\s{,\[][-+]\.(?:inf|Inf|INF):)"
+    r":(?:[ \t]+(?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")"
+    r"|(?<=[yYnNoOsSfFeElL~]:)(?:(?<=[\s{,\[][yYnN~]:)|(?<=[\s{,\[](?:no|No|NO|on|On|ON):)"
+    r"|(?<=[\s{,\[](?:yes|Yes|YES|off|Off|OFF):)"
+    r"|(?<=[\s{,\[](?:true|True|TRUE|null|Null|NULL|\.inf|\.Inf|\.INF|\.nan|\.NaN|\.NAN):)"
+    r"|(?<=[\s{,\[](?:false|False|FALSE|[-+]\.inf|[-+]\.Inf|[-+]\.INF):))"
     r"|(?<=[ \t]:)"
     r"|(?P<digit>(?<=[0-9_.]:)(?=[ \t\r\n,}\]]|$)))", re.M)
 _CANDIDATES = (
-    re.compile(r"- (?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")", re.M),
+    re.compile(r"-[ \t]+(?:" + _WORD + r"[ \t]*(?:$|[#,\]}])|" + _NUMBER + ")", re.M),
     re.compile(r"\[[ \t]*(?:" + _WORD + r"[ \t]*[,\]:]|" + _NUMBER + ")"),
     re.compile(r",[ \t]*(?:" + _WORD + r"[ \t]*[,\]}:]|" + _NUMBER + ")"),
     re.compile(r"\{[ \t]*(?:" + _WORD + r"[ \t]*[,}:]|" + _NUMBER + ")"),

@@ -133,6 +133,8 @@ def test_document_splitter(text, expected):
     # keys YAML 1.2 reads as numbers, booleans or null, anywhere: kubectl makes them strings
     "kind: Pod\nspec:\n  limits:\n    1: 2\n    ~: 3\n    1.5: x\n    true: y\n    null: z\n",
     "a: {1: x, 0x1F: y, .inf: z}\n", "a:\n- 80: http\n  False: 1\n", "time: 10:30\nv1: x\n3scale.net/x: y\n",
+    # more than one space (or a tab) before the value
+    "a:  yes\n", "b:  0755\n", "a:\n-  on\n-\tn\n",
 ])
 def test_fast_and_slow_readers_agree_on_document_streams(text, monkeypatch):
     pytest.importorskip("yaml_rs")
