@@ -1,12 +1,19 @@
-"""Cold start of `dockyard-k8s check` on the bundled example, validation included.
+"""`dockyard-k8s check` on the bundled example, and what each of its fast paths buys.
 
-Runs each command N times, interleaved so machine noise hits all alike, in fresh processes
-with bytecode caching on (as an installed package has it) and a warm validator cache:
+Runs each variant N times, interleaved so machine noise hits all alike, in fresh processes
+with bytecode caching on (as an installed package has it) and a warm validator cache, and
+reports the median wall time and CPU time (user + system) of each:
 
-* ``python -c pass``                     the interpreter alone
-* ``dockyard-k8s check`` (validated)     what users run
-* in-process split: importing + running the validation of the 6 rendered objects, vs
-  ``kubernetes_validate.validate`` (the alternative) on the same 5 built-in objects.
+* ``python -c pass``                      the interpreter alone
+* ``dockyard-k8s check``                  what users run
+* the same with one fast path switched off, each on its own:
+  - the subset YAML parser (``config.yamlio._Subset``): PyYAML reads the config files
+  - the fast YAML writer (``render.serialize._fast_dump``): PyYAML writes the recipe ConfigMap
+  - the collector frozen at exit (``cli.run``): the interpreter traces every object at shutdown
+* in-process: importing + running the validation of the rendered objects, vs
+  ``kubernetes_validate.validate`` (the alternative) on the same built-in objects.
+
+A fast path stays while switching it off costs >= 15% of ``check`` (STYLE.md).
 
 Usage: python bench/bench_check_startup.py [--runs 31]
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,14 +32,30 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = ["examples/grpo_swe.yaml", "--infra", "examples/grpo_swe.infra.yaml"]
 
+# check with one fast path off, patched in before the command runs
+CHECK = """
+import sys
+{patch}
+from dockyard_k8s.cli import run
+sys.argv = ["dockyard-k8s", "check", *sys.argv[1:]]
+run()
+"""
+PATCHES = {
+    "dockyard-k8s check": "",
+    "  without the subset parser": "from dockyard_k8s.config import yamlio\n"
+                                   "yamlio._Subset.document = lambda self, text: None",
+    "  without the fast writer": "from dockyard_k8s.render import serialize\n"
+                                 "serialize._fast_dump = lambda data: None",
+    "  without the freeze at exit": "import gc\ngc.freeze = lambda: None",
+}
+
 VALIDATE_ONLY = """
 import time, sys
-from dockyard_k8s.bundle import build_bundle
 import dockyard_k8s.bundle as b
 objects = b.render_run(b.load_run(*sys.argv[1:3]))
 t = time.perf_counter()
-from dockyard_k8s.validate.engine import validate_report
-r = validate_report(objects, ignore_missing_schemas=True)
+from dockyard_k8s.validate.engine import ValidateOptions, validate_report
+r = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))
 assert not r.problems, r.problems
 print((time.perf_counter() - t) * 1e3)
 """
@@ -43,7 +67,7 @@ objects = b.render_run(b.load_run(*sys.argv[1:3]))
 t = time.perf_counter()
 import kubernetes_validate
 for o in objects:
-    if not o["apiVersion"].startswith("ray.io"):
+    if o["apiVersion"].split("/")[0] not in ("ray.io", "kueue.x-k8s.io", "keda.sh"):  # CRDs: it has none
         kubernetes_validate.validate(o, "1.29", strict=True)
 print((time.perf_counter() - t) * 1e3)
 """
@@ -56,10 +80,14 @@ def _env(cache: str) -> dict[str, str]:
     return env
 
 
-def _wall(cmd: list[str], env: dict[str, str]) -> float:
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - t) * 1e3
+    wall = (time.perf_counter() - t) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3
 
 
 def _inner(code: str, env: dict[str, str]) -> float:
@@ -72,24 +100,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=31)
     args = parser.parse_args()
-    exe = os.path.join(os.path.dirname(sys.executable), "dockyard-k8s")
+    variants = {"python -c pass": [sys.executable, "-c", "pass"]}
+    variants.update({name: [sys.executable, "-c", CHECK.format(patch=patch), *EXAMPLE]
+                     for name, patch in PATCHES.items()})
     with tempfile.TemporaryDirectory() as cache:
         env = _env(cache)
-        t = _wall([exe, "check", *EXAMPLE], env)  # fills the validator cache (first run ever)
-        print(f"first run, empty cache (compiles validators): {t:.0f} ms")
-        _wall([exe, "check", *EXAMPLE], env)
-        series: dict[str, list[float]] = {"python -c pass": [], "dockyard-k8s check (validated)": [],
-                                          "  of which validation (import + 6 objects)": [],
-                                          "  kubernetes_validate, 5 built-in objects": []}
+        wall, _ = _run(variants["dockyard-k8s check"], env)  # fills the validator cache (first run ever)
+        print(f"first run, empty cache (compiles validators): {wall:.0f} ms")
+        for cmd in variants.values():
+            _run(cmd, env)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        inner: dict[str, list[float]] = {"validation (import + rendered objects)": [],
+                                         "kubernetes_validate, the built-in objects": []}
         for _ in range(args.runs):
-            series["python -c pass"].append(_wall([sys.executable, "-c", "pass"], env))
-            series["dockyard-k8s check (validated)"].append(_wall([exe, "check", *EXAMPLE], env))
-            series["  of which validation (import + 6 objects)"].append(_inner(VALIDATE_ONLY, env))
+            for name, cmd in variants.items():
+                times[name].append(_run(cmd, env))
+            inner["validation (import + rendered objects)"].append(_inner(VALIDATE_ONLY, env))
         for _ in range(max(3, args.runs // 5)):
-            series["  kubernetes_validate, 5 built-in objects"].append(_inner(KUBERNETES_VALIDATE, env))
-    print(f"{'command':45} {'median ms':>10} {'min ms':>8}  (runs)")
-    for name, values in series.items():
-        print(f"{name:45} {statistics.median(values):10.1f} {min(values):8.1f}  ({len(values)})")
+            inner["kubernetes_validate, the built-in objects"].append(_inner(KUBERNETES_VALIDATE, env))
+    base = statistics.median(w for w, _ in times["dockyard-k8s check"])
+    print(f"{'command':34} {'wall median':>11} {'IQR':>15} {'CPU median':>10}  (runs)")
+    for name, values in times.items():
+        walls = [w for w, _ in values]
+        q = statistics.quantiles(walls, n=4)
+        change = f" {statistics.median(walls) / base * 100 - 100:+5.1f}%" if name.startswith("  ") else ""
+        print(f"{name:34} {statistics.median(walls):8.1f} ms {q[0]:6.1f}-{q[2]:6.1f} ms "
+              f"{statistics.median(c for _, c in values):7.1f} ms  ({len(values)}){change}")
+    for name, ms in inner.items():
+        print(f"in-process: {name:40} median {statistics.median(ms):.1f} ms (min {min(ms):.1f})")
 
 
 if __name__ == "__main__":
