@@ -66,8 +66,8 @@ def _doc(cfg: ServeConfig) -> InfraDoc:
 
 
 def endpoint_name_from(spec_file: str) -> str:
-    """``llama-8b.serve.yaml`` -> ``llama-8b`` (a DNS-1035 label, as run names are made)."""
-    return run_name_from(re.sub(r"\.serve(?=\.ya?ml$)", "", spec_file))
+    """``llama-8b.serve.yaml`` (or ``.infra.yaml``) -> ``llama-8b`` (a DNS-1035 label, as run names are made)."""
+    return run_name_from(re.sub(r"\.(serve|infra)(?=\.ya?ml$)", "", spec_file))
 
 
 def load_serve(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
@@ -82,7 +82,8 @@ def load_serve(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, st
     fill_derived(doc.data, spec_file)
     cfg = ServeConfig(doc.data, spec_file, doc.sources, doc.marks, doc.key_marks)
     problems = []
-    for path, message in serve_problems(doc.data, written=lambda p: p in doc.marks):
+    written = {path[:end] for path in doc.marks for end in range(1, len(path) + 1)}  # a key or one under it
+    for path, message in serve_problems(doc.data, written=written.__contains__):
         if path == ("serve", "name") and not name_written:
             problems.append(ConfigProblem(spec_file, 0, 0, format_path(path),
                                           message + " (the name defaults to the spec file name; set serve.name)"))
@@ -318,7 +319,7 @@ def serve_problems(infra: InfraSpec, *,
                    written: Callable[[Path], bool] = lambda path: True) -> list[tuple[Path, str]]:
     """Every rule of the serve section that spans several keys, as (key path, message).
 
-    ``written(path)`` says whether a layer the user controls set the key; a rule between two
+    ``written(path)`` says whether a layer set the key (or a key under it); a rule between two
     keys is reported at the one the user wrote.
     """
     s = infra["serve"]
@@ -333,6 +334,9 @@ def serve_problems(infra: InfraSpec, *,
             at = ("serve", limit) if written(("serve", limit)) else ("serve", request)
             out.append((at, f"serve.{limit} {high} is below the request serve.{request} {low} (the API server "
                             "rejects a limit under its request); expected a limit at least the request"))
+    if not written(("serve",)):
+        return [(("serve",), "is required: this file has no serve: section (a serve spec is an infra file whose "
+                             "serve.model names a hub id or a checkpoint directory; docs/serve.md)")]
     out += _model_problems(infra)
     out += _cache_problems(infra)
     out += _rollout_problems(infra)

@@ -75,7 +75,7 @@ BACKENDS: dict[str, Backend] = {
 
 _GPU_TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"},
                          [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
-_NAMESPACE = string("Namespace name.", pattern=DNS1123_LABEL)
+_NAMESPACE = string("a namespace name", pattern=DNS1123_LABEL)
 _POD_LABELS = string_map("Labels of the pods (all of them); empty: every pod of the namespace.",
                          values={"type": "string"})
 
@@ -84,7 +84,7 @@ _INGRESS_PEER = obj("Pods allowed to call the serving port.", {
     "podLabels": _POD_LABELS,
 }, required=("namespace",))
 _RUN_PEER = obj("A run whose pods call the endpoint (evaluation, sampling, a run's own checkpoint).", {
-    "name": string("The run's name (its launch.name, label dockyard-k8s/run).", pattern=DNS1035_LABEL),
+    "name": string("the run's name (its launch.name, label dockyard-k8s/run)", pattern=DNS1035_LABEL),
     "namespace": string("The run's namespace; defaults to the endpoint's.", None, nullable=True,
                         pattern=DNS1123_LABEL),
     "sandbox": boolean("Also admit the run's sandbox pool (untrusted code). Off: it never reaches the endpoint.",
@@ -93,10 +93,10 @@ _RUN_PEER = obj("A run whose pods call the endpoint (evaluation, sampling, a run
 _EGRESS_PEER = obj("An internal service the server may call (a secrets store, an OpenTelemetry collector).", {
     "namespace": _NAMESPACE,
     "podLabels": _POD_LABELS,
-    "ports": array("TCP ports.", integer("A port.", minimum=1, maximum=65535)),
+    "ports": array("a list of TCP ports", integer("A port.", minimum=1, maximum=65535)),
 }, required=("namespace", "ports"))
 _SECRET_REF = obj("A key of a Secret of the namespace.", {
-    "secret": string("Secret name.", pattern=DNS1123_SUBDOMAIN),
+    "secret": string("a Secret name", pattern=DNS1123_SUBDOMAIN),
     "key": string("Key inside the Secret.", "token"),
 }, required=("secret",))
 

@@ -30,6 +30,7 @@ def test_endpoint_name_comes_from_the_file_name() -> None:
     assert endpoint_name_from("examples/Llama_3.serve.yaml") == "llama-3"
     assert endpoint_name_from("eval.yaml") == "eval"
     assert endpoint_name_from("my.serve.yml") == "my"
+    assert endpoint_name_from("grpo_swe.infra.yaml") == "grpo-swe"
 
 
 def test_backend_facts_fill_image_port_metric_and_query(tmp_path: Path) -> None:
@@ -229,3 +230,13 @@ def test_a_name_too_long_for_a_service_is_reported_at_the_file_when_derived(tmp_
     (problem,) = info.value.problems
     assert problem.file == path and problem.line == 0
     assert "has 64 characters; at most 63" in problem.message and "set serve.name" in problem.message
+
+
+def test_a_file_without_a_serve_section_says_so(tmp_path: Path) -> None:
+    run_infra = tmp_path / "run.infra.yaml"
+    run_infra.write_text("infra:\n  namespace: rl\n")
+    with pytest.raises(ConfigError) as info:
+        load_serve(str(run_infra), env={})
+    (problem,) = info.value.problems
+    assert problem.path == "serve" and "this file has no serve: section" in problem.message
+    assert load_serve(str(run_infra), sets=("serve.model.id=a/b",), env={}).serve["model"]["id"] == "a/b"
