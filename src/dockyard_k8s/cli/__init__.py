@@ -45,6 +45,8 @@ COMMANDS = {
     "cluster": "bringup mode: a long-lived RayCluster + sandbox (up/down/list/dashboard)",
     "job": "Ray jobs on a running cluster (submit/list/logs/stop)",
     "dev": "a CPU dev pod for setup work (connect/stop/secrets)",
+    # the shell
+    "completion": "print a bash, zsh or fish completion script",
 }
 
 DESCRIPTION = """\
@@ -70,6 +72,32 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=32, width=100)
 
 
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """``; did you mean 'status'?`` for a near miss, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for a mistyped action or flag (exit 2, as argparse)."""
+
+    def error(self, message: str) -> NoReturn:
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+            message = f"{message}{did_you_mean(m.group(1), choices)}"
+        elif message.startswith("unrecognized arguments: "):
+            flags = [o for a in self._actions for o in a.option_strings]
+            hints = [did_you_mean(w.split("=")[0], flags) for w in message.split(": ", 1)[1].split()
+                     if w.startswith("--")]
+            message += "".join(h for h in hints if h)
+        super().error(message)
+
+
 class _Subparsers:
     """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS."""
 
@@ -84,8 +112,7 @@ class _Subparsers:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that command is complete (the others are listed for
     ``--help`` but their modules are not imported)."""
-    parser = argparse.ArgumentParser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=_Formatter)
+    parser = _Parser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"dockyard-k8s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
@@ -97,14 +124,34 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, args_in: Sequence[str]) -> argparse.ArgumentParser:
+    """The (sub)parser of the command and action on the command line: the flags a mistyped
+    flag is compared with."""
+    current = parser
+    for word in args_in:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            if word.startswith("-"):
+                continue
+            break
+        current = sub.choices[word]
+    return current
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
+    if args_in and not args_in[0].startswith("-") and args_in[0] not in COMMANDS:
+        # a mistyped command: say so without importing every command module
+        print(f"usage: dockyard-k8s COMMAND ...\ndockyard-k8s: error: unknown command '{args_in[0]}'"
+              f"{did_you_mean(args_in[0], list(COMMANDS))} (dockyard-k8s --help lists the commands)",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(args_in)
     if extra:  # recipe overrides may come after options: argparse leaves them here
         bad = [e for e in extra if e.startswith("-") or not hasattr(args, "overrides")]
         if bad:
-            parser.error(f"unrecognized arguments: {' '.join(bad)}")
+            _command_parser(parser, args_in).error(f"unrecognized arguments: {' '.join(bad)}")
         args.overrides = [*args.overrides, *extra]
     try:
         code = int(args.func(args) or 0)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema")
+AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab")
 
 PROBE = """
 import sys

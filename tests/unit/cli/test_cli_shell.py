@@ -1,0 +1,98 @@
+"""What users type without thinking: shell completion (bash, zsh, fish) generated from the
+parser, --version, and "did you mean" for a mistyped command, action or flag."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dockyard_k8s import __version__
+from dockyard_k8s.cli import COMMANDS, main
+
+
+def script(capsys: pytest.CaptureFixture[str], shell: str) -> str:
+    assert main(["completion", shell]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
+def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    path = tmp_path / "dockyard-k8s.bash"
+    path.write_text(script(capsys, "bash"))
+    (tmp_path / "recipe.yaml").write_text("a: 1\n")
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(["dockyard-k8s", *words])
+        probe = (f"source {path}; COMP_WORDS=(dockyard-k8s {' '.join(repr(w) for w in words)}); "
+                 f"COMP_CWORD={len(words)}; COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}; "
+                 f"_shtab_dockyard_k8s dockyard-k8s {words[-1]!r} {words[-2] if len(words) > 1 else 'dockyard-k8s'!r}; "
+                 "printf '%s\\n' \"${COMPREPLY[@]}\"")
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                              check=True)
+        return done.stdout.split()
+
+    assert complete("sta") == ["status"]
+    assert set(complete("")) >= set(COMMANDS)
+    assert complete("job", "l") == ["list", "logs"]
+    assert complete("logs", "x", "--fleet", "") == ["head", "trainer", "inference", "sandbox", "submitter"]
+    assert "--follow" in complete("logs", "x", "--fo")
+    assert "recipe.yaml" in complete("status", "rec")
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
+def test_zsh_script_is_valid_and_knows_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = script(capsys, "zsh")
+    path = tmp_path / "_dockyard-k8s"
+    path.write_text(text)
+    assert text.startswith("#compdef dockyard-k8s")
+    subprocess.run(["zsh", "-n", str(path)], check=True, timeout=60)
+    for name in COMMANDS:
+        assert f"    {name}:" in text and f"_shtab_dockyard_k8s_{name.replace('-', '_')}_options" in text
+
+
+@pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed (apt-get install fish)")
+def test_fish_completes_commands_and_choices(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "dockyard-k8s.fish"
+    path.write_text(script(capsys, "fish"))
+
+    def complete(line: str) -> list[str]:
+        done = subprocess.run(["fish", "--no-config", "-c", f"source {path}; complete -C {line!r}"],
+                              capture_output=True, text=True, timeout=60, check=True)
+        return [row.split("\t")[0] for row in done.stdout.splitlines()]
+
+    assert complete("dockyard-k8s sta") == ["status"]
+    assert complete("dockyard-k8s runs -o ") == ["text", "wide", "json", "yaml"]
+    assert "--all-namespaces" in complete("dockyard-k8s runs --all")
+
+
+def test_completion_rejects_other_shells(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["completion", "csh"])
+    assert e.value.code == 2 and "invalid choice: 'csh'" in capsys.readouterr().err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == f"dockyard-k8s {__version__}\n"
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["stauts", "x"], "unknown command 'stauts'; did you mean 'status'?"),
+    (["lgos"], "unknown command 'lgos'; did you mean 'logs'?"),
+    (["zzz"], "unknown command 'zzz' (dockyard-k8s --help lists the commands)"),
+    (["job", "lsit"], "invalid choice: 'lsit' (choose from 'submit', 'list', 'logs', 'stop'); did you mean 'list'?"),
+    (["logs", "grpo-swe", "--follwo"], "unrecognized arguments: --follwo; did you mean '--follow'?"),
+    (["runs", "--all-namepsaces"], "did you mean '--all-namespaces'?"),
+])
+def test_did_you_mean(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = int(e.code or 0)
+    assert code == 2
+    assert said in capsys.readouterr().err
