@@ -171,6 +171,22 @@ def test_problems_that_cannot_heal_stop_up_with_fail_fast(cli: Any, fake: FakeKu
     assert fake.get("apps/v1", "Deployment", NS, NAME) is not None  # left as is for status and down
 
 
+def test_no_free_gpu_is_explained_with_the_serve_keys(cli: Any, fake: FakeKube) -> None:
+    def scheduler() -> None:
+        following(fake)
+        p = fake.put(server_pod(scheduled=False, unschedulable="0/1 nodes are available: 1 Insufficient "
+                                                             "nvidia.com/gpu. preemption: 0/1 nodes are available: "
+                                                             "1 No preemption victims found for incoming pod."))
+        fake.add_event(NS, p, "FailedScheduling", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+
+    t = in_background(scheduler)
+    r = cli("serve", "up", KIND_SPEC, "--timeout", "3")
+    t.join(5)
+    assert r.code == 1
+    assert f"✖ serve/{POD}: FailedScheduling: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." in r.out
+    assert "lower serve.gpus or serve.replicas" in r.out
+
+
 def test_a_missing_priority_class_is_named(cli: Any, fake: FakeKube) -> None:
     def controller() -> None:
         following(fake)
