@@ -1,13 +1,75 @@
-"""`run` / `status` of a run queued with Kueue, against the fake API server."""
+"""`run` / `status` / `logs` / `doctor` / `plan --live` of a run queued with Kueue, against the fake
+API server with the KubeRay and Kueue simulations (kuberay_sim.py, kueue_sim.py)."""
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN
+from kuberay_sim import EXAMPLES, NS, RUN, KubeRay
+from kueue_sim import API, Kueue, busy_workload, cluster_queue, flavor, local_queue
 
 KUEUE_ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe_kueue.infra.yaml")]
+GPU = "nvidia.com/gpu"
+P4DE = {"node.kubernetes.io/instance-type": "p4de.24xlarge"}
+
+
+def queue_objects(gpus: int = 24, checks: list[str] | None = None) -> list[dict[str, Any]]:
+    """rl-research's queue: a CPU flavor first, then the A100 nodes the example selects."""
+    return [flavor("default-flavor", {"node-role": "cpu"}), flavor("a100", P4DE),
+            cluster_queue("rl-research", {"default-flavor": {"cpu": 64, "memory": "512Gi", GPU: 0},
+                                          "a100": {"cpu": 600, "memory": "4Ti", GPU: gpus}}, checks=checks),
+            local_queue("rl-research", NS, "rl-research"),
+            {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": "research-normal"},
+             "value": 100}]
+
+
+@pytest.fixture
+def kueue(fake: FakeKube) -> Iterator[Kueue]:
+    sim = fake.extend(Kueue())
+    assert isinstance(sim, Kueue)
+    for obj in queue_objects():
+        fake.put(obj)
+    yield sim
+
+
+@pytest.fixture
+def kuberay(fake: FakeKube) -> KubeRay:
+    sim = fake.extend(KubeRay())
+    assert isinstance(sim, KubeRay)
+    return sim
+
+
+def in_background(fn: Any) -> threading.Thread:
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            fn()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.errors = errors  # type: ignore[attr-defined]
+    t.start()
+    return t
+
+
+def wait_output(fake: FakeKube, text: str) -> None:
+    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
+
+
+def the_workload(fake: FakeKube, sim: Kueue) -> dict[str, Any]:
+    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
+    assert job is not None
+    wl = sim.workload_of(job)
+    assert wl is not None
+    return wl
 
 
 def test_the_team_queue_objects_are_render_only(cli: Any, fake: FakeKube) -> None:
@@ -18,3 +80,153 @@ def test_the_team_queue_objects_are_render_only(cli: Any, fake: FakeKube) -> Non
     assert not any("kueue.x-k8s.io" in q.path for q in fake.requests)
     job = fake.get("ray.io/v1", "RayJob", NS, RUN)
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "rl-research"
+
+
+def test_run_explains_a_queued_run_in_kueues_words_then_follows_it_to_success(
+        cli: Any, fake: FakeKube, kueue: Kueue, kuberay: KubeRay) -> None:
+    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
+
+    def cluster() -> None:
+        wait_output(fake, "not admitted (Pending): couldn't assign flavors to pod set trainer")
+        fake.remove(API, "Workload", "default", "vision-job")  # the other job ends: quota frees
+        wait_output(fake, "admitted in ClusterQueue rl-research")
+        name = kuberay.cluster_of(NS, RUN)
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayCluster", NS, name))
+        kuberay.run_pods(NS, name)
+        wait_output(fake, "trainer: 2/2 scheduled, 2/2 ready")
+        kuberay.finish(NS, RUN)
+
+    t = in_background(cluster)
+    r = cli("run", *KUEUE_ARGS, "--timeout", "30")
+    t.join(10)
+    assert not t.errors, t.errors
+    assert r.code == 0, r.out + r.err
+    lines = r.out.splitlines()
+    queued = next(x for x in lines if "not admitted (Pending)" in x)
+    assert "Workload rayjob-grpo-swe-" in queued and "queued in LocalQueue rl-research" in queued
+    assert "insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed" in queued
+    admitted = next(x for x in lines if "admitted in ClusterQueue rl-research" in x)
+    assert "flavors head default-flavor" in admitted and "trainer a100" in admitted
+    assert lines.index(queued) < lines.index(admitted)
+    assert "✔ succeeded" in r.out
+    # the flavors Kueue injected reached the pods (KubeRay copied the templates)
+    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
+    assert job["spec"]["suspend"] is False
+
+
+def test_rerunning_an_unchanged_queued_run_does_not_fight_kueue_over_suspend(
+        cli: Any, fake: FakeKube, kueue: Kueue) -> None:
+    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["suspend"] is False  # admitted and resumed by Kueue
+    r = cli("run", *KUEUE_ARGS, "--detach")
+    assert r.code == 0, r.out + r.err
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["suspend"] is False
+
+
+def test_status_shows_the_workload_queued_admitted_and_evicted(cli: Any, fake: FakeKube, kueue: Kueue,
+                                                              kuberay: KubeRay) -> None:
+    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
+    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
+    r = cli("status", *KUEUE_ARGS)
+    assert r.code == 0
+    assert "queued in LocalQueue rl-research, not admitted (Pending): couldn't assign flavors to pod set trainer" \
+        in r.out
+    assert "(waiting to be admitted, e.g. by Kueue)" in r.out  # the RayJob's own word, explained by the line after
+    fake.remove(API, "Workload", "default", "vision-job")
+    r = cli("status", *KUEUE_ARGS, "-o", "json")
+    doc = json.loads(r.out)
+    assert doc["kueue"]["state"] == "admitted" and doc["kueue"]["cluster_queue"] == "rl-research"
+    assert doc["kueue"]["flavors"]["trainer"] == {"cpu": "a100", "memory": "a100", GPU: "a100"}
+    fake.put(busy_workload("urgent", "default", "rl-research", {GPU: ("a100", 24)}))
+    kueue.evict(NS, the_workload(fake, kueue)["metadata"]["name"])
+    out = cli("status", *KUEUE_ARGS).out
+    evicted = next(x for x in out.splitlines() if x.startswith("Workload "))
+    assert ": evicted (Preempted, InClusterQueue): Preempted to accommodate a workload" in evicted
+    assert "due to prioritization in the ClusterQueue" in evicted
+    assert "requeued 1 time(s)" in out
+
+
+def test_multikueue_status_and_logs_say_where_the_pods_run(cli: Any, fake: FakeKube) -> None:
+    fake.extend(Kueue(worker_cluster="gpu-west"))
+    fake.put({"apiVersion": API, "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},
+              "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
+    for obj in queue_objects(checks=["dispatch"]):
+        fake.put(obj)
+    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    out = cli("status", *KUEUE_ARGS).out
+    assert "admission check dispatch: Ready: The workload was admitted on \"gpu-west\"" in out
+    assert "dispatched by MultiKueue to worker cluster gpu-west: the pods run there, not on this cluster" in out
+    assert "--context gpu-west" in out
+    r = cli("logs", *KUEUE_ARGS)
+    assert r.code == 1
+    assert "error: no head pod in the run (no pods at all yet)" in r.err
+    assert "hint: Workload rayjob-grpo-swe-" in r.err and ": admitted in ClusterQueue rl-research" in r.err
+    assert "dispatched by MultiKueue to worker cluster gpu-west: the pods run there" in r.err
+    assert "follow them there: --context gpu-west" in r.err
+
+
+def nodes(fake: FakeKube, gpu_nodes: int = 3) -> None:
+    for i in range(gpu_nodes):
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}", "labels": P4DE},
+                  "status": {"allocatable": {GPU: "8", "cpu": "96", "memory": "1100Gi", "pods": "110"},
+                             "conditions": [{"type": "Ready", "status": "True"}]}})
+    for i in range(2):
+        fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"cpu-{i}", "labels": {
+            "node-role": "cpu"}}, "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "ephemeral-storage":
+                                                             "500Gi", "pods": "110"}}})
+
+
+def test_plan_live_reads_kueue_from_the_cluster(cli: Any, fake: FakeKube, kueue: Kueue) -> None:
+    nodes(fake)
+    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
+    r = cli("plan", *KUEUE_ARGS, "--live", "--set", "infra.kueue.topology.mode=none",
+            "--set", "infra.kueue.topology.together=false")
+    assert r.code == 1, r.out + r.err
+    assert r.out.startswith("kueue: live cluster fake; usage: 1 admitted Workload(s)")
+    assert "✖ RayJob rl-research/grpo-swe waits in the queue (WaitingForQuota)" in r.out
+    fake.remove(API, "Workload", "default", "vision-job")
+    r = cli("plan", *KUEUE_ARGS, "--live", "--set", "infra.kueue.topology.mode=none",
+            "--set", "infra.kueue.topology.together=false")
+    assert "✔ RayJob rl-research/grpo-swe admitted" in r.out
+
+
+def test_plan_live_of_a_queued_run_without_kueue_is_bad_input(cli: Any, fake: FakeKube) -> None:
+    nodes(fake)
+    r = cli("plan", *KUEUE_ARGS, "--live")
+    assert r.code == 2
+    assert "Kueue is not installed, and without its webhook the job would run unqueued" in r.err
+
+
+def doctor_lines(cli: Any, *extra: str) -> dict[str, str]:
+    r = cli("doctor", *KUEUE_ARGS, "--set", "infra.kueue.topology.mode=none", "--set",
+            "infra.kueue.topology.together=false", *extra)
+    return {line[2:].split()[0] + (" " + line[2:].split()[1] if line[2:].startswith("Kueue quota") else ""): line
+            for line in r.out.splitlines() if line[:2] in ("✔ ", "✖ ", "! ")}
+
+
+def test_doctor_checks_the_queue_chain_coverage_and_fit(cli: Any, fake: FakeKube, kueue: Kueue) -> None:
+    nodes(fake)
+    found = doctor_lines(cli)
+    assert found["Kueue"].startswith("✔ Kueue") and "installed" in found["Kueue"]
+    assert "rl-research/rl-research -> ClusterQueue rl-research" in found["LocalQueue"]
+    assert "covers cpu, memory, nvidia.com/gpu" in found["ClusterQueue"]
+    assert found["Kueue quota"].startswith("✔") and "admitted now in flavors a100, default-flavor" in found[
+        "Kueue quota"]
+    found = doctor_lines(cli, "--set", "kuberay.trainer.extendedResources.vpc\\.amazonaws\\.com/efa=4")
+    assert found["ClusterQueue"].startswith("✖") and "covers no vpc.amazonaws.com/efa" in found["ClusterQueue"]
+    found = doctor_lines(cli, "--set", "kuberay.trainer.replicas=4")
+    assert found["Kueue quota"].startswith("✖") and "can never be admitted (ExceedsMaxQuota)" in found["Kueue quota"]
+    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
+    found = doctor_lines(cli)
+    assert found["Kueue quota"].startswith("!") and "must wait now (WaitingForQuota)" in found["Kueue quota"]
+
+
+def test_doctor_names_a_missing_local_queue_and_a_missing_kueue(cli: Any, fake: FakeKube) -> None:
+    nodes(fake)
+    found = doctor_lines(cli)
+    assert found["Kueue"].startswith("✖") and "Kueue is not installed" in found["Kueue"]
+    fake.extend(Kueue())
+    found = doctor_lines(cli)
+    assert found["LocalQueue"].startswith("✖") and "LocalQueue rl-research doesn't exist in namespace rl-research" \
+        in found["LocalQueue"]

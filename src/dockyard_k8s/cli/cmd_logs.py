@@ -8,6 +8,7 @@ from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.errors import ClusterError
 
 EXAMPLES = """\
 examples:
@@ -53,11 +54,20 @@ def run(args: argparse.Namespace) -> int:
             from dockyard_k8s.live import runs
 
             ns = args.namespace or client.default_namespace
-            chosen = runs.log_pods(client, runs.find_run(client, ns, name), fleet=args.fleet, pod=args.pod)
+            ref = runs.find_run(client, ns, name)
+            objects = ref.objects
         else:
             assert bundle is not None
             ns, _ = run_of(bundle)
-            chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
+            objects = bundle.objects
+        try:
+            if name:
+                chosen = runs.log_pods(client, ref, fleet=args.fleet, pod=args.pod)
+            else:
+                assert bundle is not None
+                chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
+        except ClusterError as e:
+            raise _why_no_pods(client, objects, ns, e) from None
         prefixed = len(chosen) > 1
 
         def emit(prefix: str, line: str) -> None:
@@ -75,3 +85,22 @@ def run(args: argparse.Namespace) -> int:
                                              since=since, previous=args.previous):
                 emit(prefix, line)
     return 0
+
+
+
+def _why_no_pods(client: Any, objects: list[dict[str, Any]], ns: str, error: ClusterError) -> ClusterError:
+    """No pod to read: when the run is queued, Kueue's Workload says why (not admitted yet, or
+    dispatched by MultiKueue to a worker cluster, where the pods are)."""
+    from dockyard_k8s.live.kueue import list_workloads, multikueue_lines, queued, workload_of, workload_state
+    from dockyard_k8s.live.progress import main_object
+
+    main = main_object(objects)
+    if main is None or not queued(objects):
+        return error
+    workload = workload_of(list_workloads(client, ns), main)
+    if workload is None:
+        return error
+    state = workload_state(workload)
+    lines = [state.summary(), *(line.strip() for line in multikueue_lines(state.worker_cluster))] \
+        if state.worker_cluster else [state.summary()]
+    return ClusterError(str(error), obj=error.obj, status=error.status, hint="\n      ".join(lines))

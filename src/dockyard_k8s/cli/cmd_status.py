@@ -21,8 +21,10 @@ examples:
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("status",
                        description="RayJob jobStatus/jobDeploymentStatus/reason/message, RayCluster conditions, "
-                                   "desired/scheduled/ready pods per fleet, and the warnings that explain anything "
-                                   "not ready. Exit 1 when nothing of the run exists.",
+                                   "the Kueue Workload of a queued run (queued with its position, admitted with "
+                                   "flavors, evicted and why, MultiKueue's worker cluster), desired/scheduled/ready "
+                                   "pods per fleet, and the warnings that explain anything not ready. Exit 1 when "
+                                   "nothing of the run exists.",
                        epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
                        formatter_class=formatter)
     add_run_args(p, by_name=True)
@@ -96,6 +98,12 @@ def print_view(view: Any) -> None:
             say(f"{kind} {obj['metadata']['name']}: {phase.summary}")
             for line in phase.details:
                 say(f"  {line}")
+    workload = view.workload()
+    if workload is not None:  # queued with Kueue: its Workload says why it waits, or where it runs
+        from dockyard_k8s.live.kueue import workload_state
+
+        for line in workload_state(workload).lines(view.queue_position):
+            say(line)
     rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, r.done, r.failed] for r in view.fleets()]
     if rows:
         say("")

@@ -56,6 +56,7 @@ class Facts(NamedTuple):
     quotas: list[dict[str, Any]] | None
     daemonsets: list[dict[str, Any]] | None
     pods: list[dict[str, Any]] | None = None  # running pods of every namespace: what is already requested
+    kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None  # (installed, objects) for a queued run
     unreachable: str = ""  # why /version failed: the URL and the reason
     unreachable_hint: str = ""
 
@@ -366,6 +367,10 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
                                                 "NAME --docker-server=... (or drop it from infra.imagePullSecrets)"))
     checks += check_access(facts.access, needed_access(objects))
     checks.append(check_cni(facts.daemonsets, any(o.get("kind") == "NetworkPolicy" for o in objects)))
+    if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (live/kueue.py)
+        from dockyard_k8s.live.kueue import kueue_checks
+
+        checks += kueue_checks(objects, facts.kueue[1], facts.kueue[0], namespace)
     return checks
 
 
@@ -418,8 +423,14 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
     daemonsets = _allowed(lambda: client.list(KINDS["DaemonSet"], "kube-system")[0])
     pods = _allowed(lambda: running_pods(client))
+    kueue_facts = None
+    from dockyard_k8s.live.kueue import kueue_installed, kueue_objects, queued
+
+    if queued(objects):
+        installed = _allowed(lambda: kueue_installed(client))
+        kueue_facts = (installed, _allowed(lambda: kueue_objects(client, [namespace])) if installed else None)
     return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets,
-                 pods)
+                 pods, kueue_facts)
 
 
 def running_pods(client: KubeClient) -> list[dict[str, Any]]:

@@ -1,19 +1,168 @@
-"""Kueue objects read from the cluster: what ``plan --live`` (and ``doctor``) judge a run against.
+"""Kueue on the live cluster: the run's Workload, what it says, and what ``doctor`` checks.
 
-One LIST per kind (cluster-scoped queues, flavors, topologies, priority classes, admission
-checks; Workloads of every namespace for the current usage and preemption candidates; the run's
-LocalQueues), turned into plain objects for ``plan.kueue_model.snapshot_from_objects``.
+* :func:`workload_state` (pure) reads a Workload the way Kueue writes it (v0.19.2
+  ``apis/kueue/v1beta2/workload_types.go``): ``Finished``, ``Evicted`` (and ``Preempted``),
+  ``Admitted``, ``QuotaReserved``, ``Requeued`` conditions, ``status.admission`` (the
+  ClusterQueue and the flavors of each pod set), ``admissionChecks`` and, with MultiKueue,
+  ``status.clusterName`` — the worker cluster the job was dispatched to;
+* :func:`workload_of` finds the run's Workload among a namespace's by ownerReference (Kueue
+  names it ``<kind>-<job>-<hash>``, owned by the job);
+* :func:`queue_position` asks Kueue's visibility API for the pending Workload's place;
+* :func:`kueue_objects` / :func:`kueue_checks` are what ``plan --live`` and ``doctor`` read and
+  judge (LocalQueue -> ClusterQueue, covered resources, fit), with ``plan``'s admission engine.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+from dockyard_k8s import kueue
+from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 
 # Cluster-scoped Kueue kinds a snapshot needs, then the namespaced ones.
 CLUSTER_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "Topology", "WorkloadPriorityClass", "AdmissionCheck")
+VISIBILITY = "visibility.kueue.x-k8s.io/v1beta2"  # the on-demand visibility API (beta, on by default)
+
+
+class WorkloadState(NamedTuple):
+    """One Workload, read: ``state`` is finished | evicted | admitted | reserved | pending."""
+
+    name: str
+    state: str
+    reason: str
+    message: str
+    queue: str
+    cluster_queue: str
+    flavors: dict[str, dict[str, str]]  # pod set -> resource -> flavor
+    worker_cluster: str  # MultiKueue: where it runs ("" otherwise)
+    checks: list[tuple[str, str, str]]  # admission checks: (name, state, message)
+    requeues: int
+    requeue_at: str
+
+    def summary(self) -> str:
+        """One progress line, in Kueue's words."""
+        where = f" in ClusterQueue {self.cluster_queue}" if self.cluster_queue else ""
+        text = {
+            "pending": f"queued in LocalQueue {self.queue}, not admitted",
+            "reserved": f"quota reserved{where}, waiting for admission checks",
+            "admitted": f"admitted{where}",
+            "evicted": "evicted",
+            "finished": "finished",
+        }[self.state]
+        if self.reason and self.state != "admitted":
+            text += f" ({self.reason})"
+        if self.message and self.state not in ("admitted",):
+            text += f": {self.message}"
+        if self.state == "admitted" and self.flavors:
+            text += "; flavors " + ", ".join(f"{ps} {'/'.join(sorted(set(f.values())))}"
+                                             for ps, f in self.flavors.items() if f)
+        return f"Workload {self.name}: {text}"
+
+    def lines(self, position: tuple[int, int] | None = None) -> list[str]:
+        """What ``status`` prints about it."""
+        out = [self.summary()]
+        if position is not None:
+            out.append(f"  position {position[0]} in LocalQueue {self.queue}, {position[1]} in ClusterQueue "
+                       f"{self.cluster_queue or '?'} (Kueue's visibility API)")
+        for name, state, message in self.checks:
+            out.append(f"  admission check {name}: {state}" + (f": {message}" if message else ""))
+        if self.requeues:
+            out.append(f"  requeued {self.requeues} time(s)" + (f", next at {self.requeue_at}" if self.requeue_at
+                                                                  else ""))
+        if self.worker_cluster:
+            out += multikueue_lines(self.worker_cluster)
+        return out
+
+
+def multikueue_lines(cluster: str) -> list[str]:
+    return [f"  dispatched by MultiKueue to worker cluster {cluster}: the pods run there, not on this cluster",
+            f"  follow them there: --context {cluster} (the kubeconfig context of that cluster) with status/logs"]
+
+
+def _conditions(wl: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("type")): c for c in as_mapping(wl.get("status")).get("conditions") or []
+            if isinstance(c, dict)}
+
+
+def _true(conds: dict[str, dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    c = conds.get(kind)
+    return c if c is not None and c.get("status") == "True" else None
+
+
+def workload_state(wl: dict[str, Any]) -> WorkloadState:
+    meta, spec, st = as_mapping(wl.get("metadata")), as_mapping(wl.get("spec")), as_mapping(wl.get("status"))
+    conds = _conditions(wl)
+    admission = as_mapping(st.get("admission"))
+    flavors = {str(as_mapping(psa).get("name")): {str(r): str(f) for r, f in
+                                                   as_mapping(as_mapping(psa).get("flavors")).items()}
+               for psa in admission.get("podSetAssignments") or []}
+    checks = [(str(as_mapping(c).get("name")), str(as_mapping(c).get("state", "")), str(as_mapping(c).get(
+        "message", ""))) for c in st.get("admissionChecks") or []]
+    requeue = as_mapping(st.get("requeueState"))
+
+    def made(state: str, reason: Any, message: Any) -> WorkloadState:
+        return WorkloadState(str(meta.get("name", "")), state, str(reason or ""), str(message or ""),
+                             str(spec.get("queueName", "")), str(admission.get("clusterQueue", "")), flavors,
+                             str(st.get("clusterName") or ""), checks, int(requeue.get("count") or 0),
+                             str(requeue.get("requeueAt") or ""))
+
+    if (c := _true(conds, "Finished")) is not None:
+        return made("finished", c.get("reason"), c.get("message"))
+    evicted = _true(conds, "Evicted")
+    if evicted is not None and _true(conds, "Admitted") is None:
+        preempted = _true(conds, "Preempted")
+        reason = str(evicted.get("reason", "")) + (f", {preempted.get('reason', '')}" if preempted else "")
+        message = str((preempted or evicted).get("message", ""))
+        requeued = conds.get("Requeued")
+        if requeued is not None and requeued.get("status") == "False" and requeued.get("message"):
+            message += f"; requeue: {requeued.get('message')}"
+        return made("evicted", reason, message)
+    if (c := _true(conds, "Admitted")) is not None:
+        return made("admitted", c.get("reason"), c.get("message"))
+    if (c := _true(conds, "QuotaReserved")) is not None:
+        return made("reserved", c.get("reason"), c.get("message"))
+    c = conds.get("QuotaReserved") or {}
+    return made("pending", c.get("reason"), c.get("message"))
+
+
+def workload_of(workloads: list[dict[str, Any]], obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The Workload of a job (by ownerReference; the newest when several)."""
+    mine = [w for w in workloads if kueue.owned_by(w, obj)]
+    mine.sort(key=lambda w: str(as_mapping(w.get("metadata")).get("creationTimestamp") or ""))
+    return mine[-1] if mine else None
+
+
+def queued(objects: list[dict[str, Any]]) -> bool:
+    """Whether the run has a job Kueue queues (the label on a kind it integrates)."""
+    return any(o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o) for o in objects)
+
+
+# --- reading the cluster ---------------------------------------------------------------------------
+
+
+def list_workloads(client: KubeClient, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's Workloads (none when Kueue is not installed)."""
+    return client.list(KINDS["Workload"], namespace, missing_ok=True)[0]
+
+
+def queue_position(client: KubeClient, namespace: str, local_queue: str, workload: str) -> tuple[int, int] | None:
+    """(position in the LocalQueue, in the ClusterQueue) from Kueue's visibility API, or None when the
+    API is not served, not allowed, or the Workload is not pending."""
+    from dockyard_k8s.errors import ClusterError
+    from dockyard_k8s.live.requests import Request
+
+    path = f"/apis/{VISIBILITY}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads"
+    try:
+        doc = client.call(Request("GET", path, obj=f"LocalQueue {namespace}/{local_queue} pending workloads"))
+    except ClusterError:
+        return None
+    for item in as_mapping(doc).get("items") or []:
+        item = as_mapping(item)
+        if as_mapping(item.get("metadata")).get("name") == workload:
+            return int(item.get("positionInLocalQueue", 0)) + 1, int(item.get("positionInClusterQueue", 0)) + 1
+    return None
 
 
 def kueue_installed(client: KubeClient) -> bool:
@@ -36,3 +185,82 @@ def kueue_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, A
             out.append({"apiVersion": "v1", "kind": "Namespace", **namespace})
     out += client.list(KINDS["PriorityClass"], None, missing_ok=True)[0]
     return out
+
+
+# --- doctor (pure) ----------------------------------------------------------------------------------
+
+
+def kueue_checks(objects: list[dict[str, Any]], found: list[dict[str, Any]] | None, installed: bool | None,
+                 namespace: str) -> list[Any]:
+    """doctor's Kueue checks for a queued run: Kueue installed, LocalQueue -> ClusterQueue (active,
+    admitting the namespace), every requested resource covered, and the run fits the quota at all.
+    ``found`` is :func:`kueue_objects` (None: not allowed to read them)."""
+    from dockyard_k8s.live.doctor import Check
+    from dockyard_k8s.plan.kueue_assign import inactive_reason, workload_requests
+    from dockyard_k8s.plan.kueue_model import snapshot_from_objects
+
+    jobs = [o for o in objects if o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o)]
+    if not jobs:
+        return []
+    queue = kueue.queue_name(jobs[0])
+    if installed is False:
+        return [Check("Kueue", False, f"the run is queued (LocalQueue {queue}) but the cluster serves no "
+                                      "ClusterQueue: Kueue is not installed",
+                      "install Kueue (its webhook is what suspends and queues the job; without it the job runs "
+                      "unqueued), or remove infra.kueue.queueName")]
+    if installed is None or found is None:
+        return [Check("Kueue", None, "cannot read Kueue's objects (permission)", fatal=False)]
+    checks = [Check("Kueue", True, "installed (ClusterQueue served)")]
+    mine = [w for w in found if w.get("kind") != "Workload" or not any(kueue.owned_by(w, j) for j in jobs)]
+    snap = snapshot_from_objects(mine, "live cluster")
+    lq = snap.local_queues.get((namespace, queue))
+    if lq is None:
+        return [*checks, Check("LocalQueue", False, f"LocalQueue {queue} doesn't exist in namespace {namespace}",
+                               f"kubectl get localqueues -n {namespace}; ask the platform admin for one "
+                               "(`render` with infra.kueue.queueObjects.render prints an example)")]
+    cq_name = str(as_mapping(lq.get("spec")).get("clusterQueue", ""))
+    checks.append(Check("LocalQueue", True, f"{namespace}/{queue} -> ClusterQueue {cq_name}"))
+    cq = snap.queues.get(cq_name)
+    if cq is None:
+        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} doesn't exist",
+                               "ask the platform admin: the LocalQueue points to a ClusterQueue that is not there")]
+    why = inactive_reason(snap, cq)
+    if why:
+        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} is inactive: {why}",
+                               "ask the platform admin to fix the ClusterQueue")]
+    requests, _ = workload_requests(snap, jobs)
+    wanted = sorted({r for wl in requests for ps in wl.pod_sets for r, v in ps.total.items() if v})
+    uncovered = [r for r in wanted if cq.group_of(r) is None]
+    if uncovered:
+        checks.append(Check("ClusterQueue", False, f"{cq_name} covers no {', '.join(uncovered)} (the run requests "
+                                                   f"{', '.join(wanted)}): resource ... unavailable in ClusterQueue",
+                            "ask the admin to add them to a resource group, or drop them from the run"))
+        return checks
+    checks.append(Check("ClusterQueue", True, f"{cq_name}" + (f" (cohort {cq.cohort})" if cq.cohort else "")
+                        + f" covers {', '.join(wanted)}"))
+    checks.append(_fit_check(snap, requests))
+    return checks
+
+
+def _fit_check(snap: Any, requests: list[Any]) -> Any:
+    from dockyard_k8s.live.doctor import Check
+    from dockyard_k8s.plan.kueue_assign import admit, assign
+
+    verdicts = []
+    for wl in requests:
+        verdicts.append(assign(snap, wl))
+        admit(snap, verdicts[-1])
+    worst = next((v for v in verdicts if v.state in ("never", "misconfigured", "inactive")), None)
+    if worst is not None:
+        return Check("Kueue quota", False, f"{worst.workload.ref} can never be admitted ({worst.reason}): "
+                                           f"{worst.message}",
+                     "lower the run's request or ask for more nominal quota (`dockyard-k8s plan --live` shows the "
+                     "quota per flavor)")
+    waiting = next((v for v in verdicts if v.state in ("waiting", "preempt")), None)
+    if waiting is not None:
+        what = "would preempt" if waiting.state == "preempt" else "must wait"
+        return Check("Kueue quota", None, f"{waiting.workload.ref} fits the quota but {what} now "
+                                          f"({waiting.reason}): {waiting.message}", fatal=False)
+    flavors = ", ".join(sorted({f for v in verdicts for ps in v.pod_sets for f in ps.flavors.values()}))
+    borrow = " (borrowing from the cohort)" if any(v.borrowing for v in verdicts) else ""
+    return Check("Kueue quota", True, f"admitted now in flavors {flavors}{borrow}")

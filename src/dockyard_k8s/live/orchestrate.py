@@ -20,6 +20,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import Finding
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.kueue import list_workloads, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
 from dockyard_k8s.render.meta import RUN_LABEL
 
@@ -168,6 +169,11 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
     for kind in [*watched_kinds(objects), POD]:
         items, _ = client.list(kind, namespace, label_selector=selector, missing_ok=True)
         view.sync(kind.kind, items)
+    if queued(objects):  # Kueue's Workloads carry no run label: the job owns its Workload
+        view.sync("Workload", list_workloads(client, namespace))
+        state = workload_state(wl) if (wl := view.workload()) is not None else None
+        if state is not None and state.state == "pending" and state.queue:
+            view.queue_position = queue_position(client, namespace, state.queue, state.name)
     if "RayJob" in view.objects and not view.of_kind("RayCluster"):
         # KubeRay names the RayJob's cluster in status; older operators do not copy our labels onto it
         for job in view.of_kind("RayJob"):
@@ -216,6 +222,8 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
 
     sources = [(k, selector, "") for k in watched_kinds(objects)]
     sources += [(POD, selector, ""), (EVENT, "", "type=Warning")]
+    if queued(objects) and client.list(KINDS["Workload"], namespace, missing_ok=True)[1]:  # "" when not served
+        sources.append((KINDS["Workload"], "", ""))  # the run's Workload: Kueue's reasons while it waits
     threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
     for t in threads:
         t.start()
@@ -366,7 +374,16 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
             "labels") or {}).get("dockyard-k8s/fleet"), "phase": (p.get("status") or {}).get("phase")}
                  for p in view.pods],
         "findings": [f._asdict() for f in findings],
+        "kueue": _kueue_doc(view),
     }
+
+
+def _kueue_doc(view: RunView) -> dict[str, Any] | None:
+    workload = view.workload()
+    if workload is None:
+        return None
+    state = workload_state(workload)
+    return {**state._asdict(), "summary": state.summary(), "position": view.queue_position}
 
 
 def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,

@@ -291,6 +291,7 @@ class RunView:
         self.events: dict[str, dict[str, Any]] = {}
         self.reported: set[tuple[str, str]] = set()
         self._last_lines: dict[str, str] = {}
+        self.queue_position: tuple[int, int] | None = None  # Kueue's visibility API, when asked (status)
 
     # --- feeding -----------------------------------------------------------------------
     def sync(self, kind: str, items: list[dict[str, Any]]) -> None:
@@ -324,6 +325,14 @@ class RunView:
 
     def fleets(self) -> list[FleetRow]:
         return fleet_rows(self.desired, self.pods)
+
+    def workload(self) -> dict[str, Any] | None:
+        """The Kueue Workload of the main object (a queued run), when Kueue made one."""
+        from dockyard_k8s.live.kueue import workload_of
+
+        main = self.main()
+        return workload_of(self.of_kind("Workload"), main) if main is not None and "Workload" in self.objects \
+            else None
 
     def _event_fleet(self, event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
                      pods_by_name: dict[str, dict[str, Any]]) -> str | None:
@@ -380,6 +389,11 @@ class RunView:
         if main is not None:
             phase = phase_of(main, self.pods)
             lines["main"] = f"{main.get('kind')} {(main.get('metadata') or {}).get('name')}: {phase.summary}"
+            workload = self.workload()
+            if workload is not None:  # Kueue's own words on why it waits (or where it was admitted)
+                from dockyard_k8s.live.kueue import workload_state
+
+                lines["kueue"] = workload_state(workload).summary()
         for row in self.fleets():
             lines[row.fleet] = fleet_line(row)
         out = [text for key, text in lines.items() if self._last_lines.get(key) != text]
