@@ -38,7 +38,3 @@ def kueue_problems_of(write, clean_env):
         return [str(p) for p in e.value.problems]
 
     return _problems
-
-
-def by_kind(objects, kind):
-    return [o for o in objects if o["kind"] == kind]

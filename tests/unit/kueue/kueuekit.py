@@ -104,3 +104,7 @@ def standard(**cq_spec: Any) -> list[dict[str, Any]]:
             cq("team-a", {"cpu": {"cpu": 64, "memory": "512Gi", GPU: 0},
                           "h100": {"cpu": 600, "memory": "4Ti", GPU: cq_spec.pop("gpus", 24)}}, **cq_spec),
             lq("q", "team-a")]
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from kueuekit import by_kind
 
-from conftest import by_kind
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import pod_templates
 
