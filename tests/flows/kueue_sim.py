@@ -22,8 +22,9 @@ so the flow tests do not hold the launcher to itself. With the default feature g
   pod templates. Otherwise ``QuotaReserved=False`` (reason ``Pending``) with the message
   ``couldn't assign flavors to pod set P: insufficient unused quota for R in flavor F, N more
   needed``; a missing LocalQueue is ``Inadmissible`` with ``LocalQueue X doesn't exist``;
-* **eviction** (:meth:`Kueue.evict`, :meth:`Kueue.preempt`): ``Evicted`` (``Preempted``) with
-  Kueue's preemption message, quota released, the job suspended again, then requeued.
+* **eviction** (:meth:`Kueue.evict`): ``Evicted`` (``Preempted``) with Kueue's preemption
+  message, quota released, the job suspended again, then requeued;
+* the LocalQueues' ``status.pendingWorkloads`` / ``admittedWorkloads``.
 
 Not played: TAS, fair sharing, borrowing limits, partial admission, preemption decisions (the
 tests decide who is evicted).
@@ -266,6 +267,21 @@ class Kueue(Extension):
             if wl is not None and not st.get("admission") and not any(
                     c["type"] == "Finished" for c in st.get("conditions") or []):
                 self._try_admit(wl)
+        self._queue_counts()
+
+    def _queue_counts(self) -> None:
+        """LocalQueue status.pendingWorkloads / admittedWorkloads, as the queue controller keeps them."""
+        fake = self._fake()
+        workloads = fake.all(API, "Workload")
+        for lq in fake.all(API, "LocalQueue"):
+            ns, name = lq["metadata"]["namespace"], lq["metadata"]["name"]
+            mine = [w for w in workloads if w["metadata"]["namespace"] == ns and w["spec"].get("queueName") == name
+                    and not any(c["type"] == "Finished" for c in (w.get("status") or {}).get("conditions") or [])]
+            admitted = sum(1 for w in mine if (w.get("status") or {}).get("admission"))
+            counts = {"pendingWorkloads": len(mine) - admitted, "admittedWorkloads": admitted,
+                      "reservingWorkloads": admitted}
+            if {k: (lq.get("status") or {}).get(k) for k in counts} != counts:
+                fake.set_status(API, "LocalQueue", ns, name, {**(lq.get("status") or {}), **counts}, manager=MANAGER)
 
     def _try_admit(self, wl: dict[str, Any]) -> None:
         fake = self._fake()

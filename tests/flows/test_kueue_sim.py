@@ -122,6 +122,8 @@ def test_no_room_keeps_it_pending_in_kueues_words_until_quota_frees(cluster: Any
                               "flavor cpu, 8 more needed, ")  # the head took 8 of the cpu flavor's 64
     assert message.endswith("insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more needed")
     assert fake.get("ray.io/v1", "RayJob", NS, "train")["spec"]["suspend"] is True
+    lq = fake.get(API, "LocalQueue", NS, "q")["status"]
+    assert (lq["pendingWorkloads"], lq["admittedWorkloads"]) == (1, 0)
     fake.remove(API, "Workload", "other", "big")
     assert conditions(workload(fake, kueue))["Admitted"][0] == "True"
     assert fake.get("ray.io/v1", "RayJob", NS, "train")["spec"]["suspend"] is False

@@ -132,6 +132,7 @@ def test_status_shows_the_workload_queued_admitted_and_evicted(cli: Any, fake: F
     assert "queued in LocalQueue rl-research, not admitted (Pending): couldn't assign flavors to pod set trainer" \
         in r.out
     assert "(waiting to be admitted, e.g. by Kueue)" in r.out  # the RayJob's own word, explained by the line after
+    assert "  LocalQueue rl-research: 1 pending, 0 admitted Workload(s) (no position" in r.out  # no visibility API
     fake.remove(API, "Workload", "default", "vision-job")
     r = cli("status", *KUEUE_ARGS, "-o", "json")
     doc = json.loads(r.out)
@@ -230,3 +231,9 @@ def test_doctor_names_a_missing_local_queue_and_a_missing_kueue(cli: Any, fake: 
     found = doctor_lines(cli)
     assert found["LocalQueue"].startswith("✖") and "LocalQueue rl-research doesn't exist in namespace rl-research" \
         in found["LocalQueue"]
+
+
+def test_run_of_a_queued_job_on_a_cluster_without_kueue_says_nothing_queues_it(cli: Any, fake: FakeKube) -> None:
+    r = cli("run", *KUEUE_ARGS, "--timeout", "0.5")
+    assert "note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue " \
+           "Workloads: Kueue is not installed" in r.out

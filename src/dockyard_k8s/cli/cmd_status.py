@@ -102,7 +102,7 @@ def print_view(view: Any) -> None:
     if workload is not None:  # queued with Kueue: its Workload says why it waits, or where it runs
         from dockyard_k8s.live.kueue import workload_state
 
-        for line in workload_state(workload).lines(view.queue_position):
+        for line in workload_state(workload).lines(view.queue_position, view.queue_counts):
             say(line)
     rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, r.done, r.failed] for r in view.fleets()]
     if rows:

@@ -60,12 +60,16 @@ class WorkloadState(NamedTuple):
                                              for ps, f in self.flavors.items() if f)
         return f"Workload {self.name}: {text}"
 
-    def lines(self, position: tuple[int, int] | None = None) -> list[str]:
-        """What ``status`` prints about it."""
+    def lines(self, position: tuple[int, int] | None = None, counts: tuple[int, int] | None = None) -> list[str]:
+        """What ``status`` prints about it (``position`` from the visibility API, else the LocalQueue's
+        ``counts`` of pending and admitted Workloads)."""
         out = [self.summary()]
         if position is not None:
-            out.append(f"  position {position[0]} in LocalQueue {self.queue}, {position[1]} in ClusterQueue "
-                       f"{self.cluster_queue or '?'} (Kueue's visibility API)")
+            out.append(f"  position {position[0]} in LocalQueue {self.queue}, {position[1]} in its ClusterQueue "
+                       "(Kueue's visibility API)")
+        elif counts is not None and self.state == "pending":
+            out.append(f"  LocalQueue {self.queue}: {counts[0]} pending, {counts[1]} admitted Workload(s) (no "
+                       "position: Kueue's visibility API did not answer)")
         for name, state, message in self.checks:
             out.append(f"  admission check {name}: {state}" + (f": {message}" if message else ""))
         if self.requeues:
@@ -163,6 +167,20 @@ def queue_position(client: KubeClient, namespace: str, local_queue: str, workloa
         if as_mapping(item.get("metadata")).get("name") == workload:
             return int(item.get("positionInLocalQueue", 0)) + 1, int(item.get("positionInClusterQueue", 0)) + 1
     return None
+
+
+def queue_counts(client: KubeClient, namespace: str, local_queue: str) -> tuple[int, int] | None:
+    """(pending, admitted) Workloads of a LocalQueue, from its status (None when unreadable)."""
+    from dockyard_k8s.errors import ClusterError
+
+    try:
+        lq = client.get(KINDS["LocalQueue"], namespace, local_queue)
+    except ClusterError:
+        return None
+    if lq is None:
+        return None
+    st = as_mapping(lq.get("status"))
+    return int(st.get("pendingWorkloads") or 0), int(st.get("admittedWorkloads") or 0)
 
 
 def kueue_installed(client: KubeClient) -> bool:

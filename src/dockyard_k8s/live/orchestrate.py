@@ -20,7 +20,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import Finding
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
-from dockyard_k8s.live.kueue import list_workloads, queue_position, queued, workload_state
+from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
 from dockyard_k8s.render.meta import RUN_LABEL
 
@@ -174,6 +174,8 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
         state = workload_state(wl) if (wl := view.workload()) is not None else None
         if state is not None and state.state == "pending" and state.queue:
             view.queue_position = queue_position(client, namespace, state.queue, state.name)
+            if view.queue_position is None:  # no visibility API: the LocalQueue's counts, at least
+                view.queue_counts = queue_counts(client, namespace, state.queue)
     if "RayJob" in view.objects and not view.of_kind("RayCluster"):
         # KubeRay names the RayJob's cluster in status; older operators do not copy our labels onto it
         for job in view.of_kind("RayJob"):
@@ -222,8 +224,12 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
 
     sources = [(k, selector, "") for k in watched_kinds(objects)]
     sources += [(POD, selector, ""), (EVENT, "", "type=Warning")]
-    if queued(objects) and client.list(KINDS["Workload"], namespace, missing_ok=True)[1]:  # "" when not served
-        sources.append((KINDS["Workload"], "", ""))  # the run's Workload: Kueue's reasons while it waits
+    if queued(objects):
+        if client.list(KINDS["Workload"], namespace, missing_ok=True)[1]:  # "" when not served
+            sources.append((KINDS["Workload"], "", ""))  # the run's Workload: Kueue's reasons while it waits
+        else:
+            say("note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue "
+                "Workloads: Kueue is not installed, so nothing queues the job (it runs as soon as it is created)")
     threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
     for t in threads:
         t.start()
@@ -383,7 +389,8 @@ def _kueue_doc(view: RunView) -> dict[str, Any] | None:
     if workload is None:
         return None
     state = workload_state(workload)
-    return {**state._asdict(), "summary": state.summary(), "position": view.queue_position}
+    return {**state._asdict(), "summary": state.summary(), "position": view.queue_position,
+            "queueCounts": view.queue_counts}
 
 
 def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,

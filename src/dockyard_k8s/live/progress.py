@@ -292,6 +292,7 @@ class RunView:
         self.reported: set[tuple[str, str]] = set()
         self._last_lines: dict[str, str] = {}
         self.queue_position: tuple[int, int] | None = None  # Kueue's visibility API, when asked (status)
+        self.queue_counts: tuple[int, int] | None = None  # the LocalQueue's (pending, admitted) Workloads
 
     # --- feeding -----------------------------------------------------------------------
     def sync(self, kind: str, items: list[dict[str, Any]]) -> None:

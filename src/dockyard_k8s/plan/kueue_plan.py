@@ -195,6 +195,11 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, snap: S
         if obj.get("kind") == "Deployment":
             admitted["spec"]["replicas"] = len(running)
         placed.append(admitted)
+    sets = [v for v in verdicts if v.workload.kind == "StatefulSet"]
+    if len({v.state in ("admitted", "preempt") for v in sets}) > 1:
+        notes.append("the StatefulSets are separate Workloads and Kueue admits them one by one: "
+                     + ", ".join(f"{v.workload.name} {v.state}" for v in sets)
+                     + "; the Ray head (trainer pod 0) waits for the missing pods until its bootstrap timeout")
     if any(v.state == "preempt" for v in verdicts):
         notes.append("the workloads Kueue would preempt still hold their nodes in this simulation")
     nodes = plan(placed, inventory, atomic_gangs=atomic_gangs)

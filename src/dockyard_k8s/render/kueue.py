@@ -226,6 +226,8 @@ def kueue_summary(infra: InfraSpec, objects: list[dict[str, Any]]) -> str | None
                "on an existing cluster)"
     kinds = sorted({str(o["kind"]) for o in queued})
     parts = [f"LocalQueue {k['queueName']}: {', '.join(kinds)} queued"]
+    if sum(1 for o in queued if o["kind"] == "StatefulSet") > 1:
+        parts[0] += " (each StatefulSet its own Workload: one can run while another waits)"
     if k["priorityClass"]:
         parts.append(f"priority {k['priorityClass']}")
     asked = {f: t for f in ("head", "trainer", "inference", "submitter") if (t := topology_of(infra, f))}

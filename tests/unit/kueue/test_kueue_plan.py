@@ -212,3 +212,17 @@ def test_the_documented_plan_output_is_what_plan_prints(capsys):
     assert code == 1
     printed = capsys.readouterr().out.replace(str(root) + "/", "")
     assert printed.splitlines() == documented[1:]
+
+
+def test_statefulsets_are_admitted_one_by_one_and_the_plan_says_so():
+    def sts(name: str) -> dict:
+        job = rayjob()
+        template = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]
+        return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {
+            "name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"a": name}}, "template": template}}
+
+    result = run_plan([sts("run-trainer"), sts("run-inference")], standard(gpus=16), pools(3))
+    assert [v.state for v in result.verdicts] == ["admitted", "waiting"]
+    assert any(n.startswith("the StatefulSets are separate Workloads and Kueue admits them one by one: run-trainer "
+                            "admitted, run-inference waiting") for n in result.notes)

@@ -34,7 +34,9 @@ def test_pending_in_kueues_words():
     assert state.summary() == ("Workload rayjob-run-1a2b3: queued in LocalQueue q, not admitted (Pending): couldn't "
                                "assign flavors to pod set trainer: insufficient unused quota for nvidia.com/gpu in "
                                "flavor h100, 8 more needed")
-    assert state.lines((3, 7))[1] == "  position 3 in LocalQueue q, 7 in ClusterQueue ? (Kueue's visibility API)"
+    assert state.lines((3, 7))[1] == "  position 3 in LocalQueue q, 7 in its ClusterQueue (Kueue's visibility API)"
+    assert state.lines(None, (4, 2))[1] == ("  LocalQueue q: 4 pending, 2 admitted Workload(s) (no position: Kueue's "
+                                           "visibility API did not answer)")
 
 
 def test_quota_reserved_waits_for_its_admission_checks():
