@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/dockyard-k8s check $(EXAMPLE_RECIPE) --infra $(EXAMPLE_INFRA)
 	rm -rf build/grpo_swe
-	$(BIN)/dockyard-k8s render $(EXAMPLE_RECIPE) --infra $(EXAMPLE_INFRA) -o build/grpo_swe
+	$(BIN)/dockyard-k8s render $(EXAMPLE_RECIPE) --infra $(EXAMPLE_INFRA) --output-dir build/grpo_swe
 	@echo "rendered: build/grpo_swe (kubectl apply -k build/grpo_swe)"
 
 test: $(STAMP) lint

@@ -111,7 +111,7 @@ def test_logs_follow_merges_streams_until_they_end(cli: Any, fake: FakeKube) -> 
 
     t = threading.Thread(target=kubelet, daemon=True)
     t.start()
-    r = cli("logs", *ARGS, "--fleet", "trainer", "-f")
+    r = cli("logs", *ARGS, "--fleet", "trainer", "--follow")
     t.join(5)
     assert r.code == 0
     assert sorted(r.out.splitlines()) == [f"trainer/{pods[0]} 0 step 1", f"trainer/{pods[1]} 1 step 1"]

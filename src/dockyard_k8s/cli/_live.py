@@ -71,7 +71,7 @@ def follow_hints(args: argparse.Namespace, bundle: Bundle) -> list[str]:
     ns, run = run_of(bundle)
     return [
         f"  status:  {command_text(args, 'status')}",
-        f"  logs:    {command_text(args, 'logs', '-f')}",
+        f"  logs:    {command_text(args, 'logs', '--follow')}",
         f"  delete:  {command_text(args, 'down')}",
         f"  kubectl: kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}",
     ]

@@ -28,17 +28,24 @@ RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lis
 _RUN_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
-def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, infra_short: bool = True,
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, old_follow: bool = False,
                  by_name: bool = False) -> None:
-    """``infra_short=False`` leaves ``-f`` free (``logs -f`` follows, like kubectl); ``by_name``:
-    the positional may name a run on the cluster instead (:func:`run_name_arg`)."""
+    """``-f/--infra`` is an infra file in every command (helm's -f); ``old_follow``: ``logs`` and
+    ``job logs``, where ``-f`` alone used to mean follow, still accept that (with a note, see
+    cli/_flags.py). ``by_name``: the positional may name a run on the cluster
+    (:func:`run_name_arg`)."""
     parser.add_argument("recipe", metavar="RECIPE|RUN" if by_name else "RECIPE",
-                        nargs=None if recipe_required else "?",
+                        nargs=None if recipe_required and not old_follow else "?",  # `-f RUN`: settle_follow
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
                         "recipe YAML (what to train)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    parser.add_argument(*(("-f", "--infra") if infra_short else ("--infra",)), metavar="FILE",
-                        help="infra spec YAML (where to run it)")
+    if old_follow:
+        from dockyard_k8s.cli._flags import add_infra_or_follow_arg
+
+        parser.add_argument("--infra", metavar="FILE", help="infra spec YAML (where to run it)")
+        add_infra_or_follow_arg(parser, "same as --infra (alone, the deprecated follow: use --follow)")
+    else:
+        parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override an infra key, e.g. --set kuberay.trainer.replicas=4 (repeatable)")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, object_ref, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
@@ -17,7 +18,8 @@ EXAMPLES = """\
 examples:
   dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
   dockyard-k8s check recipe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
-  dockyard-k8s check recipe.yaml -o bundle.yaml     # resolved config + rendered objects
+  dockyard-k8s check recipe.yaml --output-file bundle.yaml   # also write resolved config + rendered objects
+  dockyard-k8s check recipe.yaml -o json | jq .config.kuberay   # print them instead of the summary
 """
 
 
@@ -27,27 +29,34 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "one-page summary. Nothing is sent to a cluster.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
-    p.add_argument("-o", "--output", metavar="FILE.yaml|FILE.json",
+    add_output_arg(p, ("text", "json", "yaml"), legacy_path="file",
+                   help_extra="; json/yaml print the resolved config and the rendered objects")
+    p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.output and not args.output.endswith((".yaml", ".yml", ".json")):
-        raise UsageError(f"-o {args.output}: expected a file name ending in .yaml or .json")
+    out = getattr(args, "output_file", None)
+    if out and not out.endswith((".yaml", ".yml", ".json")):
+        raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
     bundle = load_bundle(args)
-    if args.output:
+    if out or args.output in ("json", "yaml"):
         from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
         doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
-        text = dump_json(doc) if args.output.endswith(".json") else dump_yaml(doc)
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        if args.output in ("json", "yaml"):
+            print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        if out:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
+        if args.output != "text":
+            return 0
     print(summary(bundle.run.infra, bundle.objects, bundle.run))
     if bundle.validation is not None:
         print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
-    if args.output:
-        print(f"wrote {args.output}")
+    if out:
+        print(f"wrote {out}")
     return 0
 
 

@@ -51,6 +51,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s", formatter_class=formatter)
     ls.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    ls.add_argument("-l", "--selector", default="", metavar="SELECTOR", help="label selector (kubectl syntax)")
+    ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     add_cluster_args(ls)
     ls.set_defaults(func=cluster_list)
 
@@ -96,7 +98,13 @@ def cluster_list(args: argparse.Namespace) -> int:
 
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
-        items = list_clusters(client, ns)
+        items = list_clusters(client, ns, selector=args.selector)
+    if args.output in ("json", "yaml"):
+        from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+        doc = {"apiVersion": "v1", "kind": "List", "items": items}
+        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        return 0
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
         return 0

@@ -26,7 +26,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
     add_cluster_args(p)
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     p.set_defaults(func=run)
 
 
@@ -43,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
         facts = gather(client, bundle.objects, ns, ray_needed=ray_needed)
     checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed)
     ok = exit_ok(checks)
-    if args.output == "json":
-        print(dump_json({"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
-                         "checks": [{**c._asdict(), "mark": c.mark} for c in checks]}), end="")
+    if args.output in ("json", "yaml"):
+        from dockyard_k8s.render.serialize import dump_yaml
+
+        doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
+               "checks": [{**c._asdict(), "mark": c.mark} for c in checks]}
+        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if ok else EXIT_FAILURE
     say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))
     width = max(len(c.name) for c in checks)

@@ -15,14 +15,14 @@ EXAMPLES = """\
 examples:
   dockyard-k8s job submit recipe.yaml optimizer.lr=3e-6     # the run's entrypoint, on its cluster
   dockyard-k8s job list --address http://127.0.0.1:8265
-  dockyard-k8s job logs recipe.yaml -f                      # the run's own job
+  dockyard-k8s job logs recipe.yaml --follow                # the run's own job
   dockyard-k8s job stop --cluster my-cluster -n rl-research --job grpo-swe-1a2b3c4d5e
-  dockyard-k8s job logs grpo-swe -n rl-research -f          # by run name: no launch files needed
+  dockyard-k8s job logs grpo-swe -n rl-research --follow    # by run name: no launch files needed
 """
 
 
-def _target_args(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False, infra_short=False, by_name=True)
+def _target_args(p: argparse.ArgumentParser, *, old_follow: bool = False) -> None:
+    add_run_args(p, recipe_required=False, old_follow=old_follow, by_name=True)
     add_cluster_args(p)
     p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
@@ -45,9 +45,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     _target_args(ls)
     ls.set_defaults(func=job_list)
     logs = js.add_parser("logs", help="logs of one job", formatter_class=formatter)
-    _target_args(logs)
+    _target_args(logs, old_follow=True)
     logs.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
-    logs.add_argument("-f", "--follow", action="store_true", help="until the job ends")
     logs.set_defaults(func=job_logs)
     stop = js.add_parser("stop", help="stop a job", formatter_class=formatter)
     _target_args(stop)
@@ -165,6 +164,10 @@ def job_list(args: argparse.Namespace) -> int:
 
 
 def job_logs(args: argparse.Namespace) -> int:
+    from dockyard_k8s.cli._flags import settle_follow
+
+    settle_follow(args)
+
     def action(ray: Any, bundle: Any) -> int:
         job = _job_id(args, bundle, ray)
         if args.follow:

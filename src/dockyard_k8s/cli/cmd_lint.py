@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import UsageError
 
@@ -13,7 +14,7 @@ EXAMPLES = """\
 examples:
   dockyard-k8s lint examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
   dockyard-k8s lint build/grpo_swe/                        # rendered files (render -o), or any manifests
-  dockyard-k8s lint recipe.yaml --format sarif -o lint.sarif --sarif-uri-prefix build/grpo_swe
+  dockyard-k8s lint recipe.yaml -o sarif --output-file lint.sarif --sarif-uri-prefix build/grpo_swe
   dockyard-k8s lint --explain gpu-shm
   dockyard-k8s lint --list-rules
 
@@ -30,13 +31,14 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "Standards level of every pod template.",
                        epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_target_args(p)
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="report format")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    add_output_arg(p, ("text", "json", "sarif"), legacy_path="file", help_extra=" of the report")
+    add_legacy_format_arg(p, ("text", "json", "sarif"))
+    p.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--min-severity", choices=("error", "warning", "info"), default=None,
                    help="lowest severity shown (default: warning for text, info for json/sarif)")
     p.add_argument("--ignore", action="append", default=[], metavar="RULE", help="suppress a rule (repeatable)")
     p.add_argument("--sarif-uri-prefix", default="", metavar="DIR",
-                   help="directory prepended to rendered file names in SARIF (where `render -o` wrote them)")
+                   help="directory prepended to rendered file names in SARIF (where `render --output-dir` wrote them)")
     p.add_argument("--explain", metavar="RULE", help="print what a rule checks, why, and how to fix it")
     p.add_argument("--list-rules", action="store_true", help="list every rule")
     p.set_defaults(func=run)
@@ -65,18 +67,18 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"lint.ignore / --ignore: unknown rule(s) {', '.join(unknown)} (see --list-rules)")
     report = lint_objects(targets.objects, LintConfig.from_section(section))
-    if args.format == "json":
+    if args.output == "json":
         from dockyard_k8s.render.serialize import dump_json
 
         text = dump_json(out.as_json(report))
-    elif args.format == "sarif":
+    elif args.output == "sarif":
         from dockyard_k8s.render.serialize import dump_json
 
         text = dump_json(out.sarif(report, __version__, args.sarif_uri_prefix))
     else:
         text = out.text(report, args.min_severity or "warning")
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
+    if args.output_file:
+        with open(args.output_file, "w", encoding="utf-8") as f:
             f.write(text)
         print(report.summary(), file=sys.stderr)
     else:

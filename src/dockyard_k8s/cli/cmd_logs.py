@@ -8,12 +8,12 @@ from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
-from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.errors import ClusterError, UsageError
 
 EXAMPLES = """\
 examples:
   dockyard-k8s logs recipe.yaml                      # the RayJob submitter (the job's output), else the head
-  dockyard-k8s logs recipe.yaml --fleet trainer -f --tail 100
+  dockyard-k8s logs recipe.yaml --fleet trainer --follow --tail 100
   dockyard-k8s logs recipe.yaml --pod grpo-swe-abcde-head-x7k2p --previous
   dockyard-k8s logs grpo-swe -n rl-research --fleet sandbox     # by run name
 """
@@ -26,13 +26,14 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "(it holds the job's output after the cluster is gone), else the head.",
                        epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
                        formatter_class=formatter)
-    add_run_args(p, infra_short=False, by_name=True)
+    add_run_args(p, old_follow=True, by_name=True)
     add_cluster_args(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--fleet", choices=("head", "trainer", "inference", "sandbox", "submitter"))
     which.add_argument("--pod", metavar="NAME", help="one pod of the run")
     p.add_argument("-c", "--container", help="container (default: the pod's default or first container)")
-    p.add_argument("-f", "--follow", action="store_true", help="stream new lines until the pods end")
+    p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
+                   help="only the run's pods with these labels too (kubectl syntax), e.g. -l app=x")
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
     p.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
@@ -40,10 +41,13 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.errors import UsageError
+    from dockyard_k8s.cli._flags import settle_follow
     from dockyard_k8s.live import logs as lg
-    from dockyard_k8s.live.launch import log_pods
+    from dockyard_k8s.live import runs
 
+    settle_follow(args)
+    if not args.recipe:
+        raise UsageError("logs needs RECIPE or RUN (`dockyard-k8s runs` lists the runs)")
     if args.follow and args.previous:
         raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
     since = lg.parse_duration(args.since) if args.since else None
@@ -51,23 +55,16 @@ def run(args: argparse.Namespace) -> int:
     bundle = None if name else load_bundle(args)
     with connect(args) as client:
         if name:
-            from dockyard_k8s.live import runs
-
             ns = args.namespace or client.default_namespace
             ref = runs.find_run(client, ns, name)
-            objects = ref.objects
         else:
             assert bundle is not None
-            ns, _ = run_of(bundle)
-            objects = bundle.objects
+            ns, run_name = run_of(bundle)
+            ref = runs.RunRef(ns, run_name, bundle.objects, None)
         try:
-            if name:
-                chosen = runs.log_pods(client, ref, fleet=args.fleet, pod=args.pod)
-            else:
-                assert bundle is not None
-                chosen = log_pods(client, bundle, fleet=args.fleet, pod=args.pod)
+            chosen = runs.log_pods(client, ref, fleet=args.fleet, pod=args.pod, selector=args.selector)
         except ClusterError as e:
-            raise _why_no_pods(client, objects, ns, e) from None
+            raise _why_no_pods(client, ref.objects, ns, e) from None
         prefixed = len(chosen) > 1
 
         def emit(prefix: str, line: str) -> None:

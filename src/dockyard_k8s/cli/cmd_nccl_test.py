@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 
@@ -34,8 +35,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override an infra key, e.g. --set ncclTest.nodes=4 (repeatable)")
     p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
-    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+    add_output_arg(p, ("yaml", "json"), legacy_path="file", help_extra=" of the MPIJob")
+    add_legacy_format_arg(p, ("yaml", "json"))
+    p.add_argument("--output-file", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
     p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
     p.add_argument("--min-busbw", type=float, metavar="GB/s",
                    help="with --summarize/--run: exit 1 when the peak bus bandwidth is below this")
@@ -65,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
     from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
-    text = dump_json(mpijob) if args.format == "json" else "---\n" + dump_yaml(mpijob)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
+    text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
+    if args.output_file:
+        with open(args.output_file, "w", encoding="utf-8") as f:
             f.write(text)
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output_file}")
     else:
         print(text, end="")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import MALFORMED_DATA, UsageError
 
@@ -14,7 +15,7 @@ examples:
   kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
   dockyard-k8s plan recipe.yaml --nodes nodes.yaml --nodes pods.yaml
   dockyard-k8s plan recipe.yaml --live --context prod      # the cluster's nodes and running pods, now
-  dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 --format json
+  dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 -o json
   kubectl get clusterqueues,cohorts,resourceflavors,topologies,workloadpriorityclasses -o yaml > kueue.yaml
   kubectl get localqueues,workloads -A -o yaml > queues.yaml
   dockyard-k8s plan recipe.yaml --kueue kueue.yaml --kueue queues.yaml   # Kueue admission, then the nodes
@@ -47,7 +48,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--gang", action="store_true",
                    help="all-or-nothing GPU gangs (as Volcano/YuniKorn/Kueue): a gang that does not fully fit "
                         "binds no pod")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    add_output_arg(p, ("text", "json"), help_extra=" of the report")
+    add_legacy_format_arg(p, ("text", "json"))
     p.add_argument("--wide", action="store_true", help="list node names instead of pools")
     p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
     p.set_defaults(func=run)
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if queued:
         result.notes.append(f"{queued[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
                             "admission against the ClusterQueue's quota before the scheduler")
-    if args.format == "json":
+    if args.output == "json":
         from dockyard_k8s.render.serialize import dump_json
 
         print(dump_json(out.as_json(result)), end="")
@@ -173,7 +175,7 @@ def _plan_with_kueue(args: argparse.Namespace, targets: Any, objects: list[dict[
         if targets.rendered and not args.kueue:
             raise
         raise _malformed(list(args.kueue) or [args.recipe], e) from e
-    if args.format == "json":
+    if args.output == "json":
         from dockyard_k8s.render.serialize import dump_json
 
         print(dump_json(kueue_report.as_json(result)), end="")

@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any
 
+from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 
 EXAMPLES = """\
@@ -28,8 +29,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
-    p.add_argument("-o", "--output-dir", metavar="DIR", help="write one file per object into DIR")
-    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+    add_output_arg(p, ("yaml", "json"), legacy_path="file-or-dir", help_extra="; json: a v1 List")
+    add_legacy_format_arg(p, ("yaml", "json"))
+    p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
+    p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     p.set_defaults(func=run)
 
 
@@ -47,10 +50,17 @@ def run(args: argparse.Namespace) -> int:
     objects = bundle.objects
     if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {bundle.validation.coverage()}", file=sys.stderr)
+    fmt = "json" if (args.output_file or "").endswith(".json") else args.output
     if not args.output_dir:
-        print(dump_json(as_list(objects)) if args.format == "json" else dump_documents(objects), end="")
+        text = dump_json(as_list(objects)) if fmt == "json" else dump_documents(objects)
+        if not args.output_file:
+            print(text, end="")
+            return 0
+        with open(args.output_file, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {len(objects)} objects to {args.output_file}")
         return 0
-    files = write_objects(objects, args.output_dir, args.format)
+    files = write_objects(objects, args.output_dir, args.output)
     print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
     return 0
 

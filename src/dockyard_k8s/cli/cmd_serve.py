@@ -11,6 +11,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import OK, WARN, object_ref, table
 from dockyard_k8s.errors import UsageError
@@ -59,14 +60,17 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
     check = sub_parser("check", "Validate the serve spec, render every object, validate them strictly (Kubernetes "
                                 "schemas, KEDA CRDs) and print a one-page summary. Nothing is sent to a cluster.")
-    check.add_argument("-o", "--output", metavar="FILE.yaml|FILE.json",
+    add_output_arg(check, ("text",), legacy_path="file")
+    check.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                        help="also write the resolved config and the rendered objects to FILE")
     check.set_defaults(func=run_check)
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
                                   "PVC, Deployment, Service, PDB, ScaledObject). With -o DIR, one file per object "
                                   "plus a kustomization.yaml.")
-    render.add_argument("-o", "--output-dir", metavar="DIR", help="write one file per object into DIR")
-    render.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+    add_output_arg(render, ("yaml", "json"), legacy_path="file-or-dir", help_extra="; json: a v1 List")
+    add_legacy_format_arg(render, ("yaml", "json"))
+    render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
+    render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
     _register_live(sub_parser)
 
@@ -98,7 +102,8 @@ def _register_live(sub_parser: Any) -> None:
 
     logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
     logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
-    logs.add_argument("-f", "--follow", action="store_true", help="stream new lines until the pods end")
+    logs.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
+    add_deprecated_follow(logs)
     logs.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     logs.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
     logs.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
@@ -152,21 +157,22 @@ def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    if args.output and not args.output.endswith((".yaml", ".yml", ".json")):
-        raise UsageError(f"-o {args.output}: expected a file name ending in .yaml or .json")
+    out = args.output_file
+    if out and not out.endswith((".yaml", ".yml", ".json")):
+        raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
     bundle = load_serve_bundle(args)
-    if args.output:
+    if out:
         from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
         doc = {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
                "objects": bundle.objects}
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(dump_json(doc) if args.output.endswith(".json") else dump_yaml(doc))
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
     print(summary(bundle.config, bundle.objects))
     if bundle.validation is not None:
         print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
-    if args.output:
-        print(f"wrote {args.output}")
+    if out:
+        print(f"wrote {out}")
     return 0
 
 
@@ -179,10 +185,17 @@ def run_render(args: argparse.Namespace) -> int:
     bundle = load_serve_bundle(args)
     if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {bundle.validation.coverage()}", file=sys.stderr)
+    fmt = "json" if (args.output_file or "").endswith(".json") else args.output
     if not args.output_dir:
-        print(dump_json(as_list(bundle.objects)) if args.format == "json" else dump_documents(bundle.objects), end="")
+        text = dump_json(as_list(bundle.objects)) if fmt == "json" else dump_documents(bundle.objects)
+        if not args.output_file:
+            print(text, end="")
+            return 0
+        with open(args.output_file, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {len(bundle.objects)} objects to {args.output_file}")
         return 0
-    files = write_objects(bundle.objects, args.output_dir, args.format)
+    files = write_objects(bundle.objects, args.output_dir, args.output)
     print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
     return 0
 

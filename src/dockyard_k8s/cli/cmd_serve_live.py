@@ -33,7 +33,7 @@ def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
     cfg = bundle.config
     return [
         f"  status:  {command_text(args, 'status')}",
-        f"  logs:    {command_text(args, 'logs', '-f')}",
+        f"  logs:    {command_text(args, 'logs', '--follow')}",
         f"  delete:  {command_text(args, 'down')}",
         f"  kubectl: kubectl -n {cfg.namespace} get deploy,pods,pvc,svc -l dockyard-k8s/endpoint={cfg.name}",
     ]

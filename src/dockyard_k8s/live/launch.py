@@ -186,12 +186,14 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
         return Outcome(state == "SUCCEEDED", state.lower() or "unknown", message, sub_id)
 
 
-def list_clusters(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
-    """RayClusters made by dockyard-k8s in ``namespace`` (None: every namespace)."""
+def list_clusters(client: KubeClient, namespace: str | None, *, selector: str = "") -> list[dict[str, Any]]:
+    """RayClusters made by dockyard-k8s in ``namespace`` (None: every namespace), narrowed by a
+    label ``selector`` (kubectl's -l)."""
     from dockyard_k8s.live.kinds import RAYCLUSTER
     from dockyard_k8s.render.meta import MANAGED_BY
 
-    items, _ = client.list(RAYCLUSTER, namespace, label_selector=f"app.kubernetes.io/managed-by={MANAGED_BY}")
+    labels = ",".join(s for s in (f"app.kubernetes.io/managed-by={MANAGED_BY}", selector) if s)
+    items, _ = client.list(RAYCLUSTER, namespace, label_selector=labels)
     return items
 
 
@@ -199,10 +201,8 @@ def log_pods(client: KubeClient, bundle: Bundle, *, fleet: str | None = None,
              pod: str | None = None) -> list[dict[str, Any]]:
     """The run's pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the
     RayJob submitter when there is one, else the head). One LIST."""
-    from dockyard_k8s.live.kinds import POD
-    from dockyard_k8s.live.logs import select_pods
+    from dockyard_k8s.live.runs import RunRef
+    from dockyard_k8s.live.runs import log_pods as pods_of
 
     ns, run = run_id(bundle)
-    main = main_object(bundle.objects)
-    pods, _ = client.list(POD, ns, label_selector=orchestrate.run_selector(run))
-    return select_pods(pods, fleet=fleet, pod=pod, main_kind=main["kind"] if main else None)
+    return pods_of(client, RunRef(ns, run, bundle.objects, None), fleet=fleet, pod=pod)

@@ -31,7 +31,6 @@ from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 RECORDS = f"app.kubernetes.io/component={RECORD_COMPONENT},{MANAGED}"
-WORKLOAD = KINDS.get("Workload")  # Kueue's, when the kinds table has it
 # The launch mode a main kind means, for runs without a record (applied with `render | kubectl apply`).
 MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "StatefulSet": "statefulset",
                 "MPIJob": "mpijob"}
@@ -126,35 +125,20 @@ def _created(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
 
 
-def workload_state(workload: dict[str, Any]) -> str:
-    """A Kueue Workload in one word or two: admitted, pending (reason), finished, evicted..."""
-    conds = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}
-
-    def true(kind: str) -> bool:
-        return (conds.get(kind) or {}).get("status") == "True"
-
-    if true("Finished"):
-        return "finished"
-    if true("Evicted"):
-        return f"evicted ({conds['Evicted'].get('reason') or '-'})"
-    if true("Admitted"):
-        return "admitted"
-    if true("QuotaReserved"):
-        return "quota reserved"
-    pending = conds.get("QuotaReserved") or {}
-    return f"pending ({pending.get('reason') or 'queued'})"
+def _queues(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
+    """The Kueue Workloads of the namespace (or all): none when Kueue is not installed."""
+    return client.list(KINDS["Workload"], namespace, missing_ok=True)[0] if "Workload" in KINDS else []
 
 
-def _queues(client: KubeClient, namespace: str | None) -> dict[str, str]:
-    """owner uid -> the state of the Kueue Workload of that job (Kueue makes one per job)."""
-    if WORKLOAD is None:
-        return {}
-    items, _ = client.list(WORKLOAD, namespace, missing_ok=True)
-    out = {}
-    for w in items:
-        for owner in (w.get("metadata") or {}).get("ownerReferences") or []:
-            out[str(owner.get("uid"))] = workload_state(w)
-    return out
+def queue_text(workloads: list[dict[str, Any]], main: dict[str, Any] | None) -> str:
+    """The QUEUE column: the state of the Kueue Workload of the run's job, in Kueue's words."""
+    from dockyard_k8s.live.kueue import workload_of, workload_state
+
+    wl = workload_of(workloads, main) if main is not None else None
+    if wl is None:
+        return ""
+    st = workload_state(wl)
+    return f"{st.state} ({st.reason})" if st.reason and st.state in ("pending", "evicted") else st.state
 
 
 def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") -> list[RunRow]:
@@ -191,7 +175,7 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
         gpus = int(gpus_text) if gpus_text and gpus_text.isdigit() else (total_gpus([main]) if main else None)
         mode = annotations.get(MODE_ANNOTATION) or ref.mode
         created = _created(cm) if cm else _created(main or {})
-        queue = queues.get(str((main or {}).get("metadata", {}).get("uid")), "")
+        queue = queue_text(queues, main)
         state = phase.state if phase else ("submitted" if mode == "attach" else "-")
         rows.append(RunRow(ns, run, mode, state, gpus, created, queue, phase.summary if phase else ""))
     return rows

@@ -69,7 +69,7 @@ def test_render_stdout_is_multi_document_yaml(capsys):
 
 
 def test_render_json_is_a_v1_list(capsys):
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "--format", "json")
+    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", "json")
     doc = json.loads(out)
     assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 6
 

@@ -148,7 +148,7 @@ def test_cli_plan_with_kueue_files(tmp_path, capsys):
     assert main(["plan", manifests, "--nodes", node_file, "--kueue", queues]) == 0
     assert "✔ Kueue admits the run and every pod is placed (5 pods)" in capsys.readouterr().out
     busy = write_docs(tmp_path / "busy.yaml", [admitted("big", "team-a", {GPU: ("h100", 20)})])
-    assert main(["plan", manifests, "--nodes", node_file, "--kueue", queues, "--kueue", busy, "--format",
+    assert main(["plan", manifests, "--nodes", node_file, "--kueue", queues, "--kueue", busy, "-o",
                  "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     (wl,) = doc["kueue"]["workloads"]

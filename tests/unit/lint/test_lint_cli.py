@@ -45,7 +45,7 @@ def test_an_error_finding_exits_1(tmp_path, capsys):
 
 
 def test_clean_manifests_exit_0_and_json(tmp_path, capsys):
-    assert main(["lint", _write(tmp_path, clean_set()), "--format", "json"]) == 0
+    assert main(["lint", _write(tmp_path, clean_set()), "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["exitCode"] == 0
     assert doc["findings"] == []
@@ -74,7 +74,7 @@ def test_unknown_rule_in_ignore_is_bad_input(tmp_path, capsys):
 
 def test_sarif_to_a_file(tmp_path, capsys):
     target = tmp_path / "out.sarif"
-    assert main(["lint", RECIPE, "--infra", INFRA, "--format", "sarif", "-o", str(target)]) == 0
+    assert main(["lint", RECIPE, "--infra", INFRA, "-o", "sarif", "--output-file", str(target)]) == 0
     log = json.loads(target.read_text())
     assert log["version"] == "2.1.0"
     assert "0 errors" in capsys.readouterr().err
@@ -108,9 +108,9 @@ def test_rendered_directory_and_recipe_give_the_same_findings_and_lines(tmp_path
     out_dir = tmp_path / "run"
     assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
     capsys.readouterr()
-    main(["lint", str(out_dir), "--format", "json"])
+    main(["lint", str(out_dir), "-o", "json"])
     from_dir = json.loads(capsys.readouterr().out)["findings"]
-    main(["lint", RECIPE, "--infra", INFRA, "--format", "json"])
+    main(["lint", RECIPE, "--infra", INFRA, "-o", "json"])
     from_recipe = json.loads(capsys.readouterr().out)["findings"]
 
     def key(findings, strip):

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from dockyard_k8s.live.record import REDACTED, names_credential, redact, redact_assignment
-from dockyard_k8s.live.runs import RunRef, age, run_job_id, workload_state
+from dockyard_k8s.live.runs import RunRef, age, run_job_id
 
 
 @pytest.mark.parametrize(("key", "credential"), [
@@ -58,9 +58,7 @@ def test_run_job_id() -> None:
     assert run_job_id(RunRef("ns", "r", [cluster], None), []) is None
 
 
-def test_age_and_workload_state() -> None:
+def test_age() -> None:
     now = dt.datetime(2026, 1, 3, 0, 0, tzinfo=dt.UTC)
     assert [age(t, now) for t in ("2026-01-02T23:59:15Z", "2026-01-02T23:15:00Z", "2026-01-02T18:00:00Z",
                                   "2026-01-01T00:00:00Z", "garbage")] == ["45s", "45m", "6h", "2d", "-"]
-    assert workload_state({"status": {"conditions": [{"type": "Admitted", "status": "True"}]}}) == "admitted"
-    assert workload_state({}) == "pending (queued)"

@@ -64,7 +64,7 @@ def test_one_node_short_exits_1_with_the_reason(tmp_path, capsys):
 
 def test_set_replicas_and_json(tmp_path, capsys):
     rc = main(["plan", RECIPE, "--infra", _infra(tmp_path, 3), "--set", "kuberay.trainer.replicas=3",
-               "--format", "json"])
+               "-o", "json"])
     assert rc == 1
     doc = json.loads(capsys.readouterr().out)
     trainer = next(g for g in doc["groups"] if g["template"] == "trainer")
@@ -88,7 +88,7 @@ def test_gang_flag_rolls_back(tmp_path, capsys):
     nodes.write_text(yaml.safe_dump_all([*gpu_nodes(2), *cpu_nodes(1)]))
     manifests = tmp_path / "run.yaml"
     manifests.write_text(yaml.safe_dump(rayjob()))
-    assert main(["plan", str(manifests), "--nodes", str(nodes), "--gang", "--format", "json"]) == 1
+    assert main(["plan", str(manifests), "--nodes", str(nodes), "--gang", "-o", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [g["placed"] for g in doc["groups"]] == [0, 0, 0, 1]
 

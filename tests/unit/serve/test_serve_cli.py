@@ -58,7 +58,7 @@ def test_render_to_a_directory_writes_a_kustomization_in_apply_order(tmp_path: P
 
 
 def test_render_json_is_a_v1_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "render", write_spec(tmp_path), "--format", "json"]) == 0
+    assert main(["serve", "render", write_spec(tmp_path), "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "List" and [i["kind"] for i in doc["items"]][-3:] == ["Deployment", "Service",
                                                                                  "PodDisruptionBudget"]

@@ -24,7 +24,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def test_lint_of_an_endpoint_reports_its_pod_security_level_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "lint", "--serve", KIND, "--format", "json")
+    code, out = run(capsys, "lint", "--serve", KIND, "-o", "json")
     assert code == 0
     report = json.loads(out[out.index("{"):])
     assert report["summary"]["error"] == 0 and report["summary"]["warning"] == 0
