@@ -117,6 +117,21 @@ def test_queue_objects_are_sized_from_the_run_first_and_without_the_run_label(ku
     assert lq["spec"] == {"clusterQueue": "team-q"}
 
 
+def test_a_queued_sandbox_pool_is_sized_into_the_cpu_flavor(kueue_run):
+    def quota(extra):
+        cq = by_kind(kueue_run(QUEUED + extra + "    queueObjects: {render: true}\n"), "ClusterQueue")[0]
+        group = cq["spec"]["resourceGroups"][0]
+        return group["coveredResources"], {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+                                           for f in group["flavors"]}
+    covered, without = quota("")
+    covered_sbx, with_sbx = quota("    sandbox: true\n")
+    assert "ephemeral-storage" not in covered
+    assert "ephemeral-storage" in covered_sbx  # the pool's scratch space must be covered, or Kueue never admits it
+    assert with_sbx["default-flavor"]["ephemeral-storage"] != "0"
+    assert with_sbx["default-flavor"]["cpu"] != without["default-flavor"]["cpu"]
+    assert {r: q for r, q in with_sbx["gpu"].items() if r != "ephemeral-storage"} == without["gpu"]
+
+
 def test_no_queue_objects_unless_asked(kueue_run):
     assert not by_kind(kueue_run(QUEUED), "ClusterQueue")
 
