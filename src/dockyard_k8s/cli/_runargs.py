@@ -95,5 +95,5 @@ def run_name_arg(args: argparse.Namespace) -> str | None:
                                        ("KEY=VALUE overrides", getattr(args, "overrides", []))) if given]
     if layers:
         raise UsageError(f"{value} names a run on the cluster, which keeps what it was launched with: "
-                         f"{', '.join(layers)} need a RECIPE file")
+                         f"{', '.join(layers)} {'need' if len(layers) > 1 else 'needs'} a RECIPE file")
     return str(value)

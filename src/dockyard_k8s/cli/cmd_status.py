@@ -84,9 +84,11 @@ def launched_with(record: Any, ns: str, run: str) -> str:
         for s in launch.get(key) or []:
             parts += [flag, str(s)]
     parts += [str(o) for o in launch.get("overrides") or [] if not str(o).startswith("++env.code.sandbox_urls")]
+    layers = " < ".join(str(s) for s in launch.get("sources") or [])
     return (f"launched with dockyard-k8s {launch.get('launcherVersion', '?')} ({launch.get('mode', '?')} mode, "
             f"{record.created or 'time unknown'}): {shlex.join(parts)}\n"
-            f"  resolved infra + recipe: kubectl -n {ns} get configmap {run}-launch -o yaml")
+            + (f"  infra layers: {layers}\n" if layers else "")
+            + f"  resolved infra + recipe: kubectl -n {ns} get configmap {run}-launch -o yaml")
 
 
 def print_view(view: Any) -> None:
