@@ -14,21 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, as_mapping, pod_templates, selector_matches
 from dockyard_k8s.plain import show
 from dockyard_k8s.validate.names import show_labels
 from dockyard_k8s.validate.problem import JsonPath
-
-_EMPTY: dict[str, Any] = {}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if value.__class__ is dict else _EMPTY
-
-
-def _list(value: Any) -> list[Any]:
-    return value if value.__class__ is list else []
-
 
 # What the cross-object rules need of one object:
 #   ("pods", namespace, [(labels, declared container port names), ...])   a workload
@@ -40,15 +29,17 @@ def facts_of(obj: Any, templates: list[PodTemplate] | None = None) -> CrossFacts
     """What :class:`CrossObjects` needs to know of ``obj``; None when it plays no part."""
     if obj.__class__ is not dict:
         return None
-    ns = str(_dict(obj.get("metadata")).get("namespace") or "")
+    ns = str(as_mapping(obj.get("metadata")).get("namespace") or "")
     if obj.get("kind") == "Service":
-        spec = _dict(obj.get("spec"))
+        spec = as_mapping(obj.get("spec"))
         selector = spec.get("selector")
         if selector.__class__ is not dict or not selector:
             return None
-        targets = [(i, _dict(port).get("targetPort")) for i, port in enumerate(_list(spec.get("ports")))]
+        ports = spec.get("ports")
+        ports = ports if isinstance(ports, list) else []
+        targets = [(i, as_mapping(port).get("targetPort")) for i, port in enumerate(ports)]
         return ("service", ns, selector, [(i, t) for i, t in targets if t.__class__ is str])
-    found = [(_dict(t.metadata.get("labels")), _port_names(t.spec))
+    found = [(as_mapping(t.metadata.get("labels")), _port_names(t.spec))
              for t in (pod_templates(obj) if templates is None else templates)]
     return ("pods", ns, found) if found else None
 
