@@ -1,14 +1,14 @@
-"""The guards of issue 12, side by side against another checkout of dockyard-k8s (not in
-``make bench``: it needs that checkout).
+"""The guards of issue 12, side by side against other checkouts of dockyard-k8s (not in
+``make bench``: it needs those checkouts).
 
 ``check`` on the bundled example and ``validate`` on N generated objects in one file
-(``bench_validate.generate``), each command run in this checkout and in the other one with
+(``bench_validate.generate``), each command run in this checkout and in each other one with
 its own venv (``OTHER/.venv``), interleaved so the load of other processes on the machine hits
 both alike, with one shared warm validator cache per checkout. Reports per command and
 checkout the median wall time with its interquartile range, the minimum, and the median CPU
 time (user + system, workers included).
 
-Usage: python bench/compare_checkouts.py OTHER_CHECKOUT [-n 10000] [--runs 15]
+Usage: python bench/compare_checkouts.py OTHER_CHECKOUT... [-n 10000] [--runs 15]
        (e.g. a clone of main at an older commit: git clone . /tmp/old && git -C /tmp/old checkout X
         && python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install -e /tmp/old)
 """
@@ -37,7 +37,7 @@ def _commands(tree: str, manifests: str) -> dict[str, list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("other", help="another checkout with its own .venv")
+    parser.add_argument("others", nargs="+", metavar="other", help="another checkout with its own .venv")
     parser.add_argument("-n", type=int, default=10_000, help="objects in the validate input")
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
@@ -47,7 +47,8 @@ def main() -> None:
 
     from dockyard_k8s.render.serialize import dump_documents
 
-    trees = {"this checkout": ROOT, os.path.basename(os.path.abspath(args.other)): os.path.abspath(args.other)}
+    trees = {"this checkout": ROOT}
+    trees.update({os.path.basename(os.path.abspath(other)): os.path.abspath(other) for other in args.others})
     with tempfile.TemporaryDirectory() as tmp:
         manifests = os.path.join(tmp, "mixed.yaml")
         with open(manifests, "w") as f:
