@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.config.loader import Setting, load_run
 from dockyard_k8s.config.model import RunConfig
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
@@ -43,9 +44,11 @@ class RenderedProblem(NamedTuple):
 
 def build_bundle(
     recipe_file: str,
-    infra_file: str | None = None,
+    infra_file: str | Sequence[str] | None = None,
     *,
     sets: Sequence[str] = (),
+    set_strings: Sequence[str] = (),
+    set_files: Sequence[str] = (),
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     values: Sequence[Setting] = (),
@@ -57,7 +60,8 @@ def build_bundle(
         ManifestError: a rendered object fails offline validation for no reason in the input
             (fail closed: a renderer bug).
     """
-    run = load_run(recipe_file, infra_file, sets=sets, overrides=overrides, env=env, values=values)
+    run = load_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
+                   overrides=overrides, env=env, values=values)
     objects = render_run(run)
     rules = [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message}", "")
              for i, obj in enumerate(objects) for path, message in kuberay_problems(obj)]
@@ -71,7 +75,29 @@ def build_bundle(
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
     if report.problems:
         raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
+    fit = fit_problems(run, objects)
+    if fit:
+        raise_blamed(run, fit)
     return Bundle(run, objects, report)
+
+
+def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[RenderedProblem]:
+    """Pods that cannot run on one node of the instance type they select (``plan``'s filters)."""
+    if not any(INSTANCE_TYPE_LABEL in str(o.get("spec")) for o in objects):  # nothing declares a type
+        return []
+    from dockyard_k8s.plan.fit import misfits
+
+    out = []
+    for m in misfits(objects, run.infra["plan"]):
+        obj = objects[m.object_index]
+        message = m.message
+        if run.infra["launch"]["mode"] == "job" and obj["kind"] == "Job":
+            message += ("; launch.mode job runs the head in this one GPU pod: drop kuberay.head.nodeSelector, or "
+                        "use rayjob/statefulset for a head of its own" if "nodeSelector" in m.path else
+                        "; launch.mode job runs the head and every fleet in this one pod, so their sizing adds "
+                        "up (kuberay.head + kuberay.trainer + kuberay.inference)")
+        out.append(RenderedProblem(m.object_index, m.path, message, f"object {m.object_index}: {message}"))
+    return out
 
 
 def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:

@@ -39,6 +39,10 @@ MODE_SETS = {
     "attach": ["launch.attach.cluster=shared-ray"],
     "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"],
 }
+# The generic examples' head runs on CPU nodes with 8 CPUs / 64Gi; one p4de node cannot also hold
+# that next to the 90-CPU trainer (check refuses it), so the job shape gets a head that fits.
+JOB_SETS = {e: ["kuberay.head.nodeSelector=null", "kuberay.head.cpu=4", "kuberay.head.memory=32Gi"]
+            for e in ("grpo_swe", "grpo_swe_sglang")}
 NCCL_SETS = {"eks_p5": [], "kind_single_gpu": ["ncclTest.image=registry.example.com/nccl-tests:2.16.9"]}
 CASES = [(e, m) for e in EXAMPLES for m in MODES]
 
@@ -66,7 +70,8 @@ def _compare(name: str, text: str) -> None:
 
 @pytest.mark.parametrize(("example", "mode"), CASES, ids=[f"{e}-{m}" for e, m in CASES])
 def test_example_renders_as_golden(example: str, mode: str) -> None:
-    text = dump_documents(_bundle(example, [f"launch.mode={mode}", *MODE_SETS.get(mode, [])]).objects)
+    sets = [f"launch.mode={mode}", *MODE_SETS.get(mode, []), *(JOB_SETS.get(example, []) if mode == "job" else [])]
+    text = dump_documents(_bundle(example, sets).objects)
     assert str(REPO) not in text  # no machine paths leak into what is applied
     _compare(f"{example}.{mode}.yaml", text)
 

@@ -50,10 +50,14 @@ def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
     parts = ["dockyard-k8s", *command.split()]
     if getattr(args, "recipe", None):
         parts.append(args.recipe)
-    if getattr(args, "infra", None):
-        parts += ["--infra", args.infra]
+    infra = getattr(args, "infra", None) or []
+    for f in [infra] if isinstance(infra, str) else infra:
+        parts += ["--infra", f]
     for s in [*(getattr(args, "sets", []) or []), *(getattr(args, "implied_sets", []) or [])]:
         parts += ["--set", s]
+    for flag in ("set_strings", "set_files"):
+        for s in getattr(args, flag, []) or []:
+            parts += [f"--{flag[:-1].replace('_', '-')}", s]
     if getattr(args, "namespace", None):
         parts += ["-n", args.namespace]
     if getattr(args, "context", None):

@@ -12,12 +12,33 @@ from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import UsageError
 
 RUN_ARGS_HELP = """\
-configuration layers, last wins:
+configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
   shipped defaults < ~/.config/dockyard-k8s/defaults.yaml ($DOCKYARD_K8S_DEFAULTS)
-  < --infra FILE (default: RECIPE's sibling <name>.infra.yaml) < --set KEY=VALUE < -n
+  < -f/--infra FILE... (default: RECIPE's sibling <name>.infra.yaml; later files win)
+  < --set KEY=VALUE < --set-string KEY=VALUE < --set-file KEY=PATH < -n
 recipe overrides after RECIPE, Hydra style (also passed to the job):
   key=value (change)  +key=value (add)  ++key=value (add or change)  ~key (delete)
 """
+
+
+def add_layer_args(parser: argparse.ArgumentParser, *, old_follow: bool = False, example: str) -> None:
+    """-f/--infra (repeatable), --set, --set-string, --set-file: the infra layers. ``old_follow``:
+    ``-f`` alone still means follow (``logs``, ``job logs``; cli/_flags.py)."""
+    what = "infra spec YAML (where to run it); repeatable, later files win"
+    if old_follow:
+        from dockyard_k8s.cli._flags import add_infra_or_follow_arg
+
+        parser.add_argument("--infra", metavar="FILE", action="append", default=[], help=what)
+        add_infra_or_follow_arg(parser, "same as --infra (alone, the deprecated follow: use --follow)")
+    else:
+        parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[], help=what)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override an infra key, e.g. --set {example} (repeatable; YAML-typed value, "
+                             "null unsets)")
+    parser.add_argument("--set-string", dest="set_strings", action="append", default=[], metavar="KEY=VALUE",
+                        help="like --set, the value always a string (--set-string infra.labels.build=0755)")
+    parser.add_argument("--set-file", dest="set_files", action="append", default=[], metavar="KEY=PATH",
+                        help="an infra key set to a file's text (--set-file launch.entrypoint=cmd.txt)")
 
 
 RUN_NAME_HELP = """\
@@ -39,15 +60,7 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
                         "recipe YAML (what to train)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    if old_follow:
-        from dockyard_k8s.cli._flags import add_infra_or_follow_arg
-
-        parser.add_argument("--infra", metavar="FILE", help="infra spec YAML (where to run it)")
-        add_infra_or_follow_arg(parser, "same as --infra (alone, the deprecated follow: use --follow)")
-    else:
-        parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an infra key, e.g. --set kuberay.trainer.replicas=4 (repeatable)")
+    add_layer_args(parser, old_follow=old_follow, example="kuberay.trainer.replicas=4")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
@@ -62,8 +75,9 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bun
     typed = list(values)
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
-    bundle = build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
-                          values=typed)
+    layers = dict(sets=args.sets, set_strings=getattr(args, "set_strings", []),
+                  set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ)
+    bundle = build_bundle(args.recipe, args.infra, **layers, values=typed)
     if args.namespace or not getattr(args, "live", False) or bundle.run.written_by_user(("infra", "namespace")):
         return bundle
     from dockyard_k8s.live.kubeconfig import context_namespace
@@ -72,7 +86,7 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bun
     if not namespace or namespace == bundle.run.infra["infra"]["namespace"]:
         return bundle
     typed.append(Setting(("infra", "namespace"), namespace, f"the kubeconfig context's namespace {namespace}"))
-    return build_bundle(args.recipe, args.infra, sets=args.sets, overrides=args.overrides, env=os.environ,
+    return build_bundle(args.recipe, args.infra, **layers,
                         values=typed)
 
 

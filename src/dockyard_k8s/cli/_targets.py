@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
 from dockyard_k8s.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,20 +37,18 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", nargs="?", metavar="RECIPE|FILE", help="recipe YAML, or manifest files/dirs")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE|FILE",
                         help="recipe overrides (Hydra style), or more manifest files")
-    parser.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an infra key, e.g. --set lint.ignore=[image-digest] (repeatable)")
+    add_layer_args(parser, example="lint.ignore=[image-digest]")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
     parser.add_argument("--manifests", action="store_true", help="treat every argument as a manifest file")
     parser.add_argument("--serve", action="append", default=[], metavar="SPEC",
                         help="add a model endpoint's objects (a serve spec; repeatable)")
 
 
-def _sections_from_file(path: str | None, sets: list[str]) -> dict[str, Any]:
-    """The lint and plan sections of an infra file, layered and checked like a run's."""
+def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
+    """The lint and plan sections of the infra files, layered and checked like a run's."""
     from dockyard_k8s.config.loader import load_infra
 
-    return _sections(load_infra(path, sets=sets))
+    return _sections(load_infra(args.infra, sets=args.sets, set_strings=args.set_strings, set_files=args.set_files))
 
 
 def _sections(infra: InfraSpec) -> dict[str, Any]:
@@ -82,14 +80,14 @@ def load_targets(args: argparse.Namespace) -> Targets:
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
         if serve_infra is not None:
-            sections = _sections_from_file(args.infra, args.sets) if args.infra else _sections(serve_infra)
+            sections = _sections_from_file(args) if args.infra else _sections(serve_infra)
             return Targets(endpoints, sections, True)
         raise UsageError("nothing to check: give a RECIPE (with --infra), manifest FILE/DIR arguments or --serve SPEC")
     if args.manifests or looks_like_manifests(args.recipe):
         if args.namespace and not args.serve:
             raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
-        return Targets([*read_manifests([args.recipe, *args.overrides]), *endpoints],
-                       _sections_from_file(args.infra, args.sets), False)
+        return Targets([*read_manifests([args.recipe, *args.overrides]), *endpoints], _sections_from_file(args),
+                       False)
     from dockyard_k8s.cli._runargs import load_bundle
 
     bundle = load_bundle(args)

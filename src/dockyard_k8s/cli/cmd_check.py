@@ -9,6 +9,7 @@ from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, object_ref, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         if args.output != "text":
             return 0
     print(summary(bundle.run.infra, bundle.objects, bundle.run))
+    for note in bundle.run.notes:
+        print(f"note: {note}")
     if bundle.validation is not None:
         print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
     if out:
@@ -73,10 +76,19 @@ def _fleet_row(name: str, s: PodSizing, replicas: int) -> list[Any]:
             ",".join(f"{k}={v}" for k, v in s["nodeSelector"].items()) or "-", total]
 
 
+def _urls(infra: InfraSpec) -> str:
+    if not infra["sandbox"]["injectUrls"]:
+        return "not injected"
+    if infra["launch"]["mode"] == "attach":
+        return "passed to the attached cluster's Ray job as DOCKYARD_SANDBOX_URLS (runtime_env.env_vars)"
+    return "injected into GPU pods as DOCKYARD_SANDBOX_URLS"
+
+
 def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
     lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
-    overrides = f" (+{len(run.job_args)} override(s) passed to the job)" if run.job_args else ""
+    mine = len(run.job_args) - len(run.added_args)
+    overrides = f" (+{mine} override(s) passed to the job)" if mine else ""
     rows: list[list[Any]] = [
         ["recipe", f"{run.recipe_file}{overrides}"],
         ["infra", " < ".join(run.sources)],
@@ -84,6 +96,10 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         ["image", f"{infra['infra']['image']} ({infra['infra']['imagePullPolicy']})"],
         ["mode", launch["mode"] + (f" ({launch['submissionMode']})" if launch["mode"] == "rayjob" else "")],
     ]
+    for arg in run.added_args:
+        rows.append(["job gets", f"{arg} (appended: the recipe has {arg[2:].split('=')[0]}, and the injected "
+                                 "DOCKYARD_SANDBOX_URLS must win over it; launch.sandboxUrlsKey: null turns "
+                                 "this off)"])
     if infra["infra"]["platform"] != "generic":
         rows.append(["platform", infra["infra"]["platform"] + (f" ({infra['infra']['instanceType']})"
                                                               if infra["infra"]["instanceType"] else "")])
@@ -128,10 +144,15 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
             ["hardening", ", ".join(hardening)],
             ["network", network],
             ["pdb", f"maxUnavailable {sb['pdb']['maxUnavailable']}" if sb["pdb"]["enabled"] else "off"],
-            ["urls", "injected into GPU pods as DOCKYARD_SANDBOX_URLS" if sb["injectUrls"] else "not injected"],
+            ["urls", _urls(infra)],
         ], indent="  "))
     else:
         lines.append("\nsandbox pool: disabled")
+    if launch["mode"] == "attach":
+        lines.append(f"\nattached cluster: the Ray job gets the recipe at {attach_recipe_path(infra)} "
+                     "(written from its runtime_env) and DOCKYARD_RECIPE"
+                     + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
+                     + " in runtime_env.env_vars; nothing GPU-side is rendered")
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

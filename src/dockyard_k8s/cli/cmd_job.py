@@ -60,11 +60,10 @@ def _bundle(args: argparse.Namespace) -> Any:
 
 def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
     from dockyard_k8s.live.rayjobs import submission_id
-    from dockyard_k8s.render.ray import entrypoint
+    from dockyard_k8s.render.submission import submission
 
-    infra = bundle.run.infra
-    command = entrypoint_override or entrypoint(infra, bundle.run.job_args)
-    runtime_env = infra["launch"]["runtimeEnv"] or None
+    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args,
+                                      command=entrypoint_override)
     return submission_id(run_of(bundle)[1], command, runtime_env), command, runtime_env
 
 

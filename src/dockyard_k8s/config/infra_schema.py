@@ -11,6 +11,8 @@ from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS, PRIVATE_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
+    INT64_MAX,
+    QUANTITY,
     Schema,
     array,
     boolean,
@@ -29,15 +31,16 @@ _GPU_TOLERATIONS = {
     "default": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
 }
 _ENV = string_map("Extra environment variables of the container (name: value).",
-                  values={"type": ["string", "number", "boolean"]})
-_NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).", values={"type": "string"})
+                  values={"type": ["string", "number", "boolean"]}, keys="env-name")
+_NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).",
+                            values={"type": "string", "x-format": "label-value"}, keys="label-key")
 
 
 NODE_POOL = obj("A node pool: count identical nodes.", {
     "name": string("Pool name; nodes are named <name>-0, <name>-1...", pattern=DNS1123_LABEL),
     "instanceType": string("An instance type of the catalogue (`dockyard-k8s plan --list-instance-types`) "
                            "or of plan.instanceTypes."),
-    "count": integer("Number of nodes.", 1, minimum=0),
+    "count": integer("Number of nodes.", 1, minimum=0, maximum=100000),
     "labels": string_map("Node labels besides the instance-type, hostname, os and arch labels.",
                          values={"type": "string"}),
     "taints": array("Node taints ({key, value, effect}).", {"type": "object"}, []),
@@ -110,7 +113,7 @@ def _sizing(what: str, *, replicas: int | None, gpus: int, cpu: str, memory: str
         "memoryLimit": quantity("Memory limit; defaults to the request.", None, nullable=True),
         "extendedResources": string_map(
             "Other extended resources per pod, requests = limits (e.g. vpc.amazonaws.com/efa: 32).",
-            values={"type": ["string", "integer"]}),
+            values={"type": ["string", "integer"], "pattern": QUANTITY}, keys="resource-name"),
         "shmSize": quantity("Size of the memory-backed /dev/shm (emptyDir medium: Memory); "
                             "NCCL and DataLoader workers need it. null drops the volume.", shm, nullable=True),
         "nodeSelector": _NODE_SELECTOR,
@@ -135,15 +138,17 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                         "Pin a tag or digest.", None, nullable=True),
         "imagePullPolicy": string("imagePullPolicy of every container.", "IfNotPresent",
                                   enum=["IfNotPresent", "Always", "Never"]),
-        "imagePullSecrets": array("Names of Secrets used to pull the images.", {"type": "string"}, []),
+        "imagePullSecrets": array("Names of Secrets used to pull the images.",
+                                  {"type": "string", "x-format": "dns-subdomain"}, []),
         "priorityClassName": string("PriorityClass of every managed pod (GPU gang, submitter, sandbox). "
-                                    "It must exist in the cluster.", None, nullable=True),
+                                    "It must exist in the cluster.", None, nullable=True, fmt="dns-subdomain"),
         "clusterDomain": string("Cluster DNS domain, for the injected sandbox URL.", "cluster.local"),
-        "labels": string_map("Extra labels on every object and pod template.", values={"type": "string"}),
+        "labels": string_map("Extra labels on every object and pod template.",
+                             values={"type": "string", "x-format": "label-value"}, keys="label-key"),
         "security": obj("Opt-in hardening of the GPU head and worker containers (unverified on GPUs, so off).", {
             "enabled": boolean("Render the securityContext below on GPU containers.", False),
             "runAsNonRoot": boolean("Refuse to start as root.", False),
-            "runAsUser": integer("UID to run as.", None, minimum=0, nullable=True),
+            "runAsUser": integer("UID to run as.", None, minimum=0, maximum=INT64_MAX, nullable=True),
             "readOnlyRootFilesystem": boolean("Read-only root filesystem.", False),
         }),
         "resourceQuota": obj("Namespace ResourceQuota, rendered first; never applied by `run`.", {
@@ -161,7 +166,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                                "node selector) for the trainer and inference pods.", None, nullable=True,
                                enum=list(EKS_PRESETS)),
         "runtimeClassName": string("runtimeClassName of every pod that requests nvidia.com/gpu "
-                                   "(kind/k3s: nvidia, else the pod sees no GPU).", None, nullable=True),
+                                   "(kind/k3s: nvidia, else the pod sees no GPU).", None, nullable=True,
+                                   fmt="dns-subdomain"),
         "gpuScheduling": obj("Placement of the GPU worker pods (added unless kuberay.spec sets its own).", {
             "onePodPerNode": boolean("Required pod anti-affinity on kubernetes.io/hostname between GPU pods.",
                                      False),
@@ -175,7 +181,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                                 pattern=DNS1123_LABEL),
             "create": boolean("Render the claim (else it must exist). Kept on `down`.", False),
             "storageClassName": string("StorageClass of a created claim (null: the cluster default).", None,
-                                       nullable=True),
+                                       nullable=True, fmt="dns-subdomain"),
             "accessMode": string("Access mode of a created claim; RWO cannot be shared across nodes.",
                                  "ReadWriteMany",
                                  enum=["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]),
@@ -199,7 +205,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
         "priorityClass": obj("A PriorityClass created for the GPU pods (head and workers).", {
             "create": boolean("Render the PriorityClass (cluster-scoped) and use it on the GPU pods.", False),
-            "name": string("Its name; defaults to <namespace>-<run>-gpu.", None, nullable=True),
+            "name": string("Its name; defaults to <namespace>-<run>-gpu.", None, nullable=True,
+                           fmt="dns-subdomain"),
             "value": integer("Priority value.", 1000000, minimum=-2147483648, maximum=1000000000),
             "preemptionPolicy": string("Whether GPU pods preempt lower-priority pods.", "PreemptLowerPriority",
                                        enum=["PreemptLowerPriority", "Never"]),
@@ -230,6 +237,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "entrypoint": string("Command the job runs; {recipe} is replaced by the mounted recipe path. "
                              "The recipe overrides are appended.",
                              "python -m dockyard_rl.train --config {recipe}"),
+        "sandboxUrlsKey": string("Recipe key the launcher sets to null (in the mounted recipe and as "
+                                 "++KEY=null after the entrypoint) so the injected DOCKYARD_SANDBOX_URLS wins "
+                                 "over the recipe's own default; only when the resolved recipe has that key and "
+                                 "sandbox.injectUrls is on. null: never.", "env.code.sandbox_urls", nullable=True),
         "submissionMode": string("KubeRay RayJob submissionMode.", "K8sJobMode",
                                  enum=["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]),
         "shutdownAfterJobFinishes": boolean("Delete the RayCluster when the job ends (rayjob mode).", True),
@@ -253,7 +264,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "memoryLimit": quantity("Memory limit.", "1Gi"),
         }),
         "attach": obj("attach mode: the existing Ray cluster to submit to.", {
-            "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True),
+            "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True,
+                              pattern=DNS1035_LABEL),
             "address": string("Ray dashboard URL (http://host:8265), instead of a cluster name.",
                               None, nullable=True),
         }),
@@ -265,6 +277,9 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "inference": _sizing("inference", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
         "spec": free_object("RayCluster spec fragment deep-merged over the rendered spec: worker groups "
                             "match by groupName, containers/env/volumes by name; anything KubeRay supports."),
+        "extraGroups": array("Worker groups kuberay.spec may add besides trainer and inference (a groupName "
+                             "not listed here is refused as a likely typo).", {"type": "string",
+                                                                               "pattern": DNS1123_LABEL}, []),
         "pdb": obj("PodDisruptionBudget over the GPU pods (bringup mode; opt-in).", {
             "enabled": boolean("Render the PDB.", False),
             "maxUnavailable": integer("Voluntary disruptions allowed; 0 blocks drains of the gang.", 0,

@@ -156,6 +156,7 @@ class Launch(TypedDict):
     bootstrap: LaunchBootstrap
     name: str | None
     entrypoint: str
+    sandboxUrlsKey: str | None
     submissionMode: Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
     shutdownAfterJobFinishes: bool
     ttlSecondsAfterFinished: int
@@ -175,7 +176,7 @@ class KuberayHead(TypedDict):
     memory: Quantity
     cpuLimit: Quantity | None
     memoryLimit: Quantity | None
-    extendedResources: dict[str, str | int]
+    extendedResources: dict[str, Quantity]
     shmSize: Quantity | None
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
@@ -190,7 +191,7 @@ class KuberayTrainer(TypedDict):
     memory: Quantity
     cpuLimit: Quantity | None
     memoryLimit: Quantity | None
-    extendedResources: dict[str, str | int]
+    extendedResources: dict[str, Quantity]
     shmSize: Quantity | None
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
@@ -212,6 +213,7 @@ class Kuberay(TypedDict):
     trainer: KuberayTrainer
     inference: KuberayInference
     spec: dict[str, Any]
+    extraGroups: list[str]
     pdb: KuberayPdb
 
 

@@ -66,6 +66,9 @@ class RunConfig(NamedTuple):
     sources: list[str]  # files merged, lowest layer first
     marks: dict[Path, Mark]  # where each infra value was written
     key_marks: dict[Path, Mark]  # where each infra key was written
+    added_args: tuple[str, ...] = ()  # the job_args the launcher added (not the user's overrides)
+    infra_files: tuple[str, ...] = ()  # the infra files given (or found beside the recipe), in order
+    notes: tuple[str, ...] = ()  # what the loader decided for the user and wants said
 
     def origin(self, path: Path, *, at_key: bool = False) -> Mark:
         """Where infra key ``path`` got its value (or, ``at_key``, where its key is written): a

@@ -59,6 +59,15 @@ def parse_set(text: str) -> tuple[Path | None, Any, str]:
     return _split(text, "--set")
 
 
+def parse_set_string(text: str) -> tuple[Path | None, Any, str]:
+    """Parse one ``--set-string KEY=VALUE`` (or ``--set-file KEY=PATH``): the value stays a string."""
+    key, sep, raw = text.partition("=")
+    path = parse_key(key)
+    if not sep or path is None:
+        return None, None, f"got {text!r}, expected KEY=VALUE with KEY a dotted path like a.b.c"
+    return path, raw, ""
+
+
 def parse_override(text: str) -> tuple[Override | None, str]:
     """Parse one Hydra-style recipe override. Returns (override, error or "")."""
     if text.startswith("~"):
@@ -78,7 +87,8 @@ def parse_override(text: str) -> tuple[Override | None, str]:
 # --- applying --------------------------------------------------------------------------
 
 
-def _lookup(data: Any, path: Path) -> tuple[bool, Any]:
+def lookup(data: Any, path: Path) -> tuple[bool, Any]:
+    """(True, the value at ``path``) or (False, None) when there is none."""
     for part in path:
         if isinstance(part, int):
             if not isinstance(data, list) or part >= len(data):
@@ -137,7 +147,7 @@ def _suggest(data: Any, path: Path) -> str:
 
 def apply_override(recipe: dict[str, Any], ov: Override) -> str:
     """Apply one override in place with Hydra's rules. Returns an error or ""."""
-    exists, _ = _lookup(recipe, ov.path)
+    exists, _ = lookup(recipe, ov.path)
     key = format_path(ov.path)
     if ov.op == "=" and not exists:
         return (f"no key {key} in the recipe{_suggest(recipe, ov.path)} "
@@ -147,7 +157,7 @@ def apply_override(recipe: dict[str, Any], ov: Override) -> str:
     if ov.op == "~":
         if not exists:
             return f"no key {key} in the recipe to delete{_suggest(recipe, ov.path)}"
-        _, parent = _lookup(recipe, ov.path[:-1])
+        _, parent = lookup(recipe, ov.path[:-1])
         del parent[ov.path[-1]]
         return ""
     return set_path(recipe, ov.path, ov.value)

@@ -191,8 +191,13 @@ PROFILES: dict[str, Any] = {
 }
 
 
-def preset_layer(instance_type: str) -> dict[str, Any]:
-    """The GPU-fleet sizing an instance-type preset contributes (one GPU pod per node)."""
+def preset_layer(instance_type: str, mode: Any = None) -> dict[str, Any]:
+    """The GPU-fleet sizing an instance-type preset contributes (one GPU pod per node).
+
+    ``launch.mode: job`` is one pod on one node: the node's budget goes to that pod once, on
+    the trainer; the head and the inference fleet share the pod and add nothing (the inference
+    fleet is off, as on a one-GPU box: generation colocated with training; give each fleet its
+    share of the GPUs to run both)."""
     p = EKS_PRESETS[instance_type]
     fleet: dict[str, Any] = {
         "gpus": p.gpus,
@@ -205,20 +210,26 @@ def preset_layer(instance_type: str) -> dict[str, Any]:
         fleet["cpuLimit"] = p.cpu_limit
     if p.memory_limit:
         fleet["memoryLimit"] = p.memory_limit
+    kuberay: dict[str, Any] = {role: clone(fleet) for role in _GPU_FLEETS}
+    if mode == "job":
+        share = {"cpu": "0", "memory": "0", "extendedResources": {}}
+        kuberay["head"] = {**share}
+        kuberay["inference"] = {**clone(share), "replicas": 0, "nodeSelector": dict(fleet["nodeSelector"])}
     return {
-        "kuberay": {role: clone(fleet) for role in _GPU_FLEETS},
+        "kuberay": kuberay,
         "ncclTest": {"extendedResources": {EFA_RESOURCE: p.efa}},
     }
 
 
-def profile_layer(platform: Any, instance_type: Any) -> dict[str, Any]:
-    """The profile layer for the merged ``infra.platform`` / ``infra.instanceType``.
+def profile_layer(platform: Any, instance_type: Any, mode: Any = None) -> dict[str, Any]:
+    """The profile layer for the merged ``infra.platform`` / ``infra.instanceType`` (and
+    ``launch.mode``: the job shape sizes one pod from one node, see :func:`preset_layer`).
 
     Unknown values give an empty layer: the schema check reports them.
     """
     layer = clone(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
     if platform == "eks" and isinstance(instance_type, str) and instance_type in EKS_PRESETS:
-        layer = _merge(layer, preset_layer(instance_type))
+        layer = _merge(layer, preset_layer(instance_type, mode))
     return layer
 
 
@@ -326,15 +337,9 @@ def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
             and not infra["sandbox"]["networkPolicy"]["enabled"]:
         out.append((("infra", "networkPolicy", "defaultDeny"), "default-deny would cut the sandbox pool off: it "
                                                                "needs sandbox.networkPolicy.enabled: true"))
-    if mode == "job":
-        total = sum(kr[r]["replicas"] * kr[r]["gpus"] for r in gpu_fleets)
-        preset = EKS_PRESETS.get(section["instanceType"] or "")
-        if preset and total > preset.gpus:
-            out.append((("launch", "mode"), f"job mode runs on one node: the fleets need {total} GPUs, "
-                                            f"{section['instanceType']} has {preset.gpus}"))
-        if len(name) > MAX_JOB_NAME:
-            out.append((("launch", "name"), f"{name!r} has {len(name)} characters; a Job name is at most "
-                                            f"{MAX_JOB_NAME} (its pods carry it as a label)"))
+    if mode == "job" and len(name) > MAX_JOB_NAME:  # the one-node rules are in config/rules.py
+        out.append((("launch", "name"), f"{name!r} has {len(name)} characters; a Job name is at most "
+                                        f"{MAX_JOB_NAME} (its pods carry it as a label)"))
     if mode == "statefulset":
         if kr["trainer"]["replicas"] < 1:
             out.append((("kuberay", "trainer", "replicas"), "got 0: statefulset mode runs the Ray head on trainer "

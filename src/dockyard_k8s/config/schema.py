@@ -7,9 +7,10 @@ the shipped defaults (every ``default`` keyword). No pydantic: ``check`` must st
 in well under 150 ms and a model library alone costs most of that.
 
 Supported keywords: type (one or a list, ``"null"`` for nullable), properties,
-additionalProperties (bool or schema), required, enum, minimum, maximum, pattern,
-items, default, description, and the extension ``x-format`` naming a check in
-``FORMATS``.
+additionalProperties (bool or schema), propertyNames (with ``x-format``), required, enum,
+minimum, maximum, pattern, items, default, description, and the extension ``x-format``
+naming a check in ``FORMATS``. Integers are int32 unless they say otherwise, as the API
+server stores most of them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dockyard_k8s.plain import Path, clone, type_name
 
 Schema = dict[str, Any]
 _NO_DEFAULT = object()
+NO_DEFAULT = _NO_DEFAULT  # what defaults_of gives for a key without a default
 
 # Kubernetes quantity grammar (apimachinery resource.Quantity).
 QUANTITY = (r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
@@ -31,6 +33,13 @@ DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 # A model hub repository id: ``name`` or ``org/name`` (Hugging Face's repo id characters).
 HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"
+# What the API server stores integers of most fields as (replicas, ports, seconds...).
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+_DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN)
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def _is_cidr(value: str) -> bool:
@@ -43,9 +52,33 @@ def _is_cidr(value: str) -> bool:
     return True
 
 
+def is_dns_subdomain(value: str) -> bool:
+    """A DNS-1123 subdomain: most object names (Secrets, PriorityClasses, label key prefixes)."""
+    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
+
+
+def is_label_key(value: str) -> bool:
+    """A label / annotation key: ``[prefix/]name``, prefix a DNS subdomain, name <= 63 characters."""
+    prefix, _, name = value.rpartition("/")
+    return (not prefix or is_dns_subdomain(prefix)) and len(name) <= 63 and bool(_LABEL_NAME.match(name))
+
+
+def is_label_value(value: str) -> bool:
+    return value == "" or (len(value) <= 63 and bool(_LABEL_NAME.match(value)))
+
+
 # x-format name -> (check, what is expected)
 FORMATS: dict[str, tuple[Callable[[str], bool], str]] = {
     "cidr": (_is_cidr, "a CIDR block like 10.0.0.0/8 (host bits zero)"),
+    "dns-subdomain": (is_dns_subdomain, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most "
+                                        "253 characters)"),
+    "label-key": (is_label_key, "a label key: [prefix/]name, the name at most 63 letters, digits, '-', '_' or "
+                                "'.' between letters or digits, the prefix a DNS subdomain"),
+    "label-value": (is_label_value, "a label value: at most 63 letters, digits, '-', '_' or '.', starting and "
+                                    "ending with a letter or digit (or empty)"),
+    "env-name": (lambda v: bool(_ENV_NAME.match(v)), "an environment variable name: letters, digits, '_', '-' "
+                                                     "or '.', not starting with a digit"),
+    "resource-name": (is_label_key, "a resource name like vpc.amazonaws.com/efa ([prefix/]name)"),
 }
 
 
@@ -66,7 +99,8 @@ def string(description: str, default: Any = _NO_DEFAULT, *, enum: list[str] | No
 
 
 def integer(description: str, default: Any = _NO_DEFAULT, *, minimum: int | None = None,
-            maximum: int | None = None, nullable: bool = False) -> Schema:
+            maximum: int | None = INT32_MAX, nullable: bool = False) -> Schema:
+    """An integer; at most what the API server stores it as (int32 unless ``maximum`` says)."""
     return _typed("integer", description, default, nullable, minimum=minimum, maximum=maximum)
 
 
@@ -86,9 +120,13 @@ def quantity(description: str, default: Any = _NO_DEFAULT, *, nullable: bool = F
     return s
 
 
-def string_map(description: str, *, values: Schema | None = None) -> Schema:
-    return {"type": "object", "description": description, "default": {},
-            "additionalProperties": values or {"type": ["string", "number"]}}
+def string_map(description: str, *, values: Schema | None = None, keys: str | None = None) -> Schema:
+    """A free mapping; ``keys`` names the x-format every key must have (``label-key``...)."""
+    s: Schema = {"type": "object", "description": description, "default": {},
+                 "additionalProperties": values or {"type": ["string", "number"]}}
+    if keys:
+        s["propertyNames"] = {"type": "string", "x-format": keys}
+    return s
 
 
 def array(description: str, items: Schema, default: Any = _NO_DEFAULT, *, nullable: bool = False) -> Schema:
@@ -159,7 +197,9 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
         if "minimum" in schema and value < schema["minimum"]:
             out.append((path, f"got {value}, expected a number >= {schema['minimum']}"))
         if "maximum" in schema and value > schema["maximum"]:
-            out.append((path, f"got {value}, expected a number <= {schema['maximum']}"))
+            why = {INT32_MAX: " (the API server stores it as a 32-bit integer)",
+                   INT64_MAX: " (the API server stores it as a 64-bit integer)"}.get(schema["maximum"], "")
+            out.append((path, f"got {value}, expected a number <= {schema['maximum']}{why}"))
     scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
     if "pattern" in schema and scalar and not re.match(schema["pattern"], str(value)):
         out.append((path, f"got {show(value)}, expected {_pattern_hint(schema['pattern'])}"))
@@ -177,6 +217,12 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
 def _check_object(schema: Schema, value: dict[str, Any], path: Path, out: list[tuple[Path, str]]) -> None:
     props: dict[str, Schema] = schema.get("properties", {})
     extra = schema.get("additionalProperties", True)
+    names = schema.get("propertyNames")
+    if isinstance(names, dict) and "x-format" in names:
+        ok, expected = FORMATS[names["x-format"]]
+        for key in value:
+            if not ok(str(key)):
+                out.append(((*path, key), f"got key {str(key)!r}, expected {expected}"))
     for key in schema.get("required", []):
         if value.get(key) is None:
             out.append(((*path, key), f"is required (got nothing, expected {props[key].get('description', '')})"))

@@ -156,12 +156,11 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
                   write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
     from dockyard_k8s.live.rayjobs import TERMINAL, submission_id
-    from dockyard_k8s.render.ray import entrypoint
+    from dockyard_k8s.render.submission import submission
 
-    infra = bundle.run.infra
     _, run = run_id(bundle)
-    command = entrypoint(infra, bundle.run.job_args)
-    runtime_env = infra["launch"]["runtimeEnv"] or None
+    # the attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job
+    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args)
     sub_id = submission_id(run, command, runtime_env)
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
         existing = ray.get(sub_id)

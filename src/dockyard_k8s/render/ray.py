@@ -232,9 +232,9 @@ def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
 # --- objects -----------------------------------------------------------------------------
 
 
-def entrypoint(infra: InfraSpec, job_args: list[str]) -> str:
+def entrypoint(infra: InfraSpec, job_args: list[str], *, recipe_path: str = RECIPE_PATH) -> str:
     """The job command: ``launch.entrypoint`` with {recipe} filled, then the overrides."""
-    cmd = infra["launch"]["entrypoint"].replace("{recipe}", RECIPE_PATH)
+    cmd = infra["launch"]["entrypoint"].replace("{recipe}", recipe_path)
     return f"{cmd} {shlex.join(job_args)}" if job_args else cmd
 
 

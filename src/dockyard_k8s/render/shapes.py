@@ -23,8 +23,10 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.kube import parse_quantity
-from dockyard_k8s.plain import clone
+from dockyard_k8s.plain import Path, clone
+from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     GPU_FLEETS,
@@ -37,12 +39,12 @@ from dockyard_k8s.render.meta import (
     selector,
 )
 from dockyard_k8s.render.platform import padded_deadline
-from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
+from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
-    from dockyard_k8s.config.model import PodSizing
+    from dockyard_k8s.config.model import Group, PodSizing
 
 SCRIPT_NAME = "ray-bootstrap.sh"
 SCRIPT_DIR = "/opt/dockyard"
@@ -147,6 +149,36 @@ def _combined_sizing(infra: InfraSpec) -> tuple[KuberayHead, dict[str, int]]:
         sizing["env"] = {**sizing["env"], **s["env"]}
         sizing["tolerations"] += [t for t in s["tolerations"] if t not in sizing["tolerations"]]
     return sizing, tags
+
+
+def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
+    """Provenance of the job pod's summed resources and merged node selector: each amount is
+    blamed on the group that asks the most of it, each label on the group that set it."""
+    kr = infra["kuberay"]
+    groups: list[Group] = ["head", *[r for r in GPU_FLEETS if kr[r]["replicas"] > 0]]
+    resources = pod["containers"][0]["resources"]
+
+    def key_of(g: Group, name: str, part: str) -> Path:
+        s = kr[g]
+        if name == GPU:
+            return ("kuberay", g, "gpus")
+        if name in ("cpu", "memory"):
+            limit = f"{name}Limit"
+            return ("kuberay", g, limit if part == "limits" and s[limit] else name)  # type: ignore[literal-required]
+        return ("kuberay", g, "extendedResources", name)
+
+    def amount(g: Group, name: str, part: str) -> Fraction:
+        found, value = lookup(kr[g], key_of(g, name, part)[2:])
+        return (parse_quantity(value) or Fraction(0)) if found else Fraction(0)
+
+    for part in ("requests", "limits"):
+        for name in resources.get(part) or {}:
+            top = max(groups, key=lambda g: amount(g, name, part))
+            provenance.note(resources[part], name, key_of(top, name, part))
+    for key in pod.get("nodeSelector") or {}:
+        owner = next((g for g in ("trainer", "inference", "head") if key in kr[g]["nodeSelector"]), None)
+        if owner is not None:
+            provenance.note(pod["nodeSelector"], key, ("kuberay", owner, "nodeSelector", key))
 
 
 def _ray_args(params: Mapping[str, Any]) -> str:
@@ -268,6 +300,8 @@ def job_objects(infra: InfraSpec, job_args: list[str]) -> list[dict[str, Any]]:
                          job_args=job_args)
     template = _pod_template(infra, fleet="head", sizing=sizing, tags=tags, bootstrap=env, role_env=None,
                              groups=["head", *GPU_FLEETS], job=True)
+    if provenance.active():
+        _note_job_sizing(infra, template["spec"])
     spec: dict[str, Any] = {"completions": 1, "parallelism": 1, "backoffLimit": launch["backoffLimit"]}
     if launch["activeDeadlineSeconds"] is not None:
         spec["activeDeadlineSeconds"] = padded_deadline(infra, launch["activeDeadlineSeconds"])

@@ -148,7 +148,7 @@ def test_env_interpolation_in_infra_and_recipe(write, tmp_path):
     recipe = write("r.yaml", "run: ${RUN_ID}\n")
     infra = write("i.yaml", "infra:\n  image: reg/img:${TAG:-1.0}\n")
     run = load_run(recipe, infra, env={"RUN_ID": "abc", "HOME": str(tmp_path)})
-    assert run.recipe == {"run": "abc", "env": {"code": {"sandbox_urls": None}}}
+    assert run.recipe == {"run": "abc"}  # no env.code.sandbox_urls in the recipe: nothing appended
     assert run.infra["infra"]["image"] == "reg/img:1.0"
 
 

@@ -140,9 +140,18 @@ def test_statefulset_needs_a_trainer_and_a_short_name(render: Render) -> None:
 
 
 def test_job_on_an_instance_type_fits_one_node(render: Render) -> None:
+    # One pod sized from one node's budget (the preset), not head + trainer + inference pods.
+    objs = render({"infra": {"platform": "eks", "instanceType": "p4de.24xlarge"}, "launch": {"mode": "job"}}).objects
+    job = next(o for o in objs if o["kind"] == "Job")
+    resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert resources["requests"] == {"cpu": "90", "memory": "1000Gi", "nvidia.com/gpu": "8",
+                                     "vpc.amazonaws.com/efa": "4"}
+    assert resources["limits"]["cpu"] == "96"
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"platform": "eks", "instanceType": "p4de.24xlarge"}, "launch": {"mode": "job"}})
-    assert "job mode runs on one node: the fleets need 16 GPUs, p4de.24xlarge has 8" in e.value.render()
+        render({"infra": {"platform": "eks", "instanceType": "p4de.24xlarge"}, "launch": {"mode": "job"},
+                "kuberay": {"inference": {"replicas": 1}}})
+    assert "kuberay.inference.gpus: launch.mode job runs on one p4de.24xlarge node (8 GPUs), but the fleets ask " \
+           "16 (kuberay.trainer.gpus 8 + kuberay.inference.gpus 8)" in e.value.render()
 
 
 @pytest.mark.parametrize(("values", "total"), [

@@ -89,6 +89,7 @@ def test_recipe_is_mounted_and_rendered_resolved(render):
 def test_free_form_spec_merges_by_group_and_name_and_invariants_win(render):
     objs, _ = render("""\
 kuberay:
+  extraGroups: [cpu-rollout]
   spec:
     enableInTreeAutoscaling: false
     workerGroupSpecs:

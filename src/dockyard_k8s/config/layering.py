@@ -1,0 +1,255 @@
+"""Helm-style layering of YAML files, reusable by every spec (the infra spec, serve's spec).
+
+Layers, last wins: the spec's shipped defaults < (a platform profile) < the user defaults file <
+each ``-f/--infra FILE`` in order (each merged over its own ``defaults:`` chain first) <
+``--set`` < ``--set-string`` < ``--set-file`` < what a command itself sets (:class:`Setting`).
+
+One merge rule, for files and ``--set`` alike:
+
+* mappings merge key by key (a ``{}`` keeps everything lower layers set);
+* scalars and lists replace;
+* ``null`` removes what lower layers set: a key the schema documents as nullable becomes
+  null (its documented meaning: no limit, drop the volume...), an entry of a free map (``env``,
+  ``nodeSelector``...) is deleted, and any other key goes back to its shipped default.
+
+Everything here is pure except reading the files named; the environment is passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from dockyard_k8s.config import overrides as ov
+from dockyard_k8s.config.model import locate
+from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of
+from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
+from dockyard_k8s.errors import ConfigProblem
+from dockyard_k8s.plain import clone
+
+
+class Setting(NamedTuple):
+    """A typed value on top of the file layers (``--set``-like, or forced by a command:
+    ``cluster up`` sets ``launch.mode: bringup``, ``-n`` sets ``infra.namespace``).
+    ``origin`` names it in problems (``--set a.b=1``, ``--pre-running-deadline``)."""
+
+    path: Path
+    value: Any
+    origin: str
+
+
+# --- reading files ------------------------------------------------------------------------
+
+
+def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
+    """A config file's text, or the problem reading it (missing, unreadable, not UTF-8)."""
+    try:
+        with open(file, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        return None, ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        return None, ConfigProblem(file, line, col, "", f"not UTF-8 text ({e.reason} at byte {e.start}: "
+                                                        f"{raw[e.start:e.start + 1]!r}); save the file as UTF-8")
+
+
+class Layers:
+    """Reads files (each over its ``defaults:`` chain) and collects every problem."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[ConfigProblem] = []
+        self.files: list[str] = []  # every file read, parents before children
+        self.empty: list[str] = []  # files with nothing in them
+
+    def problem(self, doc: Doc, path: Path, message: str, *, at_key: bool = False) -> None:
+        mark = locate(doc.marks, doc.key_marks, path, at_key=at_key)
+        self.problems.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
+
+    def read(self, file: str) -> Doc | None:
+        """One file as a top-level mapping (``{}`` when empty), or None after a problem."""
+        text, problem = read_text(file)
+        if problem is not None or text is None:
+            self.problems.append(problem or ConfigProblem(file, 0, 0, "", "cannot read file"))
+            return None
+        doc, problems = parse_yaml(text, file, self.env)
+        self.problems.extend(problems)
+        if problems:
+            return None
+        if not isinstance(doc.data, dict):
+            self.problems.append(ConfigProblem(file, 1, 1, "", f"got a {type(doc.data).__name__}, "
+                                                               "expected a mapping at the top level"))
+            return None
+        if not doc.data:
+            self.empty.append(file)
+        return doc
+
+    def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Doc:
+        """A file merged over its ``defaults:`` parents (file names relative to it, ``.yaml``
+        optional, parent-first, chains allowed, cycles reported)."""
+        doc = self.read(file)
+        if doc is None:
+            return Doc({}, {}, {})
+        parents = doc.data.pop("defaults", None)
+        if parents is None:
+            self.files.append(file)
+            return doc
+        names = [parents] if isinstance(parents, str) else parents
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            self.problem(doc, ("defaults",), f"got {parents!r}, expected a file name or a list of names")
+            return doc
+        merged = Doc({}, {}, {})
+        real = os.path.realpath(file)
+        for i, name in enumerate(names):
+            at: Path = ("defaults", i) if isinstance(parents, list) else ("defaults",)
+            parent = find_file(os.path.dirname(file), name)
+            if os.path.realpath(parent) in (*stack, real):
+                chain = " -> ".join([*stack, real, os.path.realpath(parent)])
+                self.problem(doc, at, f"defaults cycle: {chain}")
+                continue
+            if not os.path.exists(parent):
+                self.problem(doc, at, f"parent file {parent} does not exist")
+                continue
+            merged = merge_docs(merged, self.load_chain(parent, (*stack, real)))
+        self.files.append(file)
+        return merge_docs(merged, doc)
+
+
+def find_file(directory: str, name: str) -> str:
+    """``name`` relative to ``directory``; ``base`` finds ``base.yaml`` (or ``.yml``) when only that exists."""
+    path = os.path.normpath(os.path.join(directory, name))
+    if not os.path.exists(path) and not path.endswith((".yaml", ".yml")):
+        for ext in (".yaml", ".yml"):
+            if os.path.exists(path + ext):
+                return path + ext
+    return path
+
+
+# --- merging --------------------------------------------------------------------------------
+
+
+def merge(base: Any, over: Any) -> Any:
+    """Deep merge of plain data: mappings merge key by key, anything else is replaced
+    (``null`` too: :func:`resolve_nulls` then applies the schema's meaning)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = merge(base[k], v) if k in base else v
+        return out
+    return over
+
+
+def merge_docs(base: Doc, over: Doc) -> Doc:
+    # Marks of values the overlay replaced linger under their paths, but every path the
+    # overlay wrote has its own mark, so lookups of existing paths always find the right one.
+    return Doc(merge(base.data, over.data), {**base.marks, **over.marks}, {**base.key_marks, **over.key_marks})
+
+
+def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = (),
+                       set_files: Sequence[str] = ()) -> tuple[list[Setting], list[ConfigProblem]]:
+    """``--set KEY=VALUE`` (typed as YAML), ``--set-string KEY=VALUE`` (always a string) and
+    ``--set-file KEY=PATH`` (the file's text), in Helm's order."""
+    out: list[Setting] = []
+    problems: list[ConfigProblem] = []
+    for flag, texts in (("--set", sets), ("--set-string", set_strings), ("--set-file", set_files)):
+        for text in texts:
+            origin = f"{flag} {text}"
+            if flag == "--set":
+                path, value, error = ov.parse_set(text)
+            else:
+                path, value, error = ov.parse_set_string(text)
+            if not error and flag == "--set-file":
+                content, problem = read_text(os.path.expanduser(str(value)))
+                if problem is not None:
+                    error = f"{problem.message} ({value})"
+                value = content
+            if error or path is None:
+                problems.append(ConfigProblem(origin, 0, 0, "", error))
+            else:
+                out.append(Setting(path, value, origin))
+    return out, problems
+
+
+def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]:
+    """Apply ``settings`` in order onto ``doc`` in place, with the merge rule of the files."""
+    problems: list[ConfigProblem] = []
+    for s in settings:
+        mark = Mark(s.origin, 0, 0)
+        created = [s.path[:end] for end in range(1, len(s.path) + 1) if s.path[:end] not in doc.marks]
+        found, current = ov.lookup(doc.data, s.path)
+        value = merge(current, s.value) if found and isinstance(current, dict) and isinstance(s.value, dict) \
+            else s.value
+        error = ov.set_path(doc.data, s.path, value)
+        if error:
+            problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
+            continue
+        for path in {s.path, *created}:
+            doc.marks[path] = mark
+            doc.key_marks[path] = mark
+        if isinstance(value, dict):  # every key it brings is this setting's
+            for sub in _paths(value, s.path):
+                doc.marks[sub] = mark
+                doc.key_marks[sub] = mark
+    return problems
+
+
+def _paths(data: Any, at: Path) -> list[Path]:
+    out: list[Path] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += [(*at, k), *_paths(v, (*at, k))]
+    return out
+
+
+def resolve_nulls(schema: Schema, data: Any) -> None:
+    """In place: the meaning of ``null`` in merged layers (see the module docstring)."""
+    if isinstance(data, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in data:
+                resolve_nulls(items, item)
+        return
+    if not isinstance(data, dict):
+        return
+    props: dict[str, Schema] = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key in list(data):
+        sub = props.get(key)
+        if data[key] is None:
+            if sub is None:
+                if isinstance(extra, dict) and not _nullable(extra):
+                    del data[key]  # an entry of a free map
+                continue
+            if _nullable(sub):
+                continue
+            default = defaults_of(sub)
+            if default is NO_DEFAULT:
+                del data[key]
+            else:
+                data[key] = default
+        elif sub is not None:
+            resolve_nulls(sub, data[key])
+        elif isinstance(extra, dict):
+            resolve_nulls(extra, data[key])
+
+
+def _nullable(schema: Schema) -> bool:
+    t = schema.get("type")
+    return t is None or t == "null" or (isinstance(t, list) and "null" in t)
+
+
+def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ()) -> tuple[Doc, list[ConfigProblem]]:
+    """The shipped defaults of ``schema`` < ``docs`` (lowest first) < ``settings``, as one
+    fresh Doc (inputs untouched), nulls resolved."""
+    out = Doc(defaults_of(schema), {}, {})
+    for doc in docs:
+        out = merge_docs(out, doc)
+    out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
+    problems = apply_settings(out, settings)
+    resolve_nulls(schema, out.data)
+    return out, problems

@@ -1,0 +1,226 @@
+"""Run-level rules: what the schema of one key cannot say, checked once every layer is merged.
+
+Each problem is reported at the key the user wrote (and names the other key and the layer
+each came from when two disagree). KubeRay's own rules live in ``validate/kuberay.py``; the
+fit of each pod on one node of its declared instance type is checked on the rendered pods
+(``plan/fit.py``). Pure functions of a :class:`RunConfig`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dockyard_k8s.config.kueue import kueue_config_problems
+from dockyard_k8s.config.model import RunConfig, layer_name
+from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
+from dockyard_k8s.errors import ConfigProblem
+from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.plain import Path, format_path
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.model import Group
+
+# Image references as the container runtime parses them (distribution/reference grammar):
+# [host[:port]/]path[:tag][@digest]; path components lowercase.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:.]+\])"
+IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_HOST}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,})?$")
+MAX_IMAGE_NAME = 255
+
+# Keys that name an image, in the order they are reported.
+IMAGE_KEYS: tuple[Path, ...] = (("infra", "image"), ("sandbox", "image"), ("launch", "submitter", "image"),
+                                ("ncclTest", "image"), ("infra", "imagePull", "pauseImage"))
+
+# (request, limit) pairs of every sizing section: a limit below its request is rejected.
+_SIZINGS: tuple[Path, ...] = (("kuberay", "head"), ("kuberay", "trainer"), ("kuberay", "inference"),
+                              ("launch", "submitter"))
+_PAIRS = (("cpu", "cpuLimit"), ("memory", "memoryLimit"))
+_SANDBOX_PAIRS = (*_PAIRS, ("ephemeralStorage", "ephemeralStorageLimit"))
+
+
+def image_problem(image: Any) -> str:
+    """"" for a valid image reference, else what is wrong with it."""
+    text = str(image)
+    if "${" in text:
+        return f"got {text!r}: an environment variable was not substituted"
+    if text != text.strip() or not text:
+        return f"got {text!r}, expected an image reference without spaces"
+    name = text.split("@", 1)[0]
+    if IMAGE_REFERENCE.match(text) and len(name.rsplit(":", 1)[0]) <= MAX_IMAGE_NAME:
+        return ""
+    last = name.rsplit("/", 1)[-1]
+    if last.endswith(":"):
+        return f"got {text!r}: empty tag after ':' (an unset variable with an empty default?)"
+    if any(c.isupper() for c in name.split("/", 1)[-1].rsplit(":", 1)[0]):
+        return f"got {text!r}: repository names must be lowercase"
+    return (f"got {text!r}, expected an image reference like registry.example.com/team/image:1.2.3 "
+            "or ...@sha256:<64 hex digits>")
+
+
+def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[ConfigProblem], list[str]]:
+    """Every problem of the merged run, and notes on what was decided for the user.
+
+    May adjust ``run.infra`` in place where a default gives way to what the user wrote (a
+    profile's limit below the user's request follows the request)."""
+    from dockyard_k8s.config.loader import missing_infra_hint
+
+    infra = run.infra
+    problems: list[ConfigProblem] = []
+    notes: list[str] = []
+    if not infra["infra"]["image"]:
+        hint = missing_infra_hint(run.recipe_file, run.infra_files, empty)
+        message = "is required (got nothing, expected an image like registry.example.com/ubuntu-swe:vllm-1.4.2)"
+        problem = run.locate(("infra", "image"), message + hint)
+        if problem.file == "<shipped defaults>":  # nothing wrote it: say where it should go
+            where = run.infra_files[-1] if run.infra_files else run.recipe_file
+            problem = problem._replace(file=where)
+        problems.append(problem)
+    launch = infra["launch"]
+    if launch["mode"] == "attach" and not (launch["attach"]["cluster"] or launch["attach"]["address"]):
+        problems.append(run.locate(("launch", "attach"), "attach mode needs launch.attach.cluster or "
+                                                         "launch.attach.address (got neither)"))
+    problems += [run.locate(path, message) for path, message in [*platform_problems(infra),
+                                                                   *kueue_config_problems(infra)]]
+    problems += _image_problems(run)
+    problems += _limit_problems(run, notes)
+    problems += _job_problems(run)
+    problems += _fragment_problems(run)
+    return problems, notes
+
+
+def _get(data: Any, path: Path) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def _image_problems(run: RunConfig) -> list[ConfigProblem]:
+    out = []
+    for path in IMAGE_KEYS:
+        image = _get(run.infra, path)
+        if not image or (path != ("infra", "image") and image == run.infra["infra"]["image"]):
+            continue  # a copy of infra.image (sandbox.image defaults to it) is reported at infra.image
+        why = image_problem(image)
+        if why:
+            out.append(run.locate(path, why))
+    return out
+
+
+def _described(run: RunConfig, path: Path) -> str:
+    """``kuberay.trainer.memory 30Gi (--set ...)``: a key, its value and its layer."""
+    return f"{format_path(path)} {_get(run.infra, path)} ({layer_name(run.layer(path))})"
+
+
+def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
+    """A limit below its request: the API server rejects the pod. When only the request was
+    written by the user (the limit is a default or a profile's), the limit follows it."""
+    out = []
+    sections: list[tuple[Path, tuple[tuple[str, str], ...]]] = [(s, _PAIRS) for s in _SIZINGS]
+    sections.append((("sandbox", "resources"), _SANDBOX_PAIRS))
+    for section, pairs in sections:
+        data = _get(run.infra, section)
+        for request_key, limit_key in pairs:
+            request, limit = data[request_key], data[limit_key]
+            low, high = parse_quantity(limit), parse_quantity(request)
+            if limit is None or low is None or high is None or low >= high:
+                continue
+            req_path, lim_path = (*section, request_key), (*section, limit_key)
+            if run.written_by_user(req_path) and not run.written_by_user(lim_path):
+                notes.append(f"{format_path(lim_path)} follows {format_path(req_path)}: {request} (the "
+                             f"{limit} of {layer_name(run.layer(lim_path))} is below the request you set)")
+                data[limit_key] = request
+                continue
+            at = lim_path if run.written_by_user(lim_path) else req_path
+            out.append(run.locate(at, f"{_described(run, lim_path)} is below {_described(run, req_path)}: the "
+                                      "API server rejects a limit below its request; raise the limit or set "
+                                      f"{format_path(lim_path)}: null (= the request)"))
+    return out
+
+
+def node_gpus(run: RunConfig, selector: dict[str, str]) -> tuple[str, int] | None:
+    """(instance type, GPUs of one node) of a GPU fleet's declared instance type, if known."""
+    from dockyard_k8s.plan import catalog
+
+    itype = selector.get(INSTANCE_TYPE_LABEL) or run.infra["infra"]["instanceType"]
+    if not itype:
+        return None
+    if itype in EKS_PRESETS:
+        return itype, EKS_PRESETS[itype].gpus
+    custom = run.infra["plan"]["instanceTypes"].get(itype)
+    if custom is not None:
+        amount = parse_quantity(custom["allocatable"].get("nvidia.com/gpu", 0))
+        return itype, int(amount or 0)
+    if itype in catalog.AWS:
+        return itype, catalog.AWS[itype].gpus
+    if itype in catalog.EXPLICIT:
+        return itype, int(catalog.EXPLICIT[itype].get("nvidia.com/gpu", 0))
+    return None
+
+
+def _job_problems(run: RunConfig) -> list[ConfigProblem]:
+    """launch.mode job is one pod on one node: at most one pod per fleet, the node's GPUs,
+    one value per node label."""
+    infra = run.infra
+    if infra["launch"]["mode"] != "job":
+        return []
+    kr = infra["kuberay"]
+    out = []
+    fleets = [r for r in GPU_FLEETS if kr[r]["replicas"] > 0]
+    for role in fleets:
+        if kr[role]["replicas"] > 1:
+            out.append(run.locate(("kuberay", role, "replicas"),
+                                  f"got {kr[role]['replicas']}: launch.mode job runs one pod on one node, so a "
+                                  "fleet has at most 1 pod (use launch.mode statefulset for several nodes)"))
+    groups: list[Group] = ["head", *fleets]
+    chosen: dict[str, tuple[str, Group]] = {}
+    for g in groups:
+        for key, value in kr[g]["nodeSelector"].items():
+            if key in chosen and chosen[key][0] != value:
+                first = chosen[key][1]
+                out.append(run.locate(("kuberay", g, "nodeSelector", key),
+                                      f"got {value!r}, but kuberay.{first}.nodeSelector has {key}: "
+                                      f"{chosen[key][0]!r}: launch.mode job puts the head and every fleet in "
+                                      "one pod, which cannot be on both kinds of node"))
+            chosen.setdefault(key, (value, g))
+    selector = {k: v for k, (v, _) in chosen.items()}
+    node = node_gpus(run, selector)
+    asked = [(g, kr[g]["gpus"]) for g in groups if kr[g]["gpus"] > 0]
+    total = sum(n for _, n in asked)
+    if node is not None and total > node[1] and asked:
+        parts = " + ".join(f"kuberay.{g}.gpus {n}" for g, n in asked)
+        last = asked[-1][0]
+        out.append(run.locate(("kuberay", last, "gpus"),
+                              f"launch.mode job runs on one {node[0]} node ({node[1]} GPUs), but the fleets ask "
+                              f"{total} ({parts}): give each fleet its share (e.g. trainer {node[1] // 2} + "
+                              f"inference {node[1] - node[1] // 2}), or set kuberay.inference.replicas: 0 "
+                              "for a colocated run"))
+    return out
+
+
+def _fragment_problems(run: RunConfig) -> list[ConfigProblem]:
+    """A worker group of kuberay.spec merges into the fleet of its groupName; one that names
+    no fleet would silently add a third group (a typo like ``trainr``)."""
+    import difflib
+
+    spec = run.infra["kuberay"]["spec"]
+    groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
+    allowed = set(run.infra["kuberay"]["extraGroups"])
+    out = []
+    for i, group in enumerate(groups if isinstance(groups, list) else []):
+        name = group.get("groupName") if isinstance(group, dict) else None
+        path = ("kuberay", "spec", "workerGroupSpecs", i, "groupName")
+        if not isinstance(name, str):
+            out.append(run.locate(path[:-1], f"got {group!r}, expected a worker group with a groupName "
+                                             "(trainer or inference, to merge into that fleet)"))
+        elif name not in GPU_FLEETS and name not in allowed:
+            close = difflib.get_close_matches(name, GPU_FLEETS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            out.append(run.locate(path, f"got {name!r}, expected trainer or inference (the fleet this fragment "
+                                        f"merges into){hint} To add a worker group of your own, list it in "
+                                        f"kuberay.extraGroups: [{name}]"))
+    return out

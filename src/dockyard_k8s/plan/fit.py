@@ -1,0 +1,93 @@
+"""Does each pod fit one node of the instance type it declares? ``plan``'s filters, for ``check``.
+
+A pod template that selects ``node.kubernetes.io/instance-type: T`` can only run on a node of
+type ``T``; if one empty node of that type cannot take it (too much cpu, memory or GPUs, a
+node selector those nodes do not carry, a taint of the pool it does not tolerate), the run
+will never start, whatever the cluster's size. ``check`` reports that before anything is
+applied, with the same node model ``plan`` uses: the catalogue (or ``plan.instanceTypes``)
+for the allocatable, and the labels and taints of a ``plan.nodePools`` pool of that type when
+one is declared. How many nodes there are is ``plan``'s question, not this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from dockyard_k8s.kube import container_requests, pod_templates
+from dockyard_k8s.plain import Path
+from dockyard_k8s.plan import catalog
+from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
+from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason
+from dockyard_k8s.plan.units import show, to_units
+
+
+class Misfit(NamedTuple):
+    """A pod template of object ``index`` that no node of its instance type can take."""
+
+    object_index: int
+    path: Path  # the field to blame (a container's request, a node selector key, the tolerations)
+    message: str
+
+
+def known_type(name: str, plan: Mapping[str, Any]) -> bool:
+    return name in catalog.AWS or name in catalog.EXPLICIT or name in (plan.get("instanceTypes") or {})
+
+
+def _nodes(itype: str, plan: Mapping[str, Any]) -> list[Node]:
+    """One empty node per pool of this type (its labels and taints), or one catalogue node."""
+    pools = [p for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
+    pools = [{**p, "count": 1} for p in pools] or [{"name": "fit", "instanceType": itype, "count": 1}]
+    return from_pools({"nodePools": pools, "instanceTypes": plan.get("instanceTypes") or {}}).nodes
+
+
+def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misfit]:
+    """Every pod template (with replicas) that cannot run on one node of its declared type."""
+    out: list[Misfit] = []
+    for index, obj in enumerate(objects):
+        for t in pod_templates(obj):
+            selector = t.spec.get("nodeSelector")
+            itype = str(selector.get(INSTANCE_TYPE) or "") if isinstance(selector, dict) else ""
+            if t.replicas is None or not itype or not known_type(itype, plan):
+                continue
+            ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+            labels = {str(k): str(v) for k, v in (t.metadata.get("labels") or {}).items()}
+            req = Requirements.from_pod(t.spec, labels, ns, pod_units(t.spec))
+            verdicts = [(node, static_reason(req, node), resource_reasons(req, node)) for node in _nodes(itype, plan)]
+            if any(reason is None and not short for _, reason, short in verdicts):
+                continue
+            node, reason, short = verdicts[0]
+            if reason is not None:
+                out.append(_blame(index, t.path, t.spec, req, node, itype, reason, short))
+            for one in short:  # each resource that does not fit, at the request that asks for it
+                out.append(_blame(index, t.path, t.spec, req, node, itype, None, [one], said=short))
+    return out
+
+
+def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: Node, itype: str,
+           reason: str | None, short: list[str], said: list[str] | None = None) -> Misfit:
+    said_text = f"`plan` would say: 0/1 nodes are available: 1 {reason}" if reason else \
+        f"`plan` would say: 0/1 nodes are available: {', '.join(said or short)}"
+    if reason is not None:
+        for key, value in req.node_selector.items():
+            if node.labels.get(key) != value:
+                return Misfit(index, (*at, "spec", "nodeSelector", key),
+                              f"{key}={value}: a {itype} node does not carry this label, so the pod never "
+                              f"schedules ({said_text})")
+        for taint in node.taints:
+            return Misfit(index, (*at, "spec", "tolerations"),
+                          f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"
+                          f"{taint.get('effect')} of the {itype} pool ({said_text})")
+        return Misfit(index, (*at, "spec", "affinity"),
+                      f"no {itype} node matches the pod's node affinity ({said_text})")
+    resource = next((s.removeprefix("Insufficient ") for s in short if s.startswith("Insufficient ")), "pods")
+    wanted = req.requests.get(resource, 0)
+    have = node.allocatable.get(resource, 0)
+    containers = spec.get("containers") or []
+    amounts = [to_units(resource, container_requests(c).get(resource, Fraction(0))) if isinstance(c, dict) else 0
+               for c in containers]
+    j = max(range(len(amounts)), key=amounts.__getitem__) if amounts else 0
+    return Misfit(index, (*at, "spec", "containers", j, "resources", "requests", resource),
+                  f"the pod requests {resource} {show(resource, wanted)}, but one {itype} node has "
+                  f"{show(resource, have)} allocatable, so it never schedules ({said_text})")
