@@ -62,7 +62,8 @@ _AMBIGUOUS = (
     (re.compile(r"^(yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$"),
      "is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in YAML 1.2; write true/false, or quote it"),
     (re.compile(r"^[-+]?0[0-7_]+$"),
-     "is an octal number in YAML 1.1 but decimal in YAML 1.2; write 0o{rest} or quote it"),
+     "is an octal number in YAML 1.1 but decimal in YAML 1.2; write 0o{rest} for the octal number, "
+     "or quote it ('{value}') when a string is meant"),
     (re.compile(r"^[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$"),
      "is a base-60 number in YAML 1.1 but a string in YAML 1.2; quote it"),
     (re.compile(r"^[-+]?(0b[01_]+|[0-9][0-9_]*_[0-9_]*)$"),
@@ -107,7 +108,7 @@ def _untagged(value: str, plain: bool) -> tuple[Any, str | None]:
     for pattern, why in _AMBIGUOUS:
         if pattern.match(value):
             rest = value.lstrip("+-")[1:]
-            return value, f"unquoted {value!r} {why.format(rest=rest)}"
+            return value, f"unquoted {value!r} {why.format(rest=rest, value=value)}"
     return _resolve_plain(value)[1], None
 
 
@@ -152,6 +153,16 @@ def interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
         return value
 
     return _VAR.sub(sub, text), missing
+
+
+def malformed_variable(text: str) -> str | None:
+    """The first ``${`` that starts no valid reference (``${TAG`` unterminated, ``${1X}``), or None."""
+    rest = _VAR.sub("", text)
+    at = rest.find("${")
+    if at < 0:
+        return None
+    end = rest.find("}", at)
+    return rest[at:end + 1] if end >= 0 else rest[at:at + 40]
 
 
 # --- the walk ------------------------------------------------------------------------
@@ -199,6 +210,10 @@ class _Walker:
     def scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
         value: str = node.value
         if self.env is not None and "$" in value:
+            bad = malformed_variable(value)
+            if bad is not None:
+                self.problem(node, path, f"got {bad!r}: an unterminated or malformed variable reference "
+                                         "(expected ${NAME}, ${NAME:-default} or ${NAME-default}; $${ is a literal ${)")
             value, missing = interpolate(value, self.env)
             for name in missing:
                 self.problem(node, path, f"environment variable {name} is not set "
@@ -509,6 +524,8 @@ class _Subset:
             plain = True
         self.marks[path] = Mark(self.file, n + 1, col + pos + 1)
         if self.env is not None and "$" in value:
+            if malformed_variable(value) is not None:
+                raise _Decline
             value, missing = interpolate(value, self.env)
             if missing:
                 raise _Decline
