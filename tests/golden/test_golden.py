@@ -42,7 +42,7 @@ MODE_SETS = {
 # The generic examples' head runs on CPU nodes with 8 CPUs / 64Gi; one p4de node cannot also hold
 # that next to the 90-CPU trainer (check refuses it), so the job shape gets a head that fits.
 JOB_SETS = {e: ["kuberay.head.nodeSelector=null", "kuberay.head.cpu=4", "kuberay.head.memory=32Gi"]
-            for e in ("grpo_swe", "grpo_swe_sglang")}
+            for e in ("grpo_swe", "grpo_swe_sglang", "grpo_swe_kueue")}
 NCCL_SETS = {"eks_p5": [], "kind_single_gpu": ["ncclTest.image=registry.example.com/nccl-tests:2.16.9"]}
 CASES = [(e, m) for e in EXAMPLES for m in MODES]
 

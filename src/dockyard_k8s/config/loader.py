@@ -147,8 +147,8 @@ def _recipe_overrides(layers: Layers, recipe: dict[str, Any], infra: Doc,
         elif (arg := ov.job_arg(item)) is not None:
             user_args.append(arg)
     added: list[str] = []
-    key = _sandbox_urls_key(infra.data)
-    if not layers.problems and key is not None and ov.lookup(recipe, key)[0]:
+    key = None if layers.problems else _sandbox_urls_key(infra.data)  # the data is only sure without problems
+    if key is not None and ov.lookup(recipe, key)[0]:
         # The injected DOCKYARD_SANDBOX_URLS must win over the recipe's localhost default.
         unset = ov.Override("++", key, None, f"++{format_path(key)}=null")
         ov.apply_override(recipe, unset)

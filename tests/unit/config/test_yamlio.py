@@ -23,7 +23,8 @@ def test_scalars_resolve_with_the_yaml_1_2_core_schema():
     [
         ("no", "is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in YAML 1.2; write true/false, or quote it"),
         ("On", "is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in YAML 1.2; write true/false, or quote it"),
-        ("0755", "is an octal number in YAML 1.1 but decimal in YAML 1.2; write 0o755 or quote it"),
+        ("0755", "is an octal number in YAML 1.1 but decimal in YAML 1.2; write 0o755 for the octal number, "
+                 "or quote it ('0755') when a string is meant"),
         ("1:30", "is a base-60 number in YAML 1.1 but a string in YAML 1.2; quote it"),
         ("1_000", "is a number in YAML 1.1 but a string in YAML 1.2; quote it"),
     ],

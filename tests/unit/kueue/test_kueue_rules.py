@@ -21,7 +21,9 @@ def test_a_queued_rayjob_must_delete_its_cluster_after_finishing(kueue_problems_
 def test_autoscaling_a_head_worker_group_and_too_many_pod_sets_at_kuberay_spec(kueue_problems_of):
     template = "        template: {spec: {containers: [{name: w, image: x}]}}\n"
     groups = "".join(f"      - groupName: extra{i}\n{template}" for i in range(16))
-    problems = kueue_problems_of(QUEUED + "kuberay:\n  spec:\n    enableInTreeAutoscaling: true\n"
+    extra = ", ".join(["head", *(f"extra{i}" for i in range(16))])  # worker groups beside trainer and inference
+    problems = kueue_problems_of(QUEUED + f"kuberay:\n  extraGroups: [{extra}]\n"
+                                          "  spec:\n    enableInTreeAutoscaling: true\n"
                                           "    workerGroupSpecs:\n      - groupName: head\n"
                                           "        template: {spec: {containers: [{name: w, image: x}]}}\n" + groups)
     text = "\n".join(problems)
