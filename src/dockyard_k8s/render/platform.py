@@ -180,6 +180,10 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
             if t not in tolerations:
                 tolerations.append(t)
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0}
+    # The run's class (or the one it creates): on a full GPU node the pre-pull pod competes as the run would.
+    created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
+    if infra["infra"]["priorityClassName"] or created:
+        pod["priorityClassName"] = infra["infra"]["priorityClassName"] or created
     if infra["infra"]["imagePullSecrets"]:
         pod["imagePullSecrets"] = pull_secrets(infra)
     affinity = _gpu_node_affinity(infra)

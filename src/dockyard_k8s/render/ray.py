@@ -297,8 +297,9 @@ def raycluster(infra: InfraSpec) -> dict[str, Any]:
 
 
 def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
-    """PDB over the GPU pods of the run (head + workers), never the sandbox's pods:
-    a pod covered by two PDBs cannot be evicted at all."""
+    """PDB over the GPU gang of the run (head + workers) and nothing else: not the sandbox's
+    pods (a pod covered by two PDBs cannot be evicted at all), the submitter or the pre-pull
+    DaemonSet's pods."""
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -307,7 +308,7 @@ def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
             "maxUnavailable": infra["kuberay"]["pdb"]["maxUnavailable"],
             "selector": {
                 "matchLabels": {RUN_LABEL: infra["launch"]["name"]},
-                "matchExpressions": [{"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox", "submitter"]}],
+                "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": ["head", *GPU_FLEETS]}],
             },
         },
     }

@@ -147,6 +147,14 @@ def test_prepull_daemonset_targets_the_gpu_nodes_before_the_workload(render: Ren
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
 
 
+def test_prepull_pods_carry_the_runs_priority_class(render: Render) -> None:
+    named = render({"infra": {**EKS["infra"], "priorityClassName": "gpu-high", "imagePull": {"prePull": True}}})
+    assert find(named.objects, "DaemonSet")["spec"]["template"]["spec"]["priorityClassName"] == "gpu-high"
+    created = render({"infra": {**EKS["infra"], "priorityClass": {"create": True}, "imagePull": {"prePull": True}}})
+    assert find(created.objects, "DaemonSet")["spec"]["template"]["spec"]["priorityClassName"] == \
+        find(created.objects, "PriorityClass")["metadata"]["name"]
+
+
 def test_no_prepull_by_default(render: Render) -> None:
     assert "DaemonSet" not in kinds(render(EKS).objects)
 

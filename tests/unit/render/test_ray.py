@@ -3,6 +3,7 @@ import json
 import pytest
 
 from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.kube import selector_matches as selects
 from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 from dockyard_k8s.render.ray import resources_param
 
@@ -180,12 +181,16 @@ def test_launch_modes(render, mode, last):
 
 
 def test_gpu_pdb_opt_in_selects_gpu_pods_only(render):
-    objs, objects = render("launch:\n  mode: bringup\nkuberay:\n  pdb:\n    enabled: true\n")
+    objs, objects = render("launch:\n  mode: bringup\nkuberay:\n  pdb:\n    enabled: true\n",
+                           infra="imagePull: {prePull: true}")
     pdb = objs["PodDisruptionBudget", "exp-gpu"]["spec"]
     assert pdb["maxUnavailable"] == 0
     assert pdb["selector"] == {"matchLabels": {RUN_LABEL: "exp"}, "matchExpressions": [
-        {"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox", "submitter"]}]}
+        {"key": FLEET_LABEL, "operator": "In", "values": ["head", "trainer", "inference"]}]}
     assert [o["kind"] for o in objects][-2:] == ["PodDisruptionBudget", "RayCluster"]
+    selected = {t.metadata["labels"][FLEET_LABEL] for o in objects for t in pod_templates(o)
+                if selects(pdb["selector"], t.metadata["labels"])}
+    assert selected == {"head", "trainer", "inference"}  # not the sandbox, the submitter or the pre-pull pods
 
 
 def test_governance_objects_come_first(render):
