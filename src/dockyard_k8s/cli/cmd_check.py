@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import OK, WARN, object_ref, table
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, object_ref, table, write_file
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.render.submission import attach_recipe_path
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     out = getattr(args, "output_file", None)
     if out and not out.endswith((".yaml", ".yml", ".json")):
         raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
+    check_output_paths(args)
     bundle = load_bundle(args)
     if out or args.output in ("json", "yaml"):
         from dockyard_k8s.render.serialize import dump_json, dump_yaml
@@ -49,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("json", "yaml"):
             print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         if out:
-            with open(out, "w", encoding="utf-8") as f:
-                f.write(dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
+            write_file(out, dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
         if args.output != "text":
             return 0
     print(summary(bundle.run.infra, bundle.objects, bundle.run))

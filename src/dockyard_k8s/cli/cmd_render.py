@@ -9,7 +9,9 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._output import check_output_paths, write_file
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.errors import UsageError
 
 EXAMPLES = """\
 examples:
@@ -46,6 +48,7 @@ def kustomization(files: list[str]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
 
+    check_output_paths(args)
     bundle = load_bundle(args)
     objects = bundle.objects
     if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
@@ -56,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.output_file:
             print(text, end="")
             return 0
-        with open(args.output_file, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_file(args.output_file, text)
         print(f"wrote {len(objects)} objects to {args.output_file}")
         return 0
     files = write_objects(objects, args.output_dir, args.output)
@@ -70,7 +72,10 @@ def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str) -> li
     kustomization.yaml listing them in apply order; returns the file names."""
     from dockyard_k8s.render.serialize import dump_json, dump_yaml, object_file_name
 
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--output-dir {directory}: cannot create the directory: {e.strerror or e}") from e
     for stale in os.listdir(directory):
         if _OWNED.match(stale):
             os.remove(os.path.join(directory, stale))

@@ -8,6 +8,7 @@ from typing import Any
 EXAMPLES = """\
 examples:
   dockyard-k8s schemas fetch --kuberay v1.6.1     # KubeRay CRDs of your operator's release
+  dockyard-k8s schemas fetch --kuberay v1.6.1 --from /mirror/kuberay/{version}   # an air-gapped mirror
   dockyard-k8s schemas list
 """
 
@@ -24,7 +25,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                formatter_class=formatter)
     fetch.add_argument("--kuberay", required=True, metavar="VERSION", help="KubeRay release, e.g. v1.7.0")
     fetch.add_argument("--from", dest="base_url", metavar="URL",
-                       help="base URL of the CRD files ({version} is replaced; default: the GitHub release tag)")
+                       help="where the CRD files are: a base URL, a local directory or a file:// URL ({version} is "
+                            "replaced; default: the GitHub release tag)")
     fetch.set_defaults(func=run_fetch)
     listing = actions.add_parser("list", help="the schema sources validation uses, and the cache",
                                  formatter_class=formatter)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
-from dockyard_k8s.cli._output import OK, WARN, object_ref, table
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, object_ref, table, write_file
 from dockyard_k8s.errors import UsageError
 
 if TYPE_CHECKING:
@@ -160,14 +160,14 @@ def run_check(args: argparse.Namespace) -> int:
     out = args.output_file
     if out and not out.endswith((".yaml", ".yml", ".json")):
         raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
+    check_output_paths(args)
     bundle = load_serve_bundle(args)
     if out:
         from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
         doc = {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
                "objects": bundle.objects}
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
+        write_file(out, dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
     print(summary(bundle.config, bundle.objects))
     if bundle.validation is not None:
         print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
@@ -182,6 +182,7 @@ def run_render(args: argparse.Namespace) -> int:
     from dockyard_k8s.cli.cmd_render import write_objects
     from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
 
+    check_output_paths(args)
     bundle = load_serve_bundle(args)
     if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {bundle.validation.coverage()}", file=sys.stderr)
@@ -191,8 +192,7 @@ def run_render(args: argparse.Namespace) -> int:
         if not args.output_file:
             print(text, end="")
             return 0
-        with open(args.output_file, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_file(args.output_file, text)
         print(f"wrote {len(bundle.objects)} objects to {args.output_file}")
         return 0
     files = write_objects(bundle.objects, args.output_dir, args.output)

@@ -1,6 +1,7 @@
 """``dockyard-k8s schemas fetch``: download a KubeRay release's CRDs into the user cache.
 
-The files come from the release tag on GitHub (raw content), are checked to be
+The files come from the release tag on GitHub (raw content), or from ``--from`` (another base
+URL, a local directory or a ``file://`` URL: an air-gapped mirror), are checked to be
 CustomResourceDefinitions of group ``ray.io``, then replace ``<cache>/crds/kuberay/``
 atomically and are converted right away, so the next ``validate``/``check`` only loads.
 """
@@ -29,10 +30,32 @@ def normalize_version(text: str) -> str:
     return f"v{m.group(1)}"
 
 
+def _local(url: str) -> str | None:
+    """The file a ``--from`` location names when it is local (a path, or a ``file://`` URL)."""
+    import urllib.parse
+
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        return urllib.parse.unquote(parsed.path)
+    if not parsed.scheme or len(parsed.scheme) == 1:  # a path (C:\... has a one-letter "scheme")
+        return os.path.expanduser(url)
+    return None
+
+
 def _get(url: str) -> bytes | None:
-    """The body, None on 404; DockyardError on any other failure."""
+    """The body, None when it does not exist (HTTP 404, no such file); DockyardError on any other failure."""
     import urllib.error
     import urllib.request
+
+    path = _local(url)
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise DockyardError(f"cannot read {path}: {e.strerror or e}") from e
 
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
@@ -57,6 +80,10 @@ def fetch_kuberay(version: str, *, root: str | None = None, base_url: str = KUBE
     version = normalize_version(version)
     root = root or cache.cache_root()
     base = base_url.format(version=version).rstrip("/")
+    local = _local(base)
+    if local is not None and not os.path.isdir(local):
+        raise UsageError(f"--from {base_url}: {local} is not a directory (expected a directory holding the CRD "
+                         f"files {', '.join(KUBERAY_FILES)}; {{version}} is replaced by {version})")
     target = os.path.join(fetched_dir(root), "kuberay")
     os.makedirs(fetched_dir(root), exist_ok=True)
     staging = tempfile.mkdtemp(dir=fetched_dir(root), prefix=".fetch-")
@@ -67,7 +94,9 @@ def fetch_kuberay(version: str, *, root: str | None = None, base_url: str = KUBE
             if data is None:
                 if name in KUBERAY_OPTIONAL:
                     continue
-                raise UsageError(f"--kuberay {version}: {base}/{name} not found (is {version} a KubeRay release?)")
+                why = (f"the mirror needs {', '.join(KUBERAY_FILES)}" if local is not None else
+                       f"is {version} a KubeRay release?")
+                raise UsageError(f"--kuberay {version}: {base}/{name} not found ({why})")
             try:
                 schemas = crd_schemas_of(data.decode("utf-8"), f"{base}/{name}")
             except (UsageError, UnicodeDecodeError) as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -35,7 +36,7 @@ def looks_like_credential(name: str) -> bool:
     words = [w.upper() for w in _WORD.findall(name)]
     if not words or _NOT_A_SECRET_WORDS & {words[0], words[-1]}:
         return False
-    return bool(_SECRET_WORDS & set(words)) or any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+    return bool(_SECRET_WORDS & set(words)) or any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
 def secrets_in_env(o: Obj, c: Context) -> Iterator[Hit]:
