@@ -55,7 +55,7 @@ def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
         line = raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         return None, ConfigProblem(file, line, col, "", f"not UTF-8 text ({e.reason} at byte {e.start}: "
-                                                        f"{raw[e.start:e.start + 1]!r}); save the file as UTF-8")
+                                                        f"0x{raw[e.start]:02x}); save it as UTF-8")
 
 
 class Layers:

@@ -103,10 +103,10 @@ def load_run(
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
     settings, problems = settings_from_args(sets, set_strings, set_files)
     layers.problems += problems
-    infra, sources = _infra_layers(layers, files, [*settings, *values])
-
-    composer = RecipeComposer(layers, recipe_file)
+    composer = RecipeComposer(Layers(env), recipe_file)  # its own problems: the infra files come first
     recipe = composer.compose(recipe_file).data
+    infra, sources = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, recipe))
+    layers.problems += composer.layers.problems
     user_args, added = _recipe_overrides(layers, recipe, infra, overrides)
 
     if layers.problems:
@@ -165,7 +165,8 @@ def _sandbox_urls_key(data: Any) -> Path | None:
     return ov.parse_key(text)
 
 
-def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setting]) -> tuple[Doc, list[str]]:
+def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setting], *,
+                  recipe: tuple[str, dict[str, Any]] | None = None) -> tuple[Doc, list[str]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
     document and the names of its sources, lowest first."""
     user = user_defaults_file(layers.env)
@@ -180,10 +181,15 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
         sources.insert(1, _profile_name(infra.data))
     layers.problems.extend(set_problems)
     for path, message in check(INFRA, infra.data):
-        if message.startswith("unknown key") and path[:1] and path[0] not in INFRA_SECTIONS \
-                and infra.marks.get(path, Mark("", 0, 0)).file.startswith("--set"):
-            message += f"; {path[0]} is not an infra section: a recipe override goes after RECIPE, without --set"
-        layers.problem(infra, path, message, at_key=message.startswith("unknown key"))
+        origin = infra.marks.get(path, Mark("", 0, 0)).file
+        if message.startswith("unknown key") and len(path) == 1 and origin.startswith("--set"):
+            written = origin.split(" ", 1)[-1]
+            if recipe is not None and path[0] in recipe[1]:
+                message = (f"{path[0]} is a key of the recipe {recipe[0]}, not of the infra spec: write "
+                           f"{written} after the recipe, without --set")
+            else:
+                message += "; a recipe override goes after RECIPE, without --set"
+        layers.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
     return infra, sources
 
 

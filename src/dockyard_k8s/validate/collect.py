@@ -122,7 +122,7 @@ class Collector:
                     self._walk(sub, item, (*path, key), out)
             if not matched:
                 if extra is False:
-                    out.append(((*path, key), f'unknown field "{key}"'))
+                    out.append(((*path, key), f'unknown field "{key}"{_did_you_mean(key, props)}'))
                 elif isinstance(extra, dict):
                     self._walk(extra, item, (*path, key), out)
         n = len(value)
@@ -183,3 +183,11 @@ class Collector:
                 found = re.compile("")
             self._patterns[pattern] = found
         return found
+
+
+def _did_you_mean(key: str, known: dict[str, Any]) -> str:
+    """``; did you mean "volumeMounts"?`` for a near-miss of a known field, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return f'; did you mean "{close[0]}"?' if close else ""
