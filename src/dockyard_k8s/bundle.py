@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.config.loader import Setting, load_run
 from dockyard_k8s.config.model import RunConfig
-from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
+from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
@@ -24,6 +24,7 @@ from dockyard_k8s.validate.kuberay import kuberay_problems
 from dockyard_k8s.validate.kueue import kueue_problems
 
 if TYPE_CHECKING:
+    from dockyard_k8s.config.model import Group
     from dockyard_k8s.validate.problem import Report
 
 
@@ -40,6 +41,7 @@ class RenderedProblem(NamedTuple):
     path: Path
     message: str
     line: str  # how it reads when no infra key explains it (a renderer bug)
+    key: Path | None = None  # the infra key, when the check knows it better than provenance does
 
 
 def build_bundle(
@@ -91,13 +93,54 @@ def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[Rendered
     for m in misfits(objects, run.infra["plan"]):
         obj = objects[m.object_index]
         message = m.message
+        key = None
         if run.infra["launch"]["mode"] == "job" and obj["kind"] == "Job":
+            key = _job_culprit(run, m.path)
+        elif _fleet_of(obj, m.path) == "sandbox" and "requests" in m.path:  # sized by sandbox.resources
+            key = ("sandbox", "resources", _SANDBOX_RESOURCES.get(str(m.path[-1]), str(m.path[-1])))
             message += ("; launch.mode job runs the head in this one GPU pod: drop kuberay.head.nodeSelector, or "
                         "use rayjob/statefulset for a head of its own" if "nodeSelector" in m.path else
                         "; launch.mode job runs the head and every fleet in this one pod, so their sizing adds "
                         "up (kuberay.head + kuberay.trainer + kuberay.inference)")
-        out.append(RenderedProblem(m.object_index, m.path, message, f"object {m.object_index}: {message}"))
+        out.append(RenderedProblem(m.object_index, m.path, message, f"object {m.object_index}: {message}", key))
     return out
+
+
+_SANDBOX_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ephemeralStorage"}
+
+
+def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
+    """The fleet label of the pod template ``path`` is in."""
+    from dockyard_k8s.kube import pod_templates
+    from dockyard_k8s.render.meta import FLEET_LABEL
+
+    for t in pod_templates(obj):
+        if path[:len(t.path)] == t.path:
+            return (t.metadata.get("labels") or {}).get(FLEET_LABEL)
+    return None
+
+
+def _job_culprit(run: RunConfig, path: Path) -> Path | None:
+    """The job pod sums the head's and the fleets' sizing: blame the largest amount the user
+    wrote (a preset's or a default's amount is not theirs to change first), else the largest."""
+    from dockyard_k8s.kube import parse_quantity
+
+    if "requests" not in path:
+        return None
+    resource = str(path[-1])
+    kr = run.infra["kuberay"]
+    field = {"cpu": ("cpu",), "memory": ("memory",), "nvidia.com/gpu": ("gpus",)}.get(
+        resource, ("extendedResources", resource))
+    groups: list[Group] = ["head", *(g for g in GPU_FLEETS if kr[g]["replicas"] > 0)]
+    found = []
+    for g in groups:
+        value: Any = kr[g]
+        for part in field:
+            value = value.get(part) if isinstance(value, dict) else None
+        amount = parse_quantity(value) if value is not None else None
+        if amount:
+            found.append((run.written_by_user(("kuberay", g, *field)), amount, ("kuberay", g, *field)))
+    return max(found)[2] if found else None
 
 
 def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:
@@ -111,7 +154,7 @@ def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:
     blamed: dict[Path, list[str]] = {}
     unexplained: list[str] = []
     for p in problems:
-        key = where[p.object_index].infra_key(p.path)
+        key = p.key or where[p.object_index].infra_key(p.path)
         if key is None:
             unexplained.append(p.line or f"object {p.object_index}: {p.message}")
         elif p.message not in blamed.setdefault(key, []):

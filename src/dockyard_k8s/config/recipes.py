@@ -43,6 +43,7 @@ class _Entry(NamedTuple):
     at: Path  # where the entry is written in ``doc``
     doc: Doc  # the config the entry is written in
     directory: str  # that config's directory
+    group: str = ""  # GROUP[@PACKAGE] of a group default: what an ``override`` names
 
 
 class RecipeComposer:
@@ -71,7 +72,7 @@ class RecipeComposer:
         entries = self._entries(doc, raw, group, os.path.dirname(file))
         # `override g: x` in this list replaces the option the configs it includes choose for g;
         # an ancestor's override wins over this config's (Hydra: the primary config decides).
-        mine = {e.path.rsplit("/", 1)[0]: e for e in entries if e.kind == "override"}
+        mine = {e.group: e for e in entries if e.kind == "override"}
         choices = {**{g: e.path for g, e in mine.items()}, **overrides}
         if not any(e.kind == "self" for e in entries):
             entries.append(_Entry("self", "", None, False, ("defaults",), doc, ""))
@@ -84,9 +85,9 @@ class RecipeComposer:
             if e.kind == "override":
                 continue
             path = e.path
-            if e.kind == "group" and e.path.rsplit("/", 1)[0] in choices:
-                self._used.add(e.path.rsplit("/", 1)[0])
-                path = choices[e.path.rsplit("/", 1)[0]]
+            if e.kind == "group" and e.group in choices:
+                self._used.add(e.group)
+                path = choices[e.group]
             target = self._target(e, path)
             if target is None:
                 continue
@@ -150,8 +151,9 @@ class RecipeComposer:
             self.layers.problem(doc, at, f"got {option!r}, expected an option name (a config of group {name})")
             return []
         kind = "override" if "override" in flags else "group"
+        key = _join(group, name) + (f"@{package}" if sep else "")
         return [_Entry(kind, _join(group, f"{name}/{o}"), package if sep else None, "optional" in flags, at,
-                       doc, directory) for o in options]
+                       doc, directory, key) for o in options]
 
     def _target(self, e: _Entry, path: str) -> str | None:
         """The file of an entry, or None (a problem was reported, or an optional option is missing)."""
@@ -182,8 +184,8 @@ class RecipeComposer:
         default = os.path.dirname(path).replace("/", ".")
         if default and e.kind == "config":
             self.notes.append(f"recipe defaults: {path} goes under {default!r} (Hydra's default package is the "
-                              f"config group); add `# @package _global_` to {os.path.relpath(target)} or write "
-                              f"{path}.yaml to merge it at the top level")
+                              f"config group); to merge it at the top level, add `# @package _global_` to "
+                              f"{os.path.relpath(target)} or list it as the file {path}.yaml")
         return default
 
 

@@ -187,6 +187,13 @@ def _job_problems(run: RunConfig) -> list[ConfigProblem]:
                                       f"{chosen[key][0]!r}: launch.mode job puts the head and every fleet in "
                                       "one pod, which cannot be on both kinds of node"))
             chosen.setdefault(key, (value, g))
+    fleet_keys = {k for g in fleets if kr[g]["gpus"] > 0 for k in kr[g]["nodeSelector"]}
+    for key, value in kr["head"]["nodeSelector"].items():
+        if fleet_keys and key not in fleet_keys:  # a selector for a CPU head, left from a RayCluster config
+            out.append(run.locate(("kuberay", "head", "nodeSelector", key),
+                                  f"{key}: {value!r} selects a node for the head alone, but launch.mode job runs the "
+                                  "head in the one GPU pod, on a node the GPU fleets select: drop it, or add it to "
+                                  "the fleets' nodeSelector if their nodes carry it too"))
     selector = {k: v for k, (v, _) in chosen.items()}
     node = node_gpus(run, selector)
     asked = [(g, kr[g]["gpus"]) for g in groups if kr[g]["gpus"] > 0]

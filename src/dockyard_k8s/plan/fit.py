@@ -35,11 +35,18 @@ def known_type(name: str, plan: Mapping[str, Any]) -> bool:
     return name in catalog.AWS or name in catalog.EXPLICIT or name in (plan.get("instanceTypes") or {})
 
 
-def _nodes(itype: str, plan: Mapping[str, Any]) -> list[Node]:
-    """One empty node per pool of this type (its labels and taints), or one catalogue node."""
+def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]:
+    """One empty node per ``plan.nodePools`` pool of this type (its labels and taints), else one
+    node of the catalogue: it carries the labels every node of the type has (instance type, os,
+    arch, hostname) and, since nothing says otherwise, any other label the pod selects."""
     pools = [p for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
-    pools = [{**p, "count": 1} for p in pools] or [{"name": "fit", "instanceType": itype, "count": 1}]
-    return from_pools({"nodePools": pools, "instanceTypes": plan.get("instanceTypes") or {}}).nodes
+    if pools:
+        return from_pools({"nodePools": [{**p, "count": 1} for p in pools],
+                           "instanceTypes": plan.get("instanceTypes") or {}}).nodes
+    node = from_pools({"nodePools": [{"name": "fit", "instanceType": itype, "count": 1}],
+                       "instanceTypes": plan.get("instanceTypes") or {}}).nodes[0]
+    node.labels = {**{k: v for k, v in req.node_selector.items() if k not in node.labels}, **node.labels}
+    return [node]
 
 
 def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misfit]:
@@ -54,7 +61,10 @@ def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misf
             ns = str((obj.get("metadata") or {}).get("namespace") or "default")
             labels = {str(k): str(v) for k, v in (t.metadata.get("labels") or {}).items()}
             req = Requirements.from_pod(t.spec, labels, ns, pod_units(t.spec))
-            verdicts = [(node, static_reason(req, node), resource_reasons(req, node)) for node in _nodes(itype, plan)]
+            if not any(p.get("instanceType") == itype for p in plan.get("nodePools") or []):
+                req.affinity_terms = None  # labels of the type's nodes beyond the catalogue's are unknown
+            nodes = _nodes(itype, plan, req)
+            verdicts = [(node, static_reason(req, node), resource_reasons(req, node)) for node in nodes]
             if any(reason is None and not short for _, reason, short in verdicts):
                 continue
             node, reason, short = verdicts[0]

@@ -1,0 +1,42 @@
+"""`schemas fetch --from` an air-gapped mirror: a local directory or a file:// URL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from dockyard_k8s.cli import main
+
+SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "crds"))
+KUBERAY = os.path.join(SHARED, "kuberay")
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    if not os.path.isdir(KUBERAY):
+        pytest.skip("the shared KubeRay CRDs are not here")
+    target = tmp_path / "mirror" / "v1.7.0"
+    shutil.copytree(KUBERAY, target)
+    return tmp_path / "mirror"
+
+
+@pytest.mark.parametrize("form", ["path", "url"])
+def test_fetch_from_a_local_mirror(mirror, capsys, form):
+    where = f"{mirror}/{{version}}" if form == "path" else f"file://{mirror}/{{version}}"
+    assert main(["schemas", "fetch", "--kuberay", "v1.7.0", "--from", where]) == 0
+    out = capsys.readouterr().out
+    assert "fetched" in out and "ray.io/v1/RayJob" in out
+
+
+def test_a_mirror_that_is_not_there_is_exit_2(tmp_path, capsys):
+    assert main(["schemas", "fetch", "--kuberay", "v1.7.0", "--from", f"{tmp_path}/nope/{{version}}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/nope/v1.7.0 is not a directory" in err and "Traceback" not in err
+
+
+def test_a_mirror_missing_a_file_says_which(mirror, capsys):
+    os.remove(mirror / "v1.7.0" / "ray.io_rayjobs.yaml")
+    assert main(["schemas", "fetch", "--kuberay", "v1.7.0", "--from", f"{mirror}/{{version}}"]) == 2
+    assert "ray.io_rayjobs.yaml not found (the mirror needs" in capsys.readouterr().err
