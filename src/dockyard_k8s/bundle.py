@@ -96,12 +96,12 @@ def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[Rendered
         key = None
         if run.infra["launch"]["mode"] == "job" and obj["kind"] == "Job":
             key = _job_culprit(run, m.path)
-        elif _fleet_of(obj, m.path) == "sandbox" and "requests" in m.path:  # sized by sandbox.resources
-            key = ("sandbox", "resources", _SANDBOX_RESOURCES.get(str(m.path[-1]), str(m.path[-1])))
             message += ("; launch.mode job runs the head in this one GPU pod: drop kuberay.head.nodeSelector, or "
                         "use rayjob/statefulset for a head of its own" if "nodeSelector" in m.path else
                         "; launch.mode job runs the head and every fleet in this one pod, so their sizing adds "
                         "up (kuberay.head + kuberay.trainer + kuberay.inference)")
+        elif _fleet_of(obj, m.path) == "sandbox" and "requests" in m.path:  # sized by sandbox.resources
+            key = ("sandbox", "resources", _SANDBOX_RESOURCES.get(str(m.path[-1]), str(m.path[-1])))
         out.append(RenderedProblem(m.object_index, m.path, message, f"object {m.object_index}: {message}", key))
     return out
 

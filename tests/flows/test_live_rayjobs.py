@@ -67,7 +67,8 @@ def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, fake: FakeKube, 
     run = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
               "--set", "launch.entrypoint=echo training with {recipe}")
     assert run.code == 0, run.out + run.err
-    assert "training with /etc/dockyard-k8s/recipe.yaml" in run.out and "SUCCEEDED" in run.out
+    # the attached cluster has no recipe ConfigMap: the job writes the recipe its runtime_env carries
+    assert "training with /tmp/dockyard-k8s/grpo-swe/recipe.yaml" in run.out and "SUCCEEDED" in run.out
     rerun = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
                 "--set", "launch.entrypoint=echo training with {recipe}", "--detach")
     assert "already submitted" in rerun.out

@@ -13,6 +13,12 @@ SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".
 KUBERAY = os.path.join(SHARED, "kuberay")
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Fetched CRDs go to this test's cache, not the session's (they would win over the bundled ones)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def mirror(tmp_path):
     if not os.path.isdir(KUBERAY):

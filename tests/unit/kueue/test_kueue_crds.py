@@ -44,7 +44,8 @@ def test_bundled_copies_equal_the_shared_ones():
 def test_a_misspelt_field_of_a_cluster_queue_is_caught_against_the_bundled_crd():
     report = validate_report([CLUSTER_QUEUE])
     assert [(p.path, p.message) for p in report.problems] == [
-        (("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "borrowLimit"), 'unknown field "borrowLimit"')]
+        (("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "borrowLimit"),
+         'unknown field "borrowLimit"; did you mean "borrowingLimit"?')]
     assert report.sources["kueue.x-k8s.io/v1beta2/ClusterQueue"] == "Kueue v0.19.2 CRD (bundled)"
 
 
@@ -62,4 +63,4 @@ def test_workloads_validate_too():
               "containers": [{"name": "c", "image": "x:1"}]}}}]}}
     assert validate_report([wl]).problems == []
     wl["spec"]["podSets"][0]["cont"] = 1
-    assert [p.message for p in validate_report([wl]).problems] == ['unknown field "cont"']
+    assert [p.message for p in validate_report([wl]).problems] == ['unknown field "cont"; did you mean "count"?']
