@@ -97,5 +97,5 @@ def test_f_is_the_infra_file_of_every_run_shaped_command() -> None:
                  ["job", "logs", RECIPE, "-f", INFRA], ["job", "submit", RECIPE, "-f", INFRA],
                  ["doctor", RECIPE, "-f", INFRA], ["run", RECIPE, "-f", INFRA]):
         args, _ = build_parser(argv[0]).parse_known_args(argv)
-        assert args.infra == INFRA, argv
+        assert args.infra == [INFRA], argv  # repeatable: a list (later files win)
         assert not getattr(args, "follow", False), argv

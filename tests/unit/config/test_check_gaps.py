@@ -258,18 +258,22 @@ def test_a_recipe_key_in_set_names_the_recipe(write, clean_env):
 def test_render_to_one_file_and_clear_output_errors(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "run.yaml"
-    assert main(["render", "examples/grpo_swe.yaml", "-o", str(out)]) == 0
+    assert main(["render", "examples/grpo_swe.yaml", "--output-file", str(out)]) == 0
     assert out.is_file() and out.read_text().count("\n---\n") == 5 and out.read_text().startswith("---\n")
-    assert main(["render", "examples/grpo_swe.yaml", "-o", str(tmp_path / "run.json")]) == 0
+    assert main(["render", "examples/grpo_swe.yaml", "-o", str(tmp_path / "run.json")]) == 0  # the old form
     assert '"kind": "List"' in (tmp_path / "run.json").read_text()
-    assert main(["render", "examples/grpo_swe.yaml", "-o", str(out / "x")]) == 2
-    assert main(["render", "examples/grpo_swe.yaml", "-o", "/nonexistent/dir/run.yaml"]) == 2
-    assert main(["check", "examples/grpo_swe.yaml", "-o", "/nonexistent/a.yaml"]) == 2
+    assert main(["render", "examples/grpo_swe.yaml", "--output-dir", str(out / "x")]) == 2
+    assert main(["render", "examples/grpo_swe.yaml", "--output-dir", str(out)]) == 2
+    assert main(["render", "examples/grpo_swe.yaml", "--output-file", str(tmp_path)]) == 2
+    assert main(["render", "examples/grpo_swe.yaml", "--output-file", "/nonexistent/dir/run.yaml"]) == 2
+    assert main(["check", "examples/grpo_swe.yaml", "--output-file", "/nonexistent/a.yaml"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert f"-o {out / 'x'}: cannot create the directory" in err
-    assert "-o /nonexistent/dir/run.yaml: the directory /nonexistent/dir does not exist" in err
-    assert "-o /nonexistent/a.yaml: cannot write it: No such file or directory" in err
+    assert f"--output-dir {out / 'x'}: cannot create the directory: Not a directory" in err
+    assert f"--output-dir {out}: exists and is not a directory" in err
+    assert f"--output-file {tmp_path}: is a directory" in err
+    assert "--output-file /nonexistent/dir/run.yaml: the directory /nonexistent/dir does not exist" in err
+    assert "--output-file /nonexistent/a.yaml: the directory /nonexistent does not exist" in err
 
 
 # --- 14. helm-style layering ------------------------------------------------------------------------
