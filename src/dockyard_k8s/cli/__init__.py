@@ -119,7 +119,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
             module.register(_Subparsers(sub), _Formatter)
-        else:  # our formatter: argparse's default one imports shutil (~5 ms) for the terminal width
+        else:  # our formatter: argparse's default one imports shutil for the terminal width
             sub.add_parser(name, help=summary, formatter_class=_Formatter)
     return parser
 

@@ -15,8 +15,8 @@ What this adds over ``yaml.safe_load``:
 * **Locations.** ``marks[path]`` is where the value at ``path`` was written;
   ``key_marks[path]`` where its key was. Paths are tuples of str keys / int indexes.
 
-PyYAML costs ~20 ms to import, most of ``check``'s start-up, so it is imported only when
-needed: files in the plain block style configs are written in (mappings, sequences, flow
+Importing PyYAML is a large part of ``check``'s start-up (bench/README.md), so it is imported
+only when needed: files in the plain block style configs are written in (mappings, sequences, flow
 lists, names and numbers, nothing a YAML 1.1 reader types differently) are read by a small
 subset parser (:class:`_Subset`) that gives the same data and marks, and declines anything
 else, including every input with a problem, which PyYAML then reads and reports.

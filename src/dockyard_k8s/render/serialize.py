@@ -18,7 +18,7 @@ _Dumper: Any = None  # PyYAML's dumper with our str representer, built on first 
 
 
 def _pyyaml_dumper() -> Any:
-    """Importing PyYAML costs ~20 ms, most of ``check``'s start-up: only when needed."""
+    """Importing PyYAML is a large part of ``check``'s start-up: only when needed."""
     global _Dumper
     if _Dumper is None:
         import yaml

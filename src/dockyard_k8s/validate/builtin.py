@@ -4,7 +4,7 @@ kubernetes-validate ships strict JSON schemas per Kubernetes minor version
 (``kubernetes-json-schema/v1.29.0-local-strict/``): every object with ``properties`` has
 ``additionalProperties: false`` and each schema ``$ref``s into one shared
 ``_definitions.json``. We never import the package (its import pulls in ``jsonschema``,
-~110 ms): we locate its data with ``importlib.util.find_spec`` and build, per kind, one
+a large part of a ``check``): we locate its data with ``importlib.util.find_spec`` and build, per kind, one
 self-contained schema holding only the definitions that kind reaches.
 
 Conversion (``CONVERTER``) — each change bumps the version so caches are rebuilt:

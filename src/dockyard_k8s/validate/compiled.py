@@ -2,8 +2,8 @@
 
 ``fastjsonschema.compile_to_code`` turns a converted schema into a Python module; we compile
 that to a code object and cache it with ``marshal``. Loading a cached validator is a file
-read + ``marshal.loads`` + ``exec`` (no fastjsonschema import); compiling a cache miss takes
-0.1-2 s per kind, once. A validator is a fast-fail yes/no gate: objects that fail are walked
+read + ``marshal.loads`` + ``exec`` (no fastjsonschema import); a cache miss is compiled
+once (seconds for a large CRD). A validator is a fast-fail yes/no gate: objects that fail are walked
 by :mod:`.collect`, which lists every problem with its path (a differential test holds the
 two to the same verdict).
 """

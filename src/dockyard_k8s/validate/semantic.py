@@ -121,7 +121,7 @@ _HASHABLE_QUANTITY = (str, int, float)
 
 
 # Resource blocks found fine, by their limits' and requests' items: containers of a large input
-# repeat a few blocks ({cpu: "32", memory: 256Gi, nvidia.com/gpu: 8}), ~10 us each to check.
+# repeat a few blocks ({cpu: "32", memory: 256Gi, nvidia.com/gpu: 8}), each checked once.
 _RESOURCES_OK: dict[tuple[Any, ...], bool] = {}
 
 

@@ -33,7 +33,7 @@ def test_the_pre_scan_flags_every_document_the_two_readers_read_differently():
 
     seen = {"differ": 0, "compared": 0}
 
-    @settings(max_examples=3000, deadline=None, database=None)
+    @settings(max_examples=1500, deadline=None, database=None)
     @given(st.lists(lines, min_size=1, max_size=6))
     def check(spec):
         text = "\n".join(_line(*s) for s in spec) + "\n"
@@ -50,4 +50,4 @@ def test_the_pre_scan_flags_every_document_the_two_readers_read_differently():
             assert may_differ(text), (text, fast, docs[0][0])
 
     check()
-    assert seen["differ"] > 300 and seen["compared"] > 500, seen
+    assert seen["differ"] > 100 and seen["compared"] > 200, seen
