@@ -209,3 +209,15 @@ def test_logs_follow_old_and_new_forms(cli: Any, fake: FakeKube, argv: list[str]
     assert any(q.params.get("follow") == "true" for q in fake.requests if q.path.endswith("/log"))
     old = "-f" in argv and "--follow" not in argv
     assert ("note: -f meaning follow is deprecated: use --follow" in r.err) is old
+
+
+def test_cluster_list_takes_selector_and_output(cli: Any, fake: FakeKube) -> None:
+    for name, team in (("a", "rl"), ("b", "infra")):
+        fake.put({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                  "metadata": {"name": name, "namespace": NS, "labels": {
+                      "app.kubernetes.io/managed-by": "dockyard-k8s", "dockyard-k8s/run": name, "team": team}},
+                  "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "i"}]}}}}})
+    r = cli("cluster", "list", "-l", "team=rl")
+    assert r.code == 0 and [line.split()[1] for line in r.out.splitlines()[1:]] == ["a"]
+    doc = yaml.safe_load(cli("cluster", "list", "-o", "yaml").out)
+    assert doc["kind"] == "List" and sorted(i["metadata"]["name"] for i in doc["items"]) == ["a", "b"]

@@ -40,6 +40,8 @@ def test_submit_wait_list_logs_and_idempotence(cli: Any, ray_head: str) -> None:
     again = cli("job", "submit", "--address", ray_head, "--entrypoint", "echo hello-from-ray")
     assert f"job {job_id} already submitted (SUCCEEDED)" in again.out
     listed = cli("job", "list", "--address", ray_head)
+    as_json = cli("job", "list", "--address", ray_head, "-o", "json")
+    assert job_id in {j["submission_id"] for j in __import__("json").loads(as_json.out)}
     assert job_id in listed.out and "SUCCEEDED" in listed.out
     logs = cli("job", "logs", "--address", ray_head, "--job", job_id)
     assert "hello-from-ray" in logs.out

@@ -43,6 +43,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     submit.set_defaults(func=job_submit)
     ls = js.add_parser("list", help="jobs of the cluster", formatter_class=formatter)
     _target_args(ls)
+    ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     ls.set_defaults(func=job_list)
     logs = js.add_parser("logs", help="logs of one job", formatter_class=formatter)
     _target_args(logs, old_follow=True)
@@ -151,11 +152,15 @@ def job_list(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.rayjobs import job_row
 
     def action(ray: Any, bundle: Any) -> int:
-        jobs = ray.list()
+        jobs = sorted(ray.list(), key=lambda j: j.get("start_time") or 0)
+        if args.output in ("json", "yaml"):
+            from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+            print(dump_json(jobs) if args.output == "json" else "---\n" + dump_yaml(jobs), end="")
+            return 0
         if not jobs:
             say("no jobs")
             return 0
-        jobs.sort(key=lambda j: j.get("start_time") or 0)
         say(table([job_row(j) for j in jobs], ["id", "status", "entrypoint", "message"]))
         return 0
 
