@@ -236,8 +236,8 @@ def load_infra(infra_file: str | Sequence[str] | None, *, sets: Sequence[str] = 
 
 def _profile_name(data: dict[str, Any]) -> str:
     section = data["infra"]
-    typ = section.get("instanceType")
-    return f"<{section['platform']} profile{' ' + typ if typ else ''}>"
+    typ = section.get("instanceType")  # any type: a wrong one is reported by the schema check, not here
+    return f"<{section['platform']} profile{' ' + str(typ) if typ else ''}>"
 
 
 def _profile_doc(data: Any) -> Doc | None:
