@@ -17,7 +17,6 @@ Pure: builds and reads plain data.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -35,22 +34,16 @@ VERSION_ANNOTATION = "dockyard-k8s/launcher-version"
 MODE_ANNOTATION = "dockyard-k8s/mode"
 GPUS_ANNOTATION = "dockyard-k8s/gpus"
 ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
-# A key names a credential when one of these words (or pairs) is in it, split at _ - . and
-# camelCase: HF_TOKEN, apiKey, aws_secret_access_key, password; not max_new_tokens, tokenizer.
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_CREDENTIAL_WORDS = frozenset({"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL",
-                               "CREDENTIALS", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY", "AUTHKEY"})
-_CREDENTIAL_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
-                               ("AUTH", "KEY"), ("SIGNING", "KEY")})
-
-
 def record_name(run: str) -> str:
     return f"{run}-{RECORD_SUFFIX}"
 
 
 def names_credential(key: str) -> bool:
-    words = [w.upper() for w in _WORDS.findall(key)]
-    return bool(_CREDENTIAL_WORDS & set(words)) or any(p in _CREDENTIAL_PAIRS for p in itertools.pairwise(words))
+    """A key that names a credential (HF_TOKEN, apiKey, aws_secret_access_key, password; not
+    max_new_tokens or tokenizer): lint's secret-in-env rule's test, the one home of it."""
+    from dockyard_k8s.lint.rules.env import looks_like_credential
+
+    return looks_like_credential(key)
 
 
 def redact(value: Any, *, env: bool = False) -> Any:
