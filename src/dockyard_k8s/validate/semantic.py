@@ -14,6 +14,7 @@ to one list; a new rule goes next to the field it checks, with its source.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
@@ -57,6 +58,21 @@ NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage")
 WORKLOADS_WITH_SELECTOR = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
 
 _EMPTY: dict[str, Any] = {}
+
+# The API server decodes these integers into Go int32 / int64 fields: a larger number is refused
+# ("cannot unmarshal number ... into ... int32"). By where they are (apps, batch, core, KubeRay).
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+_WORKLOAD_INT32 = ("replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "parallelism",
+                   "completions", "backoffLimit", "ttlSecondsAfterFinished", "backoffLimitPerIndex",
+                   "maxFailedIndexes")
+_POD_INT64 = ("terminationGracePeriodSeconds", "activeDeadlineSeconds")
+_PROBE_INT32 = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
+_SECURITY_INT64 = ("runAsUser", "runAsGroup", "fsGroup")
+_RAYJOB_INT32 = ("backoffLimit", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "preRunningDeadlineSeconds")
+_RAY_GROUP_INT32 = ("replicas", "minReplicas", "maxReplicas", "numOfHosts")
+# pkg/apis/core/validation: an env var name is a C identifier extended with '-' and '.'.
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_ENV_NAME_OK: dict[str, bool] = {}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -203,9 +219,32 @@ def _check_resources(out: Found, res: dict[str, Any], at: JsonPath) -> None:
                         f"{name} is an extended resource: set it in limits (requests default to it)"))
 
 
+def _ints(out: Found, d: dict[str, Any], at: JsonPath, fields: tuple[str, ...], limit: int) -> None:
+    """Integers of ``fields`` beyond what the API server's Go type holds (int32 or int64)."""
+    for field in fields:
+        value = d.get(field)
+        if value.__class__ is int and not -limit - 1 <= value <= limit:
+            bits = 32 if limit == INT32_MAX else 64
+            out.append(((*at, field), f"got {value}, expected at most {limit} (the API server reads it as a "
+                                      f"{bits}-bit integer)"))
+
+
+def _env_names(out: Found, env: Any, at: JsonPath) -> None:
+    for i, item in enumerate(_list(env)):
+        name = _dict(item).get("name")
+        if name.__class__ is not str or name in _ENV_NAME_OK:
+            continue
+        if _ENV_NAME.fullmatch(name):
+            remember(_ENV_NAME_OK, name)
+        else:
+            out.append(((*at, i, "name"), f"env name {show(name)} is not valid (letters, digits, '_', '-' and '.', "
+                                          "not starting with a digit)"))
+
+
 def _security(out: Found, ctx: Any, at: JsonPath) -> None:
     if ctx.__class__ is not dict:
         return
+    _ints(out, ctx, at, _SECURITY_INT64, INT64_MAX)
     profile = ctx.get("seccompProfile")
     if profile.__class__ is not dict:
         return
@@ -220,6 +259,8 @@ def _security(out: Found, ctx: Any, at: JsonPath) -> None:
 def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> None:
     get = spec.get
     # (each rule is tested inline first: most fields are absent or fine, and a call costs more)
+    _ints(out, spec, at, _POD_INT64, INT64_MAX)
+    _ints(out, spec, at, ("priority",), INT32_MAX)
     restart = get("restartPolicy")
     if restart is not None:
         _enum(out, restart, RESTART_POLICIES.get(owner, POD_RESTART_POLICIES), at, "restartPolicy")
@@ -278,6 +319,9 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
         names.add(name)
     if field != "ephemeralContainers" and not get("image"):
         out.append(((*at, "image"), "missing image"))
+    env = get("env")
+    if env:
+        _env_names(out, env, (*at, "env"))
     pull = get("imagePullPolicy")
     if pull is not None and pull not in IMAGE_PULL_POLICIES:
         _enum(out, pull, IMAGE_PULL_POLICIES, at, "imagePullPolicy")
@@ -322,6 +366,8 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
         check = get(probe)
         if check.__class__ is not dict:
             continue
+        _ints(out, check, (*at, probe), _PROBE_INT32, INT32_MAX)
+        _ints(out, check, (*at, probe), ("terminationGracePeriodSeconds",), INT64_MAX)
         for action in ("httpGet", "tcpSocket", "grpc"):
             port = _dict(check.get(action)).get("port")
             if port is None:
@@ -367,7 +413,19 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
         _labels(out, template.metadata.get("labels"), (*template.path, "metadata", "labels"))
         _pod_spec(out, template.spec, (*template.path, "spec") if template.path else ("spec",), str(kind))
     if kind in WORKLOADS_WITH_SELECTOR or kind == "Job":
+        _ints(out, spec, ("spec",), _WORKLOAD_INT32, INT32_MAX)
+        if kind == "Job":
+            _ints(out, spec, ("spec",), ("activeDeadlineSeconds",), INT64_MAX)
         _workload(out, kind, spec)
+    elif kind in ("RayJob", "RayCluster"):
+        cluster = _dict(spec.get("rayClusterSpec")) if kind == "RayJob" else spec
+        at: JsonPath = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
+        if kind == "RayJob":
+            _ints(out, spec, ("spec",), _RAYJOB_INT32, INT32_MAX)
+        for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
+            _ints(out, _dict(group), (*at, "workerGroupSpecs", i), _RAY_GROUP_INT32, INT32_MAX)
+    elif kind == "PriorityClass":
+        _ints(out, obj, (), ("value",), INT32_MAX)
     elif kind == "Service":
         _service(out, spec)
     elif kind == "NetworkPolicy":

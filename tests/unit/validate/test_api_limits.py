@@ -1,0 +1,53 @@
+"""`validate` applies the API server's own limits at the manifest line: int32/int64 fields and
+env var names (issue 16 item 5; `check` reports the same at the infra key)."""
+
+from __future__ import annotations
+
+from dockyard_k8s.cli import main
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x}
+spec:
+  replicas: 3000000000
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec:
+      terminationGracePeriodSeconds: 1000000000000000000000000000000
+      securityContext: {runAsUser: 1000}
+      containers:
+        - name: c
+          image: x:1
+          env: [{name: 1BAD, value: a}, {name: GOOD_1.x-y, value: b}]
+          readinessProbe: {periodSeconds: 9999999999, tcpSocket: {port: 80}}
+---
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: j}
+spec:
+  entrypoint: python x.py
+  activeDeadlineSeconds: 2147483648
+  rayClusterSpec:
+    headGroupSpec: {rayStartParams: {}, template: {spec: {containers: [{name: h, image: "r:1"}]}}}
+    workerGroupSpecs:
+      - {groupName: w, replicas: 1, minReplicas: 0, maxReplicas: 4294967296, rayStartParams: {},
+         template: {spec: {containers: [{name: w, image: "r:1"}]}}}
+"""
+
+
+def test_numbers_and_env_names_the_api_server_refuses(tmp_path, capsys):
+    path = tmp_path / "m.yaml"
+    path.write_text(MANIFEST)
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:5: Deployment x: spec.replicas: got 3000000000, expected at most 2147483647 (the API server " \
+           "reads it as a 32-bit integer)" in out
+    assert f"{path}:10: Deployment x: spec.template.spec.terminationGracePeriodSeconds: got " \
+           "1000000000000000000000000000000, expected at most 9223372036854775807" in out
+    assert f'{path}:15: Deployment x: spec.template.spec.containers[0].env[0].name: env name "1BAD" is not valid' in out
+    assert "GOOD_1.x-y" not in out and "runAsUser" not in out
+    assert "readinessProbe.periodSeconds: got 9999999999, expected at most 2147483647" in out
+    assert f"{path}:23: RayJob j: spec.activeDeadlineSeconds: got 2147483648" in out
+    assert "spec.rayClusterSpec.workerGroupSpecs[0].maxReplicas: got 4294967296" in out
