@@ -116,6 +116,14 @@ def _described(run: RunConfig, path: Path) -> str:
     return f"{format_path(path)} {_get(run.infra, path)} ({layer_name(run.layer(path))})"
 
 
+def _rank(run: RunConfig, path: Path) -> int:
+    """How high the layer that set ``path`` is: shipped < profile < files in order < --set..."""
+    layer = run.layer(path)
+    if layer in run.sources:
+        return run.sources.index(layer)
+    return len(run.sources) if not layer.startswith("<") else 0
+
+
 def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
     """A limit below its request: the API server rejects the pod. When only the request was
     written by the user (the limit is a default or a profile's), the limit follows it."""
@@ -135,7 +143,8 @@ def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
                              f"{limit} of {layer_name(run.layer(lim_path))} is below the request you set)")
                 data[limit_key] = request
                 continue
-            at = lim_path if run.written_by_user(lim_path) else req_path
+            # at the key the user wrote last (the higher layer): most likely the one just changed
+            at = lim_path if _rank(run, lim_path) > _rank(run, req_path) else req_path
             out.append(run.locate(at, f"{_described(run, lim_path)} is below {_described(run, req_path)}: the "
                                       "API server rejects a limit below its request; raise the limit or set "
                                       f"{format_path(lim_path)}: null (= the request)"))

@@ -5,8 +5,9 @@ type ``T``; if one empty node of that type cannot take it (too much cpu, memory 
 node selector those nodes do not carry, a taint of the pool it does not tolerate), the run
 will never start, whatever the cluster's size. ``check`` reports that before anything is
 applied, with the same node model ``plan`` uses: the catalogue (or ``plan.instanceTypes``)
-for the allocatable, and the labels and taints of a ``plan.nodePools`` pool of that type when
-one is declared. How many nodes there are is ``plan``'s question, not this one.
+for the allocatable, and the labels, taints and root volume of a ``plan.nodePools`` pool of
+that type when one is declared (without one, other labels and the disk are not judged). How
+many nodes there are is ``plan``'s question, not this one.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def known_type(name: str, plan: Mapping[str, Any]) -> bool:
 
 
 def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]:
-    """One empty node per ``plan.nodePools`` pool of this type (its labels and taints), else one
-    node of the catalogue: it carries the labels every node of the type has (instance type, os,
-    arch, hostname) and, since nothing says otherwise, any other label the pod selects."""
+    """One empty node per ``plan.nodePools`` pool of this type (its labels, taints and root
+    volume), else one node of the catalogue: it carries the labels every node of the type has
+    (instance type, os, arch, hostname) and, since nothing says otherwise, any other label the
+    pod selects, and as much ephemeral-storage as it asks (that depends on the root volume
+    each node group chooses)."""
     pools = [p for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
     if pools:
         return from_pools({"nodePools": [{**p, "count": 1} for p in pools],
@@ -46,6 +49,8 @@ def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]
     node = from_pools({"nodePools": [{"name": "fit", "instanceType": itype, "count": 1}],
                        "instanceTypes": plan.get("instanceTypes") or {}}).nodes[0]
     node.labels = {**{k: v for k, v in req.node_selector.items() if k not in node.labels}, **node.labels}
+    node.allocatable["ephemeral-storage"] = max(node.allocatable.get("ephemeral-storage", 0),
+                                                req.requests.get("ephemeral-storage", 0))
     return [node]
 
 
