@@ -50,7 +50,8 @@ def _split(text: str, origin: str) -> tuple[Path | None, Any, str]:
         return None, None, f"got {text!r}, expected KEY=VALUE with KEY a dotted path like a.b.c"
     value, problems = parse_value(raw, origin)
     if problems:
-        hint = "; --set-string keeps a value a string" if origin == "--set" and "quote it" in problems[0].message else ""
+        quoted = origin == "--set" and "quote it" in problems[0].message
+        hint = "; --set-string keeps a value a string" if quoted else ""
         return None, None, f"value of {key}: {problems[0].message}{hint}"
     return path, value, ""
 
