@@ -144,7 +144,7 @@ def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
                 data[limit_key] = request
                 continue
             # at the key the user wrote last (the higher layer): most likely the one just changed
-            at = lim_path if _rank(run, lim_path) > _rank(run, req_path) else req_path
+            at = lim_path if _rank(run, lim_path) >= _rank(run, req_path) else req_path
             out.append(run.locate(at, f"{_described(run, lim_path)} is below {_described(run, req_path)}: the "
                                       "API server rejects a limit below its request; raise the limit or set "
                                       f"{format_path(lim_path)}: null (= the request)"))
