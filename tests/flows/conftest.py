@@ -17,8 +17,10 @@ from kuberay_sim import EXAMPLES  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKube]:
-    server = FakeKube(namespaces=("default", "rl-research"))
+def fake(request: pytest.FixtureRequest) -> Iterator[FakeKube]:
+    """The fake API server with the KubeRay CRDs of ``request.param`` (default v1.7.0):
+    ``@pytest.mark.parametrize("fake", ["1.4.2"], indirect=True)`` for an older operator."""
+    server = FakeKube(namespaces=("default", "rl-research"), kuberay=getattr(request, "param", "1.7.0"))
     yield server
     server.shutdown()
     assert not server.errors, "the fake API server failed:\n" + "\n".join(server.errors)

@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-import threading
 from typing import Any
 
 import pytest
 from fakekube import FakeKube
+from flowkit import in_background, wait_following, wait_output
 from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 RENDERED = ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "RayJob"]
-
-
-def in_background(fn: Any) -> threading.Thread:
-    errors: list[BaseException] = []
-
-    def body() -> None:
-        try:
-            fn()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=body, daemon=True)
-    t.errors = errors  # type: ignore[attr-defined]
-    t.start()
-    return t
-
-
-def wait_output(fake: FakeKube, text: str) -> None:
-    """Until the CLI (running in this process, stdout redirected) printed ``text``: orders what a
-    test does after something the CLI saw through another watch."""
-    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
-
-
-def wait_following(fake: FakeKube) -> None:
-    """The CLI has its watches open (rayjobs, pods, events)."""
-    for plural in ("rayjobs", "pods", "events"):
-        fake.wait_watching(plural)
 
 
 def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: FakeKube) -> None:
@@ -260,7 +232,7 @@ def test_cluster_up_waits_until_ready(cli: Any, fake: FakeKube) -> None:
     r = cli("cluster", "up", *ARGS)
     t.join(5)
     assert r.code == 0, r.out + r.err
-    assert "provisioning (HeadPodNotFound)" in r.out
+    assert "provisioning: head pod not ready (HeadPodNotFound)" in r.out
     assert "✔ ready" in r.out and "cluster dashboard" in r.out
     assert fake.get("ray.io/v1", "RayJob", NS, RUN) is None
 

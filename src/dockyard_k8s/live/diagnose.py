@@ -231,6 +231,44 @@ def pod_findings(pod: dict[str, Any]) -> list[Finding]:
     return out
 
 
+# KubeRay's Warning event reasons about a RayJob/RayCluster it will not progress
+# (utils/constant.go). On KubeRay <= 1.4 an invalid RayJob gets these events and no status at
+# all, requeued forever: waiting cannot help, so they end `run` (OPERATOR_REFUSED).
+OPERATOR_REFUSED = frozenset({"InvalidRayJobSpec", "InvalidRayJobMetadata", "InvalidRayJobStatus",
+                              "InvalidRayClusterSpec", "InvalidRayClusterMetadata", "InvalidRayClusterStatus"})
+OPERATOR_FAILED = frozenset({"FailedToCreateRayCluster", "FailedToCreateRayJobSubmitter",
+                             "FailedToCreateService", "FailedToCreateIngress"})
+
+
+def _operator_finding(fleet: str, name: str, reason: str, message: str) -> Finding:
+    if reason in OPERATOR_REFUSED:
+        return Finding(fleet, name, reason, message, "KubeRay refuses this spec and will not start it: fix what the "
+                                                     "message names (`dockyard-k8s check` runs KubeRay's rules), then "
+                                                     "re-run with --replace", True)
+    return Finding(fleet, name, reason, message, "KubeRay could not create an object of the run (quota, a webhook, "
+                                                 "RBAC of the operator): read the message", True)
+
+
+def object_findings(obj: dict[str, Any]) -> list[Finding]:
+    """Problems a workload object states in its own status: a RayCluster's ReplicaFailure
+    condition (transient: a later successful reconcile removes it) or ``state: failed``."""
+    if obj.get("kind") != "RayCluster":
+        return []
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    st = obj.get("status") or {}
+    out = []
+    for cond in st.get("conditions") or []:
+        if cond.get("type") == "ReplicaFailure" and cond.get("status") == "True":
+            message = _one_line(f"{cond.get('reason') or ''}: {cond.get('message') or ''}".strip(": "))
+            out.append(Finding("-", name, "ReplicaFailure", message,
+                               "KubeRay could not create or delete a pod (quota, admission, RBAC); it retries: "
+                               "read the message", False))
+    if st.get("state") == "failed":
+        out.append(Finding("-", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
+                           "read the RayCluster's events: `kubectl describe raycluster " + name + "`", False))
+    return out
+
+
 def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
     """A Warning event as a finding; None for events that explain nothing actionable."""
     if event.get("type", "Warning") != "Warning":
@@ -240,6 +278,8 @@ def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
     involved = event.get("involvedObject") or event.get("regarding") or {}
     name = str(involved.get("name", ""))
     m = message.lower()
+    if reason in OPERATOR_REFUSED or reason in OPERATOR_FAILED:
+        return _operator_finding(fleet, name, reason, message)
     if reason == "FailedScheduling":
         hint, fatal = scheduling_hint(fleet, message)
         return Finding(fleet, name, reason, message, hint, fatal)

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import KubeClient, WatchEvent
-from dockyard_k8s.live.diagnose import Finding
+from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Finding
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
@@ -230,6 +230,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
         else:
             say("note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue "
                 "Workloads: Kueue is not installed, so nothing queues the job (it runs as soon as it is created)")
+    tracked = {k.kind for k, _, _ in sources} - {"Event"}
     threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
     for t in threads:
         t.start()
@@ -258,9 +259,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             if ev.type == "SYNC":
                 view.sync(kind, ev.items)
                 if kind == "Event" and "Event" not in synced:
-                    # warnings from before this command about objects (not live pods) are history
+                    # warnings from before this command about objects the run does not watch
+                    # (ReplicaSets...) are history; those about pods and watched objects count
+                    # while they concern the live ones (matched by uid)
                     for key, event in list(view.events.items()):
-                        if (event.get("involvedObject") or {}).get("kind") != "Pod":
+                        if (event.get("involvedObject") or {}).get("kind") not in tracked:
                             view.events.pop(key)
                 synced.add(kind)
             else:
@@ -269,9 +272,12 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 continue  # print once every first list is in
             for line in view.changes():
                 say(f"{stamp()} {line}")
+            refused: Finding | None = None
             for f in view.new_findings():
                 say(f"{stamp()} ✖ {f.line()}")
                 say(f"         hint: {f.hint}")
+                if f.reason in OPERATOR_REFUSED:  # KubeRay <= 1.4: no status, requeued forever
+                    refused = refused or f
                 if fail_fast and f.fatal:
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
@@ -285,6 +291,8 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                     return Outcome(phase.ok, phase.state, phase.summary)
             elif view.main_kind is None:
                 return Outcome(True, "applied", "nothing to wait for")
+            if refused is not None:
+                return Outcome(False, "invalid", f"{refused.pod}: {refused.reason}: {refused.message}")
     finally:
         stop.set()
         client.close_streams()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from dockyard_k8s import kube
-from dockyard_k8s.live.diagnose import Finding, event_finding, fleet_of, pod_findings
+from dockyard_k8s.live.diagnose import Finding, event_finding, fleet_of, object_findings, pod_findings
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -52,41 +52,75 @@ def _cond_line(c: dict[str, Any]) -> str:
     return text
 
 
+def _attempts(obj: dict[str, Any]) -> tuple[int, int]:
+    """(failed attempts so far, attempts allowed): ``status.failed`` and ``spec.backoffLimit`` + 1."""
+    st = _status(obj)
+    return int(st.get("failed") or 0), int((obj.get("spec") or {}).get("backoffLimit") or 0) + 1
+
+
 def rayjob_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    """KubeRay's RayJob. Over only at ``jobDeploymentStatus`` Complete, Failed or
+    ValidationFailed: with ``backoffLimit`` left, a failed attempt turns ``Retrying`` in the
+    same status write (its ``jobStatus`` still FAILED) and starts again with a new cluster;
+    a ``jobStatus`` that ended while the deployment still says Running is settled by the
+    operator (its transition grace period), not here."""
     st = _status(obj)
     deployment = st.get("jobDeploymentStatus") or ""
     job = st.get("jobStatus") or ""
+    failed, allowed = _attempts(obj)
     details = tuple(f"{k}: {st[k]}" for k in ("reason", "message", "rayClusterName", "jobId", "dashboardURL")
                     if st.get(k))
+    if allowed > 1:
+        details += (f"attempts: {failed} failed of {allowed} allowed (backoffLimit {allowed - 1})",)
     summary = f"jobDeploymentStatus {deployment or '-'}, jobStatus {job or '-'}"
     if st.get("reason"):
         summary += f", reason {st['reason']}"
-    if job in RAYJOB_TERMINAL_JOB or deployment in RAYJOB_TERMINAL_DEPLOYMENT:
-        ok = job == "SUCCEEDED"
+    message = f": {st['message']}" if st.get("message") else ""
+    attempt = f"attempt {min(failed + 1, allowed)} of {allowed}"
+    if deployment in RAYJOB_TERMINAL_DEPLOYMENT:
+        ok = deployment == "Complete" and job == "SUCCEEDED"
+        if not ok:
+            summary += message
+            if allowed > 1 and failed:
+                summary += f" ({failed} of {allowed} attempts failed)"
         return Phase("succeeded" if ok else "failed", summary, True, ok, details)
+    if deployment == "Retrying" or (failed and deployment in ("", "Initializing")):
+        return Phase("retrying", f"{summary}{message}; retrying: {attempt}", False, False, details)
     if deployment in ("Suspended", "Suspending"):
         return Phase("suspended", summary + " (waiting to be admitted, e.g. by Kueue)", False, False, details)
-    if deployment in ("Running", "Waiting") or job == "RUNNING":
+    if allowed > 1:
+        summary += f" ({attempt})"
+    if deployment in ("Running", "Waiting"):
         return Phase("running", summary, False, False, details)
     return Phase("pending", summary, False, False, details)
 
 
 def raycluster_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
+    """KubeRay's RayCluster, ready *now*: ``HeadPodReady`` true, ready workers >= desired,
+    and the operator has seen the current spec (``observedGeneration`` = ``generation``).
+    ``state: ready`` and ``RayClusterProvisioned`` are never cleared once set, so they say
+    nothing after a spec change or a crash; ``ReplicaFailure`` is a finding, not an end."""
     st = _status(obj)
     conds = _conditions(obj)
     details = tuple(_cond_line(c) for c in conds.values())
-    workers = f"workers ready {st.get('readyWorkerReplicas', 0)}/{st.get('desiredWorkerReplicas', 0)}"
+    ready_workers, desired = int(st.get("readyWorkerReplicas") or 0), int(st.get("desiredWorkerReplicas") or 0)
+    workers = f"workers ready {ready_workers}/{desired}"
     state = st.get("state") or ""
-    if state == "failed" or (conds.get("ReplicaFailure") or {}).get("status") == "True":
-        reason = (conds.get("ReplicaFailure") or {}).get("message") or st.get("reason") or "failed"
-        return Phase("failed", f"failed: {reason}", True, False, details)
     if state == "suspended" or (conds.get("RayClusterSuspended") or {}).get("status") == "True":
         return Phase("suspended", "suspended", False, False, details)
-    if state == "ready" or (conds.get("RayClusterProvisioned") or {}).get("status") == "True":
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = st.get("observedGeneration")
+    head = conds.get("HeadPodReady")
+    head_ready = (head or {}).get("status") == "True" if head else state == "ready"  # operators without conditions
+    if observed is not None and generation is not None and int(observed) < int(generation):
+        waiting = f"the operator has not applied generation {generation} yet (observed {observed})"
+    elif not head_ready:
+        waiting = f"head pod not ready ({(head or {}).get('reason') or state or 'no status yet'})"
+    elif ready_workers < desired:
+        waiting = "workers starting"
+    else:
         return Phase("ready", f"ready, {workers}", True, True, details)
-    head = conds.get("HeadPodReady") or {}
-    return Phase("pending", f"provisioning ({head.get('reason') or state or 'no status yet'}), {workers}",
-                 False, False, details)
+    return Phase("pending", f"provisioning: {waiting}, {workers}", False, False, details)
 
 
 def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
@@ -344,6 +378,9 @@ class RunView:
             if pod is None and not inv.get("uid"):
                 pod = pods_by_name.get(name)
             return fleet_of(pod) if pod is not None else None
+        if inv.get("kind") in self.objects and inv.get("uid"):
+            # an object the run tracks: only the live one's events (not an earlier attempt's cluster)
+            return "-" if str(inv["uid"]) in self.objects[str(inv["kind"])] else None
         if name == self.run or name.startswith(self.run + "-"):
             return "sandbox" if "-sandbox" in name else "-"
         return None
@@ -355,6 +392,10 @@ class RunView:
         for pod in pods:
             for f in pod_findings(pod):
                 out.setdefault(f.key, f)
+        for kind in ("RayCluster",):
+            for obj in self.of_kind(kind):
+                for f in object_findings(obj):
+                    out.setdefault(f.key, f)
         by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
 

@@ -32,8 +32,14 @@ def obj(kind: str, status: dict[str, Any] | None = None, spec: dict[str, Any] | 
     ({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "reason": "AppFailed"}, "failed", True, False),
     ({"jobDeploymentStatus": "Failed", "reason": "PreRunningDeadlineExceeded"}, "failed", True, False),
     ({"jobDeploymentStatus": "ValidationFailed"}, "failed", True, False),
-    ({"jobDeploymentStatus": "Running", "jobStatus": "FAILED"}, "failed", True, False),  # kuberay#3553
+    # the operator settles a job that ended while the deployment says Running (its transition
+    # grace period, JobDeploymentStatusTransitionGracePeriodExceeded): not over until it does
+    ({"jobDeploymentStatus": "Running", "jobStatus": "FAILED"}, "running", False, False),
     ({"jobDeploymentStatus": "Complete", "jobStatus": "STOPPED"}, "failed", True, False),
+    # backoffLimit left: the failed attempt is Retrying in the same write, then a new cluster
+    ({"jobDeploymentStatus": "Retrying", "jobStatus": "FAILED", "failed": 1}, "retrying", False, False),
+    ({"jobDeploymentStatus": "", "failed": 1}, "retrying", False, False),
+    ({"jobDeploymentStatus": "Initializing", "failed": 2}, "retrying", False, False),
 ])
 def test_rayjob_phase(status: dict[str, Any], state: str, terminal: bool, ok: bool) -> None:
     p = phase_of(obj("RayJob", status), [])
@@ -43,19 +49,44 @@ def test_rayjob_phase(status: dict[str, Any], state: str, terminal: bool, ok: bo
 def test_rayjob_details_carry_reason_and_message() -> None:
     p = phase_of(obj("RayJob", {"jobDeploymentStatus": "Failed", "reason": "DeadlineExceeded", "message": "m"}), [])
     assert "reason DeadlineExceeded" in p.summary and "message: m" in p.details
+    assert p.summary.endswith(": m")  # the operator's message ends a failed run's line
+
+
+def test_rayjob_attempts() -> None:
+    retrying = phase_of(obj("RayJob", {"jobDeploymentStatus": "Retrying", "jobStatus": "FAILED", "failed": 1,
+                                       "message": "boom"}, {"backoffLimit": 2}), [])
+    assert retrying.summary.endswith("boom; retrying: attempt 2 of 3")
+    running = phase_of(obj("RayJob", {"jobDeploymentStatus": "Running", "failed": 1}, {"backoffLimit": 2}), [])
+    assert "(attempt 2 of 3)" in running.summary
+    done = phase_of(obj("RayJob", {"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "failed": 3,
+                                   "message": "boom"}, {"backoffLimit": 2}), [])
+    assert done.terminal and done.summary.endswith("boom (3 of 3 attempts failed)")
 
 
 @pytest.mark.parametrize(("status", "state", "terminal"), [
     ({}, "pending", False),
     ({"conditions": [{"type": "HeadPodReady", "status": "False", "reason": "HeadPodNotFound"}]}, "pending", False),
-    ({"state": "ready"}, "ready", True),
-    ({"conditions": [{"type": "RayClusterProvisioned", "status": "True"}]}, "ready", True),
-    ({"state": "failed"}, "failed", True),
-    ({"conditions": [{"type": "ReplicaFailure", "status": "True", "message": "quota"}]}, "failed", True),
+    ({"state": "ready"}, "ready", True),  # an operator without status conditions: state is all there is
+    # state and RayClusterProvisioned are never cleared: the head's condition and the workers decide
+    ({"conditions": [{"type": "RayClusterProvisioned", "status": "True"}]}, "pending", False),
+    ({"state": "ready", "conditions": [{"type": "HeadPodReady", "status": "False", "reason": "ContainersNotReady"}]},
+     "pending", False),
+    ({"state": "ready", "readyWorkerReplicas": 1, "desiredWorkerReplicas": 2,
+      "conditions": [{"type": "HeadPodReady", "status": "True"}]}, "pending", False),
+    ({"state": "ready", "readyWorkerReplicas": 2, "desiredWorkerReplicas": 2, "observedGeneration": 1,
+      "conditions": [{"type": "HeadPodReady", "status": "True"}]}, "pending", False),  # generation 2 not seen yet
+    ({"state": "ready", "readyWorkerReplicas": 2, "desiredWorkerReplicas": 2, "observedGeneration": 2,
+      "conditions": [{"type": "HeadPodReady", "status": "True"}]}, "ready", True),
+    # ReplicaFailure is transient (a later reconcile removes it) and state failed is not set by
+    # KubeRay 1.4-1.7: findings, not the end
+    ({"state": "failed"}, "pending", False),
+    ({"conditions": [{"type": "ReplicaFailure", "status": "True", "message": "quota"}]}, "pending", False),
     ({"state": "suspended"}, "suspended", False),
 ])
 def test_raycluster_phase(status: dict[str, Any], state: str, terminal: bool) -> None:
-    p = phase_of(obj("RayCluster", status), [])
+    cluster = obj("RayCluster", status)
+    cluster["metadata"]["generation"] = 2
+    p = phase_of(cluster, [])
     assert (p.state, p.terminal) == (state, terminal)
 
 
