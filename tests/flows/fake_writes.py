@@ -155,7 +155,10 @@ class WritesMixin(_Base):
         self._admit("UPDATE", res, new, old, warnings)
         unchanged = _strip_meta(new) == _strip_meta(old) and managers == self.managers.get((res.key, (ns, name)), {})
         if unchanged or params.get("dryRun") == "All":
-            out = old if unchanged else new
+            # a dry run answers what would be stored, at the version that is stored (nothing was written)
+            out = old if unchanged else {**new, "metadata": {**new["metadata"], "resourceVersion": old[
+                "metadata"]["resourceVersion"], "managedFields": ssa.managed_fields(
+                    managers, res.api_version, self.manager_times.get((res.key, (ns, name)), {}))}}
             return self._json(200, self._scale_of(res, out) if sub == "scale" else out)
         self._own(res, (ns, name), managers, [me])
         stored = self._write(res, new)

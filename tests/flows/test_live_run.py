@@ -16,7 +16,7 @@ RENDERED = ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget", "Co
 def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: FakeKube) -> None:
     r = cli("run", *ARGS, "--detach")
     assert r.code == 0, r.err
-    patches = [q for q in fake.requests if q.method == "PATCH"]
+    patches = [q for q in fake.requests if q.method == "PATCH" and q.params.get("dryRun") != "All"]
     # the launch record (a ConfigMap: what the run was launched with) first, then render order
     assert [q.path.split("/")[-2] for q in patches] == ["configmaps", "networkpolicies", "deployments", "services",
                                                         "poddisruptionbudgets", "configmaps", "rayjobs"]

@@ -16,6 +16,7 @@ examples:
   dockyard-k8s down examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
   dockyard-k8s down recipe.yaml --dry-run     # what would be deleted (server dry run)
   dockyard-k8s down grpo-swe -n rl-research   # by run name: no launch files needed
+  dockyard-k8s down recipe.yaml --wait        # until every object and pod of the run is gone
 """
 
 
@@ -37,6 +38,10 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-governance", action="store_true", help="also delete the run's ResourceQuota/LimitRange")
     p.add_argument("--delete-volumes", action="store_true", help="also delete the run's PersistentVolumeClaims")
     p.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
+    p.add_argument("--wait", action="store_true",
+                   help="return only when everything of the run is gone (finalizers released, pods collected)")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                   help="with --wait: give up after SECONDS (default 600; exit 1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,20 +54,29 @@ def run(args: argparse.Namespace) -> int:
 def execute_by_name(args: argparse.Namespace, name: str) -> int:
     """``down RUN``: every kind the run applied (its launch record says which), by its label."""
     from dockyard_k8s.live import runs
+    from dockyard_k8s.live.launch import wait_run_gone
 
     with connect(args) as client:
         ns = args.namespace or client.default_namespace
-        deleted = runs.down(client, runs.find_run(client, ns, name), include_governance=args.include_governance,
+        ref = runs.find_run(client, ns, name)
+        deleted = runs.down(client, ref, include_governance=args.include_governance,
                             keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
-    return _said(deleted, name, ns)
+        if args.wait and not args.dry_run:
+            wait_run_gone(client, ns, name, [*ref.objects, *(ref.record.objects if ref.record else [])],
+                          include_governance=args.include_governance, keep_volumes=not args.delete_volumes,
+                          timeout=args.timeout, say=say)
+    return _said(args, deleted, name, ns)
 
 
-def _said(deleted: list[str], run_name: str, ns: str) -> int:
-    if not deleted:
+def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str) -> int:
+    if args.wait and not args.dry_run:
+        say(f"everything of run {run_name} is gone from {ns}" if deleted else f"nothing left of run {run_name} in "
+                                                                               f"{ns}")
+    elif not deleted:
         say(f"nothing left of run {run_name} in {ns}")
     else:
         say(f"deleted {len(deleted)} object(s) of run {run_name}; pods and operator-made objects follow "
-            "(garbage collection)")
+            "(garbage collection): `--wait` waits for them")
     return 0
 
 
@@ -73,5 +87,6 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     ns, run_name = run_of(bundle)
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,
-                       keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
-    return _said(deleted, run_name, ns)
+                       keep_volumes=not args.delete_volumes, dry_run=args.dry_run,
+                       wait=args.timeout if args.wait else None, say=say)
+    return _said(args, deleted, run_name, ns)

@@ -20,6 +20,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 import httpx2
 
 from dockyard_k8s.errors import ClusterError, ConfigProblem
+from dockyard_k8s.live import crdfields
 from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.kinds import Kind, kind_of
@@ -90,19 +92,63 @@ def _backoff(attempt: int, retry_after: str | None = None) -> float:
     return min(0.2 * 2 ** attempt, 8.0)
 
 
+# A server-side apply the schema refuses is answered 500 (structured-merge-diff's conversion
+# error is not an API status): permanent, never worth a retry.
+SCHEMA_REFUSED = "failed to create typed patch object"
+# RFC 7234 warning-values: 299 - "text" (several per header, comma separated)
+_WARNING = re.compile(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
+
+
+def _status_doc(body: bytes) -> dict[str, Any]:
+    with contextlib.suppress(ValueError):
+        doc = json.loads(body)
+        if isinstance(doc, dict):
+            return doc
+    return {}
+
+
+# metadata the server sets or moves on its own: not part of what an apply changes
+_SERVER_META = frozenset({"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp", "selfLink"})
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_META}
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+
+def warnings_of(resp: httpx2.Response) -> list[str]:
+    """The texts of a response's ``Warning`` headers (admission webhooks, pruned fields,
+    deprecated versions)."""
+    out = []
+    for value in resp.headers.get_list("warning"):
+        found = _WARNING.findall(value)
+        out += [re.sub(r"\\(.)", r"\1", text) for text in found] if found else [value]
+    return out
+
+
 def api_error(status: int, body: bytes, req: rq.Request) -> ClusterError:
     """A failed response as a ClusterError naming the object (Status body when there is one)."""
-    message = ""
-    reason = ""
-    with contextlib.suppress(ValueError, AttributeError):
-        doc = json.loads(body)
-        message = str(doc.get("message") or "")
-        reason = str(doc.get("reason") or "")
+    doc = _status_doc(body)
+    message = str(doc.get("message") or "")
+    reason = str(doc.get("reason") or "")
+    raw_details = doc.get("details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     if not message:
         message = body.decode(errors="replace").strip()[:300] or f"HTTP {status}"
     text = f"{reason}: {message}" if reason and reason not in message else message
     hint = STATUS_HINTS.get(status, "")
-    if status >= 500:
+    if status == 404 and details.get("kind") == "namespaces":
+        ns = details.get("name") or "?"
+        return ClusterError(f"namespace {ns} does not exist", obj=req.obj, status=status,
+                            hint=f"create it (kubectl create namespace {ns}) or choose another with -n / "
+                                 "infra.namespace")
+    fields = crdfields.undeclared_in_message(message) if SCHEMA_REFUSED in message else []
+    if fields:
+        kind = req.obj.split(" ")[0]
+        text, hint = crdfields.explain(kind, fields)
+    elif SCHEMA_REFUSED in message:
+        hint = "the cluster's schema for this kind does not accept the object: compare `dockyard-k8s doctor`"
+    elif status >= 500:
         hint = "the API server failed repeatedly; retry later or check the control plane"
     return ClusterError(text, obj=req.obj, status=status, hint=hint)
 
@@ -123,6 +169,7 @@ class KubeClient:
         self.page_size = page_size
         self._open: set[httpx2.Response] = set()
         self._lock = threading.Lock()
+        self.warnings: list[tuple[str, str]] = []  # (object, text) of Warning headers, see take_warnings
 
     # --- sending --------------------------------------------------------------------------
 
@@ -157,6 +204,10 @@ class KubeClient:
                 continue
             self.reached = True
             log.debug("%s %s -> %s", req.method, req.path, resp.status_code)
+            self._warnings(resp, req)
+            if resp.status_code == 500 and SCHEMA_REFUSED.encode() in resp.read():
+                resp.close()
+                raise api_error(resp.status_code, resp.content, req)
             if resp.status_code in RETRY_STATUSES and attempt < self.max_retries:
                 retry_after = resp.headers.get("Retry-After")
                 resp.close()
@@ -168,6 +219,18 @@ class KubeClient:
                 resp.close()
                 raise api_error(resp.status_code, body, req)
             return resp
+
+    def _warnings(self, resp: httpx2.Response, req: rq.Request) -> None:
+        for text in warnings_of(resp):
+            with self._lock:
+                if (req.obj, text) not in self.warnings:
+                    self.warnings.append((req.obj, text))
+
+    def take_warnings(self) -> list[tuple[str, str]]:
+        """(object, text) of every Warning header answered since the last call."""
+        with self._lock:
+            out, self.warnings = self.warnings, []
+        return out
 
     def call(self, req: rq.Request) -> Any:
         """Send and decode the JSON answer."""
@@ -265,10 +328,14 @@ class KubeClient:
 
     def apply(self, obj: dict[str, Any], *, dry_run: bool = False, force: bool = False,
               before: dict[str, Any] | None = None) -> ApplyResult:
-        """Server-side apply; ``before`` (the object as it was, or None) decides the action word."""
+        """Server-side apply; ``before`` (the object as it was, or None) decides the action word:
+        a write changes the resourceVersion; a dry run keeps it whatever it would change, so
+        there the content is compared, server-set metadata aside."""
         out = dict(self.call(rq.prepare_apply(obj, force=force, dry_run=dry_run)))
         if before is None:
             action = "created"
+        elif dry_run:
+            action = "unchanged" if _content(out) == _content(before) else "configured"
         else:
             same = (out.get("metadata") or {}).get("resourceVersion") == (before.get("metadata") or {}).get(
                 "resourceVersion")

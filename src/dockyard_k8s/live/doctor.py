@@ -163,6 +163,32 @@ def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> C
     return Check("KubeRay CRDs", True, "; ".join(parts))
 
 
+def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: list[dict[str, Any]],
+                     needed: bool) -> Check:
+    """The installed CRDs declare every field the run renders (an older operator's do not:
+    its server-side apply fails on them, a plain create drops them)."""
+    from dockyard_k8s.live.crdfields import explain, since, undeclared_fields
+
+    if not needed or not crds:
+        return Check("KubeRay CRD fields", None, "not checked (CRDs not needed or not readable)", fatal=False)
+    lacking: list[str] = []
+    hints: list[str] = []
+    for obj in split_apply(objects)[0]:
+        kind = kind_of(obj)
+        crd = crds.get(kind.resource)
+        if not crd:
+            continue
+        fields = undeclared_fields(obj, crd)
+        if fields:
+            lacking.append(f"{kind.resource} lacks " + ", ".join(
+                f"{f} (KubeRay v{known[0]})" if (known := since(kind.kind, f)) else f for f in fields))
+            hints.append(explain(kind.kind, fields)[1])
+    if lacking:
+        return Check("KubeRay CRD fields", False, "; ".join(lacking) + ": the run renders them", "; ".join(
+            dict.fromkeys(hints)))
+    return Check("KubeRay CRD fields", True, "the installed CRDs declare every field the run renders")
+
+
 def check_operator(deployments: list[dict[str, Any]] | None, needed: bool) -> Check:
     if not needed:
         return Check("KubeRay operator", None, "not needed by this launch mode", fatal=False)
@@ -194,6 +220,9 @@ def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] |
     live nodes, minus what running pods already request."""
     if nodes is None:
         return Check("placement", None, "cannot list nodes (permission): placement not simulated", fatal=False)
+    if not nodes:
+        return Check("placement", False, "the cluster reports no nodes: no pod of the run can be placed",
+                     "check the cluster's node pools (`kubectl get nodes`); a managed cluster may be scaled to zero")
     from dockyard_k8s.plan import inventory_from_cluster, plan
 
     result = plan(objects, inventory_from_cluster(nodes, pods or [], quotas))
@@ -352,6 +381,7 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
         return checks
     checks.append(check_namespace(namespace, facts.namespace))
     checks.append(check_crds(facts.crds, ray_needed))
+    checks.append(check_crd_fields(facts.crds, objects, ray_needed))
     checks.append(check_operator(facts.operators, ray_needed))
     checks += check_capacity(objects, facts.nodes, facts.quotas)
     checks.append(check_placement(objects, facts.nodes, facts.pods, facts.quotas))

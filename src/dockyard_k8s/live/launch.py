@@ -84,7 +84,7 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
         orchestrate.replace_main(client, bundle.objects, say=say)
     applied = orchestrate.apply_objects(client, with_record(bundle, options), dry_run=options.dry_run == "server",
                                         force=options.force_conflicts,
-                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
+                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
     counts: dict[str, int] = {}
     for a in applied:
         word = a.action.split()[0]
@@ -132,10 +132,21 @@ def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOpti
     """Follow the run with watches until its main object is terminal (or a deadline passes)."""
     ns, run = run_id(bundle)
     main = main_object(bundle.objects)
-    # KubeRay enforces a RayJob's preRunningDeadlineSeconds itself; other shapes get it here.
-    local_deadline = options.pre_running_deadline if main is None or main["kind"] != "RayJob" else None
+    local_deadline = options.pre_running_deadline
+    operator_deadline = None
+    if main is not None and main["kind"] == "RayJob":
+        # KubeRay (>= 1.6) enforces preRunningDeadlineSeconds itself; the local deadline, a
+        # little later, is the fallback when it does not (an older or stopped operator)
+        operator_deadline = local_deadline or (main.get("spec") or {}).get("preRunningDeadlineSeconds")
+        local_deadline = operator_deadline + deadline_margin(operator_deadline) if operator_deadline else None
     return orchestrate.follow(client, ns, run, bundle.objects, say=say, timeout=options.timeout,
-                              pre_running_deadline=local_deadline, fail_fast=options.fail_fast)
+                              pre_running_deadline=local_deadline, fail_fast=options.fail_fast,
+                              operator_deadline=operator_deadline)
+
+
+def deadline_margin(seconds: float) -> float:
+    """How long after an operator's deadline the local fallback fires: 10%, 1-60 s."""
+    return float(min(60.0, max(1.0, seconds / 10)))
 
 
 def status(client: KubeClient, bundle: Bundle) -> RunView:
@@ -145,11 +156,25 @@ def status(client: KubeClient, bundle: Bundle) -> RunView:
 
 
 def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
-         dry_run: bool = False, say: Say = print) -> list[str]:
-    """Delete everything labelled with the run; returns what was deleted (empty: nothing left)."""
+         dry_run: bool = False, wait: float | None = None, say: Say = print) -> list[str]:
+    """Delete everything labelled with the run; returns what was deleted (empty: nothing left).
+    ``wait``: seconds to wait until it is all gone (finalizers released, pods collected)."""
     ns, run = run_id(bundle)
-    return orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
-                            keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+    deleted = orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
+                               keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+    if wait is not None and not dry_run:
+        wait_run_gone(client, ns, run, bundle.objects, include_governance=include_governance,
+                      keep_volumes=keep_volumes, timeout=wait, say=say)
+    return deleted
+
+
+def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
+                  include_governance: bool, keep_volumes: bool, timeout: float, say: Say = print) -> None:
+    """Until nothing of the run is left but what ``down`` keeps (``down --wait``)."""
+    keep = set() if include_governance else set(orchestrate.RENDER_ONLY)
+    if keep_volumes:
+        keep |= orchestrate.KEEP_BY_DEFAULT
+    orchestrate.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,

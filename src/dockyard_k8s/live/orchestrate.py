@@ -17,7 +17,7 @@ from contextlib import closing
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import KubeClient, WatchEvent
+from dockyard_k8s.live.client import KubeClient, WatchEvent, object_ref
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Finding
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
@@ -57,9 +57,48 @@ def _name(obj: dict[str, Any]) -> tuple[Kind, str | None, str]:
     return kind, (meta.get("namespace") if kind.namespaced else None), str(meta.get("name"))
 
 
+def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -> None:
+    """A server dry run of every object first: admission, schemas (an older operator's CRD)
+    and conflicts refuse the run before anything is applied, so nothing is half-applied."""
+    refused: list[ClusterError] = []
+    for obj in objects:
+        try:
+            client.apply(obj, dry_run=True, force=force)
+        except ClusterError as e:
+            if e.status == 0:  # not an answer of the API server (unreachable): as it is
+                raise
+            refused.append(e)
+    client.take_warnings()  # the real apply answers with the same ones
+    if not refused:
+        return
+    if len(refused) == 1:
+        one = refused[0]
+        raise ClusterError(f"{one} (nothing was applied)", obj=one.obj, status=one.status, hint=one.hint)
+    lines = "\n".join(f"  {r.obj}: {r}" + (f"\n    hint: {r.hint}" if r.hint else "") for r in refused)
+    raise ClusterError(f"the API server refuses {len(refused)} object(s) of the run; nothing was applied:\n{lines}",
+                       status=refused[0].status)
+
+
+def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name: str, obj: dict[str, Any], *,
+                     timeout: float, say: Callable[[str], None]) -> None:
+    """An object being deleted (a finalizer holds it) must be gone before it is applied again:
+    applied onto, it would still be deleted, taking the new run with it."""
+    what = ref(kind.kind, namespace, name)
+    finalizers = ", ".join((obj.get("metadata") or {}).get("finalizers") or []) or "garbage collection"
+    say(f"waiting for {what} to finish deleting ({finalizers}) ...")
+    if not wait_deleted(client, kind, namespace, name, timeout=timeout):
+        raise ClusterError(f"still being deleted after {int(timeout)}s (held by {finalizers})", obj=what,
+                           hint="its controller must release the finalizer (is the operator running?): "
+                                f"`kubectl get {kind.plural} -n {namespace} {name} -o yaml`")
+
+
 def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_run: bool = False,
-                  force: bool = False, on_applied: Callable[[Applied], None] | None = None) -> list[Applied]:
-    """Server-side apply in order; render-only kinds are reported as skipped."""
+                  force: bool = False, on_applied: Callable[[Applied], None] | None = None,
+                  preflight: bool = True, terminating_timeout: float = 300,
+                  say: Callable[[str], None] = print) -> list[Applied]:
+    """Server-side apply in order; render-only kinds are reported as skipped. Before the
+    first write, a server dry run of everything (``preflight``); an object still being
+    deleted is waited for first; ``Warning`` headers are said."""
     out = []
     to_apply, skipped = split_apply(objects)
     for obj in skipped:
@@ -68,15 +107,22 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         out.append(item)
         if on_applied:
             on_applied(item)
+    if preflight and not dry_run:
+        _preflight(client, to_apply, force)
     for obj in to_apply:
         kind, ns, name = _name(obj)
         before = client.get(kind, ns, name)
+        if before is not None and (before.get("metadata") or {}).get("deletionTimestamp") and not dry_run:
+            wait_terminating(client, kind, ns, name, before, timeout=terminating_timeout, say=say)
+            before = None
         result = client.apply(obj, dry_run=dry_run, force=force, before=before)
         action = result.action if not dry_run else f"{result.action} (server dry run)"
         item = Applied(ref(kind.kind, ns, name), action)
         out.append(item)
         if on_applied:
             on_applied(item)
+        for what, text in client.take_warnings():
+            say(f"warning: {what}: {text}")
     return out
 
 
@@ -199,9 +245,12 @@ class Outcome(NamedTuple):
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
            say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
-           fail_fast: bool = False, clock: Callable[[], float] = time.monotonic, selector: str | None = None,
+           fail_fast: bool = False, operator_deadline: float | None = None,
+           clock: Callable[[], float] = time.monotonic, selector: str | None = None,
            main_kind: str | None = None) -> Outcome:
     """Watch the run until its main object is terminal; print progress and findings as they happen.
+    ``pre_running_deadline`` ends following when the run is not running in time; with
+    ``operator_deadline`` it is the fallback of a deadline the operator should have enforced.
 
     Three watches feed one queue: the workload kinds and the pods (label selector), and
     Warning events of the namespace. Nothing is polled. ``selector`` and ``main_kind`` make
@@ -247,6 +296,12 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             if timeout is not None and now - start >= timeout:
                 return Outcome(False, "timeout", f"stopped following after {int(timeout)}s; the run keeps going")
             if pre_running_deadline is not None and not reached_running and now - start >= pre_running_deadline:
+                if operator_deadline:
+                    return Outcome(False, "pre-running-deadline",
+                                   f"not running after {int(now - start)}s; its preRunningDeadlineSeconds is "
+                                   f"{int(operator_deadline)} but KubeRay did not end it (an operator older than "
+                                   "v1.6.0 ignores the field, or the operator is not reconciling); the run is left "
+                                   "as is")
                 return Outcome(False, "pre-running-deadline",
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
@@ -366,6 +421,27 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
             deleted.append(what)
             say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
     return deleted
+
+
+def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
+              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print,
+              clock: Callable[[], float] = time.monotonic) -> None:
+    """``down --wait``: until nothing labelled with the run is left (finalizers released,
+    owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
+    deadline = clock() + timeout
+    kinds = [*down_kinds(objects), POD]
+    left = [o for o in find_run_objects(client, namespace, run, kinds) if o.get("kind") not in keep]
+    if not left:
+        return
+    held = [o for o in left if (o.get("metadata") or {}).get("finalizers")]
+    say(f"waiting for {len(left)} object(s) to be gone" + (": " + ", ".join(
+        f"{object_ref(o)} ({', '.join(o['metadata']['finalizers'])})" for o in held) if held else "") + " ...")
+    for obj in left:
+        kind, ns, name = _name(obj)
+        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - clock())):
+            raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+                               hint="a finalizer holds it (is its operator running?): `kubectl get "
+                                    f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")
 
 
 def status_doc(view: RunView, namespace: str) -> dict[str, Any]:

@@ -61,7 +61,8 @@ def prepare_apply(obj: dict[str, Any], *, field_manager: str = FIELD_MANAGER, fo
     """Server-side apply of one object (creates it when absent).
 
     The body is JSON, which is valid YAML for the ``apply-patch+yaml`` content type
-    (kubectl sends JSON the same way).
+    (kubectl sends JSON the same way). ``fieldValidation=Strict``, as kubectl sends it:
+    a field the server's schema lacks fails the apply instead of being dropped.
     """
     kind = kind_of(obj)
     meta = obj.get("metadata") or {}
@@ -70,7 +71,8 @@ def prepare_apply(obj: dict[str, Any], *, field_manager: str = FIELD_MANAGER, fo
     return Request(
         "PATCH",
         object_path(kind, ns, name),
-        _params(fieldManager=field_manager, force=force, dryRun="All" if dry_run else None),
+        _params(fieldManager=field_manager, fieldValidation="Strict", force=force,
+                dryRun="All" if dry_run else None),
         (("Content-Type", APPLY_CONTENT_TYPE), ("Accept", "application/json")),
         json.dumps(obj, sort_keys=False).encode(),
         ref(kind.kind, ns, name),

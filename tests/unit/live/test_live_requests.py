@@ -41,11 +41,12 @@ def test_prepare_apply_is_server_side_apply() -> None:
     req = rq.prepare_apply(RAYJOB)
     assert (req.method, req.path) == ("PATCH", "/apis/ray.io/v1/namespaces/ns/rayjobs/r")
     assert dict(req.headers)["Content-Type"] == "application/apply-patch+yaml"
-    assert dict(req.params) == {"fieldManager": "dockyard-k8s"}
+    assert dict(req.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict"}
     assert json.loads(req.body or b"") == RAYJOB
     assert req.obj == "RayJob ns/r"
     forced = rq.prepare_apply(RAYJOB, force=True, dry_run=True)
-    assert dict(forced.params) == {"fieldManager": "dockyard-k8s", "force": "true", "dryRun": "All"}
+    assert dict(forced.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict", "force": "true",
+                                   "dryRun": "All"}
 
 
 def test_prepare_list_watch_delete_logs() -> None:
@@ -81,6 +82,10 @@ def test_apply_objects_sends_the_rendered_order_minus_governance(make_client: An
     client = make_client(recorder)
     applied = apply_objects(client, bundle.objects, dry_run=dry_run)
     patches = [r for r in recorder.requests if r.method == "PATCH"]
+    if not dry_run:  # a server dry run of everything first (preflight), then the applies
+        preflight, patches = patches[:len(patches) // 2], patches[len(patches) // 2:]
+        assert all(r.url.params.get("dryRun") == "All" for r in preflight)
+        assert [r.content for r in preflight] == [r.content for r in patches]
     expected = [o for o in bundle.objects if o["kind"] not in ("ResourceQuota", "LimitRange")]
     assert [json.loads(r.content)["kind"] for r in patches] == [o["kind"] for o in expected]
     assert [json.loads(r.content) for r in patches] == expected  # exactly what `render` prints

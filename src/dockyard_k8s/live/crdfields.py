@@ -1,0 +1,119 @@
+"""Fields the run renders that the cluster's CRDs may not have: which release added them, and
+which rendered fields an installed CRD lacks. Pure.
+
+A server-side apply of a custom resource with a field its installed CRD does not declare
+fails as a whole (HTTP 500, ``failed to create typed patch object (...): .spec.X: field not
+declared in schema``), whatever ``fieldValidation`` says; create/update would drop the field
+with only a ``Warning`` header. Either way the answer is the same: name the field and the
+release that has it, before anything is applied (``run``'s server dry run) or in ``doctor``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# (kind, field path) -> (first KubeRay release whose CRD has it, the infra key that renders it).
+# Read in ray-project/kuberay's ray-operator/config/crd/bases/ at every v1.x tag; a RayJob's
+# rayClusterSpec has the RayCluster's spec fields.
+KUBERAY_FIELDS_SINCE: dict[tuple[str, str], tuple[str, str]] = {
+    ("RayJob", "spec.activeDeadlineSeconds"): ("1.1.0", "launch.activeDeadlineSeconds"),
+    ("RayJob", "spec.backoffLimit"): ("1.2.0", "launch.backoffLimit"),
+    ("RayJob", "spec.submitterConfig"): ("1.2.0", "launch.submitter"),
+    ("RayJob", "spec.managedBy"): ("1.3.0", "kuberay.spec"),
+    ("RayJob", "spec.deletionStrategy"): ("1.5.0", "launch.deletionRules"),
+    ("RayJob", "spec.preRunningDeadlineSeconds"): ("1.6.0", "launch.preRunningDeadlineSeconds"),
+    ("RayCluster", "spec.suspend"): ("1.1.0", "kuberay.spec"),
+    ("RayCluster", "spec.workerGroupSpecs.numOfHosts"): ("1.1.0", "kuberay.spec"),
+    ("RayCluster", "spec.managedBy"): ("1.3.0", "kuberay.spec"),
+    ("RayCluster", "spec.gcsFaultToleranceOptions"): ("1.3.0", "kuberay.spec"),
+    ("RayCluster", "spec.workerGroupSpecs.suspend"): ("1.3.0", "kuberay.spec"),
+    ("RayCluster", "spec.authOptions"): ("1.5.1", "kuberay.spec"),
+}
+_UNDECLARED = re.compile(r"(\.[^\s:]+): field not declared in schema")
+_INDEX = re.compile(r"\[[^\]]*\]")
+
+
+def _plain(path: str) -> str:
+    """``.spec.workerGroupSpecs[0].suspend`` / ``[groupName="a"]`` -> ``spec.workerGroupSpecs.suspend``."""
+    return _INDEX.sub("", path).strip(".")
+
+
+def since(kind: str, path: str) -> tuple[str, str] | None:
+    """(release, infra key) of a field the table knows, for a RayJob's cluster fields too."""
+    plain = _plain(path)
+    found = KUBERAY_FIELDS_SINCE.get((kind, plain))
+    if found is None and kind == "RayJob" and plain.startswith("spec.rayClusterSpec."):
+        found = KUBERAY_FIELDS_SINCE.get(("RayCluster", "spec." + plain.removeprefix("spec.rayClusterSpec.")))
+    return found
+
+
+def undeclared_in_message(message: str) -> list[str]:
+    """Field paths a ``field not declared in schema`` error names (dotted, no list indexes)."""
+    return sorted({_plain(m) for m in _UNDECLARED.findall(message)})
+
+
+def explain(kind: str, fields: list[str]) -> tuple[str, str]:
+    """(message, hint) for fields the installed CRD of ``kind`` lacks."""
+    parts, keys, releases = [], [], []
+    for field in fields:
+        known = since(kind, field)
+        if known:
+            parts.append(f"{field} (KubeRay v{known[0]} added it)")
+            releases.append(known[0])
+            keys.append(known[1])
+        else:
+            parts.append(field)
+    message = f"the cluster's {kind} CRD has no field {', '.join(parts)}: the operator installed is older than " \
+              "the fields the run renders"
+    newest = max(releases, key=lambda v: tuple(int(p) for p in v.split(".")), default="")
+    upgrade = f"upgrade the operator and its CRDs to KubeRay >= v{newest}" if newest else \
+        "upgrade the operator's CRDs to the release the run was written for"
+    unset = f", or unset {', '.join(sorted(set(keys)))}" if keys else ""
+    return message, f"{upgrade}{unset} (`dockyard-k8s doctor` compares the installed CRDs with the run)"
+
+
+def _declares(node: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The schema of ``key`` under an object schema node; None when undeclared."""
+    props = node.get("properties") or {}
+    if key in props:
+        return dict(props[key])
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict):
+        return extra
+    if extra is True or node.get("x-kubernetes-preserve-unknown-fields"):
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    if node.get("x-kubernetes-embedded-resource") and key in ("apiVersion", "kind", "metadata"):
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    return None
+
+
+def undeclared_fields(obj: dict[str, Any], crd: dict[str, Any]) -> list[str]:
+    """Dotted paths of ``obj``'s fields the served version of ``crd`` does not declare
+    (the root metadata is ObjectMeta, not the CRD's to check)."""
+    version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+    schema = next((dict((v.get("schema") or {}).get("openAPIV3Schema") or {}) for v in
+                   (crd.get("spec") or {}).get("versions") or [] if v.get("name") == version), None)
+    if schema is None:
+        return []
+    out: list[str] = []
+
+    def walk(value: Any, node: dict[str, Any], path: str) -> None:
+        if node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node:
+            return
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                here = f"{path}.{key}" if path else key
+                if not path and key in ("apiVersion", "kind", "metadata"):
+                    continue
+                child = _declares(node, key)
+                if child is None:
+                    out.append(here)
+                else:
+                    walk(sub, child, here)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, dict(node.get("items") or {"x-kubernetes-preserve-unknown-fields": True}), path)
+
+    walk({k: v for k, v in obj.items() if k != "status"}, schema, "")
+    return sorted(set(out))
