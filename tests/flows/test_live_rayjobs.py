@@ -74,3 +74,25 @@ def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, fake: FakeKube, 
     rerun = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
                 "--set", "launch.entrypoint=echo training with {recipe}", "--detach")
     assert "already submitted" in rerun.out
+
+
+def test_attach_mode_replace_submits_under_a_fresh_id(cli: Any, fake: FakeKube, ray_head: str,
+                                                      kubectl_forwarding_to: Path) -> None:
+    """An immediate resubmission under the same id can meet the old job's supervisor actor
+    dying on a real head; --replace submits a new id, and the run's commands follow it."""
+    fake.put({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "my-cluster-head-svc",
+                                                                  "namespace": "rl-research"}})
+    sets = ["--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
+            "--set", "launch.entrypoint=echo replaced-run {recipe}"]
+    first = cli("run", *ARGS, *sets)
+    assert first.code == 0, first.out + first.err
+    first_id = first.out.split("submitted job ")[1].split()[0]
+    again = cli("run", *ARGS, *sets, "--replace")
+    assert again.code == 0, again.out + again.err
+    second_id = again.out.split("submitted job ")[1].split()[0]
+    assert second_id != first_id and second_id.startswith(first_id + "-")
+    assert "replaced-run /etc/dockyard-k8s/recipe.yaml" in again.out
+    rerun = cli("run", *ARGS, *sets, "--detach")
+    assert f"job {second_id} already submitted" in rerun.out  # the newest submission is the run's job
+    logs = cli("job", "logs", *ARGS, *sets)
+    assert logs.code == 0 and "replaced-run" in logs.out

@@ -69,6 +69,9 @@ def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[st
 
 
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
+    """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
+    from dockyard_k8s.live.rayjobs import latest_job
+
     if args.job_id:
         return str(args.job_id)
     ref = getattr(args, "run_ref", None)
@@ -81,7 +84,8 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
         return found
     if bundle is None:
         raise UsageError("say which job: --job ID (or RECIPE for the run's own job)")
-    return _run_job_id(bundle)[0]
+    base = _run_job_id(bundle)[0]
+    return str(((latest_job(ray, base) if ray is not None else None) or {}).get("submission_id") or base)
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, print_findings, run_of, say
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
             view = status(client, bundle)
             record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
     found = any(view.objects.get(k) for k in view.objects) or record is not None
+    for note in view.notes:
+        print(note, file=sys.stderr)
     if args.output in ("json", "yaml"):
         doc = {**status_doc(view, ns), "launch": record.launch if record else None}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")

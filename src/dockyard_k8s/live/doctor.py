@@ -18,7 +18,7 @@ from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
-from dockyard_k8s.live.orchestrate import split_apply
+from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.progress import pod_templates
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -101,21 +101,43 @@ def pull_secret_names(objects: Iterable[dict[str, Any]]) -> list[str]:
     return found
 
 
-def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, str, bool]]:
-    """(verb, group, resource, subresource, essential) the launcher uses for this run."""
-    out: list[tuple[str, str, str, str, bool]] = []
-    kinds: list[Kind] = []
-    for obj in split_apply(objects)[0]:
-        k = kind_of(obj)
-        if k not in kinds:
-            kinds.append(k)
-    for k in kinds:
+# Who needs a permission that the run can do without (reported, not fatal).
+TOLERATED = "down"  # `down` and `status` skip, with a warning, kinds the run does not render
+REMOTE = "dashboard, job, dev"
+
+
+def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, str, bool, str]]:
+    """(verb, group, resource, subresource, essential, commands) for every request the
+    commands make for this run: run applies and watches what it renders (plus the RayJob's
+    cluster, pods and events), status lists the same, logs reads pods, down lists and
+    deletes every kind a run may own."""
+    out: list[tuple[str, str, str, str, bool, str]] = []
+    seen: set[tuple[str, str, str, str]] = set()
+
+    def need(verb: str, k: Kind | tuple[str, str], essential: bool, commands: str, sub: str = "") -> None:
+        group, plural = (k.group, k.plural) if isinstance(k, Kind) else k
+        if (verb, group, plural, sub) not in seen:
+            seen.add((verb, group, plural, sub))
+            out.append((verb, group, plural, sub, essential, commands))
+
+    applied = split_apply(objects)[0]
+    for k in dict.fromkeys(kind_of(o) for o in applied):
         for verb in ("get", "list", "watch", "create", "patch", "delete"):
-            out.append((verb, k.group, k.plural, "", True))
+            need(verb, k, True, "run, status, down")
+    for k in watched_kinds(applied):
+        for verb in ("get", "list", "watch"):
+            need(verb, k, True, "run, status")
     for verb in ("get", "list", "watch"):
-        out.append((verb, "", "pods", "", True))
-    out += [("get", "", "pods", "log", True), ("list", "", "events", "", True), ("watch", "", "events", "", True),
-            ("create", "", "pods", "portforward", False), ("create", "", "pods", "exec", False)]
+        need(verb, ("", "pods"), True, "run, status, logs")
+    need("get", ("", "pods"), True, "logs", "log")
+    for verb in ("list", "watch"):
+        need(verb, ("", "events"), True, "run, status")
+    for k in down_kinds(objects):
+        for verb in ("list", "delete"):
+            need(verb, k, False, TOLERATED)
+    need("get", ("", "services"), False, REMOTE)
+    need("create", ("", "pods"), False, REMOTE, "portforward")
+    need("create", ("", "pods"), False, REMOTE, "exec")
     return out
 
 
@@ -336,24 +358,29 @@ def check_named(what: str, wanted: list[str], found: dict[str, bool] | None, ren
 
 
 def check_access(access: dict[tuple[str, str, str], bool] | None,
-                 needed: list[tuple[str, str, str, str, bool]]) -> list[Check]:
+                 needed: list[tuple[str, str, str, str, bool, str]]) -> list[Check]:
     if access is None:
         return [Check("permissions", None, "SelfSubjectAccessReview failed", fatal=False)]
     essential: list[str] = []
-    optional: list[str] = []
-    for verb, group, resource, sub, is_essential in needed:
+    optional: dict[str, list[str]] = {}
+    for verb, group, resource, sub, is_essential, commands in needed:
         if not access.get((verb, f"{resource}.{group}" if group else resource, sub), True):
             name = f"{verb} {resource}{'/' + sub if sub else ''}{'.' + group if group else ''}"
-            (essential if is_essential else optional).append(name)
+            if is_essential:
+                essential.append(name)
+            else:
+                optional.setdefault(commands, []).append(name)
     out = []
     if essential:
         out.append(Check("permissions", False, f"denied: {', '.join(essential)}",
                          "ask for a Role granting these verbs in the namespace"))
     else:
-        out.append(Check("permissions", True, f"{sum(1 for n in needed if n[4])} verb/resource pairs allowed"))
-    if optional:
-        out.append(Check("permissions (dashboard, dev)", False, f"denied: {', '.join(optional)}",
-                         "`cluster dashboard`, `job` and `dev connect` need these", fatal=False))
+        out.append(Check("permissions", True, f"{sum(1 for n in needed if n[4])} verb/resource pairs allowed "
+                                              "(run, status, logs)"))
+    for commands, denied in optional.items():
+        hint = ("`down` and `status` skip these kinds with a warning; a run of another shape would leave them "
+                "behind" if commands == TOLERATED else "`cluster dashboard`, `job` and `dev connect` need these")
+        out.append(Check(f"permissions ({commands})", False, f"denied: {', '.join(denied)}", hint, fatal=False))
     return out
 
 
@@ -433,8 +460,7 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     crds = _allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
     operators = None
     if ray_needed:
-        operators = _allowed(lambda: client.list(KINDS["Deployment"], None,
-                                                 label_selector="app.kubernetes.io/name=kuberay-operator")[0])
+        operators = _allowed(lambda: operator_deployments(client))
     nodes = _allowed(lambda: client.list(KINDS["Node"], None)[0])
 
     def exists(kind: Kind, names: list[str], ns: str | None) -> dict[str, bool] | None:
@@ -445,7 +471,7 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     secrets = exists(KINDS["Secret"], pull_secret_names(objects), namespace)
     access: dict[tuple[str, str, str], bool] | None = {}
     try:
-        for verb, group, resource, sub, _ in needed_access(objects):
+        for verb, group, resource, sub, _, _ in needed_access(objects):
             key = (verb, f"{resource}.{group}" if group else resource, sub)
             access[key] = client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)  # type: ignore[index]
     except ClusterError:
@@ -461,6 +487,21 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
         kueue_facts = (installed, _allowed(lambda: kueue_objects(client, [namespace])) if installed else None)
     return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets,
                  pods, kueue_facts)
+
+
+# How the KubeRay operator's Deployment is labelled: the Helm chart, and the kustomize
+# manifests (ray-operator/config/default).
+OPERATOR_SELECTORS = ("app.kubernetes.io/name=kuberay-operator",
+                      "app.kubernetes.io/name=kuberay,app.kubernetes.io/component=kuberay-operator")
+
+
+def operator_deployments(client: KubeClient) -> list[dict[str, Any]]:
+    """The KubeRay operator Deployments of every namespace, however it was installed."""
+    found: dict[str, dict[str, Any]] = {}
+    for selector in OPERATOR_SELECTORS:
+        for d in client.list(KINDS["Deployment"], None, label_selector=selector)[0]:
+            found.setdefault(str((d.get("metadata") or {}).get("uid") or id(d)), d)
+    return list(found.values())
 
 
 def running_pods(client: KubeClient) -> list[dict[str, Any]]:

@@ -180,21 +180,23 @@ def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[di
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,
                   write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
-    from dockyard_k8s.live.rayjobs import TERMINAL, submission_id
+    from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id, submission_id
     from dockyard_k8s.render.submission import submission
 
     _, run = run_id(bundle)
     # the attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job
     command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args)
-    sub_id = submission_id(run, command, runtime_env)
+    base = submission_id(run, command, runtime_env)
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
-        existing = ray.get(sub_id)
-        if existing and options.replace and existing.get("status") not in TERMINAL:
-            ray.stop(sub_id)
-            ray.wait(sub_id)
+        existing = latest_job(ray, base)
+        sub_id = str((existing or {}).get("submission_id") or base)
         if existing and options.replace:
-            ray.delete(sub_id)
-            existing = None
+            if existing.get("status") not in TERMINAL:
+                say(f"stopping job {sub_id} (--replace) ...")
+                ray.stop(sub_id)
+                ray.wait(sub_id)
+            # a fresh id: resubmitting the same id at once can meet its old supervisor actor dying
+            sub_id, existing = replacement_id(base), None
         if existing:
             say(f"job {sub_id} already submitted ({existing.get('status')}); nothing re-submitted")
         else:

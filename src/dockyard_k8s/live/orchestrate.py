@@ -207,14 +207,31 @@ def new_view(run: str, objects: list[dict[str, Any]], main_kind: str | None = No
     return RunView(run, desired_pods(objects), main_kind or (str(main.get("kind")) if main else None))
 
 
+def list_of_run(client: KubeClient, kind: Kind, namespace: str, run: str, *, rendered: Iterable[str],
+                note: Callable[[str], None], selector: str | None = None) -> list[dict[str, Any]]:
+    """The run's objects of one kind (a LIST by label, or ``selector``). A kind the server
+    does not serve lists as empty; one the user may not list (403) too, with a note, unless
+    the run renders it (then the command cannot do its job and the error stands)."""
+    try:
+        items, _ = client.list(kind, namespace if kind.namespaced else None,
+                               label_selector=selector or run_selector(run), missing_ok=True)
+    except ClusterError as e:
+        if e.status != 403 or kind.kind in set(rendered):
+            raise
+        note(f"warning: not allowed to list {kind.resource} in {namespace} (403): not looked at "
+             f"(`kubectl auth can-i list {kind.resource} -n {namespace}`)")
+        return []
+    return items
+
+
 def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
              selector: str | None = None, main_kind: str | None = None) -> RunView:
     """One LIST per kind (label selector) + one LIST of Warning events: the run right now."""
     view = new_view(run, objects, main_kind)
-    selector = selector or run_selector(run)
+    rendered = {str(o.get("kind")) for o in objects}
     for kind in [*watched_kinds(objects), POD]:
-        items, _ = client.list(kind, namespace, label_selector=selector, missing_ok=True)
-        view.sync(kind.kind, items)
+        view.sync(kind.kind, list_of_run(client, kind, namespace, run, rendered=rendered, note=view.notes.append,
+                                         selector=selector))
     if queued(objects):  # Kueue's Workloads carry no run label: the job owns its Workload
         view.sync("Workload", list_workloads(client, namespace))
         state = workload_state(wl) if (wl := view.workload()) is not None else None
@@ -262,11 +279,19 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     stop = threading.Event()
     inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
 
+    rendered = {str(o.get("kind")) for o in objects}
+
     def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
         try:
             for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
                                    stop=stop):
                 inbox.put((kind.kind, ev))
+        except ClusterError as e:
+            if e.status == 403 and kind.kind not in rendered and kind.kind != "Pod" and not stop.is_set():
+                say(f"warning: not allowed to watch {kind.resource} in {namespace} (403): followed without them")
+                inbox.put((kind.kind, WatchEvent("SYNC", {}, [])))
+            elif not stop.is_set():
+                inbox.put((kind.kind, e))
         except BaseException as e:
             if not stop.is_set():
                 inbox.put((kind.kind, e))
@@ -371,18 +396,19 @@ def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: Run
 
 
 def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterable[Kind], *,
-                     selector: str | None = None) -> list[dict[str, Any]]:
+                     selector: str | None = None, rendered: Iterable[str] = (),
+                     note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Every object of the run (or of ``selector``) among ``kinds`` (one LIST each; kinds the
-    server lacks are skipped)."""
+    server lacks are skipped, and kinds not ``rendered`` the user may not list, with a ``note``)."""
     out = []
     seen: set[tuple[str, str]] = set()
+    notes: list[str] = []
     for kind in kinds:
         if (kind.api_version, kind.kind) in seen:
             continue
         seen.add((kind.api_version, kind.kind))
-        items, _ = client.list(kind, namespace if kind.namespaced else None,
-                               label_selector=selector or run_selector(run), missing_ok=True)
-        out.extend(items)
+        out.extend(list_of_run(client, kind, namespace, run, rendered=rendered, note=note or notes.append,
+                               selector=selector))
     return out
 
 
@@ -405,7 +431,8 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
     """Delete everything labelled with the run (or ``selector``); returns what was deleted
     (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept."""
     deleted = []
-    found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector)
+    found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
+                             rendered={str(o.get("kind")) for o in objects}, note=say)
     for obj in found:
         kind, ns, name = _name(obj)
         what = ref(kind.kind, ns, name)
@@ -430,7 +457,8 @@ def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[s
     owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
     deadline = clock() + timeout
     kinds = [*down_kinds(objects), POD]
-    left = [o for o in find_run_objects(client, namespace, run, kinds) if o.get("kind") not in keep]
+    left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
+            if o.get("kind") not in keep]
     if not left:
         return
     held = [o for o in left if (o.get("metadata") or {}).get("finalizers")]
@@ -465,6 +493,7 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
                  for p in view.pods],
         "findings": [f._asdict() for f in findings],
         "kueue": _kueue_doc(view),
+        "notes": list(view.notes),
     }
 
 

@@ -324,6 +324,7 @@ class RunView:
         self.objects: dict[str, dict[str, dict[str, Any]]] = {}  # kind -> key -> object
         self.events: dict[str, dict[str, Any]] = {}
         self.reported: set[tuple[str, str]] = set()
+        self.notes: list[str] = []  # what could not be looked at (a kind the user may not list)
         self._last_lines: dict[str, str] = {}
         self.queue_position: tuple[int, int] | None = None  # Kueue's visibility API, when asked (status)
         self.queue_counts: tuple[int, int] | None = None  # the LocalQueue's (pending, admitted) Workloads

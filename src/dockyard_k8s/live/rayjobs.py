@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -19,6 +20,7 @@ import httpx2
 from dockyard_k8s.errors import ClusterError
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+log = logging.getLogger("dockyard_k8s.live")
 
 
 class RayRequest(NamedTuple):
@@ -33,6 +35,22 @@ def submission_id(run: str, entrypoint: str, runtime_env: dict[str, Any] | None)
     starting a duplicate (Ray rejects a reused submission_id)."""
     digest = hashlib.sha256(json.dumps([entrypoint, runtime_env or {}], sort_keys=True).encode()).hexdigest()
     return f"{run}-{digest[:10]}"
+
+
+def replacement_id(base: str) -> str:
+    """The id of a ``--replace`` submission: the run's id and a fresh suffix."""
+    import secrets
+
+    return f"{base}-{secrets.token_hex(3)}"
+
+
+def latest_job(ray: RayJobsClient, base: str) -> dict[str, Any] | None:
+    """The newest job of a run's submission id: ``base`` itself or a replacement of it."""
+    found = ray.get(base)
+    candidates = [j for j in ray.list() if str(j.get("submission_id") or "").startswith(base + "-")]
+    if found:
+        candidates.append(found)
+    return max(candidates, key=lambda j: j.get("start_time") or 0, default=None)
 
 
 def prepare_submit(entrypoint: str, *, sub_id: str | None = None, runtime_env: dict[str, Any] | None = None,
@@ -140,9 +158,19 @@ class RayJobsClient:
             self.sleep(poll)
 
     def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:
-        """New log text as it appears, until the job is terminal (the REST API only returns
-        the whole log; the websocket tail endpoint would need another dependency)."""
+        """The job's log as it grows, each part once, until the job ends: the dashboard's
+        ``logs/tail`` WebSocket; where it is not served (a proxy, an old Ray), the whole log
+        polled every ``poll`` seconds and only its new part yielded."""
+        from dockyard_k8s.live import websocket
+
         seen = 0
+        try:
+            for text in websocket.messages(f"{self.address}/api/jobs/{job}/logs/tail", headers=self._ws_headers()):
+                seen += len(text)
+                yield text
+            return
+        except (websocket.WebSocketError, OSError) as e:
+            log.debug("job %s: logs/tail unavailable (%s); polling the log", job, e)
         while True:
             info = self.get(job) or {}
             text = self.logs(job)
@@ -152,6 +180,11 @@ class RayJobsClient:
             if info.get("status") in TERMINAL:
                 return
             self.sleep(poll)
+
+    def _ws_headers(self) -> dict[str, str]:
+        """The client's own headers (credentials among them) for the WebSocket handshake."""
+        skip = {"accept", "accept-encoding", "connection", "user-agent", "host", "content-length"}
+        return {k: v for k, v in self.http.headers.items() if k.lower() not in skip}
 
 
 def job_row(info: dict[str, Any]) -> list[str]:
