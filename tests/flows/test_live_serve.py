@@ -55,7 +55,8 @@ def following(fake: FakeKube) -> None:
 
 
 def patches(fake: FakeKube) -> list[str]:
-    return [q.path.split("/")[-2] for q in fake.requests if q.method == "PATCH"]
+    """The applies, in order (apply_objects' server dry run of everything first left out)."""
+    return [q.path.split("/")[-2] for q in fake.requests if q.method == "PATCH" and q.params.get("dryRun") != "All"]
 
 
 # --- up ------------------------------------------------------------------------------------------

@@ -88,8 +88,10 @@ def test_named_objects_and_rendered_ones() -> None:
 
 def test_access_essential_vs_optional() -> None:
     needed = needed_access([{"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "x"}}])
-    assert ("patch", "ray.io", "rayjobs", "", True) in needed
-    assert ("create", "", "pods", "exec", False) in needed
+    assert ("patch", "ray.io", "rayjobs", "", True, "run, status, down") in needed
+    assert ("watch", "ray.io", "rayclusters", "", True, "run, status") in needed  # the RayJob's cluster
+    assert ("delete", "apps", "statefulsets", "", False, "down") in needed  # another shape's kind: tolerated
+    assert ("create", "", "pods", "exec", False, "dashboard, job, dev") in needed
     checks = check_access({("create", "pods", "exec"): False}, needed)
     assert [c.ok for c in checks] == [True, False] and not checks[1].fatal
     checks = check_access({("delete", "rayjobs.ray.io", ""): False}, needed)
