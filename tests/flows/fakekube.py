@@ -266,6 +266,23 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
             self._dispatch()
             return copy.deepcopy(stored)
 
+    def load(self, objects: Iterable[dict[str, Any]]) -> int:
+        """Seed many objects at once, as if stored before any watch began: no history, no
+        controllers, no garbage collection (big namespaces for benchmarks). Returns how many."""
+        count = 0
+        with self.lock:
+            for obj in objects:
+                res = self.resource(obj["apiVersion"], obj["kind"])
+                meta = obj.setdefault("metadata", {})
+                ns = str(meta.setdefault("namespace", "default")) if res.namespaced else ""
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", now_stamp())
+                meta["resourceVersion"] = str(self._bump())
+                self._uids.add(meta["uid"])
+                self.store.setdefault(res.key, {})[(ns, str(meta["name"]))] = obj
+                count += 1
+        return count
+
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self.lock:
             res = self.resource(api_version, kind)
