@@ -91,7 +91,7 @@ def test_attach_mode_replace_submits_under_a_fresh_id(cli: Any, fake: FakeKube, 
     assert again.code == 0, again.out + again.err
     second_id = again.out.split("submitted job ")[1].split()[0]
     assert second_id != first_id and second_id.startswith(first_id + "-")
-    assert "replaced-run /etc/dockyard-k8s/recipe.yaml" in again.out
+    assert "replaced-run /tmp/dockyard-k8s/grpo-swe/recipe.yaml" in again.out
     rerun = cli("run", *ARGS, *sets, "--detach")
     assert f"job {second_id} already submitted" in rerun.out  # the newest submission is the run's job
     logs = cli("job", "logs", *ARGS, *sets)
