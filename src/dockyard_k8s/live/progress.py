@@ -404,6 +404,8 @@ class RunView:
             return str(e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get(
                 "creationTimestamp") or "")
 
+        image = ("ErrImagePull", "ImagePullBackOff")
+        pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=when):
             fleet = self._event_fleet(event, by_uid, by_name)
             if fleet is None:
@@ -412,10 +414,10 @@ class RunView:
             if found is None:
                 continue
             f = found
-            # an image pull event and the pod's ImagePullBackOff state are one problem
-            if any(k[0] == f.pod and (k[1] in ("ErrImagePull", "ImagePullBackOff")) for k in out) and \
-                    f.reason in ("ErrImagePull", "ImagePullBackOff"):
-                continue
+            if f.reason in image:  # an image pull event and the pod's ImagePullBackOff state are one problem
+                if f.pod in pulling:
+                    continue
+                pulling.add(f.pod)
             out[f.key] = f
         return list(out.values())
 
