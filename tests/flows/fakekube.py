@@ -16,10 +16,8 @@ the Kubernetes API documents them; each is asserted in ``test_fakekube*.py``:
 * server-side apply with field ownership (``fake_ssa``): list merging by the schemas' list
   types, duplicate and missing keys, undeclared fields failing the apply (HTTP 500, as
   real servers answer), ``managedFields``, conflicts with other managers, ``force``;
-* create/update/patch with pruning of undeclared fields and ``fieldValidation``
-  Ignore/Warn (default)/Strict, ``Warning`` response headers (and deprecated versions');
-* ``/status`` and ``/scale`` subresources (the main resource ignores ``status``),
-  ``generation`` bumped by spec changes only, ``dryRun=All`` storing nothing;
+* create/update/patch prune undeclared fields (``fieldValidation`` Ignore/Warn/Strict), ``Warning`` headers;
+* ``/status``, ``/scale`` (the main resource ignores ``status``), ``generation``, ``dryRun=All``;
 * LIST with label and field selectors and ``limit``/``continue`` chunking (``fake_lists``),
   WATCH with resourceVersion/410/bookmarks, pod logs (``fake_streams``);
   SelfSubjectAccessReview from the same deny rules; ``/version``.
@@ -29,7 +27,7 @@ Extension point (how ``kuberay_sim`` and ``kueue_sim`` plug in): ``fake.extend(e
 create and update) and ``on_change`` (a controller reacting to every stored change).
 
 Test helpers (``put``, ``set_status``, ``add_event``, ``add_log``, ``fail``, ``compact``,
-``drop_watches``...) play the role of controllers and of a flaky network.
+``drop_watches``, ``load``...) play the role of controllers and of a flaky network.
 """
 
 from __future__ import annotations
