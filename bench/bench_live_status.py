@@ -3,7 +3,8 @@
 The fake API server (tests/flows/fakekube.py) is served on 127.0.0.1 holding the example
 run, N pods of it and M Warning events; then, interleaved, K times each:
 
-* ``dockyard-k8s status RECIPE -o json`` (a fresh process, as a user runs it);
+* ``dockyard-k8s status RECIPE -o json`` (a fresh process, as a user runs it: it loads and
+  renders the run first) and ``dockyard-k8s status RUN -o json`` (by name: no rendering);
 * ``kubectl get rayjobs,rayclusters,deployments,pods -l dockyard-k8s/run=... -o json`` and
   ``kubectl get events --field-selector type=Warning -o json`` (two fresh processes: what a
   user types to see the same).
@@ -78,21 +79,25 @@ def measure(pods: int, events: int, runs: int) -> dict[str, float]:
         env = {**os.environ, "KUBECONFIG": kubeconfig}
         populate(fake, kubeconfig, pods, events)
         launcher = [str(REPO / ".venv" / "bin" / "dockyard-k8s"), "status", *ARGS, "-o", "json"]
+        by_name = [str(REPO / ".venv" / "bin" / "dockyard-k8s"), "status", RUN, "-n", NS, "-o", "json"]
         kc = kubectl()
         gets = [[kc, "--kubeconfig", kubeconfig, "get", "rayjobs,rayclusters,deployments,pods", "-n", NS, "-l",
                  f"dockyard-k8s/run={RUN}", "-o", "json"],
                 [kc, "--kubeconfig", kubeconfig, "get", "events", "-n", NS, "--field-selector", "type=Warning",
                  "-o", "json"]]
-        ours, theirs, our_requests, their_requests = [], [], 0, 0
-        for _ in range(runs):  # interleaved: machine noise hits both
+        ours, named, theirs, our_requests, their_requests, named_requests = [], [], [], 0, 0, 0
+        for _ in range(runs):  # interleaved: machine noise hits all three
             seconds, our_requests = timed(launcher, env, fake)
             ours.append(seconds)
+            seconds, named_requests = timed(by_name, env, fake)
+            named.append(seconds)
             pair = [timed(g, env, fake) for g in gets]
             theirs.append(sum(p[0] for p in pair))
             their_requests = sum(p[1] for p in pair)
     fake.shutdown()
-    return {"launcher_s": statistics.median(ours), "kubectl_s": statistics.median(theirs),
-            "launcher_requests": our_requests, "kubectl_requests": their_requests}
+    return {"launcher_s": statistics.median(ours), "named_s": statistics.median(named),
+            "kubectl_s": statistics.median(theirs), "launcher_requests": our_requests,
+            "named_requests": named_requests, "kubectl_requests": their_requests}
 
 
 def main() -> None:
@@ -101,12 +106,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print("| pods | events | status (median) | kubectl get x2 (median) | status requests | kubectl requests |")
+    print("| pods | events | status RECIPE | status RUN | kubectl get x2 | requests: status RECIPE / RUN / kubectl |")
     print("| --- | --- | --- | --- | --- | --- |")
     for pods, events in ((100, 500), (args.pods, args.events)):
         m = measure(pods, events, args.runs)
-        print(f"| {pods:,} | {events:,} | {m['launcher_s']:.2f} s | {m['kubectl_s']:.2f} s | "
-              f"{m['launcher_requests']} | {m['kubectl_requests']} |", flush=True)
+        print(f"| {pods:,} | {events:,} | {m['launcher_s']:.2f} s | {m['named_s']:.2f} s | {m['kubectl_s']:.2f} s | "
+              f"{m['launcher_requests']} / {m['named_requests']} / {m['kubectl_requests']} |", flush=True)
 
 
 if __name__ == "__main__":
