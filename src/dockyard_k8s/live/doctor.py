@@ -206,7 +206,8 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
                 f"{f} (KubeRay v{known[0]})" if (known := since(kind.kind, f)) else f for f in fields))
             hints.append(explain(kind.kind, fields)[1])
     if lacking:
-        return Check("KubeRay CRD fields", False, "; ".join(lacking) + ": the run renders them", "; ".join(
+        some = "it" if len(lacking) == 1 and "," not in lacking[0] else "them"
+        return Check("KubeRay CRD fields", False, "; ".join(lacking) + f": the run renders {some}", "; ".join(
             dict.fromkeys(hints)))
     return Check("KubeRay CRD fields", True, "the installed CRDs declare every field the run renders")
 

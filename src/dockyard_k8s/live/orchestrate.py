@@ -71,9 +71,10 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
     client.take_warnings()  # the real apply answers with the same ones
     if not refused:
         return
-    if len(refused) == 1:
+    if len({(str(r), r.hint) for r in refused}) == 1:  # one reason (a namespace missing): said once
         one = refused[0]
-        raise ClusterError(f"{one} (nothing was applied)", obj=one.obj, status=one.status, hint=one.hint)
+        more = f"; the same for {len(refused) - 1} more object(s) of the run" if len(refused) > 1 else ""
+        raise ClusterError(f"{one} (nothing was applied{more})", obj=one.obj, status=one.status, hint=one.hint)
     lines = "\n".join(f"  {r.obj}: {r}" + (f"\n    hint: {r.hint}" if r.hint else "") for r in refused)
     raise ClusterError(f"the API server refuses {len(refused)} object(s) of the run; nothing was applied:\n{lines}",
                        status=refused[0].status)
