@@ -12,6 +12,7 @@ from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
     INT64_MAX,
+    NCCL_SIZE,
     QUANTITY,
     Schema,
     array,
@@ -186,7 +187,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                                  "ReadWriteMany",
                                  enum=["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]),
             "size": quantity("Size of a created claim.", "100Gi"),
-            "mountPath": string("Where the claim is mounted.", "/data"),
+            "mountPath": string("Where the claim is mounted.", "/data", fmt="absolute-path"),
         }),
         "networkPolicy": obj("Default-deny posture for the whole run: deny all, then allow the run's own pods, "
                              "DNS, HTTPS to public addresses and the KubeRay operator.", {
@@ -267,7 +268,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True,
                               pattern=DNS1035_LABEL),
             "address": string("Ray dashboard URL (http://host:8265), instead of a cluster name.",
-                              None, nullable=True),
+                              None, nullable=True, fmt="http-url"),
         }),
     }),
     "kuberay": obj("The GPU RayCluster: a head and the two worker groups, trainer and inference.", {
@@ -350,8 +351,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                          nullable=True),
         "gpusPerNode": integer("GPUs per worker; defaults to kuberay.trainer.gpus.", None, minimum=1,
                                nullable=True),
-        "minBytes": string("all_reduce_perf -b.", "8"),
-        "maxBytes": string("all_reduce_perf -e.", "1G"),
+        "minBytes": string("all_reduce_perf -b.", "8", pattern=NCCL_SIZE),
+        "maxBytes": string("all_reduce_perf -e.", "1G", pattern=NCCL_SIZE),
         "stepFactor": integer("all_reduce_perf -f.", 2, minimum=2),
         "iterations": integer("all_reduce_perf -n.", 100, minimum=1),
         "check": boolean("all_reduce_perf -c 1: check results (#wrong column).", True),

@@ -33,6 +33,8 @@ DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 # A model hub repository id: ``name`` or ``org/name`` (Hugging Face's repo id characters).
 HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"
+# all_reduce_perf's -b/-e sizes: a count of bytes with an optional K, M or G.
+NCCL_SIZE = r"^[0-9]+[KMG]?$"
 # What the API server stores integers of most fields as (replicas, ports, seconds...).
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -79,6 +81,9 @@ FORMATS: dict[str, tuple[Callable[[str], bool], str]] = {
     "env-name": (lambda v: bool(_ENV_NAME.match(v)), "an environment variable name: letters, digits, '_', '-' "
                                                      "or '.', not starting with a digit"),
     "resource-name": (is_label_key, "a resource name like vpc.amazonaws.com/efa ([prefix/]name)"),
+    "absolute-path": (lambda v: v.startswith("/") and ":" not in v, "an absolute path like /data (no ':')"),
+    "http-url": (lambda v: bool(re.fullmatch(r"https?://[^\s/:]+(:[0-9]{1,5})?(/\S*)?", v)),
+                 "an http(s) URL like http://ray-head.team.svc:8265"),
 }
 
 
@@ -247,6 +252,7 @@ _PATTERN_HINTS = {
     QUANTITY: "a Kubernetes quantity like 4, 500m or 16Gi",
     DNS1123_LABEL: "a DNS-1123 label (lowercase letters, digits and '-', at most 63)",
     DNS1035_LABEL: "a DNS-1035 label (lowercase letters, digits and '-', starting with a letter)",
+    NCCL_SIZE: "a size in bytes like 8, 128M or 1G",
     DNS1123_SUBDOMAIN: "a DNS-1123 name (lowercase letters, digits, '-' and '.')",
     HUB_ID: "a model hub id like meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)",
 }

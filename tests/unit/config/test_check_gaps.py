@@ -316,3 +316,18 @@ def test_null_unsets_in_files_and_set_alike_and_maps_merge(recipe, write, clean_
     assert kept.infra["kuberay"]["trainer"]["nodeSelector"] == {"pool": "gpu"}  # {} merges, in --set as in files
     shm = load_run(recipe, parent, sets=["kuberay.trainer.shmSize=null"], env=clean_env)
     assert shm.infra["kuberay"]["trainer"]["shmSize"] is None  # documented: null drops the volume
+
+
+# --- more of the same kind: values that pass check and fail later ---------------------------------
+
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("launch.attach.address=ray-head:8265", "expected an http(s) URL like http://ray-head.team.svc:8265"),
+    ("infra.storage.mountPath=data", "expected an absolute path like /data"),
+    ("ncclTest.maxBytes=1GB", "expected a size in bytes like 8, 128M or 1G"),
+    ("infra.imagePull.pauseImage=Registry.k8s.io/Pause", "infra.imagePull.pauseImage: got"),
+    ("launch.submitter.memoryLimit=100Mi", "launch.submitter.memoryLimit 100Mi"),
+])
+def test_more_values_that_would_fail_on_the_cluster(recipe, write, clean_env, setting, expected):
+    found = problems(recipe, write("i.yaml", INFRA), sets=[setting], env=clean_env)
+    assert len(found) == 1 and expected in found[0], found
