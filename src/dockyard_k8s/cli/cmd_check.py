@@ -120,6 +120,10 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         lines.append(table(fleets, ["fleet", "pods", "gpu/pod", "cpu", "memory", "shm", "nodeSelector",
                                     "gpus"], indent="  "))
         lines.append(f"  total GPUs: {total}")
+        job = next((o for o in objects if o.get("kind") == "Job") if launch["mode"] == "job" else iter(()), None)
+        if job is not None:  # the one pod: what the scheduler sees, summed from the rows above
+            requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+            lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))
     if sb["enabled"]:
         res, sec, np = sb["resources"], sb["security"], sb["networkPolicy"]
         hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [
