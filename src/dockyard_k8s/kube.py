@@ -244,13 +244,17 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
     max(sum of app containers + sidecars, each init container + the sidecars started
     before it) per resource, plus ``overhead``. Sidecars are init containers with
     ``restartPolicy: Always`` (Kubernetes >= 1.29)."""
+    def listed(field: str) -> list[Any]:  # a malformed manifest may hold anything here
+        items = pod_spec.get(field)
+        return items if isinstance(items, list) else []
+
     app: dict[str, Fraction] = {}
-    for c in pod_spec.get("containers") or []:
+    for c in listed("containers"):
         if isinstance(c, dict):
             _add(app, container_requests(c))
     sidecars: dict[str, Fraction] = {}
     peak: dict[str, Fraction] = {}
-    for c in pod_spec.get("initContainers") or []:
+    for c in listed("initContainers"):
         if not isinstance(c, dict):
             continue
         req = container_requests(c)

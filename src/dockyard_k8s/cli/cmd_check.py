@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
+from dockyard_k8s.cli._network import isolation_findings, ray_ports_line, sandbox_rows
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, object_ref, table, write_file
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
@@ -124,8 +125,9 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         if job is not None:  # the one pod: what the scheduler sees, summed from the rows above
             requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
             lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))
+    lines.append(f"  {ray_ports_line(infra)}")
     if sb["enabled"]:
-        res, sec, np = sb["resources"], sb["security"], sb["networkPolicy"]
+        res, sec = sb["resources"], sb["security"]
         hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [
             "securityContext OFF"]
         if sec["runAsNonRoot"]:
@@ -134,19 +136,17 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
             hardening.append("read-only root")
         if not sec["automountServiceAccountToken"]:
             hardening.append("no API token")
-        if np["enabled"]:
-            egress = ("open" if np["allowEgress"] else f"only {', '.join(np['allowedEgressCidrs']) or 'DNS'}")
-            network = (f"ingress: namespace only, port {sb['port']}; egress: {egress}"
-                       f" (blocked: {', '.join(np['blockedEgressCidrs']) or 'none'})")
-        else:
-            network = "NetworkPolicy OFF"
+        if sb["runtimeClassName"]:
+            hardening.append(f"runtime {sb['runtimeClassName']}")
+        if sb["hostUsers"] is False:
+            hardening.append("user namespace")
         lines.append("\nsandbox pool (GPU-free, untrusted code)")
         lines.append(table([
             ["replicas", f"{sb['replicas']} × (cpu {res['cpu']}, memory {res['memory']}, "
                          f"ephemeral-storage {res['ephemeralStorage']})"],
             ["image", sb["image"]],
             ["hardening", ", ".join(hardening)],
-            ["network", network],
+            *sandbox_rows(infra),
             ["pdb", f"maxUnavailable {sb['pdb']['maxUnavailable']}" if sb["pdb"]["enabled"] else "off"],
             ["urls", _urls(infra)],
         ], indent="  "))
@@ -157,6 +157,7 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
                      "(written from its runtime_env) and DOCKYARD_RECIPE"
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
                      + " in runtime_env.env_vars; nothing GPU-side is rendered")
+    lines += [f"{WARN} sandbox-isolation ({severity}): {message}" for severity, message in isolation_findings(objects)]
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

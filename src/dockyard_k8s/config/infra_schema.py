@@ -7,7 +7,8 @@ schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
 
 from __future__ import annotations
 
-from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS, PRIVATE_CIDRS
+from dockyard_k8s.config.network import INTERNAL_CIDRS
+from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
@@ -35,6 +36,30 @@ _ENV = string_map("Extra environment variables of the container (name: value).",
                   values={"type": ["string", "number", "boolean"]}, keys="env-name")
 _NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).",
                             values={"type": "string", "x-format": "label-value"}, keys="label-key")
+
+
+_SELECTOR = free_object("A Kubernetes label selector ({matchLabels, matchExpressions}); {} selects all.")
+_PORT = {
+    "type": ["integer", "object"], "minimum": 1, "maximum": 65535,
+    "description": "A port: 443, or {port, endPort, protocol} (a range; protocol TCP, UDP or SCTP, default TCP).",
+    "properties": {
+        "port": integer("First (or only) port.", minimum=1, maximum=65535),
+        "endPort": integer("Last port of the range.", None, minimum=1, maximum=65535, nullable=True),
+        "protocol": string("Protocol.", "TCP", enum=["TCP", "UDP", "SCTP"]),
+    },
+    "required": ["port"], "additionalProperties": False,
+}
+_ALLOWED_CIDR = {
+    "type": ["string", "object"], "x-format": "cidr",
+    "description": "A CIDR (every port), or {cidr, ports, private}.",
+    "properties": {
+        "cidr": string("The destination range.", fmt="cidr"),
+        "ports": array("Ports allowed (default: every port).", _PORT, []),
+        "private": boolean("Explicit opt-in for a range inside private address space (RFC 1918, 100.64.0.0/10, "
+                           "fc00::/7, fe80::/10); `check` lists it.", False),
+    },
+    "required": ["cidr"], "additionalProperties": False,
+}
 
 
 NODE_POOL = obj("A node pool: count identical nodes.", {
@@ -144,6 +169,14 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "priorityClassName": string("PriorityClass of every managed pod (GPU gang, submitter, sandbox). "
                                     "It must exist in the cluster.", None, nullable=True, fmt="dns-subdomain"),
         "clusterDomain": string("Cluster DNS domain, for the injected sandbox URL.", "cluster.local"),
+        "clusterDns": obj("Where cluster DNS runs: the only resolver the sandbox (and a default-deny run) may "
+                          "ask, on UDP/TCP 53.", {
+            "namespace": string("Namespace of the DNS pods.", "kube-system", pattern=DNS1123_LABEL),
+            "podLabels": {**string_map("Labels of the DNS pods; null: k8s-app: kube-dns (kube-dns and CoreDNS on "
+                                       "kubeadm, kind, k3s, EKS and GKE).",
+                                       values={"type": "string", "x-format": "label-value"}, keys="label-key"),
+                          "type": ["object", "null"], "default": None},
+        }),
         "labels": string_map("Extra labels on every object and pod template.",
                              values={"type": "string", "x-format": "label-value"}, keys="label-key"),
         "security": obj("Opt-in hardening of the GPU head and worker containers (unverified on GPUs, so off).", {
@@ -189,19 +222,15 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "size": quantity("Size of a created claim.", "100Gi"),
             "mountPath": string("Where the claim is mounted.", "/data", fmt="absolute-path"),
         }),
-        "networkPolicy": obj("Default-deny posture for the whole run: deny all, then allow the run's own pods, "
-                             "DNS, HTTPS to public addresses and the KubeRay operator.", {
+        "networkPolicy": obj("Default-deny posture for the whole run: deny all, then allow the run's own pods "
+                             "(never the sandbox's into the GPU pods), DNS, HTTPS to public addresses and the "
+                             "KubeRay operator (kuberay.networkPolicy).", {
             "defaultDeny": boolean("Render the deny-all and allow policies (needs an enforcing CNI).", False),
             "scope": string("run: deny covers the run's pods; namespace: every pod of the namespace.", "run",
                             enum=["run", "namespace"]),
             "httpsEgress": boolean("Allow TCP 443 to public addresses (model hubs, package indexes).", True),
-            "privateCidrs": array("Excluded from HTTPS egress.", string("A CIDR block.", fmt="cidr"),
-                                  list(PRIVATE_CIDRS)),
-            "operatorPodLabels": {**string_map("Labels of the KubeRay operator pods (any namespace), allowed to "
-                                               "the Ray dashboard port 8265.", values={"type": "string"}),
-                                  "default": {"app.kubernetes.io/name": "kuberay-operator"}},
-            "extraIngress": array("More NetworkPolicyIngressRule objects for the GPU pods.", {"type": "object"},
-                                  []),
+            "privateCidrs": array("Excluded from HTTPS egress (private, link-local and metadata space).",
+                                  string("A CIDR block.", fmt="cidr"), list(INTERNAL_CIDRS)),
             "extraEgress": array("More NetworkPolicyEgressRule objects for the GPU pods.", {"type": "object"}, []),
         }),
         "priorityClass": obj("A PriorityClass created for the GPU pods (head and workers).", {
@@ -272,7 +301,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
     }),
     "kuberay": obj("The GPU RayCluster: a head and the two worker groups, trainer and inference.", {
-        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion).", "2.49.0"),
+        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion); token auth needs >= 2.52.0.",
+                             "2.52.1"),
         "head": _sizing("head", replicas=None, gpus=0, cpu="8", memory="32Gi", shm="8Gi"),
         "trainer": _sizing("trainer", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
         "inference": _sizing("inference", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
@@ -281,6 +311,37 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "extraGroups": array("Worker groups kuberay.spec may add besides trainer and inference (a groupName "
                              "not listed here is refused as a likely typo).", {"type": "string",
                                                                                "pattern": DNS1123_LABEL}, []),
+        "networkPolicy": obj("Ingress to the GPU pods (head, workers, submitter) in every launch mode but attach: "
+                             "only from the run's own pods except the sandbox (any port), the KubeRay operator "
+                             "(dashboard port) and extraIngress. Sandbox pods are never admitted.", {
+            "enabled": boolean("Render the policy (needs an enforcing CNI).", True),
+            "operator": obj("The KubeRay operator, admitted to the head's dashboard port (8265).", {
+                "podSelector": {**_SELECTOR, "type": ["object", "null"], "default": None,
+                                "description": "Label selector of the operator pods; null: app.kubernetes.io/name "
+                                               "in (kuberay-operator, kuberay), the Helm chart's and the kustomize "
+                                               "manifests' labels."},
+                "namespaceSelector": {**_SELECTOR, "description": "Namespaces the operator may run in "
+                                                                  "({}: any)."},
+            }),
+            "extraIngress": array("More NetworkPolicyIngressRule objects (a monitoring namespace on the metrics "
+                                  "port...). Every podSelector/namespaceSelector source is narrowed to non-sandbox "
+                                  "pods; a rule needs `from`, and an ipBlock must not cover private space.",
+                                  {"type": "object"}, []),
+        }),
+        "auth": obj("Ray token authentication of the GPU cluster (Ray >= 2.52): without it, anyone who reaches the "
+                    "dashboard (8265), GCS (6379) or client port (10001) runs code on the GPU pods.", {
+            "mode": string("token: every Ray container gets RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from the Secret "
+                           "(and RayClusters spec.authOptions, KubeRay >= 1.5.1); disabled: no authentication.",
+                           "token", enum=["token", "disabled"]),
+            "secretName": string("Secret with the token under key auth_token; defaults to <run>-ray-auth, which "
+                                 "`run`/`cluster up` create with a random token when missing (render users: "
+                                 "docs/security.md). attach mode: the attached cluster's token.", None,
+                                 nullable=True, pattern=DNS1123_LABEL),
+        }),
+        "serviceAccountName": string("ServiceAccount of the GPU pods and the submitter (null: the namespace's "
+                                     "default).", None, nullable=True),
+        "automountServiceAccountToken": boolean("Mount a Kubernetes API token into the GPU pods and the submitter "
+                                                "(off: the training code gets no cluster credentials).", False),
         "pdb": obj("PodDisruptionBudget over the GPU pods (bringup mode; opt-in).", {
             "enabled": boolean("Render the PDB.", False),
             "maxUnavailable": integer("Voluntary disruptions allowed; 0 blocks drains of the gang.", 0,
@@ -326,22 +387,36 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                 "Mount a Kubernetes API token into executor pods. Off: untrusted code gets no credentials.",
                 False),
         }),
-        "networkPolicy": obj("Ingress only from the namespace to the executor port; egress as below.", {
+        "networkPolicy": obj("Ingress only from the run's head, trainer and inference pods to the executor port; "
+                             "egress to cluster DNS and the public internet, never to private, link-local or "
+                             "metadata space (docs/security.md).", {
             "enabled": boolean("Render the NetworkPolicy (needs an enforcing CNI).", True),
-            "allowEgress": boolean("Egress open to any address except blockedEgressCidrs (repos clone).", True),
-            "allowedEgressCidrs": array("With allowEgress: false, the only destinations allowed (DNS always is).",
-                                        string("A CIDR block.", fmt="cidr"), []),
+            "allowEgress": boolean("Egress to the public internet on every port but 53 (executors clone "
+                                   "repositories); false: only cluster DNS and allowedEgressCidrs.", True),
+            "allowedEgressCidrs": array("More destinations: a CIDR, or {cidr, ports, private}. A range inside "
+                                        "private space needs private: true; one inside a metadata range is an "
+                                        "error. Metadata and blockedEgressCidrs are excepted from each.",
+                                        _ALLOWED_CIDR, []),
             "blockedEgressCidrs": array(
-                "Never reachable, even with open egress: cloud metadata endpoints by default "
-                "(169.254.0.0/16 link-local incl. 169.254.169.254, AWS IPv6 IMDS, Alibaba metadata).",
-                string("A CIDR block.", fmt="cidr"),
-                ["169.254.0.0/16", "100.100.100.200/32", "fd00:ec2::254/128"]),
+                "More ranges never reachable, excepted from every allowed range (the metadata endpoints "
+                "169.254.0.0/16, 100.100.100.200, 168.63.129.16, fd00:ec2::254 and ::23 always are).",
+                string("A CIDR block.", fmt="cidr"), []),
+            "ingressFrom": array("More sources allowed to the executor port (NetworkPolicyPeer objects: a router, "
+                                 "an eval job); narrowed to non-sandbox pods, and an ipBlock must not cover private "
+                                 "space.", {"type": "object"}, []),
         }),
         "pdb": obj("PodDisruptionBudget of the pool.", {
             "enabled": boolean("Render the PDB.", True),
             "maxUnavailable": integer("Replicas that may be disrupted at once.", 1, minimum=0),
         }),
         "probes": boolean("TCP readiness and liveness probes on the executor port.", True),
+        "runtimeClassName": string("RuntimeClass of the executor pods: a sandboxed runtime (gVisor, Kata) keeps a "
+                                   "kernel exploit inside the sandbox; it must exist in the cluster. null: the "
+                                   "node's default runtime (lint reports it).", None, nullable=True),
+        "hostUsers": {"type": ["boolean", "null"], "default": None,
+                      "description": "false: executor pods run in a user namespace (root in the container is "
+                                     "not root on the node; Kubernetes >= 1.33, or 1.30+ with the "
+                                     "UserNamespacesSupport gate, and a runtime that supports it). null: not set."},
     }),
     "ncclTest": obj("`dockyard-k8s nccl-test`: an MPIJob running nccl-tests all_reduce_perf on the run's GPU "
                     "nodes, with the same platform settings.", {

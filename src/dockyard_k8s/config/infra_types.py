@@ -11,6 +11,11 @@ from typing import Any, Literal, TypedDict
 Quantity = str | int | float  # a Kubernetes quantity as written: "16Gi", 4, 0.5
 
 
+class InfraClusterDns(TypedDict):
+    namespace: str
+    podLabels: dict[str, str] | None
+
+
 class InfraSecurity(TypedDict):
     enabled: bool
     runAsNonRoot: bool
@@ -46,8 +51,6 @@ class InfraNetworkPolicy(TypedDict):
     scope: Literal["run", "namespace"]
     httpsEgress: bool
     privateCidrs: list[str]
-    operatorPodLabels: dict[str, str]
-    extraIngress: list[dict[str, Any]]
     extraEgress: list[dict[str, Any]]
 
 
@@ -118,6 +121,7 @@ class Infra(TypedDict):
     imagePullSecrets: list[str]
     priorityClassName: str | None
     clusterDomain: str
+    clusterDns: InfraClusterDns
     labels: dict[str, str]
     security: InfraSecurity
     resourceQuota: InfraResourceQuota | None
@@ -202,6 +206,22 @@ class KuberayTrainer(TypedDict):
 KuberayInference = KuberayTrainer
 
 
+class KuberayNetworkPolicyOperator(TypedDict):
+    podSelector: dict[str, Any] | None
+    namespaceSelector: dict[str, Any]
+
+
+class KuberayNetworkPolicy(TypedDict):
+    enabled: bool
+    operator: KuberayNetworkPolicyOperator
+    extraIngress: list[dict[str, Any]]
+
+
+class KuberayAuth(TypedDict):
+    mode: Literal["token", "disabled"]
+    secretName: str | None
+
+
 class KuberayPdb(TypedDict):
     enabled: bool
     maxUnavailable: int
@@ -214,6 +234,10 @@ class Kuberay(TypedDict):
     inference: KuberayInference
     spec: dict[str, Any]
     extraGroups: list[str]
+    networkPolicy: KuberayNetworkPolicy
+    auth: KuberayAuth
+    serviceAccountName: str | None
+    automountServiceAccountToken: bool
     pdb: KuberayPdb
 
 
@@ -235,11 +259,24 @@ class SandboxSecurity(TypedDict):
     automountServiceAccountToken: bool
 
 
+class SandboxNetworkPolicyAllowedEgressCidrsItemPortsItem(TypedDict):
+    port: int
+    endPort: int | None
+    protocol: Literal["TCP", "UDP", "SCTP"]
+
+
+class SandboxNetworkPolicyAllowedEgressCidrsItem(TypedDict):
+    cidr: str
+    ports: list[int | SandboxNetworkPolicyAllowedEgressCidrsItemPortsItem]
+    private: bool
+
+
 class SandboxNetworkPolicy(TypedDict):
     enabled: bool
     allowEgress: bool
-    allowedEgressCidrs: list[str]
+    allowedEgressCidrs: list[str | SandboxNetworkPolicyAllowedEgressCidrsItem]
     blockedEgressCidrs: list[str]
+    ingressFrom: list[dict[str, Any]]
 
 
 class SandboxPdb(TypedDict):
@@ -265,6 +302,8 @@ class Sandbox(TypedDict):
     networkPolicy: SandboxNetworkPolicy
     pdb: SandboxPdb
     probes: bool
+    runtimeClassName: str | None
+    hostUsers: bool | None
 
 
 class NcclTest(TypedDict):

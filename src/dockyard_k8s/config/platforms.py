@@ -80,18 +80,6 @@ EKS_MIN_SHM = "64Gi"
 # [NCCL] the pinned public nccl-tests image with EFA, aws-ofi-nccl and OpenMPI.
 EKS_NCCL_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
-# RFC 1918, RFC 6598 (carrier-grade NAT, used by some VPC CNIs), link-local (cloud metadata),
-# IPv6 unique-local and link-local: the "private CIDRs" [LOCAL] keeps HTTPS egress away from.
-PRIVATE_CIDRS = [
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "fc00::/7",
-    "fe80::/10",
-]
-
 _GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 

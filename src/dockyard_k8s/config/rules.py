@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
+from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.model import RunConfig, layer_name
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.errors import ConfigProblem
@@ -85,7 +86,8 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
         problems.append(run.locate(("launch", "attach"), "attach mode needs launch.attach.cluster or "
                                                          "launch.attach.address (got neither)"))
     problems += [run.locate(path, message) for path, message in [*platform_problems(infra),
-                                                                   *kueue_config_problems(infra)]]
+                                                                   *kueue_config_problems(infra),
+                                                                   *network_problems(infra)]]
     problems += _image_problems(run)
     problems += _limit_problems(run, notes)
     problems += _job_problems(run)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from dockyard_k8s.config.platforms import PRIVATE_CIDRS
+from dockyard_k8s.config.network import INTERNAL_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
@@ -214,7 +214,7 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
                         []),
         "httpsEgress": boolean("Allow TCP 443 to public addresses (the model hub); private ranges excepted.", True),
         "privateCidrs": array("Excepted from HTTPS egress.", string("A CIDR block.", fmt="cidr"),
-                              list(PRIVATE_CIDRS)),
+                              list(INTERNAL_CIDRS)),
         "extraIngress": array("More NetworkPolicyIngressRule objects.", {"type": "object"}, []),
         "extraEgress": array("More NetworkPolicyEgressRule objects.", {"type": "object"}, []),
     }),

@@ -9,8 +9,9 @@ inputs give byte-identical output. One module per object family:
     ray.py          RayJob / RayCluster (+ the GPU PDB)
     shapes.py       operator-free shapes: Job, or headless Service + StatefulSets (+ bootstrap ConfigMap)
     kueue.py        Kueue queue labels and topology requests; the team's queue objects (render-only)
-    platform.py     PriorityClass, default-deny NetworkPolicies, storage PVC, pre-pull DaemonSet,
-                    and the platform pass over every GPU pod (runtimeClass, storage, placement)
+    network.py      every NetworkPolicy: default-deny (opt-in), the GPU pods' ingress, the sandbox's
+    platform.py     PriorityClass, storage PVC, pre-pull DaemonSet, and the platform pass over
+                    every GPU pod (runtimeClass, storage, placement, service account)
     nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)
     merge.py        the deep merge of free-form fragments
     provenance.py   which infra key produced a rendered field (recorded only when asked)
@@ -25,13 +26,8 @@ from typing import Any
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.render.governance import governance_objects
 from dockyard_k8s.render.kueue import apply_kueue, queue_objects
-from dockyard_k8s.render.platform import (
-    apply_platform,
-    network_policies,
-    prepull_daemonset,
-    priority_class,
-    storage_claim,
-)
+from dockyard_k8s.render.network import network_policies
+from dockyard_k8s.render.platform import apply_platform, prepull_daemonset, priority_class, storage_claim
 from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
 from dockyard_k8s.render.recipe import recipe_configmap
 from dockyard_k8s.render.sandbox import sandbox_objects

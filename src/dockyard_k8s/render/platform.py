@@ -1,9 +1,9 @@
 """Platform objects and the platform pass over every GPU pod of the run.
 
-Objects (each opt-in, see ``infra.*`` in the infra spec and docs/platforms.md):
+Objects (each opt-in, see ``infra.*`` in the infra spec and docs/platforms.md; the
+default-deny NetworkPolicies live with every other policy in ``network.py``):
 
     PriorityClass          infra.priorityClass.create: for the GPU gang (cluster-scoped)
-    NetworkPolicy x2       infra.networkPolicy.defaultDeny: deny all, then the run's allows
     PersistentVolumeClaim  infra.storage.create: the model cache / shared storage claim
     DaemonSet              infra.imagePull.prePull: pulls infra.image on the GPU nodes
 
@@ -30,7 +30,6 @@ from dockyard_k8s.render.meta import (
     run_name,
     selector,
 )
-from dockyard_k8s.render.sandbox import DNS_PEER, egress_blocks
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -41,7 +40,6 @@ GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods on
 GPU_WORKER_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 STORAGE_VOLUME = "dockyard-storage"
 KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"  # `down` leaves objects with this annotation in place
-RAY_DASHBOARD_PORT = 8265
 
 
 # --- names -----------------------------------------------------------------------------------
@@ -83,53 +81,6 @@ def priority_class(infra: InfraSpec) -> dict[str, Any] | None:
         "preemptionPolicy": pc["preemptionPolicy"],
         "description": f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.",
     }
-
-
-def network_policies(infra: InfraSpec) -> list[dict[str, Any]]:
-    """Deny all (the run's pods, or the namespace), then allow what a run needs.
-
-    The allow policy selects the run's pods except the sandbox pool, which keeps its own,
-    stricter policy (policies add up: selecting the sandbox here would widen its egress).
-    """
-    np = infra["infra"]["networkPolicy"]
-    if not np["defaultDeny"]:
-        return []
-    run = {RUN_LABEL: run_name(infra)}
-    deny = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata(infra, name_of(infra, "default-deny"), "network-policy"),
-        "spec": {"podSelector": {"matchLabels": run} if np["scope"] == "run" else {},
-                 "policyTypes": ["Ingress", "Egress"]},
-    }
-    same_run = {"podSelector": {"matchLabels": run}}
-    ingress: list[dict[str, Any]] = [{"from": [same_run]}]
-    if np["operatorPodLabels"]:
-        # The KubeRay operator polls the head's dashboard for job status (RayJob).
-        ingress.append({"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": np["operatorPodLabels"]}}],
-                        "ports": [{"protocol": "TCP", "port": RAY_DASHBOARD_PORT}]})
-    ingress += clone(np["extraIngress"])
-    egress: list[dict[str, Any]] = [
-        {"to": [same_run]},
-        {"to": [DNS_PEER], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
-    ]
-    if np["httpsEgress"]:
-        egress.append({"to": egress_blocks(["0.0.0.0/0", "::/0"], np["privateCidrs"]),
-                       "ports": [{"protocol": "TCP", "port": 443}]})
-    egress += clone(np["extraEgress"])
-    allow = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata(infra, name_of(infra, "allow"), "network-policy"),
-        "spec": {
-            "podSelector": {"matchLabels": run,
-                            "matchExpressions": [{"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox"]}]},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": ingress,
-            "egress": egress,
-        },
-    }
-    return [deny, allow]
 
 
 def storage_claim(infra: InfraSpec) -> dict[str, Any] | None:
@@ -258,6 +209,14 @@ def add_storage(infra: InfraSpec, pod: dict[str, Any]) -> None:
         containers[0].setdefault("volumeMounts", []).append({"name": STORAGE_VOLUME, "mountPath": st["mountPath"]})
 
 
+def add_service_account(infra: InfraSpec, pod: dict[str, Any]) -> None:
+    """``kuberay.serviceAccountName`` / ``automountServiceAccountToken`` (default: no API token)."""
+    kr = infra["kuberay"]
+    pod.setdefault("automountServiceAccountToken", kr["automountServiceAccountToken"])
+    if kr["serviceAccountName"]:
+        pod.setdefault("serviceAccountName", kr["serviceAccountName"])
+
+
 def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """The platform pass, in place, over the GPU gang's pod templates (see the module doc).
 
@@ -266,6 +225,7 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
       (``infra.priorityClassName`` counts as none: the created class is more specific);
     * the storage claim mounted into the gang's main containers;
     * anti-affinity and topology spread on the GPU worker pods;
+    * the service account and its token (none by default) on the gang and the submitter;
     * ``activeDeadlineSeconds`` of a RayJob padded for a cold image pull.
     """
     created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
@@ -274,9 +234,12 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
             obj["spec"]["activeDeadlineSeconds"] = padded_deadline(infra, obj["spec"]["activeDeadlineSeconds"])
         for template in pod_templates(obj):
             fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
+            if fleet == "submitter":
+                add_service_account(infra, template.setdefault("spec", {}))
             if fleet not in GANG_FLEETS:
                 continue
             pod = template.setdefault("spec", {})
+            add_service_account(infra, pod)
             add_runtime_class(infra, pod)
             if created and pod.get("priorityClassName") in (None, infra["infra"]["priorityClassName"]):
                 pod["priorityClassName"] = created

@@ -8,7 +8,8 @@ Built in three steps, in this order:
 3. runtime invariants forced onto every GPU pod, so no fragment can remove them: the
    image and pull secrets, ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``, ``DOCKYARD_SANDBOX_URLS``,
    each worker group's ``DOCKYARD_FLEET_ROLE`` and ``dockyard_fleet_<role>`` Ray
-   resource, and the run labels that ``status``/``logs``/``down`` select on.
+   resource, the run labels that ``status``/``logs``/``down`` select on, and Ray token
+   authentication (``rayauth.py``) on every Ray container.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dockyard_k8s.render.meta import (
     pull_secrets,
     quantity,
 )
+from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
 
@@ -216,6 +218,7 @@ def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
                 set_env(container, k, v)
             if fleet in GPU_FLEETS:
                 set_env(container, "DOCKYARD_FLEET_ROLE", fleet)
+        force_auth_env(infra, containers[0])  # the Ray container (KubeRay's RayContainerIndex)
         if fleet in GPU_FLEETS:
             params = group.setdefault("rayStartParams", {})
             amount = max(1, int(infra["kuberay"][cast("Fleet", fleet)]["gpus"]))
@@ -226,6 +229,9 @@ def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
     """The full RayCluster spec: base sizing, then kuberay.spec merged, then invariants."""
     spec = deep_merge(_base_spec(infra), infra["kuberay"]["spec"])
     _apply_invariants(infra, spec)
+    options = auth_options(infra)
+    if options:
+        spec["authOptions"] = options
     return spec
 
 
@@ -248,6 +254,7 @@ def _submitter_template(infra: InfraSpec) -> dict[str, Any]:
         "resources": {"requests": {"cpu": quantity(sub["cpu"]), "memory": quantity(sub["memory"])},
                       "limits": {"cpu": quantity(sub["cpuLimit"]), "memory": quantity(sub["memoryLimit"])}},
     }
+    force_auth_env(infra, container)  # `ray job submit` authenticates to the head with it
     return {
         "metadata": {"labels": pod_labels(infra, "submitter")},
         "spec": {"restartPolicy": "Never", **pod_common(infra), "containers": [container]},

@@ -7,28 +7,23 @@ Hardening beyond the spec's baseline, because the pool runs untrusted code:
 * no service-account token is mounted (the code gets no Kubernetes credentials);
 * ``enableServiceLinks: false`` (no env vars advertising every Service in the namespace);
 * ``NVIDIA_VISIBLE_DEVICES=void`` so a node whose default runtime is nvidia exposes no GPU;
-* egress never reaches ``blockedEgressCidrs`` (cloud metadata endpoints by default),
-  even when egress is otherwise open.
+* ``sandbox.runtimeClassName`` (gVisor, Kata) and ``sandbox.hostUsers: false`` (a user
+  namespace) when set;
+* its NetworkPolicy (``render/network.py``): ingress only from the run's Ray pods, egress
+  to cluster DNS and the public internet, never to private or metadata space.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
+from dockyard_k8s.render.network import sandbox_policy
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
-
-# Where cluster DNS runs on kubeadm, EKS, GKE, kind and k3s alike.
-DNS_PEER = {
-    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-}
-OPEN_EGRESS = ("0.0.0.0/0", "::/0")
 
 
 def sandbox_url(infra: InfraSpec) -> str:
@@ -44,7 +39,7 @@ def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
         return []
     out = []
     if sb["networkPolicy"]["enabled"]:
-        out.append(_network_policy(infra))
+        out.append(sandbox_policy(infra))
     out.append(_deployment(infra))
     out.append(_service(infra))
     if sb["pdb"]["enabled"]:
@@ -110,6 +105,10 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
 
     pod: dict[str, Any] = {"automountServiceAccountToken": sec["automountServiceAccountToken"],
                            "enableServiceLinks": False, **pod_common(infra)}
+    if sb["runtimeClassName"]:
+        pod["runtimeClassName"] = sb["runtimeClassName"]
+    if sb["hostUsers"] is not None:
+        pod["hostUsers"] = sb["hostUsers"]
     if sec["enabled"]:
         pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"},
                                   **({"runAsNonRoot": True} if sec["runAsNonRoot"] else {})}
@@ -146,43 +145,5 @@ def _service(infra: InfraSpec) -> dict[str, Any]:
             "type": "ClusterIP",
             "selector": selector(infra, "sandbox"),
             "ports": [{"name": "http", "port": infra["sandbox"]["port"], "targetPort": "http", "protocol": "TCP"}],
-        },
-    }
-
-
-def egress_blocks(allowed: list[str], blocked: list[str]) -> list[dict[str, Any]]:
-    """ipBlock peers for ``allowed`` CIDRs, each excepting the blocked ranges inside it."""
-    peers = []
-    for cidr in allowed:
-        net = ipaddress.ip_network(cidr)
-        excepts = [b for b in blocked
-                   if (bn := ipaddress.ip_network(b)).version == net.version and bn != net and bn.subnet_of(net)]  # type: ignore[arg-type]
-        block: dict[str, Any] = {"cidr": cidr}
-        if excepts:
-            block["except"] = excepts
-        peers.append({"ipBlock": block})
-    return peers
-
-
-def _network_policy(infra: InfraSpec) -> dict[str, Any]:
-    np = infra["sandbox"]["networkPolicy"]
-    egress: list[dict[str, Any]] = [{
-        "to": [DNS_PEER],
-        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-    }]
-    allowed = list(OPEN_EGRESS) if np["allowEgress"] else np["allowedEgressCidrs"]
-    if allowed:
-        egress.append({"to": egress_blocks(allowed, np["blockedEgressCidrs"])})
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
-        "spec": {
-            "podSelector": {"matchLabels": selector(infra, "sandbox")},
-            "policyTypes": ["Ingress", "Egress"],
-            # podSelector without namespaceSelector = pods of this namespace only.
-            "ingress": [{"from": [{"podSelector": {}}],
-                         "ports": [{"protocol": "TCP", "port": infra["sandbox"]["port"]}]}],
-            "egress": egress,
         },
     }

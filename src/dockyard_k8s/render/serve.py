@@ -21,8 +21,9 @@ from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
+from dockyard_k8s.render.network import DNS_PEER, OPEN_EGRESS, egress_blocks
 from dockyard_k8s.render.platform import GPU, KEEP_ANNOTATION, add_runtime_class, padded_deadline
-from dockyard_k8s.render.sandbox import DNS_PEER, OPEN_EGRESS, container_security, egress_blocks
+from dockyard_k8s.render.sandbox import container_security
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve, ServeCache

@@ -13,7 +13,7 @@ Both start Ray through ``scripts/ray-bootstrap.sh``, mounted from a ConfigMap (n
 bash in YAML); the head address is built from the Downward API namespace. The core's
 invariants hold here too: each fleet's ``dockyard_fleet_<role>`` Ray resource and
 ``DOCKYARD_FLEET_ROLE``, ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``, ``DOCKYARD_SANDBOX_URLS``, the
-image and pull secrets, the run and fleet labels. Pod template fragments of ``kuberay.spec``
+image and pull secrets, the run and fleet labels, Ray token authentication. Pod template fragments of ``kuberay.spec``
 (by ``groupName``; the head's too for ``job``) are merged into the matching pods.
 """
 
@@ -40,6 +40,7 @@ from dockyard_k8s.render.meta import (
 )
 from dockyard_k8s.render.platform import padded_deadline
 from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
+from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
 if TYPE_CHECKING:
@@ -260,6 +261,7 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
         invariants["DOCKYARD_FLEET_ROLE"] = role_env
     for k, v in invariants.items():
         set_env(main, k, v)
+    force_auth_env(infra, main)
     return template
 
 

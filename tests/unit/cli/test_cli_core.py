@@ -22,10 +22,15 @@ def run(capsys, *argv):
 def test_check_prints_a_one_page_summary(capsys):
     code, out, err = run(capsys, "check", RECIPE, "--infra", INFRA)
     assert code == 0 and err == ""
-    assert out.startswith("✔ grpo-swe: configuration valid, 6 objects rendered\n")
+    assert out.startswith("✔ grpo-swe: configuration valid, 7 objects rendered\n")
     for line in ("namespace  rl-research", "mode       rayjob (K8sJobMode)", "total GPUs: 24",
                  "replicas   16 × (cpu 2, memory 4Gi, ephemeral-storage 20Gi)",
-                 "6  RayJob rl-research/grpo-swe"):
+                 "7  RayJob rl-research/grpo-swe",
+                 "ingress    :9090 ← the run's Ray pods (head, trainer, inference); other executors and pods refused",
+                 "egress     cluster DNS (kube-system k8s-app=kube-dns); public internet (every port but 53); never "
+                 "private space, cloud metadata endpoints",
+                 "Ray ports ← the run's pods but the sandbox (any port), the KubeRay operator (8265); sandbox refused; "
+                 "token auth (Secret grpo-swe-ray-auth, key auth_token)"):
         assert line in out
     assert "trainer    2     8        90   1000Gi" in out
 
@@ -36,8 +41,9 @@ def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, wri
     assert code == 2 and out == ""
     assert err.splitlines() == [
         f"{infra}:3:3: infra.nmespace: unknown key 'nmespace' (expected one of: namespace, image, imagePullPolicy, "
-        "imagePullSecrets, priorityClassName, clusterDomain, labels, security, resourceQuota, limitRange, platform, "
-        "instanceType, runtimeClassName, gpuScheduling, storage, networkPolicy, priorityClass, kueue, imagePull); "
+        "imagePullSecrets, priorityClassName, clusterDomain, clusterDns, labels, security, resourceQuota, limitRange, "
+        "platform, instanceType, runtimeClassName, gpuScheduling, storage, networkPolicy, priorityClass, kueue, "
+        "imagePull); "
         "did you mean 'namespace'?",
         f"{infra}:5:13: sandbox.replicas: got 'lots' (string), expected an integer",
         "2 problem(s); nothing was rendered or applied.",
@@ -64,14 +70,14 @@ def test_check_output_needs_a_known_extension(capsys):
 def test_render_stdout_is_multi_document_yaml(capsys):
     code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA)
     docs = list(yaml.safe_load_all(out))
-    assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "Deployment", "Service",
+    assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "NetworkPolicy", "Deployment", "Service",
                                                        "PodDisruptionBudget", "ConfigMap", "RayJob"]
 
 
 def test_render_json_is_a_v1_list(capsys):
     code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", "json")
     doc = json.loads(out)
-    assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 6
+    assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 7
 
 
 def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path):
@@ -80,12 +86,13 @@ def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path)
     (out_dir / "99-stale-old.yaml").write_text("stale")
     (out_dir / "notes.txt").write_text("mine")
     code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
-    assert code == 0 and out == f"wrote 6 objects + kustomization.yaml to {out_dir}\n"
+    assert code == 0 and out == f"wrote 7 objects + kustomization.yaml to {out_dir}\n"
     kust = yaml.safe_load((out_dir / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
-    assert kust["resources"] == ["00-networkpolicy-grpo-swe-sandbox.yaml", "01-deployment-grpo-swe-sandbox.yaml",
-                                 "02-service-grpo-swe-sandbox.yaml", "03-poddisruptionbudget-grpo-swe-sandbox.yaml",
-                                 "04-configmap-grpo-swe-recipe.yaml", "05-rayjob-grpo-swe.yaml"]
+    assert kust["resources"] == ["00-networkpolicy-grpo-swe-gpu-ingress.yaml", "01-networkpolicy-grpo-swe-sandbox.yaml",
+                                 "02-deployment-grpo-swe-sandbox.yaml", "03-service-grpo-swe-sandbox.yaml",
+                                 "04-poddisruptionbudget-grpo-swe-sandbox.yaml", "05-configmap-grpo-swe-recipe.yaml",
+                                 "06-rayjob-grpo-swe.yaml"]
     assert sorted(os.listdir(out_dir)) == sorted([*kust["resources"], "kustomization.yaml", "notes.txt"])
 
 
@@ -94,7 +101,7 @@ def test_overrides_may_follow_options(capsys):
                        "sandbox.replicas=3", "rollout.backend=sglang")
     docs = list(yaml.safe_load_all(out))
     assert code == 0
-    assert docs[1]["spec"]["replicas"] == 3
+    assert docs[2]["spec"]["replicas"] == 3
     assert "++optimizer.lr=3e-06 ++rollout.backend=sglang" in docs[-1]["spec"]["entrypoint"]
 
 
@@ -179,5 +186,5 @@ def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys,
     assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
     capsys.readouterr()
     assert main(["validate", str(out_dir), "--summary"]) == 0
-    assert capsys.readouterr().out.strip() == ("Summary: 6 object(s) in 6 file(s): 6 valid, 0 invalid, 0 skipped, "
+    assert capsys.readouterr().out.strip() == ("Summary: 7 object(s) in 7 file(s): 7 valid, 0 invalid, 0 skipped, "
                                                "0 problem(s)")

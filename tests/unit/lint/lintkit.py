@@ -42,6 +42,7 @@ def deployment(untrusted: bool = False) -> dict[str, Any]:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": labels},
                               "spec": {"automountServiceAccountToken": False,
+                                       **({"runtimeClassName": "gvisor"} if untrusted else {}),
                                        "containers": [hardened_container()]}}},
     }
 

@@ -109,6 +109,30 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
     ("writable-root", "read-only-root-filesystem", False, setsc("readOnlyRootFilesystem", None), None,
      [("info", DEP, (*C0, "securityContext", "readOnlyRootFilesystem"),
        "container 'app' can write to its root filesystem")]),
+    ("isolation-metadata", "sandbox-isolation", True,
+     lambda o: o[2]["spec"].update(egress=[{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}]), None,
+     [("error", DEP, POD, "untrusted pods may reach the cloud metadata range 169.254.0.0/16 (169.254.169.254) on "
+                          "every port: NetworkPolicy team/all egress[0]")]),
+    ("isolation-gpu", "sandbox-isolation", True,
+     lambda o: o[2]["spec"].update(egress=[{"to": [{"podSelector": {}}]}], ingress=[{"ports": [{"port": 6379}]}]),
+     None,
+     [("error", DEP, POD, "an executor may reach another replica on TCP 6379: its ingress admits it "
+                          "(NetworkPolicy team/all ingress[0])"),
+      ("error", DEP, POD, "untrusted pods may reach the GPU pod Job team/train on TCP 6379: their egress "
+                          "(NetworkPolicy team/all egress[0]) and its ingress (NetworkPolicy team/all ingress[0]) "
+                          "both allow it")]),
+    ("runtime-class", "sandbox-runtime-class", True, lambda o: dep_pod(o).pop("runtimeClassName"), None,
+     [("warning", DEP, (*POD, "runtimeClassName"),
+       "pods running untrusted code use the node's default runtime: a kernel exploit escapes to the node; set a "
+       "sandboxed RuntimeClass (gVisor, Kata) with sandbox.runtimeClassName")]),
+    ("ray-auth", "ray-token-auth", False,
+     lambda o: o.append({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                         "metadata": {"name": "rc", "namespace": "team"},
+                         "spec": {"headGroupSpec": {"template": {"spec": {"containers": [
+                             {"name": "ray-head", "env": [{"name": "RAY_AUTH_MODE", "value": "token"}]}]}}}}}), None,
+     [("warning", "RayCluster team/rc", ("spec", "headGroupSpec", "template", "spec", "containers", 0, "env"),
+       "Ray container 'ray-head' runs without token authentication (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN): "
+       "whoever reaches ports 8265, 6379 or 10001 can run code on the cluster")]),
     ("token", "service-account-token", True, lambda o: dep_pod(o).pop("automountServiceAccountToken"), None,
      [("error", DEP, (*POD, "automountServiceAccountToken"),
        "pod runs untrusted code with a Kubernetes API token mounted")]),

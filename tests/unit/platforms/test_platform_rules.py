@@ -246,7 +246,10 @@ def test_default_deny_for_the_whole_run(render: Render, scope: str) -> None:
     assert not any(ipaddress.ip_address("8.8.8.8") in ipaddress.ip_network(c) for c in blocks[0]["except"])
     operator = spec["ingress"][1]
     assert operator["ports"] == [{"protocol": "TCP", "port": 8265}]
-    assert operator["from"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "kuberay-operator"}
+    assert operator["from"][0]["podSelector"]["matchExpressions"][0] == {
+        "key": "app.kubernetes.io/name", "operator": "In", "values": ["kuberay-operator", "kuberay"]}
+    # the run's own pods are admitted, never the sandbox's
+    assert spec["ingress"][0] == {"from": [{"podSelector": spec["podSelector"]}]}
 
 
 def test_default_deny_needs_the_sandbox_policy(render: Render) -> None:

@@ -11,9 +11,9 @@ def pod(objs):
 
 def test_sandbox_objects_in_apply_order_network_policy_first(render):
     _, objects = render()
-    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:4]]
-    assert kinds == [("NetworkPolicy", "exp-sandbox"), ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"),
-                     ("PodDisruptionBudget", "exp-sandbox")]
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:5]]
+    assert kinds == [("NetworkPolicy", "exp-gpu-ingress"), ("NetworkPolicy", "exp-sandbox"),
+                     ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"), ("PodDisruptionBudget", "exp-sandbox")]
 
 
 def test_hardening_baseline_and_untrusted_code_extras(render):
@@ -57,34 +57,83 @@ def test_opt_ins_non_root_and_read_only_root_with_writable_scratch(render):
     assert spec["volumes"] == [{"name": "scratch-0", "emptyDir": {}}, {"name": "scratch-1", "emptyDir": {}}]
 
 
-def test_network_policy_ingress_namespace_only_on_executor_port(render):
+def test_network_policy_ingress_from_the_runs_ray_pods_only_on_executor_port(render):
     objs, _ = render()
     np = objs["NetworkPolicy", "exp-sandbox"]["spec"]
     assert np["podSelector"] == {"matchLabels": {FLEET_LABEL: "sandbox", RUN_LABEL: "exp"}}
     assert np["policyTypes"] == ["Ingress", "Egress"]
-    assert np["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]}]
+    assert np["ingress"] == [{"from": [{"podSelector": {
+        "matchLabels": {RUN_LABEL: "exp"},
+        "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": ["head", "trainer", "inference"]}]}}],
+        "ports": [{"protocol": "TCP", "port": 9090}]}]
 
 
-def test_open_egress_still_blocks_cloud_metadata(render):
-    objs, _ = render()
-    dns, rest = objs["NetworkPolicy", "exp-sandbox"]["spec"]["egress"]
-    assert dns["ports"] == [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
-    assert rest == {"to": [
-        {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.0.0/16", "100.100.100.200/32"]}},
-        {"ipBlock": {"cidr": "::/0", "except": ["fd00:ec2::254/128"]}},
-    ]}
-
-
-def test_locked_down_egress_allows_only_dns_and_listed_cidrs(render):
-    objs, _ = render("sandbox:\n  networkPolicy:\n    allowEgress: false\n"
-                     "    allowedEgressCidrs: [140.82.112.0/20, 169.254.0.0/16, 0.0.0.0/0]\n")
-    egress = objs["NetworkPolicy", "exp-sandbox"]["spec"]["egress"]
-    assert len(egress) == 2
-    assert egress[1]["to"] == [
-        {"ipBlock": {"cidr": "140.82.112.0/20"}},
-        {"ipBlock": {"cidr": "169.254.0.0/16"}},  # explicitly allowed: the user's choice
-        {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.0.0/16", "100.100.100.200/32"]}},
+def test_extra_sources_are_narrowed_to_non_sandbox_pods(render):
+    objs, _ = render("sandbox:\n  networkPolicy:\n    ingressFrom:\n"
+                     "      - namespaceSelector: {matchLabels: {team: eval}}\n"
+                     "      - podSelector: {matchLabels: {app: router}}\n")
+    peers = objs["NetworkPolicy", "exp-sandbox"]["spec"]["ingress"][0]["from"]
+    not_sandbox = {"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox"]}
+    assert peers[1:] == [
+        {"namespaceSelector": {"matchLabels": {"team": "eval"}}, "podSelector": {"matchExpressions": [not_sandbox]}},
+        {"podSelector": {"matchLabels": {"app": "router"}, "matchExpressions": [not_sandbox]}},
     ]
+
+
+def test_attach_mode_admits_the_attached_clusters_pods(render):
+    objs, _ = render(sets=["launch.mode=attach", "launch.attach.cluster=shared"])
+    (peer,) = objs["NetworkPolicy", "exp-sandbox"]["spec"]["ingress"][0]["from"]
+    assert peer["podSelector"]["matchLabels"] == {"ray.io/cluster": "shared"}
+    objs, _ = render(sets=["launch.mode=attach", "launch.attach.address=http://ray:8265"])
+    assert objs["NetworkPolicy", "exp-sandbox"]["spec"]["ingress"] == []  # nobody known: nobody admitted
+
+
+def test_open_egress_is_the_public_internet_without_port_53_and_dns_goes_to_cluster_dns(render):
+    objs, _ = render()
+    dns, public = objs["NetworkPolicy", "exp-sandbox"]["spec"]["egress"]
+    assert dns == {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                           "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                   "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    assert public["to"] == [
+        {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                     "100.64.0.0/10", "169.254.0.0/16", "168.63.129.16/32"]}},
+        {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10"]}},
+    ]
+    assert {(p["protocol"], p["port"], p["endPort"]) for p in public["ports"]} == {
+        ("TCP", 1, 52), ("TCP", 54, 65535), ("UDP", 1, 52), ("UDP", 54, 65535)}
+
+
+def test_cluster_dns_is_configurable(render):
+    objs, _ = render(infra="clusterDns: {namespace: openshift-dns, podLabels: {dns.operator.openshift.io/"
+                           "daemonset-dns: default}}")
+    (peer,) = objs["NetworkPolicy", "exp-sandbox"]["spec"]["egress"][0]["to"]
+    assert peer == {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "openshift-dns"}},
+                    "podSelector": {"matchLabels": {"dns.operator.openshift.io/daemonset-dns": "default"}}}
+
+
+def test_locked_down_egress_allows_only_dns_and_listed_cidrs_with_their_ports(render):
+    objs, _ = render("sandbox:\n  networkPolicy:\n    allowEgress: false\n    blockedEgressCidrs: [140.82.115.0/24]\n"
+                     "    allowedEgressCidrs:\n      - 140.82.112.0/20\n      - 0.0.0.0/0\n"
+                     "      - {cidr: 10.30.0.0/16, ports: [443, {port: 8000, endPort: 8100, protocol: TCP}], "
+                     "private: true}\n")
+    np = objs["NetworkPolicy", "exp-sandbox"]
+    egress = np["spec"]["egress"]
+    assert egress[1:] == [
+        {"to": [{"ipBlock": {"cidr": "140.82.112.0/20", "except": ["140.82.115.0/24"]}}]},
+        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                             "100.64.0.0/10", "169.254.0.0/16", "168.63.129.16/32",
+                                                             "140.82.115.0/24"]}}]},
+        {"to": [{"ipBlock": {"cidr": "10.30.0.0/16"}}],
+         "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 8000, "endPort": 8100}]},
+    ]
+    assert np["metadata"]["annotations"] == {"dockyard-k8s/private-egress": "10.30.0.0/16"}
+
+
+def test_runtime_class_and_user_namespace_opt_ins(render):
+    objs, _ = render()
+    assert "runtimeClassName" not in pod(objs) and "hostUsers" not in pod(objs)  # runnable on a stock cluster
+    objs, _ = render("sandbox:\n  runtimeClassName: gvisor\n  hostUsers: false\n")
+    assert pod(objs)["runtimeClassName"] == "gvisor" and pod(objs)["hostUsers"] is False
 
 
 def test_no_egress_at_all_leaves_dns_only(render):

@@ -37,8 +37,9 @@ def test_build_bundle_fails_closed_on_a_renderer_bug(monkeypatch):
 
     def broken(run):
         objects = render_run(run)
-        objects[1]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Sometimes"
-        objects[1]["spec"]["bogus"] = True
+        (sandbox,) = [o for o in objects if o["kind"] == "Deployment"]
+        sandbox["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Sometimes"
+        sandbox["spec"]["bogus"] = True
         return objects
 
     monkeypatch.setattr(bundle, "render_run", broken)

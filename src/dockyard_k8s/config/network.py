@@ -1,0 +1,207 @@
+"""Address space the untrusted sandbox never reaches, and the rules that keep settings honest.
+
+Facts (``../shared/notes/security.md``): code in the sandbox pool is hostile and scans what it
+can reach. Cloud metadata endpoints hand out node credentials; private space holds the pods,
+Services and internal systems of the cluster and its network. Whether an ``ipBlock`` matches
+pod IPs depends on the CNI (Calico matches them), so both the sandbox's egress and the GPU
+pods' ingress refuse on their own; an ``ipBlock`` a user writes into an ingress rule must not
+cover private space, where pod IPs live.
+
+Pure data and checks: the loader reports :func:`network_problems` at the file and line the
+user wrote, the renderers (``render/network.py``) and ``check`` read the same tables.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, NamedTuple
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Never reachable from the sandbox, whatever the settings (an allowed range inside one is an error).
+METADATA_CIDRS: tuple[str, ...] = (
+    "169.254.0.0/16",  # link-local: AWS/GCP/Azure/OCI IMDS 169.254.169.254, ECS 169.254.170.2, EKS Pod Identity .23
+    "100.100.100.200/32",  # Alibaba Cloud metadata
+    "168.63.129.16/32",  # Azure platform (wireserver: DHCP, health, extension credentials)
+    "fd00:ec2::254/128",  # AWS IMDS over IPv6
+    "fd00:ec2::23/128",  # EKS Pod Identity agent over IPv6
+)
+# Closed by default: pod, Service and internal addresses on most clusters and networks. An
+# allowed range inside one needs an explicit `private: true`.
+PRIVATE_CIDRS: tuple[str, ...] = (
+    "10.0.0.0/8",  # RFC 1918 (kind/flannel 10.244/16, k3s 10.42/16, most VPCs)
+    "172.16.0.0/12",  # RFC 1918
+    "192.168.0.0/16",  # RFC 1918 (Calico's default pod CIDR)
+    "100.64.0.0/10",  # RFC 6598 shared space (EKS custom networking, carrier-grade NAT)
+    "fc00::/7",  # IPv6 unique local
+    "fe80::/10",  # IPv6 link-local
+)
+INTERNAL_CIDRS: tuple[str, ...] = PRIVATE_CIDRS + METADATA_CIDRS
+DNS_PORT = 53
+# The labels KubeRay operator pods carry: the Helm chart's, and the kustomize manifests'.
+OPERATOR_NAMES = ("kuberay-operator", "kuberay")
+OPERATOR_NAME_LABEL = "app.kubernetes.io/name"
+MIN_RAY_TOKEN_AUTH = (2, 52, 0)  # Ray's token authentication (RAY_AUTH_MODE=token)
+
+
+class AllowedCidr(NamedTuple):
+    """One entry of ``sandbox.networkPolicy.allowedEgressCidrs``, either form."""
+
+    cidr: str
+    ports: list[Any]  # NetworkPolicyPort-like entries; [] = every port
+    private: bool  # the explicit opt-in into private space
+
+
+def allowed_cidr(entry: Any) -> AllowedCidr:
+    """``"10.0.0.0/8"`` or ``{cidr, ports, private}`` (schema-checked) as one shape."""
+    if isinstance(entry, str):
+        return AllowedCidr(entry, [], False)
+    return AllowedCidr(str(entry["cidr"]), list(entry.get("ports") or []), bool(entry.get("private", False)))
+
+
+def network_port(entry: Any) -> dict[str, Any]:
+    """An allowedEgressCidrs port (``443`` or ``{port, endPort, protocol}``) as a NetworkPolicyPort."""
+    if isinstance(entry, int):
+        return {"protocol": "TCP", "port": entry}
+    out = {"protocol": entry.get("protocol", "TCP"), "port": entry["port"]}
+    if entry.get("endPort") is not None:
+        out["endPort"] = entry["endPort"]
+    return out
+
+
+def nets(cidrs: tuple[str, ...] | list[str]) -> list[IPNetwork]:
+    return [ipaddress.ip_network(c) for c in cidrs]
+
+
+def inside(net: IPNetwork, ranges: list[IPNetwork]) -> IPNetwork | None:
+    """The range of ``ranges`` that contains ``net`` (CIDRs nest or are disjoint), or None."""
+    return next((r for r in ranges if r.version == net.version and net.subnet_of(r)), None)  # type: ignore[arg-type]
+
+
+def within(net: IPNetwork, ranges: list[IPNetwork]) -> list[IPNetwork]:
+    """The ranges of ``ranges`` inside ``net`` (what an ipBlock on ``net`` must except)."""
+    return [r for r in ranges if r.version == net.version and r != net and r.subnet_of(net)]  # type: ignore[arg-type]
+
+
+def parse_version(text: Any) -> tuple[int, ...] | None:
+    """``"2.52.1"`` -> (2, 52, 1); a suffix after the numbers (``rc1``, ``.dev0``) is ignored."""
+    parts = []
+    for piece in str(text).split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    return tuple(parts) if parts else None
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+def _uncovered_internal(block: dict[str, Any]) -> IPNetwork | None:
+    """An internal range (private, link-local, metadata) an ipBlock still covers after its
+    excepts, or None. CIDRs nest or are disjoint, so a range is covered when it is inside the
+    block and inside no except, or when the block itself is inside it."""
+    try:
+        net = ipaddress.ip_network(block["cidr"], strict=False)
+        excepts = [ipaddress.ip_network(e, strict=False) for e in block.get("except") or []]
+    except (ValueError, TypeError):
+        return None  # the schema check of the rendered policy reports a bad CIDR
+    internal = nets(INTERNAL_CIDRS)
+    outer = inside(net, internal)
+    if outer is not None:
+        return outer
+    return next((r for r in within(net, internal) if inside(r, excepts) is None), None)
+
+
+def _peers_problems(peers: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """No ipBlock over private space among user-written sources: where pod IPs live, it may
+    match the sandbox pods' own IPs."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for i, peer in enumerate(peers if isinstance(peers, list) else []):
+        block = peer.get("ipBlock") if isinstance(peer, dict) else None
+        if not isinstance(block, dict) or not isinstance(block.get("cidr"), str):
+            continue
+        hit = _uncovered_internal(block)
+        if hit is not None:
+            out.append(((*path, i, "ipBlock", "cidr"),
+                        f"got {block['cidr']}, which covers private or link-local space ({hit}): on CNIs that "
+                        "match ipBlocks against pod IPs (Calico) it admits the sandbox pods too; name the "
+                        "sources with podSelector/namespaceSelector, or use a public range (or except that space)"))
+    return out
+
+
+def _rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    if not isinstance(rule, dict):
+        return []  # not a mapping: the rendered object's schema check reports it
+    if not rule.get("from"):
+        return [(path, "an extra ingress rule without `from` admits every pod, the sandbox pods' too; name the "
+                       "sources (podSelector, namespaceSelector or a public ipBlock)")]
+    return _peers_problems(rule["from"], (*path, "from"))
+
+
+def _egress_problems(np: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    metadata, private = nets(METADATA_CIDRS), nets(PRIVATE_CIDRS)
+    for i, entry in enumerate(np["allowedEgressCidrs"]):
+        item = allowed_cidr(entry)
+        at: tuple[Any, ...] = ("sandbox", "networkPolicy", "allowedEgressCidrs", i)
+        at_cidr = at if isinstance(entry, str) else (*at, "cidr")
+        net = ipaddress.ip_network(item.cidr)
+        meta = inside(net, metadata)
+        if meta is not None:
+            where = "a cloud metadata range" + (f" (inside {meta})" if net != meta else "")
+            out.append((at_cidr, f"got {item.cidr}: {where}, where node credentials are served; the sandbox runs "
+                                 "untrusted code, so it never reaches it (remove the entry)"))
+            continue
+        blocked = inside(net, nets(np["blockedEgressCidrs"]))
+        if blocked is not None:
+            out.append((at_cidr, f"got {item.cidr}, inside blockedEgressCidrs {blocked}: it would never be "
+                                 "reached; remove one of the two"))
+            continue
+        priv = inside(net, private)
+        if priv is not None and not item.private:
+            where = "private address space" + (f" (inside {priv})" if net != priv else "")
+            out.append((at_cidr, f"got {item.cidr}: {where}, where pods, Services and internal systems live on "
+                                 "most clusters; the sandbox runs untrusted code, so write "
+                                 f"{{cidr: {item.cidr}, private: true}} if it must reach it (`check` lists it)"))
+        for j, port in enumerate(item.ports):
+            if isinstance(port, dict) and port.get("endPort") is not None and port["endPort"] < port["port"]:
+                out.append(((*at, "ports", j, "endPort"), f"got {port['endPort']}, expected a port >= {port['port']} "
+                                                          "(the range is port..endPort)"))
+        if item.private and priv is None and not within(net, private):
+            out.append(((*at, "private"), f"{item.cidr} is not private address space: remove `private: true`"))
+    return out
+
+
+def network_problems(infra: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """Rules of the sandbox's and the GPU side's network settings and of Ray auth, as (key path, message)."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    sb, kr = infra["sandbox"], infra["kuberay"]
+    if sb["enabled"] and sb["networkPolicy"]["enabled"]:
+        out += _egress_problems(sb["networkPolicy"])
+        out += _peers_problems(sb["networkPolicy"]["ingressFrom"], ("sandbox", "networkPolicy", "ingressFrom"))
+    knp = kr["networkPolicy"]
+    if knp["enabled"]:
+        for i, rule in enumerate(knp["extraIngress"]):
+            out += _rule_problems(rule, ("kuberay", "networkPolicy", "extraIngress", i))
+    mode = infra["launch"]["mode"]
+    if kr["auth"]["mode"] == "token" and mode != "attach":
+        version = parse_version(kr["rayVersion"])
+        if version is None or version < MIN_RAY_TOKEN_AUTH:
+            out.append((("kuberay", "rayVersion"),
+                        f"got {kr['rayVersion']!r}: Ray token authentication (kuberay.auth.mode: token, the "
+                        "default) needs Ray >= 2.52.0, and older Ray ignores it (the cluster would run "
+                        "unauthenticated); use an image with Ray >= 2.52.0 and set rayVersion to its version, or "
+                        "set kuberay.auth.mode: disabled (anyone who reaches the Ray ports can then run code on "
+                        "the GPU pods)"))
+    if not kr["automountServiceAccountToken"] and (kr["spec"] or {}).get("enableInTreeAutoscaling") is True:
+        out.append((("kuberay", "automountServiceAccountToken"),
+                    "got false, but kuberay.spec.enableInTreeAutoscaling needs the head's API token (the autoscaler "
+                    "sidecar talks to the API server); set kuberay.automountServiceAccountToken: true"))
+    return out

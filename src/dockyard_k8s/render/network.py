@@ -1,0 +1,265 @@
+"""Every NetworkPolicy of a run; each is applied before the pods it covers.
+
+    <run>-default-deny, <run>-allow   infra.networkPolicy.defaultDeny: deny all, then the run's allows (opt-in)
+    <run>-gpu-ingress                 kuberay.networkPolicy: ingress of the GPU pods (head, workers,
+                                      submitter) in every mode with GPU pods (on by default)
+    <run>-sandbox                     sandbox.networkPolicy: the pool's ingress and egress (on by default)
+
+What holds whatever the settings (the threat model is docs/security.md):
+
+* no policy admits a pod labelled ``dockyard-k8s/fleet=sandbox`` into a GPU pod: the GPU pods'
+  sources are the run's pods *except* the sandbox's, and every source a user writes
+  (``extraIngress``, the operator's selector) is narrowed the same way;
+* the sandbox's egress never covers a metadata range, nor private space unless an allowed
+  range opts in with ``private: true``; DNS goes to the cluster DNS pods only;
+* the sandbox admits only the run's Ray pods (and named extra sources, narrowed), never
+  another executor.
+
+Whether an ``ipBlock`` matches pod IPs is CNI-specific, so each side refuses on its own: the
+sandbox's egress excepts private space (where pod IPs live), and the GPU pods' ingress names
+its sources by label.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dockyard_k8s.config.network import (
+    DNS_PORT,
+    INTERNAL_CIDRS,
+    METADATA_CIDRS,
+    OPERATOR_NAME_LABEL,
+    OPERATOR_NAMES,
+    PRIVATE_CIDRS,
+    allowed_cidr,
+    inside,
+    nets,
+    network_port,
+    within,
+)
+from dockyard_k8s.plain import clone
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
+
+RAY_DASHBOARD_PORT = 8265
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
+RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a RayCluster with its name
+SANDBOX = "sandbox"
+DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # kube-dns and CoreDNS on kubeadm, kind, k3s, EKS, GKE
+# The default cluster DNS peer (infra.clusterDns's defaults), for specs without that setting (serve).
+DNS_PEER = {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: "kube-system"}},
+            "podSelector": {"matchLabels": dict(DNS_POD_LABELS)}}
+OPEN_EGRESS = ("0.0.0.0/0", "::/0")
+# The KubeRay operator's pods: app.kubernetes.io/name is kuberay-operator (Helm) or kuberay (kustomize).
+OPERATOR_PODS = {"matchExpressions": [{"key": OPERATOR_NAME_LABEL, "operator": "In", "values": list(OPERATOR_NAMES)}]}
+NOT_SANDBOX = {"key": FLEET_LABEL, "operator": "NotIn", "values": [SANDBOX]}
+# Every port but DNS (53), TCP and UDP: the public-internet rule of the sandbox, so that name
+# lookups go to the cluster DNS pods only.
+NOT_DNS_PORTS = [{"protocol": proto, "port": lo, "endPort": hi}
+                 for proto in ("TCP", "UDP") for lo, hi in ((1, DNS_PORT - 1), (DNS_PORT + 1, 65535))]
+DNS_PORTS = [{"protocol": "UDP", "port": DNS_PORT}, {"protocol": "TCP", "port": DNS_PORT}]
+# On the sandbox's policy: the ranges inside private space it may reach because the infra spec
+# opted in (``private: true``), so lint and check report them as a choice, not as a hole.
+PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"
+
+
+def _policy(infra: InfraSpec, suffix: str, component: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": metadata(infra, name_of(infra, suffix), component), "spec": spec}
+
+
+# --- peers --------------------------------------------------------------------------------------
+
+
+def not_sandbox(pod_selector: Any = None) -> dict[str, Any]:
+    """``pod_selector`` (default: every pod) narrowed to pods that are not sandbox executors."""
+    sel = clone(pod_selector) if isinstance(pod_selector, dict) else {}
+    exprs = sel.get("matchExpressions")
+    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []), dict(NOT_SANDBOX)]
+    return sel
+
+
+def narrowed(peer: Any) -> Any:
+    """A user-written NetworkPolicyPeer that can no longer name a sandbox pod. An ipBlock is
+    kept as written (the loader refuses one over private space, where pod IPs live)."""
+    if not isinstance(peer, dict) or "ipBlock" in peer:
+        return clone(peer)
+    out = clone(peer)
+    out["podSelector"] = not_sandbox(peer.get("podSelector"))
+    return out
+
+
+def run_pods_but_sandbox(infra: InfraSpec) -> dict[str, Any]:
+    """Selector of the run's pods other than the sandbox's (head, workers, submitter...)."""
+    return {"matchLabels": {RUN_LABEL: run_name(infra)}, "matchExpressions": [dict(NOT_SANDBOX)]}
+
+
+def dns_peer(infra: InfraSpec) -> dict[str, Any]:
+    dns = infra["infra"]["clusterDns"]
+    return {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: dns["namespace"]}},
+            "podSelector": {"matchLabels": dict(dns["podLabels"] or DNS_POD_LABELS)}}
+
+
+def _outermost(cidrs: list[Any]) -> list[str]:
+    """The ranges not inside another of the list (an except inside an except is redundant)."""
+    out = []
+    for c in cidrs:
+        if c in out or any(o != c and o.version == c.version and c.subnet_of(o) for o in cidrs):
+            continue
+        out.append(c)
+    return [str(c) for c in out]
+
+
+def egress_blocks(allowed: list[str], excluded: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
+    """ipBlock peers for ``allowed`` CIDRs, each excepting the ``excluded`` ranges inside it; a
+    CIDR inside an excluded range gives no peer (an empty list: the caller drops the rule, since
+    a rule with no peers would admit every address)."""
+    peers = []
+    bad = nets(list(excluded))
+    for cidr in allowed:
+        (net,) = nets([cidr])
+        if inside(net, bad) is not None:
+            continue
+        block: dict[str, Any] = {"cidr": cidr}
+        excepts = _outermost(within(net, bad))
+        if excepts:
+            block["except"] = excepts
+        peers.append({"ipBlock": block})
+    return peers
+
+
+# --- the GPU side -------------------------------------------------------------------------------
+
+
+def gpu_ingress_rules(infra: InfraSpec) -> list[dict[str, Any]]:
+    """Who may open connections to the GPU pods: the run's other pods (any port: Ray uses many),
+    the KubeRay operator on the dashboard port, and ``extraIngress`` (narrowed)."""
+    knp = infra["kuberay"]["networkPolicy"]
+    op = knp["operator"]
+    rules: list[dict[str, Any]] = [{"from": [{"podSelector": run_pods_but_sandbox(infra)}]}]
+    # The operator submits and polls jobs through the head's dashboard (RayJob, RayService).
+    rules.append({"from": [{"namespaceSelector": clone(op["namespaceSelector"]),
+                            "podSelector": not_sandbox(op["podSelector"] if op["podSelector"] is not None
+                                                       else OPERATOR_PODS)}],
+                  "ports": [{"protocol": "TCP", "port": RAY_DASHBOARD_PORT}]})
+    for rule in knp["extraIngress"]:
+        rule = clone(rule)
+        if isinstance(rule, dict) and isinstance(rule.get("from"), list):
+            rule["from"] = [narrowed(p) for p in rule["from"]]
+        rules.append(rule)
+    return rules
+
+
+def gpu_ingress_policy(infra: InfraSpec) -> dict[str, Any] | None:
+    """Ingress of every pod of the run but the sandbox's: the GPU side refuses the sandbox by itself."""
+    if infra["launch"]["mode"] == "attach" or not infra["kuberay"]["networkPolicy"]["enabled"]:
+        return None
+    return _policy(infra, "gpu-ingress", "network-policy", {
+        "podSelector": run_pods_but_sandbox(infra),
+        "policyTypes": ["Ingress"],
+        "ingress": gpu_ingress_rules(infra),
+    })
+
+
+def default_deny_policies(infra: InfraSpec) -> list[dict[str, Any]]:
+    """Deny all (the run's pods, or the namespace), then allow what a run needs.
+
+    The allow policy selects the run's pods except the sandbox pool, which keeps its own,
+    stricter policy (policies add up: selecting the sandbox here would widen its egress).
+    """
+    np = infra["infra"]["networkPolicy"]
+    if not np["defaultDeny"]:
+        return []
+    run = {RUN_LABEL: run_name(infra)}
+    deny = _policy(infra, "default-deny", "network-policy", {
+        "podSelector": {"matchLabels": run} if np["scope"] == "run" else {},
+        "policyTypes": ["Ingress", "Egress"]})
+    egress: list[dict[str, Any]] = [
+        {"to": [{"podSelector": {"matchLabels": run}}]},  # the GPU pods send tasks to the sandbox
+        {"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)},
+    ]
+    https = egress_blocks(list(OPEN_EGRESS), np["privateCidrs"]) if np["httpsEgress"] else []
+    if https:
+        egress.append({"to": https, "ports": [{"protocol": "TCP", "port": 443}]})
+    egress += clone(np["extraEgress"])
+    allow = _policy(infra, "allow", "network-policy", {
+        "podSelector": run_pods_but_sandbox(infra),
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": gpu_ingress_rules(infra),
+        "egress": egress,
+    })
+    return [deny, allow]
+
+
+def network_policies(infra: InfraSpec) -> list[dict[str, Any]]:
+    """The run-wide policies, in apply order (the sandbox's comes with the pool)."""
+    gpu = gpu_ingress_policy(infra)
+    return default_deny_policies(infra) + ([gpu] if gpu else [])
+
+
+# --- the sandbox --------------------------------------------------------------------------------
+
+
+def ray_fleets(infra: InfraSpec) -> list[str]:
+    """Fleet labels of the run's Ray pods: head, trainer, inference and any worker group a
+    ``kuberay.spec`` fragment adds (KubeRay modes label those by groupName)."""
+    fleets = ["head", *GPU_FLEETS]
+    if infra["launch"]["mode"] in ("rayjob", "bringup"):
+        for g in (infra["kuberay"]["spec"] or {}).get("workerGroupSpecs") or []:
+            name = g.get("groupName") if isinstance(g, dict) else None
+            if isinstance(name, str) and name and name not in (*fleets, SANDBOX):
+                fleets.append(name)
+    return fleets
+
+
+def sandbox_sources(infra: InfraSpec) -> list[dict[str, Any]]:
+    """The pods that send tasks to the executors: the run's Ray pods, or in attach mode the
+    attached RayCluster's pods (none known when only an address is given)."""
+    launch = infra["launch"]
+    if launch["mode"] == "attach":
+        cluster = launch["attach"]["cluster"]
+        return [{"podSelector": not_sandbox({"matchLabels": {RAY_CLUSTER_LABEL: cluster}})}] if cluster else []
+    return [{"podSelector": {"matchLabels": {RUN_LABEL: run_name(infra)},
+                             "matchExpressions": [{"key": FLEET_LABEL, "operator": "In",
+                                                   "values": ray_fleets(infra)}]}}]
+
+
+def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
+    """Cluster DNS; the public internet but port 53 (allowEgress); each allowed range. Metadata
+    and blocked ranges are excepted from every range, private space unless a range opts in."""
+    np = infra["sandbox"]["networkPolicy"]
+    blocked = [*METADATA_CIDRS, *np["blockedEgressCidrs"]]
+    rules: list[dict[str, Any]] = [{"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)}]
+    public = egress_blocks(list(OPEN_EGRESS), [*INTERNAL_CIDRS, *np["blockedEgressCidrs"]])
+    if np["allowEgress"] and public:
+        rules.append({"to": public, "ports": clone(NOT_DNS_PORTS)})
+    for entry in np["allowedEgressCidrs"]:
+        item = allowed_cidr(entry)
+        peers = egress_blocks([item.cidr], blocked if item.private else [*PRIVATE_CIDRS, *blocked])
+        if not peers:
+            continue  # inside a blocked range (the loader reports it)
+        rule: dict[str, Any] = {"to": peers}
+        if item.ports:
+            rule["ports"] = [network_port(p) for p in item.ports]
+        rules.append(rule)
+    return rules
+
+
+def sandbox_policy(infra: InfraSpec) -> dict[str, Any]:
+    """The pool's policy: ingress from the run's Ray pods (and ingressFrom) to the executor port."""
+    np = infra["sandbox"]["networkPolicy"]
+    sources = sandbox_sources(infra) + [narrowed(p) for p in np["ingressFrom"]]
+    ingress = [{"from": sources, "ports": [{"protocol": "TCP", "port": infra["sandbox"]["port"]}]}] if sources else []
+    out = _policy(infra, SANDBOX, SANDBOX, {
+        "podSelector": {"matchLabels": selector(infra, SANDBOX)},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": ingress,
+        "egress": sandbox_egress(infra),
+    })
+    opted = [allowed_cidr(e).cidr for e in np["allowedEgressCidrs"] if allowed_cidr(e).private]
+    if opted:
+        out["metadata"]["annotations"] = {PRIVATE_EGRESS_ANNOTATION: ",".join(opted)}
+    return out
+

@@ -1,0 +1,109 @@
+"""Network and Ray-auth settings a user can get wrong: each is reported at the line written
+(exit 2, nothing rendered), and what is allowed on purpose is printed by `check`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dockyard_k8s.cli import main
+
+HEAD = "infra:\n  namespace: team\n  image: reg.example.com/ubuntu-swe:1.0\n"
+
+
+def check(capsys: Any, write: Any, body: str, *extra: str) -> tuple[int, str, str, str]:
+    recipe = write("exp.yaml", "model: m\n")
+    infra = write("exp.infra.yaml", HEAD + body)
+    code = main(["check", recipe, "--infra", infra, *extra])
+    out, err = capsys.readouterr()
+    return code, out, err, infra
+
+
+@pytest.mark.parametrize(("body", "line", "key", "says"), [
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs: [169.254.169.254/32]\n", "6:26",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "got 169.254.169.254/32: a cloud metadata range (inside "
+                                                    "169.254.0.0/16), where node credentials are served"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - cidr: 168.63.129.16/32\n        private: true\n",
+     "7:15", "sandbox.networkPolicy.allowedEgressCidrs[0].cidr", "got 168.63.129.16/32: a cloud metadata range,"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - fd00:ec2::254/128\n", "7:9",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "a cloud metadata range"),
+    ("sandbox:\n  networkPolicy:\n    allowEgress: false\n    allowedEgressCidrs:\n      - 140.82.112.0/20\n"
+     "      - 10.20.0.0/16\n", "9:9", "sandbox.networkPolicy.allowedEgressCidrs[1]",
+     "got 10.20.0.0/16: private address space (inside 10.0.0.0/8), where pods, Services and internal systems live "
+     "on most clusters; the sandbox runs untrusted code, so write {cidr: 10.20.0.0/16, private: true} if it must "
+     "reach it (`check` lists it)"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - {cidr: 8.8.8.0/24, private: true}\n", "7:37",
+     "sandbox.networkPolicy.allowedEgressCidrs[0].private", "8.8.8.0/24 is not private address space"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - cidr: 140.82.112.0/20\n"
+     "        ports: [{port: 8100, endPort: 8000}]\n", "8:39",
+     "sandbox.networkPolicy.allowedEgressCidrs[0].ports[0].endPort", "got 8000, expected a port >= 8100"),
+    ("sandbox:\n  networkPolicy:\n    ingressFrom:\n      - ipBlock: {cidr: 10.0.0.0/8}\n", "7:25",
+     "sandbox.networkPolicy.ingressFrom[0].ipBlock.cidr", "covers private or link-local space"),
+    ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - ports: [{port: 8080}]\n", "7:9",
+     "kuberay.networkPolicy.extraIngress[0]", "an extra ingress rule without `from` admits every pod, the "
+                                              "sandbox pods' too"),
+    ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - from: [{ipBlock: {cidr: 0.0.0.0/0}}]\n", "7:33",
+     "kuberay.networkPolicy.extraIngress[0].from[0].ipBlock.cidr", "got 0.0.0.0/0, which covers private"),
+    ("kuberay:\n  rayVersion: '2.49.0'\n", "5:15", "kuberay.rayVersion",
+     "got '2.49.0': Ray token authentication (kuberay.auth.mode: token, the default) needs Ray >= 2.52.0"),
+    ("kuberay:\n  spec: {enableInTreeAutoscaling: true}\n", "4:1", "kuberay.automountServiceAccountToken",
+     "the autoscaler sidecar talks to the API server"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgresCidrs: [140.82.112.0/20]\n", "6:5",
+     "sandbox.networkPolicy.allowedEgresCidrs", "did you mean 'allowedEgressCidrs'?"),
+])
+def test_mistakes_are_reported_at_their_line(capsys: Any, write: Any, body: str, line: str, key: str,
+                                             says: str) -> None:
+    code, out, err, infra = check(capsys, write, body)
+    assert code == 2 and out == "" and "Traceback" not in err
+    first = err.splitlines()[0]
+    assert first.startswith(f"{infra}:{line}: {key}: "), first
+    assert says in first
+    assert err.rstrip().endswith("nothing was rendered or applied.")
+
+
+def test_an_ipblock_covering_private_space_is_refused_even_with_excepts_left_open(capsys: Any, write: Any) -> None:
+    body = ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - from: [{ipBlock: {cidr: 0.0.0.0/0, except: "
+            "[10.0.0.0/8]}}]\n")
+    code, _, err, _ = check(capsys, write, body)
+    assert code == 2 and "172.16.0.0/12" in err
+    every = ", ".join(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16",
+                       "100.100.100.200/32", "168.63.129.16/32"])
+    body = ("kuberay:\n  networkPolicy:\n    extraIngress:\n"
+            f"      - from: [{{ipBlock: {{cidr: 0.0.0.0/0, except: [{every}]}}}}]\n")
+    code, _out, err, _ = check(capsys, write, body)
+    assert code == 0, err
+
+
+def test_what_is_allowed_on_purpose_is_printed(capsys: Any, write: Any) -> None:
+    body = ("sandbox:\n  networkPolicy:\n    allowEgress: false\n    allowedEgressCidrs:\n      - 140.82.112.0/20\n"
+            "      - {cidr: 10.30.0.0/16, ports: [443], private: true}\n    ingressFrom:\n"
+            "      - namespaceSelector: {matchLabels: {team: eval}}\n")
+    code, out, err, _ = check(capsys, write, body)
+    assert code == 0, err
+    assert "  ingress    :9090 ← the run's Ray pods (head, trainer, inference) + 1 more source(s); other executors " \
+           "and pods refused" in out
+    assert "  egress     cluster DNS (kube-system k8s-app=kube-dns); 140.82.112.0/20 (every port); 10.30.0.0/16 " \
+           "(TCP 443, private: opted in); never private space, cloud metadata endpoints" in out
+    assert "sandbox-isolation" not in out  # an opt-in is a choice, not a hole
+
+
+def test_disabled_auth_and_policies_are_said_plainly(capsys: Any, write: Any) -> None:
+    body = "kuberay:\n  rayVersion: '2.49.0'\n  auth: {mode: disabled}\n  networkPolicy: {enabled: false}\n"
+    code, out, err, _ = check(capsys, write, body, "--set", "sandbox.networkPolicy.enabled=false")
+    assert code == 0, err
+    assert "Ray ports ← anyone the CNI routes (kuberay.networkPolicy off: only the sandbox's egress refuses the " \
+           "sandbox); NO token auth (kuberay.auth.mode: disabled)" in out
+    assert "network    NetworkPolicy OFF: any pod may send tasks to the executors" in out
+    # the analysis of the rendered policies says what that opens
+    assert "! sandbox-isolation (error): Deployment team/exp-sandbox: untrusted pods may reach the GPU pod RayJob " \
+           "team/exp (head) on every port" in out
+
+
+def test_attach_mode_tells_what_to_do_on_the_existing_cluster(capsys: Any, write: Any) -> None:
+    code, out, err, _ = check(capsys, write, "", "--set", "launch.mode=attach", "--set",
+                              "launch.attach.address=http://ray:8265")
+    assert code == 0, err
+    assert "Ray ports: the attached cluster is not covered by this run: give its pods a NetworkPolicy that " \
+           "refuses pods labelled dockyard-k8s/fleet=sandbox, and Ray token auth (docs/security.md)" in out
+    assert ":9090 ← no GPU pods (attach by address: name the senders in sandbox.networkPolicy.ingressFrom)" in out
