@@ -2,7 +2,7 @@
 
 How to run (see docs/live.md; scripts/playground.sh up does the same):
     kind create cluster --name dockyard
-    helm install kuberay-operator kuberay/kuberay-operator --version 1.7.0
+    helm install kuberay-operator kuberay/kuberay-operator --version 1.7.0   # >= 1.5.1: Ray token auth
     kubectl create namespace dockyard-e2e
     DOCKYARD_E2E_KUBECONFIG=~/.kube/config make test
 
@@ -25,7 +25,8 @@ pytestmark = pytest.mark.e2e
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NS = os.environ.get("DOCKYARD_E2E_NAMESPACE", "dockyard-e2e")
-RAY_IMAGE = os.environ.get("DOCKYARD_E2E_RAY_IMAGE", "rayproject/ray:2.49.0")
+# Ray >= 2.52 (token authentication, on by default); kuberay.rayVersion must match the image.
+RAY_IMAGE = os.environ.get("DOCKYARD_E2E_RAY_IMAGE", "rayproject/ray:2.52.1")
 # GPU requests rewritten away; everything sized for a laptop kind node.
 E2E_SETS = [
     f"infra.namespace={NS}", f"infra.image={RAY_IMAGE}", "infra.imagePullSecrets=[]", "infra.priorityClassName=null",
@@ -44,7 +45,9 @@ E2E_SETS = [
 
 
 # infra keys that render a RayJob field, to leave it out on an operator that lacks it
-FIELD_KEYS = {"spec.preRunningDeadlineSeconds": "launch.preRunningDeadlineSeconds=null"}
+FIELD_KEYS = {"spec.preRunningDeadlineSeconds": "launch.preRunningDeadlineSeconds=null",
+              # KubeRay < 1.5.1: no authOptions, so the operator could not read a token-protected job
+              "spec.rayClusterSpec.authOptions": "kuberay.auth.mode=disabled"}
 
 
 def lacking_fields() -> list[str]:

@@ -107,11 +107,23 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[str]:
-    """A real local Ray head (``ray start --head --block``) on free ports; yields the dashboard URL.
+    """A real local Ray head (``ray start --head --block``) on free ports; yields the dashboard URL."""
+    yield from _ray_head({"RAY_AUTH_MODE": "disabled"})
 
-    Started in its own process group and ended by that group only (never `ray stop`, which
-    would stop every Ray on the machine).
-    """
+
+RAY_TOKEN = "dkr-test-token-" + "x" * 20  # a test value only, for the token-auth head below
+
+
+@pytest.fixture(scope="session")
+def ray_head_token() -> Iterator[str]:
+    """A real local Ray head started with token authentication (Ray >= 2.52: RAY_AUTH_MODE=token,
+    the token in RAY_AUTH_TOKEN, as every Ray container of a run gets them); yields its URL."""
+    yield from _ray_head({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": RAY_TOKEN})
+
+
+def _ray_head(extra_env: dict[str, str]) -> Iterator[str]:
+    """Started in its own process group and ended by that group only (never `ray stop`, which
+    would stop every Ray on the machine)."""
     import shutil
     import signal
     import subprocess
@@ -128,11 +140,13 @@ def ray_head() -> Iterator[str]:
            "--dashboard-host=127.0.0.1", "--include-dashboard=true", "--num-cpus=1", "--num-gpus=0",
            f"--temp-dir={temp}", "--disable-usage-stats", f"--dashboard-agent-listen-port={_free_port()}",
            f"--ray-client-server-port={_free_port()}", f"--metrics-export-port={_free_port()}"]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{os.path.dirname(sys.executable)}:"
-                                                                   f"{os.environ.get('PATH', '')}"}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}  # a test's own are not the head's
+    env = {**inherited, "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{os.path.dirname(sys.executable)}:"
+                                                                   f"{os.environ.get('PATH', '')}", **extra_env}
     log = open(os.path.join(temp, "head.log"), "w")  # noqa: SIM115 (closed at teardown)
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{dash}"
+    headers = {"Authorization": f"Bearer {extra_env['RAY_AUTH_TOKEN']}"} if "RAY_AUTH_TOKEN" in extra_env else {}
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -140,7 +154,7 @@ def ray_head() -> Iterator[str]:
                 log.flush()
                 pytest.fail(f"ray head exited: {Path(temp, 'head.log').read_text()[-2000:]}")
             try:
-                if httpx2.get(f"{url}/api/jobs/", timeout=2).status_code == 200:
+                if httpx2.get(f"{url}/api/jobs/", headers=headers, timeout=2).status_code == 200:
                     break
             except httpx2.TransportError:
                 pass

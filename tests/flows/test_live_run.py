@@ -17,10 +17,12 @@ def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: Fake
     r = cli("run", *ARGS, "--detach")
     assert r.code == 0, r.err
     patches = [q for q in fake.requests if q.method == "PATCH" and q.params.get("dryRun") != "All"]
-    # the launch record (a ConfigMap: what the run was launched with) first, then render order
-    assert [q.path.split("/")[-2] for q in patches] == ["configmaps", "networkpolicies", "deployments", "services",
-                                                        "poddisruptionbudgets", "configmaps", "rayjobs"]
-    assert patches[0].path.endswith("/configmaps/grpo-swe-launch")
+    # the Ray token Secret and the launch record (a ConfigMap: what the run was launched with) first,
+    # then render order
+    assert [q.path.split("/")[-2] for q in patches] == ["secrets", "configmaps", "networkpolicies", "networkpolicies",
+                                                        "deployments", "services", "poddisruptionbudgets",
+                                                        "configmaps", "rayjobs"]
+    assert patches[1].path.endswith("/configmaps/grpo-swe-launch")
     assert all(q.headers["content-type"] == "application/apply-patch+yaml" for q in patches)
     assert all(q.params["fieldManager"] == "dockyard-k8s" for q in patches)
     assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
@@ -33,7 +35,7 @@ def test_rerun_unchanged_is_a_noop(cli: Any, fake: FakeKube) -> None:
     rv_before = fake.rv
     r = cli("run", *ARGS, "--detach")
     assert r.code == 0
-    assert "7 unchanged" in r.out  # the six rendered objects and the launch record
+    assert "9 unchanged" in r.out  # the token Secret, the seven rendered objects and the launch record
     assert fake.rv == rv_before  # nothing written
     assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"] == uid
 
@@ -69,7 +71,7 @@ def test_dry_run_client_contacts_nothing(cli: Any, fake: FakeKube) -> None:
     r = cli("run", *ARGS, "--dry-run=client")
     assert r.code == 0
     assert fake.requests == []
-    assert r.out.count("would apply") == 7  # the six rendered objects and the launch record
+    assert r.out.count("would apply") == 8  # the seven rendered objects and the launch record
 
 
 def test_governance_is_render_only(cli: Any, fake: FakeKube) -> None:

@@ -121,10 +121,17 @@ def cluster_list(args: argparse.Namespace) -> int:
 def cluster_dashboard(args: argparse.Namespace) -> int:
     import threading
 
-    from dockyard_k8s.live.dashboard import dashboard_url
+    from dockyard_k8s.live.dashboard import ray_jobs
+    from dockyard_k8s.live.rayauth import token_source
 
     bundle = load_bundle(args) if args.recipe else None
-    with connect(args) as client, dashboard_url(ray_target(args), bundle, client, on_forward=warn) as url:
+    target = ray_target(args)
+    with connect(args) as client, ray_jobs(target, bundle, client, on_forward=warn) as ray:
+        url = ray.address
+        source = token_source(target, bundle, client)
+        if source is not None and ray.auth_mode() == "token":
+            ray.list()  # the token is accepted (a 403 here says it is not)
+            say(f"Ray token auth: the dashboard asks for the token once; {source.how_to_read()}")
         say(f"Ray dashboard: {url}   (Ctrl-C to close the port-forward)")
         if args.open:
             import webbrowser

@@ -94,6 +94,12 @@ def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
     from dockyard_k8s.live.launch import preview
 
     to_apply, skipped = preview(bundle, launch_options(args))
+    from dockyard_k8s.render.rayauth import enabled, secret_name
+
+    infra = bundle.run.infra
+    if enabled(infra) and infra["launch"]["mode"] != "attach":
+        say(f"would create Secret {infra['infra']['namespace']}/{secret_name(infra)} with a random Ray token, "
+            "unless it exists")
     for obj in to_apply:
         say(f"would apply {object_ref(obj)}")
     for obj in skipped:

@@ -100,12 +100,16 @@ def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient |
 @contextlib.contextmanager
 def ray_jobs(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
              on_forward: Callable[[str], None] | None = None) -> Iterator[RayJobsClient]:
-    """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block."""
+    """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block.
+    It carries the Ray token (``live/rayauth.py``); ``on_forward`` also hears a head that asks for none."""
+    from dockyard_k8s.live.rayauth import check_head, dashboard_token
     from dockyard_k8s.live.rayjobs import RayJobsClient
 
+    token = dashboard_token(target, bundle, client)
     with dashboard_url(target, bundle, client, on_forward=on_forward) as url:
-        ray = RayJobsClient(url)
+        ray = RayJobsClient(url, token=token)
         try:
+            check_head(ray, token, note=on_forward)
             yield ray
         finally:
             ray.close()

@@ -80,11 +80,19 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     ns, run = run_id(bundle)
     if options.dry_run == "client":
         raise ValueError("a client dry run contacts no cluster: use preview()")
+    from dockyard_k8s.live.rayauth import launch_secret
+
+    # First: a Secret the infra file names but the cluster lacks fails before anything changes.
+    secret, existing = launch_secret(client, bundle.run.infra)
     if options.replace and not options.dry_run:
         orchestrate.replace_main(client, bundle.objects, say=say)
-    applied = orchestrate.apply_objects(client, with_record(bundle, options), dry_run=options.dry_run == "server",
-                                        force=options.force_conflicts,
-                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
+    applied = [Applied(existing, "unchanged")] if existing else []
+    for a in applied:
+        say(f"{a.action:<10} {a.ref}")
+    # A missing token Secret goes with the run: dry-run with it first, applied before any pod reads it.
+    applied += orchestrate.apply_objects(client, [*([secret] if secret else []), *with_record(bundle, options)],
+                                         dry_run=options.dry_run == "server", force=options.force_conflicts,
+                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
     counts: dict[str, int] = {}
     for a in applied:
         word = a.action.split()[0]

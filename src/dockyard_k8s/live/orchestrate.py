@@ -28,7 +28,7 @@ from dockyard_k8s.render.meta import RUN_LABEL
 # (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and
 # `status` still find them after the spec changed shape.
 RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Service", "ConfigMap",
-             "PodDisruptionBudget", "NetworkPolicy")
+             "PodDisruptionBudget", "NetworkPolicy", "Secret")  # Secret: the Ray token `run` created
 # Kept by `down` unless asked: data a next run reuses.
 KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
 

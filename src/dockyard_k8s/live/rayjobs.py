@@ -4,6 +4,10 @@
 Endpoints (Ray docs, "Ray Jobs REST API"): ``POST /api/jobs/`` submit, ``GET /api/jobs/``
 list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST
 /api/jobs/{id}/stop``, ``DELETE /api/jobs/{id}``. ``prepare_*`` are pure; RayJobsClient sends.
+
+With Ray token authentication (Ray >= 2.52) every request carries ``Authorization: Bearer
+<token>``; ``GET /api/authentication_mode`` (public) says whether the head requires it. The
+token is set once on the HTTP client and never appears in a message.
 """
 
 from __future__ import annotations
@@ -90,11 +94,20 @@ def prepare_delete(job: str) -> RayRequest:
     return RayRequest("DELETE", f"/api/jobs/{job}", None, f"job {job}")
 
 
+AUTH_HINT = {
+    401: "the head requires a Ray token: pass RECIPE (its Secret) or --cluster NAME, or export RAY_AUTH_TOKEN",
+    403: "the Ray token was refused: the head was started with another one (RAY_AUTH_TOKEN, or the run's Secret "
+         "changed after the cluster started)",
+}
+
+
 class RayJobsClient:
-    def __init__(self, address: str, *, transport: httpx2.BaseTransport | None = None,
+    def __init__(self, address: str, *, token: str | None = None, transport: httpx2.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep, retries: int = 3) -> None:
         self.address = address.rstrip("/")
-        self.http = httpx2.Client(base_url=self.address, transport=transport, timeout=httpx2.Timeout(30.0))
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx2.Client(base_url=self.address, transport=transport, timeout=httpx2.Timeout(30.0),
+                                  headers=headers)
         self.sleep = sleep
         self.retries = retries
 
@@ -118,13 +131,19 @@ class RayJobsClient:
                 return None
             if resp.status_code >= 400:
                 raise ClusterError(f"Ray dashboard answered {resp.status_code}: {resp.text.strip()[:300]}",
-                                   obj=req.what, status=resp.status_code)
+                                   obj=req.what, status=resp.status_code, hint=AUTH_HINT.get(resp.status_code, ""))
             try:
                 return resp.json()
             except ValueError as e:
                 raise ClusterError(f"unexpected answer from the Ray dashboard: {resp.text[:200]}",
                                    obj=req.what) from e
         raise AssertionError("unreachable")
+
+    def auth_mode(self) -> str | None:
+        """``token`` or ``disabled`` as the head reports it; None when it cannot say (Ray < 2.52)."""
+        found = self.call(RayRequest("GET", "/api/authentication_mode", None, "authentication mode"), missing_ok=True)
+        mode = found.get("authentication_mode") if isinstance(found, dict) else None
+        return str(mode) if mode else None
 
     def submit(self, entrypoint: str, **kwargs: Any) -> str:
         return str(self.call(prepare_submit(entrypoint, **kwargs))["submission_id"])

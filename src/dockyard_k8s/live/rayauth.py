@@ -1,0 +1,200 @@
+"""The Ray token on the live side: its Secret, and the credentials of every Ray Jobs request.
+
+* ``run``/``cluster up`` call :func:`launch_secret` before applying anything: the run's
+  Secret (``kuberay.auth.secretName`` or ``<run>-ray-auth``, key ``auth_token``) is created
+  with a random token when it is missing, and never rewritten when it exists (a running
+  cluster keeps its token). A Secret the user named must exist already. ``down`` deletes
+  the launcher's Secret with the run (it carries the run label).
+* ``job``, ``cluster dashboard`` and attach-mode ``run`` get the token from
+  :func:`dashboard_token`: ``$RAY_AUTH_TOKEN`` if set, else the Secret of the run, of the
+  attached cluster or of ``--cluster`` (its ``spec.authOptions``, or the ``RAY_AUTH_TOKEN``
+  reference of its head container); :func:`check_head` asks the head whether it requires a
+  token, so a head without authentication is reported, never silently used.
+
+The token is only ever in a request header or the Secret's body: never printed, logged or
+put into an error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, ref
+from dockyard_k8s.render.meta import labels
+from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, enabled, secret_name
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
+    from dockyard_k8s.live.client import KubeClient
+    from dockyard_k8s.live.dashboard import RayTarget
+    from dockyard_k8s.live.rayjobs import RayJobsClient
+
+SECRET = KINDS["Secret"]
+ENV_TOKEN = TOKEN_VAR  # the variable Ray's own CLI reads: an explicit token wins
+
+
+def create_hint(namespace: str, name: str) -> str:
+    """How to create a token Secret by hand (for ``render | kubectl apply``)."""
+    return (f"kubectl -n {namespace} create secret generic {name} "
+            f"--from-literal={TOKEN_KEY}=\"$(openssl rand -base64 32)\"")
+
+
+def token_secret(infra: dict[str, Any], token: str) -> dict[str, Any]:
+    """The run's token Secret (pure: the token is passed in)."""
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret_name(infra), "namespace": infra["infra"]["namespace"],
+                     "labels": labels(infra, "ray-auth")},
+        "type": "Opaque",
+        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+    }
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def launch_secret(client: KubeClient, infra: dict[str, Any], *,
+                  make_token: Callable[[], str] = new_token) -> tuple[dict[str, Any] | None, str | None]:
+    """What ``run`` does about the token Secret: (the Secret to apply with the run, with a random
+    token) when it is missing; (None, its ref) when it exists and stays as it is; (None, None)
+    when the run needs none (auth disabled, attach mode).
+
+    Raises:
+        ClusterError: a Secret named by ``kuberay.auth.secretName`` is missing, or a Secret has no
+            ``auth_token`` key (nothing is applied then).
+    """
+    if not enabled(infra) or infra["launch"]["mode"] == "attach":
+        return None, None
+    ns, name = infra["infra"]["namespace"], secret_name(infra)
+    what = ref("Secret", ns, name)
+    have = client.get(SECRET, ns, name)
+    if have is not None:
+        if TOKEN_KEY not in (have.get("data") or {}):
+            raise ClusterError(f"has no key {TOKEN_KEY!r}, which every Ray container reads its token from",
+                               obj=what, hint=f"delete it and let `run` create it, or: {create_hint(ns, name)}")
+        return None, what
+    if infra["kuberay"]["auth"]["secretName"]:
+        raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
+                           f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
+                           hint=create_hint(ns, name))
+    return token_secret(infra, make_token()), None
+
+
+def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY) -> str:
+    """The token stored in Secret ``namespace/name``.
+
+    Raises:
+        ClusterError: the Secret or its key is missing, or the value is not base64.
+    """
+    what = ref("Secret", namespace, name)
+    secret = client.get(SECRET, namespace, name)
+    if secret is None:
+        raise ClusterError("does not exist, so the Ray token cannot be read", obj=what, status=404,
+                           hint=f"`dockyard-k8s run` creates it; or {create_hint(namespace, name)}")
+    value = (secret.get("data") or {}).get(key)
+    if not value:
+        raise ClusterError(f"has no key {key!r} (the Ray token)", obj=what, hint=create_hint(namespace, name))
+    try:
+        return base64.b64decode(value, validate=True).decode().strip()
+    except (binascii.Error, UnicodeDecodeError) as e:
+        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=what) from e
+
+
+def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
+    """(Secret, key) a RayCluster's Ray containers read their token from, or None (no token auth):
+    ``spec.authOptions`` (KubeRay >= 1.5.1; without secretName the operator's Secret is named
+    after the cluster), else the head container's ``RAY_AUTH_TOKEN`` reference."""
+    spec = rc.get("spec") or {}
+    options = spec.get("authOptions") or {}
+    if options.get("mode") == "token" and not options.get("enableK8sTokenAuth"):
+        return str(options.get("secretName") or (rc.get("metadata") or {}).get("name")), TOKEN_KEY
+    head = (((spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    for e in head[0].get("env") or []:
+        ref_ = ((e.get("valueFrom") or {}).get("secretKeyRef") or {}) if e.get("name") == TOKEN_VAR else {}
+        if ref_.get("name"):
+            return str(ref_["name"]), str(ref_.get("key") or TOKEN_KEY)
+    return None
+
+
+class TokenSource(NamedTuple):
+    """Where a dashboard's token comes from: the environment, or a Secret key."""
+
+    env: bool = False
+    namespace: str = ""
+    secret: str = ""
+    key: str = TOKEN_KEY
+
+    def how_to_read(self) -> str:
+        """A command that prints the token (for the web dashboard's login), never the token."""
+        if self.env:
+            return f"it is ${ENV_TOKEN}"
+        return (f"kubectl -n {self.namespace} get secret {self.secret} -o jsonpath='{{.data.{self.key}}}' "
+                "| base64 -d")
+
+
+def _of_cluster(client: KubeClient | None, namespace: str, cluster: str) -> TokenSource | None:
+    rc = client.get(RAYCLUSTER, namespace, cluster) if client is not None else None
+    found = cluster_secret(rc) if rc else None
+    return TokenSource(False, namespace, *found) if found else None
+
+
+def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                 env: Mapping[str, str] | None = None) -> TokenSource | None:
+    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN``; ``--cluster``'s
+    Secret; the run's Secret (attach mode: ``kuberay.auth.secretName``, else the attached
+    RayCluster's); None when nothing says (``--address`` alone, auth disabled)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_TOKEN):
+        return TokenSource(env=True)
+    if target.address and bundle is None:
+        return None
+    if target.cluster:
+        ns = target.namespace or (client.default_namespace if client else "default")
+        return _of_cluster(client, ns, target.cluster)
+    if bundle is None:
+        return None
+    infra = bundle.run.infra
+    ns = infra["infra"]["namespace"]
+    if infra["launch"]["mode"] != "attach":
+        return TokenSource(False, ns, secret_name(infra)) if enabled(infra) else None
+    if infra["kuberay"]["auth"]["secretName"]:
+        return TokenSource(False, ns, infra["kuberay"]["auth"]["secretName"])
+    cluster = infra["launch"]["attach"]["cluster"]
+    return _of_cluster(client, ns, cluster) if cluster else None
+
+
+def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                    env: Mapping[str, str] | None = None) -> str | None:
+    """The token for the target's Ray dashboard, or None when none is known (see :func:`token_source`)."""
+    env = os.environ if env is None else env
+    source = token_source(target, bundle, client, env=env)
+    if source is None:
+        return None
+    if source.env:
+        return env[ENV_TOKEN].strip()
+    if client is None:
+        return None
+    return read_token(client, source.namespace, source.secret, source.key)
+
+
+def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], None] | None = None) -> None:
+    """Ask the head whether it requires a token (``/api/authentication_mode``, public).
+
+    Raises:
+        ClusterError: it requires one and none is known (instead of a 401 on the first call).
+    """
+    mode = ray.auth_mode()
+    if mode == "token" and not token:
+        raise ClusterError(f"the Ray head at {ray.address} requires a token and none was found", obj="Ray dashboard",
+                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {ENV_TOKEN}")
+    if mode != "token" and note is not None:
+        why = "Ray < 2.52 or RAY_AUTH_MODE unset on the head" if mode is None else f"authentication_mode: {mode}"
+        note(f"warning: the Ray head at {ray.address} does not require a token ({why}): whoever reaches its "
+             "dashboard can run code on the cluster")
