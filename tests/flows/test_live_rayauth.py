@@ -112,6 +112,18 @@ def test_where_the_token_comes_from() -> None:
     assert token_source(RayTarget(), None, None, env={}) is None
 
 
+def test_doctor_checks_the_secret_verbs_only_when_the_run_reads_a_token() -> None:
+    from dockyard_k8s.bundle import build_bundle
+    from dockyard_k8s.live.doctor import needed_access
+    from dockyard_k8s.live.rayauth import reads_token
+
+    for mode, expected in (("token", True), ("disabled", False)):
+        objects = build_bundle(ARGS[0], ARGS[2], sets=[f"kuberay.auth.mode={mode}"], env={"HOME": "/x"}).objects
+        assert any(reads_token(o) for o in objects) is expected
+        verbs = {(v, res) for v, _, res, sub, _, _ in needed_access(objects) if not sub}
+        assert (("get", "secrets") in verbs and ("patch", "secrets") in verbs) is expected
+
+
 # --- the Ray dashboard commands against a real head with token auth ---------------------------
 
 slow = pytest.mark.slow

@@ -107,6 +107,19 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
         raise ClusterError(f"key {key!r} is not base64-encoded text", obj=what) from e
 
 
+def reads_token(obj: dict[str, Any]) -> bool:
+    """Whether a rendered object's Ray containers read their token from a Secret (``run`` then
+    reads or creates it: doctor checks those verbs)."""
+    from dockyard_k8s.kube import pod_templates
+
+    for t in pod_templates(obj):
+        for c in (t.spec.get("containers") or []):
+            for e in (c.get("env") or []) if isinstance(c, dict) else []:
+                if isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e:
+                    return True
+    return False
+
+
 def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     """(Secret, key) a RayCluster's Ray containers read their token from, or None (no token auth):
     ``spec.authOptions`` (KubeRay >= 1.5.1; without secretName the operator's Secret is named
