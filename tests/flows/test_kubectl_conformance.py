@@ -104,9 +104,10 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     assert r.returncode == 0, r.stderr
     code, out, err = env.launcher("run", *ARGS, "--detach")
     assert code == 0, out + err
-    # kubectl made every rendered object already; the launcher adds only its launch record
+    # kubectl made every rendered object already; the launcher adds only the Ray token Secret (never
+    # rendered: it holds the token) and its launch record
     assert [line.split() for line in out.splitlines() if line.startswith("created")] == [
-        ["created", "ConfigMap", f"{NS}/{RUN}-launch"]]
+        ["created", "Secret", f"{NS}/{RUN}-ray-auth"], ["created", "ConfigMap", f"{NS}/{RUN}-launch"]]
 
     # get -l: kubectl and the launcher list the same objects of the run
     r = env.kubectl(binary, "get", KINDS, "-n", NS, "-l", f"dockyard-k8s/run={RUN}", "-o", "json")

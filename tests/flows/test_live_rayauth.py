@@ -33,6 +33,11 @@ def put_secret(fake: FakeKube, name: str, token: str, ns: str = NS) -> None:
               "data": {"auth_token": base64.b64encode(token.encode()).decode()}})
 
 
+def put_head_service(fake: FakeKube, cluster: str) -> None:
+    fake.put({"apiVersion": "v1", "kind": "Service",  # what KubeRay makes for the cluster's head
+              "metadata": {"name": f"{cluster}-head-svc", "namespace": NS}})
+
+
 def put_cluster(fake: FakeKube, name: str, *, auth: dict[str, Any] | None = None,
                 head_env: list[dict[str, Any]] | None = None) -> None:
     spec: dict[str, Any] = {"headGroupSpec": {"template": {"spec": {"containers": [
@@ -41,6 +46,7 @@ def put_cluster(fake: FakeKube, name: str, *, auth: dict[str, Any] | None = None
         spec["authOptions"] = auth
     fake.put({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name, "namespace": NS},
               "spec": spec})
+    put_head_service(fake, name)
 
 
 # --- the run's Secret (fake API server) -------------------------------------------------------
@@ -176,6 +182,7 @@ def test_the_run_reads_its_token_from_its_secret(cli: Any, fake: FakeKube, ray_h
     kubectl_to(ray_head_token)
     bringup = [*ARGS, "--set", "launch.mode=bringup"]
     put_secret(fake, SECRET, RAY_TOKEN)  # as `cluster up` left it
+    put_head_service(fake, RUN)
     r = cli("job", "submit", *bringup, "--entrypoint", "echo via-secret", "--wait")
     assert r.code == 0, r.out + r.err
     assert "via-secret" in r.out and RAY_TOKEN not in r.out + r.err

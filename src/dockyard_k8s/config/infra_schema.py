@@ -340,8 +340,11 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
         "serviceAccountName": string("ServiceAccount of the GPU pods and the submitter (null: the namespace's "
                                      "default).", None, nullable=True),
-        "automountServiceAccountToken": boolean("Mount a Kubernetes API token into the GPU pods and the submitter "
-                                                "(off: the training code gets no cluster credentials).", False),
+        "automountServiceAccountToken": {
+            "type": ["boolean", "null"], "default": None,
+            "description": "Mount a Kubernetes API token into the GPU pods and the submitter. null: no token (the "
+                           "training code gets no cluster credentials), except the head when "
+                           "kuberay.spec.enableInTreeAutoscaling is on (its autoscaler sidecar needs it)."},
         "pdb": obj("PodDisruptionBudget over the GPU pods (bringup mode; opt-in).", {
             "enabled": boolean("Render the PDB.", False),
             "maxUnavailable": integer("Voluntary disruptions allowed; 0 blocks drains of the gang.", 0,
@@ -401,6 +404,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                 "More ranges never reachable, excepted from every allowed range (the metadata endpoints "
                 "169.254.0.0/16, 100.100.100.200, 168.63.129.16, fd00:ec2::254 and ::23 always are).",
                 string("A CIDR block.", fmt="cidr"), []),
+            "extraEgress": array("More NetworkPolicyEgressRule objects to pods named by label (a model endpoint "
+                                 "the agents call); `to` is required and holds podSelector/namespaceSelector peers "
+                                 "only (ranges go in allowedEgressCidrs); narrowed to pods that are no dockyard-k8s "
+                                 "Ray pod or executor.", {"type": "object"}, []),
             "ingressFrom": array("More sources allowed to the executor port (NetworkPolicyPeer objects: a router, "
                                  "an eval job); narrowed to non-sandbox pods, and an ipBlock must not cover private "
                                  "space.", {"type": "object"}, []),

@@ -237,7 +237,7 @@ class Kuberay(TypedDict):
     networkPolicy: KuberayNetworkPolicy
     auth: KuberayAuth
     serviceAccountName: str | None
-    automountServiceAccountToken: bool
+    automountServiceAccountToken: bool | None
     pdb: KuberayPdb
 
 
@@ -276,6 +276,7 @@ class SandboxNetworkPolicy(TypedDict):
     allowEgress: bool
     allowedEgressCidrs: list[str | SandboxNetworkPolicyAllowedEgressCidrsItem]
     blockedEgressCidrs: list[str]
+    extraEgress: list[dict[str, Any]]
     ingressFrom: list[dict[str, Any]]
 
 

@@ -145,6 +145,20 @@ def _rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ..
     return _peers_problems(rule["from"], (*path, "from"))
 
 
+def _egress_rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """A sandbox extraEgress rule names pods by label: no rule to everything, no ipBlock (which
+    would skip the private and metadata exceptions allowedEgressCidrs applies)."""
+    if not isinstance(rule, dict):
+        return []
+    if not rule.get("to"):
+        return [(path, "an extra egress rule without `to` reaches every address, cloud metadata endpoints "
+                       "included; name the pods (podSelector, namespaceSelector)")]
+    return [((*path, "to", i, "ipBlock"), "an ipBlock here would skip the private and metadata exceptions: put "
+                                         "the range in sandbox.networkPolicy.allowedEgressCidrs")
+            for i, peer in enumerate(rule["to"] if isinstance(rule["to"], list) else [])
+            if isinstance(peer, dict) and "ipBlock" in peer]
+
+
 def _egress_problems(np: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
     metadata, private = nets(METADATA_CIDRS), nets(PRIVATE_CIDRS)
@@ -186,6 +200,8 @@ def network_problems(infra: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]
     if sb["enabled"] and sb["networkPolicy"]["enabled"]:
         out += _egress_problems(sb["networkPolicy"])
         out += _peers_problems(sb["networkPolicy"]["ingressFrom"], ("sandbox", "networkPolicy", "ingressFrom"))
+        for i, rule in enumerate(sb["networkPolicy"]["extraEgress"]):
+            out += _egress_rule_problems(rule, ("sandbox", "networkPolicy", "extraEgress", i))
     knp = kr["networkPolicy"]
     if knp["enabled"]:
         for i, rule in enumerate(knp["extraIngress"]):
@@ -200,7 +216,7 @@ def network_problems(infra: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]
                         "unauthenticated); use an image with Ray >= 2.52.0 and set rayVersion to its version, or "
                         "set kuberay.auth.mode: disabled (anyone who reaches the Ray ports can then run code on "
                         "the GPU pods)"))
-    if not kr["automountServiceAccountToken"] and (kr["spec"] or {}).get("enableInTreeAutoscaling") is True:
+    if kr["automountServiceAccountToken"] is False and (kr["spec"] or {}).get("enableInTreeAutoscaling") is True:
         out.append((("kuberay", "automountServiceAccountToken"),
                     "got false, but kuberay.spec.enableInTreeAutoscaling needs the head's API token (the autoscaler "
                     "sidecar talks to the API server); set kuberay.automountServiceAccountToken: true"))

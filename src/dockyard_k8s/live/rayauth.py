@@ -31,6 +31,7 @@ from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, enabled, secret_na
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
+    from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.live.client import KubeClient
     from dockyard_k8s.live.dashboard import RayTarget
     from dockyard_k8s.live.rayjobs import RayJobsClient
@@ -45,7 +46,7 @@ def create_hint(namespace: str, name: str) -> str:
             f"--from-literal={TOKEN_KEY}=\"$(openssl rand -base64 32)\"")
 
 
-def token_secret(infra: dict[str, Any], token: str) -> dict[str, Any]:
+def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
     """The run's token Secret (pure: the token is passed in)."""
     return {
         "apiVersion": "v1", "kind": "Secret",
@@ -60,7 +61,7 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def launch_secret(client: KubeClient, infra: dict[str, Any], *,
+def launch_secret(client: KubeClient, infra: InfraSpec, *,
                   make_token: Callable[[], str] = new_token) -> tuple[dict[str, Any] | None, str | None]:
     """What ``run`` does about the token Secret: (the Secret to apply with the run, with a random
     token) when it is missing; (None, its ref) when it exists and stays as it is; (None, None)

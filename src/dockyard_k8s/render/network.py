@@ -91,6 +91,18 @@ def narrowed(peer: Any) -> Any:
     return out
 
 
+def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
+    """A user-written egress peer of the sandbox that names no Ray pod and no executor of any
+    dockyard-k8s run (their fleets), so the sandbox's egress refuses them on its own."""
+    if not isinstance(peer, dict) or "ipBlock" in peer:
+        return clone(peer)
+    sel = clone(peer.get("podSelector")) if isinstance(peer.get("podSelector"), dict) else {}
+    exprs = sel.get("matchExpressions")
+    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []),
+                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]}]
+    return {**clone(peer), "podSelector": sel}
+
+
 def run_pods_but_sandbox(infra: InfraSpec) -> dict[str, Any]:
     """Selector of the run's pods other than the sandbox's (head, workers, submitter...)."""
     return {"matchLabels": {RUN_LABEL: run_name(infra)}, "matchExpressions": [dict(NOT_SANDBOX)]}
@@ -227,8 +239,9 @@ def sandbox_sources(infra: InfraSpec) -> list[dict[str, Any]]:
 
 
 def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
-    """Cluster DNS; the public internet but port 53 (allowEgress); each allowed range. Metadata
-    and blocked ranges are excepted from every range, private space unless a range opts in."""
+    """Cluster DNS; the public internet but port 53 (allowEgress); each allowed range; extraEgress
+    to pods named by label (narrowed). Metadata and blocked ranges are excepted from every range,
+    private space unless a range opts in."""
     np = infra["sandbox"]["networkPolicy"]
     blocked = [*METADATA_CIDRS, *np["blockedEgressCidrs"]]
     rules: list[dict[str, Any]] = [{"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)}]
@@ -244,6 +257,12 @@ def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
         if item.ports:
             rule["ports"] = [network_port(p) for p in item.ports]
         rules.append(rule)
+    fleets = ray_fleets(infra)
+    for extra in np["extraEgress"]:
+        extra = clone(extra)
+        if isinstance(extra, dict) and isinstance(extra.get("to"), list):
+            extra["to"] = [narrowed_egress(p, fleets) for p in extra["to"]]
+        rules.append(extra)
     return rules
 
 

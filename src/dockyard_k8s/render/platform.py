@@ -209,10 +209,14 @@ def add_storage(infra: InfraSpec, pod: dict[str, Any]) -> None:
         containers[0].setdefault("volumeMounts", []).append({"name": STORAGE_VOLUME, "mountPath": st["mountPath"]})
 
 
-def add_service_account(infra: InfraSpec, pod: dict[str, Any]) -> None:
-    """``kuberay.serviceAccountName`` / ``automountServiceAccountToken`` (default: no API token)."""
+def add_service_account(infra: InfraSpec, pod: dict[str, Any], fleet: str) -> None:
+    """``kuberay.serviceAccountName`` / ``automountServiceAccountToken`` (default: no API token, but
+    the head's when the in-tree autoscaler, which talks to the API server, runs beside Ray)."""
     kr = infra["kuberay"]
-    pod.setdefault("automountServiceAccountToken", kr["automountServiceAccountToken"])
+    mount = kr["automountServiceAccountToken"]
+    if mount is None:
+        mount = fleet == "head" and (kr["spec"] or {}).get("enableInTreeAutoscaling") is True
+    pod.setdefault("automountServiceAccountToken", mount)
     if kr["serviceAccountName"]:
         pod.setdefault("serviceAccountName", kr["serviceAccountName"])
 
@@ -235,11 +239,11 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
         for template in pod_templates(obj):
             fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
             if fleet == "submitter":
-                add_service_account(infra, template.setdefault("spec", {}))
+                add_service_account(infra, template.setdefault("spec", {}), fleet)
             if fleet not in GANG_FLEETS:
                 continue
             pod = template.setdefault("spec", {})
-            add_service_account(infra, pod)
+            add_service_account(infra, pod, fleet)
             add_runtime_class(infra, pod)
             if created and pod.get("priorityClassName") in (None, infra["infra"]["priorityClassName"]):
                 pod["priorityClassName"] = created

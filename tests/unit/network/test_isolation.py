@@ -17,8 +17,9 @@ from support.netpol import Address, Network, Pod
 REPO = Path(__file__).resolve().parents[3]
 FLEET = "dockyard-k8s/fleet"
 # infra example -> the recipe it runs (as tests/golden does)
-EXAMPLES = {"grpo_swe": "grpo_swe", "grpo_swe_sglang": "grpo_swe", "eks_p5": "grpo_swe",
-            "kind_single_gpu": "grpo_tiny", "k3s_single_gpu": "grpo_tiny", "kind_cpu": "grpo_tiny"}
+EXAMPLES = {"grpo_swe": "grpo_swe", "grpo_swe_sglang": "grpo_swe", "grpo_swe_kueue": "grpo_swe",
+            "eks_p5": "grpo_swe", "kind_single_gpu": "grpo_tiny", "k3s_single_gpu": "grpo_tiny",
+            "kind_cpu": "grpo_tiny"}
 MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
 MODE_SETS = {"attach": ["launch.attach.cluster=shared-ray"],
              "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"]}
@@ -57,6 +58,11 @@ def outsiders(ns: str) -> list[Pod]:
 
 
 CASES = [(e, m) for e in EXAMPLES for m in MODES]
+
+
+def test_every_example_infra_file_is_covered() -> None:
+    assert sorted(p.name.removesuffix(".infra.yaml") for p in (REPO / "examples").glob("*.infra.yaml")) == \
+        sorted(EXAMPLES)
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,8 @@ infra_settings = st.fixed_dictionaries({
         "enabled": st.booleans(), "allowEgress": st.booleans(),
         "allowedEgressCidrs": st.lists(allowed_entries, max_size=4),
         "blockedEgressCidrs": st.lists(cidrs, max_size=2),
-        "ingressFrom": st.lists(peers, max_size=2)})}),
+        "ingressFrom": st.lists(peers, max_size=2),
+        "extraEgress": st.lists(egress_rules, max_size=2)})}),
     "kuberay": st.fixed_dictionaries({
         "networkPolicy": st.fixed_dictionaries({
             "operator": st.fixed_dictionaries({"podSelector": st.one_of(st.none(), selectors)},
@@ -94,7 +95,8 @@ def _covered(ip: str, opted: list[str]) -> bool:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@example(extra={"launch": {"mode": "rayjob"}, "sandbox": {"networkPolicy": {"ingressFrom": [{"podSelector": {}}]}},
+@example(extra={"launch": {"mode": "rayjob"}, "sandbox": {"networkPolicy": {
+    "ingressFrom": [{"podSelector": {}}], "extraEgress": [{"to": [{"podSelector": {}}, {"namespaceSelector": {}}]}]}},
                "kuberay": {"networkPolicy": {"operator": {"podSelector": {}},
                                              "extraIngress": [{"from": [{"namespaceSelector": {}}]}]}}},
          example="grpo_swe", pod_cidr=POD_CIDRS[0])

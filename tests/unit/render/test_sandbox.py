@@ -170,3 +170,28 @@ def test_every_piece_can_be_dropped(render):
 def test_token_can_be_mounted_only_on_request(render):
     objs, _ = render("sandbox:\n  security:\n    automountServiceAccountToken: true\n")
     assert pod(objs)["automountServiceAccountToken"] is True
+
+
+def test_extra_egress_names_pods_but_never_a_ray_pod_or_an_executor(render):
+    objs, _ = render("sandbox:\n  networkPolicy:\n    extraEgress:\n"
+                     "      - to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: inference}},\n"
+                     "              podSelector: {matchLabels: {dockyard-k8s/endpoint: llama}}}]\n"
+                     "        ports: [{port: 8000}]\n")
+    rule = objs["NetworkPolicy", "exp-sandbox"]["spec"]["egress"][-1]
+    assert rule["ports"] == [{"port": 8000}]
+    (peer,) = rule["to"]
+    assert peer["podSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama"}, "matchExpressions": [
+        {"key": FLEET_LABEL, "operator": "NotIn", "values": ["head", "trainer", "inference", "submitter", "sandbox"]}]}
+
+
+def test_gpu_pods_get_no_api_token_but_an_autoscaling_head_does(render):
+    objs, _ = render(sets=["launch.mode=bringup"])
+    spec = objs["RayCluster", "exp"]["spec"]
+    pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
+    assert [p["automountServiceAccountToken"] for p in pods] == [False, False, False]
+    objs, _ = render("kuberay:\n  serviceAccountName: trainer-sa\n  spec: {enableInTreeAutoscaling: true}\n",
+                     sets=["launch.mode=bringup"])
+    spec = objs["RayCluster", "exp"]["spec"]
+    pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
+    assert [p["automountServiceAccountToken"] for p in pods] == [True, False, False]
+    assert {p["serviceAccountName"] for p in pods} == {"trainer-sa"}

@@ -45,13 +45,13 @@ def example(name: str) -> list[dict[str, Any]]:
         os.chdir(cwd)
 
 
-def run_objects(namespace: str) -> list[dict[str, Any]]:
+def run_objects(namespace: str, *sets: str) -> list[dict[str, Any]]:
     """The grpo-swe run (sandbox pool included) in ``namespace``."""
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         return build_bundle("examples/grpo_swe.yaml", "examples/grpo_swe.infra.yaml",
-                            sets=[f"infra.namespace={namespace}"], env={"HOME": "/nonexistent"}).objects
+                            sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"}).objects
     finally:
         os.chdir(cwd)
 
@@ -149,11 +149,15 @@ def test_a_runs_sandbox_is_admitted_only_when_the_spec_says_so(tmp_path: Path) -
     net = network([*objects, *run_objects("llama")])
     server = net.find(**{"dockyard-k8s/endpoint": "llama"})
     sandbox = net.find("llama", **{FLEET: "sandbox"})
-    # The endpoint's side now admits it; the sandbox's own egress (open to 0.0.0.0/0 minus metadata)
-    # reaches a pod only where the CNI matches ipBlock against pod IPs (docs/serve.md says so).
-    assert net.check(sandbox, server, 8000, ipblock_matches_pods=True)
-    ports, _ = net.open_ports(sandbox, server, ipblock_matches_pods=False)
-    assert not ports
+    # The endpoint's side now admits it; the sandbox's own egress never reaches a pod by IP (private
+    # space is excepted from its open egress), on any CNI ...
+    assert net.refused(sandbox, server)
+    # ... until the run names the endpoint in sandbox.networkPolicy.extraEgress (docs/serve.md)
+    to_llama = ("sandbox.networkPolicy.extraEgress=[{to: [{podSelector: {matchLabels: "
+                "{dockyard-k8s/endpoint: llama}}}], ports: [{port: 8000}]}]")
+    net = network([*objects, *run_objects("llama", to_llama)])
+    sandbox = net.find("llama", **{FLEET: "sandbox"})
+    assert net.allowed(sandbox, server, 8000)
     # and it stays closed on every other port, and for other runs' sandboxes
     assert net.refused(sandbox, server, 8001) and net.refused(SANDBOX_IN_ARGO, server)
 
