@@ -14,7 +14,10 @@ user wrote, the renderers (``render/network.py``) and ``check`` read the same ta
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, SandboxNetworkPolicy
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -159,7 +162,7 @@ def _egress_rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[
             if isinstance(peer, dict) and "ipBlock" in peer]
 
 
-def _egress_problems(np: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+def _egress_problems(np: SandboxNetworkPolicy) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
     metadata, private = nets(METADATA_CIDRS), nets(PRIVATE_CIDRS)
     for i, entry in enumerate(np["allowedEgressCidrs"]):
@@ -193,7 +196,7 @@ def _egress_problems(np: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-def network_problems(infra: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
     """Rules of the sandbox's and the GPU side's network settings and of Ray auth, as (key path, message)."""
     out: list[tuple[tuple[Any, ...], str]] = []
     sb, kr = infra["sandbox"], infra["kuberay"]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.model import RunConfig, layer_name
+from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity

@@ -21,8 +21,11 @@ EXAMPLES = {"grpo_swe": "grpo_swe", "grpo_swe_sglang": "grpo_swe", "grpo_swe_kue
             "eks_p5": "grpo_swe", "kind_single_gpu": "grpo_tiny", "k3s_single_gpu": "grpo_tiny",
             "kind_cpu": "grpo_tiny"}
 MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
+# As tests/golden/test_golden.py renders them: what a mode needs beyond the example.
 MODE_SETS = {"attach": ["launch.attach.cluster=shared-ray"],
              "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"]}
+JOB_SETS = {e: ["kuberay.head.nodeSelector=null", "kuberay.head.cpu=4", "kuberay.head.memory=32Gi"]
+            for e in ("grpo_swe", "grpo_swe_sglang", "grpo_swe_kueue")}
 POD_CIDRS = ("10.244.0.0/16", "10.42.0.0/16", "192.168.0.0/16", "100.64.0.0/16", "172.20.0.0/16")
 RAY_PORTS = (6379, 8265, 10001, 52365, 8080, 12345)  # GCS, dashboard, client, agent, metrics, a worker port
 METADATA = ("169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "168.63.129.16",
@@ -37,7 +40,8 @@ def bundle_objects(example: str, mode: str, sets: list[str] | None = None) -> li
     os.chdir(REPO)
     try:
         return build_bundle(f"examples/{EXAMPLES[example]}.yaml", f"examples/{example}.infra.yaml",
-                            sets=[f"launch.mode={mode}", *MODE_SETS.get(mode, []), *(sets or [])],
+                            sets=[f"launch.mode={mode}", *MODE_SETS.get(mode, []),
+                                  *(JOB_SETS.get(example, []) if mode == "job" else []), *(sets or [])],
                             env={"HOME": "/nonexistent"}).objects
     finally:
         os.chdir(cwd)

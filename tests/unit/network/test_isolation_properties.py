@@ -75,6 +75,7 @@ infra_settings = st.fixed_dictionaries({
         "ingressFrom": st.lists(peers, max_size=2),
         "extraEgress": st.lists(egress_rules, max_size=2)})}),
     "kuberay": st.fixed_dictionaries({
+        "extraGroups": st.just(["rollout"]),  # the group below is meant, not a typo
         "networkPolicy": st.fixed_dictionaries({
             "operator": st.fixed_dictionaries({"podSelector": st.one_of(st.none(), selectors)},
                                               optional={"namespaceSelector": selectors}),
