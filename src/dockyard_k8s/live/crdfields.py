@@ -28,7 +28,7 @@ KUBERAY_FIELDS_SINCE: dict[tuple[str, str], tuple[str, str]] = {
     ("RayCluster", "spec.managedBy"): ("1.3.0", "kuberay.spec"),
     ("RayCluster", "spec.gcsFaultToleranceOptions"): ("1.3.0", "kuberay.spec"),
     ("RayCluster", "spec.workerGroupSpecs.suspend"): ("1.3.0", "kuberay.spec"),
-    ("RayCluster", "spec.authOptions"): ("1.5.1", "kuberay.spec"),
+    ("RayCluster", "spec.authOptions"): ("1.5.1", "kuberay.auth (mode: disabled turns Ray authentication off)"),
 }
 _UNDECLARED = re.compile(r"(\.[^\s:]+): field not declared in schema")
 _INDEX = re.compile(r"\[[^\]]*\]")
