@@ -26,11 +26,15 @@ def test_a_field_the_installed_crd_lacks_refuses_the_run_before_anything_is_appl
     assert "error: RayJob rl-research/grpo-swe: the cluster's RayJob CRD has no field " \
            "spec.preRunningDeadlineSeconds (KubeRay v1.6.0 added it)" in r.err
     assert "nothing was applied" in r.err
-    assert "upgrade the operator and its CRDs to KubeRay >= v1.6.0, or unset launch.preRunningDeadlineSeconds" \
-        in r.err
+    # Ray token auth (kuberay.auth, the default) renders authOptions, which 1.4.2 lacks too
+    assert "spec.rayClusterSpec.authOptions (KubeRay v1.5.1 added it)" in r.err
+    assert "upgrade the operator and its CRDs to KubeRay >= v1.6.0, or unset kuberay.auth (mode: disabled turns " \
+           "Ray authentication off), launch.preRunningDeadlineSeconds" in r.err
     assert len(patches(fake, "rayjobs")) == 1  # a schema refusal is not retried
     assert fake.get("apps/v1", "Deployment", NS, "grpo-swe-sandbox") is None  # nothing half-applied
-    ok = cli("run", *ARGS, "--detach", "--set", "launch.preRunningDeadlineSeconds=null")
+    assert fake.get("v1", "Secret", NS, "grpo-swe-ray-auth") is None  # the token Secret neither
+    ok = cli("run", *ARGS, "--detach", "--set", "launch.preRunningDeadlineSeconds=null",
+             "--set", "kuberay.auth.mode=disabled")
     assert ok.code == 0, ok.err
 
 

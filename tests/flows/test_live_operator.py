@@ -12,7 +12,8 @@ from flowkit import in_background, wait_following, wait_output
 from kuberay_sim import EXAMPLES, NS, RUN, KubeRay
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
-NO_DEADLINE = ["--set", "launch.preRunningDeadlineSeconds=null"]  # v1.4.2 has no such field
+# v1.4.2 has neither field: no pre-running deadline, no authOptions (Ray token auth off)
+NO_DEADLINE = ["--set", "launch.preRunningDeadlineSeconds=null", "--set", "kuberay.auth.mode=disabled"]
 
 
 @pytest.fixture
