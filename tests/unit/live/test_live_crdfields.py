@@ -24,7 +24,8 @@ def test_the_fields_a_refusal_names() -> None:
 
 def test_releases_of_fields_and_of_a_rayjobs_cluster_fields() -> None:
     assert since("RayJob", "spec.preRunningDeadlineSeconds") == ("1.6.0", "launch.preRunningDeadlineSeconds")
-    assert since("RayJob", "spec.rayClusterSpec.authOptions") == ("1.5.1", "kuberay.spec")
+    assert since("RayJob", "spec.rayClusterSpec.authOptions") == (
+        "1.5.1", "kuberay.auth (mode: disabled turns Ray authentication off)")
     assert since("RayCluster", "spec.workerGroupSpecs[0].suspend") == ("1.3.0", "kuberay.spec")
     assert since("RayJob", "spec.unheardOf") is None
 
@@ -32,8 +33,8 @@ def test_releases_of_fields_and_of_a_rayjobs_cluster_fields() -> None:
 def test_explain_names_the_newest_release_needed() -> None:
     message, hint = explain("RayJob", ["spec.preRunningDeadlineSeconds", "spec.rayClusterSpec.authOptions"])
     assert "spec.preRunningDeadlineSeconds (KubeRay v1.6.0 added it)" in message
-    assert hint.startswith("upgrade the operator and its CRDs to KubeRay >= v1.6.0, or unset kuberay.spec, "
-                           "launch.preRunningDeadlineSeconds")
+    assert hint.startswith("upgrade the operator and its CRDs to KubeRay >= v1.6.0, or unset kuberay.auth (mode: "
+                           "disabled turns Ray authentication off), launch.preRunningDeadlineSeconds")
     _, hint = explain("RayJob", ["spec.unheardOf"])
     assert "unset" not in hint
 
