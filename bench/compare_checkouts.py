@@ -8,9 +8,12 @@ both alike, with one shared warm validator cache per checkout. Reports per comma
 checkout the median wall time with its interquartile range, the minimum, and the median CPU
 time (user + system, workers included).
 
-Usage: python bench/compare_checkouts.py OTHER_CHECKOUT... [-n 10000] [--runs 15]
+Usage: python bench/compare_checkouts.py OTHER_CHECKOUT... [-n 10000] [--runs 15] [--same-venv]
        (e.g. a clone of main at an older commit: git clone . /tmp/old && git -C /tmp/old checkout X
         && python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install -e /tmp/old)
+       --same-venv runs every checkout with this interpreter and PYTHONPATH=CHECKOUT/src
+       (``python -m dockyard_k8s``): no venv per checkout, for ones with the same dependencies
+       (a worktree: git worktree add --detach /tmp/old X).
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = ["examples/grpo_swe.yaml", "--infra", "examples/grpo_swe.infra.yaml"]
 
 
-def _commands(tree: str, manifests: str) -> dict[str, list[str]]:
-    exe = os.path.join(tree, ".venv", "bin", "dockyard-k8s")
-    return {"check": [exe, "check", *EXAMPLE],
-            "validate": [exe, "validate", manifests],
-            "validate --workers 1": [exe, "validate", "--workers", "1", manifests]}
+def _commands(tree: str, manifests: str, same_venv: bool = False) -> dict[str, list[str]]:
+    exe = [sys.executable, "-m", "dockyard_k8s"] if same_venv else [os.path.join(tree, ".venv", "bin", "dockyard-k8s")]
+    return {"check": [*exe, "check", *EXAMPLE],
+            "validate": [*exe, "validate", manifests],
+            "validate --workers 1": [*exe, "validate", "--workers", "1", manifests]}
 
 
 def main() -> None:
@@ -40,6 +43,7 @@ def main() -> None:
     parser.add_argument("others", nargs="+", metavar="other", help="another checkout with its own .venv")
     parser.add_argument("-n", type=int, default=10_000, help="objects in the validate input")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--same-venv", action="store_true", help="this interpreter, PYTHONPATH=CHECKOUT/src")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "src"))
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -57,8 +61,10 @@ def main() -> None:
         for name, tree in trees.items():
             env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, f"cache-{len(envs)}"))
             env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has .pyc files
+            if args.same_venv:
+                env["PYTHONPATH"] = os.path.join(tree, "src")
             envs[name] = env
-            for cmd in _commands(tree, manifests).values():  # fill the caches
+            for cmd in _commands(tree, manifests, args.same_venv).values():  # fill the caches
                 subprocess.run(cmd, cwd=tree, env=env, capture_output=True, check=False)
         wall: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
@@ -67,8 +73,8 @@ def main() -> None:
                 for name, tree in trees.items():
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     t = time.perf_counter()
-                    subprocess.run(_commands(tree, manifests)[what], cwd=tree, env=envs[name], capture_output=True,
-                                   check=False)
+                    subprocess.run(_commands(tree, manifests, args.same_venv)[what], cwd=tree, env=envs[name],
+                                   capture_output=True, check=False)
                     wall.setdefault((what, name), []).append(time.perf_counter() - t)
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu.setdefault((what, name), []).append(after.ru_utime + after.ru_stime - before.ru_utime

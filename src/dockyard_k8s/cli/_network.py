@@ -79,14 +79,7 @@ def ray_ports_line(infra: InfraSpec) -> str:
 
 
 def isolation_findings(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(severity, message) of the ``sandbox-isolation`` rule over the rendered objects."""
-    from dockyard_k8s.lint.model import Context, LintConfig, Obj
-    from dockyard_k8s.lint.rules.network import isolation_hits
+    """(severity, message) of the ``sandbox-isolation`` analysis over the rendered objects."""
+    from dockyard_k8s.lint.isolation import findings
 
-    objs = [Obj(o) for o in objects]
-    ctx = Context(objs, LintConfig())
-    out = []
-    for o in objs:
-        for hit in isolation_hits(o, ctx):
-            out.append((hit.severity or "error", f"{o.ref}: {hit.message}"))
-    return out
+    return [(f.severity, f"{f.template.obj}: {f.message}") for f in findings(objects)]

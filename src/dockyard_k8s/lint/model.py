@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, pod_requests, pod_templates, selector_matches
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
+from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
 
 ERROR = "error"
 WARNING = "warning"
@@ -25,8 +26,7 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
-# Where a pod says it runs untrusted code: our sandbox pool's fleet label, or this annotation.
-UNTRUSTED_ANNOTATION = "dockyard-k8s/untrusted"
+# Where a pod says it runs untrusted code: our sandbox pool's fleet label, or UNTRUSTED_ANNOTATION.
 IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 

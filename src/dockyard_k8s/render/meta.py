@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 RUN_LABEL = "dockyard-k8s/run"
 ENDPOINT_LABEL = "dockyard-k8s/endpoint"  # serve: what `serve status` / `serve down` select on
 FLEET_LABEL = "dockyard-k8s/fleet"
+# On a pod template or its object: its pods run untrusted code (lint treats them as the sandbox's).
+UNTRUSTED_ANNOTATION = "dockyard-k8s/untrusted"
 MANAGED_BY = "dockyard-k8s"
 
 # fleet -> the app.kubernetes.io/component of its pods

@@ -1,7 +1,7 @@
 """Network exposure: what untrusted pods can reach, NetworkPolicy coverage, Services, Ray auth.
 
-``sandbox-isolation`` computes reachability from the input's NetworkPolicies (``lint/reach.py``,
-worst case on every CNI-specific point), so a ``kuberay.spec`` fragment or an extra rule that
+``sandbox-isolation`` computes reachability from the input's NetworkPolicies (``lint/isolation.py``
+over ``lint/reach.py``, worst case on every CNI-specific point), so a ``kuberay.spec`` fragment or an extra rule that
 reopens a path is an error, whatever produced it. Whether a Service selects any pod at all,
 and whether a workload's selector matches its template, are checked by the validator.
 """
@@ -11,15 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dockyard_k8s.config.network import METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.lint import reach
+from dockyard_k8s.lint import isolation
+from dockyard_k8s.lint.isolation import RAY_KINDS
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.render.meta import FLEET_LABEL
-
-RAY_KINDS = ("RayJob", "RayCluster", "RayService")
-RAY_FLEETS = ("head", "trainer", "inference", "submitter")
-PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 
 
 def _policy_types(np: Obj) -> set[str]:
@@ -91,88 +87,12 @@ def target_port(o: Obj, c: Context) -> Iterator[Hit]:
 # --- what untrusted pods can reach ------------------------------------------------------------
 
 
-def _target(pod: Pod) -> reach.Target:
-    ports = []
-    for _, k in pod.containers():
-        for p in k.get("ports") or []:
-            if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
-                ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP")))
-    return reach.Target(pod.namespace, pod.labels, tuple(ports))
-
-
-def _gpu_side(o: Obj, pod: Pod) -> bool:
-    """A pod of the GPU Ray cluster: in a Ray object, labelled as a Ray fleet, or requesting GPUs."""
-    return not pod.untrusted and (o.kind in RAY_KINDS or pod.labels.get(FLEET_LABEL) in RAY_FLEETS or pod.gpus > 0)
-
-
-def _where(o: Obj, pod: Pod) -> str:
-    group = pod.template.group
-    return f"{o.ref}" + (f" ({group})" if group else "")
-
-
-def _opted_in(c: Context, src: reach.Target, policies: reach.Policies) -> reach.Addresses:
-    ranges = []
-    for np in policies.selecting(src, "Egress"):
-        note = ((np.get("metadata") or {}).get("annotations") or {}).get(PRIVATE_EGRESS_ANNOTATION) or ""
-        ranges += [r.strip() for r in str(note).split(",") if r.strip()]
-    out: reach.Addresses = {}
-    for r in ranges:
-        try:
-            for v, spans in reach.cidr_spans(r).items():
-                out[v] = reach.merge(out.get(v, []) + spans)
-        except ValueError:
-            continue
-    return out
-
-
 def isolation_hits(o: Obj, c: Context) -> Iterator[Hit]:
-    """For each untrusted pod of ``o``: GPU pods, other untrusted pods, metadata and private
-    addresses it may reach (errors), and GPU pods only its own egress keeps it from (a warning)."""
-    untrusted = [p for p in o.pods if p.untrusted]
-    if not untrusted:
+    """``lint/isolation.py``'s findings for the untrusted pods of ``o``, at their pod spec."""
+    if not any(p.untrusted for p in o.pods):
         return
-    policies = reach.Policies(n.data for n in c.of_kind("NetworkPolicy"))
-    for pod in untrusted:
-        src = _target(pod)
-        one_sided = []
-        for other, dst_pod in c.pods():
-            if not (dst_pod.untrusted or _gpu_side(other, dst_pod)):
-                continue
-            dst = _target(dst_pod)
-            ports, egress, ingress = policies.pod_to_pod(src, dst)
-            if dst_pod.untrusted and ports:
-                what = "another replica" if dst_pod is pod else f"another untrusted pod ({_where(other, dst_pod)})"
-                yield Hit(pod.spec_path, f"an executor may reach {what} on {reach.show_ports(ports)}: its ingress "
-                                         f"admits it ({'; '.join(ingress.rules)})", ERROR)
-            elif not dst_pod.untrusted and ports:
-                yield Hit(pod.spec_path, f"untrusted pods may reach the GPU pod {_where(other, dst_pod)} on "
-                                         f"{reach.show_ports(ports)}: their egress ({'; '.join(egress.rules)}) and "
-                                         f"its ingress ({'; '.join(ingress.rules)}) both allow it", ERROR)
-            elif not dst_pod.untrusted and ingress.ports:
-                one_sided.append(f"{_where(other, dst_pod)} ({'; '.join(ingress.rules)})")
-        if one_sided:
-            yield Hit(pod.spec_path, "only the untrusted pods' own egress keeps them from these GPU pods, whose "
-                                     f"ingress admits them: {', '.join(one_sided)}; on a CNI that matches ipBlocks "
-                                     "against pod IPs one more rule would open them (enable kuberay.networkPolicy)",
-                      WARNING)
-        yield from _address_hits(c, pod, src, policies)
-
-
-def _address_hits(c: Context, pod: Pod, src: reach.Target, policies: reach.Policies) -> Iterator[Hit]:
-    if not policies.selecting(src, "Egress"):
-        yield Hit(pod.spec_path, "no NetworkPolicy restricts the egress of untrusted pods: they reach the cloud "
-                                 "metadata endpoints (node credentials at 169.254.169.254) and every private "
-                                 "address (pods, Services, internal systems)", ERROR)
-        return
-    opted = _opted_in(c, src, policies)
-    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS)):
-        for cidr in cidrs:
-            for addrs, ports, rule in policies.egress_to(src, cidr):
-                if kind.startswith("private"):
-                    addrs = {v: s for v, spans in addrs.items() if (s := reach.minus(spans, opted.get(v, [])))}
-                if addrs:
-                    yield Hit(pod.spec_path, f"untrusted pods may reach {kind} {cidr} ({reach.show_addresses(addrs)})"
-                                             f" on {reach.show_ports(ports)}: {rule}", ERROR)
+    for f in isolation.findings([x.data for x in c.objects], of=o.data):
+        yield Hit(f.template.spec_path, f.message, f.severity)
 
 
 def runtime_class(o: Obj, c: Context) -> Iterator[Hit]:

@@ -1,0 +1,150 @@
+"""What the untrusted pods of a set of objects may reach, from their NetworkPolicies.
+
+One analysis behind the ``sandbox-isolation`` lint rule and ``check``'s warnings, over plain
+objects (``check`` pays for no lint machinery). For each pod template that runs untrusted
+code (the sandbox fleet label, or the ``dockyard-k8s/untrusted`` annotation):
+
+* error: a path to a pod of the GPU Ray cluster (a Ray object's pod, a Ray fleet label, or a
+  GPU request), to another untrusted pod, to a cloud metadata range, or to private space not
+  opted in (the ``dockyard-k8s/private-egress`` annotation ``render/network.py`` writes);
+* warning: a GPU pod whose own ingress admits them, kept away only by their egress.
+
+The reachability itself, worst case on every CNI-specific point, is ``lint/reach.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from dockyard_k8s.config.network import METADATA_CIDRS, PRIVATE_CIDRS
+from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
+from dockyard_k8s.lint import reach
+from dockyard_k8s.plain import Path
+from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
+
+ERROR = "error"
+WARNING = "warning"
+RAY_KINDS = ("RayJob", "RayCluster", "RayService")
+RAY_FLEETS = ("head", "trainer", "inference", "submitter")
+PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
+
+
+class Template(NamedTuple):
+    """A pod template of an object, as the analysis sees it."""
+
+    obj: str  # "Kind namespace/name"
+    group: str  # head, a worker group, submitter; "" for single-template objects
+    spec_path: Path  # JSON path of the pod spec inside the object
+    target: reach.Target
+    untrusted: bool
+    gpu_side: bool
+
+    @property
+    def where(self) -> str:
+        return self.obj + (f" ({self.group})" if self.group else "")
+
+
+class Finding(NamedTuple):
+    template: Template  # the untrusted pod template it is about
+    severity: str
+    message: str
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def templates(objects: Iterable[dict[str, Any]]) -> list[Template]:
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = meta or {}
+        ns = str(meta.get("namespace") or "")
+        kind = str(obj.get("kind", ""))
+        ref = f"{kind} {ns}/{meta.get('name', '')}" if ns else f"{kind} {meta.get('name', '')}"
+        obj_notes = _str_map(meta.get("annotations"))
+        for t in pod_templates(obj):
+            labels = _str_map(t.metadata.get("labels"))
+            notes = _str_map(t.metadata.get("annotations"))
+            untrusted = labels.get(FLEET_LABEL) == "sandbox" or "true" in (notes.get(UNTRUSTED_ANNOTATION),
+                                                                           obj_notes.get(UNTRUSTED_ANNOTATION))
+            requests = pod_requests(t.spec)
+            gpus = any(requests.get(r, 0) > 0 for r in GPU_RESOURCES)
+            ports = []
+            for c in t.spec.get("containers") or [] if isinstance(t.spec.get("containers"), list) else []:
+                for p in (c.get("ports") or []) if isinstance(c, dict) and isinstance(c.get("ports"), list) else []:
+                    if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
+                        ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP")))
+            gpu_side = not untrusted and (kind in RAY_KINDS or labels.get(FLEET_LABEL) in RAY_FLEETS or gpus)
+            out.append(Template(ref, t.group, (*t.path, "spec"), reach.Target(ns, labels, tuple(ports)),
+                                untrusted, gpu_side))
+    return out
+
+
+def _opted_in(src: reach.Target, policies: reach.Policies) -> reach.Addresses:
+    out: reach.Addresses = {}
+    for np in policies.selecting(src, "Egress"):
+        note = ((np.get("metadata") or {}).get("annotations") or {}).get(PRIVATE_EGRESS_ANNOTATION) or ""
+        for r in (x.strip() for x in str(note).split(",") if x.strip()):
+            try:
+                for v, spans in reach.cidr_spans(r).items():
+                    out[v] = reach.merge(out.get(v, []) + spans)
+            except ValueError:
+                continue
+    return out
+
+
+def findings(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None) -> list[Finding]:
+    """Every path the untrusted pods of ``objects`` (of the one object ``of`` only, when given)
+    may open that they must not (see the module doc)."""
+    objects = [o for o in objects if isinstance(o, dict)]
+    sources = [t for t in templates([of] if of is not None else objects) if t.untrusted]
+    if not sources:
+        return []
+    all_templates = templates(objects)
+    policies = reach.Policies(o for o in objects if o.get("kind") == "NetworkPolicy")
+    out: list[Finding] = []
+    for src in sources:
+        one_sided = []
+        for dst in all_templates:
+            if not (dst.untrusted or dst.gpu_side):
+                continue
+            ports, egress, ingress = policies.pod_to_pod(src.target, dst.target)
+            if dst.untrusted and ports:
+                same = (dst.obj, dst.spec_path) == (src.obj, src.spec_path)
+                what = "another replica" if same else f"another untrusted pod ({dst.where})"
+                out.append(Finding(src, ERROR, f"an executor may reach {what} on {reach.show_ports(ports)}: its "
+                                               f"ingress admits it ({'; '.join(ingress.rules)})"))
+            elif not dst.untrusted and ports:
+                out.append(Finding(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} on "
+                                               f"{reach.show_ports(ports)}: their egress ({'; '.join(egress.rules)}) "
+                                               f"and its ingress ({'; '.join(ingress.rules)}) both allow it"))
+            elif not dst.untrusted and ingress.ports:
+                one_sided.append(f"{dst.where} ({'; '.join(ingress.rules)})")
+        if one_sided:
+            out.append(Finding(src, WARNING, "only the untrusted pods' own egress keeps them from these GPU pods, "
+                                             f"whose ingress admits them: {', '.join(one_sided)}; on a CNI that "
+                                             "matches ipBlocks against pod IPs one more rule would open them "
+                                             "(enable kuberay.networkPolicy)"))
+        out += _address_findings(src, policies)
+    return out
+
+
+def _address_findings(src: Template, policies: reach.Policies) -> list[Finding]:
+    if not policies.selecting(src.target, "Egress"):
+        return [Finding(src, ERROR, "no NetworkPolicy restricts the egress of untrusted pods: they reach the cloud "
+                                    "metadata endpoints (node credentials at 169.254.169.254) and every private "
+                                    "address (pods, Services, internal systems)")]
+    out = []
+    opted = _opted_in(src.target, policies)
+    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS)):
+        for cidr in cidrs:
+            for addrs, ports, rule in policies.egress_to(src.target, cidr):
+                if kind.startswith("private"):
+                    addrs = {v: s for v, spans in addrs.items() if (s := reach.minus(spans, opted.get(v, [])))}
+                if addrs:
+                    out.append(Finding(src, ERROR, f"untrusted pods may reach {kind} {cidr} "
+                                                   f"({reach.show_addresses(addrs)}) on {reach.show_ports(ports)}: "
+                                                   f"{rule}"))
+    return out
