@@ -336,10 +336,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "secretName": string("Secret with the token under key auth_token; defaults to <run>-ray-auth, which "
                                  "`run`/`cluster up` create with a random token when missing (render users: "
                                  "docs/security.md). attach mode: the attached cluster's token.", None,
-                                 nullable=True, pattern=DNS1123_LABEL),
+                                 nullable=True, fmt="dns-subdomain"),
         }),
         "serviceAccountName": string("ServiceAccount of the GPU pods and the submitter (null: the namespace's "
-                                     "default).", None, nullable=True),
+                                     "default).", None, nullable=True, fmt="dns-subdomain"),
         "automountServiceAccountToken": {
             "type": ["boolean", "null"], "default": None,
             "description": "Mount a Kubernetes API token into the GPU pods and the submitter. null: no token (the "
