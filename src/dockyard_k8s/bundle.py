@@ -54,8 +54,10 @@ def build_bundle(
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     values: Sequence[Setting] = (),
+    fit: bool = True,
 ) -> Bundle:
-    """Load, render and check a run.
+    """Load, render and check a run. ``fit``: refuse pods that cannot run on one node of the
+    instance type they select (off for ``plan`` and ``lint``, which report on the run as it is).
 
     Raises:
         ConfigError: bad input, including config that KubeRay or the API server would reject.
@@ -77,9 +79,9 @@ def build_bundle(
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
     if report.problems:
         raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
-    fit = fit_problems(run, objects)
-    if fit:
-        raise_blamed(run, fit)
+    misfit = fit_problems(run, objects) if fit else []
+    if misfit:
+        raise_blamed(run, misfit)
     return Bundle(run, objects, report)
 
 

@@ -64,7 +64,7 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
-def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bundle:
+def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit: bool = True) -> Bundle:
     """The run of RECIPE with every layer; ``values`` are what the command itself forces
     (typed, on top of ``--set``), then ``-n``.
 
@@ -76,7 +76,7 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = ()) -> Bun
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
     layers = dict(sets=args.sets, set_strings=getattr(args, "set_strings", []),
-                  set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ)
+                  set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ, fit=fit)
     bundle = build_bundle(args.recipe, args.infra, **layers, values=typed)
     if args.namespace or not getattr(args, "live", False) or bundle.run.written_by_user(("infra", "namespace")):
         return bundle

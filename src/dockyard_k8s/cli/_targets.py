@@ -90,5 +90,5 @@ def load_targets(args: argparse.Namespace) -> Targets:
                        False)
     from dockyard_k8s.cli._runargs import load_bundle
 
-    bundle = load_bundle(args)
+    bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
     return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)

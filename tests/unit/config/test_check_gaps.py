@@ -331,3 +331,14 @@ def test_null_unsets_in_files_and_set_alike_and_maps_merge(recipe, write, clean_
 def test_more_values_that_would_fail_on_the_cluster(recipe, write, clean_env, setting, expected):
     found = problems(recipe, write("i.yaml", INFRA), sets=[setting], env=clean_env)
     assert len(found) == 1 and expected in found[0], found
+
+
+def test_plan_and_lint_report_on_a_run_check_refuses(recipe, write, monkeypatch, capsys):
+    infra = write("i.yaml", INFRA + "kuberay:\n  trainer:\n    gpus: 16\n    nodeSelector:\n"
+                                    "      node.kubernetes.io/instance-type: p5.48xlarge\n"
+                                    "plan:\n  nodePools: [{name: gpu, instanceType: p5.48xlarge, count: 2}]\n")
+    monkeypatch.setenv("HOME", os.path.dirname(infra))
+    assert main(["check", recipe, "-f", infra]) == 2
+    assert main(["plan", recipe, "-f", infra]) == 1  # plan's own report: pending, with the scheduler's reason
+    assert "Insufficient nvidia.com/gpu" in capsys.readouterr().out
+    assert main(["lint", recipe, "-f", infra]) in (0, 1)
