@@ -27,4 +27,6 @@ def test_the_script_renders_and_validates_everything(tmp_path):
     assert {"eks_p5-nccl-test.yaml", "kind_single_gpu-nccl-test.yaml"} <= set(rendered)
     for spec in (REPO / "examples").glob("*.serve.yaml"):
         assert spec.name in rendered
+    handwritten = next(line for line in result.stdout.splitlines() if line.startswith("hand-written: "))
+    assert "infra/examples/sandbox-pool.yaml" in handwritten.split()
     assert " 0 invalid" in result.stdout
