@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.pyyaml import PLAIN_TAG, compose_loader
 
 if TYPE_CHECKING:
     import yaml
@@ -71,7 +72,6 @@ _AMBIGUOUS = (
 )
 
 _STR_TAG = "tag:yaml.org,2002:str"
-_PLAIN = "tag:dockyard-k8s,untagged"  # what the composer gives every scalar without an explicit tag
 _KNOWN_TAGS = {
     "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
     "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null",
@@ -110,23 +110,6 @@ def _untagged(value: str, plain: bool) -> tuple[Any, str | None]:
             rest = value.lstrip("+-")[1:]
             return value, f"unquoted {value!r} {why.format(rest=rest, value=value)}"
     return _resolve_plain(value)[1], None
-
-
-_Loader: Any = None
-
-
-def _compose_loader() -> Any:
-    """PyYAML's (C) loader composing nodes only; our own walk types the scalars (1.2 core)."""
-    global _Loader
-    if _Loader is None:
-        import yaml
-
-        class ComposeLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-            yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}
-            DEFAULT_SCALAR_TAG = _PLAIN
-
-        _Loader = ComposeLoader
-    return _Loader
 
 
 # --- environment interpolation --------------------------------------------------------
@@ -193,7 +176,7 @@ class _Walker:
         if id(node) in self._active:
             self.problem(node, path, "recursive alias (an anchor that contains itself)")
             return None
-        if node.tag not in _KNOWN_TAGS and node.tag != _PLAIN:
+        if node.tag not in _KNOWN_TAGS and node.tag != PLAIN_TAG:
             self.problem(node, path, f"unsupported tag {node.tag!r} (plain YAML only)")
             return None
         if isinstance(node, yaml.ScalarNode):
@@ -218,7 +201,7 @@ class _Walker:
             for name in missing:
                 self.problem(node, path, f"environment variable {name} is not set "
                                          f"(got ${{{name}}}, expected it set, or write ${{{name}:-default}})")
-        if node.tag == _PLAIN:
+        if node.tag == PLAIN_TAG:
             # quoted or block scalar: always a string (style "" or None is plain)
             typed, why = _untagged(value, not node.style)
             if why:
@@ -246,7 +229,7 @@ class _Walker:
             if key == "<<" and not key_node.style:
                 self._merge_key(value_node, path, out)
                 continue
-            if not key_node.style and key_node.tag == _PLAIN and _AMBIGUOUS[0][0].match(key):
+            if not key_node.style and key_node.tag == PLAIN_TAG and _AMBIGUOUS[0][0].match(key):
                 self.problem(key_node, (*path, key), f"unquoted key {key!r} is a boolean in YAML 1.1 "
                                                      "(PyYAML, kubectl) but a string in YAML 1.2; quote it")
             if key in seen:
@@ -276,7 +259,7 @@ def _compose(text: str, file: str, env: Mapping[str, str] | None) -> tuple[Any, 
 
     walker = _Walker(file, env)
     try:
-        nodes = list(yaml.compose_all(text, Loader=_compose_loader()))
+        nodes = list(yaml.compose_all(text, Loader=compose_loader()))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)

@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any
 
+from dockyard_k8s.pyyaml import PLAIN_TAG, compose_loader
 from dockyard_k8s.validate.problem import RULE_YAML, JsonPath, Problem
 
 _TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
@@ -64,26 +65,6 @@ def resolve_go_yaml(text: str) -> Any:
 # --- PyYAML's composer + go-yaml resolution, with lines -------------------------------------
 
 _STR = "tag:yaml.org,2002:str"
-_PLAIN = "tag:dockyard-k8s,untagged"
-
-
-_LOADER: list[type] = []  # the class, made once (locating 500 documents made it 500 times)
-
-
-def compose_loader() -> type:
-    """PyYAML's (C) loader, composing nodes with every plain scalar untagged (resolved here)."""
-    if _LOADER:
-        return _LOADER[0]
-    import yaml
-
-    base = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
-
-    class Loader(base):  # type: ignore[misc,valid-type]
-        yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class attribute
-        DEFAULT_SCALAR_TAG = _PLAIN
-
-    _LOADER.append(Loader)
-    return Loader
 
 
 class _Builder:
@@ -135,9 +116,9 @@ class _Builder:
 def scalar_value(node: Any) -> tuple[Any, str | None]:
     """What go-yaml makes of a scalar node (composed by :func:`compose_loader`), and the problem
     with it (an unsupported tag: the node's text is kept) or None."""
-    if node.tag == _PLAIN and not node.style:
+    if node.tag == PLAIN_TAG and not node.style:
         return resolve_go_yaml(node.value), None
-    if node.tag in (_STR, _PLAIN):
+    if node.tag in (_STR, PLAIN_TAG):
         return node.value, None
     if node.tag == "tag:yaml.org,2002:binary":
         return node.value.replace("\n", "").replace(" ", ""), None
@@ -172,7 +153,7 @@ def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[tuple[Any, i
     try:
         while loader.check_node():
             node = loader.get_node()
-            if isinstance(node, yaml.ScalarNode) and node.value == "" and node.tag == _PLAIN and not node.style:
+            if isinstance(node, yaml.ScalarNode) and node.value == "" and node.tag == PLAIN_TAG and not node.style:
                 continue  # an empty document ("---" twice): the fast splitter skips it too
             builder = _Builder(offset)
             data = builder.build(node, ())

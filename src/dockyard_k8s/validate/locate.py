@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from dockyard_k8s.validate.goyaml import compose_loader, json_key, parse_slow, scalar_value
+from dockyard_k8s.pyyaml import compose_loader
+from dockyard_k8s.validate.goyaml import json_key, parse_slow, scalar_value
 from dockyard_k8s.validate.problem import JsonPath, Problem
 from dockyard_k8s.validate.split import Chunk, split_documents
 
