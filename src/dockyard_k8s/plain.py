@@ -68,16 +68,25 @@ def set_clone_hook(hook: Callable[[Any], Any] | None) -> Callable[[Any], Any] | 
 
 
 def show(value: Any) -> str:
-    """A short rendering of a value for messages."""
+    """A value as every message shows it (``got 'lots'``): a string quoted as Python's repr
+    does, cut at 60 characters; ``true``/``false``/``null``; a number as written; ``a mapping``,
+    ``a list``."""
     if isinstance(value, str):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return '"' + text.replace('"', '\\"') + '"'
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, dict):
-        return "an object"
+        return "a mapping"
     if isinstance(value, list):
-        return "an array"
+        return "a list"
     return str(value)
+
+
+def show_typed(value: Any) -> str:
+    """:func:`show` with the type of a scalar, for a type mismatch: ``'two' (string)``, ``5 (integer)``."""
+    if value is None or isinstance(value, dict | list):
+        return show(value)
+    return f"{show(value)} ({type_name(value)})"

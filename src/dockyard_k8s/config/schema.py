@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dockyard_k8s.plain import Path, clone, type_name
+from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 
 Schema = dict[str, Any]
 _NO_DEFAULT = object()
@@ -163,16 +163,6 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
-def show(value: Any) -> str:
-    """A value as shown in 'got X': short, with its type."""
-    if isinstance(value, (dict, list)):
-        return "mapping" if isinstance(value, dict) else "list"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({type_name(value)})"
-
-
 def _matches_type(value: Any, types: str | list[str]) -> bool:
     names = [types] if isinstance(types, str) else types
     return any(type_name(value) == n or (n == "number" and type_name(value) == "integer") for n in names)
@@ -192,12 +182,12 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
         expected = " or ".join(_ARTICLE[n] for n in names)
         if "pattern" in schema and "string" in names:
             expected = _pattern_hint(schema["pattern"])
-        out.append((path, f"got {show(value)}, expected {expected}"))
+        out.append((path, f"got {show_typed(value)}, expected {expected}"))
         return
     if value is None:
         return
     if "enum" in schema and value not in schema["enum"]:
-        out.append((path, f"got {show(value)}, expected one of: {', '.join(map(str, schema['enum']))}"))
+        out.append((path, f"got {show_typed(value)}, expected one of: {', '.join(map(str, schema['enum']))}"))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             out.append((path, f"got {value}, expected a number >= {schema['minimum']}"))
@@ -207,11 +197,11 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
             out.append((path, f"got {value}, expected a number <= {schema['maximum']}{why}"))
     scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
     if "pattern" in schema and scalar and not re.match(schema["pattern"], str(value)):
-        out.append((path, f"got {show(value)}, expected {_pattern_hint(schema['pattern'])}"))
+        out.append((path, f"got {show_typed(value)}, expected {_pattern_hint(schema['pattern'])}"))
     if "x-format" in schema and isinstance(value, str):
         ok, expected = FORMATS[schema["x-format"]]
         if not ok(value):
-            out.append((path, f"got {show(value)}, expected {expected}"))
+            out.append((path, f"got {show_typed(value)}, expected {expected}"))
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             _check(schema["items"], item, (*path, i), out)
@@ -227,7 +217,7 @@ def _check_object(schema: Schema, value: dict[str, Any], path: Path, out: list[t
         ok, expected = FORMATS[names["x-format"]]
         for key in value:
             if not ok(str(key)):
-                out.append(((*path, key), f"got key {str(key)!r}, expected {expected}"))
+                out.append(((*path, key), f"got key {show(str(key))}, expected {expected}"))
     for key in schema.get("required", []):
         if value.get(key) is None:
             out.append(((*path, key), f"is required (got nothing, expected {props[key].get('description', '')})"))

@@ -21,7 +21,7 @@ from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
 from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason
-from dockyard_k8s.plan.units import show, to_units
+from dockyard_k8s.plan.units import format_amount, to_units
 
 
 class Misfit(NamedTuple):
@@ -104,5 +104,5 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
                for c in containers]
     j = max(range(len(amounts)), key=amounts.__getitem__) if amounts else 0
     return Misfit(index, (*at, "spec", "containers", j, "resources", "requests", resource),
-                  f"the pod requests {resource} {show(resource, wanted)}, but one {itype} node has "
-                  f"{show(resource, have)} allocatable, so it never schedules ({said_text})")
+                  f"the pod requests {resource} {format_amount(resource, wanted)}, but one {itype} node has "
+                  f"{format_amount(resource, have)} allocatable, so it never schedules ({said_text})")

@@ -7,7 +7,7 @@ from typing import Any
 
 from dockyard_k8s.plan.catalog import GPU
 from dockyard_k8s.plan.schedule import GroupResult, PlanResult
-from dockyard_k8s.plan.units import show
+from dockyard_k8s.plan.units import format_amount
 
 OK, FAIL = "✔", "✖"
 
@@ -94,8 +94,8 @@ def as_json(result: PlanResult) -> dict[str, Any]:
             "nodes": g.nodes, "reasons": g.reasons,
         } for g in result.groups],
         "nodes": [{"name": n.name, "pool": n.pool, "pods": len(n.pods),
-                   "requested": {k: show(k, v) for k, v in sorted(n.requested.items()) if v},
-                   "allocatable": {k: show(k, v) for k, v in sorted(n.allocatable.items())}}
+                   "requested": {k: format_amount(k, v) for k, v in sorted(n.requested.items()) if v},
+                   "allocatable": {k: format_amount(k, v) for k, v in sorted(n.allocatable.items())}}
                   for n in result.inventory.nodes],
         "notes": result.notes,
         "exitCode": result.exit_code,

@@ -30,7 +30,7 @@ from dockyard_k8s.plan.predicates import (
     resource_reasons,
     static_reason,
 )
-from dockyard_k8s.plan.units import show
+from dockyard_k8s.plan.units import format_amount
 
 
 @dataclass
@@ -85,7 +85,7 @@ class PlanResult:
 
 def _pretty(values: dict[str, int], names: list[str]) -> str:
     """The quota admission plugin's prettyPrint: sorted ``name=quantity`` joined by commas."""
-    return ",".join(f"{r}={show(r, values.get(r, 0))}" for r in names)
+    return ",".join(f"{r}={format_amount(r, values.get(r, 0))}" for r in names)
 
 
 def _quota_reason(quotas: list[Quota], group: Group, usage: dict[str, int]) -> str | None:

@@ -26,7 +26,7 @@ def parse_units(resource: str, value: object) -> int | None:
     return None if q is None else to_units(resource, q)
 
 
-def show(resource: str, amount: int) -> str:
+def format_amount(resource: str, amount: int) -> str:
     """Canonical text of an amount: ``90``, ``500m``, ``1000Gi``, ``8``."""
     if resource == "cpu" or resource.endswith(".cpu"):
         return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
 from dockyard_k8s.plain import Path
-from dockyard_k8s.plan.units import show, to_units
+from dockyard_k8s.plan.units import format_amount, to_units
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
 
@@ -131,7 +131,7 @@ def _common(selectors: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _quantity(resource: str, amount: Fraction) -> str:
-    return show(resource, to_units(resource, amount))
+    return format_amount(resource, to_units(resource, amount))
 
 
 def _meta(infra: InfraSpec, name: str, namespaced: bool = False) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 The compiled validators stop at the first violation; this walker runs only on objects
 that failed, over the same converted schema, and reports all of them in words a
-Kubernetes user reads (``unknown field "foo"``, ``got string "x", expected integer``).
+Kubernetes user reads (``unknown field "foo"``, ``got 'x' (string), expected integer``).
 It implements the draft-07 keywords the Kubernetes and CRD schemas use.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dockyard_k8s.plain import show, type_name
+from dockyard_k8s.plain import show, show_typed, type_name
 from dockyard_k8s.validate.problem import JsonPath
 
 _TYPES = {
@@ -59,9 +59,7 @@ class Collector:
             names = types if isinstance(types, list) else [types]
             if not any(_TYPES[t](value) for t in names if t in _TYPES):
                 wanted = " or ".join(t for t in names if t != "null") or "null"
-                got = show(value) if value is None or isinstance(value, dict | list) else \
-                    f"{type_name(value)} {show(value)}"  # "got an object", not "got object an object"
-                out.append((path, f"got {got}, expected {wanted}"))
+                out.append((path, f"got {show_typed(value)}, expected {wanted}"))
                 return
         if "enum" in schema and value not in schema["enum"]:
             allowed = [show(v) for v in schema["enum"] if v is not None]

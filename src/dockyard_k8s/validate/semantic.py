@@ -127,7 +127,7 @@ def _enum(out: Found, value: Any, allowed: tuple[str, ...], at: JsonPath, *field
 
 def _int_or_percent(out: Found, value: Any, at: JsonPath) -> None:
     if isinstance(value, str) and not is_percent(value):
-        out.append((at, f"got {show(value)}, expected an integer or a percentage such as \"25%\""))
+        out.append((at, f"got {show(value)}, expected an integer or a percentage such as '25%'"))
 
 
 # (resource name, written quantity) -> parsed quantity, for those fine on their own: the same

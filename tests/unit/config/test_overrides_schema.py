@@ -59,12 +59,12 @@ def test_defaults_of_builds_nested_defaults():
     ("data", "expected"),
     [
         ({"n": 11}, [(("n",), "got 11, expected a number <= 10")]),
-        ({"n": True}, [(("n",), "got True (boolean), expected an integer")]),
+        ({"n": True}, [(("n",), "got true (boolean), expected an integer")]),
         ({"q": "2GB"}, [(("q",), "got '2GB' (string), expected a Kubernetes quantity like 4, 500m or 16Gi")]),
         ({"q": 2.5}, []),
         ({"s": "c"}, [(("s",), "got 'c' (string), expected one of: a, b")]),
         ({"maybe": None, "list": [1, "x"]}, [(("list", 1), "got 'x' (string), expected an integer")]),
-        ({"sub": []}, [(("sub",), "got list, expected a mapping")]),
+        ({"sub": []}, [(("sub",), "got a list, expected a mapping")]),
         ({"zzz": 1}, [(("zzz",), "unknown key 'zzz' (expected one of: n, q, s, maybe, list, sub)")]),
     ],
 )

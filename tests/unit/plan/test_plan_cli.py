@@ -130,7 +130,7 @@ def test_malformed_manifests_get_their_problems_not_a_traceback(tmp_path, capsys
     assert main(["plan", "--manifests", str(manifests), "--nodes", str(nodes)]) == 2
     err = capsys.readouterr().err
     assert "cannot plan malformed manifests" in err
-    assert f'{manifests}:3: Deployment: metadata: got string "x", expected object' in err
+    assert f"{manifests}:3: Deployment: metadata: got 'x' (string), expected object" in err
     broken_nodes = tmp_path / "broken-nodes.yaml"
     node = cpu_nodes(1)[0]
     node["status"] = "x"

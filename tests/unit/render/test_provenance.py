@@ -81,7 +81,7 @@ kuberay:
         f"{infra}:11:17: kuberay.spec.workerGroupSpecs[0].template.spec.containers[0].volumeMount: "
         'unknown field "volumeMount"; did you mean "volumeMounts"?',
         f"{infra}:14:29: kuberay.spec.workerGroupSpecs[0].template.spec.containers[0].resources.limits.memory: "
-        'got "lots", expected a quantity such as 500m, 2, 16Gi',
+        "got 'lots', expected a quantity such as 500m, 2, 16Gi",
     ]
 
 

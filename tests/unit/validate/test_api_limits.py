@@ -46,7 +46,7 @@ def test_numbers_and_env_names_the_api_server_refuses(tmp_path, capsys):
            "reads it as a 32-bit integer)" in out
     assert f"{path}:10: Deployment x: spec.template.spec.terminationGracePeriodSeconds: got " \
            "1000000000000000000000000000000, expected at most 9223372036854775807" in out
-    assert f'{path}:15: Deployment x: spec.template.spec.containers[0].env[0].name: env name "1BAD" is not valid' in out
+    assert f"{path}:15: Deployment x: spec.template.spec.containers[0].env[0].name: env name '1BAD' is not valid" in out
     assert "GOOD_1.x-y" not in out and "runAsUser" not in out
     assert "readinessProbe.periodSeconds: got 9999999999, expected at most 2147483647" in out
     assert f"{path}:23: RayJob j: spec.activeDeadlineSeconds: got 2147483648" in out

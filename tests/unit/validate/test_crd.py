@@ -66,8 +66,8 @@ def test_crd_objects_are_validated_strictly(crd_file):
         (("status2",), 'unknown field "status2"'),
         (("spec", "extra"), 'unknown field "extra"'),
         (("spec", "size"), "got 0, expected a number >= 1"),
-        (("spec", "port"), "got number 1.5, expected integer or string"),
-        (("spec", "mode"), 'got "medium", expected one of: "fast", "slow"'),
+        (("spec", "port"), "got 1.5 (number), expected integer or string"),
+        (("spec", "mode"), "got 'medium', expected one of: 'fast', 'slow'"),
         (("metadata", "bogus"), 'unknown field "bogus"'),
     }
 

@@ -48,5 +48,5 @@ def test_build_bundle_fails_closed_on_a_renderer_bug(monkeypatch):
     text = e.value.render()
     assert e.value.exit_code == 1
     assert 'Deployment rl-research/grpo-swe-sandbox: spec.bogus: unknown field "bogus"' in text
-    assert "imagePullPolicy: got \"Sometimes\"" in text
+    assert "imagePullPolicy: got 'Sometimes'" in text
     assert text.endswith("2 problem(s) in the rendered objects; nothing applied.")

@@ -42,11 +42,11 @@ def test_unknown_field_is_rejected_at_every_depth(path):
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        (("spec", "replicas"), "two", 'got string "two", expected integer'),
-        (("spec", "template", "spec", "containers", 0, "image"), 5, "got integer 5, expected string"),
-        (("spec", "template", "spec", "containers"), {"name": "c"}, "got an object, expected array"),
-        (("metadata", "labels"), ["a"], "got an array, expected object"),
-        (("spec", "template", "spec", "containers", 0, "image"), True, "got boolean true, expected string"),
+        (("spec", "replicas"), "two", "got 'two' (string), expected integer"),
+        (("spec", "template", "spec", "containers", 0, "image"), 5, "got 5 (integer), expected string"),
+        (("spec", "template", "spec", "containers"), {"name": "c"}, "got a mapping, expected array"),
+        (("metadata", "labels"), ["a"], "got a list, expected object"),
+        (("spec", "template", "spec", "containers", 0, "image"), True, "got true (boolean), expected string"),
     ],
 )
 def test_wrong_type_is_rejected_with_the_exact_message(path, value, message):

@@ -22,35 +22,35 @@ def _set(obj, path, value):
     ("path", "value", "at", "message"),
     [
         ((*C, "resources", "limits", "nvidia.com/gpu"), "abc", (*C, "resources", "limits", "nvidia.com/gpu"),
-         'got "abc", expected a quantity such as 500m, 2, 16Gi'),
+         "got 'abc', expected a quantity such as 500m, 2, 16Gi"),
         ((*C, "resources", "limits", "nvidia.com/gpu"), "1.5", (*C, "resources", "limits", "nvidia.com/gpu"),
-         'got "1.5": nvidia.com/gpu is an extended resource, expected a whole number'),
+         "got '1.5': nvidia.com/gpu is an extended resource, expected a whole number"),
         ((*C, "resources", "requests"), {"cpu": "2"}, (*C, "resources", "requests", "cpu"),
-         'request "2" is greater than limit "1"'),
+         "request '2' is greater than limit '1'"),
         ((*C, "resources", "requests"), {"nvidia.com/gpu": 4}, (*C, "resources", "requests", "nvidia.com/gpu"),
          "nvidia.com/gpu is an extended resource: requests must equal limits"),
         (("metadata", "name"), "Bad_Name!", ("metadata", "name"),
-         "Deployment name \"Bad_Name!\" is not a DNS-1123 subdomain (lowercase letters, digits, '-', '.')"),
+         "Deployment name 'Bad_Name!' is not a DNS-1123 subdomain (lowercase letters, digits, '-', '.')"),
         ((*C, "ports", 0, "containerPort"), 70000, (*C, "ports", 0, "containerPort"),
          "containerPort 70000 is out of range, expected 1-65535"),
         (("spec", "replicas"), -1, ("spec", "replicas"), "got -1, expected a number >= 0"),
         ((*C, "imagePullPolicy"), "Sometimes", (*C, "imagePullPolicy"),
-         'got "Sometimes", expected one of: Always, IfNotPresent, Never'),
+         "got 'Sometimes', expected one of: Always, IfNotPresent, Never"),
         (("spec", "template", "spec", "restartPolicy"), "Never", ("spec", "template", "spec", "restartPolicy"),
-         'got "Never", expected one of: Always'),
+         "got 'Never', expected one of: Always"),
         ((*C, "securityContext"), {"seccompProfile": {"type": "Bogus"}}, (*C, "securityContext", "seccompProfile",
                                                                           "type"),
-         'got "Bogus", expected one of: RuntimeDefault, Localhost, Unconfined'),
+         "got 'Bogus', expected one of: RuntimeDefault, Localhost, Unconfined"),
         (("spec", "template", "spec", "tolerations"), [{"key": "k", "operator": "Maybe"}],
-         ("spec", "template", "spec", "tolerations", 0, "operator"), 'got "Maybe", expected one of: Exists, Equal'),
+         ("spec", "template", "spec", "tolerations", 0, "operator"), "got 'Maybe', expected one of: Exists, Equal"),
         ((*C, "ports", 0, "protocol"), "ICMP", (*C, "ports", 0, "protocol"),
-         'got "ICMP", expected one of: TCP, UDP, SCTP'),
+         "got 'ICMP', expected one of: TCP, UDP, SCTP"),
         (("spec", "template", "metadata", "labels"), {"app": "other"}, ("spec", "selector"),
          "selector does not match the pod template labels (spec.template.metadata.labels: app=other)"),
         ((*C, "volumeMounts"), [{"name": "data", "mountPath": "/d"}], (*C, "volumeMounts", 0, "name"),
-         'no volume named "data" in this pod'),
+         "no volume named 'data' in this pod"),
         (("metadata", "labels"), {"app": "a b"}, ("metadata", "labels", "app"),
-         "label value \"a b\" is not valid (at most 63 letters, digits, '-', '_', '.', starting and ending with a "
+         "label value 'a b' is not valid (at most 63 letters, digits, '-', '_', '.', starting and ending with a "
          "letter or digit)"),
     ],
 )
@@ -75,7 +75,7 @@ def test_service_selecting_no_pod_of_the_bundle():
 def test_service_named_target_port_must_exist_on_selected_pods():
     problems = validate_objects([DEPLOYMENT, _service({"app": "web"}, "http")])
     assert [(p.path, p.message) for p in problems] == [
-        (("spec", "ports", 0, "targetPort"), 'no container of the selected pods declares a port named "http"')]
+        (("spec", "ports", 0, "targetPort"), "no container of the selected pods declares a port named 'http'")]
 
 
 def test_service_for_pods_elsewhere_is_not_judged():
@@ -87,7 +87,7 @@ def test_service_name_is_a_dns1035_label():
     svc = _service({"app": "web"}, 80)
     svc["metadata"]["name"] = "9svc"
     assert [p.message for p in validate_objects([svc])] == [
-        "Service name \"9svc\" is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"]
+        "Service name '9svc' is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"]
 
 
 def test_network_policy_ip_blocks_and_ports():
@@ -99,7 +99,7 @@ def test_network_policy_ip_blocks_and_ports():
     assert [(p.path, p.message) for p in validate_objects([np])] == [
         (("spec", "egress", 0, "ports", 0, "endPort"), "endPort 50 is lower than port 100"),
         (("spec", "egress", 0, "to", 0, "ipBlock", "except", 0), "192.168.0.0/16 is not inside cidr 10.0.0.0/8"),
-        (("spec", "egress", 0, "to", 1, "ipBlock", "cidr"), 'got "not-a-cidr", expected a CIDR such as 10.0.0.0/8'),
+        (("spec", "egress", 0, "to", 1, "ipBlock", "cidr"), "got 'not-a-cidr', expected a CIDR such as 10.0.0.0/8"),
     ]
 
 
@@ -108,7 +108,7 @@ def test_pdb_min_and_max_together():
            "spec": {"minAvailable": 1, "maxUnavailable": "x", "selector": {"matchLabels": {"app": "web"}}}}
     assert [(p.path, p.message) for p in validate_objects([pdb])] == [
         (("spec",), "set minAvailable or maxUnavailable, not both"),
-        (("spec", "maxUnavailable"), 'got "x", expected an integer or a percentage such as "25%"')]
+        (("spec", "maxUnavailable"), "got 'x', expected an integer or a percentage such as '25%'")]
 
 
 def test_cross_object_rules_survive_odd_port_names():
@@ -121,7 +121,7 @@ def test_cross_object_rules_survive_odd_port_names():
     deployment["metadata"]["namespace"] = "default"
     messages = [(p.kind, p.path, p.message) for p in validate_objects([deployment, service]) if p.rule == "semantic"]
     assert ("Service", ("spec", "ports", 0, "targetPort"),
-            'no container of the selected pods declares a port named "http"') in messages
+            "no container of the selected pods declares a port named 'http'") in messages
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -159,7 +159,7 @@ def test_resource_blocks_found_fine_are_remembered_and_nothing_else():
     bad = {"limits": {"cpu": "1"}, "requests": {"cpu": "2"}}  # a problem: never remembered, found every time
     for _ in range(2):
         assert found(bad) == [(("spec", "containers", 0, "resources", "requests", "cpu"),
-                               'request "2" is greater than limit "1"')]
+                               "request '2' is greater than limit '1'")]
     # equal to a remembered block under == (True == 1), but a bool is not a quantity: never looked up
     assert semantic._resources_key({"limits": {"cpu": "2", "nvidia.com/gpu": 8},
                                     "requests": {"cpu": True, "nvidia.com/gpu": 8}}) is None
