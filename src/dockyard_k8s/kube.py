@@ -5,6 +5,8 @@
   replica count (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod,
   RayJob, RayCluster, MPIJob).
 * :func:`selector_matches` — a LabelSelector (matchLabels + matchExpressions) against labels.
+* :func:`object_ref` — ``Kind namespace/name``, as kubectl names an object in messages.
+* :func:`split_image` — an image reference's repository, tag and digest.
 
 No I/O, no client library: plain dicts in, plain data out.
 """
@@ -167,6 +169,30 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
                 out.append(PodTemplate(("spec", "mpiReplicaSpecs", role, "template"), *found,
                                        as_int(rs.get("replicas"), 1), role))
     return out
+
+
+def split_image(image: str) -> tuple[str, str | None, str | None]:
+    """``repo[:tag][@digest]`` -> (repo, tag, digest). A ':' in the registry host is not a tag."""
+    name, _, digest = image.partition("@")
+    if ":" in name.rsplit("/", 1)[-1]:
+        repo, tag = name.rsplit(":", 1)
+        return repo, tag, digest or None
+    return name, None, digest or None
+
+
+def format_ref(kind: str, namespace: str, name: str) -> str:
+    """``Kind namespace/name`` as kubectl prints it: ``Kind name`` without a namespace,
+    ``document`` without a kind."""
+    if not kind:
+        return "document"
+    who = f"{namespace}/{name}" if namespace else name
+    return f"{kind} {who}" if who else kind
+
+
+def object_ref(obj: dict[str, Any]) -> str:
+    """:func:`format_ref` of an object: ``RayJob team/grpo-swe``, ``PriorityClass grpo-swe``."""
+    meta = as_mapping(obj.get("metadata"))
+    return format_ref(str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:

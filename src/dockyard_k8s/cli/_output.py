@@ -54,10 +54,3 @@ def write_file(path: str, text: str, flag: str = "--output-file") -> None:
             f.write(text)
     except OSError as e:
         raise UsageError(f"{flag} {path}: cannot write it: {e.strerror or e}") from e
-
-
-def object_ref(obj: dict[str, Any]) -> str:
-    """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped)."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{obj.get('kind')} {ns}/{meta.get('name')}" if ns else f"{obj.get('kind')} {meta.get('name')}"

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._network import isolation_findings, ray_ports_line, sandbox_rows
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, object_ref, table, write_file
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table, write_file
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from dockyard_k8s.cli._live import (
     say,
     warn,
 )
-from dockyard_k8s.cli._output import object_ref
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
+from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, object_ref, table, write_file
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table, write_file
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve

@@ -9,9 +9,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._live import connect, print_findings, say
-from dockyard_k8s.cli._output import object_ref, table
+from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli.cmd_serve import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
+from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
     from dockyard_k8s.live.serve import ServeStatus

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import clone
 
 if TYPE_CHECKING:
@@ -240,12 +240,12 @@ def quantity_value(value: Any) -> float | None:
 
 def image_pin_problem(image: str) -> str:
     """"" when ``image`` is pinned (a digest, or a tag other than ``latest``); else why not."""
-    if "@sha256:" in image:
+    _, tag, digest = split_image(image)
+    if digest:
         return ""
-    last = image.rsplit("/", 1)[-1]
-    if ":" not in last:
+    if tag is None:
         return f"got {image!r} (no tag: Kubernetes pulls :latest), expected a pinned tag or @sha256: digest"
-    if last.rsplit(":", 1)[1] == "latest":
+    if tag == "latest":
         return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
     return ""
 

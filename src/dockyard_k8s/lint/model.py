@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
 from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
@@ -167,7 +167,7 @@ class Obj:
     @property
     def ref(self) -> str:
         """``Kind namespace/name`` (``Kind name`` without a namespace)."""
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        return format_ref(self.kind, self.namespace, self.name)
 
     def get(self, *path: str | int) -> Any:
         node: Any = self.data

@@ -32,7 +32,7 @@ from dockyard_k8s.errors import ClusterError, ConfigProblem
 from dockyard_k8s.live import crdfields
 from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live import requests as rq
-from dockyard_k8s.live.kinds import Kind, kind_of
+from dockyard_k8s.live.kinds import Kind
 
 log = logging.getLogger("dockyard_k8s.live")
 
@@ -497,10 +497,3 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None,
         raise ClusterError(f"context {single.context_name}: {e}", hint=kc.HINT) from e
     return KubeClient(http, namespace=single.namespace, context=single.context_name, sleep=sleep,
                       server=str(single.cluster.server))
-
-
-def object_ref(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    kind = kind_of(obj)
-    return f"{kind.kind} {meta.get('namespace')}/{meta.get('name')}" if kind.namespaced else \
-        f"{kind.kind} {meta.get('name')}"

@@ -34,7 +34,9 @@ FLEET_KEYS = {
 }
 
 
-class Finding(NamedTuple):
+class Diagnosis(NamedTuple):
+    """What is wrong with a pod or an object of the run, and what to do (``fleet/pod: reason — hint``)."""
+
     fleet: str  # head | trainer | inference | sandbox | submitter | "-" (not a pod of a fleet)
     pod: str  # pod (or object) name
     reason: str  # the Kubernetes reason: ImagePullBackOff, FailedScheduling, OOMKilled...
@@ -156,7 +158,7 @@ WAITING_REASONS = {
 }
 
 
-def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]) -> list[Finding]:
+def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]) -> list[Diagnosis]:
     out = []
     for cs in statuses:
         name = cs.get("name", "")
@@ -167,12 +169,12 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
         message = _one_line(waiting.get("message") or "")
         if reason in ("ErrImagePull", "ImagePullBackOff"):
             hint, fatal = image_hint(fleet, message)
-            out.append(Finding(fleet, pod, reason, message or f"cannot pull the image of {name}", hint, fatal))
+            out.append(Diagnosis(fleet, pod, reason, message or f"cannot pull the image of {name}", hint, fatal))
         elif reason in ("InvalidImageName", "ErrImageNeverPull"):
             hint, _ = image_hint(fleet, "invalidimagename " + message)
             if reason == "ErrImageNeverPull":
                 hint = "imagePullPolicy is Never and the image is not on the node: set infra.imagePullPolicy"
-            out.append(Finding(fleet, pod, reason, message or name, hint, True))
+            out.append(Diagnosis(fleet, pod, reason, message or name, hint, True))
         elif reason == "CrashLoopBackOff":
             term = last.get("terminated") or {}
             why = term.get("reason", "")
@@ -182,29 +184,29 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             code = term.get("exitCode")
             detail = f"container {name} keeps exiting" + (f" (exit code {code}{', ' + why if why else ''})"
                                                            if code is not None else "")
-            out.append(Finding(fleet, pod, reason, detail,
+            out.append(Diagnosis(fleet, pod, reason, detail,
                                _logs_hint(fleet, pod), True))
         elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
-            out.append(Finding(fleet, pod, reason, message or name, _config_hint(message), True))
+            out.append(Diagnosis(fleet, pod, reason, message or name, _config_hint(message), True))
         term = state.get("terminated") or {}
         if reason != "CrashLoopBackOff" and (term.get("reason") == "OOMKilled" or (
                 (last.get("terminated") or {}).get("reason") == "OOMKilled" and not reason)):
             out.append(_oom(fleet, pod, name))
         elif term and term.get("exitCode") not in (0, None) and term.get("reason") != "OOMKilled":
             code = term.get("exitCode")
-            out.append(Finding(fleet, pod, "Error", f"container {name} exited with code {code}"
+            out.append(Diagnosis(fleet, pod, "Error", f"container {name} exited with code {code}"
                                + (f": {_one_line(term['message'])}" if term.get("message") else ""),
                                _logs_hint(fleet, pod, previous=False), True))
     return out
 
 
-def _oom(fleet: str, pod: str, container: str) -> Finding:
+def _oom(fleet: str, pod: str, container: str) -> Diagnosis:
     field = "memoryLimit" if fleet in ("sandbox", "serve") else "memory"
-    return Finding(fleet, pod, "OOMKilled", f"container {container} ran out of memory and was killed",
+    return Diagnosis(fleet, pod, "OOMKilled", f"container {container} ran out of memory and was killed",
                    f"raise {_key(fleet, field)} (the limit) or lower the memory the job uses", True)
 
 
-def pod_findings(pod: dict[str, Any]) -> list[Finding]:
+def pod_findings(pod: dict[str, Any]) -> list[Diagnosis]:
     """Every reason this pod is not (or no longer) healthy, from its own status."""
     name = str((pod.get("metadata") or {}).get("name", ""))
     fleet = fleet_of(pod)
@@ -218,14 +220,14 @@ def pod_findings(pod: dict[str, Any]) -> list[Finding]:
             hint = f"the node ran low on memory: raise {_key(fleet, 'memory')} so the scheduler reserves it"
         else:
             hint = "the node was under resource pressure; the controller recreates the pod elsewhere"
-        return [Finding(fleet, name, "Evicted", message, hint, False)]
-    out: list[Finding] = []
+        return [Diagnosis(fleet, name, "Evicted", message, hint, False)]
+    out: list[Diagnosis] = []
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and \
                 cond.get("reason") == "Unschedulable":
             message = _one_line(cond.get("message") or "no node fits")
             hint, fatal = scheduling_hint(fleet, message)
-            out.append(Finding(fleet, name, "FailedScheduling", message, hint, fatal))
+            out.append(Diagnosis(fleet, name, "FailedScheduling", message, hint, fatal))
     out += _container_findings(fleet, name, status.get("initContainerStatuses") or [])
     out += _container_findings(fleet, name, status.get("containerStatuses") or [])
     return out
@@ -240,16 +242,16 @@ OPERATOR_FAILED = frozenset({"FailedToCreateRayCluster", "FailedToCreateRayJobSu
                              "FailedToCreateService", "FailedToCreateIngress"})
 
 
-def _operator_finding(fleet: str, name: str, reason: str, message: str) -> Finding:
+def _operator_finding(fleet: str, name: str, reason: str, message: str) -> Diagnosis:
     if reason in OPERATOR_REFUSED:
-        return Finding(fleet, name, reason, message, "KubeRay refuses this spec and will not start it: fix what the "
+        return Diagnosis(fleet, name, reason, message, "KubeRay refuses this spec and will not start it: fix what the "
                                                      "message names (`dockyard-k8s check` runs KubeRay's rules), then "
                                                      "re-run with --replace", True)
-    return Finding(fleet, name, reason, message, "KubeRay could not create an object of the run (quota, a webhook, "
+    return Diagnosis(fleet, name, reason, message, "KubeRay could not create an object of the run (quota, a webhook, "
                                                  "RBAC of the operator): read the message", True)
 
 
-def object_findings(obj: dict[str, Any]) -> list[Finding]:
+def object_findings(obj: dict[str, Any]) -> list[Diagnosis]:
     """Problems a workload object states in its own status: a RayCluster's ReplicaFailure
     condition (transient: a later successful reconcile removes it) or ``state: failed``."""
     if obj.get("kind") != "RayCluster":
@@ -260,16 +262,16 @@ def object_findings(obj: dict[str, Any]) -> list[Finding]:
     for cond in st.get("conditions") or []:
         if cond.get("type") == "ReplicaFailure" and cond.get("status") == "True":
             message = _one_line(f"{cond.get('reason') or ''}: {cond.get('message') or ''}".strip(": "))
-            out.append(Finding("-", name, "ReplicaFailure", message,
+            out.append(Diagnosis("-", name, "ReplicaFailure", message,
                                "KubeRay could not create or delete a pod (quota, admission, RBAC); it retries: "
                                "read the message", False))
     if st.get("state") == "failed":
-        out.append(Finding("-", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
+        out.append(Diagnosis("-", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
                            "read the RayCluster's events: `kubectl describe raycluster " + name + "`", False))
     return out
 
 
-def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
+def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
     """A Warning event as a finding; None for events that explain nothing actionable."""
     if event.get("type", "Warning") != "Warning":
         return None
@@ -282,53 +284,53 @@ def event_finding(event: dict[str, Any], fleet: str) -> Finding | None:
         return _operator_finding(fleet, name, reason, message)
     if reason == "FailedScheduling":
         hint, fatal = scheduling_hint(fleet, message)
-        return Finding(fleet, name, reason, message, hint, fatal)
+        return Diagnosis(fleet, name, reason, message, hint, fatal)
     if reason in ("FailedMount", "FailedAttachVolume"):
         hint, fatal = _mount_hint(message)
-        return Finding(fleet, name, reason, message, hint, fatal)
+        return Diagnosis(fleet, name, reason, message, hint, fatal)
     if reason in ("Failed", "ErrImagePull") and ("pull" in m or "image" in m):
         hint, fatal = image_hint(fleet, message)
-        return Finding(fleet, name, "ErrImagePull", message, hint, fatal)
+        return Diagnosis(fleet, name, "ErrImagePull", message, hint, fatal)
     if reason == "BackOff":
         if "pulling image" in m:
             hint, fatal = image_hint(fleet, message)
-            return Finding(fleet, name, "ImagePullBackOff", message, hint, fatal)
-        return Finding(fleet, name, "CrashLoopBackOff", message,
+            return Diagnosis(fleet, name, "ImagePullBackOff", message, hint, fatal)
+        return Diagnosis(fleet, name, "CrashLoopBackOff", message,
                        _logs_hint(fleet, name), True)
     if reason == "Evicted":
-        return Finding(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
+        return Diagnosis(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
     if reason in ("OOMKilling", "OOMKilled"):
-        return Finding(fleet, name, "OOMKilled", message, f"raise {_key(fleet, 'memory')} (the limit)", True)
+        return Diagnosis(fleet, name, "OOMKilled", message, f"raise {_key(fleet, 'memory')} (the limit)", True)
     if reason == "FailedCreate" or "exceeded quota" in m:
         if "exceeded quota" in m:
-            return Finding(fleet, name, "ExceededQuota", message,
+            return Diagnosis(fleet, name, "ExceededQuota", message,
                            "the namespace ResourceQuota has no room for these pods: lower the request or ask for "
                            "more quota (`dockyard-k8s doctor` shows the headroom)", True)
         if "priorityclass" in m:
-            return Finding(fleet, name, reason, message,
+            return Diagnosis(fleet, name, reason, message,
                            "the PriorityClass the pods name does not exist: create it (serve.priorityClass.create / "
                            "infra.priorityClass.create) or name an existing one", True)
-        return Finding(fleet, name, reason, message, "the controller cannot create pods: read the message", False)
+        return Diagnosis(fleet, name, reason, message, "the controller cannot create pods: read the message", False)
     if reason == "FailedCreatePodSandBox":
         if "runtime" in m and ("handler" in m or "nvidia" in m):
-            return Finding(fleet, name, reason, message,
+            return Diagnosis(fleet, name, reason, message,
                            "the node has no such container runtime handler: install the NVIDIA container toolkit "
                            "(or GPU operator) on GPU nodes, or drop runtimeClassName", True)
-        return Finding(fleet, name, reason, message, "the node could not create the pod sandbox (CNI/runtime)",
+        return Diagnosis(fleet, name, reason, message, "the node could not create the pod sandbox (CNI/runtime)",
                        False)
     if reason == "Unhealthy":
         if fleet == "serve":
-            return Finding(fleet, name, reason, message,
+            return Diagnosis(fleet, name, reason, message,
                            "the model server is up but its health path does not answer yet: still downloading or "
                            "loading the weights (serve.probes.startupSeconds allows for it), or stuck: "
                            f"`dockyard-k8s serve logs SPEC --pod {name}`", False)
-        return Finding(fleet, name, reason, message, "a probe fails: the container is up but not answering", False)
+        return Diagnosis(fleet, name, reason, message, "a probe fails: the container is up but not answering", False)
     if reason in ("ProvisioningFailed", "FailedBinding"):
-        return Finding(fleet, name, reason, message,
+        return Diagnosis(fleet, name, reason, message,
                        "the claim stays Pending: no volume can be provisioned or bound for it; check its StorageClass "
                        "(`kubectl get storageclass`: serve.cache.storageClass / infra.storage.storageClassName) "
                        "and access mode", "not found" in m)
     if reason in ("FailedToCreateHeadPod", "FailedToCreateWorkerPod", "FailedCreateHeadPod",
                   "FailedCreateWorkerPod"):
-        return Finding(fleet, name, reason, message, "KubeRay cannot create the pod: read the message", False)
+        return Diagnosis(fleet, name, reason, message, "KubeRay cannot create the pod: read the message", False)
     return None

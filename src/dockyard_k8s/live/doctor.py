@@ -14,12 +14,11 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import parse_quantity, pod_templates
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
-from dockyard_k8s.live.progress import pod_templates
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 GPU = "nvidia.com/gpu"
@@ -68,15 +67,17 @@ def pod_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str,
     """(fleet, requests, limits, count) of every pod template the run creates."""
     out = []
     for obj in objects:
-        for template, count in pod_templates(obj):
-            spec = template.get("spec") or {}
+        for template in pod_templates(obj):
+            if template.replicas is None:  # a DaemonSet: one pod per node, not the run's
+                continue
+            spec, count = template.spec, template.replicas
             limits: dict[str, Fraction] = {}
             for c in spec.get("containers") or []:
                 for name, value in ((c.get("resources") or {}).get("limits") or {}).items():
                     q = parse_quantity(value)
                     if q is not None:
                         limits[name] = limits.get(name, Fraction(0)) + q
-            fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL, "-")
+            fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL, "-")
             out.append((fleet, kube_pod_requests(spec), limits, count))
     return out
 
@@ -84,8 +85,8 @@ def pod_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str,
 def names_in_templates(objects: Iterable[dict[str, Any]], field: str) -> list[str]:
     found = []
     for obj in objects:
-        for template, _ in pod_templates(obj):
-            value = (template.get("spec") or {}).get(field)
+        for template in pod_templates(obj):
+            value = template.spec.get(field)
             if value and value not in found:
                 found.append(value)
     return found
@@ -94,8 +95,8 @@ def names_in_templates(objects: Iterable[dict[str, Any]], field: str) -> list[st
 def pull_secret_names(objects: Iterable[dict[str, Any]]) -> list[str]:
     found: list[str] = []
     for obj in objects:
-        for template, _ in pod_templates(obj):
-            for s in (template.get("spec") or {}).get("imagePullSecrets") or []:
+        for template in pod_templates(obj):
+            for s in template.spec.get("imagePullSecrets") or []:
                 if s.get("name") and s["name"] not in found:
                     found.append(s["name"])
     return found

@@ -17,8 +17,9 @@ from contextlib import closing
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import KubeClient, WatchEvent, object_ref
-from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Finding
+from dockyard_k8s.kube import object_ref
+from dockyard_k8s.live.client import KubeClient, WatchEvent
+from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
@@ -353,7 +354,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 continue  # print once every first list is in
             for line in view.changes():
                 say(f"{stamp()} {line}")
-            refused: Finding | None = None
+            refused: Diagnosis | None = None
             for f in view.new_findings():
                 say(f"{stamp()} ✖ {f.line()}")
                 say(f"         hint: {f.hint}")
@@ -381,7 +382,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             t.join(timeout=2)
 
 
-def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Finding]:
+def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Diagnosis]:
     """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
     while True:
         try:
@@ -477,7 +478,7 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
     """``status -o json``: plain data for scripts."""
     main = view.main()
     phase = view.main_phase()
-    findings: list[Finding] = view.findings()
+    findings: list[Diagnosis] = view.findings()
     return {
         "run": view.run,
         "namespace": namespace,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from dockyard_k8s import kube
-from dockyard_k8s.live.diagnose import Finding, event_finding, fleet_of, object_findings, pod_findings
+from dockyard_k8s.live.diagnose import Diagnosis, event_finding, fleet_of, object_findings, pod_findings
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -239,26 +239,15 @@ def main_object(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
 
 # --- desired pods per fleet ---------------------------------------------------------------
 
-def _template_fleet(template: dict[str, Any]) -> str | None:
-    return ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
-
-
-def pod_templates(obj: dict[str, Any]) -> Iterable[tuple[dict[str, Any], int]]:
-    """(pod template, how many pods) for every pod the object makes (kube.pod_templates;
-    DaemonSets, one pod per node, are left out of fleet counts)."""
-    for t in kube.pod_templates(obj):
-        if t.replicas is not None:
-            yield {"metadata": t.metadata, "spec": t.spec}, t.replicas
-
-
 def desired_pods(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """fleet -> pods the rendered objects ask for (only templates carrying the fleet label)."""
+    """fleet -> pods the rendered objects ask for (only templates carrying the fleet label;
+    DaemonSets, one pod per node, are left out of fleet counts)."""
     out: dict[str, int] = {}
     for obj in objects:
-        for template, count in pod_templates(obj):
-            fleet = _template_fleet(template)
-            if fleet:
-                out[fleet] = out.get(fleet, 0) + count
+        for t in kube.pod_templates(obj):
+            fleet = (t.metadata.get("labels") or {}).get(FLEET_LABEL)
+            if fleet and t.replicas is not None:
+                out[fleet] = out.get(fleet, 0) + t.replicas
     return out
 
 
@@ -386,10 +375,10 @@ class RunView:
             return "sandbox" if "-sandbox" in name else "-"
         return None
 
-    def findings(self) -> list[Finding]:
+    def findings(self) -> list[Diagnosis]:
         """Pod-state findings first, then event findings not already explained, deduplicated."""
         pods = self.pods
-        out: dict[tuple[str, str], Finding] = {}
+        out: dict[tuple[str, str], Diagnosis] = {}
         for pod in pods:
             for f in pod_findings(pod):
                 out.setdefault(f.key, f)
@@ -421,7 +410,7 @@ class RunView:
             out[f.key] = f
         return list(out.values())
 
-    def new_findings(self) -> list[Finding]:
+    def new_findings(self) -> list[Diagnosis]:
         """Findings not reported before (each pod + reason once)."""
         fresh = [f for f in self.findings() if f.key not in self.reported]
         self.reported.update(f.key for f in fresh)

@@ -79,15 +79,13 @@ def redact_assignment(text: str) -> str:
 
 def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
     """GPUs the run's pod templates request (nvidia.com/gpu x replicas)."""
-    from dockyard_k8s.kube import parse_quantity, pod_requests
-    from dockyard_k8s.live.progress import pod_templates
+    from dockyard_k8s.kube import pod_requests, pod_templates
 
     total = 0
     for obj in objects:
-        for template, count in pod_templates(obj):
-            gpu = pod_requests(template.get("spec") or {}).get("nvidia.com/gpu")
-            q = parse_quantity(gpu) if isinstance(gpu, str) else gpu
-            total += int(q or 0) * count
+        for template in pod_templates(obj):
+            if template.replicas is not None:  # not a DaemonSet's pods
+                total += int(pod_requests(template.spec).get("nvidia.com/gpu", 0)) * template.replicas
     return total
 
 

@@ -15,7 +15,6 @@ is left alone, except where noted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kube
@@ -161,13 +160,6 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
 # --- the pass over pod templates ---------------------------------------------------------------
 
 
-def pod_templates(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every pod template (``{metadata, spec}``) inside a rendered object; editing ``spec``
-    edits the object (``kube.pod_templates`` hands out the object's own dicts)."""
-    for t in kube.pod_templates(obj):
-        yield {"metadata": t.metadata, "spec": t.spec}
-
-
 def requests_gpu(pod: dict[str, Any]) -> bool:
     for c in pod.get("containers") or []:
         res = c.get("resources") or {}
@@ -236,13 +228,13 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     for obj in objects:
         if obj.get("kind") == "RayJob" and obj["spec"].get("activeDeadlineSeconds") is not None:
             obj["spec"]["activeDeadlineSeconds"] = padded_deadline(infra, obj["spec"]["activeDeadlineSeconds"])
-        for template in pod_templates(obj):
-            fleet = ((template.get("metadata") or {}).get("labels") or {}).get(FLEET_LABEL)
+        for template in kube.pod_templates(obj):  # the object's own dicts: edits go into the object
+            fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL)
+            pod = template.spec
             if fleet == "submitter":
-                add_service_account(infra, template.setdefault("spec", {}), fleet)
+                add_service_account(infra, pod, fleet)
             if fleet not in GANG_FLEETS:
                 continue
-            pod = template.setdefault("spec", {})
             add_service_account(infra, pod, fleet)
             add_runtime_class(infra, pod)
             if created and pod.get("priorityClassName") in (None, infra["infra"]["priorityClassName"]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.plain import Path as JsonPath
 from dockyard_k8s.plain import format_path as format_json_path  # the name validate's modules use
 
@@ -55,10 +56,7 @@ class Problem(NamedTuple):
     @property
     def object_ref(self) -> str:
         """``Kind namespace/name`` as kubectl prints it, or ``document`` when unknown."""
-        if not self.kind:
-            return "document"
-        who = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {who}" if who else self.kind
+        return format_ref(self.kind, self.namespace, self.name)
 
     def __str__(self) -> str:
         at = format_json_path(self.path)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dockyard_k8s.live.diagnose import Finding, event_finding, pod_findings
+from dockyard_k8s.live.diagnose import Diagnosis, event_finding, pod_findings
 
 
 def pod(fleet: str = "trainer", *, statuses: list[dict[str, Any]] | None = None, **status: Any) -> dict[str, Any]:
@@ -18,7 +18,7 @@ def waiting(reason: str, message: str = "") -> list[dict[str, Any]]:
     return [{"name": "ray-worker", "state": {"waiting": {"reason": reason, "message": message}}}]
 
 
-def only(findings: list[Finding]) -> Finding:
+def only(findings: list[Diagnosis]) -> Diagnosis:
     assert len(findings) == 1, findings
     return findings[0]
 

@@ -12,7 +12,6 @@ import yaml
 from crds_location import shared_crds
 from dockyard_k8s import kube
 from dockyard_k8s.bundle import Bundle, build_bundle
-from dockyard_k8s.render.platform import pod_templates
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -51,8 +50,8 @@ def kinds(objects: list[dict[str, Any]]) -> list[str]:
 def pods_by_fleet(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(fleet label, pod spec) of every pod template of every object."""
     for obj in objects:
-        for template in pod_templates(obj):
-            yield template["metadata"]["labels"].get("dockyard-k8s/fleet", ""), template["spec"]
+        for t in kube.pod_templates(obj):
+            yield t.metadata["labels"].get("dockyard-k8s/fleet", ""), t.spec
 
 
 def pods_with_replicas(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], int]]:

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dockyard_k8s.kube import split_image
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Rule
 from dockyard_k8s.lint.rules._util import cname
 
 # Kinds whose pods run the training image (gang members).
 GANG_KINDS = ("RayJob", "RayCluster", "MPIJob", "PyTorchJob")
-
-
-def split_image(image: str) -> tuple[str, str | None, str | None]:
-    """``repo[:tag][@digest]`` -> (repo, tag, digest). A ':' in the registry host is not a tag."""
-    name, _, digest = image.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    if ":" in last:
-        repo, tag = name.rsplit(":", 1)
-        return repo, tag, digest or None
-    return name, None, digest or None
 
 
 def image_tag(o: Obj, c: Context) -> Iterator[Hit]:
