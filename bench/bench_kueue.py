@@ -7,7 +7,7 @@ quota left only by borrowing, so the whole tree is consulted.
 
 Measured, interleaved in the same run so the shared machine's noise hits every variant:
 
-* ``snapshot``  — Kueue objects (plain dicts, as `read_manifests` returns them) to the quota tree;
+* ``snapshot``  — Kueue objects (plain dicts, as `manifests.read_objects` reads them) to the quota tree;
 * ``assign``    — the flavor assignment of the run on that snapshot (what admission costs);
 * ``plan``      — snapshot + assignment + the node simulation of what is admitted (200 nodes);
 * ``naive``     — the same assignment where every quota query recomputes the cohort's usage from
@@ -128,7 +128,7 @@ def main() -> None:
     import os
     import tempfile
 
-    from dockyard_k8s.lint.inputs import read_manifests
+    from dockyard_k8s.manifests import read_objects
     from dockyard_k8s.render.serialize import dump_documents
 
     folder = tempfile.mkdtemp()
@@ -156,7 +156,7 @@ def main() -> None:
             times["naive"].append(_time(lambda snap=snap, wl=wl: ka.assign(snap, wl)))
         finally:
             ka.available = real
-        times["read"].append(_time(lambda: read_manifests([path])))
+        times["read"].append(_time(lambda: read_objects([path])))
     print(f"100 ClusterQueues in 10 cohorts, 1,000 admitted Workloads, a 3-pod-set run: {verdict}")
     for name, values in times.items():
         print(f"  {name:9s} median {statistics.median(values):8.2f} ms   min {min(values):8.2f} ms   "

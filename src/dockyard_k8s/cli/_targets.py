@@ -18,6 +18,7 @@ from dockyard_k8s.errors import UsageError
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.manifests import Manifest
 
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
@@ -28,7 +29,7 @@ manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (
 
 
 class Targets(NamedTuple):
-    objects: list[Any]  # lint.inputs.Located
+    objects: list[Manifest]
     sections: dict[str, Any]  # the infra spec's lint and plan sections (defaults filled)
     rendered: bool
 
@@ -63,9 +64,9 @@ def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
     """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
     files) and the first spec's infra (for its lint and plan sections)."""
     from dockyard_k8s.cli.cmd_serve import load_serve_bundle
-    from dockyard_k8s.lint.inputs import objects_from_bundle
+    from dockyard_k8s.manifests import objects_from_bundle
 
-    objects: list[Any] = []
+    objects: list[Manifest] = []
     first: InfraSpec | None = None
     for spec in getattr(args, "serve", None) or []:
         bundle = load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
@@ -75,7 +76,7 @@ def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
-    from dockyard_k8s.lint.inputs import looks_like_manifests, objects_from_bundle, read_manifests
+    from dockyard_k8s.manifests import looks_like_manifests, objects_from_bundle, read_objects
 
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
@@ -86,7 +87,7 @@ def load_targets(args: argparse.Namespace) -> Targets:
     if args.manifests or looks_like_manifests(args.recipe):
         if args.namespace and not args.serve:
             raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
-        return Targets([*read_manifests([args.recipe, *args.overrides]), *endpoints], _sections_from_file(args),
+        return Targets([*read_objects([args.recipe, *args.overrides]), *endpoints], _sections_from_file(args),
                        False)
     from dockyard_k8s.cli._runargs import load_bundle
 

@@ -96,10 +96,10 @@ def run(args: argparse.Namespace) -> int:
             if kueue_input is None and _queued(objects):
                 kueue_input = _live_kueue(client, namespaces)
     elif args.nodes:
-        from dockyard_k8s.lint.inputs import read_manifests
+        from dockyard_k8s.manifests import read_objects
 
         try:
-            inventory = from_objects([o.data for o in read_manifests(args.nodes)], source=", ".join(args.nodes))
+            inventory = from_objects([o.data for o in read_objects(args.nodes)], source=", ".join(args.nodes))
         except MALFORMED_DATA as e:
             raise _malformed(args.nodes, e) from e
     elif targets.sections["plan"].get("nodePools"):
@@ -143,9 +143,9 @@ def _queued(objects: list[dict[str, Any]]) -> list[str]:
 
 
 def _kueue_files(files: list[str]) -> tuple[list[dict[str, Any]], str]:
-    from dockyard_k8s.lint.inputs import read_manifests
+    from dockyard_k8s.manifests import read_objects
 
-    return [o.data for o in read_manifests(files)], ", ".join(files)
+    return [o.data for o in read_objects(files)], ", ".join(files)
 
 
 def _live_kueue(client: Any, namespaces: list[str]) -> tuple[list[dict[str, Any]], str] | None:

@@ -1,13 +1,14 @@
 """``dockyard-k8s lint``: policy rules for GPU training runs and an untrusted-code sandbox.
 
-Rules are data (:class:`~dockyard_k8s.lint.model.Rule`), one module per family under
-``lint/rules/``, collected in ``lint/registry.py``. :func:`lint_objects` runs them over the
-objects of a rendered run or of manifest files and returns a :class:`LintReport`:
-findings (object, JSON path, file and line), suppressions, and the Pod Security
-Standards level of every pod template (``lint/pss.py``).
+    model.py     Rule, Finding, the object under lint (Obj, its pods) and LintConfig: plain data
+    rules/       one module per rule family; registry.py collects them (RULES, BY_ID)
+    engine.py    lint_objects: rules over objects (``manifests.py`` reads them) -> LintReport
+    pss.py       the Pod Security Standards level of every pod template
+    reach.py     who can reach whom through the rendered NetworkPolicies (sandbox-isolation)
+    output.py    text, JSON and SARIF
 
 The names below are imported on first use: ``check`` reads one rule (``sandbox-isolation``)
-without paying for the manifest readers (PyYAML) the ``lint`` command needs.
+without paying for what the ``lint`` command needs.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ from typing import Any
 # name -> the module that defines it
 _HOMES = {
     "LintReport": "engine", "PodSecurity": "engine", "lint_objects": "engine", "unknown_rules": "engine",
-    "objects_from_bundle": "inputs", "read_manifests": "inputs",
     "Finding": "model", "LintConfig": "model", "Rule": "model",
     "BY_ID": "registry", "RULES": "registry",
 }
 
 __all__ = ["BY_ID", "RULES", "Finding", "LintConfig", "LintReport", "PodSecurity", "Rule", "lint_objects",
-           "objects_from_bundle", "read_manifests", "unknown_rules"]
+           "unknown_rules"]
 
 
 def __getattr__(name: str) -> Any:

