@@ -41,7 +41,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 
     root = cache_root()
     kinds = fetch_kuberay(args.kuberay, root=root, base_url=args.base_url or KUBERAY_URL)
-    CrdRegistry(root, use_bundled=False).table()  # convert now, so the next run only loads
+    CrdRegistry(root, use_bundled=False).table()  # read them now, so the next run only stats them
     print(f"fetched {len(kinds)} CRD schema(s) into {root}/crds/kuberay: {', '.join(kinds)}")
     return 0
 

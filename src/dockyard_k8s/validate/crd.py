@@ -17,9 +17,10 @@ server is (``CONVERTER`` is part of every cache key):
 * large sub-schemas that repeat (the pod template appears 3 times in a RayJob) are
   hoisted into ``definitions`` and ``$ref``'d, so their validator is generated once.
 
-Sources, first match wins for a given ``apiVersion/Kind``: files given with ``--crd``,
-then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay, KEDA and Kueue
-CRDs bundled with dockyard-k8s. A bundled CRD is registered by its files alone: copy them
+CRD files are read as kubectl reads manifests (:mod:`.reader`: go-yaml's scalars, duplicate
+keys refused). Sources, first match wins for a given ``apiVersion/Kind``: files given with
+``--crd``, then CRDs downloaded into the user cache by ``schemas fetch``, then the KubeRay, KEDA
+and Kueue CRDs bundled with dockyard-k8s. A bundled CRD is registered by its files alone: copy them
 verbatim into ``validate/crds/<project>-<version>/`` with a ``PROVENANCE.json`` (see the
 KubeRay one), and name the project in :data:`PROJECTS` for its label
 (``Kueue v0.19.2 CRD (bundled)``).
@@ -34,7 +35,7 @@ from typing import Any, NamedTuple
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
 
-CONVERTER = "crd-3"
+CONVERTER = "crd-4"
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
 _HOIST_MIN = 2000  # characters of canonical JSON: smaller repeats are cheaper inline
 _DROP = frozenset({"description", "format", "default", "example", "x-kubernetes-validations",
@@ -138,25 +139,28 @@ def _hoist(root: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_crd_documents(text: str, origin: str) -> list[dict[str, Any]]:
-    import yaml
+    """The CustomResourceDefinitions of a file, read as kubectl reads it (:mod:`.reader`)."""
+    from dockyard_k8s.validate.reader import documents_of
 
-    loader = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
-    try:
-        docs = list(yaml.load_all(text, Loader=loader))
-    except yaml.YAMLError as e:
-        raise UsageError(f"--crd {origin}: not valid YAML: {str(e).splitlines()[0]}") from e
-    out: list[dict[str, Any]] = []
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "List":
-            docs.extend(doc.get("items") or [])
-        elif isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-            out.append(doc)
-    return out
+    docs, problems = documents_of(origin, text)
+    if problems:
+        first = problems[0]
+        raise UsageError(f"--crd {origin}{f':{first.line}' if first.line else ''}: {first.message}")
+    return [d.obj for d in docs if isinstance(d.obj, dict) and d.obj.get("kind") == "CustomResourceDefinition"]
 
 
 def crd_schemas_of(text: str, origin: str) -> dict[str, dict[str, Any]]:
     """Every served version of every CRD in a YAML/JSON text: ``group/version/Kind`` -> schema."""
-    out: dict[str, dict[str, Any]] = {}
+    return {api_kind: convert_version_schema(*version) for api_kind, version in _served_versions(text, origin).items()}
+
+
+_Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
+
+
+def _served_versions(text: str, origin: str) -> dict[str, _Version]:
+    """Every served version of every CRD in a text, not yet converted: ``group/version/Kind`` ->
+    the arguments of :func:`convert_version_schema`."""
+    out: dict[str, _Version] = {}
     for crd in _load_crd_documents(text, origin):
         spec = crd.get("spec") or {}
         group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
@@ -165,7 +169,7 @@ def crd_schemas_of(text: str, origin: str) -> dict[str, dict[str, Any]]:
         for version in spec.get("versions") or []:
             schema = ((version.get("schema") or {}).get("openAPIV3Schema"))
             if version.get("served", True) and isinstance(schema, dict):
-                out[f"{group}/{version['name']}/{kind}"] = convert_version_schema(schema, group, version["name"], kind)
+                out[f"{group}/{version['name']}/{kind}"] = (schema, group, version["name"], kind)
     return out
 
 
@@ -210,7 +214,10 @@ class CrdRegistry:
     """Finds CRD schemas by ``group/version/Kind`` across the three sources, with an on-disk memo.
 
     The memo maps each CRD file (by path, size and mtime) to its content hash and the kinds it
-    defines, so a run whose CRDs have not changed reads no CRD YAML at all.
+    defines, so a run whose CRDs have not changed reads no CRD YAML at all. A lookup reads the
+    fetched and bundled files in order only until one defines the kind (``--crd`` files are all
+    read: a bad one is an error even when unused), and a schema is converted only when its
+    validator is not in the cache: a first run that checks a RayJob never parses Kueue's CRDs.
     """
 
     def __init__(self, root: str, explicit: Iterable[str] = (), *, use_fetched: bool = True,
@@ -230,10 +237,15 @@ class CrdRegistry:
             self.sources += [(f, "bundled") for f in _crd_files(BUNDLED_DIR) if not f.endswith(".json")]
         self._memo_path = os.path.join(cache.layout_dir(root), "crd-files.marshal")
         self._memo: dict[str, Any] | None = None
-        self._table: dict[str, CrdSchema] | None = None
-        self._built: dict[str, dict[str, Any]] = {}
+        self._kinds: dict[str, dict[str, CrdSchema]] = {}  # file -> what it defines, once per process
+        self._versions: dict[str, _Version] = {}  # key -> the version as parsed, for schema()
+        self._built: dict[str, dict[str, Any]] = {}  # key -> converted schema
 
-    def _entries(self, file: str, origin: str) -> dict[str, str]:
+    def _entries(self, file: str, origin: str) -> dict[str, CrdSchema]:
+        """The kinds ``file`` defines (from the memo, or read now), each with its key and label."""
+        found = self._kinds.get(file)
+        if found is not None:
+            return found
         if self._memo is None:
             memo = cache.read_marshal(self._memo_path)
             self._memo = memo if isinstance(memo, dict) else {}
@@ -242,56 +254,74 @@ class CrdRegistry:
         stamp = [st.st_size, st.st_mtime_ns]
         entry = self._memo.get(path)
         if entry and entry.get("stamp") == stamp and entry.get("converter") == CONVERTER:
-            return dict(entry["kinds"])
+            kinds = dict(entry["kinds"])
+        else:
+            kinds = self._read(file, origin, path, stamp, entry)
+        release = _release_of(file, origin == "bundled")
+        label = f"{release} CRD ({origin})" if release else f"CRD {file} ({origin})"
+        found = self._kinds[file] = {api_kind: CrdSchema(api_kind, key, label) for api_kind, key in kinds.items()}
+        return found
+
+    def _read(self, file: str, origin: str, path: str, stamp: list[int], entry: Any) -> dict[str, str]:
+        """Read a CRD file the memo does not know as it is now, and remember what it defines."""
+        assert self._memo is not None
         with open(file, "rb") as f:
             data = f.read()
         content = cache.digest(data)
         if entry and entry.get("sha") == content and entry.get("converter") == CONVERTER:
-            kinds = dict(entry["kinds"])
+            kinds = dict(entry["kinds"])  # touched, not changed
         else:
-            schemas = crd_schemas_of(data.decode("utf-8"), file)
-            if not schemas and origin == "--crd":
+            versions = _served_versions(data.decode("utf-8"), file)
+            if not versions and origin == "--crd":
                 raise UsageError(f"--crd {file}: no CustomResourceDefinition in the file")
             kinds = {}
-            for api_kind, schema in schemas.items():
-                key = cache.digest("crd", CONVERTER, content, api_kind)
-                kinds[api_kind] = key
-                self._built[key] = schema
-                cache.write_json(os.path.join(cache.layout_dir(self.root), "schemas", f"{key}.json"), schema)
+            for api_kind, version in versions.items():
+                key = kinds[api_kind] = cache.digest("crd", CONVERTER, content, api_kind)
+                self._versions[key] = version
         self._memo[path] = {"stamp": stamp, "sha": content, "converter": CONVERTER, "kinds": kinds}
         cache.write_marshal(self._memo_path, self._memo)
         return kinds
 
+    def find(self, api_kind: str) -> CrdSchema | None:
+        """The schema of ``group/version/Kind``: the first source that defines it wins."""
+        found = None
+        for file, origin in self.sources:
+            if found is not None and origin != "--crd":
+                break  # every --crd file is read (a bad one is an error), the others only until found
+            here = self._entries(file, origin).get(api_kind)
+            found = found or here
+        return found
+
     def table(self) -> dict[str, CrdSchema]:
-        """``group/version/Kind`` -> CrdSchema, first source wins."""
-        if self._table is None:
-            table: dict[str, CrdSchema] = {}
-            for file, origin in self.sources:
-                release = _release_of(file, origin == "bundled")
-                label = f"{release} CRD ({origin})" if release else f"CRD {file} ({origin})"
-                for api_kind, key in self._entries(file, origin).items():
-                    table.setdefault(api_kind, CrdSchema(api_kind, key, label))
-            self._table = table
-        return self._table
+        """``group/version/Kind`` -> CrdSchema of every source (first source wins); reads them all."""
+        table: dict[str, CrdSchema] = {}
+        for file, origin in self.sources:
+            for api_kind, found in self._entries(file, origin).items():
+                table.setdefault(api_kind, found)
+        return table
 
     def reload(self) -> None:
         """Forget what this registry knows of its CRD files (the on-disk memo included): the next
-        :meth:`table` reads and converts every file again."""
+        lookup reads them again."""
         self._memo = {}
-        self._table = None
+        self._kinds = {}
 
     def schema(self, key: str) -> dict[str, Any]:
-        """The converted schema of a key :meth:`table` gave, for a validator cache that does not
-        have it: converted in this run, or the CRD files are converted again (the cache lost it).
+        """The converted schema of a key :meth:`find` gave, for a validator cache that does not
+        have it: converted now from the file as read in this run, or after reading the CRD files
+        again (the memo knew them).
 
         Raises:
             RuntimeError: no CRD file defines it any more.
         """
         schema = self._built.get(key)
         if schema is None:
-            self.reload()
-            self.table()
-            schema = self._built.get(key)
-        if schema is None:
-            raise RuntimeError(f"CRD schema {key} vanished from its source files")
+            version = self._versions.get(key)
+            if version is None:
+                self.reload()
+                self.table()
+                version = self._versions.get(key)
+            if version is None:
+                raise RuntimeError(f"CRD schema {key} vanished from its source files")
+            schema = self._built[key] = convert_version_schema(*version)
         return schema

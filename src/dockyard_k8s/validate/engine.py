@@ -149,7 +149,7 @@ class Engine:
             if name is not None:
                 b = self._builtins
                 return _SchemaRef(b.key(name), lambda: b.build(name), b.label, False)
-        found = self._crds.table().get(api_kind)
+        found = self._crds.find(api_kind)
         if found is not None:
             key, crds = found.key, self._crds
             return _SchemaRef(key, lambda: crds.schema(key), found.source, True)

@@ -171,3 +171,50 @@ def test_a_bundled_crd_is_registered_by_its_directory_alone(tmp_path, monkeypatc
     monkeypatch.setitem(crd.PROJECTS, "widgets", "Widgets")
     assert validate_report([widget()]).sources == {"example.com/v1/Widget": "Widgets v1.2.3 CRD (bundled)"}
     assert [p.message for p in validate_objects([widget(size=0)])] == ["got 0, expected a number >= 1"]
+
+
+def test_a_first_run_reads_only_the_crd_files_up_to_the_kind_and_converts_only_that_kind(tmp_path, monkeypatch):
+    """An empty cache: a RayJob costs the files before and of the RayJob CRD, parsed, and one
+    conversion; Kueue's 1.4 MB Workload CRD is never read."""
+    from dockyard_k8s.validate import crd
+
+    read, converted = [], []
+    real_read, real_convert = crd._served_versions, crd.convert_version_schema
+    monkeypatch.setattr(crd, "_served_versions", lambda text, origin: read.append(os.path.basename(origin))
+                        or real_read(text, origin))
+    monkeypatch.setattr(crd, "convert_version_schema", lambda *a: converted.append(a[1:]) or real_convert(*a))
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"}, "spec": {"bogus": 1}}
+    options = ValidateOptions(cache_dir=str(tmp_path / "cache"))
+    first = validate_objects([rayjob], options)
+    assert [p.message for p in first if p.rule == "schema"] == ['unknown field "bogus"']
+    assert read == ["keda.sh_scaledobjects.yaml", "keda.sh_triggerauthentications.yaml", "ray.io_rayclusters.yaml",
+                    "ray.io_rayjobs.yaml"]
+    assert converted == [("ray.io", "v1", "RayJob")]
+    from dockyard_k8s.validate import compiled
+
+    monkeypatch.setattr(compiled, "_BUILT", {})  # as in a new process: only the disk cache is left
+    monkeypatch.setattr(compiled, "_LOADED", {})
+    read.clear(), converted.clear()
+    assert validate_objects([rayjob], options) == first  # the next run: nothing read, nothing converted
+    assert (read, converted) == ([], [])
+
+
+def test_every_crd_file_given_is_read_even_when_an_earlier_one_defines_the_kind(crd_file, tmp_path):
+    from dockyard_k8s.errors import UsageError
+
+    broken = tmp_path / "z-broken.yaml"
+    broken.write_text("kind: CustomResourceDefinition\nspec: [a\n")
+    with pytest.raises(UsageError, match=r"--crd .*z-broken.yaml:3: invalid YAML"):
+        validate_objects([widget()], ValidateOptions(crd_sources=(crd_file, str(broken))))
+
+
+def test_crd_files_are_read_as_kubectl_reads_them(tmp_path):
+    """go-yaml's scalars (1e3 is a number), and a duplicate key is an error at its line."""
+    (tmp_path / "widget.yaml").write_text(WIDGET_CRD.replace("minimum: 1}", "minimum: 1e3}"))
+    problems = validate_objects([widget(size=5)], ValidateOptions(crd_sources=(str(tmp_path / "widget.yaml"),)))
+    assert [p.message for p in problems] == ["got 5, expected a number >= 1000.0"]
+    (tmp_path / "dup.yaml").write_text(WIDGET_CRD.replace("  scope: Namespaced\n", "  scope: Namespaced\n  scope: x\n"))
+    from dockyard_k8s.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"dup.yaml:8: duplicate key 'scope' \(first defined on line 7\)"):
+        validate_objects([widget()], ValidateOptions(crd_sources=(str(tmp_path / "dup.yaml"),)))
