@@ -109,10 +109,10 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         rows.append(["priority", infra["infra"]["priorityClassName"]])
     if launch["mode"] == "attach":
         rows.append(["attach to", launch["attach"]["cluster"] or launch["attach"]["address"]])
-    from dockyard_k8s.render.kueue import kueue_summary
+    if infra["infra"]["kueue"]["queueName"]:
+        from dockyard_k8s.render.kueue import kueue_summary
 
-    if queued := kueue_summary(infra, objects):
-        rows.append(["kueue", queued])
+        rows.append(["kueue", kueue_summary(infra, objects)])
     lines.append(table(rows, indent="  "))
     if launch["mode"] != "attach":
         fleets = [_fleet_row("head", kr["head"], 1)]
