@@ -1,14 +1,23 @@
 """The guards of issue 12, side by side against other checkouts of dockyard-k8s (not in
 ``make bench``: it needs those checkouts).
 
-``check`` on the bundled example and ``validate`` on N generated objects in one file
-(``bench_validate.generate``), each command run in this checkout and in each other one with
-its own venv (``OTHER/.venv``), interleaved so the load of other processes on the machine hits
-both alike, with one shared warm validator cache per checkout. Reports per command and
-checkout the median wall time with its interquartile range, the minimum, and the median CPU
-time (user + system, workers included).
+Each command runs in this checkout and in each other one with its own venv (``OTHER/.venv``),
+interleaved (who goes first rotates) so the load of other processes on the machine hits all
+alike, with one warm validator cache per checkout. Reports per command and checkout the median
+wall time with its interquartile range, the minimum, the median CPU time (user + system,
+workers included) and the median CPU time's ratio to the first checkout's.
 
-Usage: python bench/compare_checkouts.py OTHER_CHECKOUT... [-n 10000] [--runs 15] [--same-venv]
+Commands (``--commands``, default ``check,validate,validate-1``):
+
+* ``check``: ``check`` on the bundled example; ``check-cold``: the same with an empty
+  validator cache each time (converting and compiling what it needs);
+* ``render``: ``render`` of the example to stdout;
+* ``serve-check``: ``serve check`` on the kind model endpoint (only in checkouts that have it);
+* ``validate`` / ``validate-1``: ``validate`` on N generated objects in one file
+  (``bench_validate.generate``), with a worker per core / ``--workers 1``.
+
+Usage: python bench/compare_checkouts.py OTHER_CHECKOUT... [-n 10000] [--runs 15] [--commands check,render]
+       [--same-venv]
        (e.g. a clone of main at an older commit: git clone . /tmp/old && git -C /tmp/old checkout X
         && python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install -e /tmp/old)
        --same-venv runs every checkout with this interpreter and PYTHONPATH=CHECKOUT/src
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,13 +39,31 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = ["examples/grpo_swe.yaml", "--infra", "examples/grpo_swe.infra.yaml"]
+SERVE = "examples/llama3_8b_kind.serve.yaml"
+COMMANDS = ("check", "check-cold", "render", "serve-check", "validate", "validate-1")
 
 
-def _commands(tree: str, manifests: str, same_venv: bool = False) -> dict[str, list[str]]:
+def _command(tree: str, what: str, manifests: str, same_venv: bool) -> list[str] | None:
     exe = [sys.executable, "-m", "dockyard_k8s"] if same_venv else [os.path.join(tree, ".venv", "bin", "dockyard-k8s")]
-    return {"check": [*exe, "check", *EXAMPLE],
-            "validate": [*exe, "validate", manifests],
-            "validate --workers 1": [*exe, "validate", "--workers", "1", manifests]}
+    if what in ("check", "check-cold"):
+        return [*exe, "check", *EXAMPLE]
+    if what == "render":
+        return [*exe, "render", *EXAMPLE]
+    if what == "serve-check":
+        return [*exe, "serve", "check", SERVE] if os.path.exists(os.path.join(tree, SERVE)) else None
+    if what == "validate":
+        return [*exe, "validate", manifests]
+    return [*exe, "validate", "--workers", "1", manifests]
+
+
+def _run(cmd: list[str], tree: str, env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=tree, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def main() -> None:
@@ -43,20 +71,27 @@ def main() -> None:
     parser.add_argument("others", nargs="+", metavar="other", help="another checkout with its own .venv")
     parser.add_argument("-n", type=int, default=10_000, help="objects in the validate input")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--commands", default="check,validate,validate-1",
+                        help=f"comma-separated, of: {', '.join(COMMANDS)}")
     parser.add_argument("--same-venv", action="store_true", help="this interpreter, PYTHONPATH=CHECKOUT/src")
     args = parser.parse_args()
-    sys.path.insert(0, os.path.join(ROOT, "src"))
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from bench_validate import generate
-
-    from dockyard_k8s.render.serialize import dump_documents
-
+    commands = [c.strip() for c in args.commands.split(",") if c.strip()]
+    unknown = sorted(set(commands) - set(COMMANDS))
+    if unknown:
+        parser.error(f"unknown command(s) {', '.join(unknown)}; expected some of {', '.join(COMMANDS)}")
     trees = {"this checkout": ROOT}
     trees.update({os.path.basename(os.path.abspath(other)): os.path.abspath(other) for other in args.others})
     with tempfile.TemporaryDirectory() as tmp:
         manifests = os.path.join(tmp, "mixed.yaml")
-        with open(manifests, "w") as f:
-            f.write(dump_documents(generate(args.n)))
+        if any(c.startswith("validate") for c in commands):
+            sys.path.insert(0, os.path.join(ROOT, "src"))
+            sys.path.insert(0, os.path.join(ROOT, "bench"))
+            from bench_validate import generate
+
+            from dockyard_k8s.render.serialize import dump_documents
+
+            with open(manifests, "w") as f:
+                f.write(dump_documents(generate(args.n)))
         envs = {}
         for name, tree in trees.items():
             env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, f"cache-{len(envs)}"))
@@ -64,28 +99,40 @@ def main() -> None:
             if args.same_venv:
                 env["PYTHONPATH"] = os.path.join(tree, "src")
             envs[name] = env
-            for cmd in _commands(tree, manifests, args.same_venv).values():  # fill the caches
-                subprocess.run(cmd, cwd=tree, env=env, capture_output=True, check=False)
+            for what in commands:  # fill the caches (and write the .pyc files)
+                cmd = _command(tree, what, manifests, args.same_venv)
+                if cmd is not None:
+                    _run(cmd, tree, env)
+        cold = os.path.join(tmp, "cold")
         wall: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
-        for _ in range(args.runs):
-            for what in ("check", "validate", "validate --workers 1"):
-                for name, tree in trees.items():
-                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    t = time.perf_counter()
-                    subprocess.run(_commands(tree, manifests, args.same_venv)[what], cwd=tree, env=envs[name],
-                                   capture_output=True, check=False)
-                    wall.setdefault((what, name), []).append(time.perf_counter() - t)
-                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    cpu.setdefault((what, name), []).append(after.ru_utime + after.ru_stime - before.ru_utime
-                                                            - before.ru_stime)
-    print(f"{'command':22} {'checkout':16} {'wall median':>11} {'IQR':>17} {'min':>9} {'CPU median':>10}")
+        order = list(trees.items())
+        for i in range(args.runs):
+            for what in commands:
+                for name, tree in order[i % len(order):] + order[:i % len(order)]:  # rotate who goes first
+                    cmd = _command(tree, what, manifests, args.same_venv)
+                    if cmd is None:
+                        continue
+                    env = envs[name]
+                    if what == "check-cold":
+                        shutil.rmtree(cold, ignore_errors=True)
+                        env = dict(env, XDG_CACHE_HOME=cold)
+                    w, c = _run(cmd, tree, env)
+                    wall.setdefault((what, name), []).append(w)
+                    cpu.setdefault((what, name), []).append(c)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[1]:.2f} (5 min)")
+    print(f"{'command':12} {'checkout':16} {'wall median':>11} {'IQR':>17} {'min':>9} {'CPU median':>10} "
+          f"{'CPU vs 1st':>10}")
+    first: dict[str, float] = {}
     for (what, name), times in wall.items():
         median = statistics.median(times)
         q = statistics.quantiles(times, n=4)
-        rate = f"  {args.n / median:,.0f} objects/s" if what != "check" else ""
-        print(f"{what:22} {name:16} {median * 1e3:8.1f} ms {q[0] * 1e3:7.1f}-{q[2] * 1e3:7.1f} ms "
-              f"{min(times) * 1e3:6.1f} ms {statistics.median(cpu[(what, name)]) * 1e3:7.1f} ms{rate}")
+        cpu_median = statistics.median(cpu[(what, name)])
+        ratio = f"{cpu_median / first[what] * 100 - 100:+9.1f}%" if what in first else f"{'':10}"
+        first.setdefault(what, cpu_median)
+        rate = f"  {args.n / median:,.0f} objects/s" if what.startswith("validate") else ""
+        print(f"{what:12} {name:16} {median * 1e3:8.1f} ms {q[0] * 1e3:7.1f}-{q[2] * 1e3:7.1f} ms "
+              f"{min(times) * 1e3:6.1f} ms {cpu_median * 1e3:7.1f} ms {ratio}{rate}")
 
 
 if __name__ == "__main__":
