@@ -13,7 +13,6 @@ Read from kubernetes-sigs/kueue at tag v0.19.2; no code was copied. Pure: no I/O
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from dockyard_k8s.kube import as_int, as_mapping
@@ -64,7 +63,6 @@ def queue_name(obj: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
-@dataclass(frozen=True)
 class PodSet:
     """One pod set of a Kueue Workload: ``count`` pods of ``spec``.
 
@@ -73,11 +71,11 @@ class PodSet:
     carry the topology request).
     """
 
-    name: str
-    count: int
-    path: Path
-    metadata: dict[str, Any]
-    spec: dict[str, Any]
+    def __init__(self, name: str, count: int, path: Path, metadata: dict[str, Any], spec: dict[str, Any]) -> None:
+        self.name, self.count, self.path, self.metadata, self.spec = name, count, path, metadata, spec
+
+    def __repr__(self) -> str:
+        return f"PodSet({self.name!r}, count={self.count}, path={self.path!r})"
 
 
 def _template(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -130,7 +128,8 @@ def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
                 out.append(PodSet(SUBMITTER_POD_SET, 1, (), {}, pod))
         elif mode == "SidecarMode" and out:
             head = out[0]
-            out[0] = replace(head, spec=_with_container(head.spec, "ray-job-submitter", SUBMITTER_RESOURCES))
+            out[0] = PodSet(head.name, head.count, head.path, head.metadata,
+                            _with_container(head.spec, "ray-job-submitter", SUBMITTER_RESOURCES))
         return out
     if kind == "Job":
         meta, pod = _template(spec.get("template"))

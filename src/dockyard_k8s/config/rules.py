@@ -223,8 +223,6 @@ def _job_problems(run: RunConfig) -> list[ConfigProblem]:
 def _fragment_problems(run: RunConfig) -> list[ConfigProblem]:
     """A worker group of kuberay.spec merges into the fleet of its groupName; one that names
     no fleet would silently add a third group (a typo like ``trainr``)."""
-    import difflib
-
     spec = run.infra["kuberay"]["spec"]
     groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
     allowed = set(run.infra["kuberay"]["extraGroups"])
@@ -236,6 +234,8 @@ def _fragment_problems(run: RunConfig) -> list[ConfigProblem]:
             out.append(run.locate(path[:-1], f"got {group!r}, expected a worker group with a groupName "
                                              "(trainer or inference, to merge into that fleet)"))
         elif name not in GPU_FLEETS and name not in allowed:
+            import difflib
+
             close = difflib.get_close_matches(name, GPU_FLEETS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             out.append(run.locate(path, f"got {name!r}, expected trainer or inference (the fleet this fragment "

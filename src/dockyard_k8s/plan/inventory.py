@@ -13,8 +13,7 @@ Three sources, one shape (:class:`Inventory`):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.kube import pod_requests
@@ -28,30 +27,33 @@ POOL_LABELS = ("eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool", "cloud.go
                "kubernetes.azure.com/agentpool", "dockyard-k8s/pool", INSTANCE_TYPE)
 
 
-@dataclass
-class PlacedPod:
+class PlacedPod(NamedTuple):
     """A pod on a node (existing or simulated), as affinity and spread rules see it."""
 
     namespace: str
     labels: dict[str, str]
-    anti_affinity: list[dict[str, Any]] = field(default_factory=list)  # required terms
+    anti_affinity: list[dict[str, Any]]  # required terms
 
 
-@dataclass
 class Node:
-    name: str
-    pool: str
-    labels: dict[str, str]
-    taints: list[dict[str, Any]]
-    unschedulable: bool
-    allocatable: dict[str, int]
-    requested: dict[str, int] = field(default_factory=dict)
-    pods: list[PlacedPod] = field(default_factory=list)
-    host_ports: set[tuple[str, int]] = field(default_factory=set)
+    """A node, and what the simulation has placed on it so far (``requested``, ``pods`` and
+    ``host_ports`` grow as pods are placed). Not a dataclass: ``check`` builds nodes for its fit
+    test and does not import ``dataclasses`` (bench/README.md)."""
+
+    def __init__(self, name: str, pool: str, labels: dict[str, str], taints: list[dict[str, Any]], unschedulable: bool,
+                 allocatable: dict[str, int], requested: dict[str, int] | None = None,
+                 pods: list[PlacedPod] | None = None, host_ports: set[tuple[str, int]] | None = None) -> None:
+        self.name, self.pool, self.labels, self.taints = name, pool, labels, taints
+        self.unschedulable, self.allocatable = unschedulable, allocatable
+        self.requested = {} if requested is None else requested
+        self.pods = [] if pods is None else pods
+        self.host_ports = set() if host_ports is None else host_ports
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, pool={self.pool!r}, pods={len(self.pods)})"
 
 
-@dataclass
-class Quota:
+class Quota(NamedTuple):
     """A namespace ResourceQuota: hard limits and what is already used (scheduler units)."""
 
     name: str
@@ -60,11 +62,10 @@ class Quota:
     used: dict[str, int]
 
 
-@dataclass
-class Inventory:
+class Inventory(NamedTuple):
     nodes: list[Node]
-    quotas: list[Quota] = field(default_factory=list)
-    source: str = ""  # how it was built, for the report
+    quotas: list[Quota]
+    source: str  # how it was built, for the report
 
     def pools(self) -> dict[str, list[Node]]:
         out: dict[str, list[Node]] = {}

@@ -161,9 +161,9 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     for o in objects:
         if o.get("kind") == "ResourceQuota":
             q = quota_of(o)
-            live = next((x for x in quotas if (x.name, x.namespace) == (q.name, q.namespace)), None)
+            live = next((i for i, x in enumerate(quotas) if (x.name, x.namespace) == (q.name, q.namespace)), None)
             if live is not None:
-                live.hard = q.hard
+                quotas[live] = quotas[live]._replace(hard=q.hard)
             else:
                 quotas.append(q)
     state = _State(inventory, groups)

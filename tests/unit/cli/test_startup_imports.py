@@ -2,7 +2,8 @@
 
 PyYAML (~20 ms to import) is left to inputs outside the subset parser and to output the
 fast emitter declines; shutil comes with argparse's default help formatter; the collecting
-validator only runs for objects that fail their schema gate.
+validator only runs for objects that fail their schema gate; dataclasses brings inspect, ast and
+dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab")
+AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab", "dataclasses",
+           "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue")
 
 PROBE = """
 import sys
