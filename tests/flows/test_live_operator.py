@@ -146,3 +146,61 @@ def test_replica_failure_is_a_finding_not_the_end(cli: Any, fake: FakeKube, kube
     assert not t.errors, t.errors
     assert r.code == 0, r.out + r.err
     assert "ReplicaFailure" in r.out and "exceeded quota" in r.out and "✔ ready" in r.out
+
+
+AUTOSCALING = """\
+defaults: [{infra}]
+kuberay:
+  spec:
+    enableInTreeAutoscaling: true
+    workerGroupSpecs:
+      - {{groupName: trainer, minReplicas: 1, maxReplicas: 6}}
+"""
+
+
+@pytest.fixture
+def autoscaled(tmp_path: Any) -> list[str]:
+    """The example with the Ray autoscaler on and room for it to scale the trainers (1 to 6)."""
+    infra = tmp_path / "autoscaled.infra.yaml"
+    infra.write_text(AUTOSCALING.format(infra=EXAMPLES / "grpo_swe.infra.yaml"))
+    return [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(infra)]
+
+
+def _autoscale(fake: FakeKube, replicas: int) -> None:
+    """What the Ray autoscaler does: it writes the trainer group's replicas (an Update)."""
+    cluster = fake.get("ray.io/v1", "RayCluster", NS, RUN)
+    group = next(g for g in cluster["spec"]["workerGroupSpecs"] if g["groupName"] == "trainer")
+    group["replicas"] = replicas
+    group["scaleStrategy"] = {"workersToDelete": ["grpo-swe-trainer-worker-abcde"]}
+    fake.put(cluster, manager="autoscaler")
+
+
+def test_cluster_up_again_keeps_what_the_autoscaler_scaled(cli: Any, fake: FakeKube, autoscaled: list[str]) -> None:
+    # workerGroupSpecs is one atomic list in KubeRay's CRD: the autoscaler's write of one
+    # group's replicas makes it the owner of every group; a re-apply that resets replicas
+    # would conflict (409) or, forced, undo the scaling
+    assert cli("cluster", "up", *autoscaled, "--detach").code == 0
+    _autoscale(fake, 5)
+    r = cli("cluster", "up", *autoscaled, "--detach")
+    assert r.code == 0, r.out + r.err
+    groups = {g["groupName"]: g for g in fake.get("ray.io/v1", "RayCluster", NS, RUN)["spec"]["workerGroupSpecs"]}
+    assert groups["trainer"]["replicas"] == 5
+    assert groups["trainer"]["scaleStrategy"] == {"workersToDelete": ["grpo-swe-trainer-worker-abcde"]}
+    assert "keeps the replicas the autoscaler set (trainer 5)" in r.out
+
+
+def test_a_changed_autoscaled_cluster_says_who_owns_the_worker_groups(cli: Any, fake: FakeKube,
+                                                                     autoscaled: list[str]) -> None:
+    assert cli("cluster", "up", *autoscaled, "--detach").code == 0
+    _autoscale(fake, 5)
+    changed = [*autoscaled, "--set", "kuberay.trainer.cpu=80"]
+    r = cli("cluster", "up", *changed, "--detach")
+    assert r.code == 1
+    assert "spec.workerGroupSpecs is one atomic list in KubeRay's RayCluster CRD, " \
+           'last written by "autoscaler"' in r.err
+    assert "--force-conflicts" in r.err
+    forced = cli("cluster", "up", *changed, "--detach", "--force-conflicts")
+    assert forced.code == 0, forced.out + forced.err
+    groups = {g["groupName"]: g for g in fake.get("ray.io/v1", "RayCluster", NS, RUN)["spec"]["workerGroupSpecs"]}
+    assert groups["trainer"]["replicas"] == 5  # the scaling survives the forced change
+    assert groups["trainer"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "80"

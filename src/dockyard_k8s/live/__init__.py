@@ -8,6 +8,7 @@ Layout, pure first, I/O second::
     diagnose.py    pod/container states and events -> fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
     orchestrate.py apply / follow / snapshot / down: the flows behind run, status, down
+    scaling.py     an autoscaled RayCluster re-applied with its live replicas; worker-group conflicts (pure)
     launch.py      the facade the CLI calls: launch / status / wait / down / preview (typed options)
     logs.py        pod selection and merged, prefixed log streams
     rayjobs.py     the Ray Jobs REST API (dashboard :8265, /api/jobs/)

@@ -23,6 +23,7 @@ from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
+from dockyard_k8s.live.scaling import explain_conflict, keep_autoscaled
 from dockyard_k8s.render.meta import RUN_LABEL
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
@@ -68,7 +69,7 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
         except ClusterError as e:
             if e.status == 0:  # not an answer of the API server (unreachable): as it is
                 raise
-            refused.append(e)
+            refused.append(explain_conflict(e, obj))
     client.take_warnings()  # the real apply answers with the same ones
     if not refused:
         return
@@ -79,6 +80,18 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
     lines = "\n".join(f"  {r.obj}: {r}" + (f"\n    hint: {r.hint}" if r.hint else "") for r in refused)
     raise ClusterError(f"the API server refuses {len(refused)} object(s) of the run; nothing was applied:\n{lines}",
                        status=refused[0].status)
+
+
+def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], None]) -> dict[str, Any]:
+    """An autoscaled RayCluster applied with the replicas its autoscaler set (live/scaling)."""
+    if obj.get("kind") != "RayCluster" or (obj.get("spec") or {}).get("enableInTreeAutoscaling") is not True:
+        return obj
+    kind, ns, name = _name(obj)
+    out, kept = keep_autoscaled(obj, client.get(kind, ns, name))
+    if kept:
+        groups = ", ".join(f"{g} {n}" for g, n in sorted(kept.items()))
+        say(f"{ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
+    return out
 
 
 def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name: str, obj: dict[str, Any], *,
@@ -109,6 +122,7 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         out.append(item)
         if on_applied:
             on_applied(item)
+    to_apply = [_keep_scaling(client, obj, say) for obj in to_apply]
     if preflight and not dry_run:
         _preflight(client, to_apply, force)
     for obj in to_apply:
@@ -117,7 +131,10 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         if before is not None and (before.get("metadata") or {}).get("deletionTimestamp") and not dry_run:
             wait_terminating(client, kind, ns, name, before, timeout=terminating_timeout, say=say)
             before = None
-        result = client.apply(obj, dry_run=dry_run, force=force, before=before)
+        try:
+            result = client.apply(obj, dry_run=dry_run, force=force, before=before)
+        except ClusterError as e:
+            raise explain_conflict(e, obj) from e
         action = result.action if not dry_run else f"{result.action} (server dry run)"
         item = Applied(ref(kind.kind, ns, name), action)
         out.append(item)

@@ -1,0 +1,53 @@
+"""live/scaling: an autoscaled RayCluster is applied with the replicas its autoscaler set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.scaling import explain_conflict, keep_autoscaled
+
+
+def cluster(autoscaling: bool | None, *groups: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"workerGroupSpecs": list(groups)}
+    if autoscaling is not None:
+        spec["enableInTreeAutoscaling"] = autoscaling
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "c"}, "spec": spec}
+
+
+def test_live_replicas_and_scale_strategy_are_kept_within_the_new_bounds() -> None:
+    rendered = cluster(True, {"groupName": "a", "replicas": 2, "minReplicas": 1, "maxReplicas": 4},
+                       {"groupName": "b", "replicas": 1, "minReplicas": 3, "maxReplicas": 6},
+                       {"groupName": "new", "replicas": 1})
+    live = cluster(True, {"groupName": "a", "replicas": 9, "scaleStrategy": {"workersToDelete": ["p"]}},
+                   {"groupName": "b", "replicas": 1})
+    out, kept = keep_autoscaled(rendered, live)
+    a, b, new = out["spec"]["workerGroupSpecs"]
+    assert (a["replicas"], a["scaleStrategy"]) == (4, {"workersToDelete": ["p"]})  # clamped to maxReplicas
+    assert b["replicas"] == 3 and "scaleStrategy" not in b  # raised to the new minReplicas
+    assert new["replicas"] == 1  # not live yet: as rendered
+    assert kept == {"a": 4, "b": 3}
+    assert rendered["spec"]["workerGroupSpecs"][0]["replicas"] == 2  # the rendered object is not changed
+
+
+def test_without_the_autoscaler_or_a_live_cluster_the_rendered_replicas_stand() -> None:
+    live = cluster(True, {"groupName": "a", "replicas": 9})
+    for autoscaling in (None, False):
+        rendered = cluster(autoscaling, {"groupName": "a", "replicas": 2})
+        assert keep_autoscaled(rendered, live) == (rendered, {})
+    rendered = cluster(True, {"groupName": "a", "replicas": 2})
+    assert keep_autoscaled(rendered, None) == (rendered, {})
+    job = {"kind": "RayJob", "spec": {"enableInTreeAutoscaling": True}}
+    assert keep_autoscaled(job, live) == (job, {})
+
+
+def test_a_worker_group_conflict_names_its_last_writer() -> None:
+    e = ClusterError('Apply failed with 1 conflict: conflict with "kubectl-edit" using ray.io/v1: '
+                     ".spec.workerGroupSpecs", obj="RayCluster ns/c", status=409, hint="generic")
+    out = explain_conflict(e, cluster(None))
+    assert 'last written by "kubectl-edit"' in out.hint and "--force-conflicts" in out.hint
+    assert "autoscaler set are kept" not in out.hint
+    assert "autoscaler set are kept" in explain_conflict(e, cluster(True)).hint
+    other = ClusterError("conflict with \"x\": .spec.replicas", status=409, hint="generic")
+    assert explain_conflict(other, cluster(True)) is other
+    assert explain_conflict(e, {"kind": "RayJob"}) is e
