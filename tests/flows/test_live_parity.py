@@ -190,6 +190,8 @@ def test_runs_lists_every_run_with_mode_state_gpus_age_and_queue(cli: Any, fake:
     docs = json.loads(cli("runs", "-A", "-o", "json").out)
     assert {d["name"]: d["queue"] for d in docs} == {"dev-box": "", "grpo-swe": "pending (Pending)"}
     assert cli("runs", "-n", "default", "-l", "team=nobody").out == "no runs in namespace default\n"
+    assert cli("runs", "-A", "-o", "name").out == "dev-box\ngrpo-swe\n"  # one name a line, for xargs
+    assert cli("runs", "-n", "default", "-l", "team=nobody", "-o", "name").out == ""
 
 
 @pytest.mark.parametrize("argv", [

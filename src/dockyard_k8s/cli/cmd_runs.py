@@ -13,6 +13,7 @@ examples:
   dockyard-k8s runs                       # the context's namespace
   dockyard-k8s runs -n rl-research -l team=rl
   dockyard-k8s runs -A -o json | jq '.[] | select(.state == "failed") | .name'
+  dockyard-k8s runs -n rl-research -l team=rl -o name | xargs -n1 dockyard-k8s down -n rl-research
 then, by name: dockyard-k8s status RUN | logs RUN | down RUN | job logs RUN
 """
 
@@ -28,8 +29,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
                    help="only runs whose objects carry these labels (kubectl syntax: team=rl,tier!=dev)")
-    p.add_argument("-o", "--output", choices=("text", "wide", "json", "yaml"), default="text",
-                   help="output format (wide adds each run's one-line summary)")
+    p.add_argument("-o", "--output", choices=("text", "wide", "name", "json", "yaml"), default="text",
+                   help="output format (wide adds each run's one-line summary; name prints one run per line, "
+                        "for xargs)")
     add_cluster_args(p)
     p.set_defaults(func=run)
 
@@ -47,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         docs = [r.as_dict(now) for r in rows]
         print(dump_json(docs) if args.output == "json" else "---\n" + dump_yaml(docs), end="")
+        return 0
+    if args.output == "name":  # kubectl's -o name: nothing but the names (a script's input)
+        for r in rows:
+            print(r.name)
         return 0
     if not rows:
         say(f"no runs in {'any namespace' if ns is None else f'namespace {ns}'}")
