@@ -65,7 +65,7 @@ def test_fish_completes_commands_and_choices(capsys: pytest.CaptureFixture[str],
         return [row.split("\t")[0] for row in done.stdout.splitlines()]
 
     assert complete("dockyard-k8s sta") == ["status"]
-    assert complete("dockyard-k8s runs -o ") == ["text", "wide", "json", "yaml"]
+    assert complete("dockyard-k8s runs -o ") == ["text", "wide", "name", "json", "yaml"]
     assert "--all-namespaces" in complete("dockyard-k8s runs --all")
 
 
