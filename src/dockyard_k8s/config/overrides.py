@@ -132,9 +132,16 @@ def set_path(data: dict[str, Any], path: Path, value: Any) -> str:
 
 
 def _suggest(data: Any, path: Path) -> str:
-    """Existing keys that end like ``path`` (for ``lr`` -> ``optimizer.lr``)."""
-    leaf = path[-1]
+    """Existing keys the user probably meant: each missing part of ``path`` replaced by the
+    closest key at its level (``trainer.lrr`` -> ``trainer.lr``, ``optimzer.lr`` -> ``optimizer.lr``),
+    then keys elsewhere with the same last part (``lr`` -> ``optimizer.lr``)."""
+    import difflib
+
     found: list[str] = []
+    corrected = _correct(data, path, difflib)
+    if corrected is not None:
+        found.append(format_path(corrected))
+    leaf = path[-1]
 
     def walk(node: Any, here: Path) -> None:
         if isinstance(node, dict):
@@ -144,7 +151,34 @@ def _suggest(data: Any, path: Path) -> str:
                 walk(v, (*here, k))
 
     walk(data, ())
+    found = list(dict.fromkeys(found))
     return f"; did you mean {' or '.join(found[:3])}?" if found else ""
+
+
+def _correct(data: Any, path: Path, difflib: Any) -> Path | None:
+    """``path`` with every part that is not a key replaced by the closest key at its level,
+    or None when some part has no close key (or nothing needed correcting)."""
+    out: list[str | int] = []
+    node = data
+    changed = False
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                return None
+            node = node[part]
+            out.append(part)
+            continue
+        if not isinstance(node, dict):
+            return None
+        if part not in node:
+            keys = [k for k in node if isinstance(k, str)]
+            close = difflib.get_close_matches(part, keys, n=1, cutoff=0.6)
+            if not close:
+                return None
+            part, changed = close[0], True
+        out.append(part)
+        node = node[part]
+    return tuple(out) if changed else None
 
 
 def apply_override(recipe: dict[str, Any], ov: Override) -> str:

@@ -215,3 +215,17 @@ def test_derived_run_name_problem_points_at_the_recipe(write, clean_env):
     problems = problems_of(build_bundle, recipe, write("i.yaml", INFRA), env=clean_env)
     assert problems[0].startswith(f"{recipe}: launch.name: RayJob metadata.name:")
     assert problems[0].endswith("(the run name defaults to the recipe file name; set launch.name)")
+
+
+def test_a_typo_in_an_override_suggests_the_close_existing_key_first(write, clean_env):
+    recipe = write("job.yaml", "trainer:\n  lr: 1.0e-6\n  warmup: 10\noptimizer:\n  beta: 0.9\n")
+    problems = problems_of(load_run, recipe, write("i.yaml", INFRA), env=clean_env,
+                           overrides=["trainer.lrr=3", "optimzer.beta=1", "~trainer.warmpu"])
+    assert sorted(problems) == [
+        "override optimzer.beta=1: optimzer.beta: no key optimzer.beta in the recipe; did you mean "
+        "optimizer.beta? (use +optimzer.beta=... to add it, ++optimzer.beta=... to add or change)",
+        "override trainer.lrr=3: trainer.lrr: no key trainer.lrr in the recipe; did you mean trainer.lr? "
+        "(use +trainer.lrr=... to add it, ++trainer.lrr=... to add or change)",
+        "override ~trainer.warmpu: trainer.warmpu: no key trainer.warmpu in the recipe to delete; did you mean "
+        "trainer.warmup?",
+    ]
