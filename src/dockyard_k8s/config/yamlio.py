@@ -135,11 +135,15 @@ def interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
             return m.group(0)
         return value
 
-    return _VAR.sub(sub, text), missing
+    return _VAR.sub(sub, text), list(dict.fromkeys(missing))
 
 
 def malformed_variable(text: str) -> str | None:
-    """The first ``${`` that starts no valid reference (``${TAG`` unterminated, ``${1X}``), or None."""
+    """The first ``${`` that starts no valid reference (``${TAG`` unterminated, ``${1X}``, a
+    nested ``${A:-${B}}``, which would leave ``${B}`` unsubstituted), or None."""
+    for m in _VAR.finditer(text):
+        if m.group(3) is not None and re.search(r"(?<!\$)\$\{", m.group(3)):
+            return text[m.start():text.find("}", m.end()) + 1 or len(text)]
     rest = _VAR.sub("", text)
     at = rest.find("${")
     if at < 0:
@@ -195,12 +199,16 @@ class _Walker:
         if self.env is not None and "$" in value:
             bad = malformed_variable(value)
             if bad is not None:
-                self.problem(node, path, f"got {bad!r}: an unterminated or malformed variable reference "
+                what = ("a variable reference inside a default (not supported: set the default itself)"
+                        if "${" in bad[2:] else "an unterminated or malformed variable reference")
+                self.problem(node, path, f"got {bad!r}: {what} "
                                          "(expected ${NAME}, ${NAME:-default} or ${NAME-default}; $${ is a literal ${)")
             value, missing = interpolate(value, self.env)
             for name in missing:
                 self.problem(node, path, f"environment variable {name} is not set "
                                          f"(got ${{{name}}}, expected it set, or write ${{{name}:-default}})")
+            if bad is not None or missing:
+                return value  # one problem per reference: the value itself is unknown, check nothing else
         if node.tag == PLAIN_TAG:
             # quoted or block scalar: always a string (style "" or None is plain)
             typed, why = _untagged(value, not node.style)

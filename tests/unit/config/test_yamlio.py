@@ -113,6 +113,22 @@ def test_unset_variable_without_default_is_an_error_with_location():
                         "(got ${IMAGE_TAG}, expected it set, or write ${IMAGE_TAG:-default})"]
 
 
+def test_an_unset_variable_is_one_problem_at_its_key_whatever_the_tag():
+    # The unset variable leaves the value unknown: no second problem about the literal ${N}.
+    _, problems = parse("a: !!int ${N}\nb: !!float ${N}\nc: ${N}${N}\n", {})
+    assert problems == [f"f.yaml:{i}:4: {k}: environment variable N is not set "
+                        "(got ${N}, expected it set, or write ${N:-default})" for i, k in ((1, "a"), (2, "b"), (3, "c"))]
+
+
+def test_a_variable_inside_a_default_is_an_error_not_a_literal():
+    # ${A:-${B}} would render the text ${B}: refuse it at its key.
+    _, problems = parse("a: ${A:-${B}}\nb: x-${A-${B}}\nc: ${A:-$${B}}\n", {"B": "1"})
+    assert problems == [
+        f"f.yaml:{i}:4: {k}: got {ref!r}: a variable reference inside a default (not supported: set the default "
+        "itself) (expected ${NAME}, ${NAME:-default} or ${NAME-default}; $${ is a literal ${)"
+        for i, k, ref in ((1, "a", "${A:-${B}}"), (2, "b", "${A-${B}}"))]
+
+
 def test_no_interpolation_without_an_environment():
     doc, problems = parse("a: ${NOPE}\n", None)
     assert problems == [] and doc.data == {"a": "${NOPE}"}
