@@ -41,7 +41,7 @@ from dockyard_k8s.validate.engine import (
     validate_files,
 )
 from dockyard_k8s.validate.locate import add_lines
-from dockyard_k8s.validate.problem import Document, Problem, Report
+from dockyard_k8s.validate.problem import Document, Problem, Report, count_objects
 from dockyard_k8s.validate.reader import documents_of, manifest_files, read_text, region_documents_of, yaml_rs
 from dockyard_k8s.validate.split import read_whole
 
@@ -270,8 +270,8 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], engine: Engine) -> _
     checked.cross.settle()  # the Services this part's own pods satisfy need not travel
     report = checked.report()
     problems = add_lines([*yaml_problems, *report.problems], texts, chunked=chunked)
-    return _Part(problems, report.objects, report.skipped, report.missing, report.sources, checked.cross, counts,
-                 lines)
+    return _Part(problems, count_objects(documents, yaml_problems), report.skipped, report.missing, report.sources,
+                 checked.cross, counts, lines)
 
 
 def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:

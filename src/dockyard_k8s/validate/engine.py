@@ -39,6 +39,8 @@ from dockyard_k8s.validate.problem import (
     JsonPath,
     Problem,
     Report,
+    count_objects,
+    object_key,
 )
 from dockyard_k8s.validate.semantic import object_problems
 
@@ -292,12 +294,12 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
     problems = manifests.add_lines(problems)
-    return Result(problems, report._replace(problems=problems), manifests.files)
+    objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
+    return Result(problems, report._replace(problems=problems, objects=objects), manifests.files)
 
 
-def problem_order(p: Problem) -> tuple[str, int, JsonPath]:
-    """Problems sort by file, document, and List item (stable: an object's own order is kept)."""
-    return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
+# Problems sort by file, document, and List item (stable: an object's own order is kept).
+problem_order = object_key
 
 
 def identity(doc: Document) -> Problem:

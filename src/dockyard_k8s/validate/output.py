@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dockyard_k8s.validate.problem import Problem, Report, format_json_path
+from dockyard_k8s.validate.problem import Problem, Report, format_json_path, object_key
 
 FORMATS = ("text", "json", "junit", "tap")
 
 
 def summary_line(report: Report, files: int) -> str:
-    valid = report.objects - report.skipped - report.invalid
-    return (f"Summary: {report.objects} object(s) in {files} file(s): {max(valid, 0)} valid, "
+    return (f"Summary: {report.objects} object(s) in {files} file(s): {report.valid} valid, "
             f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
-
-
-def _object_key(p: Problem) -> tuple[str, int, tuple[Any, ...]]:
-    return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
 
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
@@ -32,8 +27,7 @@ def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
 
         doc: dict[str, Any] = {"problems": [_problem_dict(p) for p in report.problems],
                                "missing_schemas": report.missing, "schemas": report.sources}
-        valid = report.objects - report.skipped - report.invalid
-        doc["summary"] = {"objects": report.objects, "files": files, "valid": max(valid, 0),
+        doc["summary"] = {"objects": report.objects, "files": files, "valid": report.valid,
                           "invalid": report.invalid, "skipped": report.skipped, "problems": len(report.problems)}
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if fmt == "junit":
@@ -49,7 +43,7 @@ def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
 def _grouped(report: Report) -> dict[tuple[str, int, tuple[Any, ...]], list[Problem]]:
     groups: dict[tuple[str, int, tuple[Any, ...]], list[Problem]] = {}
     for p in report.problems:
-        groups.setdefault(_object_key(p), []).append(p)
+        groups.setdefault(object_key(p), []).append(p)
     return groups
 
 
@@ -62,8 +56,7 @@ def _junit(report: Report, files: int) -> str:
     by_file: dict[str, list[list[Problem]]] = {}
     for (file, _, _), problems in groups.items():
         by_file.setdefault(file or "<objects>", []).append(problems)
-    valid = report.objects - report.skipped - report.invalid
-    ok = ET.SubElement(suites, "testsuite", name="valid objects", tests=str(max(valid, 0)), failures="0")
+    ok = ET.SubElement(suites, "testsuite", name="valid objects", tests=str(report.valid), failures="0")
     ok.set("skipped", str(report.skipped))
     for file, objects in sorted(by_file.items()):
         suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(objects)), failures=str(len(objects)))
@@ -86,6 +79,5 @@ def _tap(report: Report) -> str:
         lines.append("  problems:")
         lines += [f"    - {format_json_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
         lines.append("  ...")
-    valid = report.objects - report.skipped - report.invalid
-    lines.append(f"ok {len(groups) + 1} - {max(valid, 0)} valid object(s), {report.skipped} skipped")
+    lines.append(f"ok {len(groups) + 1} - {report.valid} valid object(s), {report.skipped} skipped")
     return "\n".join(lines) + "\n"

@@ -95,4 +95,23 @@ class Report(NamedTuple):
     @property
     def invalid(self) -> int:
         """Number of distinct documents/objects with at least one problem."""
-        return len({(p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()) for p in self.problems})
+        return len({object_key(p) for p in self.problems})
+
+    @property
+    def valid(self) -> int:
+        """Objects looked at with no problem: ``objects`` = valid + invalid + skipped."""
+        return max(self.objects - self.skipped - self.invalid, 0)
+
+
+def object_key(p: Problem) -> tuple[str, int, JsonPath]:
+    """The object a problem is about: its file, document, and List item."""
+    return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
+
+
+def count_objects(documents: list[Document], yaml_problems: list[Problem]) -> int:
+    """The objects of ``documents`` plus the documents YAML could not read (each counted once,
+    so ``objects`` = valid + invalid + skipped in every summary)."""
+    unread = {object_key(p) for p in yaml_problems}
+    if unread:
+        unread -= {(d.file, d.doc_index, d.path) for d in documents}
+    return len(documents) + len(unread)

@@ -45,6 +45,25 @@ def bad_file(tmp_path):
     return str(path)
 
 
+def test_the_summary_counts_add_up_with_unreadable_documents_and_list_items(tmp_path, capsys):
+    # A document YAML cannot read is an invalid object: objects = valid + invalid + skipped.
+    path = tmp_path / "mixed.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n"
+                    "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n"
+                    "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {x: 1}}\n---\n"
+                    ": bad: yaml: [\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {x: 1}\n")
+    assert main(["validate", "--summary", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "Summary: 5 object(s) in 1 file(s): 2 valid, 3 invalid, 0 skipped, 3 problem(s)"
+    assert main(["validate", "-o", "json", str(path)]) == 1
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert (summary["objects"], summary["valid"], summary["invalid"]) == (5, 2, 3)
+    assert main(["validate", "-o", "junit", str(path)]) == 1
+    root = ET.fromstring(capsys.readouterr().out)
+    assert (root.get("tests"), root.get("failures")) == ("5", "3")
+    assert root.find("testsuite[@name='valid objects']").get("tests") == "2"
+
+
 def test_text_output_with_lines_and_summary(bad_file, capsys):
     assert main(["validate", "--summary", bad_file]) == 1
     out = capsys.readouterr().out.splitlines()

@@ -91,6 +91,8 @@ def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monke
     assert any("declares a port named" in p.message for p in one.problems)
     assert all(p.line for p in one.problems)
     _same(one, validate_paths([corpus], workers=workers))
+    # the unreadable document is an object too: the summary's counts add up
+    assert one.report.objects == one.report.valid + one.report.invalid + one.report.skipped
     pids = worker_pids()
     texts = {f: bulk.read_text(f) for f in bulk.manifest_files([corpus])}
     parts = bulk.plan_parts(texts, {f for f, text in texts.items() if bulk.read_whole(text, f)}, bulk.guided(workers))
