@@ -78,6 +78,12 @@ def crd_doc(path: str) -> dict[str, Any]:
         return dict(yaml.load(f, Loader=yaml.CSafeLoader))
 
 
+# How long a test waits for the CLI (in another thread) to reach a state before it gives up.
+# It only ends a broken test: on a loaded machine (2 cores shared by several test runs) the
+# CLI may take many seconds to load, render and validate before its first request.
+SAFETY_TIMEOUT = 300.0
+
+
 class Recorded(NamedTuple):
     method: str
     path: str
@@ -391,7 +397,7 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
             self.closed = True
             self.cond.notify_all()
 
-    def wait_for(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = SAFETY_TIMEOUT) -> Any:
         """Block until ``predicate()`` is truthy (a safety timeout, never an assertion on speed)."""
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -403,7 +409,7 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
                     raise AssertionError("fake API server: condition not reached")
                 self.cond.wait(0.05)
 
-    def wait_watching(self, plural: str, count: int = 1, timeout: float = 10.0) -> None:
+    def wait_watching(self, plural: str, count: int = 1, timeout: float = SAFETY_TIMEOUT) -> None:
         self.wait_for(lambda: self.watching.get(plural, 0) >= count, timeout)
 
     # --- HTTP ----------------------------------------------------------------------------------

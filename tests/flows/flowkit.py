@@ -7,7 +7,7 @@ import sys
 import threading
 from typing import Any
 
-from fakekube import FakeKube
+from fakekube import SAFETY_TIMEOUT, FakeKube
 
 
 def in_background(fn: Any) -> threading.Thread:
@@ -31,7 +31,7 @@ def printed() -> str:
     return str(getattr(sys.stdout, "getvalue", lambda: "")())
 
 
-def wait_output(fake: FakeKube, text: str, timeout: float = 10.0) -> None:
+def wait_output(fake: FakeKube, text: str, timeout: float = SAFETY_TIMEOUT) -> None:
     """Until the CLI printed ``text``: orders what a test does after something the CLI saw."""
     fake.wait_for(lambda: text in printed(), timeout)
 

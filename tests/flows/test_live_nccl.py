@@ -13,13 +13,31 @@ from kuberay_sim import EXAMPLES
 
 LOG = Path(__file__).resolve().parents[1] / "unit" / "platforms" / "data" / "nccl_p5_2nodes.log"
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "eks_p5.infra.yaml")]
+# A bound that only ends a broken test, never decides a passing one (the launcher appears as
+# soon as the MPIJob does, however loaded the machine is).
+BOUND = 600
 
 
-def mpi_operator(fake: FakeKube, phase: str) -> threading.Thread:
-    """When the MPIJob appears, create its launcher pod with a log and the given final phase."""
+class MpiOperator:
+    """When the MPIJob appears, create its launcher pod with a log and the given final phase.
 
-    def play() -> None:
-        job = fake.wait_for(lambda: next(iter(fake.all("kubeflow.org/v2beta1", "MPIJob")), None))
+    It waits on the fake's events for as long as the command runs (``stop`` ends it), never on
+    a wall clock of its own: under load the command may take long to apply the MPIJob."""
+
+    def __init__(self, fake: FakeKube, phase: str) -> None:
+        self.fake, self.phase = fake, phase
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.play, daemon=True)
+        self.thread.start()
+
+    def job(self) -> Any:
+        return next(iter(self.fake.all("kubeflow.org/v2beta1", "MPIJob")), None)
+
+    def play(self) -> None:
+        fake = self.fake
+        if fake.wait_for(lambda: self.done.is_set() or self.job(), timeout=BOUND) is True:
+            return  # the command ended without applying an MPIJob: its assertions say why
+        job = self.job()
         ns, labels = job["metadata"]["namespace"], job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"][
             "metadata"]["labels"]
         name = f"{job['metadata']['name']}-launcher"
@@ -27,28 +45,28 @@ def mpi_operator(fake: FakeKube, phase: str) -> threading.Thread:
                   "spec": {"containers": [{"name": "launcher"}]}, "status": {"phase": "Running"}})
         fake.add_log(ns, name, "launcher", LOG.read_text().splitlines())
         fake.end_logs(ns, name, "launcher")
-        fake.set_status("v1", "Pod", ns, name, {"phase": phase})
+        fake.set_status("v1", "Pod", ns, name, {"phase": self.phase})
 
-    thread = threading.Thread(target=play, daemon=True)
-    thread.start()
-    return thread
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
 
 
 def test_nccl_test_run_applies_waits_summarizes_and_cleans_up(cli: Any, fake: FakeKube) -> None:
     for ns in ("rl-research",):
         fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    operator = mpi_operator(fake, "Succeeded")
-    r = cli("nccl-test", *ARGS, "--run", "--timeout", "30")
-    operator.join(5)
+    operator = MpiOperator(fake, "Succeeded")
+    r = cli("nccl-test", *ARGS, "--run", "--timeout", str(BOUND))
+    operator.stop()
     assert r.code == 0, r.out + r.err
     assert "applying MPIJob" in r.out and "GB/s" in r.out
     assert fake.all("kubeflow.org/v2beta1", "MPIJob") == []  # deleted afterwards (no --keep)
 
 
 def test_nccl_test_run_keep_and_low_bandwidth_fails(cli: Any, fake: FakeKube) -> None:
-    operator = mpi_operator(fake, "Succeeded")
-    r = cli("nccl-test", *ARGS, "--run", "--keep", "--timeout", "30", "--min-busbw", "100000")
-    operator.join(5)
+    operator = MpiOperator(fake, "Succeeded")
+    r = cli("nccl-test", *ARGS, "--run", "--keep", "--timeout", str(BOUND), "--min-busbw", "100000")
+    operator.stop()
     assert r.code == 1, r.out + r.err
     assert len(fake.all("kubeflow.org/v2beta1", "MPIJob")) == 1
 

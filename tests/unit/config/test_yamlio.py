@@ -117,7 +117,8 @@ def test_an_unset_variable_is_one_problem_at_its_key_whatever_the_tag():
     # The unset variable leaves the value unknown: no second problem about the literal ${N}.
     _, problems = parse("a: !!int ${N}\nb: !!float ${N}\nc: ${N}${N}\n", {})
     assert problems == [f"f.yaml:{i}:4: {k}: environment variable N is not set "
-                        "(got ${N}, expected it set, or write ${N:-default})" for i, k in ((1, "a"), (2, "b"), (3, "c"))]
+                        "(got ${N}, expected it set, or write ${N:-default})"
+                        for i, k in ((1, "a"), (2, "b"), (3, "c"))]
 
 
 def test_a_variable_inside_a_default_is_an_error_not_a_literal():

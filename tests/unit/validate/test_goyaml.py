@@ -4,7 +4,7 @@ differently, the pre-scan flags it, so that document is read the way kubectl rea
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 KEYS = ["a", "name", "on", "y", "N", "no", "Yes", "OFF", "true", "False", "null", "~", "1", "010", "0x1F", "1.5",
@@ -33,7 +33,9 @@ def test_the_pre_scan_flags_every_document_the_two_readers_read_differently():
 
     seen = {"differ": 0, "compared": 0}
 
-    @settings(max_examples=1500, deadline=None, database=None)
+    # derandomized: the same documents on every run, so the coverage floor below never flakes
+    @settings(max_examples=1500, deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
     @given(st.lists(lines, min_size=1, max_size=6))
     def check(spec):
         text = "\n".join(_line(*s) for s in spec) + "\n"
