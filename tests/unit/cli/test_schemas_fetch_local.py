@@ -8,9 +8,25 @@ import shutil
 import pytest
 
 from dockyard_k8s.cli import main
+from dockyard_k8s.validate.crd import BUNDLED_DIR
 
-SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "crds"))
-KUBERAY = os.path.join(SHARED, "kuberay")
+BUNDLED_KUBERAY = os.path.join(BUNDLED_DIR, "kuberay-v1.7.0")  # the package's own copies: present everywhere
+# The package bundles no RayService (it never renders one); a mirror holds every upstream file.
+RAYSERVICE_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: rayservices.ray.io}
+spec:
+  group: ray.io
+  names: {kind: RayService, plural: rayservices}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +37,9 @@ def _own_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def mirror(tmp_path):
-    if not os.path.isdir(KUBERAY):
-        pytest.skip("the shared KubeRay CRDs are not here")
     target = tmp_path / "mirror" / "v1.7.0"
-    shutil.copytree(KUBERAY, target)
+    shutil.copytree(BUNDLED_KUBERAY, target, ignore=shutil.ignore_patterns("*.json"))
+    (target / "ray.io_rayservices.yaml").write_text(RAYSERVICE_CRD)
     return tmp_path / "mirror"
 
 
