@@ -68,4 +68,16 @@ def infra_markdown() -> str:
         "| key | type | default | what it does |",
         "| --- | --- | --- | --- |",
     ]
-    return "\n".join(head + _rows(INFRA, "")) + "\n"
+    moved = _moved(INFRA, "")
+    tail = ["", "## Moved keys", "", "A key an earlier release had is an error at its line that says where it went:",
+            "", "| was | now |", "| --- | --- |", *(f"| `{old}` | {new} |" for old, new in moved)] if moved else []
+    return "\n".join(head + _rows(INFRA, "") + tail) + "\n"
+
+
+def _moved(schema: Schema, prefix: str) -> list[tuple[str, str]]:
+    """(old dotted key, where it went) of every ``x-moved`` in ``schema``."""
+    out = [(f"{prefix}.{key}" if prefix else key, new.replace("|", "\\|"))
+           for key, new in schema.get("x-moved", {}).items()]
+    for key, sub in schema.get("properties", {}).items():
+        out += _moved(sub, f"{prefix}.{key}" if prefix else key)
+    return out

@@ -232,7 +232,13 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "privateCidrs": array("Excluded from HTTPS egress (private, link-local and metadata space).",
                                   string("A CIDR block.", fmt="cidr"), list(INTERNAL_CIDRS)),
             "extraEgress": array("More NetworkPolicyEgressRule objects for the GPU pods.", {"type": "object"}, []),
-        }),
+        }) | {"x-moved": {
+            "operatorPodLabels": "kuberay.networkPolicy.operator.podSelector, a label selector (write "
+                                 "podSelector: {matchLabels: {...}} with these labels; the default already admits "
+                                 "the Helm chart's and the kustomize manifests' operator pods)",
+            "extraIngress": "kuberay.networkPolicy.extraIngress (each rule needs `from`; its pod and namespace "
+                            "selectors are narrowed to non-sandbox pods)",
+        }},
         "priorityClass": obj("A PriorityClass created for the GPU pods (head and workers).", {
             "create": boolean("Render the PriorityClass (cluster-scoped) and use it on the GPU pods.", False),
             "name": string("Its name; defaults to <namespace>-<run>-gpu.", None, nullable=True,

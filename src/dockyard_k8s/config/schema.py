@@ -8,8 +8,9 @@ in well under 150 ms and a model library alone costs most of that.
 
 Supported keywords: type (one or a list, ``"null"`` for nullable), properties,
 additionalProperties (bool or schema), propertyNames (with ``x-format``), required, enum,
-minimum, maximum, pattern, items, default, description, and the extension ``x-format``
-naming a check in ``FORMATS``. Integers are int32 unless they say otherwise, as the API
+minimum, maximum, pattern, items, default, description, and the extensions ``x-format``
+naming a check in ``FORMATS`` and ``x-moved`` (on an object: old key -> where it went, so an
+unknown key an earlier release had says where to write it). Integers are int32 unless they say otherwise, as the API
 server stores most of them.
 """
 
@@ -225,12 +226,14 @@ def _check_object(schema: Schema, value: dict[str, Any], path: Path, out: list[t
         if key in props:
             _check(props[key], item, (*path, key), out)
         elif extra is False:
-            out.append(((*path, key), _unknown_key(key, list(props))))
+            out.append(((*path, key), _unknown_key(key, list(props), schema.get("x-moved", {}).get(key))))
         elif isinstance(extra, dict):
             _check(extra, item, (*path, key), out)
 
 
-def _unknown_key(key: str, known: list[str]) -> str:
+def _unknown_key(key: str, known: list[str], moved: str | None = None) -> str:
+    if moved is not None:  # a key an earlier release had here
+        return f"unknown key '{key}': it moved to {moved}"
     import difflib
 
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)

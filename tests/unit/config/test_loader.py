@@ -229,3 +229,32 @@ def test_a_typo_in_an_override_suggests_the_close_existing_key_first(write, clea
         "override ~trainer.warmpu: trainer.warmpu: no key trainer.warmpu in the recipe to delete; did you mean "
         "trainer.warmup?",
     ]
+
+
+def test_a_key_that_moved_says_where_it_went_at_its_line(recipe, write, clean_env):
+    infra = write("i.yaml", INFRA + "  networkPolicy:\n    operatorPodLabels: {app: kuberay}\n    extraIngress: []\n")
+    found = problems_of(load_run, recipe, infra, env=clean_env)
+    assert len(found) == 2
+    assert found[0].startswith(f"{infra}:4:5: infra.networkPolicy.operatorPodLabels: unknown key 'operatorPodLabels': "
+                               "it moved to kuberay.networkPolicy.operator.podSelector, a label selector")
+    assert found[1].startswith(f"{infra}:5:5: infra.networkPolicy.extraIngress: unknown key 'extraIngress': it moved "
+                               "to kuberay.networkPolicy.extraIngress (each rule needs `from`")  # not "extraEgress?"
+    found = problems_of(load_run, recipe, write("j.yaml", INFRA), env=clean_env,
+                        sets=["infra.networkPolicy.extraIngress=[]"])
+    assert found == [found[0]] and "it moved to kuberay.networkPolicy.extraIngress" in found[0]
+
+
+def test_every_moved_key_points_at_a_key_of_the_schema():
+    from dockyard_k8s.config.infra_schema import INFRA as SCHEMA
+
+    def walk(schema):
+        yield from schema.get("x-moved", {}).values()
+        for sub in schema.get("properties", {}).values():
+            yield from walk(sub)
+
+    targets = list(walk(SCHEMA))
+    assert targets
+    for target in targets:
+        node = SCHEMA
+        for part in target.split()[0].rstrip(",").split("."):
+            node = node["properties"][part]
