@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
-from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of
+from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import clone
@@ -59,10 +59,13 @@ def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
 
 
 class Layers:
-    """Reads files (each over its ``defaults:`` chain) and collects every problem."""
+    """Reads files (each over its ``defaults:`` chain) and collects every problem. With the
+    files' ``schema``, a string that stands for an object (``x-shorthand``) is expanded as the
+    file is read, so it merges with parents as the object would."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], schema: Schema | None = None) -> None:
         self.env = env
+        self.short = shorthands(schema) if schema is not None else []  # strings that stand for objects
         self.problems: list[ConfigProblem] = []
         self.files: list[str] = []  # every file read, parents before children
         self.empty: list[str] = []  # files with nothing in them
@@ -87,7 +90,7 @@ class Layers:
             return None
         if not doc.data:
             self.empty.append(file)
-        return doc
+        return _expand_doc(doc, self.short) if self.short else doc
 
     def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Doc:
         """A file merged over its ``defaults:`` parents (file names relative to it, ``.yaml``
@@ -238,6 +241,37 @@ def resolve_nulls(schema: Schema, data: Any) -> None:
             resolve_nulls(extra, data[key])
 
 
+def _expand(value: Any, at: Path, short: list[tuple[Path, str]]) -> tuple[Any, list[Path]]:
+    """``value`` (written at ``at``) with each string that stands for an object (``x-shorthand``)
+    replaced by that object, so ``model: org/name`` merges exactly as ``model: {id: org/name}``;
+    and the paths expanded. ``value`` is not changed: what is expanded is copied."""
+    expanded: list[Path] = []
+    for path, key in short:
+        if path[:len(at)] != at:
+            continue
+        rest = path[len(at):]
+        found, current = ov.lookup(value, rest)
+        if not found or not isinstance(current, str):
+            continue
+        if not rest:
+            return {key: current}, [path]
+        value = clone(value) if not expanded else value
+        ov.set_path(value, rest, {key: current})
+        expanded.append(path)
+    return value, expanded
+
+
+def _expand_doc(doc: Doc, short: list[tuple[Path, str]]) -> Doc:
+    data, expanded = _expand(doc.data, (), short)
+    if not expanded:
+        return doc
+    marks, key_marks = dict(doc.marks), dict(doc.key_marks)
+    for path in expanded:  # the expanded key is where the string was written
+        key = dict(short)[path]
+        marks[(*path, key)] = key_marks[(*path, key)] = doc.marks[path]
+    return Doc(data, marks, key_marks)
+
+
 def _nullable(schema: Schema) -> bool:
     t = schema.get("type")
     return t is None or t == "null" or (isinstance(t, list) and "null" in t)
@@ -250,6 +284,9 @@ def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ())
     for doc in docs:
         out = merge_docs(out, doc)
     out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
+    short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
+    if short:
+        settings = [s._replace(value=_expand(s.value, s.path, short)[0]) for s in settings]
     problems = apply_settings(out, settings)
     resolve_nulls(schema, out.data)
     return out, problems

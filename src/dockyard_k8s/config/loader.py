@@ -99,7 +99,7 @@ def load_run(
     from dockyard_k8s.config.rules import run_rules
 
     env = dict(os.environ) if env is None else env
-    layers = Layers(env)
+    layers = Layers(env, INFRA)
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
     settings, problems = settings_from_args(sets, set_strings, set_files)
     layers.problems += problems
@@ -217,7 +217,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str
     Raises:
         ConfigError: every problem, located.
     """
-    layers = Layers(dict(os.environ) if env is None else env)
+    layers = Layers(dict(os.environ) if env is None else env, INFRA)
     settings, problems = settings_from_args(sets, set_strings, set_files)
     layers.problems += problems
     infra, sources = _infra_layers(layers, _files(infra_file), [*settings, *values])

@@ -9,9 +9,11 @@ in well under 150 ms and a model library alone costs most of that.
 Supported keywords: type (one or a list, ``"null"`` for nullable), properties,
 additionalProperties (bool or schema), propertyNames (with ``x-format``), required, enum,
 minimum, maximum, pattern, items, default, description, and the extensions ``x-format``
-naming a check in ``FORMATS`` and ``x-moved`` (on an object: old key -> where it went, so an
-unknown key an earlier release had says where to write it). Integers are int32 unless they say otherwise, as the API
-server stores most of them.
+naming a check in ``FORMATS``, ``x-moved`` (on an object: old key -> where it went, so an
+unknown key an earlier release had says where to write it) and ``x-shorthand`` (on an object
+that also accepts a string: the key that string stands for, ``model: org/name`` =
+``model: {id: org/name}``; the layers expand it before merging, see :func:`shorthands`).
+Integers are int32 unless they say otherwise, as the API server stores most of them.
 """
 
 from __future__ import annotations
@@ -164,6 +166,25 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
+# id of a schema -> (the schema, kept so its id is never reused; its shorthands). Schemas are
+# module-level constants, never changed.
+_SHORTHANDS: dict[int, tuple[Schema, list[tuple[Path, str]]]] = {}
+
+
+def shorthands(schema: Schema) -> list[tuple[Path, str]]:
+    """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
+    if id(schema) not in _SHORTHANDS:
+        _SHORTHANDS[id(schema)] = (schema, _shorthands(schema, ()))
+    return _SHORTHANDS[id(schema)][1]
+
+
+def _shorthands(schema: Schema, path: Path) -> list[tuple[Path, str]]:
+    out = [(path, schema["x-shorthand"])] if "x-shorthand" in schema else []
+    for key, sub in schema.get("properties", {}).items():
+        out += _shorthands(sub, (*path, key))
+    return out
+
+
 def _matches_type(value: Any, types: str | list[str]) -> bool:
     names = [types] if isinstance(types, str) else types
     return any(type_name(value) == n or (n == "number" and type_name(value) == "integer") for n in names)
@@ -180,9 +201,8 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
     types = schema.get("type")
     if types is not None and not _matches_type(value, types):
         names = [types] if isinstance(types, str) else [t for t in types if t != "null"]
-        expected = " or ".join(_ARTICLE[n] for n in names)
-        if "pattern" in schema and "string" in names:
-            expected = _pattern_hint(schema["pattern"])
+        expected = " or ".join(_pattern_hint(schema["pattern"]) if n == "string" and "pattern" in schema
+                               else _ARTICLE[n] for n in names)
         out.append((path, f"got {show_typed(value)}, expected {expected}"))
         return
     if value is None:

@@ -106,7 +106,8 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
     "name": string("Endpoint name: names every object and labels them (dockyard-k8s/endpoint) for serve "
                    "status/down. Defaults to the spec file name (llama.serve.yaml -> llama).", None,
                    nullable=True, pattern=DNS1035_LABEL),
-    "model": obj("What to serve: a hub id, or a directory on a claim (a run's checkpoint). Exactly one.", {
+    "model": {**obj("What to serve: a hub id, or a directory on a claim (a run's checkpoint). Exactly one. "
+                    "A string is short for {id: ...}: `model: Qwen/Qwen2.5-7B`.", {
         "id": string("Model hub id (org/name), downloaded into the cache at first start.", None, nullable=True,
                      pattern=HUB_ID),
         "revision": string("Hub revision (branch, tag or commit) to pin.", None, nullable=True),
@@ -124,7 +125,7 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
             "name": string("Secret name; null: no token.", None, nullable=True, pattern=DNS1123_SUBDOMAIN),
             "key": string("Key inside the Secret.", "token"),
         }),
-    }),
+    }), "type": ["object", "string"], "pattern": HUB_ID, "x-shorthand": "id"},
     "backend": string("Model server: vllm (port 8000) or sglang (port 30000).", "vllm", enum=sorted(BACKENDS)),
     "image": string("Server image; defaults to the backend's pinned release (vllm: "
                     f"{BACKENDS['vllm'].image}; sglang: {BACKENDS['sglang'].image}).", None, nullable=True),

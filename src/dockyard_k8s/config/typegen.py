@@ -18,6 +18,7 @@ Mapping of schema to Python types:
     object with additionalProperties        dict[str, <value type>]
     any other object                        dict[str, Any]
     array                                   list[<item type>]
+    object with x-shorthand (or a string)   the object: loading expands the string
 
 A class is named after its path (``kuberay.trainer`` -> ``KuberayTrainer``, list items add
 ``Item``, map values ``Value``); a section with the same fields and types as an earlier one
@@ -72,7 +73,7 @@ class _Gen:
         raw = schema.get("type")
         names = [raw] if isinstance(raw, str) else list(raw or [])
         nullable = "null" in names
-        names = [n for n in names if n != "null"]
+        names = [n for n in names if n != "null" and not (n == "string" and "x-shorthand" in schema)]  # expanded
         if schema.get("pattern") == QUANTITY:
             parts = ["Quantity"]
         elif "enum" in schema:

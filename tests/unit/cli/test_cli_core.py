@@ -139,6 +139,11 @@ def test_examples_validate_against_the_published_schema():
             jsonschema.validate(yaml.safe_load(f), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"sandbox": {"replicas": "x"}}, schema)
+    # editors accept serve.model's string shorthand, and check it is a hub id
+    jsonschema.validate({"serve": {"model": "Qwen/Qwen2.5-7B"}}, schema)
+    jsonschema.validate({"serve": {"model": {"id": "Qwen/Qwen2.5-7B"}}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"serve": {"model": "/fsx/checkpoints/step-100"}}, schema)
 
 
 def test_help_has_examples(capsys):

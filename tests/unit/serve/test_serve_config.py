@@ -119,6 +119,30 @@ def test_a_path_given_as_a_hub_id_says_where_paths_go(tmp_path: Path) -> None:
     assert "serve.model.path" in text
 
 
+def test_a_model_string_is_short_for_its_hub_id_in_files_and_set_alike(tmp_path: Path) -> None:
+    parent = tmp_path / "base.serve.yaml"
+    parent.write_text("serve:\n  model:\n    id: meta-llama/Meta-Llama-3-8B-Instruct\n    hubTokenSecret: {name: hf}\n")
+    spec = tmp_path / "q.serve.yaml"
+    spec.write_text("defaults: base.serve.yaml\nserve:\n  model: Qwen/Qwen2.5-7B\n")
+    model = load_serve(str(spec), env={}).serve["model"]
+    # merged as {id: Qwen/Qwen2.5-7B} would be: the parent's token stays
+    assert (model["id"], model["hubTokenSecret"]["name"], model["servedName"]) == \
+        ("Qwen/Qwen2.5-7B", "hf", "Qwen/Qwen2.5-7B")
+    model = load_serve(str(parent), sets=("serve.model=Qwen/Qwen2.5-7B",), env={}).serve["model"]
+    assert (model["id"], model["hubTokenSecret"]["name"]) == ("Qwen/Qwen2.5-7B", "hf")
+    # a directory is not a hub id: said at the string, with where directories go
+    spec.write_text("serve:\n  model: /fsx/checkpoints/step-100\n")
+    with pytest.raises(ConfigError) as info:
+        load_serve(str(spec), env={})
+    assert [str(p) for p in info.value.problems] == [
+        f"{spec}:2:10: serve.model.id: got '/fsx/checkpoints/step-100' (string), expected a model hub id like "
+        "meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)"]
+    spec.write_text("serve:\n  model: 7\n")
+    with pytest.raises(ConfigError) as info:
+        load_serve(str(spec), env={})
+    assert "serve.model: got 7 (integer), expected a mapping or a model hub id like" in str(info.value.problems[0])
+
+
 @pytest.mark.parametrize(("path", "expected"), [
     ("checkpoints/step-100", "expected an absolute directory inside the claim (mounted at /models)"),
     ("/models/../etc", "expected a normalized path (no '..', '.' or '//'): /etc"),
