@@ -110,8 +110,8 @@ class _Subparsers:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``only``, just that command is complete (the others are listed for
-    ``--help`` but their modules are not imported)."""
+    """The parser; with ``only``, that command alone (what running it needs: the top-level
+    ``--help`` is built without ``only``, with every command listed but only its summary)."""
     parser = _Parser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"dockyard-k8s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -119,7 +119,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
             module.register(_Subparsers(sub), _Formatter)
-        else:  # our formatter: argparse's default one imports shutil for the terminal width
+        elif only is None:  # our formatter: argparse's default one imports shutil for the terminal width
             sub.add_parser(name, help=summary, formatter_class=_Formatter)
     return parser
 

@@ -176,6 +176,17 @@ def test_every_command_registers_with_its_summary():
     assert summaries == COMMANDS
 
 
+def test_a_command_builds_its_own_parser_alone():
+    """Running one command builds no parser for the others (argparse's gettext lookups for
+    each; the top-level --help builds them all, above)."""
+    import argparse
+
+    from dockyard_k8s.cli import build_parser
+
+    sub = next(a for a in build_parser("check")._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == ["check"]
+
+
 def test_check_does_not_import_heavy_modules():
     code = ("import sys; from dockyard_k8s.cli import main; "
             f"rc = main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
