@@ -5,7 +5,10 @@ Each command runs in this checkout and in each other one with its own venv (``OT
 interleaved (who goes first rotates) so the load of other processes on the machine hits all
 alike, with one warm validator cache per checkout. Reports per command and checkout the median
 wall time with its interquartile range, the minimum, the median CPU time (user + system,
-workers included) and the median CPU time's ratio to the first checkout's.
+workers included) and the median CPU time's ratio to the first checkout's. With
+``--instructions``, each command also runs once per checkout under valgrind's cachegrind (no
+cache simulation) for the instructions it executes (workers included): the same number on a
+loaded machine as on an idle one, where times are not (``--runs 0`` for the counts alone).
 
 Commands (``--commands``, default ``check,validate,validate-1``):
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -66,6 +70,16 @@ def _run(cmd: list[str], tree: str, env: dict[str, str]) -> tuple[float, float]:
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def _instructions(cmd: list[str], tree: str, env: dict[str, str]) -> int:
+    """Instructions one run executes, its forked workers' included (valgrind follows a fork)."""
+    proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           *cmd], cwd=tree, env=env, capture_output=True, text=True, check=False)
+    counts = re.findall(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if not counts:
+        raise SystemExit(f"valgrind gave no count for {' '.join(cmd)}: {proc.stderr[-400:]}")
+    return sum(int(c.replace(",", "")) for c in counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("others", nargs="+", metavar="other", help="another checkout with its own .venv")
@@ -74,6 +88,7 @@ def main() -> None:
     parser.add_argument("--commands", default="check,validate,validate-1",
                         help=f"comma-separated, of: {', '.join(COMMANDS)}")
     parser.add_argument("--same-venv", action="store_true", help="this interpreter, PYTHONPATH=CHECKOUT/src")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions (needs valgrind)")
     args = parser.parse_args()
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     unknown = sorted(set(commands) - set(COMMANDS))
@@ -92,7 +107,7 @@ def main() -> None:
 
             with open(manifests, "w") as f:
                 f.write(dump_documents(generate(args.n)))
-        envs = {}
+        envs: dict[str, dict[str, str]] = {}
         for name, tree in trees.items():
             env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, f"cache-{len(envs)}"))
             env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has .pyc files
@@ -113,13 +128,12 @@ def main() -> None:
                     cmd = _command(tree, what, manifests, args.same_venv)
                     if cmd is None:
                         continue
-                    env = envs[name]
-                    if what == "check-cold":
-                        shutil.rmtree(cold, ignore_errors=True)
-                        env = dict(env, XDG_CACHE_HOME=cold)
-                    w, c = _run(cmd, tree, env)
+                    w, c = _run(cmd, tree, _env(what, envs[name], cold))
                     wall.setdefault((what, name), []).append(w)
                     cpu.setdefault((what, name), []).append(c)
+        counted = {(what, name): _instructions(cmd, tree, _env(what, envs[name], cold))
+                   for what in commands for name, tree in trees.items() if args.instructions
+                   for cmd in [_command(tree, what, manifests, args.same_venv)] if cmd is not None}
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[1]:.2f} (5 min)")
     print(f"{'command':12} {'checkout':16} {'wall median':>11} {'IQR':>17} {'min':>9} {'CPU median':>10} "
           f"{'CPU vs 1st':>10}")
@@ -133,6 +147,19 @@ def main() -> None:
         rate = f"  {args.n / median:,.0f} objects/s" if what.startswith("validate") else ""
         print(f"{what:12} {name:16} {median * 1e3:8.1f} ms {q[0] * 1e3:7.1f}-{q[2] * 1e3:7.1f} ms "
               f"{min(times) * 1e3:6.1f} ms {cpu_median * 1e3:7.1f} ms {ratio}{rate}")
+    first_count: dict[str, int] = {}
+    for (what, name), count in counted.items():
+        ratio = f"{count / first_count[what] * 100 - 100:+.1f}%" if what in first_count else ""
+        first_count.setdefault(what, count)
+        print(f"{what:12} {name:16} {count / 1e6:9.1f} M instructions {ratio}")
+
+
+def _env(what: str, env: dict[str, str], cold: str) -> dict[str, str]:
+    """``check-cold`` starts each run with an empty validator cache."""
+    if what != "check-cold":
+        return env
+    shutil.rmtree(cold, ignore_errors=True)
+    return dict(env, XDG_CACHE_HOME=cold)
 
 
 if __name__ == "__main__":
