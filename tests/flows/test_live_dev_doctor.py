@@ -214,6 +214,13 @@ def test_plan_live_places_on_the_clusters_nodes(cli: Any, fake: FakeKube) -> Non
     assert r.code == 1 and "Insufficient nvidia.com/gpu" in r.out
 
 
+def test_plan_live_on_a_cluster_without_nodes_says_so(cli: Any, fake: FakeKube) -> None:
+    r = cli("plan", *ARGS, "--live")  # the fake lists no Node
+    assert r.code == 1, r.out + r.err
+    assert "the cluster reports no nodes, so no pod of the run can be placed" in r.err
+    assert "kubectl get nodes -o yaml" not in r.err and "Traceback" not in r.err  # not the node files' message
+
+
 def test_plan_live_and_nodes_are_exclusive(cli: Any, fake: FakeKube, tmp_path: Path) -> None:
     r = cli("plan", *ARGS, "--live", "--nodes", str(tmp_path / "n.yaml"))
     assert r.code == 2 and "--live and --nodes" in r.err

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             namespaces = sorted({str((o.get("metadata") or {}).get("namespace") or client.default_namespace)
                                  for o in objects})
             inventory = from_objects(cluster_inventory_objects(client, namespaces),
-                                     source=f"live cluster {client.context}".rstrip())
+                                     source=f"live cluster {client.context}".rstrip(), live=True)
             if kueue_input is None and _queued(objects):
                 kueue_input = _live_kueue(client, namespaces)
     elif args.nodes:

@@ -180,7 +180,8 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
         infra, set_problems = stack(INFRA, [profile, *docs], settings)
         sources.insert(1, _profile_name(infra.data))
     layers.problems.extend(set_problems)
-    for path, message in check(INFRA, infra.data):
+    found = check(INFRA, infra.data)
+    for path, message in found:
         origin = infra.marks.get(path, Mark("", 0, 0)).file
         if message.startswith("unknown key") and len(path) == 1 and origin.startswith("--set"):
             written = origin.split(" ", 1)[-1]
@@ -190,6 +191,13 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
             else:
                 message += "; a recipe override goes after RECIPE, without --set"
         layers.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
+    plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
+    if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
+            not any(path[:1] == ("plan",) for path, _ in found):
+        from dockyard_k8s.plan.inventory import pool_problems  # only a spec that declares nodes
+
+        for path, message in pool_problems(plan):
+            layers.problem(infra, ("plan", *path), message)
     return infra, sources
 
 

@@ -12,11 +12,12 @@ Three sources, one shape (:class:`Inventory`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
 from dockyard_k8s.kube import pod_requests
+from dockyard_k8s.plain import Path, format_path, show
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.units import parse_units, to_units
 
@@ -85,18 +86,45 @@ def _allocatable(values: dict[str, Any], where: str, problems: list[ConfigProble
     return out
 
 
+def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
+    """What is wrong in the infra spec's ``plan`` section beyond its schema, as (path under
+    ``plan``, message): the loader reports each at its file:line:col, so ``check`` and ``plan``
+    refuse it alike. An unknown instance type in a pool, a quantity that is none."""
+    out: list[tuple[Path, str]] = []
+    custom = section.get("instanceTypes") or {}
+    for itype, spec in custom.items():
+        for k, v in ((spec or {}).get("allocatable") or {}).items():
+            if parse_units(str(k), v) is None:
+                out.append((("instanceTypes", itype, "allocatable", k),
+                            f"got {show(v)}, expected a Kubernetes quantity like 4, 500m or 16Gi"))
+    for i, pool in enumerate(section.get("nodePools") or []):
+        itype = str(pool.get("instanceType"))
+        if itype not in custom and itype not in catalog.AWS and itype not in catalog.EXPLICIT:
+            import difflib
+
+            close = difflib.get_close_matches(itype, [*catalog.names(), *custom], n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            out.append((("nodePools", i, "instanceType"),
+                        f"unknown instance type {show(itype)} (expected one of the catalogue: `dockyard-k8s plan "
+                        f"--list-instance-types`, or a name under plan.instanceTypes){hint}"))
+    return out
+
+
 def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory:
-    """Nodes of the infra spec's ``plan`` section.
+    """Nodes of the infra spec's ``plan`` section (the loader has reported :func:`pool_problems`
+    at their lines; ``file`` names the section for a caller that did not load it).
 
     Raises:
         ConfigError: an unknown instance type or a bad quantity.
     """
-    problems: list[ConfigProblem] = []
+    problems = [ConfigProblem(file, 0, 0, format_path(("plan", *path)), message)
+                for path, message in pool_problems(section)]
+    if problems:
+        raise ConfigError(problems)
     custom = section.get("instanceTypes") or {}
     nodes: list[Node] = []
-    for i, pool in enumerate(section.get("nodePools") or []):
+    for pool in section.get("nodePools") or []:
         name, itype = str(pool.get("name")), str(pool.get("instanceType"))
-        where = f"plan.nodePools[{i}]"
         root = pool.get("rootVolume")
         root_bytes = parse_units("ephemeral-storage", root) if root is not None else None
         labels = {INSTANCE_TYPE: itype, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
@@ -106,22 +134,14 @@ def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory
         elif itype in catalog.AWS:
             alloc = catalog.eks_allocatable(catalog.AWS[itype], root_bytes or 20 * catalog.GI)
             root_bytes = None
-        elif itype in catalog.EXPLICIT:
-            alloc = _allocatable(dict(catalog.EXPLICIT[itype]), file, problems)
         else:
-            known = ", ".join(catalog.names())
-            problems.append(ConfigProblem(file, 0, 0, f"{where}.instanceType",
-                                          f"unknown instance type {itype!r} (expected one of: {known}, "
-                                          "or a name under plan.instanceTypes)"))
-            continue
+            alloc = _allocatable(dict(catalog.EXPLICIT[itype]), file, problems)
         if root_bytes is not None:  # explicit types: a rootVolume overrides their ephemeral-storage
             alloc["ephemeral-storage"] = root_bytes - root_bytes // 10 - catalog.GI
         for j in range(int(pool.get("count", 1))):
             node_name = f"{name}-{j}"
             nodes.append(Node(node_name, name, {**labels, **(pool.get("labels") or {}), HOSTNAME: node_name},
                               list(pool.get("taints") or []), False, dict(alloc)))
-    if problems:
-        raise ConfigError(problems)
     counts = ", ".join(f"{p.get('name')} {p.get('count', 1)} x {p.get('instanceType')}"
                        for p in section.get("nodePools") or [])
     return Inventory(nodes, [], f"plan.nodePools ({counts})")
@@ -158,13 +178,15 @@ def host_ports(spec: dict[str, Any]) -> set[tuple[str, int]]:
     return out
 
 
-def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes") -> Inventory:
+def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, live: bool = False) -> Inventory:
     """Nodes (``kubectl get nodes -o yaml``), the pods already bound to them (``kubectl get
     pods -A -o yaml``: their requests are subtracted, their labels count for affinity and
     spread) and ResourceQuotas with their ``status.used``. Lists or single objects.
+    ``live``: the objects are what a cluster listed (``source`` names it).
 
     Raises:
-        ConfigError: no Node among the objects, or a node with unreadable allocatable.
+        ConfigError: no Node among the files' objects, or a node with unreadable allocatable.
+        ClusterError: the live cluster lists no node.
     """
     objects = list(objects)
     problems: list[ConfigProblem] = []
@@ -183,6 +205,9 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes") -> 
         node = Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc)
         nodes.append(node)
         by_name[name] = node
+    if not nodes and not problems and live:
+        raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
+                           "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
     if not nodes and not problems:
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
@@ -221,5 +246,5 @@ def inventory_from_cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any
                            quotas: list[dict[str, Any]] | None = None) -> Inventory:
     """The live path's entry point: Node, Pod and ResourceQuota objects as the API returned
     them (plain dicts, e.g. ``kubectl get -o json`` items or a client's ``to_dict()``)."""
-    return from_objects([*nodes, *pods, *(quotas or [])], source="live cluster")
+    return from_objects([*nodes, *pods, *(quotas or [])], source="live cluster", live=True)
 

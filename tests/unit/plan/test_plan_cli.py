@@ -102,7 +102,22 @@ def test_unknown_instance_type_is_bad_input(tmp_path, capsys):
     f = tmp_path / "i.yaml"
     f.write_text(f"defaults: {EXAMPLES / 'grpo_swe.infra.yaml'}\nplan:\n  nodePools: [{{name: x, instanceType: z9}}]\n")
     assert main(["plan", RECIPE, "--infra", str(f)]) == 2
-    assert "unknown instance type 'z9'" in capsys.readouterr().err
+    assert f"{f}:3:39: plan.nodePools[0].instanceType: unknown instance type 'z9'" in capsys.readouterr().err
+
+
+def test_the_plan_section_is_checked_at_its_lines_by_check_and_plan_alike(tmp_path, capsys):
+    f = tmp_path / "i.yaml"
+    f.write_text(f"defaults: {EXAMPLES / 'grpo_swe.infra.yaml'}\nplan:\n  nodePools:\n"
+                 "  - {name: gpu, instanceType: p4de.24xlrge}\n  instanceTypes:\n    box:\n"
+                 "      allocatable: {cpu: lots}\n")
+    for command in ("plan", "check"):
+        assert main([command, RECIPE, "--infra", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert f"{f}:4:31: plan.nodePools[0].instanceType: unknown instance type 'p4de.24xlrge' (expected one of " \
+               "the catalogue: `dockyard-k8s plan --list-instance-types`, or a name under plan.instanceTypes); did " \
+               "you mean 'p4de.24xlarge'?" in err
+        assert f"{f}:7:26: plan.instanceTypes.box.allocatable.cpu: got 'lots', expected a Kubernetes quantity" in err
+        assert "<infra spec>" not in err
 
 
 def test_nodes_file_without_nodes_is_bad_input(tmp_path, capsys):
