@@ -1,4 +1,4 @@
-"""Small printing helpers: aligned tables, check marks, object names."""
+"""Small printing helpers: aligned tables, check marks, the output flags and rendered objects."""
 
 from __future__ import annotations
 
@@ -41,16 +41,22 @@ def check_output_paths(args: Any) -> None:
                          "writes every object into one file)")
 
 
-def write_file(path: str, text: str, flag: str = "--output-file") -> None:
-    """Write ``text`` to ``path`` whole; a path that cannot be written is bad input (exit 2)."""
-    import os
+def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any) -> int:
+    """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``."""
+    import sys
 
-    from dockyard_k8s.errors import UsageError
+    from dockyard_k8s.output import objects_text, write_file, write_objects
 
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path}: is a directory (expected a file name)")
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise UsageError(f"{flag} {path}: cannot write it: {e.strerror or e}") from e
+    if validation is not None and validation.missing:  # stdout is the YAML: say it on stderr
+        print(f"warning: {validation.coverage()}", file=sys.stderr)
+    if args.output_dir:
+        files = write_objects(objects, args.output_dir, args.output)
+        print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
+        return 0
+    text = objects_text(objects, "json" if (args.output_file or "").endswith(".json") else args.output)
+    if not args.output_file:
+        print(text, end="")
+        return 0
+    write_file(args.output_file, text)
+    print(f"wrote {len(objects)} objects to {args.output_file}")
+    return 0

@@ -6,11 +6,10 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._network import isolation_findings, ray_ports_line, sandbox_rows
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table, write_file
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
-from dockyard_k8s.errors import UsageError
 from dockyard_k8s.kube import object_ref
+from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:
@@ -40,9 +39,11 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.output import document_path, write_document
+
     out = getattr(args, "output_file", None)
-    if out and not out.endswith((".yaml", ".yml", ".json")):
-        raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
+    if out:
+        document_path(out)
     check_output_paths(args)
     bundle = load_bundle(args)
     if out or args.output in ("json", "yaml"):
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("json", "yaml"):
             print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         if out:
-            write_file(out, dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
+            write_document(out, doc)
         if args.output != "text":
             return 0
     print(summary(bundle.run.infra, bundle.objects, bundle.run))
@@ -158,7 +159,9 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
                      "(written from its runtime_env) and DOCKYARD_RECIPE"
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
                      + " in runtime_env.env_vars; nothing GPU-side is rendered")
-    lines += [f"{WARN} sandbox-isolation ({severity}): {message}" for severity, message in isolation_findings(objects)]
+    from dockyard_k8s.lint.isolation import findings  # what the rendered policies allow, fragments included
+
+    lines += [f"{WARN} sandbox-isolation ({f.severity}): {f.template.obj}: {f.message}" for f in findings(objects)]
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

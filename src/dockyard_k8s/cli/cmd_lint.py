@@ -78,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = out.text(report, args.min_severity or "warning")
     if args.output_file:
-        with open(args.output_file, "w", encoding="utf-8") as f:
-            f.write(text)
+        from dockyard_k8s.output import write_file
+
+        write_file(args.output_file, text)
         print(report.summary(), file=sys.stderr)
     else:
         print(text, end="")

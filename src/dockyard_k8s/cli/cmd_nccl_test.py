@@ -69,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
 
     text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
     if args.output_file:
-        with open(args.output_file, "w", encoding="utf-8") as f:
-            f.write(text)
+        from dockyard_k8s.output import write_file
+
+        write_file(args.output_file, text)
         print(f"wrote {args.output_file}")
     else:
         print(text, end="")

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table, write_file
-from dockyard_k8s.errors import UsageError
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, print_objects, table
 from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
@@ -158,17 +157,16 @@ def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from dockyard_k8s.output import document_path, write_document
+
     out = args.output_file
-    if out and not out.endswith((".yaml", ".yml", ".json")):
-        raise UsageError(f"--output-file {out}: expected a file name ending in .yaml or .json")
+    if out:
+        document_path(out)
     check_output_paths(args)
     bundle = load_serve_bundle(args)
     if out:
-        from dockyard_k8s.render.serialize import dump_json, dump_yaml
-
-        doc = {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
-               "objects": bundle.objects}
-        write_file(out, dump_json(doc) if out.endswith(".json") else dump_yaml(doc))
+        write_document(out, {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
+                             "objects": bundle.objects})
     print(summary(bundle.config, bundle.objects))
     if bundle.validation is not None:
         print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
@@ -178,27 +176,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    import sys
-
-    from dockyard_k8s.cli.cmd_render import write_objects
-    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
-
     check_output_paths(args)
     bundle = load_serve_bundle(args)
-    if bundle.validation is not None and bundle.validation.missing:  # stdout is the YAML: say it on stderr
-        print(f"warning: {bundle.validation.coverage()}", file=sys.stderr)
-    fmt = "json" if (args.output_file or "").endswith(".json") else args.output
-    if not args.output_dir:
-        text = dump_json(as_list(bundle.objects)) if fmt == "json" else dump_documents(bundle.objects)
-        if not args.output_file:
-            print(text, end="")
-            return 0
-        write_file(args.output_file, text)
-        print(f"wrote {len(bundle.objects)} objects to {args.output_file}")
-        return 0
-    files = write_objects(bundle.objects, args.output_dir, args.output)
-    print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
-    return 0
+    return print_objects(args, bundle.objects, bundle.validation)
 
 
 def _peers(items: list[dict[str, Any]], fmt: Any) -> str:

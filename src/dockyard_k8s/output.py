@@ -1,0 +1,81 @@
+"""Rendered objects written to files, as ``render``, ``check``, ``lint`` and their ``serve`` twins write them.
+
+    write_file      one whole text file; a path that cannot be written is bad input (exit 2)
+    objects_text    every object as one YAML stream, or a v1 List (JSON)
+    write_objects   a directory: one file per object (``NN-kind-name.yaml``) + kustomization.yaml
+    write_document  the ``check --output-file`` document: YAML, or JSON for a ``.json`` name
+
+The only I/O outside ``live/``: local files the user named, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from dockyard_k8s.errors import UsageError
+
+# Files write_objects writes into a directory (and replaces on the next render).
+_OWNED = re.compile(r"^\d{2}-[a-z0-9.-]+\.(yaml|json)$")
+
+
+def write_file(path: str, text: str, flag: str = "--output-file") -> None:
+    """Write ``text`` to ``path`` whole; a path that cannot be written is bad input (exit 2)."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a directory (expected a file name)")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot write it: {e.strerror or e}") from e
+
+
+def objects_text(objects: list[dict[str, Any]], fmt: str) -> str:
+    """``fmt`` json: a v1 List; else a YAML stream, one document per object."""
+    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
+
+    return dump_json(as_list(objects)) if fmt == "json" else dump_documents(objects)
+
+
+def kustomization(files: list[str]) -> dict[str, Any]:
+    # sortOptions fifo (kustomize >= 5.0, kubectl >= 1.27) keeps our apply order instead of
+    # kustomize's legacy kind ordering.
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "sortOptions": {"order": "fifo"}, "resources": files}
+
+
+def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str) -> list[str]:
+    """One file per object (``NN-kind-name.yaml``, files of an earlier render replaced) plus a
+    kustomization.yaml listing them in apply order; returns the file names."""
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml, object_file_name
+
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--output-dir {directory}: cannot create the directory: {e.strerror or e}") from e
+    for stale in os.listdir(directory):
+        if _OWNED.match(stale):
+            os.remove(os.path.join(directory, stale))
+    files = []
+    for i, obj in enumerate(objects):
+        name = object_file_name(i, obj, fmt)
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write(dump_json(obj) if fmt == "json" else dump_yaml(obj))
+        files.append(name)
+    with open(os.path.join(directory, "kustomization.yaml"), "w", encoding="utf-8") as f:
+        f.write(dump_yaml(kustomization(files)))
+    return files
+
+
+def document_path(path: str) -> None:
+    """A ``check --output-file`` name must say its format."""
+    if not path.endswith((".yaml", ".yml", ".json")):
+        raise UsageError(f"--output-file {path}: expected a file name ending in .yaml or .json")
+
+
+def write_document(path: str, doc: dict[str, Any]) -> None:
+    """``doc`` (the resolved config and the objects) to ``path``: JSON for ``.json``, else YAML."""
+    from dockyard_k8s.render.serialize import dump_json, dump_yaml
+
+    write_file(path, dump_json(doc) if path.endswith(".json") else dump_yaml(doc))
