@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from dockyard_k8s.plan import from_objects, from_pools, plan
     from dockyard_k8s.plan import report as out
+    from dockyard_k8s.plan.kueue_plan import queued, team_objects
 
     targets = load_targets(args)
     objects = [o.data for o in targets.objects]
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                                  for o in objects})
             inventory = from_objects(cluster_inventory_objects(client, namespaces),
                                      source=f"live cluster {client.context}".rstrip(), live=True)
-            if kueue_input is None and _queued(objects):
+            if kueue_input is None and queued(objects):
                 kueue_input = _live_kueue(client, namespaces)
     elif args.nodes:
         from dockyard_k8s.manifests import read_objects
@@ -107,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
                          "(kubectl get nodes -o yaml)")
-    team = [o for o in objects if o.get("kind") in _TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
-    if kueue_input is None and team and _queued(objects):
+    team = team_objects(objects)
+    if kueue_input is None and team and queued(objects):
         kueue_input = (team, "the rendered queue objects (infra.kueue.queueObjects)")
     if kueue_input is not None:
         return _plan_with_kueue(args, targets, [o for o in objects if o not in team], inventory, *kueue_input)
@@ -118,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
         if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
             raise
         raise _malformed([args.recipe, *args.overrides], e) from e
-    queued = _queued(objects)
-    if queued:
-        result.notes.append(f"{queued[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
+    waiting = queued(objects)
+    if waiting:
+        result.notes.append(f"{waiting[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
                             "admission against the ClusterQueue's quota before the scheduler")
     if args.output == "json":
         from dockyard_k8s.render.serialize import dump_json
@@ -129,17 +130,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(out.text(result, args.wide), end="")
     return result.exit_code
-
-
-# The team's queue objects `render` may add (plan reads them as the queue when nothing else is given).
-_TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
-
-
-def _queued(objects: list[dict[str, Any]]) -> list[str]:
-    from dockyard_k8s.kueue import INTEGRATED_KINDS, queue_name
-
-    return [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}" for o in objects
-            if o.get("kind") in INTEGRATED_KINDS and queue_name(o)]
 
 
 def _kueue_files(files: list[str]) -> tuple[list[dict[str, Any]], str]:
@@ -160,16 +150,11 @@ def _live_kueue(client: Any, namespaces: list[str]) -> tuple[list[dict[str, Any]
 
 def _plan_with_kueue(args: argparse.Namespace, targets: Any, objects: list[dict[str, Any]], inventory: Any,
                      kueue_objects: list[dict[str, Any]], source: str) -> int:
-    from dockyard_k8s.kueue import owned_by
     from dockyard_k8s.plan import kueue_report
-    from dockyard_k8s.plan.kueue_model import snapshot_from_objects
-    from dockyard_k8s.plan.kueue_plan import plan_with_kueue
+    from dockyard_k8s.plan.kueue_plan import plan_with_kueue, run_snapshot
 
-    queued = [o for o in objects if o.get("kind") in ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment")]
-    # The run's own Workload (already submitted) is not usage of someone else.
-    kept = [o for o in kueue_objects if o.get("kind") != "Workload" or not any(owned_by(o, q) for q in queued)]
     try:
-        snap = snapshot_from_objects([*kept, *(o for o in objects if o.get("kind") == "PriorityClass")], source)
+        snap = run_snapshot(objects, kueue_objects, source)
         result = plan_with_kueue(objects, inventory, snap, atomic_gangs=args.gang, source=source)
     except MALFORMED_DATA as e:
         if targets.rendered and not args.kueue:

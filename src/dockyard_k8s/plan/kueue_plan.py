@@ -25,10 +25,39 @@ from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.plain import clone
 from dockyard_k8s.plan.inventory import Inventory, Node
 from dockyard_k8s.plan.kueue_assign import NO_FIT, Verdict, admit, assign, workload_requests
-from dockyard_k8s.plan.kueue_model import FR, ClusterQueue, Snapshot, available, potential_available
+from dockyard_k8s.plan.kueue_model import (
+    FR,
+    ClusterQueue,
+    Snapshot,
+    available,
+    potential_available,
+    snapshot_from_objects,
+)
 from dockyard_k8s.plan.schedule import PlanResult, plan
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+# The team's queue objects `render` may add (plan reads them as the queue when nothing else is given).
+TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
+
+
+def queued(objects: list[dict[str, Any]]) -> list[str]:
+    """``Kind name`` of every object of the run queued with Kueue (it carries a queue name)."""
+    return [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}" for o in objects
+            if o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o)]
+
+
+def team_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The team's queue objects among the rendered ones (``infra.kueue.queueObjects.render``)."""
+    return [o for o in objects if o.get("kind") in TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
+
+
+def run_snapshot(objects: list[dict[str, Any]], kueue_objects: list[dict[str, Any]], source: str) -> Snapshot:
+    """The Kueue snapshot the run is planned against: ``kueue_objects`` (files or the cluster's)
+    without the run's own Workloads (already submitted: not someone else's usage), plus the run's
+    PriorityClasses."""
+    jobs = [o for o in objects if o.get("kind") in kueue.INTEGRATED_KINDS]
+    kept = [o for o in kueue_objects if o.get("kind") != "Workload" or not any(kueue.owned_by(o, j) for j in jobs)]
+    return snapshot_from_objects([*kept, *(o for o in objects if o.get("kind") == "PriorityClass")], source)
 
 
 @dataclass
