@@ -46,10 +46,11 @@ def connect(args: argparse.Namespace) -> KubeClient:
 
 
 def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
-    """The command line that targets the same run (for hints)."""
+    """The command line that targets the same run (RECIPE) or endpoint (``serve`` SPEC), for hints."""
     parts = ["dockyard-k8s", *command.split()]
-    if getattr(args, "recipe", None):
-        parts.append(args.recipe)
+    target = getattr(args, "recipe", None) or getattr(args, "spec", None)
+    if target:
+        parts.append(target)
     infra = getattr(args, "infra", None) or []
     for f in [infra] if isinstance(infra, str) else infra:
         parts += ["--infra", f]
@@ -69,23 +70,21 @@ def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
     return shlex.join(parts)
 
 
-def follow_hints(args: argparse.Namespace, bundle: Bundle) -> list[str]:
-    from dockyard_k8s.render.meta import RUN_LABEL
+def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",
+                 kubectl: str = "") -> list[str]:
+    """How to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
+    if bundle is not None:
+        from dockyard_k8s.render.meta import RUN_LABEL
 
-    ns, run = run_of(bundle)
+        ns, run = bundle.run.namespace, bundle.run.name
+        kubectl = f"kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}"
+    prefix = f"{command} " if command else ""
     return [
-        f"  status:  {command_text(args, 'status')}",
-        f"  logs:    {command_text(args, 'logs', '--follow')}",
-        f"  delete:  {command_text(args, 'down')}",
-        f"  kubectl: kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}",
+        f"  status:  {command_text(args, prefix + 'status')}",
+        f"  logs:    {command_text(args, prefix + 'logs', '--follow')}",
+        f"  delete:  {command_text(args, prefix + 'down')}",
+        f"  kubectl: {kubectl}",
     ]
-
-
-def run_of(bundle: Bundle) -> tuple[str, str]:
-    """(namespace, run name)"""
-    from dockyard_k8s.live.dashboard import run_id
-
-    return run_id(bundle)
 
 
 def ray_target(args: argparse.Namespace) -> RayTarget:

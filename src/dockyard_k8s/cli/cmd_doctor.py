@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
 
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.render.serialize import dump_json
 
     bundle = load_bundle(args)
-    ns, run_name = run_of(bundle)
+    ns, run_name = bundle.run.namespace, bundle.run.name
     launch = bundle.run.infra["launch"]
     ray_needed = launch["mode"] in ("rayjob", "bringup") or (launch["mode"] == "attach" and
                                                              bool(launch["attach"]["cluster"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of, say
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Delete the run of ``bundle``; shared by `down` and `cluster down`."""
     from dockyard_k8s.live.launch import down
 
-    ns, run_name = run_of(bundle)
+    ns, run_name = bundle.run.namespace, bundle.run.name
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,
                        keep_volumes=not args.delete_volumes, dry_run=args.dry_run,

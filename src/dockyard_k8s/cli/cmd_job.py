@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, run_of, say, warn
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
@@ -65,7 +65,7 @@ def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[st
 
     command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args,
                                       command=entrypoint_override)
-    return submission_id(run_of(bundle)[1], command, runtime_env), command, runtime_env
+    return submission_id(bundle.run.name, command, runtime_env), command, runtime_env
 
 
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, run_of
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             ref = runs.find_run(client, ns, name)
         else:
             assert bundle is not None
-            ns, run_name = run_of(bundle)
+            ns, run_name = bundle.run.namespace, bundle.run.name
             ref = runs.RunRef(ns, run_name, bundle.objects, None)
         try:
             chosen = runs.log_pods(client, ref, fleet=args.fleet, pod=args.pod, selector=args.selector)

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, print_findings, say
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli.cmd_serve import load_serve_bundle
@@ -21,23 +21,13 @@ if TYPE_CHECKING:
 
 def command_text(args: argparse.Namespace, sub: str, *extra: str) -> str:
     """The command line that targets the same endpoint (for hints)."""
-    parts = ["dockyard-k8s", "serve", sub, args.spec]
-    for s in args.sets or []:
-        parts += ["--set", s]
-    for flag in ("namespace", "context", "kubeconfig"):
-        if getattr(args, flag, None):
-            parts += ["-n" if flag == "namespace" else f"--{flag}", getattr(args, flag)]
-    return shlex.join([*parts, *extra])
+    return _live.command_text(args, f"serve {sub}", *extra)
 
 
 def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
     cfg = bundle.config
-    return [
-        f"  status:  {command_text(args, 'status')}",
-        f"  logs:    {command_text(args, 'logs', '--follow')}",
-        f"  delete:  {command_text(args, 'down')}",
-        f"  kubectl: kubectl -n {cfg.namespace} get deploy,pods,pvc,svc -l dockyard-k8s/endpoint={cfg.name}",
-    ]
+    return _live.follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
+                                                            f"-l dockyard-k8s/endpoint={cfg.name}")
 
 
 # --- up ------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, print_findings, run_of, say
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, print_findings, say
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             from dockyard_k8s.live.launch import status
 
             assert bundle is not None
-            ns, run_name = run_of(bundle)
+            ns, run_name = bundle.run.namespace, bundle.run.name
             view = status(client, bundle)
             record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
     found = any(view.objects.get(k) for k in view.objects) or record is not None

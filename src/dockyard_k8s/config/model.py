@@ -70,6 +70,15 @@ class RunConfig(NamedTuple):
     infra_files: tuple[str, ...] = ()  # the infra files given (or found beside the recipe), in order
     notes: tuple[str, ...] = ()  # what the loader decided for the user and wants said
 
+    @property
+    def name(self) -> str:
+        """The run's name (``launch.name``): every object's name and ``dockyard-k8s/run`` label."""
+        return str(self.infra["launch"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.infra["infra"]["namespace"])
+
     def origin(self, path: Path, *, at_key: bool = False) -> Mark:
         """Where infra key ``path`` got its value (or, ``at_key``, where its key is written): a
         file:line:col, or a layer (``<kind profile>``, ``<shipped defaults>``, ``--set ...``)

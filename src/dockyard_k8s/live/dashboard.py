@@ -13,8 +13,8 @@ one home here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.live.kinds import KINDS, RAYJOB
@@ -37,28 +37,31 @@ class RayTarget(NamedTuple):
     kubeconfig: str | None = None
 
 
-def run_id(bundle: Bundle) -> tuple[str, str]:
-    """(namespace, run name) of a bundle."""
-    infra = bundle.run.infra
-    return str(infra["infra"]["namespace"]), str(infra["launch"]["name"])
+def ray_cluster_of(main: dict[str, Any] | None, attach: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(RayCluster, dashboard address) a run's Ray jobs go to, from its main object as the cluster
+    has it: the RayJob's ``status.rayClusterName``, the bringup RayCluster, or what attach mode names."""
+    if main is not None and main.get("kind") == "RayJob":
+        return (main.get("status") or {}).get("rayClusterName"), None
+    if main is not None and main.get("kind") == "RayCluster":
+        return str(main["metadata"]["name"]), None
+    return attach.get("cluster"), attach.get("address")
 
 
 def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
     """The RayCluster a run's Ray jobs go to: attach.cluster, the bringup cluster, or the RayJob's."""
-    infra = bundle.run.infra
-    ns, run = run_id(bundle)
-    mode = infra["launch"]["mode"]
-    if mode == "attach":
-        if infra["launch"]["attach"]["cluster"]:
-            return str(infra["launch"]["attach"]["cluster"])
+    launch = bundle.run.infra["launch"]
+    ns, run = bundle.run.namespace, bundle.run.name
+    if launch["mode"] == "attach":
+        cluster, _ = ray_cluster_of(None, launch["attach"])
+        if cluster:
+            return str(cluster)
         raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
-    if mode == "rayjob" and client is not None:
-        job = client.get(RAYJOB, ns, run)
-        name = ((job or {}).get("status") or {}).get("rayClusterName")
-        if not name:
+    if launch["mode"] == "rayjob" and client is not None:
+        cluster, _ = ray_cluster_of(client.get(RAYJOB, ns, run) or {"kind": "RayJob"}, {})
+        if not cluster:
             raise ClusterError("the RayJob has no RayCluster (yet)", obj=f"RayJob {ns}/{run}",
                                hint="`dockyard-k8s status` shows where it is")
-        return str(name)
+        return str(cluster)
     return run
 
 
@@ -81,7 +84,7 @@ def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient |
         ns = target.namespace or (client.default_namespace if client else "default")
     elif bundle is not None:
         cluster = ray_cluster_name(client, bundle)
-        ns = run_id(bundle)[0]
+        ns = bundle.run.namespace
     else:
         raise UsageError("say which Ray cluster: RECIPE, --cluster NAME or --address URL")
     service = f"svc/{cluster}-head-svc"

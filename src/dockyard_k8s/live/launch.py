@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.live import orchestrate
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.dashboard import RayTarget, ray_jobs, run_id
+from dockyard_k8s.live.dashboard import RayTarget, ray_jobs
 from dockyard_k8s.live.kinds import kind_of, ref
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
@@ -77,7 +77,7 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     ``already-finished`` (an unchanged spec whose job ended: nothing re-run). ``note`` hears
     side remarks (a port-forward opened), which the CLI prints to stderr.
     """
-    ns, run = run_id(bundle)
+    ns, run = bundle.run.namespace, bundle.run.name
     if options.dry_run == "client":
         raise ValueError("a client dry run contacts no cluster: use preview()")
     from dockyard_k8s.live.rayauth import launch_secret
@@ -138,7 +138,7 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
 def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
          say: Say = print) -> Outcome:
     """Follow the run with watches until its main object is terminal (or a deadline passes)."""
-    ns, run = run_id(bundle)
+    ns, run = bundle.run.namespace, bundle.run.name
     main = main_object(bundle.objects)
     local_deadline = options.pre_running_deadline
     operator_deadline = None
@@ -159,7 +159,7 @@ def deadline_margin(seconds: float) -> float:
 
 def status(client: KubeClient, bundle: Bundle) -> RunView:
     """The run right now: one LIST per kind plus one of Warning events, whatever the pod count."""
-    ns, run = run_id(bundle)
+    ns, run = bundle.run.namespace, bundle.run.name
     return orchestrate.snapshot(client, ns, run, bundle.objects)
 
 
@@ -167,7 +167,7 @@ def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False
          dry_run: bool = False, wait: float | None = None, say: Say = print) -> list[str]:
     """Delete everything labelled with the run; returns what was deleted (empty: nothing left).
     ``wait``: seconds to wait until it is all gone (finalizers released, pods collected)."""
-    ns, run = run_id(bundle)
+    ns, run = bundle.run.namespace, bundle.run.name
     deleted = orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
                                keep_volumes=keep_volumes, dry_run=dry_run, say=say)
     if wait is not None and not dry_run:
@@ -191,7 +191,7 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
     from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id, submission_id
     from dockyard_k8s.render.submission import submission
 
-    _, run = run_id(bundle)
+    run = bundle.run.name
     # the attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job
     command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args)
     base = submission_id(run, command, runtime_env)
@@ -238,5 +238,5 @@ def log_pods(client: KubeClient, bundle: Bundle, *, fleet: str | None = None,
     from dockyard_k8s.live.runs import RunRef
     from dockyard_k8s.live.runs import log_pods as pods_of
 
-    ns, run = run_id(bundle)
+    ns, run = bundle.run.namespace, bundle.run.name
     return pods_of(client, RunRef(ns, run, bundle.objects, None), fleet=fleet, pod=pod)

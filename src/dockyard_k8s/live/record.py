@@ -120,7 +120,7 @@ def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation:
         "objects": [{"apiVersion": o.get("apiVersion"), "kind": o.get("kind"),
                      "name": (o.get("metadata") or {}).get("name")} for o in applied],
     }
-    meta = metadata(infra, record_name(str(infra["launch"]["name"])), RECORD_COMPONENT)
+    meta = metadata(infra, record_name(run.name), RECORD_COMPONENT)
     meta["annotations"] = {VERSION_ANNOTATION: __version__, MODE_ANNOTATION: str(infra["launch"]["mode"]),
                            GPUS_ANNOTATION: str(total_gpus(applied))}
     return {

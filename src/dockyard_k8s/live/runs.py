@@ -96,13 +96,10 @@ def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: 
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
     """(RayCluster name, dashboard address) the run's Ray jobs go to: the RayJob's cluster,
     the bringup cluster, or what attach mode names (from the record)."""
-    main = main_object(ref.objects)
-    if main is not None and main.get("kind") == "RayJob":
-        return (main.get("status") or {}).get("rayClusterName"), None
-    if main is not None and main.get("kind") == "RayCluster":
-        return str(main["metadata"]["name"]), None
+    from dockyard_k8s.live.dashboard import ray_cluster_of
+
     attach = ((ref.record.infra.get("launch") or {}).get("attach") or {}) if ref.record else {}
-    return attach.get("cluster"), attach.get("address")
+    return ray_cluster_of(main_object(ref.objects), attach)
 
 
 # --- every run of a namespace ---------------------------------------------------------------
