@@ -81,6 +81,11 @@ def test_sarif_to_a_file(tmp_path, capsys):
     assert "0 errors" in capsys.readouterr().err
 
 
+def test_an_output_file_that_is_a_directory_is_bad_input(tmp_path, capsys):
+    assert main(["lint", RECIPE, "--infra", INFRA, "--output-file", str(tmp_path)]) == 2
+    assert f"--output-file {tmp_path}: is a directory (expected a file name)" in capsys.readouterr().err
+
+
 def test_explain_and_list_rules(capsys):
     assert main(["lint", "--explain", "gpu-shm"]) == 0
     text = capsys.readouterr().out
