@@ -1,10 +1,59 @@
 """dockyard-k8s: recipe + infra spec -> a validated KubeRay GPU run with a hardened sandbox pool.
 
-The public surface is small: load a run, render it, and the error types.
+The public surface is small, plain data in and out (the CLI is built on it)::
+
+    run = load_run("grpo_swe.yaml", "grpo_swe.infra.yaml")   # config.loader: RunConfig, or ConfigError
+    objects = render_run(run)                                 # render: the objects, in apply order
+    bundle = build_bundle("grpo_swe.yaml")                    # both, and every offline check (what check does)
+    problems = validate_objects(objects)                      # validate: Kubernetes + CRD schemas, API rules
+    report = lint_objects(objects)                            # lint: policy findings, Pod Security levels
+    result = plan_objects(objects, from_pools(run.infra["plan"]))  # plan: the scheduler's verdict per pod
+    manifests = read_objects(["k8s/"])                        # manifest files for lint and plan
+
+and the error types (:mod:`dockyard_k8s.errors`). Each name is imported on first use, so
+``import dockyard_k8s`` costs nothing.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import ClusterError, ConfigError, DockyardError, ManifestError, UsageError
 
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle, build_bundle
+    from dockyard_k8s.config.loader import load_run
+    from dockyard_k8s.config.model import RunConfig
+    from dockyard_k8s.lint.engine import lint_objects
+    from dockyard_k8s.manifests import read_objects
+    from dockyard_k8s.plan import from_pools
+    from dockyard_k8s.plan import plan as plan_objects
+    from dockyard_k8s.render import render_run
+    from dockyard_k8s.validate.engine import validate_objects
+
 __version__ = "0.1.0"
 
-__all__ = ["ClusterError", "ConfigError", "DockyardError", "ManifestError", "UsageError", "__version__"]
+# name -> (the module that defines it, its name there); `plan` is the package's name, hence plan_objects
+_HOMES = {
+    "Bundle": ("bundle", "Bundle"), "build_bundle": ("bundle", "build_bundle"),
+    "load_run": ("config.loader", "load_run"), "RunConfig": ("config.model", "RunConfig"),
+    "render_run": ("render", "render_run"),
+    "validate_objects": ("validate.engine", "validate_objects"),
+    "lint_objects": ("lint.engine", "lint_objects"),
+    "from_pools": ("plan.inventory", "from_pools"), "plan_objects": ("plan.schedule", "plan"),
+    "read_objects": ("manifests", "read_objects"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib
+
+        module, attr = _HOMES[name]
+        return getattr(importlib.import_module(f"dockyard_k8s.{module}"), attr)
+    raise AttributeError(f"module 'dockyard_k8s' has no attribute {name!r}")
+
+
+__all__ = ["Bundle", "ClusterError", "ConfigError", "DockyardError", "ManifestError", "RunConfig", "UsageError",
+           "__version__", "build_bundle", "from_pools", "lint_objects", "load_run", "plan_objects",
+           "read_objects", "render_run", "validate_objects"]

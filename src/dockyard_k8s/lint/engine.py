@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import MALFORMED_DATA
 from dockyard_k8s.lint.model import (
@@ -68,16 +68,17 @@ def _annotation_ids(value: str) -> list[str]:
     return [x.strip() for x in value.split(",") if x.strip()]
 
 
-def lint_objects(inputs: Sequence[Obj | Manifest], config: LintConfig | None = None) -> LintReport:
+def lint_objects(inputs: Sequence[Obj | Manifest | dict[str, Any]], config: LintConfig | None = None) -> LintReport:
     """Every finding for ``inputs`` (sorted), what was suppressed, and each pod's PSS level; a
-    :class:`~dockyard_k8s.manifests.Manifest`'s findings get the lines of their paths.
+    :class:`~dockyard_k8s.manifests.Manifest`'s findings get the lines of their paths (plain
+    objects have none).
 
     Raises:
         KeyError: never for bad manifests; unknown ids in ``config.ignore`` are the caller's
         to reject (see :func:`unknown_rules`).
     """
     config = config or LintConfig()
-    objects = [o if isinstance(o, Obj) else Obj(o.data, o.source) for o in inputs]
+    objects = [o if isinstance(o, Obj) else Obj(o) if isinstance(o, dict) else Obj(o.data, o.source) for o in inputs]
     written = {id(o): m for o, m in zip(objects, inputs, strict=True) if isinstance(m, Manifest)}
     ctx = Context(objects, config)
     ignored = set(config.ignore)
