@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = os.path.join(ROOT, "examples")
-SHARED_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "crds"))
 
 
 @pytest.fixture(scope="session")
@@ -52,5 +46,3 @@ def chdir_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
-
-__all__ = ["EXAMPLES", "ROOT", "SHARED_CRDS", "os"]

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.paths import EXAMPLES
+
 pytestmark = pytest.mark.e2e
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NS = os.environ.get("DOCKYARD_E2E_NAMESPACE", "dockyard-e2e")
 # Ray >= 2.52 (token authentication, on by default); kuberay.rayVersion must match the image.
 RAY_IMAGE = os.environ.get("DOCKYARD_E2E_RAY_IMAGE", "rayproject/ray:2.52.1")

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 import httpx2
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture

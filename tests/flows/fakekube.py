@@ -54,8 +54,10 @@ from fake_lists import list_items
 from fake_selectors import parse_field_selector, parse_label_selector
 from fake_writes import WritesMixin
 
+from support.paths import PACKAGE
+
 HERE = Path(__file__).resolve().parent
-BUNDLED = HERE.parents[1] / "src" / "dockyard_k8s" / "validate" / "crds"
+BUNDLED = PACKAGE / "validate" / "crds"
 # CRD files per KubeRay version the fake can serve, plus the MPI Operator's.
 KUBERAY_CRDS = {
     "1.7.0": [BUNDLED / "kuberay-v1.7.0" / f"ray.io_{p}.yaml" for p in ("rayjobs", "rayclusters")],

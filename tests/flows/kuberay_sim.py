@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import copy
 import random
-from pathlib import Path
 from typing import Any
 
 from fake_streams import Change
 from fakekube import Extension, FakeKube
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from support.paths import EXAMPLES
+
 NS = "rl-research"
 RUN = "grpo-swe"
 FINALIZER = "ray.io/rayjob-finalizer"

@@ -3,12 +3,12 @@ endpoint, played on the fake API server by the serve flow tests."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fakekube import FakeKube, bundled_crds
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from support.paths import EXAMPLES
+
 KIND_SPEC = str(EXAMPLES / "llama3_8b_kind.serve.yaml")
 EKS_SPEC = str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")
 NS = "llama"

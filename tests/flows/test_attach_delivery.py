@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 import pytest
-from kuberay_sim import EXAMPLES
+
+from support.paths import EXAMPLES
 
 pytestmark = pytest.mark.slow
 

@@ -23,9 +23,10 @@ from typing import Any, NamedTuple
 import pytest
 from fake_http import serve, write_kubeconfig
 from fakekube import FakeKube, bundled_crds
-from kuberay_sim import EXAMPLES, KubeRay
+from kuberay_sim import KubeRay
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
+from support.paths import EXAMPLES, GOLDEN
+
 NS, RUN = "rl-research", "grpo-swe"
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 KINDS = "rayjobs,rayclusters,deployments,services,configmaps,networkpolicies,poddisruptionbudgets,statefulsets,jobs"

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN, set_job
+from kuberay_sim import NS, RUN, set_job
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import ConfigError
+from support.paths import EXAMPLES
 
 
 def bundle(*values: Setting) -> Any:

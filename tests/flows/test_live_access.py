@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN
+from kuberay_sim import NS, RUN
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from fakekube import FakeKube
 from flowkit import in_background, wait_output
-from kuberay_sim import EXAMPLES, FINALIZER, NS, RUN, KubeRay
+from kuberay_sim import FINALIZER, NS, RUN, KubeRay
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 

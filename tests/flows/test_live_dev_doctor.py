@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS
+from kuberay_sim import NS
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 SECRET_VALUE = "hf_SuperSecretValue_123"

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN, KubeRay
+from kuberay_sim import NS, RUN, KubeRay
 from kueue_sim import API, Kueue, busy_workload, cluster_queue, flavor, local_queue
+
+from support.paths import EXAMPLES
 
 KUEUE_ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe_kueue.infra.yaml")]
 GPU = "nvidia.com/gpu"

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES
 
-LOG = Path(__file__).resolve().parents[1] / "unit" / "platforms" / "data" / "nccl_p5_2nodes.log"
+from support.paths import EXAMPLES, REPO
+
+LOG = REPO / "tests" / "unit" / "platforms" / "data" / "nccl_p5_2nodes.log"
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "eks_p5.infra.yaml")]
 # A bound that only ends a broken test, never decides a passing one (the launcher appears as
 # soon as the MPIJob does, however loaded the machine is).

@@ -7,7 +7,9 @@ import threading
 from typing import Any
 
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
+from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from fakekube import FakeKube
 from flowkit import in_background, wait_following, wait_output
-from kuberay_sim import EXAMPLES, NS, RUN, KubeRay
+from kuberay_sim import NS, RUN, KubeRay
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 # v1.4.2 has neither field: no pre-running deadline, no authOptions (Ray token auth off)

@@ -14,9 +14,10 @@ from urllib.parse import urlparse
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES, NS, RUN
+from kuberay_sim import NS, RUN
 
 from conftest import RAY_TOKEN
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 SECRET = f"{RUN}-ray-auth"

@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES
+
+from support.paths import EXAMPLES
 
 pytestmark = pytest.mark.slow
 

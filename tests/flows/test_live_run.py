@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from fakekube import FakeKube
 from flowkit import in_background, wait_following, wait_output
-from kuberay_sim import EXAMPLES, NS, RUN, pod, set_job, start_cluster
+from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+
+from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 RENDERED = ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "RayJob"]

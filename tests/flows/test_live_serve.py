@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import EXAMPLES as RUN_EXAMPLES
 from serve_sim import EKS_SPEC, KIND_SPEC, NAME, NS, bind_claim, rollout, serve_keda, server_pod
+
+from support.paths import EXAMPLES as RUN_EXAMPLES
 
 ORDER = ["priorityclasses", "networkpolicies", "networkpolicies", "persistentvolumeclaims", "deployments",
          "services", "poddisruptionbudgets"]

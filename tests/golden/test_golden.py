@@ -18,8 +18,8 @@ import pytest
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.render.nccl import nccl_mpijob
 from dockyard_k8s.render.serialize import dump_documents
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).parent / "expected"
 UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 

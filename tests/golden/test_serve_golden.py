@@ -12,8 +12,8 @@ import pytest
 
 from dockyard_k8s.render.serialize import dump_documents
 from dockyard_k8s.serve_bundle import build_serve_bundle
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).parent / "expected" / "serve"
 UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 EXAMPLES = sorted(p.name.removesuffix(".serve.yaml") for p in (REPO / "examples").glob("*.serve.yaml"))

@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from dockyard_k8s.cli import main
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-RECIPE = os.path.join(ROOT, "examples", "grpo_swe.yaml")
-INFRA = os.path.join(ROOT, "examples", "grpo_swe.infra.yaml")
+RECIPE = os.path.join(REPO, "examples", "grpo_swe.yaml")
+INFRA = os.path.join(REPO, "examples", "grpo_swe.infra.yaml")
 
 
 def run(capsys, *argv):
@@ -122,20 +122,20 @@ def test_schema_is_json_schema_and_markdown_matches_docs(capsys):
     schema = json.loads(out)
     assert code == 0 and schema["$schema"].startswith("http://json-schema.org/draft-07")
     assert schema["properties"]["sandbox"]["properties"]["port"]["default"] == 9090
-    with open(os.path.join(ROOT, "schemas", "infra.schema.json"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "schemas", "infra.schema.json"), encoding="utf-8") as f:
         assert f.read() == out, "schemas/infra.schema.json is stale: dockyard-k8s schema > schemas/infra.schema.json"
     code, out, _ = run(capsys, "schema", "--markdown")
-    with open(os.path.join(ROOT, "docs", "infra-spec.md"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "docs", "infra-spec.md"), encoding="utf-8") as f:
         assert f.read() == out, "docs/infra-spec.md is stale: dockyard-k8s schema --markdown > docs/infra-spec.md"
 
 
 def test_examples_validate_against_the_published_schema():
     import jsonschema
 
-    with open(os.path.join(ROOT, "schemas", "infra.schema.json"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "schemas", "infra.schema.json"), encoding="utf-8") as f:
         schema = json.load(f)
     for name in ("grpo_swe.infra.yaml", "grpo_swe_sglang.infra.yaml"):
-        with open(os.path.join(ROOT, "examples", name), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "examples", name), encoding="utf-8") as f:
             jsonschema.validate(yaml.safe_load(f), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"sandbox": {"replicas": "x"}}, schema)

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from dockyard_k8s.cli import main
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
 INFRA = str(EXAMPLES / "grpo_swe.infra.yaml")
 NOTE = "note: "

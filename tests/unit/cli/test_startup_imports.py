@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from support.paths import EXAMPLES
+
 AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab", "dataclasses",
            "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue")
 

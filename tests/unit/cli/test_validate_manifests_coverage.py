@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from support.paths import REPO
+
 MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
 
 

@@ -11,9 +11,9 @@ from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.cli import main
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-EX = os.path.join(ROOT, "examples")
+EX = os.path.join(REPO, "examples")
 INFRA = "infra:\n  image: reg.example.com/img:1.0\n"
 RECIPE_WITH_URLS = "model: m\nenv:\n  code:\n    sandbox_urls: [http://localhost:9090]\n"
 
@@ -256,7 +256,7 @@ def test_a_recipe_key_in_set_names_the_recipe(write, clean_env):
 
 
 def test_render_to_one_file_and_clear_output_errors(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(REPO)
     out = tmp_path / "run.yaml"
     assert main(["render", "examples/grpo_swe.yaml", "--output-file", str(out)]) == 0
     assert out.is_file() and out.read_text().count("\n---\n") == 6 and out.read_text().startswith("---\n")

@@ -13,10 +13,10 @@ from dockyard_k8s.config import infra_types
 from dockyard_k8s.config.infra_schema import INFRA
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.typegen import generate
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-EXAMPLES = os.path.join(ROOT, "examples")
-TYPES_FILE = os.path.join(ROOT, "src", "dockyard_k8s", "config", "infra_types.py")
+EXAMPLES = os.path.join(REPO, "examples")
+TYPES_FILE = os.path.join(REPO, "src", "dockyard_k8s", "config", "infra_types.py")
 
 
 def test_generated_types_are_current():

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dockyard_k8s.config import yamlio
+from support.paths import REPO
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 ENV = {"SET": "v", "NUM": "4", "EMPTY": ""}
 
 
@@ -71,8 +71,8 @@ def test_what_pyyaml_writes_matches_the_walker_or_is_declined(value, flow, inden
 
 
 @pytest.mark.parametrize("path", sorted(
-    glob.glob(os.path.join(ROOT, "examples", "**", "*.yaml"), recursive=True)
-    + glob.glob(os.path.join(ROOT, "tests", "**", "*.yaml"), recursive=True)))
+    glob.glob(os.path.join(REPO, "examples", "**", "*.yaml"), recursive=True)
+    + glob.glob(os.path.join(REPO, "tests", "**", "*.yaml"), recursive=True)))
 def test_repository_yaml_files_match_the_walker_or_are_declined(path):
     with open(path, encoding="utf-8") as f:
         same_as_walker(f.read())
@@ -81,7 +81,7 @@ def test_repository_yaml_files_match_the_walker_or_are_declined(path):
 def test_the_examples_take_the_subset():
     for name in ("grpo_swe.yaml", "grpo_swe.infra.yaml", "grpo_tiny.yaml", "eks_p5.infra.yaml",
                  "kind_single_gpu.infra.yaml", "base/grpo_common.yaml"):
-        with open(os.path.join(ROOT, "examples", name), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "examples", name), encoding="utf-8") as f:
             assert same_as_walker(f.read(), ENV), name
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from crds_location import shared_crds
 from dockyard_k8s.validate import validate_report
 from dockyard_k8s.validate.crd import BUNDLED_DIR
+from support.paths import shared_crds
 
 FOLDER = os.path.join(BUNDLED_DIR, "kueue-v0.19.2")
 CLUSTER_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},

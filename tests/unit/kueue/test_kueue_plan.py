@@ -187,7 +187,7 @@ def test_cli_a_queued_run_without_kueue_input_says_how_to_simulate_admission(tmp
 
 
 def test_cli_plans_against_the_rendered_queue_objects(capsys):
-    from kueue_paths import EXAMPLES
+    from support.paths import EXAMPLES
 
     pools_set = ("plan.nodePools=[{name: gpu, instanceType: p4de.24xlarge, count: 3, labels: "
                  "{topology.k8s.aws/network-node-layer-1: a, topology.k8s.aws/network-node-layer-2: b, "
@@ -201,7 +201,7 @@ def test_cli_plans_against_the_rendered_queue_objects(capsys):
 
 
 def test_the_documented_plan_output_is_what_plan_prints(capsys):
-    from kueue_paths import EXAMPLES
+    from support.paths import EXAMPLES
 
     doc = (EXAMPLES.parent / "docs" / "kueue.md").read_text()
     block = doc[doc.index("<!-- kueue-plan:begin -->"):doc.index("<!-- kueue-plan:end -->")]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 from lintkit import clean_set
 
 from dockyard_k8s.cli import main
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
 INFRA = str(EXAMPLES / "grpo_swe.infra.yaml")
 

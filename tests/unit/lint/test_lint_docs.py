@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dockyard_k8s.lint.registry import RULES, rules_markdown
+from support.paths import DOCS
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "lint.md"
+DOC = DOCS / "lint.md"
 
 
 def test_rule_list_is_in_sync():

@@ -8,8 +8,8 @@ import pytest
 
 from dockyard_k8s.cli import main
 from dockyard_k8s.lint.rules.env import looks_like_credential
+from support.paths import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 INFRAS = sorted(f for f in os.listdir(os.path.join(REPO, "examples")) if f.endswith(".infra.yaml"))
 
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.lint.pss import BASELINE, PRIVILEGED, RESTRICTED, evaluate
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from support.paths import EXAMPLES
 
 # https://k8s.io/examples/security/example-baseline-pod.yaml, used by the tutorial "Apply Pod Security
 # Standards at the Cluster Level"; the tutorial shows the restricted warning below for it.

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx2
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 class Recorder:

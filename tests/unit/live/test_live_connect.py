@@ -19,8 +19,8 @@ from dockyard_k8s.live import client as client_mod
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.kubeconfig import KubeconfigError
 from dockyard_k8s.live.portforward import kubectl_error
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RUN = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from live_helpers import EXAMPLES
+from support.paths import EXAMPLES
 
 PROBE = """
 import sys

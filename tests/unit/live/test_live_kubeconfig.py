@@ -21,6 +21,7 @@ import pytest
 
 from dockyard_k8s.errors import EXIT_BAD_INPUT
 from dockyard_k8s.live import kubeconfig as kc
+from support.paths import EXAMPLES
 
 
 def write(path: Path, text: str) -> str:
@@ -178,8 +179,7 @@ def test_malformed_kubeconfigs_are_located_bad_input(tmp_path: Path, name: str, 
     path = tmp_path / "kubeconfig"
     path.write_text(text)
     monkeypatch.setenv("KUBECONFIG", str(path))
-    examples = Path(__file__).resolve().parents[3] / "examples"
-    code = main(["status", str(examples / "grpo_swe.yaml"), "--infra", str(examples / "grpo_swe.infra.yaml")])
+    code = main(["status", str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT, err
     assert expected in err, err

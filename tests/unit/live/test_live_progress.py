@@ -6,7 +6,6 @@ import os
 from typing import Any
 
 import pytest
-from live_helpers import EXAMPLES
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.live.progress import (
@@ -16,6 +15,7 @@ from dockyard_k8s.live.progress import (
     main_object,
     phase_of,
 )
+from support.paths import EXAMPLES
 
 
 def obj(kind: str, status: dict[str, Any] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -7,11 +7,12 @@ import os
 from typing import Any
 
 import pytest
-from live_helpers import EXAMPLES, Recorder
+from live_helpers import Recorder
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.kinds import KINDS, collection_path, kind_for, object_path
+from support.paths import EXAMPLES
 
 RAYJOB = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r", "namespace": "ns"}, "spec": {}}
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from support.netpol import Address, Network, Pod
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 FLEET = "dockyard-k8s/fleet"
 # infra example -> the recipe it runs (as tests/golden does)
 EXAMPLES = {"grpo_swe": "grpo_swe", "grpo_swe_sglang": "grpo_swe", "grpo_swe_kueue": "grpo_swe",

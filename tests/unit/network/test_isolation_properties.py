@@ -25,8 +25,8 @@ from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.render import render_run
 from support.netpol import Address, Network
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 FLEET = "dockyard-k8s/fleet"
 POD_CIDRS = ("10.244.0.0/16", "10.42.0.0/16", "192.168.0.0/16", "100.64.0.0/16", "172.20.0.0/16")
 PRIVATE = ["10.0.0.0/8", "10.20.0.0/16", "10.244.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "192.168.1.0/24",

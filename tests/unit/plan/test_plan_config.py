@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.kube import pod_requests
+from support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SECTIONS = """\
 lint:
   ignore: [image-digest]

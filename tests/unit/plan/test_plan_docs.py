@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dockyard_k8s.plan.catalog import catalog_markdown
+from support.paths import DOCS
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "plan.md"
+DOC = DOCS / "plan.md"
 
 
 def test_catalogue_table_is_in_sync():

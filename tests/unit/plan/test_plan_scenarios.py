@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from plankit import GPU_TAINT, container, cpu_nodes, deployment, gpu_nodes, node, rayjob
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.plan import from_objects, from_pools, plan
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from support.paths import EXAMPLES
 
 
 def _placements(result):

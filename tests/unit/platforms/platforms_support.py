@@ -9,11 +9,10 @@ from typing import Any
 
 import yaml
 
-from crds_location import shared_crds
 from dockyard_k8s import kube
 from dockyard_k8s.bundle import Bundle, build_bundle
+from support.paths import REPO, shared_crds
 
-REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 CRDS = shared_crds()
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from platforms_support import CRDS, EXAMPLES, Render
+from platforms_support import CRDS, Render
 
 from dockyard_k8s.cli import main
 from dockyard_k8s.render.nccl import nccl_mpijob, parse_all_reduce, run_and_summarize, summary_problems
+from support.paths import EXAMPLES
 
 DATA = Path(__file__).parent / "data"
 MPIJOB_CRD = CRDS / "mpi-operator" / "kubeflow.org_mpijobs.yaml"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from platforms_support import REPO
 
 from dockyard_k8s.bundle import build_bundle
+from support.paths import REPO
 
 SCRIPT = REPO / "scripts" / "playground.sh"
 LOGGER = '#!/usr/bin/env bash\necho "$(basename "$0") $*" >> "$FAKE_LOG"\n'

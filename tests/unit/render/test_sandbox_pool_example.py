@@ -15,8 +15,8 @@ import yaml
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.render.serialize import dump_yaml
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "infra" / "examples" / "sandbox-pool.yaml"
 # What the example is the rendering of: a run named sandbox-pool in namespace dockyard.
 INFRA = """\

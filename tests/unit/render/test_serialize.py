@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from dockyard_k8s.render import serialize
 from dockyard_k8s.render.serialize import _fast_dump, dump_yaml
+from support.paths import EXAMPLES
 
 
 def _pyyaml(data):
@@ -56,13 +57,11 @@ def test_a_shared_value_is_written_in_full_never_as_an_anchor_and_alias():
 
 def test_rendered_runs_have_no_yaml_anchors(clean_env):
     """The default-deny policies and the pre-pull DaemonSet share dicts between objects."""
-    from pathlib import Path
 
     from dockyard_k8s.bundle import build_bundle
     from dockyard_k8s.render.serialize import dump_documents
 
-    examples = Path(__file__).resolve().parents[3] / "examples"
     for infra in ("k3s_single_gpu.infra.yaml", "eks_p5.infra.yaml"):
-        bundle = build_bundle(str(examples / "grpo_tiny.yaml"), str(examples / infra), env=clean_env)
+        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), env=clean_env)
         text = dump_documents(bundle.objects)
         assert not [line for line in text.splitlines() if "&id0" in line or "*id0" in line], infra

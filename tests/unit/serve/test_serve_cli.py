@@ -14,9 +14,9 @@ import yaml
 from serve_support import write_spec
 
 from dockyard_k8s.cli import main
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = ROOT / "examples"
+EXAMPLES = REPO / "examples"
 
 
 def test_check_prints_the_summary_and_the_apply_order(capsys: pytest.CaptureFixture[str]) -> None:

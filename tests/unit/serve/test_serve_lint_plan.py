@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from dockyard_k8s.cli import main
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[3]
-KIND = str(ROOT / "examples" / "llama3_8b_kind.serve.yaml")
-EKS = str(ROOT / "examples" / "llama3_70b_eks_keda.serve.yaml")
+KIND = str(REPO / "examples" / "llama3_8b_kind.serve.yaml")
+EKS = str(REPO / "examples" / "llama3_70b_eks_keda.serve.yaml")
 WORKSTATION = "plan.nodePools=[{name: ws, instanceType: workstation-a10-24gb, count: 1}]"
 P5 = ("plan.nodePools=[{name: p5, instanceType: p5.48xlarge, count: 2}, "
       "{name: cpu, instanceType: m6i.16xlarge, count: 2}]")
@@ -51,14 +51,14 @@ def test_plan_of_the_single_gpu_endpoint_on_a_workstation(capsys: pytest.Capture
 
 def test_plan_places_the_endpoint_beside_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     """One GPU: the run takes it, the endpoint waits (the scheduler's own words)."""
-    code, out = run(capsys, "plan", str(ROOT / "examples" / "grpo_tiny.yaml"), "--infra",
-                    str(ROOT / "examples" / "kind_single_gpu.infra.yaml"), "--serve", KIND, "--set", WORKSTATION)
+    code, out = run(capsys, "plan", str(REPO / "examples" / "grpo_tiny.yaml"), "--infra",
+                    str(REPO / "examples" / "kind_single_gpu.infra.yaml"), "--serve", KIND, "--set", WORKSTATION)
     assert code == 1
     assert "Deployment llama/llama-8b: 1 pod: 0/1 nodes are available:" in out
     assert "1 Insufficient nvidia.com/gpu." in out
     code, out = run(capsys, "plan", "--serve", KIND, "--set", WORKSTATION.replace("count: 1", "count: 2"),
-                    str(ROOT / "examples" / "grpo_tiny.yaml"), "--infra",
-                    str(ROOT / "examples" / "kind_single_gpu.infra.yaml"))
+                    str(REPO / "examples" / "grpo_tiny.yaml"), "--infra",
+                    str(REPO / "examples" / "kind_single_gpu.infra.yaml"))
     assert code == 0, out
 
 

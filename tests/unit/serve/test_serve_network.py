@@ -15,8 +15,8 @@ from serve_support import bundle
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.serve_bundle import build_serve_bundle
 from support.netpol import Address, Network, Pod, Port
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[3]
 FLEET = "dockyard-k8s/fleet"
 ENDPOINT = {"dockyard-k8s/endpoint": "llama-8b"}
 PUBLIC = Address("18.244.0.10")  # a CDN address in front of the model hub
@@ -38,7 +38,7 @@ EXTRAS = [KUBE_DNS, GATEWAY, PROMETHEUS, OTEL, EVAL, VAULT, VAULT_OTHER, STRANGE
 
 def example(name: str) -> list[dict[str, Any]]:
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(REPO)
     try:
         return build_serve_bundle(f"examples/{name}.serve.yaml", env={"HOME": "/nonexistent"}).objects
     finally:
@@ -48,7 +48,7 @@ def example(name: str) -> list[dict[str, Any]]:
 def run_objects(namespace: str, *sets: str) -> list[dict[str, Any]]:
     """The grpo-swe run (sandbox pool included) in ``namespace``."""
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(REPO)
     try:
         return build_bundle("examples/grpo_swe.yaml", "examples/grpo_swe.infra.yaml",
                             sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"}).objects

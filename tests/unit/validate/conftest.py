@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crds_location import shared_crds
+from support.paths import shared_crds
 
-REPO = Path(__file__).resolve().parents[3]
 SHARED_CRDS = shared_crds()
 
 
@@ -36,4 +35,4 @@ def objects_file(tmp_path: Path, text: str, name: str = "m.yaml") -> str:
     return str(path)
 
 
-__all__ = ["REPO", "SHARED_CRDS", "objects_file", "os"]
+__all__ = ["SHARED_CRDS", "objects_file", "os"]

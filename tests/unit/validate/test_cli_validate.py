@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import REPO
 from dockyard_k8s.cli import main
+from support.paths import REPO
 
 BAD = """\
 apiVersion: v1

@@ -195,11 +195,11 @@ def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
     from glob import glob
     from pathlib import Path
 
-    from conftest import REPO
     from dockyard_k8s.validate.goyaml import parse_slow
     from dockyard_k8s.validate.locate import _block_style, _text_line
     from dockyard_k8s.validate.split import split_documents
     from odd_values import leaves
+    from support.paths import REPO
 
     texts = [TRICKY] + [Path(f).read_text() for f in sorted(glob(f"{REPO}/tests/golden/expected/**/*.yaml",
                                                                  recursive=True))]
