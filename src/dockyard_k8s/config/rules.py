@@ -17,7 +17,7 @@ from dockyard_k8s.config.model import RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
 
 if TYPE_CHECKING:
@@ -51,13 +51,12 @@ def image_problem(image: Any) -> str:
         return f"got {text!r}: an environment variable was not substituted"
     if text != text.strip() or not text:
         return f"got {text!r}, expected an image reference without spaces"
-    name = text.split("@", 1)[0]
-    if IMAGE_REFERENCE.match(text) and len(name.rsplit(":", 1)[0]) <= MAX_IMAGE_NAME:
+    repo, tag, _ = split_image(text)
+    if IMAGE_REFERENCE.match(text) and len(repo) <= MAX_IMAGE_NAME:
         return ""
-    last = name.rsplit("/", 1)[-1]
-    if last.endswith(":"):
+    if tag == "":
         return f"got {text!r}: empty tag after ':' (an unset variable with an empty default?)"
-    if any(c.isupper() for c in name.split("/", 1)[-1].rsplit(":", 1)[0]):
+    if any(c.isupper() for c in repo.split("/", 1)[-1]):
         return f"got {text!r}: repository names must be lowercase"
     return (f"got {text!r}, expected an image reference like registry.example.com/team/image:1.2.3 "
             "or ...@sha256:<64 hex digits>")
