@@ -159,9 +159,9 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
                      "(written from its runtime_env) and DOCKYARD_RECIPE"
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
                      + " in runtime_env.env_vars; nothing GPU-side is rendered")
-    from dockyard_k8s.lint.isolation import findings  # what the rendered policies allow, fragments included
+    from dockyard_k8s.lint.isolation import exposures  # what the rendered policies allow, fragments included
 
-    lines += [f"{WARN} sandbox-isolation ({f.severity}): {f.template.obj}: {f.message}" for f in findings(objects)]
+    lines += [f"{WARN} sandbox-isolation ({e.severity}): {e.template.obj}: {e.message}" for e in exposures(objects)]
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -45,7 +45,9 @@ class Template(NamedTuple):
         return self.obj + (f" ({self.group})" if self.group else "")
 
 
-class Finding(NamedTuple):
+class Exposure(NamedTuple):
+    """A way out of the sandbox the policies leave open (an error), or hold shut by one side only."""
+
     template: Template  # the untrusted pod template it is about
     severity: str
     message: str
@@ -95,7 +97,7 @@ def _opted_in(src: reach.Target, policies: reach.Policies) -> reach.Addresses:
     return out
 
 
-def findings(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None) -> list[Finding]:
+def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None) -> list[Exposure]:
     """Every path the untrusted pods of ``objects`` (of the one object ``of`` only, when given)
     may open that they must not (see the module doc)."""
     objects = [o for o in objects if isinstance(o, dict)]
@@ -104,7 +106,7 @@ def findings(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None
         return []
     all_templates = templates(objects)
     policies = reach.Policies(o for o in objects if o.get("kind") == "NetworkPolicy")
-    out: list[Finding] = []
+    out: list[Exposure] = []
     for src in sources:
         one_sided = []
         for dst in all_templates:
@@ -114,26 +116,26 @@ def findings(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None
             if dst.untrusted and ports:
                 same = (dst.obj, dst.spec_path) == (src.obj, src.spec_path)
                 what = "another replica" if same else f"another untrusted pod ({dst.where})"
-                out.append(Finding(src, ERROR, f"an executor may reach {what} on {reach.show_ports(ports)}: its "
+                out.append(Exposure(src, ERROR, f"an executor may reach {what} on {reach.show_ports(ports)}: its "
                                                f"ingress admits it ({'; '.join(ingress.rules)})"))
             elif not dst.untrusted and ports:
-                out.append(Finding(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} on "
+                out.append(Exposure(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} on "
                                                f"{reach.show_ports(ports)}: their egress ({'; '.join(egress.rules)}) "
                                                f"and its ingress ({'; '.join(ingress.rules)}) both allow it"))
             elif not dst.untrusted and ingress.ports:
                 one_sided.append(f"{dst.where} ({'; '.join(ingress.rules)})")
         if one_sided:
-            out.append(Finding(src, WARNING, "only the untrusted pods' own egress keeps them from these GPU pods, "
+            out.append(Exposure(src, WARNING, "only the untrusted pods' own egress keeps them from these GPU pods, "
                                              f"whose ingress admits them: {', '.join(one_sided)}; on a CNI that "
                                              "matches ipBlocks against pod IPs one more rule would open them "
                                              "(enable kuberay.networkPolicy)"))
-        out += _address_findings(src, policies)
+        out += _address_exposures(src, policies)
     return out
 
 
-def _address_findings(src: Template, policies: reach.Policies) -> list[Finding]:
+def _address_exposures(src: Template, policies: reach.Policies) -> list[Exposure]:
     if not policies.selecting(src.target, "Egress"):
-        return [Finding(src, ERROR, "no NetworkPolicy restricts the egress of untrusted pods: they reach the cloud "
+        return [Exposure(src, ERROR, "no NetworkPolicy restricts the egress of untrusted pods: they reach the cloud "
                                     "metadata endpoints (node credentials at 169.254.169.254) and every private "
                                     "address (pods, Services, internal systems)")]
     out = []
@@ -144,7 +146,7 @@ def _address_findings(src: Template, policies: reach.Policies) -> list[Finding]:
                 if kind.startswith("private"):
                     addrs = {v: s for v, spans in addrs.items() if (s := reach.minus(spans, opted.get(v, [])))}
                 if addrs:
-                    out.append(Finding(src, ERROR, f"untrusted pods may reach {kind} {cidr} "
+                    out.append(Exposure(src, ERROR, f"untrusted pods may reach {kind} {cidr} "
                                                    f"({reach.show_addresses(addrs)}) on {reach.show_ports(ports)}: "
                                                    f"{rule}"))
     return out

@@ -88,10 +88,10 @@ def target_port(o: Obj, c: Context) -> Iterator[Hit]:
 
 
 def isolation_hits(o: Obj, c: Context) -> Iterator[Hit]:
-    """``lint/isolation.py``'s findings for the untrusted pods of ``o``, at their pod spec."""
+    """``lint/isolation.py``'s exposures of the untrusted pods of ``o``, as findings at their pod spec."""
     if not any(p.untrusted for p in o.pods):
         return
-    for f in isolation.findings([x.data for x in c.objects], of=o.data):
+    for f in isolation.exposures([x.data for x in c.objects], of=o.data):
         yield Hit(f.template.spec_path, f.message, f.severity)
 
 
