@@ -2,9 +2,17 @@
 
 Each command lives in ``cmd_<name>.py`` with ``register(subparsers, formatter)`` adding its
 parser (with ``func`` set to its handler); its one-line summary is in ``COMMANDS`` here.
-Command modules import only what parsing needs at
-the top; heavy libraries (cluster clients, Ray) are imported inside the handlers that
-use them, so ``check`` and ``render`` start fast.
+What several commands share:
+
+    _runargs.py   RECIPE [-f FILE] [--set K=V] [-n NS]: the run-shaped arguments -> a Bundle
+    _targets.py   lint's and plan's inputs: a run, manifest files, or serve specs
+    _flags.py     -o/--output, the deprecated forms, --follow
+    _live.py      cluster flags, connecting, follow-up hints
+    _output.py    tables, check marks, the output flags, rendered objects out
+
+Command modules import only what parsing needs at the top; heavy libraries (cluster
+clients, Ray) are imported inside the handlers that use them, so ``check`` and ``render``
+start fast.
 
 Exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job, API error),
 2 bad input or usage, 130 interrupted.

@@ -4,11 +4,12 @@
     rules/       one module per rule family; registry.py collects them (RULES, BY_ID)
     engine.py    lint_objects: rules over objects (``manifests.py`` reads them) -> LintReport
     pss.py       the Pod Security Standards level of every pod template
-    reach.py     who can reach whom through the rendered NetworkPolicies (sandbox-isolation)
+    reach.py     who can reach whom through the rendered NetworkPolicies
+    isolation.py what the untrusted pods may reach (Exposure): sandbox-isolation and check's warnings
     output.py    text, JSON and SARIF
 
-The names below are imported on first use: ``check`` reads one rule (``sandbox-isolation``)
-without paying for what the ``lint`` command needs.
+The names below are imported on first use: ``check`` imports ``isolation.py`` (and
+``reach.py``) alone, without what the ``lint`` command needs.
 """
 
 from __future__ import annotations

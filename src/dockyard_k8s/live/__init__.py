@@ -4,16 +4,25 @@ Layout, pure first, I/O second::
 
     kinds.py       kind -> REST path table (pure)
     requests.py    prepare_*: every Kubernetes request as plain data (pure)
+    kubeconfig.py  kubeconfig files read (and merged) as kubectl reads them
     client.py      KubeClient: the one place that sends; retries, error mapping, watches
-    diagnose.py    pod/container states and events -> fleet + pod + reason + hint (pure)
+    crdfields.py   fields the run renders that the cluster's CRDs lack, and the release that has them
+    diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
+    kueue.py       the run's Kueue Workload: queued, admitted, evicted, and doctor's queue checks
     orchestrate.py apply / follow / snapshot / down: the flows behind run, status, down
     scaling.py     an autoscaled RayCluster re-applied with its live replicas; worker-group conflicts (pure)
+    record.py      the launch record ConfigMap: what a run was launched with
+    rayauth.py     the Ray token's Secret and the credentials of every Ray Jobs request
     launch.py      the facade the CLI calls: launch / status / wait / down / preview (typed options)
+    runs.py        runs found by name (no launch files) and ``runs``' list of every run
+    serve.py       a model endpoint: launch.py's sequence for ``serve up|status|down``
     logs.py        pod selection and merged, prefixed log streams
     rayjobs.py     the Ray Jobs REST API (dashboard :8265, /api/jobs/)
     dashboard.py   where a run's Ray dashboard is (address, cluster, port-forward) and a Jobs client on it
     portforward.py ``kubectl port-forward`` as a context manager
+    websocket.py   a receive-only WebSocket client (following Ray job logs)
+    openai.py      one timed OpenAI completion against an endpoint (``serve test``)
     dev.py         the CPU dev pod and its Secret (builders are pure)
     doctor.py      preflight checks (evaluation is pure; fetching is separate)
     nccl.py        ``nccl-test --run``: apply the MPIJob, wait for its launcher, read its log

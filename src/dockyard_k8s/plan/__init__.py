@@ -4,7 +4,9 @@
 * ``inventory.py`` nodes from plan.nodePools, from ``kubectl get nodes/pods -o yaml``, or live
 * ``pods.py``      the run's pod groups (head, worker groups, submitter, sandbox replicas)
 * ``predicates.py`` the default scheduler's filters and its FitError wording
+* ``units.py``     resource amounts as the scheduler compares them: integers
 * ``schedule.py``  quota admission, first-fit placement, gang verdict
+* ``fit.py``       ``check``'s test: does every pod fit one node of the instance type it selects
 * ``report.py``    text and JSON
 * ``kueue_model.py``  Kueue's quota tree (ClusterQueues, Cohorts, borrowing and lending limits, usage)
 * ``kueue_assign.py`` Kueue's admission of one workload: flavors per pod set, preemption, its words

@@ -12,7 +12,11 @@ inputs give byte-identical output. One module per object family:
     network.py      every NetworkPolicy: default-deny (opt-in), the GPU pods' ingress, the sandbox's
     platform.py     PriorityClass, storage PVC, pre-pull DaemonSet, and the platform pass over
                     every GPU pod (runtimeClass, storage, placement, service account)
+    rayauth.py      Ray token authentication of the GPU pods (kuberay.auth)
+    submission.py   what attach mode and ``job submit`` send to the Ray Jobs API
+    scripts/        the shell the operator-free shapes mount (Ray bootstrap)
     nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)
+    serve.py        a model endpoint's objects (``serve``; not part of a run)
     merge.py        the deep merge of free-form fragments
     provenance.py   which infra key produced a rendered field (recorded only when asked)
     meta.py         names and labels every object shares

@@ -8,7 +8,8 @@
     builtin.py    built-in schemas per Kubernetes version (kubernetes-validate's data)
     crd.py        CRD YAML -> strict JSON schemas; --crd, fetched and bundled CRDs (crds/)
     cache.py      the on-disk cache of converted schemas and compiled validators
-    compiled.py   compiled yes/no validators (fastjsonschema code, cached)
+    compiled.py   compiled yes/no validators (fastjsonschema code, cached; _runtime.py is what
+                  the generated code imports instead of fastjsonschema)
     collect.py    every schema problem of an object that failed, with its JSON path
     semantic.py   what the API server rejects that schemas cannot say, object by object
     names.py      name grammars: DNS labels and subdomains, qualified names, label values
