@@ -5,13 +5,13 @@ GPU requests are rewritten away (``E2E_SETS``) so a CPU-only kind cluster runs t
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
+
+from support.cli import run_cli
 
 KUBECONFIG = os.environ.get("DOCKYARD_E2E_KUBECONFIG", "")
 
@@ -25,22 +25,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(skip)
 
 
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
 def e2e_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from dockyard_k8s.cli import main
-
     monkeypatch.setenv("KUBECONFIG", KUBECONFIG)
-
-    def run(*argv: str) -> Result:
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(argv))
-        return Result(code, out.getvalue(), err.getvalue())
-
-    yield run
+    yield run_cli

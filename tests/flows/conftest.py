@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import os
 import textwrap
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx2
 import pytest
 from fakekube import FakeKube
+
+from support.cli import run_cli
 
 
 @pytest.fixture
@@ -63,16 +63,9 @@ def client(fake: FakeKube, kubeconfig: str) -> Iterator[Any]:
     kube.close()
 
 
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
 def cli(fake: FakeKube, kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run the CLI in process against the fake (``connect`` gets the fake transport)."""
-    from dockyard_k8s.cli import main
     from dockyard_k8s.live import client as client_mod
 
     real_connect = client_mod.connect
@@ -87,13 +80,7 @@ def cli(fake: FakeKube, kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Any
     monkeypatch.delenv("DOCKYARD_K8S_DEFAULTS", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", os.path.join(os.path.dirname(kubeconfig), "xdg"))
 
-    def run(*argv: str) -> Result:
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(argv))
-        return Result(code, out.getvalue(), err.getvalue())
-
-    return run
+    return run_cli
 
 
 def _free_port() -> int:

@@ -9,14 +9,12 @@ of every rendered example (the golden files), ``get -l``, ``logs``, ``auth can-i
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,6 +23,7 @@ from fake_http import serve, write_kubeconfig
 from fakekube import FakeKube, bundled_crds
 from kuberay_sim import KubeRay
 
+from support.cli import run_cli
 from support.paths import EXAMPLES, GOLDEN
 
 NS, RUN = "rl-research", "grpo-swe"
@@ -55,12 +54,7 @@ class Env(NamedTuple):
                               timeout=timeout)
 
     def launcher(self, *argv: str) -> tuple[int, str, str]:
-        from dockyard_k8s.cli import main
-
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(argv))
-        return code, out.getvalue(), err.getvalue()
+        return run_cli(*argv)
 
 
 @pytest.fixture

@@ -7,20 +7,15 @@ import pytest
 import yaml
 
 from dockyard_k8s.cli import main
+from support.cli import run_cli
 from support.paths import REPO
 
 RECIPE = os.path.join(REPO, "examples", "grpo_swe.yaml")
 INFRA = os.path.join(REPO, "examples", "grpo_swe.infra.yaml")
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_check_prints_a_one_page_summary(capsys):
-    code, out, err = run(capsys, "check", RECIPE, "--infra", INFRA)
+    code, out, err = run_cli("check", RECIPE, "--infra", INFRA)
     assert code == 0 and err == ""
     assert out.startswith("✔ grpo-swe: configuration valid, 7 objects rendered\n")
     for line in ("namespace  rl-research", "mode       rayjob (K8sJobMode)", "total GPUs: 24",
@@ -37,7 +32,7 @@ def test_check_prints_a_one_page_summary(capsys):
 
 def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, write):
     infra = write("bad.yaml", "infra:\n  image: x:1\n  nmespace: a\nsandbox:\n  replicas: lots\n")
-    code, out, err = run(capsys, "check", RECIPE, "--infra", infra)
+    code, out, err = run_cli("check", RECIPE, "--infra", infra)
     assert code == 2 and out == ""
     assert err.splitlines() == [
         f"{infra}:3:3: infra.nmespace: unknown key 'nmespace' (expected one of: namespace, image, imagePullPolicy, "
@@ -54,7 +49,7 @@ def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, wri
 def test_check_writes_the_bundle(capsys, tmp_path):
     for ext, load in ((".yaml", yaml.safe_load), (".json", json.loads)):
         out_file = tmp_path / f"bundle{ext}"
-        code, out, _ = run(capsys, "check", RECIPE, "--infra", INFRA, "-o", str(out_file))
+        code, out, _ = run_cli("check", RECIPE, "--infra", INFRA, "-o", str(out_file))
         assert code == 0 and f"wrote {out_file}" in out
         doc = load(out_file.read_text())
         assert doc["config"]["infra"]["namespace"] == "rl-research"
@@ -63,19 +58,19 @@ def test_check_writes_the_bundle(capsys, tmp_path):
 
 
 def test_check_output_needs_a_known_extension(capsys):
-    code, _, err = run(capsys, "check", RECIPE, "-o", "bundle.txt")
+    code, _, err = run_cli("check", RECIPE, "-o", "bundle.txt")
     assert code == 2 and "expected a file name ending in .yaml or .json" in err
 
 
 def test_render_stdout_is_multi_document_yaml(capsys):
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA)
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA)
     docs = list(yaml.safe_load_all(out))
     assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "NetworkPolicy", "Deployment", "Service",
                                                        "PodDisruptionBudget", "ConfigMap", "RayJob"]
 
 
 def test_render_json_is_a_v1_list(capsys):
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", "json")
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-o", "json")
     doc = json.loads(out)
     assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 7
 
@@ -85,7 +80,7 @@ def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path)
     out_dir.mkdir()
     (out_dir / "99-stale-old.yaml").write_text("stale")
     (out_dir / "notes.txt").write_text("mine")
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
     assert code == 0 and out == f"wrote 7 objects + kustomization.yaml to {out_dir}\n"
     kust = yaml.safe_load((out_dir / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
@@ -97,7 +92,7 @@ def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path)
 
 
 def test_overrides_may_follow_options(capsys):
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "optimizer.lr=3e-6", "--set",
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "optimizer.lr=3e-6", "--set",
                        "sandbox.replicas=3", "rollout.backend=sglang")
     docs = list(yaml.safe_load_all(out))
     assert code == 0
@@ -106,7 +101,7 @@ def test_overrides_may_follow_options(capsys):
 
 
 def test_namespace_flag(capsys):
-    code, out, _ = run(capsys, "render", RECIPE, "--infra", INFRA, "-n", "other")
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-n", "other")
     assert code == 0 and {d["metadata"]["namespace"] for d in yaml.safe_load_all(out)} == {"other"}
 
 
@@ -118,13 +113,13 @@ def test_unknown_option_is_a_usage_error(capsys):
 
 
 def test_schema_is_json_schema_and_markdown_matches_docs(capsys):
-    code, out, _ = run(capsys, "schema")
+    code, out, _ = run_cli("schema")
     schema = json.loads(out)
     assert code == 0 and schema["$schema"].startswith("http://json-schema.org/draft-07")
     assert schema["properties"]["sandbox"]["properties"]["port"]["default"] == 9090
     with open(os.path.join(REPO, "schemas", "infra.schema.json"), encoding="utf-8") as f:
         assert f.read() == out, "schemas/infra.schema.json is stale: dockyard-k8s schema > schemas/infra.schema.json"
-    code, out, _ = run(capsys, "schema", "--markdown")
+    code, out, _ = run_cli("schema", "--markdown")
     with open(os.path.join(REPO, "docs", "infra-spec.md"), encoding="utf-8") as f:
         assert f.read() == out, "docs/infra-spec.md is stale: dockyard-k8s schema --markdown > docs/infra-spec.md"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dockyard_k8s.cli import main
+from support.cli import run_cli
 from support.paths import EXAMPLES
 
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
@@ -18,40 +18,31 @@ INFRA = str(EXAMPLES / "grpo_swe.infra.yaml")
 NOTE = "note: "
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_o_is_the_output_format_of_check_render_lint_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "check", RECIPE, "-f", INFRA, "-o", "json")
+    code, out, err = run_cli("check", RECIPE, "-f", INFRA, "-o", "json")
     assert code == 0 and err == ""
     assert json.loads(out)["config"]["infra"]["namespace"] == "rl-research"
-    code, out, _ = run(capsys, "check", RECIPE, "-f", INFRA, "-o", "yaml")
+    code, out, _ = run_cli("check", RECIPE, "-f", INFRA, "-o", "yaml")
     assert yaml.safe_load(out)["objects"][-1]["kind"] == "RayJob"
-    code, out, err = run(capsys, "render", RECIPE, "-f", INFRA, "-o", "json")
+    code, out, err = run_cli("render", RECIPE, "-f", INFRA, "-o", "json")
     assert code == 0 and json.loads(out)["kind"] == "List" and err == ""
-    code, out, err = run(capsys, "lint", RECIPE, "-f", INFRA, "-o", "json")
+    code, out, err = run_cli("lint", RECIPE, "-f", INFRA, "-o", "json")
     assert "summary" in json.loads(out) and NOTE not in err
-    code, out, err = run(capsys, "nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", "json")
+    code, out, err = run_cli("nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", "json")
     assert code == 0 and json.loads(out)["kind"] == "MPIJob"
 
 
 def test_files_go_to_output_file_and_output_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bundle = tmp_path / "bundle.json"
-    code, out, err = run(capsys, "check", RECIPE, "-f", INFRA, "--output-file", str(bundle))
+    code, out, err = run_cli("check", RECIPE, "-f", INFRA, "--output-file", str(bundle))
     assert code == 0 and f"wrote {bundle}" in out and json.loads(bundle.read_text())["objects"]
     one = tmp_path / "run.yaml"
-    code, out, _ = run(capsys, "render", RECIPE, "-f", INFRA, "--output-file", str(one))
+    code, out, _ = run_cli("render", RECIPE, "-f", INFRA, "--output-file", str(one))
     assert code == 0 and len(list(yaml.safe_load_all(one.read_text()))) > 3
-    code, out, _ = run(capsys, "render", RECIPE, "-f", INFRA, "--output-dir", str(tmp_path / "dir"))
+    code, out, _ = run_cli("render", RECIPE, "-f", INFRA, "--output-dir", str(tmp_path / "dir"))
     assert code == 0 and (tmp_path / "dir" / "kustomization.yaml").exists()
     report = tmp_path / "lint.sarif"
-    code, out, err = run(capsys, "lint", RECIPE, "-f", INFRA, "-o", "sarif", "--output-file", str(report))
+    code, out, err = run_cli("lint", RECIPE, "-f", INFRA, "-o", "sarif", "--output-file", str(report))
     assert json.loads(report.read_text())["version"] == "2.1.0" and NOTE not in err
 
 
@@ -61,7 +52,7 @@ def test_files_go_to_output_file_and_output_dir(capsys: pytest.CaptureFixture[st
     (["plan", "--list-instance-types", "--format", "json"], "note: --format json is deprecated: use -o json"),
 ])
 def test_old_format_flag_works_with_a_note(capsys: pytest.CaptureFixture[str], argv: list[str], note: str) -> None:
-    _, out, err = run(capsys, *argv)
+    _, out, err = run_cli(*argv)
     assert note in err
     if argv[0] != "plan":
         json.loads(out)
@@ -69,21 +60,21 @@ def test_old_format_flag_works_with_a_note(capsys: pytest.CaptureFixture[str], a
 
 def test_old_o_path_forms_work_with_a_note(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bundle = tmp_path / "bundle.yaml"
-    code, out, err = run(capsys, "check", RECIPE, "-f", INFRA, "-o", str(bundle))
+    code, out, err = run_cli("check", RECIPE, "-f", INFRA, "-o", str(bundle))
     assert code == 0 and bundle.exists() and "✔" in out
     assert f"note: -o {bundle} is deprecated: -o is the output format everywhere (text|json|yaml); write to a " \
            f"file with --output-file {bundle}" in err
     directory = tmp_path / "build" / "run"
-    code, out, err = run(capsys, "render", RECIPE, "-f", INFRA, "-o", str(directory))
+    code, out, err = run_cli("render", RECIPE, "-f", INFRA, "-o", str(directory))
     assert code == 0 and (directory / "kustomization.yaml").exists()
     assert f"--output-dir {directory}" in err
     mpijob = tmp_path / "nccl.yaml"
-    code, out, err = run(capsys, "nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", str(mpijob))
+    code, out, err = run_cli("nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", str(mpijob))
     assert code == 0 and mpijob.exists() and "--output-file" in err
 
 
 def test_a_mistyped_format_is_not_taken_for_a_file(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "render", RECIPE, "-f", INFRA, "-o", "jsn")
+    code, _, err = run_cli("render", RECIPE, "-f", INFRA, "-o", "jsn")
     assert code == 2
     assert "invalid choice: 'jsn' (choose from 'yaml', 'json'); a file goes to --output-file FILE, a directory " \
            "to --output-dir DIR" in err

@@ -3,15 +3,13 @@ input gets exit 0, 1 or 2 and its problems as messages (the standard: never a tr
 The mutations are what hand-edited YAML goes through: odd scalars and keys (YAML 1.1 words,
 numbers, null, tags, anchors, flow collections), duplicated, deleted or re-indented lines."""
 
-import contextlib
-import io
 import random
 
 import pytest
 
-from dockyard_k8s.cli import main
 from dockyard_k8s.render.serialize import dump_documents
 from odd_values import rendered
+from support.cli import run_cli
 
 SCALARS = ["yes", "no", "on", "0x1F", "0755", "1_000", ".inf", "-.inf", ".nan", "~", "null", "[]", "{}",
            "!!str 1", "&a x", "*a", '"q"', "'", "- x", "1:2", "? x", ": x", "1e400", "-1", "99999999999999999999",
@@ -45,13 +43,8 @@ def _mutated(rnd: random.Random, text: str) -> str:
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as e:  # argparse
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue() + err.getvalue()
+    result = run_cli(*argv)
+    return result.code, result.text
 
 
 @pytest.mark.slow
