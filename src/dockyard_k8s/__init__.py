@@ -12,6 +12,24 @@ The public surface is small, plain data in and out (the CLI is built on it)::
 
 and the error types (:mod:`dockyard_k8s.errors`). Each name is imported on first use, so
 ``import dockyard_k8s`` costs nothing.
+
+Layout, inputs first (each package's docstring lists its modules)::
+
+    errors.py        the error tree and exit codes
+    plain.py         plain data: clone, JSON paths, how a value is shown in messages
+    kube.py          pure Kubernetes helpers: quantities, pod templates, selectors, object refs, images
+    kueue.py         Kueue's names and its view of a job
+    pyyaml.py        PyYAML's loaders, made once, imported on first use
+    config/          recipe + infra files and flags -> one resolved RunConfig
+    render/          pure renderers: RunConfig -> objects, in apply order
+    bundle.py        load, render, check: what every run-shaped command builds on
+    serve_bundle.py  the same for a model endpoint (``serve``)
+    validate/        offline manifest checks (schemas, API server and operator rules)
+    manifests.py     objects for lint and plan: manifest files or a run's, with their lines
+    lint/ plan/      policy rules and Pod Security levels; the scheduler's (and Kueue's) verdict
+    output.py        rendered objects written to files
+    live/            the only package that talks to a cluster
+    cli/             the command line: parse, call, print (``__main__.py`` runs it)
 """
 
 from __future__ import annotations
