@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from platforms_support import Render, make_render
+from platforms_support import BundleOf, make_bundle_of
 
 
 @pytest.fixture
-def render(tmp_path: Path) -> Render:
-    """render(infra_dict, *sets, recipe=...) -> Bundle, with no user defaults file in play."""
-    return make_render(tmp_path)
+def bundle_of(tmp_path: Path) -> BundleOf:
+    """bundle_of(infra_dict, *sets, recipe=...) -> the Bundle (built, rendered, checked), with no user
+    defaults file in play. Not the render/ tests' ``render`` fixture: that one returns objects."""
+    return make_bundle_of(tmp_path)

@@ -19,11 +19,12 @@ CRDS = shared_crds()
 RECIPE = str(EXAMPLES / "grpo_swe.yaml")
 IMAGE = "registry.example.com/ubuntu-swe:vllm-1.4.2"
 
-Render = Callable[..., Bundle]
+BundleOf = Callable[..., Bundle]
 
 
-def make_render(tmp_path: Path) -> Render:
-    """render(infra_dict, *sets, recipe=...) -> Bundle, with no user defaults file in play."""
+def make_bundle_of(tmp_path: Path) -> BundleOf:
+    """bundle_of(infra_dict, *sets, recipe=...) -> the Bundle (built, rendered, checked), with no user
+    defaults file in play. Not the render/ tests' ``render`` fixture: that one returns objects."""
 
     def _render(infra: dict[str, Any] | None = None, *sets: str, recipe: str = RECIPE) -> Bundle:
         doc = {"infra": {"image": IMAGE}}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from platforms_support import CRDS, Render
+from platforms_support import CRDS, BundleOf
 
 from dockyard_k8s.cli import main
 from dockyard_k8s.render.nccl import nccl_mpijob, parse_all_reduce, run_and_summarize, summary_problems
@@ -36,13 +36,13 @@ def problems(mpijob: dict, crd: str) -> list[str]:
 @pytest.mark.parametrize("spec", [EKS, {"infra": {"platform": "kind"}, "ncclTest": {"image": "r.example.com/n:v2"}},
                                   {"ncclTest": {"image": "r.example.com/n:v2", "nodes": 4}}],
                          ids=["eks", "kind", "generic"])
-def test_mpijob_validates_against_the_crd_with_unknown_fields_rejected(render: Render, mpijob_crd: str,
+def test_mpijob_validates_against_the_crd_with_unknown_fields_rejected(bundle_of: BundleOf, mpijob_crd: str,
                                                                         spec: dict) -> None:
-    assert problems(nccl_mpijob(render(spec).run.infra), mpijob_crd) == []
+    assert problems(nccl_mpijob(bundle_of(spec).run.infra), mpijob_crd) == []
 
 
-def test_the_validator_does_reject_unknown_fields(render: Render, mpijob_crd: str) -> None:
-    mpijob = nccl_mpijob(render(EKS).run.infra)
+def test_the_validator_does_reject_unknown_fields(bundle_of: BundleOf, mpijob_crd: str) -> None:
+    mpijob = nccl_mpijob(bundle_of(EKS).run.infra)
     mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["gpus"] = 8
     mpijob["spec"]["slotsPerWorkerr"] = 8
     found = problems(mpijob, mpijob_crd)
@@ -50,8 +50,8 @@ def test_the_validator_does_reject_unknown_fields(render: Render, mpijob_crd: st
     assert any("slotsPerWorkerr" in p for p in found) and any("gpus" in p for p in found)
 
 
-def test_mpijob_uses_the_runs_gpu_nodes_and_platform(render: Render) -> None:
-    mpijob = nccl_mpijob(render({**EKS, "kuberay": {"trainer": {"replicas": 2}, "inference": {"replicas": 1}}}
+def test_mpijob_uses_the_runs_gpu_nodes_and_platform(bundle_of: BundleOf) -> None:
+    mpijob = nccl_mpijob(bundle_of({**EKS, "kuberay": {"trainer": {"replicas": 2}, "inference": {"replicas": 1}}}
                                 ).run.infra)
     spec = mpijob["spec"]
     assert mpijob["apiVersion"] == "kubeflow.org/v2beta1" and spec["slotsPerWorker"] == 8
@@ -77,8 +77,8 @@ def test_mpijob_uses_the_runs_gpu_nodes_and_platform(render: Render) -> None:
     assert mpijob["metadata"]["labels"]["dockyard-k8s/run"] == "grpo-swe"
 
 
-def test_kind_worker_gets_the_nvidia_runtime_class(render: Render) -> None:
-    mpijob = nccl_mpijob(render({"infra": {"platform": "kind"}, "ncclTest": {"image": "r.example.com/n:v2"}}
+def test_kind_worker_gets_the_nvidia_runtime_class(bundle_of: BundleOf) -> None:
+    mpijob = nccl_mpijob(bundle_of({"infra": {"platform": "kind"}, "ncclTest": {"image": "r.example.com/n:v2"}}
                                 ).run.infra)
     worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 1 and worker["template"]["spec"]["runtimeClassName"] == "nvidia"

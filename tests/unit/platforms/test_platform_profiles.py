@@ -6,32 +6,32 @@ from pathlib import Path
 
 import pytest
 import yaml
-from platforms_support import IMAGE, RECIPE, Render
+from platforms_support import IMAGE, RECIPE, BundleOf
 
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.platforms import EKS_GPU_ENV, EKS_PRESETS, PROFILES, profile_layer
 from dockyard_k8s.errors import ConfigError
 
 
-def test_generic_profile_is_empty_and_changes_nothing(render: Render) -> None:
+def test_generic_profile_is_empty_and_changes_nothing(bundle_of: BundleOf) -> None:
     assert PROFILES["generic"] == {}
-    run = render().run
+    run = bundle_of().run
     assert run.infra["infra"]["platform"] == "generic"
     assert run.sources[1] != "<generic profile>"
     assert run.infra["infra"]["runtimeClassName"] is None
     assert run.infra["kuberay"]["trainer"]["env"] == {}
 
 
-def test_profile_layer_sits_between_shipped_defaults_and_the_files(render: Render) -> None:
-    run = render({"infra": {"platform": "eks"}}).run
+def test_profile_layer_sits_between_shipped_defaults_and_the_files(bundle_of: BundleOf) -> None:
+    run = bundle_of({"infra": {"platform": "eks"}}).run
     assert run.sources[0] == "<shipped defaults>"
     assert run.sources[1] == "<eks profile>"
     assert run.infra["kuberay"]["trainer"]["env"]["FI_PROVIDER"] == "efa"
     assert run.infra["infra"]["gpuScheduling"]["onePodPerNode"] is True
 
 
-def test_every_profile_value_can_be_overridden_by_the_infra_file_and_set(render: Render) -> None:
-    bundle = render({"infra": {"platform": "eks", "storage": {"mountPath": "/shared"}},
+def test_every_profile_value_can_be_overridden_by_the_infra_file_and_set(bundle_of: BundleOf) -> None:
+    bundle = bundle_of({"infra": {"platform": "eks", "storage": {"mountPath": "/shared"}},
                      "kuberay": {"trainer": {"env": {"NCCL_DEBUG": "INFO"}}}},
                     "infra.gpuScheduling.onePodPerNode=false")
     infra = bundle.run.infra
@@ -52,19 +52,19 @@ def test_user_defaults_file_beats_the_profile_and_can_choose_it(tmp_path: Path) 
     assert run.infra["infra"]["storage"]["size"] == "20Gi"  # user defaults beat the profile
 
 
-def test_platform_chosen_with_set_applies_its_profile(render: Render) -> None:
-    infra = render({}, "infra.platform=k3s").run.infra
+def test_platform_chosen_with_set_applies_its_profile(bundle_of: BundleOf) -> None:
+    infra = bundle_of({}, "infra.platform=k3s").run.infra
     assert infra["infra"]["storage"]["storageClassName"] == "local-path"
     assert infra["kuberay"]["trainer"]["gpus"] == 1
 
 
-def test_kind_uses_its_default_storage_class(render: Render) -> None:
-    assert render({"infra": {"platform": "kind"}}).run.infra["infra"]["storage"]["storageClassName"] == "standard"
+def test_kind_uses_its_default_storage_class(bundle_of: BundleOf) -> None:
+    assert bundle_of({"infra": {"platform": "kind"}}).run.infra["infra"]["storage"]["storageClassName"] == "standard"
 
 
 @pytest.mark.parametrize("instance_type", sorted(EKS_PRESETS))
-def test_instance_type_preset_sizes_both_gpu_fleets(render: Render, instance_type: str) -> None:
-    infra = render({"infra": {"platform": "eks", "instanceType": instance_type}}).run.infra
+def test_instance_type_preset_sizes_both_gpu_fleets(bundle_of: BundleOf, instance_type: str) -> None:
+    infra = bundle_of({"infra": {"platform": "eks", "instanceType": instance_type}}).run.infra
     preset = EKS_PRESETS[instance_type]
     for role in ("trainer", "inference"):
         fleet = infra["kuberay"][role]
@@ -81,29 +81,29 @@ def test_eks_text_sizing_table_is_carried_verbatim() -> None:
     assert EKS_PRESETS["p5.48xlarge"][:4] == (8, 32, "180", "1800Gi")
 
 
-def test_file_sizing_beats_the_preset(render: Render) -> None:
-    infra = render({"infra": {"platform": "eks", "instanceType": "p5.48xlarge"},
+def test_file_sizing_beats_the_preset(bundle_of: BundleOf) -> None:
+    infra = bundle_of({"infra": {"platform": "eks", "instanceType": "p5.48xlarge"},
                     "kuberay": {"trainer": {"cpu": "150"}}}).run.infra
     assert infra["kuberay"]["trainer"]["cpu"] == "150"
     assert infra["kuberay"]["inference"]["cpu"] == "180"
 
 
-def test_profile_marks_point_at_the_profile(render: Render) -> None:
+def test_profile_marks_point_at_the_profile(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"platform": "eks"}, "kuberay": {"trainer": {"shmSize": "8Gi"}}})
+        bundle_of({"infra": {"platform": "eks"}, "kuberay": {"trainer": {"shmSize": "8Gi"}}})
     lines = e.value.render().splitlines()
     assert any("kuberay.trainer.shmSize" in line and "64Gi" in line and "infra.yaml" in line for line in lines)
 
 
-def test_instance_type_needs_eks(render: Render) -> None:
+def test_instance_type_needs_eks(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"platform": "generic", "instanceType": "p5.48xlarge"}})
+        bundle_of({"infra": {"platform": "generic", "instanceType": "p5.48xlarge"}})
     assert "infra.instanceType: sizing presets are EKS instance types" in e.value.render()
 
 
-def test_unknown_platform_and_instance_type_are_schema_errors(render: Render) -> None:
+def test_unknown_platform_and_instance_type_are_schema_errors(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"platform": "gke", "instanceType": "p9.huge"}})
+        bundle_of({"infra": {"platform": "gke", "instanceType": "p9.huge"}})
     text = e.value.render()
     assert "infra.platform: got 'gke' (string), expected one of: generic, eks, kind, k3s" in text
     assert "infra.instanceType: got 'p9.huge'" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from platforms_support import Render, env_of, find, kinds, pods_by_fleet, pods_with_replicas
+from platforms_support import BundleOf, env_of, find, kinds, pods_by_fleet, pods_with_replicas
 
 from dockyard_k8s.config.platforms import EKS_GPU_ENV
 from dockyard_k8s.errors import ConfigError
@@ -34,8 +34,8 @@ def with_mode(spec: dict, mode: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", SHAPES)
-def test_eks_gpu_pods_request_efa_with_the_libfabric_environment(render: Render, mode: str) -> None:
-    pods = gpu_pods(render(with_mode(EKS, mode)).objects)
+def test_eks_gpu_pods_request_efa_with_the_libfabric_environment(bundle_of: BundleOf, mode: str) -> None:
+    pods = gpu_pods(bundle_of(with_mode(EKS, mode)).objects)
     assert pods
     for _, pod in pods:
         c = pod["containers"][0]
@@ -49,8 +49,8 @@ def test_eks_gpu_pods_request_efa_with_the_libfabric_environment(render: Render,
 
 
 @pytest.mark.parametrize("mode", ["rayjob", "bringup", "statefulset"])
-def test_eks_one_gpu_pod_per_node_and_layer2_spread(render: Render, mode: str) -> None:
-    pods = gpu_pods(render(with_mode(EKS, mode)).objects)
+def test_eks_one_gpu_pod_per_node_and_layer2_spread(bundle_of: BundleOf, mode: str) -> None:
+    pods = gpu_pods(bundle_of(with_mode(EKS, mode)).objects)
     assert {f for f, _ in pods} == {"trainer", "inference"}
     for _, pod in pods:
         (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -62,18 +62,18 @@ def test_eks_one_gpu_pod_per_node_and_layer2_spread(render: Render, mode: str) -
         assert spread["labelSelector"] == term["labelSelector"]
 
 
-def test_user_affinity_in_kuberay_spec_wins_over_the_profile(render: Render) -> None:
+def test_user_affinity_in_kuberay_spec_wins_over_the_profile(bundle_of: BundleOf) -> None:
     mine = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
     spec = {**EKS, "kuberay": {"spec": {"workerGroupSpecs": [
         {"groupName": "trainer", "template": {"spec": {"affinity": mine}}}]}}}
-    pods = dict(gpu_pods(render(spec).objects))
+    pods = dict(gpu_pods(bundle_of(spec).objects))
     assert pods["trainer"]["affinity"] == mine
     assert "requiredDuringSchedulingIgnoredDuringExecution" in pods["inference"]["affinity"]["podAntiAffinity"]
 
 
 @pytest.mark.parametrize("mode", SHAPES)
-def test_eks_gpu_taint_tolerated_shm_64gi_and_fsx_mounted(render: Render, mode: str) -> None:
-    for _, pod in gpu_pods(render(with_mode(EKS, mode)).objects):
+def test_eks_gpu_taint_tolerated_shm_64gi_and_fsx_mounted(bundle_of: BundleOf, mode: str) -> None:
+    for _, pod in gpu_pods(bundle_of(with_mode(EKS, mode)).objects):
         assert {"key": GPU, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
         volumes = {v["name"]: v for v in pod["volumes"]}
         assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
@@ -82,59 +82,59 @@ def test_eks_gpu_taint_tolerated_shm_64gi_and_fsx_mounted(render: Render, mode: 
         assert mounts["dshm"] == "/dev/shm" and mounts["dockyard-storage"] == "/fsx"
 
 
-def test_eks_does_not_create_the_fsx_claim(render: Render) -> None:
-    assert "PersistentVolumeClaim" not in kinds(render(EKS).objects)
+def test_eks_does_not_create_the_fsx_claim(bundle_of: BundleOf) -> None:
+    assert "PersistentVolumeClaim" not in kinds(bundle_of(EKS).objects)
 
 
-def test_eks_rejects_a_small_shm_for_multi_gpu_pods(render: Render) -> None:
+def test_eks_rejects_a_small_shm_for_multi_gpu_pods(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({**EKS, "kuberay": {"inference": {"shmSize": "16Gi"}}})
+        bundle_of({**EKS, "kuberay": {"inference": {"shmSize": "16Gi"}}})
     assert "kuberay.inference.shmSize: got '16Gi', expected at least 64Gi" in e.value.render()
     with pytest.raises(ConfigError):
-        render({**EKS, "kuberay": {"trainer": {"shmSize": None}}})
+        bundle_of({**EKS, "kuberay": {"trainer": {"shmSize": None}}})
 
 
 @pytest.mark.parametrize("image", ["registry.example.com/ubuntu-swe", "registry.example.com/ubuntu-swe:latest",
                                    "localhost:5000/ubuntu-swe"])
-def test_eks_requires_pinned_images(render: Render, image: str) -> None:
+def test_eks_requires_pinned_images(bundle_of: BundleOf, image: str) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"platform": "eks", "image": image}})
+        bundle_of({"infra": {"platform": "eks", "image": image}})
     assert "infra.image: got" in e.value.render() and "pinned tag or @sha256: digest" in e.value.render()
 
 
-def test_pinned_tags_and_digests_pass(render: Render) -> None:
-    render({"infra": {"platform": "eks", "image": "localhost:5000/ubuntu-swe:v1"}})
-    render({"infra": {"platform": "eks", "image": "r.example.com/u@sha256:" + "a" * 64}})
+def test_pinned_tags_and_digests_pass(bundle_of: BundleOf) -> None:
+    bundle_of({"infra": {"platform": "eks", "image": "localhost:5000/ubuntu-swe:v1"}})
+    bundle_of({"infra": {"platform": "eks", "image": "r.example.com/u@sha256:" + "a" * 64}})
 
 
-def test_eks_pins_only_differing_images_once(render: Render) -> None:
+def test_eks_pins_only_differing_images_once(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({**EKS, "sandbox": {"image": "busybox"}})
+        bundle_of({**EKS, "sandbox": {"image": "busybox"}})
     assert [line.split(": ")[1] for line in e.value.render().splitlines()[:-1]] == ["sandbox.image"]
 
 
 @pytest.mark.parametrize("mode", ["rayjob", "job"])
-def test_eks_pads_the_deadline_for_a_cold_pull(render: Render, mode: str) -> None:
-    objects = render({**EKS, "launch": {"mode": mode, "activeDeadlineSeconds": 3600},
+def test_eks_pads_the_deadline_for_a_cold_pull(bundle_of: BundleOf, mode: str) -> None:
+    objects = bundle_of({**EKS, "launch": {"mode": mode, "activeDeadlineSeconds": 3600},
                       "kuberay": {"inference": {"replicas": 0}}}).objects
     job = next(o for o in objects if o["kind"] in ("RayJob", "Job"))
     assert job["spec"]["activeDeadlineSeconds"] == 4200  # the EKS text's example: 1 h test -> 4200
 
 
-def test_generic_does_not_pad(render: Render) -> None:
-    objects = render({"launch": {"activeDeadlineSeconds": 3600}}).objects
+def test_generic_does_not_pad(bundle_of: BundleOf) -> None:
+    objects = bundle_of({"launch": {"activeDeadlineSeconds": 3600}}).objects
     assert find(objects, "RayJob")["spec"]["activeDeadlineSeconds"] == 3600
 
 
 @pytest.mark.parametrize("mode", SHAPES)
-def test_images_if_not_present(render: Render, mode: str) -> None:
-    for _, pod in pods_by_fleet(render(with_mode(EKS, mode)).objects):
+def test_images_if_not_present(bundle_of: BundleOf, mode: str) -> None:
+    for _, pod in pods_by_fleet(bundle_of(with_mode(EKS, mode)).objects):
         for c in pod["containers"] + pod.get("initContainers", []):
             assert c["imagePullPolicy"] == "IfNotPresent"
 
 
-def test_prepull_daemonset_targets_the_gpu_nodes_before_the_workload(render: Render) -> None:
-    objects = render({"infra": {**EKS["infra"], "imagePull": {"prePull": True}}}).objects
+def test_prepull_daemonset_targets_the_gpu_nodes_before_the_workload(bundle_of: BundleOf) -> None:
+    objects = bundle_of({"infra": {**EKS["infra"], "imagePull": {"prePull": True}}}).objects
     ds = find(objects, "DaemonSet")
     assert kinds(objects).index("DaemonSet") < kinds(objects).index("RayJob")
     pod = ds["spec"]["template"]["spec"]
@@ -147,16 +147,16 @@ def test_prepull_daemonset_targets_the_gpu_nodes_before_the_workload(render: Ren
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
 
 
-def test_prepull_pods_carry_the_runs_priority_class(render: Render) -> None:
-    named = render({"infra": {**EKS["infra"], "priorityClassName": "gpu-high", "imagePull": {"prePull": True}}})
+def test_prepull_pods_carry_the_runs_priority_class(bundle_of: BundleOf) -> None:
+    named = bundle_of({"infra": {**EKS["infra"], "priorityClassName": "gpu-high", "imagePull": {"prePull": True}}})
     assert find(named.objects, "DaemonSet")["spec"]["template"]["spec"]["priorityClassName"] == "gpu-high"
-    created = render({"infra": {**EKS["infra"], "priorityClass": {"create": True}, "imagePull": {"prePull": True}}})
+    created = bundle_of({"infra": {**EKS["infra"], "priorityClass": {"create": True}, "imagePull": {"prePull": True}}})
     assert find(created.objects, "DaemonSet")["spec"]["template"]["spec"]["priorityClassName"] == \
         find(created.objects, "PriorityClass")["metadata"]["name"]
 
 
-def test_no_prepull_by_default(render: Render) -> None:
-    assert "DaemonSet" not in kinds(render(EKS).objects)
+def test_no_prepull_by_default(bundle_of: BundleOf) -> None:
+    assert "DaemonSet" not in kinds(bundle_of(EKS).objects)
 
 
 # --- kind / k3s ---------------------------------------------------------------------------------
@@ -164,8 +164,8 @@ def test_no_prepull_by_default(render: Render) -> None:
 
 @pytest.mark.parametrize("platform", ["kind", "k3s"])
 @pytest.mark.parametrize("mode", SHAPES)
-def test_single_node_runtime_class_on_every_gpu_pod_only(render: Render, platform: str, mode: str) -> None:
-    objects = render({"infra": {"platform": platform}, "launch": {"mode": mode}}).objects
+def test_single_node_runtime_class_on_every_gpu_pod_only(bundle_of: BundleOf, platform: str, mode: str) -> None:
+    objects = bundle_of({"infra": {"platform": platform}, "launch": {"mode": mode}}).objects
     pods = list(pods_by_fleet(objects))
     gpu = [pod for _, pod in gpu_pods(objects)]
     assert gpu
@@ -173,8 +173,8 @@ def test_single_node_runtime_class_on_every_gpu_pod_only(render: Render, platfor
         assert (pod.get("runtimeClassName") == "nvidia") == (pod in gpu)
 
 
-def test_single_node_model_cache_claim_is_local_path_rwo(render: Render) -> None:
-    objects = render({"infra": {"platform": "k3s"}}).objects
+def test_single_node_model_cache_claim_is_local_path_rwo(bundle_of: BundleOf) -> None:
+    objects = bundle_of({"infra": {"platform": "k3s"}}).objects
     pvc = find(objects, "PersistentVolumeClaim")
     assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}},
                            "storageClassName": "local-path"}
@@ -186,10 +186,10 @@ def test_single_node_model_cache_claim_is_local_path_rwo(render: Render) -> None
 
 
 @pytest.mark.parametrize("mode", SHAPES)
-def test_single_node_sizing_fits_one_24gb_gpu_and_32gb_host(render: Render, mode: str) -> None:
+def test_single_node_sizing_fits_one_24gb_gpu_and_32gb_host(bundle_of: BundleOf, mode: str) -> None:
     from dockyard_k8s.config.platforms import quantity_value
 
-    objects = render(with_mode(KIND, mode)).objects
+    objects = bundle_of(with_mode(KIND, mode)).objects
     gpus = memory = 0.0
     for fleet, pod, replicas in pods_with_replicas(objects):
         for c in pod["containers"]:
@@ -201,9 +201,9 @@ def test_single_node_sizing_fits_one_24gb_gpu_and_32gb_host(render: Render, mode
     assert memory <= 29 * 2**30  # the single-node text: ~2-3 GB of a 32 GB host go to the control plane
 
 
-def test_priority_class_only_when_asked_and_on_the_gpu_gang_only(render: Render) -> None:
-    assert "PriorityClass" not in kinds(render(KIND).objects)
-    objects = render({"infra": {"platform": "kind", "priorityClass": {"create": True}}}).objects
+def test_priority_class_only_when_asked_and_on_the_gpu_gang_only(bundle_of: BundleOf) -> None:
+    assert "PriorityClass" not in kinds(bundle_of(KIND).objects)
+    objects = bundle_of({"infra": {"platform": "kind", "priorityClass": {"create": True}}}).objects
     pc = find(objects, "PriorityClass")
     assert kinds(objects)[0] == "PriorityClass" and "namespace" not in pc["metadata"]
     assert pc["value"] == 1000000 and pc["globalDefault"] is False
@@ -212,18 +212,18 @@ def test_priority_class_only_when_asked_and_on_the_gpu_gang_only(render: Render)
         assert pod.get("priorityClassName") == expected, fleet
 
 
-def test_priority_class_keeps_a_fleets_own_class(render: Render) -> None:
+def test_priority_class_keeps_a_fleets_own_class(bundle_of: BundleOf) -> None:
     spec = {"infra": {"priorityClass": {"create": True, "name": "gpu-runs"}},
             "kuberay": {"spec": {"workerGroupSpecs": [
                 {"groupName": "inference", "template": {"spec": {"priorityClassName": "serving"}}}]}}}
-    pods = dict(pods_by_fleet(render(spec).objects))
+    pods = dict(pods_by_fleet(bundle_of(spec).objects))
     assert pods["trainer"]["priorityClassName"] == "gpu-runs"
     assert pods["inference"]["priorityClassName"] == "serving"
 
 
 @pytest.mark.parametrize("scope", ["run", "namespace"])
-def test_default_deny_for_the_whole_run(render: Render, scope: str) -> None:
-    objects = render({"infra": {"platform": "k3s", "networkPolicy": {"defaultDeny": True, "scope": scope}}}).objects
+def test_default_deny_for_the_whole_run(bundle_of: BundleOf, scope: str) -> None:
+    objects = bundle_of({"infra": {"platform": "k3s", "networkPolicy": {"defaultDeny": True, "scope": scope}}}).objects
     deny = find(objects, "NetworkPolicy", "grpo-swe-default-deny")
     allow = find(objects, "NetworkPolicy", "grpo-swe-allow")
     assert kinds(objects)[:2] == ["NetworkPolicy", "NetworkPolicy"]  # before every pod
@@ -252,20 +252,20 @@ def test_default_deny_for_the_whole_run(render: Render, scope: str) -> None:
     assert spec["ingress"][0] == {"from": [{"podSelector": spec["podSelector"]}]}
 
 
-def test_default_deny_needs_the_sandbox_policy(render: Render) -> None:
+def test_default_deny_needs_the_sandbox_policy(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"networkPolicy": {"defaultDeny": True}}, "sandbox": {"networkPolicy": {"enabled": False}}})
+        bundle_of({"infra": {"networkPolicy": {"defaultDeny": True}}, "sandbox": {"networkPolicy": {"enabled": False}}})
     assert "infra.networkPolicy.defaultDeny: default-deny would cut the sandbox pool off" in e.value.render()
 
 
-def test_rwo_storage_cannot_span_nodes(render: Render) -> None:
+def test_rwo_storage_cannot_span_nodes(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({**EKS, "infra": {**EKS["infra"], "storage": {"create": True, "accessMode": "ReadWriteOnce"}}})
+        bundle_of({**EKS, "infra": {**EKS["infra"], "storage": {"create": True, "accessMode": "ReadWriteOnce"}}})
     assert "ReadWriteOnce attaches to one node" in e.value.render()
-    render({"infra": {"platform": "kind"}})  # one node: RWO is fine
+    bundle_of({"infra": {"platform": "kind"}})  # one node: RWO is fine
 
 
-def test_storage_needs_a_claim_name_when_not_created(render: Render) -> None:
+def test_storage_needs_a_claim_name_when_not_created(bundle_of: BundleOf) -> None:
     with pytest.raises(ConfigError) as e:
-        render({"infra": {"storage": {"enabled": True}}})
+        bundle_of({"infra": {"storage": {"enabled": True}}})
     assert "infra.storage.claimName: is required when storage.create is false" in e.value.render()

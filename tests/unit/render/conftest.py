@@ -13,7 +13,8 @@ infra:
 
 @pytest.fixture
 def render(write, clean_env):
-    """render(extra, sets, overrides, infra) -> ({(kind, name): object}, [objects]).
+    """render(extra, sets, overrides, infra) -> ({(kind, name): object}, [objects]) of a small run
+    (the platforms tests' ``bundle_of`` gives the whole Bundle instead).
 
     ``extra`` is appended to the infra file; ``infra`` lines go inside its ``infra:`` section."""
 
