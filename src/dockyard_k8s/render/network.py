@@ -50,9 +50,6 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the
 RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a RayCluster with its name
 SANDBOX = "sandbox"
 DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # kube-dns and CoreDNS on kubeadm, kind, k3s, EKS, GKE
-# The default cluster DNS peer (infra.clusterDns's defaults), for specs without that setting (serve).
-DNS_PEER = {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: "kube-system"}},
-            "podSelector": {"matchLabels": dict(DNS_POD_LABELS)}}
 OPEN_EGRESS = ("0.0.0.0/0", "::/0")
 # The KubeRay operator's pods: app.kubernetes.io/name is kuberay-operator (Helm) or kuberay (kustomize).
 OPERATOR_PODS = {"matchExpressions": [{"key": OPERATOR_NAME_LABEL, "operator": "In", "values": list(OPERATOR_NAMES)}]}
@@ -79,7 +76,7 @@ def not_sandbox(pod_selector: Any = None) -> dict[str, Any]:
     """``pod_selector`` (default: every pod) narrowed to pods that are not sandbox executors."""
     sel = clone(pod_selector) if isinstance(pod_selector, dict) else {}
     exprs = sel.get("matchExpressions")
-    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []), dict(NOT_SANDBOX)]
+    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []), clone(NOT_SANDBOX)]
     return sel
 
 
@@ -107,11 +104,13 @@ def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
 
 def run_pods_but_sandbox(infra: InfraSpec) -> dict[str, Any]:
     """Selector of the run's pods other than the sandbox's (head, workers, submitter...)."""
-    return {"matchLabels": {RUN_LABEL: run_name(infra)}, "matchExpressions": [dict(NOT_SANDBOX)]}
+    return {"matchLabels": {RUN_LABEL: run_name(infra)}, "matchExpressions": [clone(NOT_SANDBOX)]}
 
 
-def dns_peer(infra: InfraSpec) -> dict[str, Any]:
-    dns = infra["infra"]["clusterDns"]
+def dns_peer(infra: InfraSpec | None = None) -> dict[str, Any]:
+    """The cluster DNS pods as a peer: ``infra.clusterDns``, or its defaults (kube-system,
+    :data:`DNS_POD_LABELS`) for a spec without that setting (serve)."""
+    dns = infra["infra"]["clusterDns"] if infra is not None else {"namespace": "kube-system", "podLabels": None}
     return {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: dns["namespace"]}},
             "podSelector": {"matchLabels": dict(dns["podLabels"] or DNS_POD_LABELS)}}
 
@@ -186,12 +185,12 @@ def default_deny_policies(infra: InfraSpec) -> list[dict[str, Any]]:
     np = infra["infra"]["networkPolicy"]
     if not np["defaultDeny"]:
         return []
-    run = {RUN_LABEL: run_name(infra)}
     deny = _policy(infra, "default-deny", "network-policy", {
-        "podSelector": {"matchLabels": run} if np["scope"] == "run" else {},
+        "podSelector": {"matchLabels": {RUN_LABEL: run_name(infra)}} if np["scope"] == "run" else {},
         "policyTypes": ["Ingress", "Egress"]})
     egress: list[dict[str, Any]] = [
-        {"to": [{"podSelector": {"matchLabels": run}}]},  # the GPU pods send tasks to the sandbox
+        # the GPU pods send tasks to the sandbox
+        {"to": [{"podSelector": {"matchLabels": {RUN_LABEL: run_name(infra)}}}]},
         {"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)},
     ]
     https = egress_blocks(list(OPEN_EGRESS), np["privateCidrs"]) if np["httpsEgress"] else []

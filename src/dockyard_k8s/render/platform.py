@@ -128,7 +128,7 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
     for role in GPU_WORKER_FLEETS:
         for t in infra["kuberay"][role]["tolerations"]:
             if t not in tolerations:
-                tolerations.append(t)
+                tolerations.append(clone(t))
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0}
     # The run's class (or the one it creates): on a full GPU node the pre-pull pod competes as the run would.
     created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
@@ -143,9 +143,10 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
         pod["tolerations"] = tolerations
     pod["initContainers"] = [{"name": "pull", "image": infra["infra"]["image"],
                               "imagePullPolicy": infra["infra"]["imagePullPolicy"],
-                              "command": ["/bin/sh", "-c", "true"], "resources": tiny, "securityContext": hardened}]
+                              "command": ["/bin/sh", "-c", "true"], "resources": clone(tiny),
+                              "securityContext": clone(hardened)}]
     pod["containers"] = [{"name": "pause", "image": ip["pauseImage"], "imagePullPolicy": "IfNotPresent",
-                          "resources": tiny, "securityContext": hardened}]
+                          "resources": clone(tiny), "securityContext": clone(hardened)}]
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

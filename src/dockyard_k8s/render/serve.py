@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, shared_cache
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
+from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
-from dockyard_k8s.render.network import DNS_PEER, OPEN_EGRESS, egress_blocks
+from dockyard_k8s.render.network import NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
 from dockyard_k8s.render.platform import GPU, KEEP_ANNOTATION, add_runtime_class, padded_deadline
 from dockyard_k8s.render.sandbox import container_security
 
@@ -30,9 +30,6 @@ if TYPE_CHECKING:
 
 FLEET = "serve"
 COMPONENT = "model-server"
-NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server (>= 1.21)
-# Sandbox pools run untrusted code: no peer of the endpoint admits them unless a run says sandbox: true.
-NOT_SANDBOX = {"key": FLEET_LABEL, "operator": "NotIn", "values": ["sandbox"]}
 CACHE_VOLUME = "model-cache"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
@@ -92,7 +89,7 @@ def _pods(labels: dict[str, str], *, sandbox: bool = False) -> dict[str, Any]:
     if labels:
         sel["matchLabels"] = dict(labels)
     if not sandbox:
-        sel["matchExpressions"] = [dict(NOT_SANDBOX, values=list(NOT_SANDBOX["values"]))]
+        sel["matchExpressions"] = [clone(NOT_SANDBOX)]  # sandbox pools run untrusted code
     return sel
 
 
@@ -114,7 +111,7 @@ def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
 def egress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Cluster DNS, the named internal services, HTTPS to public addresses only, extraEgress."""
     net = cfg.serve["network"]
-    rules: list[dict[str, Any]] = [{"to": [clone(DNS_PEER)],
+    rules: list[dict[str, Any]] = [{"to": [dns_peer()],
                                     "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
     for peer in net["egress"]:
         rules.append({"to": [{"namespaceSelector": _namespace(peer["namespace"]),
