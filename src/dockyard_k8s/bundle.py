@@ -20,8 +20,7 @@ from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
-from dockyard_k8s.validate.kuberay import kuberay_problems
-from dockyard_k8s.validate.kueue import kueue_problems
+from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.model import Group
@@ -67,16 +66,17 @@ def build_bundle(
     run = load_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
                    overrides=overrides, env=env, values=values)
     objects = render_run(run)
-    rules = [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message}", "")
-             for i, obj in enumerate(objects) for path, message in kuberay_problems(obj)]
-    rules += [RenderedProblem(i, path, f"{obj['kind']} {format_path(path)}: {message} (Kueue's webhook would refuse "
-                                       "it)", "")
-              for i, obj in enumerate(objects) for path, message in kueue_problems(obj)]
-    if rules:
-        raise_blamed(run, rules)
     from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
+    # What KubeRay or Kueue would refuse is said first, alone, in their words: every KubeRay
+    # problem, then every Kueue one (the report has them object by object).
+    rules = sorted((p for p in report.problems if p.rule in (RULE_KUBERAY, RULE_KUEUE)),
+                   key=lambda p: (p.rule == RULE_KUEUE, p.doc_index))
+    if rules:
+        raise_blamed(run, [RenderedProblem(p.doc_index, p.path, f"{p.kind} {format_path(p.path)}: {p.message}"
+                                           + (" (Kueue's webhook would refuse it)" if p.rule == RULE_KUEUE else ""), "")
+                           for p in rules])
     if report.problems:
         raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
     misfit = fit_problems(run, objects) if fit else []

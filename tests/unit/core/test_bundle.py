@@ -1,0 +1,27 @@
+"""``build_bundle``: the offline checks of a run run once each."""
+
+from __future__ import annotations
+
+import sys
+
+from dockyard_k8s.bundle import build_bundle
+from support.paths import EXAMPLES
+
+
+def test_kuberay_and_kueue_rules_run_once_per_object(monkeypatch, clean_env):
+    from dockyard_k8s.validate import kuberay, kueue
+
+    calls: list[str] = []
+    for module, name in ((kuberay, "kuberay_problems"), (kueue, "kueue_problems")):
+        real = getattr(module, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        for loaded in list(sys.modules.values()):  # every module that imported it by name
+            if getattr(loaded, name, None) is real:
+                monkeypatch.setattr(loaded, name, counted)
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe_kueue.infra.yaml"), env=clean_env)
+    n = len(bundle.objects)
+    assert (calls.count("kuberay_problems"), calls.count("kueue_problems")) == (n, n)
