@@ -32,7 +32,8 @@ _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1
 
 
 # Manifests repeat the same few quantities ("8", "16Gi", "500m") thousands of times, and
-# building a Fraction costs ~10 us: parsed strings are memoized (Fractions are immutable).
+# building a Fraction costs more than a dict lookup by far (bench/README.md): parsed strings are
+# memoized (Fractions are immutable).
 _PARSED: dict[str, Fraction | None] = {}
 _PARSED_MAX = 4096
 _INTS: dict[int, Fraction] = {}

@@ -22,7 +22,7 @@ SHIPPED = "<shipped defaults>"
 Fleet = Literal["trainer", "inference"]  # the GPU worker groups
 Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
 
-if TYPE_CHECKING:  # the TypedDicts cost ~2 ms to create: types only, never imported at run time
+if TYPE_CHECKING:  # creating the TypedDicts costs start-up time (bench/README.md): types only, never at run time
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
 
     FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference

@@ -28,5 +28,6 @@ Layout, pure first, I/O second::
     nccl.py        ``nccl-test --run``: apply the MPIJob, wait for its launcher, read its log
 
 Nothing here is imported by ``check``/``render``: the CLI imports this package inside
-the handlers of live commands only (``lightkube``/``httpx2`` cost ~300 ms to import).
+the handlers of live commands only (``lightkube``/``httpx2`` are the costliest imports of all:
+bench/README.md, "Import costs").
 """

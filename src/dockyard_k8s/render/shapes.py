@@ -64,8 +64,8 @@ def _json_object(tags: dict[str, int]) -> str:
 
 def bootstrap_script() -> str:
     """The bootstrap script shipped as package data (render/scripts/ray-bootstrap.sh), read
-    beside this module: importlib.resources costs ~17 ms of imports (tempfile, shutil...) on
-    every check of a job/statefulset run, and the package is always installed as files."""
+    beside this module: importlib.resources imports tempfile, shutil... on every check of a
+    job/statefulset run (their cost: bench/README.md), and the package is always installed as files."""
     import os
 
     with open(os.path.join(os.path.dirname(__file__), "scripts", SCRIPT_NAME), encoding="utf-8") as f:

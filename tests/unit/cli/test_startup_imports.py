@@ -1,6 +1,6 @@
 """`check` on a plain config starts without the modules it does not need.
 
-PyYAML (~20 ms to import) is left to inputs outside the subset parser and to output the
+PyYAML (its import cost: bench/README.md) is left to inputs outside the subset parser and to output the
 fast emitter declines; shutil comes with argparse's default help formatter; the collecting
 validator only runs for objects that fail their schema gate; dataclasses brings inspect, ast and
 dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone).
@@ -41,7 +41,7 @@ def test_check_of_the_example_imports_none_of_the_avoided_modules() -> None:
 
 def test_check_of_a_statefulset_run_reads_its_bootstrap_script_cheaply() -> None:
     """The eks example renders StatefulSets with the bootstrap script: no importlib.resources
-    (tempfile, shutil, random: ~17 ms)."""
+    (tempfile, shutil, random)."""
     assert _loaded("grpo_swe.yaml", "eks_p5.infra.yaml") == []
 
 
