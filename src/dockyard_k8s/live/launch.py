@@ -6,6 +6,7 @@ these, prints the :class:`Outcome`.
     wait(client, bundle, options)     follow the run with watches until it ends
     down(client, bundle)              delete everything of the run
     preview(bundle)                   what ``launch`` would apply (no cluster: ``--dry-run=client``)
+    log_pods(client, bundle)          the pods ``logs`` reads; list_clusters: ``cluster list``
 
 Progress goes to ``say`` (one line at a time) and, for attach-mode job logs, ``write``
 (raw text); nothing here prints on its own.
@@ -56,7 +57,9 @@ class LaunchOptions:
 
 
 def with_record(bundle: Bundle, options: LaunchOptions) -> list[dict[str, Any]]:
-    """The bundle's objects, the launch record first (a failed launch still says what it tried)."""
+    """The launch record, then the bundle's objects: ``launch`` applies the record right after
+    the token Secret, before any object of the run, so a launch that fails half-way still says
+    what it was launched with (``status``, ``runs``, ``down RUN`` read it)."""
     if not options.record:
         return list(bundle.objects)
     to_apply, _ = split_apply(bundle.objects)

@@ -38,7 +38,9 @@ GPU = "nvidia.com/gpu"
 GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods one training run lives or dies with
 GPU_WORKER_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 STORAGE_VOLUME = "dockyard-storage"
-KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"  # `down` leaves objects with this annotation in place
+# Marks data that outlives a run (the model cache claim) for people and tools; `down` keeps every
+# PersistentVolumeClaim by its kind unless --delete-volumes (live/orchestrate.KEEP_BY_DEFAULT).
+KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"
 
 
 # --- names -----------------------------------------------------------------------------------
