@@ -15,47 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.render.nccl import nccl_mpijob
 from dockyard_k8s.render.serialize import dump_documents
+from support.examples import CASES, EXAMPLES, example_bundle, mode_sets
 from support.paths import REPO
 
 EXPECTED = Path(__file__).parent / "expected"
 UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 
-# infra example -> the recipe it runs
-EXAMPLES = {
-    "grpo_swe": "grpo_swe",
-    "grpo_swe_sglang": "grpo_swe",
-    "grpo_swe_kueue": "grpo_swe",
-    "eks_p5": "grpo_swe",
-    "kind_single_gpu": "grpo_tiny",
-    "k3s_single_gpu": "grpo_tiny",
-    "kind_cpu": "grpo_tiny",
-}
-MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
-# What a mode needs beyond the example (the job shape is one node: one GPU pod).
-MODE_SETS = {
-    "attach": ["launch.attach.cluster=shared-ray"],
-    "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"],
-}
-# The generic examples' head runs on CPU nodes with 8 CPUs / 64Gi; one p4de node cannot also hold
-# that next to the 90-CPU trainer (check refuses it), so the job shape gets a head that fits.
-JOB_SETS = {e: ["kuberay.head.nodeSelector=null", "kuberay.head.cpu=4", "kuberay.head.memory=32Gi"]
-            for e in ("grpo_swe", "grpo_swe_sglang", "grpo_swe_kueue")}
 NCCL_SETS = {"eks_p5": [], "kind_single_gpu": ["ncclTest.image=registry.example.com/nccl-tests:2.16.9"]}
-CASES = [(e, m) for e in EXAMPLES for m in MODES]
-
-
-def _bundle(example: str, sets: list[str]):  # type: ignore[no-untyped-def]
-    # Paths relative to the repository, as a user types them.
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        return build_bundle(f"examples/{EXAMPLES[example]}.yaml", f"examples/{example}.infra.yaml",
-                            sets=sets, env={"HOME": "/nonexistent"})
-    finally:
-        os.chdir(cwd)
 
 
 def _compare(name: str, text: str) -> None:
@@ -70,15 +38,15 @@ def _compare(name: str, text: str) -> None:
 
 @pytest.mark.parametrize(("example", "mode"), CASES, ids=[f"{e}-{m}" for e, m in CASES])
 def test_example_renders_as_golden(example: str, mode: str) -> None:
-    sets = [f"launch.mode={mode}", *MODE_SETS.get(mode, []), *(JOB_SETS.get(example, []) if mode == "job" else [])]
-    text = dump_documents(_bundle(example, sets).objects)
+    text = dump_documents(example_bundle(example, mode_sets(example, mode)).objects)
     assert str(REPO) not in text  # no machine paths leak into what is applied
     _compare(f"{example}.{mode}.yaml", text)
 
 
 @pytest.mark.parametrize("example", sorted(NCCL_SETS))
 def test_nccl_test_renders_as_golden(example: str) -> None:
-    _compare(f"{example}.nccl-test.yaml", dump_documents([nccl_mpijob(_bundle(example, NCCL_SETS[example]).run.infra)]))
+    infra = example_bundle(example, NCCL_SETS[example]).run.infra
+    _compare(f"{example}.nccl-test.yaml", dump_documents([nccl_mpijob(infra)]))
 
 
 def test_every_example_is_covered_and_no_golden_file_is_stale() -> None:

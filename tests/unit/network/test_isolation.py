@@ -4,27 +4,16 @@ the pod CIDRs CNIs use in the wild, with ipBlock's CNI-specific matching at its 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dockyard_k8s.bundle import build_bundle
+from support.examples import CASES, EXAMPLES, example_bundle, mode_sets
 from support.netpol import Address, Network, Pod
 from support.paths import REPO
 
 FLEET = "dockyard-k8s/fleet"
-# infra example -> the recipe it runs (as tests/golden does)
-EXAMPLES = {"grpo_swe": "grpo_swe", "grpo_swe_sglang": "grpo_swe", "grpo_swe_kueue": "grpo_swe",
-            "eks_p5": "grpo_swe", "kind_single_gpu": "grpo_tiny", "k3s_single_gpu": "grpo_tiny",
-            "kind_cpu": "grpo_tiny"}
-MODES = ("rayjob", "bringup", "attach", "job", "statefulset")
-# As tests/golden/test_golden.py renders them: what a mode needs beyond the example.
-MODE_SETS = {"attach": ["launch.attach.cluster=shared-ray"],
-             "job": ["kuberay.trainer.replicas=1", "kuberay.inference.replicas=0"]}
-JOB_SETS = {e: ["kuberay.head.nodeSelector=null", "kuberay.head.cpu=4", "kuberay.head.memory=32Gi"]
-            for e in ("grpo_swe", "grpo_swe_sglang", "grpo_swe_kueue")}
 POD_CIDRS = ("10.244.0.0/16", "10.42.0.0/16", "192.168.0.0/16", "100.64.0.0/16", "172.20.0.0/16")
 RAY_PORTS = (6379, 8265, 10001, 52365, 8080, 12345)  # GCS, dashboard, client, agent, metrics, a worker port
 METADATA = ("169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "168.63.129.16",
@@ -35,15 +24,8 @@ PUBLIC = ("140.82.112.3", "151.101.1.69", "2606:4700::6810:84e5")
 
 
 def bundle_objects(example: str, mode: str, sets: list[str] | None = None) -> list[dict[str, Any]]:
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        return build_bundle(f"examples/{EXAMPLES[example]}.yaml", f"examples/{example}.infra.yaml",
-                            sets=[f"launch.mode={mode}", *MODE_SETS.get(mode, []),
-                                  *(JOB_SETS.get(example, []) if mode == "job" else []), *(sets or [])],
-                            env={"HOME": "/nonexistent"}).objects
-    finally:
-        os.chdir(cwd)
+    """As tests/golden renders the case, plus ``sets``."""
+    return example_bundle(example, [*mode_sets(example, mode), *(sets or [])]).objects
 
 
 def outsiders(ns: str) -> list[Pod]:
@@ -58,9 +40,6 @@ def outsiders(ns: str) -> list[Pod]:
         Pod("elsewhere", "other-team", {"app": "web"}, "10.99.0.30"),
         Pod("attached-head", ns, {"ray.io/cluster": "shared-ray", "ray.io/node-type": "head"}, "10.99.0.40"),
     ]
-
-
-CASES = [(e, m) for e in EXAMPLES for m in MODES]
 
 
 def test_every_example_infra_file_is_covered() -> None:
