@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.plain import show_typed
 
 SECTIONS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -112,15 +113,9 @@ def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
 
 
 def _what(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
-    return f"{value!r} ({type(value).__name__})"
+    """What was found, as every message says it (:func:`~dockyard_k8s.plain.show_typed`); a
+    missing entry is "nothing"."""
+    return "nothing" if value is None else show_typed(value)
 
 
 class _Reader:

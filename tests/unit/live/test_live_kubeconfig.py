@@ -144,7 +144,7 @@ MALFORMED = {
     "bad yaml": ("clusters: [\n", "not valid YAML"),
     "clusters mapping": ("clusters: {a: 1}\n", "1:11: clusters: got a mapping, expected a list"),
     "entry not mapping": ("clusters:\n- just-a-name\n",
-                          "2:3: clusters[0]: got 'just-a-name' (str), expected a mapping"),
+                          "2:3: clusters[0]: got 'just-a-name' (string), expected a mapping"),
     "no name": ("contexts:\n- context: {cluster: c}\n", "2:3: contexts[0].name: got nothing"),
     "context body missing": ("contexts:\n- name: x\n", "contexts[0].context: context of 'x' is missing"),
     "context body null": ("current-context: x\ncontexts:\n- name: x\n  context:\n",
