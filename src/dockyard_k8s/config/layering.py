@@ -26,7 +26,7 @@ from dockyard_k8s.config.model import locate
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.plain import clone
+from dockyard_k8s.plain import clone, show_typed
 
 
 class Setting(NamedTuple):
@@ -85,7 +85,7 @@ class Layers:
         if problems:
             return None
         if not isinstance(doc.data, dict):
-            self.problems.append(ConfigProblem(file, 1, 1, "", f"got a {type(doc.data).__name__}, "
+            self.problems.append(ConfigProblem(file, 1, 1, "", f"got {show_typed(doc.data)}, "
                                                                "expected a mapping at the top level"))
             return None
         if not doc.data:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.config.layering import Layers, find_file, merge_docs
 from dockyard_k8s.config.yamlio import Doc, Path
+from dockyard_k8s.plain import show_typed
 
 _PACKAGE_HEADER = re.compile(r"^\s*#\s*@package\s+(\S+)", re.MULTILINE)
 _SELF = "_self_"
@@ -109,7 +110,7 @@ class RecipeComposer:
     def _entries(self, doc: Doc, raw: Any, group: str, directory: str) -> list[_Entry]:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list):
-            self.layers.problem(doc, ("defaults",), f"got {type(raw).__name__}, expected a file name or a "
+            self.layers.problem(doc, ("defaults",), f"got {show_typed(raw)}, expected a file name or a "
                                                     "Hydra defaults list")
             return []
         out: list[_Entry] = []

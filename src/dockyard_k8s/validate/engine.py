@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.plain import show_typed
 from dockyard_k8s.validate import builtin, cache
 from dockyard_k8s.validate.compiled import ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
@@ -174,7 +175,7 @@ class Engine:
             obj = doc.obj
             if not isinstance(obj, dict):
                 problems.append(_problem(doc, {}, (), f"expected a Kubernetes object (a mapping), got "
-                                                      f"{type(obj).__name__}", RULE_OBJECT))
+                                                      f"{show_typed(obj)}", RULE_OBJECT))
                 continue
             api_version, kind = obj.get("apiVersion"), obj.get("kind")
             if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:

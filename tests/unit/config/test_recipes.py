@@ -56,6 +56,7 @@ def test_override_optional_and_null(write, clean_env, configs):
     ("[{override model: qwen3_8b}]", "defaults[0]: override model: no config included here chooses a 'model' option"),
     ("[[a]]", "defaults[0]: got ['a'], expected a config name (base/common), a file (base/common.yaml), "
               "GROUP: OPTION or _self_"),
+    ("5", "defaults: got 5 (integer), expected a file name or a Hydra defaults list"),
 ])
 def test_defaults_list_problems_are_at_the_entry(write, clean_env, configs, tmp_path, defaults, message):
     with pytest.raises(ConfigError) as e:

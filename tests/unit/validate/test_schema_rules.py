@@ -93,7 +93,7 @@ def test_unknown_kind_is_an_error_unless_ignored():
 
 def test_not_an_object_and_missing_kind():
     problems = validate_objects([["a"], {"apiVersion": "v1"}])  # type: ignore[list-item]
-    assert [p.message for p in problems] == ["expected a Kubernetes object (a mapping), got list",
+    assert [p.message for p in problems] == ["expected a Kubernetes object (a mapping), got a list",
                                              "not a Kubernetes object: missing kind"]
 
 
