@@ -4,13 +4,12 @@ API server with the KubeRay and Kueue simulations (kuberay_sim.py, kueue_sim.py)
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakekube import FakeKube
+from flowkit import in_background, wait_output
 from kuberay_sim import NS, RUN, KubeRay
 from kueue_sim import API, Kueue, busy_workload, cluster_queue, flavor, local_queue
 
@@ -45,25 +44,6 @@ def kuberay(fake: FakeKube) -> KubeRay:
     sim = fake.extend(KubeRay())
     assert isinstance(sim, KubeRay)
     return sim
-
-
-def in_background(fn: Any) -> threading.Thread:
-    errors: list[BaseException] = []
-
-    def body() -> None:
-        try:
-            fn()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=body, daemon=True)
-    t.errors = errors  # type: ignore[attr-defined]
-    t.start()
-    return t
-
-
-def wait_output(fake: FakeKube, text: str) -> None:
-    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
 
 
 def the_workload(fake: FakeKube, sim: Kueue) -> dict[str, Any]:

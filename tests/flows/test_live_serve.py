@@ -6,13 +6,12 @@ a missing PriorityClass), one-screen status, and a down that keeps the weights."
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakekube import FakeKube
+from flowkit import in_background, wait_output
 from serve_sim import EKS_SPEC, KIND_SPEC, NAME, NS, bind_claim, rollout, serve_keda, server_pod
 
 from support.paths import EXAMPLES as RUN_EXAMPLES
@@ -27,25 +26,6 @@ def fake() -> Iterator[FakeKube]:
     server = FakeKube(namespaces=("default", NS, "inference", "rl-research"))
     yield server
     server.shutdown()
-
-
-def in_background(fn: Any) -> threading.Thread:
-    errors: list[BaseException] = []
-
-    def body() -> None:
-        try:
-            fn()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=body, daemon=True)
-    t.errors = errors  # type: ignore[attr-defined]
-    t.start()
-    return t
-
-
-def wait_output(fake: FakeKube, text: str) -> None:
-    fake.wait_for(lambda: text in getattr(sys.stdout, "getvalue", lambda: "")())
 
 
 def following(fake: FakeKube) -> None:
