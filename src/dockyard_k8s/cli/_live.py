@@ -96,6 +96,37 @@ def ray_target(args: argparse.Namespace) -> RayTarget:
                      kubeconfig=getattr(args, "kubeconfig", None))
 
 
+def log_window(args: argparse.Namespace) -> int | None:
+    """``--since`` in seconds; ``--follow`` with ``--previous`` is bad input."""
+    from dockyard_k8s.errors import UsageError
+    from dockyard_k8s.live.logs import parse_duration
+
+    if args.follow and args.previous:
+        raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
+    return parse_duration(args.since) if args.since else None
+
+
+def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pods: list[dict[str, Any]],
+               since: int | None) -> None:
+    """``logs`` and ``serve logs``: the pods' lines, each with its ``fleet/pod`` prefix when
+    there are several pods; ``--follow`` streams them (a stream that fails is said on stderr)."""
+    from dockyard_k8s.live import logs as lg
+
+    prefixed = len(pods) > 1
+    container = getattr(args, "container", None) or ""
+    if args.follow:
+        def failed(prefix: str, e: Exception) -> None:
+            print(f"{prefix}: {e}", file=sys.stderr)
+
+        lines = lg.follow_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
+                               on_error=failed)
+    else:
+        lines = lg.read_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
+                             previous=args.previous)
+    for prefix, line in lines:
+        print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
+
+
 def print_findings(findings: list[Any], indent: str = "  ") -> None:
     for f in findings:
         say(f"{indent}✖ {f.line()}")

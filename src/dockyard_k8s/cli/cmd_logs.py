@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, log_window, print_logs
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
 
@@ -42,15 +41,12 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.cli._flags import settle_follow
-    from dockyard_k8s.live import logs as lg
     from dockyard_k8s.live import runs
 
     settle_follow(args)
     if not args.recipe:
         raise UsageError("logs needs RECIPE or RUN (`dockyard-k8s runs` lists the runs)")
-    if args.follow and args.previous:
-        raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
-    since = lg.parse_duration(args.since) if args.since else None
+    since = log_window(args)
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)
     with connect(args) as client:
@@ -65,22 +61,7 @@ def run(args: argparse.Namespace) -> int:
             chosen = runs.log_pods(client, ref, fleet=args.fleet, pod=args.pod, selector=args.selector)
         except ClusterError as e:
             raise _why_no_pods(client, ref.objects, ns, e) from None
-        prefixed = len(chosen) > 1
-
-        def emit(prefix: str, line: str) -> None:
-            print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
-
-        if args.follow:
-            def warn(prefix: str, e: Exception) -> None:
-                print(f"{prefix}: {e}", file=sys.stderr)
-
-            for prefix, line in lg.follow_logs(client, ns, chosen, container=args.container or "", tail=args.tail,
-                                               since=since, on_error=warn):
-                emit(prefix, line)
-        else:
-            for prefix, line in lg.read_logs(client, ns, chosen, container=args.container or "", tail=args.tail,
-                                             since=since, previous=args.previous):
-                emit(prefix, line)
+        print_logs(args, client, ns, chosen, since)
     return 0
 
 

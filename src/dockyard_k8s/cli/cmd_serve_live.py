@@ -150,31 +150,12 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import logs as lg
     from dockyard_k8s.live import serve
 
-    if args.follow and args.previous:
-        raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
-    since = lg.parse_duration(args.since) if args.since else None
+    since = _live.log_window(args)
     bundle = load_serve_bundle(args)
     with connect(args) as client:
-        chosen = serve.log_pods(client, bundle, pod=args.pod)
-        prefixed = len(chosen) > 1
-
-        def emit(prefix: str, line: str) -> None:
-            print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
-
-        if args.follow:
-            def warn(prefix: str, e: Exception) -> None:
-                print(f"{prefix}: {e}", file=sys.stderr)
-
-            for prefix, line in lg.follow_logs(client, bundle.config.namespace, chosen, tail=args.tail, since=since,
-                                               on_error=warn):
-                emit(prefix, line)
-        else:
-            for prefix, line in lg.read_logs(client, bundle.config.namespace, chosen, tail=args.tail, since=since,
-                                             previous=args.previous):
-                emit(prefix, line)
+        _live.print_logs(args, client, bundle.config.namespace, serve.log_pods(client, bundle, pod=args.pod), since)
     return 0
 
 
