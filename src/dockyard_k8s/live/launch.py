@@ -96,11 +96,7 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     applied += orchestrate.apply_objects(client, [*([secret] if secret else []), *with_record(bundle, options)],
                                          dry_run=options.dry_run == "server", force=options.force_conflicts,
                                          on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
-    counts: dict[str, int] = {}
-    for a in applied:
-        word = a.action.split()[0]
-        counts[word] = counts.get(word, 0) + 1
-    say(f"run {run} in {ns}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    say(f"run {run} in {ns}: {orchestrate.tally(applied)}")
     if options.dry_run == "server":
         return Outcome(True, "dry-run", "server dry run: nothing was persisted")
     if bundle.run.infra["launch"]["mode"] == "attach":

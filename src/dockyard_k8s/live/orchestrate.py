@@ -40,6 +40,15 @@ class Applied(NamedTuple):
     action: str  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
 
 
+def tally(applied: list[Applied]) -> str:
+    """How many objects got each action (its first word), in the order first met: ``2 created, 5 unchanged``."""
+    counts: dict[str, int] = {}
+    for a in applied:
+        word = a.action.split()[0]
+        counts[word] = counts.get(word, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
 def run_selector(run: str) -> str:
     return f"{RUN_LABEL}={run}"
 

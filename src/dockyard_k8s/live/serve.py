@@ -76,11 +76,7 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
     applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
                                         force=options.force_conflicts,
                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
-    counts: dict[str, int] = {}
-    for a in applied:
-        word = a.action.split()[0]
-        counts[word] = counts.get(word, 0) + 1
-    say(f"endpoint {cfg.name} in {cfg.namespace}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    say(f"endpoint {cfg.name} in {cfg.namespace}: {orchestrate.tally(applied)}")
     if options.dry_run == "server":
         return Outcome(True, "dry-run", "server dry run: nothing was persisted")
     if options.detach:
