@@ -51,6 +51,17 @@ def test_every_package_docstring_names_its_modules():
     assert missing == {}
 
 
+def test_no_docstring_names_a_module_that_is_not_there():
+    everywhere = {p.stem for p in _modules()} | {p.name for p in PACKAGE.rglob("*") if p.is_dir()}
+    ghosts = {}
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        named = set(re.findall(r"\b([a-z_][\w]*)\.py\b", doc)) - {"cmd_<name>"}
+        if named - everywhere:
+            ghosts[str(init.parent.relative_to(PACKAGE.parent))] = sorted(named - everywhere)
+    assert ghosts == {}
+
+
 def test_the_readme_map_names_every_top_level_module_and_package():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split("## Development", 1)[1].split("```", 2)[1]
