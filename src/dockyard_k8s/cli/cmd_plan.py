@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from dockyard_k8s.plan import from_objects, from_pools, plan
     from dockyard_k8s.plan import report as out
-    from dockyard_k8s.plan.kueue_plan import queued, team_objects
+    from dockyard_k8s.plan.kueue_plan import queued_jobs, team_objects
 
     targets = load_targets(args)
     objects = [o.data for o in targets.objects]
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                                  for o in objects})
             inventory = from_objects(cluster_inventory_objects(client, namespaces),
                                      source=f"live cluster {client.context}".rstrip(), live=True)
-            if kueue_input is None and queued(objects):
+            if kueue_input is None and queued_jobs(objects):
                 kueue_input = _live_kueue(client, namespaces)
     elif args.nodes:
         from dockyard_k8s.manifests import read_objects
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
                          "(kubectl get nodes -o yaml)")
     team = team_objects(objects)
-    if kueue_input is None and team and queued(objects):
+    if kueue_input is None and team and queued_jobs(objects):
         kueue_input = (team, "the rendered queue objects (infra.kueue.queueObjects)")
     if kueue_input is not None:
         return _plan_with_kueue(args, targets, [o for o in objects if o not in team], inventory, *kueue_input)
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
             raise
         raise _malformed([args.recipe, *args.overrides], e) from e
-    waiting = queued(objects)
+    waiting = queued_jobs(objects)
     if waiting:
         result.notes.append(f"{waiting[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
                             "admission against the ClusterQueue's quota before the scheduler")

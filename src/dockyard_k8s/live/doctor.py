@@ -62,7 +62,7 @@ class Facts(NamedTuple):
 
 # --- what the run needs (pure) --------------------------------------------------------------
 
-def pod_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction],
+def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction],
                                                                    int]]:
     """(fleet, requests, limits, count) of every pod template the run creates."""
     out = []
@@ -281,7 +281,7 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
 
     Allocatable is what nodes offer in total, not what is free right now.
     """
-    pods = pod_requests(objects)
+    pods = template_requests(objects)
     want_total = sum((r.get(GPU, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
     want_pod = max((r.get(GPU, Fraction(0)) for _, r, _, _ in pods), default=Fraction(0))
     out = []

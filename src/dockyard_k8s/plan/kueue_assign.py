@@ -39,8 +39,8 @@ from dockyard_k8s.plan.kueue_model import (
     add_usage,
     available,
     borrows,
+    kueue_amount,
     potential_available,
-    quantity,
     remove_usage,
     within_nominal,
 )
@@ -270,14 +270,14 @@ def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request:
     cap = potential_available(cq.node, fr)
     if value > cap:
         return NO_FIT, False, (f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
-                               f"requests ({quantity(res, assumed)}) + current podset request "
-                               f"({quantity(res, request)}) > maximum capacity ({quantity(res, cap)})"), \
+                               f"requests ({kueue_amount(res, assumed)}) + current podset request "
+                               f"({kueue_amount(res, request)}) > maximum capacity ({kueue_amount(res, cap)})"), \
             EXCEEDS_MAX_QUOTA, []
     borrow = borrows(cq.node, fr, value)
     free = available(cq.node, fr)
     if value <= free:
         return FIT, borrow, "", "", []
-    message = f"insufficient unused quota for {res} in flavor {flavor}, {quantity(res, value - free)} more needed"
+    message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
     nominal = quota.nominal if quota else 0
     if nominal >= value or cq.node.parent is not None:

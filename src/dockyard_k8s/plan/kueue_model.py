@@ -35,7 +35,7 @@ _BINARY = ((2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "
 _DECIMAL = ((10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
 
 
-def quantity(resource: str, amount: int) -> str:
+def kueue_amount(resource: str, amount: int) -> str:
     """An amount as Kueue prints it (its ResourceFormatter): cpu from millicores (``16``, ``500m``),
     memory and ephemeral-storage in binary units when exact (``64Gi``), the rest as integers."""
     if resource == "cpu":

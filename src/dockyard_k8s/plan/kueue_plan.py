@@ -40,7 +40,7 @@ TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
 TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
 
 
-def queued(objects: list[dict[str, Any]]) -> list[str]:
+def queued_jobs(objects: list[dict[str, Any]]) -> list[str]:
     """``Kind name`` of every object of the run queued with Kueue (it carries a queue name)."""
     return [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}" for o in objects
             if o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o)]

@@ -8,7 +8,7 @@ from typing import Any
 from dockyard_k8s import kueue
 from dockyard_k8s.plan import report
 from dockyard_k8s.plan.kueue_assign import Verdict
-from dockyard_k8s.plan.kueue_model import quantity
+from dockyard_k8s.plan.kueue_model import kueue_amount
 from dockyard_k8s.plan.kueue_plan import KueuePlan
 
 OK, FAIL, WARN = "✔", "✖", "!"
@@ -94,7 +94,7 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
         quota = [["CLUSTERQUEUE", "FLAVOR", "RESOURCE", "NOMINAL", "BORROWING", "LENDING", "USED", "FREE", "MAX",
                   "RUN"]]
         for row in plan.quota:
-            q = lambda n, r=row.resource: "-" if n is None else quantity(r, n)  # noqa: E731
+            q = lambda n, r=row.resource: "-" if n is None else kueue_amount(r, n)  # noqa: E731
             quota.append([row.cluster_queue, row.flavor, row.resource, q(row.nominal), q(row.borrowing_limit),
                           q(row.lending_limit), q(row.used), q(max(row.available, 0)), q(row.maximum),
                           q(row.run) if row.run else "-"])
@@ -142,9 +142,9 @@ def as_json(plan: KueuePlan) -> dict[str, Any]:
             "admissionChecks": v.admission_checks, "notes": v.notes,
         } for v in plan.verdicts],
         "quota": [{"clusterQueue": r.cluster_queue, "flavor": r.flavor, "resource": r.resource,
-                   "nominal": quantity(r.resource, r.nominal), "used": quantity(r.resource, r.used),
-                   "available": quantity(r.resource, max(r.available, 0)),
-                   "maximum": quantity(r.resource, r.maximum), "run": quantity(r.resource, r.run)}
+                   "nominal": kueue_amount(r.resource, r.nominal), "used": kueue_amount(r.resource, r.used),
+                   "available": kueue_amount(r.resource, max(r.available, 0)),
+                   "maximum": kueue_amount(r.resource, r.maximum), "run": kueue_amount(r.resource, r.run)}
                   for r in plan.quota],
         "notes": plan.notes,
     }
