@@ -59,15 +59,6 @@ def _bundle(args: argparse.Namespace) -> Any:
     return load_bundle(args) if args.recipe else None
 
 
-def _run_job_id(bundle: Any, entrypoint_override: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
-    from dockyard_k8s.live.rayjobs import submission_id
-    from dockyard_k8s.render.submission import submission
-
-    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args,
-                                      command=entrypoint_override)
-    return submission_id(bundle.run.name, command, runtime_env), command, runtime_env
-
-
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
     from dockyard_k8s.live.rayjobs import latest_job
@@ -84,7 +75,9 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
         return found
     if bundle is None:
         raise UsageError("say which job: --job ID (or RECIPE for the run's own job)")
-    base = _run_job_id(bundle)[0]
+    from dockyard_k8s.live.launch import run_submission
+
+    base = run_submission(bundle)[0]
     return str(((latest_job(ray, base) if ray is not None else None) or {}).get("submission_id") or base)
 
 
@@ -99,27 +92,12 @@ def _with_ray(args: argparse.Namespace, action: Any) -> int:
         client = stack.enter_context(connect(args)) if not args.address or name else None
         target = ray_target(args)
         if name:
-            target = _by_name(args, client, name, target)
+            from dockyard_k8s.live.runs import ray_target as run_ray_target
+
+            assert client is not None  # a run by name is found on the cluster
+            args.run_ref, target = run_ray_target(client, args.namespace or client.default_namespace, name, target)
         ray = stack.enter_context(ray_jobs(target, bundle, client, on_forward=warn))
         return int(action(ray, bundle))
-
-
-def _by_name(args: argparse.Namespace, client: Any, name: str, target: Any) -> Any:
-    """The Ray dashboard of run ``name`` (found on the cluster): its RayJob's cluster, its
-    bringup cluster, or the cluster/address attach mode named (from the launch record)."""
-    from dockyard_k8s.errors import ClusterError
-    from dockyard_k8s.live import runs
-
-    ns = args.namespace or client.default_namespace
-    ref = runs.find_run(client, ns, name)
-    if not ref.found:
-        raise ClusterError(f"no run {name} in namespace {ns}", hint="`dockyard-k8s runs -A` lists the runs")
-    args.run_ref = ref
-    cluster, address = runs.ray_cluster(client, ref)
-    if not (args.address or args.cluster or cluster or address):
-        raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {ns}/{name}",
-                           hint=f"`dockyard-k8s status {name} -n {ns}` shows where it is")
-    return target._replace(address=args.address or address, cluster=args.cluster or cluster, namespace=ns)
 
 
 def job_submit(args: argparse.Namespace) -> int:
@@ -134,7 +112,9 @@ def job_submit(args: argparse.Namespace) -> int:
             prefix = ref.run if ref else "job"  # by run name: `job logs RUN` finds it again
             sub_id, command, runtime_env = submission_id(prefix, args.entrypoint, None), args.entrypoint, None
         else:
-            sub_id, command, runtime_env = _run_job_id(bundle, args.entrypoint)
+            from dockyard_k8s.live.launch import run_submission
+
+            sub_id, command, runtime_env = run_submission(bundle, args.entrypoint)
         existing = ray.get(sub_id)
         if existing:
             say(f"job {sub_id} already submitted ({existing.get('status')}); nothing re-submitted")

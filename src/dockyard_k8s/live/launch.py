@@ -184,16 +184,24 @@ def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[di
     orchestrate.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
+def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
+    """(submission id, command, runtime_env) of the run's Ray job (``entrypoint`` instead of the
+    run's own): the same run gives the same id, so a second submission finds the first. The
+    attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job."""
+    from dockyard_k8s.live.rayjobs import submission_id
+    from dockyard_k8s.render.submission import submission
+
+    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
+    return submission_id(bundle.run.name, command, runtime_env), command, runtime_env
+
+
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,
                   write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
-    from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id, submission_id
-    from dockyard_k8s.render.submission import submission
+    from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id
 
     run = bundle.run.name
-    # the attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job
-    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args)
-    base = submission_id(run, command, runtime_env)
+    base, command, runtime_env = run_submission(bundle)
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
         existing = latest_job(ray, base)
         sub_id = str((existing or {}).get("submission_id") or base)

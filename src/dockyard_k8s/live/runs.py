@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from dockyard_k8s.live import orchestrate
 from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.dashboard import RayTarget
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
 from dockyard_k8s.live.record import (
@@ -91,6 +92,23 @@ def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: 
     label = ",".join(s for s in (orchestrate.run_selector(ref.run), selector) if s)
     pods, _ = client.list(POD, ref.namespace, label_selector=label)
     return select_pods(pods, fleet=fleet, pod=pod, main_kind=main["kind"] if main else None)
+
+
+def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget) -> tuple[RunRef, RayTarget]:
+    """Run ``name`` found on the cluster, and its Ray dashboard: its RayJob's cluster, its bringup
+    cluster, or the cluster/address attach mode named (from the launch record); ``target``'s own
+    address or cluster (the flags) win."""
+    from dockyard_k8s.errors import ClusterError
+
+    ref = find_run(client, namespace, name)
+    if not ref.found:
+        raise ClusterError(f"no run {name} in namespace {namespace}", hint="`dockyard-k8s runs -A` lists the runs")
+    cluster, address = ray_cluster(client, ref)
+    if not (target.address or target.cluster or cluster or address):
+        raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {namespace}/{name}",
+                           hint=f"`dockyard-k8s status {name} -n {namespace}` shows where it is")
+    return ref, target._replace(address=target.address or address, cluster=target.cluster or cluster,
+                                namespace=namespace)
 
 
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
