@@ -83,7 +83,7 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit
     from dockyard_k8s.live.kubeconfig import context_namespace
 
     namespace = context_namespace(getattr(args, "kubeconfig", None), getattr(args, "context", None))
-    if not namespace or namespace == bundle.run.infra["infra"]["namespace"]:
+    if not namespace or namespace == bundle.run.namespace:
         return bundle
     typed.append(Setting(("infra", "namespace"), namespace, f"the kubeconfig context's namespace {namespace}"))
     return build_bundle(args.recipe, args.infra, **layers,

@@ -57,7 +57,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 def _namespace(args: argparse.Namespace, client: Any, bundle: Any) -> str:
     if bundle is not None:
-        return str(bundle.run.infra["infra"]["namespace"])
+        return bundle.run.namespace
     return str(args.namespace or client.default_namespace)
 
 
