@@ -118,9 +118,9 @@ def _group_template(infra: InfraSpec, fleet: str, sizing: PodSizing, container_n
                      "ports": clone(HEAD_PORTS), **container}
     spec: dict[str, Any] = dict(pod_common(infra))
     if sizing["nodeSelector"]:
-        spec["nodeSelector"] = sizing["nodeSelector"]
+        spec["nodeSelector"] = clone(sizing["nodeSelector"])
     if sizing["tolerations"]:
-        spec["tolerations"] = sizing["tolerations"]
+        spec["tolerations"] = clone(sizing["tolerations"])
     spec["containers"] = [container]
     spec["volumes"] = volumes
     return {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": spec}

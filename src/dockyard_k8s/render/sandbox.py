@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
@@ -85,7 +86,7 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
     sec = sb["security"]
     container: dict[str, Any] = {"name": "executor", "image": sb["image"], "imagePullPolicy": sb["imagePullPolicy"]}
     if sb["command"] is not None:
-        container["command"] = sb["command"]
+        container["command"] = clone(sb["command"])
     if sb["args"] is not None:
         container["args"] = sb["args"]
     container["ports"] = [{"name": "http", "containerPort": sb["port"], "protocol": "TCP"}]
@@ -113,9 +114,9 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
         pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"},
                                   **({"runAsNonRoot": True} if sec["runAsNonRoot"] else {})}
     if sb["nodeSelector"]:
-        pod["nodeSelector"] = sb["nodeSelector"]
+        pod["nodeSelector"] = clone(sb["nodeSelector"])
     if sb["tolerations"]:
-        pod["tolerations"] = sb["tolerations"]
+        pod["tolerations"] = clone(sb["tolerations"])
     if sb["topologySpreadConstraints"]:
         pod["topologySpreadConstraints"] = [
             {**c, "labelSelector": c.get("labelSelector") or {"matchLabels": selector(infra, "sandbox")}}

@@ -235,9 +235,9 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
     pod.update(pod_common(infra))
     pod["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
     if sizing["nodeSelector"]:
-        pod["nodeSelector"] = sizing["nodeSelector"]
+        pod["nodeSelector"] = clone(sizing["nodeSelector"])
     if sizing["tolerations"]:
-        pod["tolerations"] = sizing["tolerations"]
+        pod["tolerations"] = clone(sizing["tolerations"])
     pod["containers"] = [container]
     pod["volumes"] = volumes
     template: dict[str, Any] = {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": pod}

@@ -44,6 +44,16 @@ def test_a_run_shares_no_value_between_places(infra, mode, clean_env):
     except ConfigError as e:  # a multi-node example in the one-pod job mode, say
         pytest.skip(f"{infra} is not a {mode} run: {e.problems[0]}")
     assert shared(bundle.objects) == []
+    # nor is a rendered place a value of the infra spec (editing a pod would edit the spec);
+    # nodeSelector and tolerations set so the renderer has them to copy
+    sets += ["kuberay.trainer.nodeSelector.pool=gpu", "kuberay.trainer.tolerations=[{key: gpu, operator: Exists}]",
+             "sandbox.command=[sleep, infinity]"]
+    try:
+        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), sets=sets, env=clean_env)
+    except ConfigError as e:
+        pytest.skip(f"{infra} is not a {mode} run: {e.problems[0]}")
+    both = shared([{"kind": "infra spec", **bundle.run.infra}, *bundle.objects])
+    assert [pair for pair in both if pair[0][1] == "infra spec"] == []
 
 
 @pytest.mark.parametrize("spec", sorted(p.name for p in EXAMPLES.glob("*.serve.yaml")))
