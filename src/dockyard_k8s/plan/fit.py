@@ -87,9 +87,12 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
     if reason is not None:
         for key, value in req.node_selector.items():
             if node.labels.get(key) != value:
+                where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
+                    f"a {itype} node does not carry this label" if node.pool == "fit" else \
+                    f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
+                    f"pool's labels if its nodes have it)"
                 return Misfit(index, (*at, "spec", "nodeSelector", key),
-                              f"{key}={value}: a {itype} node does not carry this label, so the pod never "
-                              f"schedules ({said_text})")
+                              f"{key}={value}: {where}, so the pod never schedules ({said_text})")
         for taint in node.taints:
             return Misfit(index, (*at, "spec", "tolerations"),
                           f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"

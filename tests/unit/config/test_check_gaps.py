@@ -68,6 +68,22 @@ def test_every_pod_must_fit_one_node_of_its_declared_instance_type(recipe, write
         "allocatable, so it never schedules (`plan` would say: 0/1 nodes are available: Insufficient nvidia.com/gpu)"]
 
 
+def test_a_selected_label_the_node_lacks_says_what_the_node_has(recipe, write, clean_env):
+    itype = "      node.kubernetes.io/instance-type: p5.48xlarge\n"
+    arm = write("a.yaml", INFRA + "kuberay:\n  trainer:\n    nodeSelector:\n" + itype +
+                "      kubernetes.io/arch: arm64\n")
+    assert problems(recipe, arm, env=clean_env) == [
+        f"{arm}:7:27: kuberay.trainer.nodeSelector[\"kubernetes.io/arch\"]: kubernetes.io/arch=arm64: a p5.48xlarge "
+        "node has kubernetes.io/arch=amd64, so the pod never schedules (`plan` would say: 0/1 nodes are available: "
+        "1 node(s) didn't match Pod's node affinity/selector)"]
+    pools = write("p.yaml", INFRA + "kuberay:\n  trainer:\n    nodeSelector:\n" + itype + "      team: rl\n"
+                  "plan:\n  nodePools: [{name: gpu, instanceType: p5.48xlarge, count: 2}]\n")
+    assert problems(recipe, pools, env=clean_env) == [
+        f"{pools}:7:13: kuberay.trainer.nodeSelector.team: team=rl: the p5.48xlarge pool gpu of plan.nodePools does "
+        "not carry this label (add it to the pool's labels if its nodes have it), so the pod never schedules "
+        "(`plan` would say: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector)"]
+
+
 # --- 2. ++env.code.sandbox_urls=null only when it applies --------------------------------------
 
 
