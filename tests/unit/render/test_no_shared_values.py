@@ -46,7 +46,9 @@ def test_a_run_shares_no_value_between_places(infra, mode, clean_env):
     assert shared(bundle.objects) == []
     # nor is a rendered place a value of the infra spec (editing a pod would edit the spec);
     # nodeSelector and tolerations set so the renderer has them to copy
-    sets += ["kuberay.trainer.nodeSelector.pool=gpu", "kuberay.trainer.tolerations=[{key: gpu, operator: Exists}]",
+    # (a label and a toleration every example's GPU nodes allow)
+    sets += ["kuberay.trainer.nodeSelector.topology\\.k8s\\.aws/network-node-layer-1=nn-1",
+             "kuberay.trainer.tolerations=[{key: nvidia.com/gpu, operator: Exists}]",
              "sandbox.command=[sleep, infinity]"]
     try:
         bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), sets=sets, env=clean_env)
