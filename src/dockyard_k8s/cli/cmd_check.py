@@ -87,6 +87,38 @@ def _urls(infra: InfraSpec) -> str:
     return "injected into GPU pods as DOCKYARD_SANDBOX_URLS"
 
 
+def _fit_lines(objects: list[dict[str, Any]], infra: InfraSpec) -> list[str]:
+    """What the one-node fit test could not judge (docs/hardware-deferred-validation.md HV-PLAN-7):
+    GPU pods without a known instance type, and one that asks for more GPUs than any known node has."""
+    from dockyard_k8s.plan.fit import most_gpus, unchecked
+
+    found = unchecked(objects, infra["plan"])
+    if not found:
+        return []
+    why = ["no instance type declared"] if any(not u.instance_type for u in found) else []
+    why += [f"{t} is neither in the catalogue nor under plan.instanceTypes"
+            for t in sorted({u.instance_type for u in found if u.instance_type})]
+    groups = [g for g in dict.fromkeys(u.group for u in found) if g != "job"]
+    who = " and ".join([*(["the Job's one pod"] if any(u.group == "job" for u in found) else []),
+                        *([f"the {', '.join(groups)} pods"] if groups else [])])
+    how = ("With node.kubernetes.io/instance-type in a fleet's nodeSelector (eks: infra.instanceType), check tests "
+           "each pod against one node of that type" if any(not u.instance_type for u in found) else
+           "Declared under plan.instanceTypes (allocatable as `kubectl describe node` shows it), check tests each "
+           "pod against one node of it")
+    lines = [f"  node fit: not checked for {who} ({'; '.join(why)}). {how}; `dockyard-k8s plan` places them on "
+             "plan.nodePools or --nodes"]
+    most, names = most_gpus(infra["plan"])
+    for u in found:
+        if u.gpus > most:
+            who = "the Job's one pod" if u.group == "job" else f"a {u.group} pod"
+            one = "the Job's one pod" if u.group == "job" else f"a {u.group} pod"
+            known = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            lines.append(f"{WARN} {one} asks for {u.gpus} GPUs: no instance type dockyard-k8s knows has more than "
+                         f"{most} ({known}), so it runs only on a node with {u.gpus} (declare that node under "
+                         "plan.instanceTypes and select it, and check tests the fit)")
+    return lines
+
+
 def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
     lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
@@ -127,6 +159,7 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         if job is not None:  # the one pod: what the scheduler sees, summed from the rows above
             requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
             lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))
+        lines += _fit_lines(objects, infra)
     lines.append(f"  {ray_ports_line(infra)}")
     if sb["enabled"]:
         res, sec = sb["resources"], sb["security"]

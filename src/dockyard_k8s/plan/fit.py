@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from dockyard_k8s.kube import container_requests, pod_templates
+from dockyard_k8s.kube import container_requests, pod_requests, pod_templates
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
 from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason
-from dockyard_k8s.plan.units import format_amount, to_units
+from dockyard_k8s.plan.units import format_amount, parse_units, to_units
+from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
 
 
 class Misfit(NamedTuple):
@@ -109,3 +110,43 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
     return Misfit(index, (*at, "spec", "containers", j, "resources", "requests", resource),
                   f"the pod requests {resource} {format_amount(resource, wanted)}, but one {itype} node has "
                   f"{format_amount(resource, have)} allocatable, so it never schedules ({said_text})")
+
+
+class Unchecked(NamedTuple):
+    """A GPU pod template the one-node fit test cannot judge: it selects no instance type the
+    catalogue or ``plan.instanceTypes`` knows."""
+
+    object_index: int
+    group: str  # the fleet label (head, trainer...), or "job" for launch.mode job's one pod
+    gpus: int  # GPUs one pod asks for (every */gpu resource)
+    instance_type: str  # what it selects ("" for none)
+
+
+def unchecked(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Unchecked]:
+    """Every GPU pod template (with replicas) that :func:`misfits` cannot test: without a known
+    instance type, which node the pod needs is the cluster's to say."""
+    out: list[Unchecked] = []
+    for index, obj in enumerate(objects):
+        for t in pod_templates(obj):
+            selector = t.spec.get("nodeSelector")
+            itype = str(selector.get(INSTANCE_TYPE) or "") if isinstance(selector, dict) else ""
+            if not t.replicas or (itype and known_type(itype, plan)):
+                continue
+            gpus = sum(v for k, v in pod_requests(t.spec).items() if k.endswith("/gpu"))
+            if gpus <= 0:
+                continue
+            labels = t.metadata.get("labels") or {}
+            group = "job" if obj.get("kind") == "Job" else str(labels.get(FLEET) or t.group or obj.get("kind"))
+            out.append(Unchecked(index, group, int(gpus), itype))
+    return out
+
+
+def most_gpus(plan: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """The most ``nvidia.com/gpu`` one node of a known instance type has, and those types."""
+    counts = {name: cap.gpus for name, cap in catalog.AWS.items()}
+    counts |= {name: int(alloc.get(catalog.GPU, 0) or 0) for name, alloc in catalog.EXPLICIT.items()}
+    for name, spec in (plan.get("instanceTypes") or {}).items():
+        amount = parse_units(catalog.GPU, ((spec or {}).get("allocatable") or {}).get(catalog.GPU, 0))
+        counts[name] = amount or 0
+    most = max(counts.values(), default=0)
+    return most, [name for name, n in counts.items() if n == most]

@@ -358,3 +358,35 @@ def test_plan_and_lint_report_on_a_run_check_refuses(recipe, write, monkeypatch,
     assert main(["plan", recipe, "-f", infra]) == 1  # plan's own report: pending, with the scheduler's reason
     assert "Insufficient nvidia.com/gpu" in capsys.readouterr().out
     assert main(["lint", recipe, "-f", infra]) in (0, 1)
+
+
+def test_check_says_when_the_node_fit_was_not_checked(recipe, write, monkeypatch, capsys):
+    # No instance type declared: a Job of 16 GPUs in one pod cannot be judged; check says so and
+    # warns that no node it knows has that many, instead of a silent ✔.
+    job = write("job.yaml", INFRA + "launch:\n  mode: job\nkuberay:\n  trainer: {replicas: 1, gpus: 16}\n"
+                                    "  inference: {replicas: 0}\n")
+    monkeypatch.setenv("HOME", os.path.dirname(job))
+    assert main(["check", recipe, "-f", job]) == 0
+    out = capsys.readouterr().out
+    assert "  node fit: not checked for the Job's one pod (no instance type declared). With " \
+           "node.kubernetes.io/instance-type in a fleet's nodeSelector (eks: infra.instanceType), check tests each " \
+           "pod against one node of that type" in out
+    assert "the Job's one pod asks for 16 GPUs: no instance type dockyard-k8s knows has more than 8 " \
+           "(p4d.24xlarge, p4de.24xlarge, p5.48xlarge, ...), so it runs only on a node with 16" in out
+    # a fleet on an instance type check does not know
+    rayjob = write("rj.yaml", INFRA + "kuberay:\n  trainer:\n    gpus: 4\n    nodeSelector: "
+                                      "{node.kubernetes.io/instance-type: dgx2}\n")
+    assert main(["check", recipe, "-f", rayjob]) == 0
+    out = capsys.readouterr().out
+    assert "node fit: not checked for the trainer, inference pods (no instance type declared; dgx2 is neither in " \
+           "the catalogue nor under plan.instanceTypes)" in out and "asks for" not in out
+    # declared under plan.instanceTypes: checked, so nothing is said
+    known = write("known.yaml", INFRA + "kuberay:\n  trainer:\n    gpus: 4\n    nodeSelector: "
+                                        "{node.kubernetes.io/instance-type: dgx2}\n  inference:\n    gpus: 4\n"
+                                        "    nodeSelector: {node.kubernetes.io/instance-type: dgx2}\n"
+                                        "plan:\n  instanceTypes:\n    dgx2:\n      allocatable: {cpu: '90', "
+                                        "memory: 1400Gi, nvidia.com/gpu: 16, pods: 110}\n")
+    assert main(["check", recipe, "-f", known]) == 0
+    assert "node fit" not in capsys.readouterr().out
+    assert main(["check", os.path.join(EX, "grpo_swe.yaml")]) == 0  # the example's fleets declare p4de
+    assert "node fit" not in capsys.readouterr().out
