@@ -69,6 +69,23 @@ def _malformed(paths: list[str], error: Exception) -> Exception:
                       f"lists every problem):\n{shown}{more}")
 
 
+def _node_locator(nodes: list[Any]) -> Any:
+    """A problem of a node file's object at its file:line (plan.inventory.from_objects' ``locate``)."""
+    from dockyard_k8s.errors import ConfigProblem
+    from dockyard_k8s.kube import object_ref
+    from dockyard_k8s.plain import format_path
+
+    by_id = {id(m.data): m for m in nodes}
+
+    def locate(obj: dict[str, Any], path: tuple[Any, ...], message: str) -> ConfigProblem:
+        m = by_id[id(obj)]
+        line = m.line(path)
+        where = f"{object_ref(obj)}: {format_path(path)}"
+        return ConfigProblem(m.source.file, line, 1 if line else 0, "", f"{where}: {message}")
+
+    return locate
+
+
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.plan import catalog
 
@@ -99,8 +116,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.nodes:
         from dockyard_k8s.manifests import read_objects
 
+        nodes = read_objects(args.nodes)
         try:
-            inventory = from_objects([o.data for o in read_objects(args.nodes)], source=", ".join(args.nodes))
+            inventory = from_objects([o.data for o in nodes], source=", ".join(args.nodes),
+                                     locate=_node_locator(nodes))
         except MALFORMED_DATA as e:
             raise _malformed(args.nodes, e) from e
     elif targets.sections["plan"].get("nodePools"):

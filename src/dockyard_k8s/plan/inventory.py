@@ -12,7 +12,7 @@ Three sources, one shape (:class:`Inventory`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
@@ -178,11 +178,17 @@ def host_ports(spec: dict[str, Any]) -> set[tuple[str, int]]:
     return out
 
 
-def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, live: bool = False) -> Inventory:
+# (an object of the inventory, a path in it, what is wrong) -> the problem, at its file:line
+Locate = Callable[[dict[str, Any], Path, str], ConfigProblem]
+
+
+def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, live: bool = False,
+                 locate: Locate | None = None) -> Inventory:
     """Nodes (``kubectl get nodes -o yaml``), the pods already bound to them (``kubectl get
     pods -A -o yaml``: their requests are subtracted, their labels count for affinity and
     spread) and ResourceQuotas with their ``status.used``. Lists or single objects.
-    ``live``: the objects are what a cluster listed (``source`` names it).
+    ``live``: the objects are what a cluster listed (``source`` names it). ``locate`` places a
+    problem of an object read from a file at its line.
 
     Raises:
         ConfigError: no Node among the files' objects, or a node with unreadable allocatable.
@@ -198,8 +204,10 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         labels.setdefault(HOSTNAME, name)
         status = o.get("status") or {}
-        alloc = _allocatable(status.get("allocatable") or status.get("capacity") or {}, f"{source}: Node {name}",
-                             problems)
+        field = "allocatable" if status.get("allocatable") else "capacity"
+        found: list[ConfigProblem] = []
+        alloc = _allocatable(status.get(field) or {}, f"{source}: Node {name}", found)
+        problems += found if locate is None else [locate(o, ("status", field, p.path), p.message) for p in found]
         pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
         spec = o.get("spec") or {}
         node = Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc)

@@ -126,6 +126,15 @@ def test_nodes_file_without_nodes_is_bad_input(tmp_path, capsys):
     assert "no Node objects found" in capsys.readouterr().err
 
 
+def test_a_node_files_bad_allocatable_is_reported_at_its_line(tmp_path, capsys):
+    f = tmp_path / "nodes.yaml"
+    f.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: lots\n"
+                 "    memory: 10Gi\n")
+    assert main(["plan", RECIPE, "--nodes", str(f)]) == 2
+    assert f"{f}:6:1: Node n1: status.allocatable.cpu: got 'lots', expected a Kubernetes quantity" in \
+        capsys.readouterr().err
+
+
 def test_list_instance_types(capsys):
     assert main(["plan", "--list-instance-types"]) == 0
     lines = capsys.readouterr().out.splitlines()
