@@ -77,7 +77,10 @@ def load_serve(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, st
     Raises:
         ConfigError: every problem found, each located by file, line, column and key.
     """
-    doc = load_infra_doc(spec_file, sets=sets, env=env, values=values)
+    try:
+        doc = load_infra_doc(spec_file, sets=sets, env=env, values=values)
+    except ConfigError as e:
+        raise _recipe_given(spec_file, e) from None
     name_written = ("serve", "name") in doc.marks
     fill_derived(doc.data, spec_file)
     cfg = ServeConfig(doc.data, spec_file, doc.sources, doc.marks, doc.key_marks)
@@ -92,6 +95,25 @@ def load_serve(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, st
     if problems:
         raise ConfigError(problems)
     return cfg
+
+
+def _recipe_given(spec_file: str, error: ConfigError) -> ConfigError:
+    """A training recipe given as the serve spec: one problem that says so, not one "unknown
+    key" per top-level key of the recipe (and of its defaults)."""
+    unknown = [p for p in error.problems if p.message.startswith("unknown key") and "." not in p.path]
+    if not unknown or len(unknown) != len(error.problems):
+        return error
+    try:
+        with open(spec_file, encoding="utf-8") as f:
+            if re.search(r"^serve\s*:", f.read(), re.MULTILINE):  # a serve spec with stray keys: as found
+                return error
+    except (OSError, UnicodeDecodeError):
+        return error
+    keys = ", ".join(dict.fromkeys(p.path for p in unknown if p.file == spec_file)) or unknown[0].path
+    return ConfigError([ConfigProblem(spec_file, 0, 0, "", f"not a serve spec: its top-level keys ({keys}) are none "
+                                      "of a serve spec's (serve, infra, defaults...): is it a training recipe? `serve` "
+                                      "takes a file with a serve: section (docs/serve.md); a recipe goes to check or "
+                                      "run")])
 
 
 # --- derived defaults ---------------------------------------------------------------------------

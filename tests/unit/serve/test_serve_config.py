@@ -264,3 +264,19 @@ def test_a_file_without_a_serve_section_says_so(tmp_path: Path) -> None:
     (problem,) = info.value.problems
     assert problem.path == "serve" and "this file has no serve: section" in problem.message
     assert load_serve(str(run_infra), sets=("serve.model.id=a/b",), env={}).serve["model"]["id"] == "a/b"
+
+
+def test_a_training_recipe_given_as_the_spec_is_said_once(tmp_path: Path) -> None:
+    recipe = tmp_path / "grpo.yaml"
+    recipe.write_text("experiment: {name: x}\ntrainer: {lr: 1}\n")
+    with pytest.raises(ConfigError) as info:
+        load_serve(str(recipe), env={})
+    assert [str(p) for p in info.value.problems] == [
+        f"{recipe}: not a serve spec: its top-level keys (experiment, trainer) are none of a serve spec's (serve, "
+        "infra, defaults...): is it a training recipe? `serve` takes a file with a serve: section (docs/serve.md); "
+        "a recipe goes to check or run"]
+    typo = tmp_path / "s.serve.yaml"  # a serve spec with one stray key keeps its own message at its line
+    typo.write_text("serve:\n  model: {id: org/m}\nfoo: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_serve(str(typo), env={})
+    assert [p.path for p in info.value.problems] == ["foo"]
