@@ -126,10 +126,8 @@ def interpolate(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
             return "${"
         name, op, default = m.group(1), m.group(2), m.group(3)
         value = env.get(name)
-        if op == ":-" and not value:
-            return default
-        if op == "-" and value is None:
-            return default
+        if (op == ":-" and not value) or (op == "-" and value is None):
+            return default.replace("$${", "${")  # $${ is a literal ${ in a default as anywhere
         if value is None:
             missing.append(name)
             return m.group(0)

@@ -94,6 +94,8 @@ def test_anchors_and_merge_keys():
         ("${A-d}", {"A": ""}, ""),
         ("${A-d}", {}, "d"),
         ("$${A}", {"A": "1"}, "${A}"),
+        ("${A:-x$${B}}", {}, "x${B}"),  # the escape inside a default too
+        ("${A-$${B}}", {}, "${B}"),
         ("$A stays", {"A": "1"}, "$A stays"),
     ],
 )
