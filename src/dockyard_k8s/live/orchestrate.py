@@ -23,7 +23,7 @@ from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
-from dockyard_k8s.live.scaling import explain_conflict, keep_autoscaled
+from dockyard_k8s.live.scaling import autoscaled, explain_conflict, keep_autoscaled
 from dockyard_k8s.render.meta import RUN_LABEL
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
@@ -93,7 +93,7 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
 
 def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], None]) -> dict[str, Any]:
     """An autoscaled RayCluster applied with the replicas its autoscaler set (live/scaling)."""
-    if obj.get("kind") != "RayCluster" or (obj.get("spec") or {}).get("enableInTreeAutoscaling") is not True:
+    if not autoscaled(obj):  # no GET for the objects the autoscaler does not touch
         return obj
     kind, ns, name = _name(obj)
     out, kept = keep_autoscaled(obj, client.get(kind, ns, name))

@@ -20,11 +20,15 @@ from dockyard_k8s.errors import ClusterError
 _MANAGER = re.compile(r'conflict with "([^"]+)"')
 
 
+def autoscaled(obj: dict[str, Any]) -> bool:
+    """A RayCluster whose worker groups the Ray autoscaler scales."""
+    return obj.get("kind") == "RayCluster" and (obj.get("spec") or {}).get("enableInTreeAutoscaling") is True
+
+
 def keep_autoscaled(obj: dict[str, Any], live: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, int]]:
     """(``obj`` with the live replicas and scale strategy of each autoscaled worker group,
     {group: replicas kept}); ``obj`` itself when it is no autoscaled RayCluster or not live."""
-    spec = obj.get("spec") or {}
-    if obj.get("kind") != "RayCluster" or spec.get("enableInTreeAutoscaling") is not True or not live:
+    if not autoscaled(obj) or not live:
         return obj, {}
     current = {g.get("groupName"): g for g in (live.get("spec") or {}).get("workerGroupSpecs") or []}
     out = copy.deepcopy(obj)
@@ -49,8 +53,7 @@ def explain_conflict(error: ClusterError, obj: dict[str, Any]) -> ClusterError:
         return error
     found = _MANAGER.search(str(error))
     who = f'"{found.group(1)}"' if found else "another field manager"
-    autoscaled = (obj.get("spec") or {}).get("enableInTreeAutoscaling") is True
-    keeps = " (the replicas the autoscaler set are kept)" if autoscaled else ""
+    keeps = " (the replicas the autoscaler set are kept)" if autoscaled(obj) else ""
     hint = (f"spec.workerGroupSpecs is one atomic list in KubeRay's RayCluster CRD, last written by {who} "
             f"(the Ray autoscaler, kubectl edit): whoever writes one group owns them all; "
             f"re-run with --force-conflicts to apply your change{keeps}")

@@ -24,6 +24,9 @@ from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_
 from dockyard_k8s.plan.units import format_amount, parse_units, to_units
 from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
 
+# The pool of the one catalogue node a type gets when plan.nodePools declares none of it.
+CATALOGUE_POOL = "fit"
+
 
 class Misfit(NamedTuple):
     """A pod template of object ``index`` that no node of its instance type can take."""
@@ -47,7 +50,7 @@ def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]
     if pools:
         return from_pools({"nodePools": [{**p, "count": 1} for p in pools],
                            "instanceTypes": plan.get("instanceTypes") or {}}).nodes
-    node = from_pools({"nodePools": [{"name": "fit", "instanceType": itype, "count": 1}],
+    node = from_pools({"nodePools": [{"name": CATALOGUE_POOL, "instanceType": itype, "count": 1}],
                        "instanceTypes": plan.get("instanceTypes") or {}}).nodes[0]
     node.labels = {**{k: v for k, v in req.node_selector.items() if k not in node.labels}, **node.labels}
     node.allocatable["ephemeral-storage"] = max(node.allocatable.get("ephemeral-storage", 0),
@@ -89,7 +92,7 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
         for key, value in req.node_selector.items():
             if node.labels.get(key) != value:
                 where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
-                    f"a {itype} node does not carry this label" if node.pool == "fit" else \
+                    f"a {itype} node does not carry this label" if node.pool == CATALOGUE_POOL else \
                     f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
                     f"pool's labels if its nodes have it)"
                 return Misfit(index, (*at, "spec", "nodeSelector", key),
