@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
-from dockyard_k8s.errors import MALFORMED_DATA, UsageError
+
+if TYPE_CHECKING:
+    from dockyard_k8s.plan.inventory import Inventory
+    from dockyard_k8s.plan.kueue_plan import KueuePlan
+    from dockyard_k8s.plan.schedule import PlanResult
+    from dockyard_k8s.plan.sources import KueueInput, Sources
 
 EXAMPLES = """\
 examples:
@@ -55,37 +60,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.set_defaults(func=run)
 
 
-def _malformed(paths: list[str], error: Exception) -> Exception:
-    """The planner met a malformed manifest: say where, as `validate` does (or re-raise a bug)."""
-    from dockyard_k8s.validate.engine import ValidateOptions, validate_files
-
-    problems = [p for p in validate_files(paths, ValidateOptions(ignore_missing_schemas=True)).problems
-                if p.rule in ("yaml", "object", "schema")]
-    if not problems:
-        return error
-    shown = "\n".join(f"  {p}" for p in problems[:10])
-    more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
-    return UsageError(f"plan: cannot plan malformed manifests (`dockyard-k8s validate {' '.join(paths)}` "
-                      f"lists every problem):\n{shown}{more}")
-
-
-def _node_locator(nodes: list[Any]) -> Any:
-    """A problem of a node file's object at its file:line (plan.inventory.from_objects' ``locate``)."""
-    from dockyard_k8s.errors import ConfigProblem
-    from dockyard_k8s.kube import object_ref
-    from dockyard_k8s.plain import format_path
-
-    by_id = {id(m.data): m for m in nodes}
-
-    def locate(obj: dict[str, Any], path: tuple[Any, ...], message: str) -> ConfigProblem:
-        m = by_id[id(obj)]
-        line = m.line(path)
-        where = f"{object_ref(obj)}: {format_path(path)}"
-        return ConfigProblem(m.source.file, line, 1 if line else 0, "", f"{where}: {message}")
-
-    return locate
-
-
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.plan import catalog
 
@@ -93,96 +67,47 @@ def run(args: argparse.Namespace) -> int:
         for name in catalog.names():
             print(catalog.describe(name))
         return 0
-    from dockyard_k8s.plan import from_objects, from_pools, plan
-    from dockyard_k8s.plan import report as out
-    from dockyard_k8s.plan.kueue_plan import queued_jobs, team_objects
+    from dockyard_k8s.plan import sources
 
     targets = load_targets(args)
     objects = [o.data for o in targets.objects]
-    if args.live and args.nodes:
-        raise UsageError("--live and --nodes both give the node inventory: choose one")
-    kueue_input = _kueue_files(args.kueue) if args.kueue else None
-    if args.live:
-        from dockyard_k8s.cli._live import connect
-        from dockyard_k8s.live.doctor import cluster_inventory_objects
-
-        with connect(args) as client:
-            namespaces = sorted({str((o.get("metadata") or {}).get("namespace") or client.default_namespace)
-                                 for o in objects})
-            inventory = from_objects(cluster_inventory_objects(client, namespaces),
-                                     source=f"live cluster {client.context}".rstrip(), live=True)
-            if kueue_input is None and queued_jobs(objects):
-                kueue_input = _live_kueue(client, namespaces)
-    elif args.nodes:
-        from dockyard_k8s.manifests import read_objects
-
-        nodes = read_objects(args.nodes)
-        try:
-            inventory = from_objects([o.data for o in nodes], source=", ".join(args.nodes),
-                                     locate=_node_locator(nodes))
-        except MALFORMED_DATA as e:
-            raise _malformed(args.nodes, e) from e
-    elif targets.sections["plan"].get("nodePools"):
-        inventory = from_pools(targets.sections["plan"])
+    chosen = sources.choose_sources(targets.sections["plan"], live=args.live, node_files=args.nodes,
+                                    kueue_files=args.kueue)
+    if chosen.inventory == sources.LIVE:
+        inventory, kueue = _fetch_live(args, objects, chosen)
     else:
-        raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
-                         "(kubectl get nodes -o yaml)")
-    team = team_objects(objects)
-    if kueue_input is None and team and queued_jobs(objects):
-        kueue_input = (team, "the rendered queue objects (infra.kueue.queueObjects)")
-    if kueue_input is not None:
-        return _plan_with_kueue(args, targets, [o for o in objects if o not in team], inventory, *kueue_input)
-    try:
-        result = plan(objects, inventory, atomic_gangs=args.gang)
-    except MALFORMED_DATA as e:
-        if targets.rendered:  # rendered objects were validated: this is a bug, not bad input
-            raise
-        raise _malformed([args.recipe, *args.overrides], e) from e
-    waiting = queued_jobs(objects)
-    if waiting:
-        result.notes.append(f"{waiting[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
-                            "admission against the ClusterQueue's quota before the scheduler")
-    if args.output == "json":
-        from dockyard_k8s.render.serialize import dump_json
-
-        print(dump_json(out.as_json(result)), end="")
-    else:
-        print(out.text(result, args.wide), end="")
+        inventory, kueue = sources.offline_inventory(chosen, targets.sections["plan"]), chosen.kueue
+    kueue = sources.kueue_input(objects, kueue)
+    result = sources.plan_run(objects, inventory, kueue, atomic_gangs=args.gang, kueue_files=args.kueue,
+                              manifest_files=None if targets.rendered else [args.recipe, *args.overrides])
+    print(_report(result, args.output, args.wide), end="")
     return result.exit_code
 
 
-def _kueue_files(files: list[str]) -> tuple[list[dict[str, Any]], str]:
-    from dockyard_k8s.manifests import read_objects
+def _report(result: PlanResult | KueuePlan, output: str, wide: bool) -> str:
+    from dockyard_k8s.plan import kueue_report, report
+    from dockyard_k8s.plan.kueue_plan import KueuePlan
 
-    return [o.data for o in read_objects(files)], ", ".join(files)
+    if output != "json":
+        return kueue_report.text(result, wide) if isinstance(result, KueuePlan) else report.text(result, wide)
+    from dockyard_k8s.render.serialize import dump_json
+
+    return dump_json(kueue_report.as_json(result) if isinstance(result, KueuePlan) else report.as_json(result))
 
 
-def _live_kueue(client: Any, namespaces: list[str]) -> tuple[list[dict[str, Any]], str] | None:
+def _fetch_live(args: argparse.Namespace, objects: list[dict[str, Any]], chosen: Sources
+                ) -> tuple[Inventory, KueueInput | None]:
+    """The live cluster's nodes, running pods and quotas (and its Kueue objects for a queued run)."""
+    from dockyard_k8s.cli._live import connect
+    from dockyard_k8s.live.doctor import cluster_inventory_objects
     from dockyard_k8s.live.kueue import kueue_installed, kueue_objects
+    from dockyard_k8s.plan import sources
 
-    if not kueue_installed(client):
-        raise UsageError("the run is queued with Kueue (kueue.x-k8s.io/queue-name) but the cluster serves no "
-                         "ClusterQueue: Kueue is not installed, and without its webhook the job would run unqueued; "
-                         "install Kueue or remove infra.kueue.queueName")
-    return kueue_objects(client, namespaces), f"live cluster {client.context}".rstrip()
-
-
-def _plan_with_kueue(args: argparse.Namespace, targets: Any, objects: list[dict[str, Any]], inventory: Any,
-                     kueue_objects: list[dict[str, Any]], source: str) -> int:
-    from dockyard_k8s.plan import kueue_report
-    from dockyard_k8s.plan.kueue_plan import plan_with_kueue, run_snapshot
-
-    try:
-        snap = run_snapshot(objects, kueue_objects, source)
-        result = plan_with_kueue(objects, inventory, snap, atomic_gangs=args.gang, source=source)
-    except MALFORMED_DATA as e:
-        if targets.rendered and not args.kueue:
-            raise
-        raise _malformed(list(args.kueue) or [args.recipe], e) from e
-    if args.output == "json":
-        from dockyard_k8s.render.serialize import dump_json
-
-        print(dump_json(kueue_report.as_json(result)), end="")
-    else:
-        print(kueue_report.text(result, args.wide), end="")
-    return result.exit_code
+    with connect(args) as client:
+        namespaces = sources.run_namespaces(objects, client.default_namespace)
+        where = sources.live_source(client.context)
+        inventory = sources.live_inventory(cluster_inventory_objects(client, namespaces), where)
+        if not sources.wants_live_kueue(objects, chosen):
+            return inventory, chosen.kueue
+        listed = kueue_objects(client, namespaces) if kueue_installed(client) else None
+        return inventory, sources.live_kueue(listed, where)

@@ -2,6 +2,8 @@
 
 * ``catalog.py``   instance types -> node allocatable (EKS overhead formula, workstation)
 * ``inventory.py`` nodes from plan.nodePools, from ``kubectl get nodes/pods -o yaml``, or live
+* ``sources.py``   which inventory and Kueue objects ``plan`` reads (--live, --nodes, nodePools;
+  --kueue, the cluster's, the rendered queue objects); a malformed input reported as ``validate`` does
 * ``pods.py``      the run's pod groups (head, worker groups, submitter, sandbox replicas)
 * ``predicates.py`` the default scheduler's filters and its FitError wording
 * ``units.py``     resource amounts as the scheduler compares them: integers
