@@ -20,7 +20,7 @@ Exit codes used by every command (documented in the README):
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dockyard_k8s.plain import Record
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -32,18 +32,21 @@ EXIT_INTERRUPTED = 130
 MALFORMED_DATA = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 
-class ConfigProblem(NamedTuple):
+class ConfigProblem(Record):
     """One problem in an input file, located as precisely as we can.
 
     ``line``/``col`` are 1-based; 0 when unknown (e.g. a missing file).
     ``path`` is the dotted key path (``kuberay.trainer.replicas``), "" for the whole file.
     """
 
-    file: str
-    line: int
-    col: int
-    path: str
-    message: str
+    __slots__ = ("file", "line", "col", "path", "message")
+
+    def __init__(self, file: str, line: int, col: int, path: str, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.col = col
+        self.path = path
+        self.message = message
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+# typing.TYPE_CHECKING without importing typing, which costs every start-up ~12 M instructions
+# (bench/README.md, "check"): type checkers treat any TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
 Path = tuple[str | int, ...]
@@ -90,3 +95,39 @@ def show_typed(value: Any) -> str:
     if value is None or isinstance(value, dict | list):
         return show(value)
     return f"{show(value)} ({type_name(value)})"
+
+
+class Record:
+    """A small value: a subclass lists its fields in ``__slots__`` and sets them in its
+    ``__init__``. Records of one class are equal (and hash alike) when their fields are, show
+    as ``Name(field=value, ...)`` and are copied with changes by :meth:`replace`.
+
+    What ``typing.NamedTuple`` gave, without its price: a NamedTuple class compiles code when
+    it is defined, about 1 M instructions each, paid at every start-up (bench/README.md,
+    "check"). Not a tuple: no unpacking, no indexing (mypy says so where code tries).
+    """
+
+    __slots__: tuple[str, ...] = ()  # in a subclass: its fields, in order
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with the fields named in ``changes`` set to their new values."""
+        unknown = changes.keys() - set(self.__slots__)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
+        new = object.__new__(type(self))
+        for name in self.__slots__:
+            setattr(new, name, changes[name] if name in changes else getattr(self, name))
+        return new

@@ -78,7 +78,7 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
         problem = run.locate(("infra", "image"), message + hint)
         if problem.file == "<shipped defaults>":  # nothing wrote it: say where it should go
             where = run.infra_files[-1] if run.infra_files else run.recipe_file
-            problem = problem._replace(file=where)
+            problem = problem.replace(file=where)
         problems.append(problem)
     launch = infra["launch"]
     if launch["mode"] == "attach" and not (launch["attach"]["cluster"] or launch["attach"]["address"]):
