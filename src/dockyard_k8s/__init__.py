@@ -34,11 +34,12 @@ Layout, inputs first (each package's docstring lists its modules)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from dockyard_k8s.errors import ClusterError, ConfigError, DockyardError, ManifestError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.bundle import Bundle, build_bundle
     from dockyard_k8s.config.loader import load_run
     from dockyard_k8s.config.model import RunConfig

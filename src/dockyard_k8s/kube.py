@@ -17,9 +17,12 @@ import math
 import re
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any, NamedTuple
 
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -75,7 +78,7 @@ def _parse_text(value: str) -> Fraction | None:
     return number * _DECIMAL[m.group("dec") or ""]
 
 
-class PodTemplate(NamedTuple):
+class PodTemplate(Record):
     """A pod template found in an object.
 
     ``path`` is the JSON path of the template (``("spec", "template")``); ``spec`` its pod
@@ -84,11 +87,15 @@ class PodTemplate(NamedTuple):
     ``Launcher``/``Worker``), "" otherwise.
     """
 
-    path: Path
-    metadata: dict[str, Any]
-    spec: dict[str, Any]
-    replicas: int | None
-    group: str
+    __slots__ = ("path", "metadata", "spec", "replicas", "group")
+
+    def __init__(self, path: Path, metadata: dict[str, Any], spec: dict[str, Any], replicas: int | None,
+                 group: str) -> None:
+        self.path = path
+        self.metadata = metadata
+        self.spec = spec
+        self.replicas = replicas
+        self.group = group
 
 
 def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

@@ -6,8 +6,9 @@ Both YAML readers build on PyYAML's C composer: ``config/yamlio.py`` types scala
 
 from __future__ import annotations
 
-from typing import Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 # The tag the composer gives every plain scalar without an explicit one: the reader resolves it.
 PLAIN_TAG = "tag:dockyard-k8s,untagged"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table
@@ -12,7 +11,10 @@ from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.submission import attach_recipe_path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 

@@ -12,11 +12,13 @@ manifest); ``bundle.py`` reports them at the infra key the renderers' provenance
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
-
 from dockyard_k8s.plain import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec
 
 _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
@@ -64,7 +66,8 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
                                            "in what `run` applies would suspend it again on every re-apply"))
     out += _topology_problems(k["topology"], (*base, "topology"))
     has_pod_set = _FLEETS_WITH_POD_SET[mode]
-    for fleet, section in cast("dict[str, Any]", k["fleets"]).items():
+    fleets: Mapping[str, Any] = k["fleets"]
+    for fleet, section in fleets.items():
         out += _topology_problems(section, (*base, "fleets", fleet))
         if section is not None and fleet not in has_pod_set:
             why = {"submitter": "only a K8sJobMode RayJob has a submitter pod set",
@@ -77,9 +80,9 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     if k["topology"]["together"]:
         out += _together_problems(infra)
     if k["queueObjects"]["render"] and mode in ("rayjob", "bringup", "statefulset"):
-        fleets = cast("dict[str, Any]", infra["kuberay"])
-        gpu = [role for role in ("trainer", "inference") if fleets[role]["gpus"] > 0]
-        selectors = [fleets[role]["nodeSelector"] for role in gpu]
+        kuberay: Mapping[str, Any] = infra["kuberay"]
+        gpu = [role for role in ("trainer", "inference") if kuberay[role]["gpus"] > 0]
+        selectors = [kuberay[role]["nodeSelector"] for role in gpu]
         common = {key for key in (selectors[0] if selectors else {})
                   if all(str(sel.get(key)) == str(selectors[0][key]) for sel in selectors)}
         from dockyard_k8s.render.kueue import topology_of

@@ -19,24 +19,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.plain import clone, show_typed
+from dockyard_k8s.plain import Record, clone, show_typed
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class Setting(NamedTuple):
+class Setting(Record):
     """A typed value on top of the file layers (``--set``-like, or forced by a command:
     ``cluster up`` sets ``launch.mode: bringup``, ``-n`` sets ``infra.namespace``).
     ``origin`` names it in problems (``--set a.b=1``, ``--pre-running-deadline``)."""
 
-    path: Path
-    value: Any
-    origin: str
+    __slots__ = ("path", "value", "origin")
+
+    def __init__(self, path: Path, value: Any, origin: str) -> None:
+        self.path = path
+        self.value = value
+        self.origin = origin
 
 
 # --- reading files ------------------------------------------------------------------------
@@ -286,7 +292,7 @@ def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ())
     out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
     short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
     if short:
-        settings = [s._replace(value=_expand(s.value, s.path, short)[0]) for s in settings]
+        settings = [s.replace(value=_expand(s.value, s.path, short)[0]) for s in settings]
     problems = apply_settings(out, settings)
     resolve_nulls(schema, out.data)
     return out, problems

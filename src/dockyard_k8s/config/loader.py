@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
@@ -30,8 +29,12 @@ from dockyard_k8s.config.recipes import RecipeComposer
 from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
 from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.plain import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
@@ -112,14 +115,14 @@ def load_run(
     if layers.problems:
         raise ConfigError(layers.problems)
     fill_defaults(INFRA, infra.data)
-    _fill_derived(cast("InfraSpec", infra.data), recipe_file)
-    run = RunConfig(cast("InfraSpec", infra.data), recipe, recipe_file, [*user_args, *added], sources,
+    _fill_derived(infra.data, recipe_file)
+    run = RunConfig(infra.data, recipe, recipe_file, [*user_args, *added], sources,
                     infra.marks, infra.key_marks, added_args=tuple(added), infra_files=tuple(files),
                     notes=tuple(composer.notes))
     problems, notes = run_rules(run, empty=layers.empty)
     if problems:
         raise ConfigError(problems)
-    return run._replace(notes=(*run.notes, *notes))
+    return run.replace(notes=(*run.notes, *notes))
 
 
 def _recipe_overrides(layers: Layers, recipe: dict[str, Any], infra: Doc,
@@ -201,13 +204,17 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
     return infra, sources
 
 
-class InfraDoc(NamedTuple):
+class InfraDoc(Record):
     """The infra spec alone, layered and schema-checked, with where each value was written."""
 
-    data: InfraSpec  # every default filled in
-    sources: list[str]  # layers merged, lowest first
-    marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
+    __slots__ = ("data", "sources", "marks", "key_marks")
+
+    def __init__(self, data: InfraSpec, sources: list[str], marks: dict[Path, Mark],
+                 key_marks: dict[Path, Mark]) -> None:
+        self.data = data  # every default filled in
+        self.sources = sources  # layers merged, lowest first
+        self.marks = marks
+        self.key_marks = key_marks
 
     def locate(self, path: Path, message: str) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it."""
@@ -232,7 +239,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str
     if layers.problems:
         raise ConfigError(layers.problems)
     fill_defaults(INFRA, infra.data)
-    return InfraDoc(cast("InfraSpec", infra.data), sources, infra.marks, infra.key_marks)
+    return InfraDoc(infra.data, sources, infra.marks, infra.key_marks)
 
 
 def load_infra(infra_file: str | Sequence[str] | None, *, sets: Sequence[str] = (),

@@ -14,9 +14,13 @@ user wrote, the renderers (``render/network.py``) and ``check`` read the same ta
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any, NamedTuple
 
+from dockyard_k8s.plain import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxNetworkPolicy
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -47,12 +51,15 @@ OPERATOR_NAME_LABEL = "app.kubernetes.io/name"
 MIN_RAY_TOKEN_AUTH = (2, 52, 0)  # Ray's token authentication (RAY_AUTH_MODE=token)
 
 
-class AllowedCidr(NamedTuple):
+class AllowedCidr(Record):
     """One entry of ``sandbox.networkPolicy.allowedEgressCidrs``, either form."""
 
-    cidr: str
-    ports: list[Any]  # NetworkPolicyPort-like entries; [] = every port
-    private: bool  # the explicit opt-in into private space
+    __slots__ = ("cidr", "ports", "private")
+
+    def __init__(self, cidr: str, ports: list[Any], private: bool) -> None:
+        self.cidr = cidr
+        self.ports = ports  # NetworkPolicyPort-like entries; [] = every port
+        self.private = private  # the explicit opt-in into private space
 
 
 def allowed_cidr(entry: Any) -> AllowedCidr:

@@ -10,21 +10,28 @@ null, ``[a, b]`` a list, ``'4'`` a string).
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
 
 from dockyard_k8s.config.yamlio import Path, format_path, parse_value
+from dockyard_k8s.plain import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 _KEY_PART = re.compile(r"((?:[^.\[\]\\]|\\.)+)|\[(\d+)\]")
 
 
-class Override(NamedTuple):
+class Override(Record):
     """One recipe override. ``op`` is ``=`` (change an existing key), ``+`` (add a new
     key), ``++`` (add or change) or ``~`` (delete)."""
 
-    op: str
-    path: Path
-    value: Any
-    text: str
+    __slots__ = ("op", "path", "value", "text")
+
+    def __init__(self, op: str, path: Path, value: Any, text: str) -> None:
+        self.op = op
+        self.path = path
+        self.value = value
+        self.text = text
 
 
 def parse_key(text: str) -> Path | None:

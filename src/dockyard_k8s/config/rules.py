@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
 from dockyard_k8s.config.model import RunConfig, layer_name
@@ -20,7 +19,10 @@ from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.config.model import Group
 
 # Image references as the container runtime parses them (distribution/reference grammar):

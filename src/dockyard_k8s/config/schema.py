@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 
-Schema = dict[str, Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
+Schema = dict[str, "Any"]
 _NO_DEFAULT = object()
 NO_DEFAULT = _NO_DEFAULT  # what defaults_of gives for a key without a default
 

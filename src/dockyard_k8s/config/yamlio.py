@@ -26,28 +26,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plain import Path, Record, format_path
 from dockyard_k8s.pyyaml import PLAIN_TAG, compose_loader
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
 
 
-class Mark(NamedTuple):
-    file: str
-    line: int  # 1-based
-    col: int  # 1-based
+class Mark(Record):
+    __slots__ = ("file", "line", "col")
+
+    def __init__(self, file: str, line: int, col: int) -> None:
+        self.file = file
+        self.line = line  # 1-based
+        self.col = col  # 1-based
 
 
-class Doc(NamedTuple):
+class Doc(Record):
     """A parsed document: plain data plus where each value came from."""
 
-    data: Any
-    marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
+    __slots__ = ("data", "marks", "key_marks")
+
+    def __init__(self, data: Any, marks: dict[Path, Mark], key_marks: dict[Path, Mark]) -> None:
+        self.data = data
+        self.marks = marks
+        self.key_marks = key_marks
 
 
 # --- YAML 1.2 core schema resolution -------------------------------------------------

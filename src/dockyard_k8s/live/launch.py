@@ -191,8 +191,8 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
     from dockyard_k8s.live.rayjobs import submission_id
     from dockyard_k8s.render.submission import submission
 
-    command, runtime_env = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
-    return submission_id(bundle.run.name, command, runtime_env), command, runtime_env
+    job = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
+    return submission_id(bundle.run.name, job.entrypoint, job.runtime_env), job.entrypoint, job.runtime_env
 
 
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
 
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
@@ -38,9 +37,13 @@ from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet, PodSizing
+    from dockyard_k8s.config.model import PodSizing
 
 GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.
@@ -221,7 +224,8 @@ def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
         force_auth_env(infra, containers[0])  # the Ray container (KubeRay's RayContainerIndex)
         if fleet in GPU_FLEETS:
             params = group.setdefault("rayStartParams", {})
-            amount = max(1, int(infra["kuberay"][cast("Fleet", fleet)]["gpus"]))
+            kuberay: Mapping[str, Any] = infra["kuberay"]
+            amount = max(1, int(kuberay[fleet]["gpus"]))
             params["resources"] = resources_param(params.get("resources"), fleet_resource(fleet), amount)
 
 

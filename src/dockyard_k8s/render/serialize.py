@@ -12,8 +12,10 @@ and tools that do not resolve aliases, see each object whole.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 _Dumper: Any = None  # PyYAML's dumper with our str representer, built on first use
 
 

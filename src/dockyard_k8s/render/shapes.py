@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.kube import parse_quantity
@@ -43,7 +42,10 @@ from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource,
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
     from dockyard_k8s.config.model import Group, PodSizing
 

@@ -122,7 +122,8 @@ def test_attach_mode_sends_the_recipe_and_sandbox_urls_with_the_job(recipe, writ
     from dockyard_k8s.render.submission import submission
 
     run = load_run(recipe, infra, env=clean_env)
-    command, env = submission(run.infra, run.recipe, run.job_args)
+    job = submission(run.infra, run.recipe, run.job_args)
+    command, env = job.entrypoint, job.runtime_env
     assert env is not None
     assert env["env_vars"]["A"] == "b"
     assert env["env_vars"]["DOCKYARD_SANDBOX_URLS"] == "http://r-sandbox.default.svc.cluster.local:9090"

@@ -74,8 +74,8 @@ def test_unknown_tags_are_errors():
 
 def test_marks_point_at_values_and_keys():
     doc, _ = parse("top:\n  inner:\n    - x\n    - y: 2\n")
-    assert doc.marks[("top", "inner", 1, "y")][1:] == (4, 10)
-    assert doc.key_marks[("top", "inner")][1:] == (2, 3)
+    assert (doc.marks[("top", "inner", 1, "y")].line, doc.marks[("top", "inner", 1, "y")].col) == (4, 10)
+    assert (doc.key_marks[("top", "inner")].line, doc.key_marks[("top", "inner")].col) == (2, 3)
 
 
 def test_anchors_and_merge_keys():

@@ -77,8 +77,9 @@ def test_instance_type_preset_sizes_both_gpu_fleets(bundle_of: BundleOf, instanc
 
 def test_eks_text_sizing_table_is_carried_verbatim() -> None:
     # ../shared/spec/003: "Resource Sizing Guide"
-    assert EKS_PRESETS["p4de.24xlarge"][:4] == (8, 4, "90", "1000Gi")
-    assert EKS_PRESETS["p5.48xlarge"][:4] == (8, 32, "180", "1800Gi")
+    for name, sizing in (("p4de.24xlarge", (8, 4, "90", "1000Gi")), ("p5.48xlarge", (8, 32, "180", "1800Gi"))):
+        p = EKS_PRESETS[name]
+        assert (p.gpus, p.efa, p.cpu, p.memory) == sizing
 
 
 def test_file_sizing_beats_the_preset(bundle_of: BundleOf) -> None:
