@@ -11,19 +11,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plain import Path, Record, format_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class Source(NamedTuple):
+class Source(Record):
     """Where an object came from: a file and the index of its YAML document, or the
     rendered objects (file = the name ``render --output-dir`` gives it)."""
 
-    file: str
-    document: int
-    rendered: bool = False
+    __slots__ = ("file", "document", "rendered")
+
+    def __init__(self, file: str, document: int, rendered: bool = False) -> None:
+        self.file = file
+        self.document = document
+        self.rendered = rendered
 
 
 class _Text:
@@ -41,13 +47,16 @@ class _Text:
         return self._text
 
 
-class Manifest(NamedTuple):
+class Manifest(Record):
     """One Kubernetes object and where it is written."""
 
-    data: dict[str, Any]
-    source: Source
-    inside: Path  # where the object is in its document: () or ("items", i) in a List
-    text: _Text
+    __slots__ = ("data", "source", "inside", "text")
+
+    def __init__(self, data: dict[str, Any], source: Source, inside: Path, text: _Text) -> None:
+        self.data = data
+        self.source = source
+        self.inside = inside  # where the object is in its document: () or ("items", i) in a List
+        self.text = text
 
     def line(self, path: Path) -> int:
         """The line of ``path`` (its nearest written parent's for a missing field); 0 if unknown."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s.errors import MALFORMED_DATA
 from dockyard_k8s.lint.model import (
@@ -22,25 +22,34 @@ from dockyard_k8s.lint.model import (
 from dockyard_k8s.lint.pss import evaluate
 from dockyard_k8s.lint.registry import BY_ID, INVALID_SUPPRESSION, RULES
 from dockyard_k8s.manifests import Manifest, line_numbers
+from dockyard_k8s.plain import Record
 
 
-class PodSecurity(NamedTuple):
+class PodSecurity(Record):
     """The Pod Security Standards level one pod template meets."""
 
-    object: str
-    path: Path
-    group: str
-    level: str
-    baseline: list[str]  # violations keeping it from baseline
-    restricted: list[str]  # violations keeping it from restricted
-    untrusted: bool
+    __slots__ = ("object", "path", "group", "level", "baseline", "restricted", "untrusted")
+
+    def __init__(self, object: str, path: Path, group: str, level: str, baseline: list[str], restricted: list[str],
+                 untrusted: bool) -> None:
+        self.object = object
+        self.path = path
+        self.group = group
+        self.level = level
+        self.baseline = baseline  # violations keeping it from baseline
+        self.restricted = restricted  # violations keeping it from restricted
+        self.untrusted = untrusted
 
 
-class LintReport(NamedTuple):
-    findings: list[Finding]
-    suppressed: list[Suppression]
-    pod_security: list[PodSecurity]
-    objects: int
+class LintReport(Record):
+    __slots__ = ("findings", "suppressed", "pod_security", "objects")
+
+    def __init__(self, findings: list[Finding], suppressed: list[Suppression], pod_security: list[PodSecurity],
+                 objects: int) -> None:
+        self.findings = findings
+        self.suppressed = suppressed
+        self.pod_security = pod_security
+        self.objects = objects
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

@@ -15,13 +15,16 @@ The reachability itself, worst case on every CNI-specific point, is ``lint/reach
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple
 
 from dockyard_k8s.config.network import METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
 from dockyard_k8s.lint import reach
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
@@ -30,27 +33,34 @@ RAY_FLEETS = ("head", "trainer", "inference", "submitter")
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 
 
-class Template(NamedTuple):
+class Template(Record):
     """A pod template of an object, as the analysis sees it."""
 
-    obj: str  # "Kind namespace/name"
-    group: str  # head, a worker group, submitter; "" for single-template objects
-    spec_path: Path  # JSON path of the pod spec inside the object
-    target: reach.Target
-    untrusted: bool
-    gpu_side: bool
+    __slots__ = ("obj", "group", "spec_path", "target", "untrusted", "gpu_side")
+
+    def __init__(self, obj: str, group: str, spec_path: Path, target: reach.Target, untrusted: bool,
+                 gpu_side: bool) -> None:
+        self.obj = obj  # "Kind namespace/name"
+        self.group = group  # head, a worker group, submitter; "" for single-template objects
+        self.spec_path = spec_path  # JSON path of the pod spec inside the object
+        self.target = target
+        self.untrusted = untrusted
+        self.gpu_side = gpu_side
 
     @property
     def where(self) -> str:
         return self.obj + (f" ({self.group})" if self.group else "")
 
 
-class Exposure(NamedTuple):
+class Exposure(Record):
     """A way out of the sandbox the policies leave open (an error), or hold shut by one side only."""
 
-    template: Template  # the untrusted pod template it is about
-    severity: str
-    message: str
+    __slots__ = ("template", "severity", "message")
+
+    def __init__(self, template: Template, severity: str, message: str) -> None:
+        self.template = template  # the untrusted pod template it is about
+        self.severity = severity
+        self.message = message
 
 
 def _str_map(value: Any) -> dict[str, str]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
 from dockyard_k8s.manifests import Source
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
 from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
 
@@ -32,13 +32,16 @@ IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
-class Hit(NamedTuple):
+class Hit(Record):
     """What a check reports: where (JSON path in the object), what, and optionally a
     severity other than the rule's default."""
 
-    path: Path
-    message: str
-    severity: str | None = None
+    __slots__ = ("path", "message", "severity")
+
+    def __init__(self, path: Path, message: str, severity: str | None = None) -> None:
+        self.path = path
+        self.message = message
+        self.severity = severity
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,17 @@ class Finding:
         return (*src, self.object, SEVERITY_RANK[self.severity], self.rule, _path_key(self.path), self.message)
 
 
-class Suppression(NamedTuple):
-    rule: str
-    object: str
-    by: str  # "lint.ignore" or "annotation on <object>"
+class Suppression(Record):
+    __slots__ = ("rule", "object", "by")
+
+    def __init__(self, rule: str, object: str, by: str) -> None:
+        self.rule = rule
+        self.object = object
+        self.by = by  # "lint.ignore" or "annotation on <object>"
+
+    def as_dict(self) -> dict[str, str]:
+        """The suppression as lint's JSON and SARIF output show it."""
+        return {"rule": self.rule, "object": self.object, "by": self.by}
 
 
 def _path_key(path: Path) -> tuple[tuple[int, str], ...]:
@@ -100,17 +110,21 @@ class LintConfig:
 # --- the objects under lint ----------------------------------------------------------------
 
 
-class Pod(NamedTuple):
+class Pod(Record):
     """A pod template of an object, with what rules ask of it precomputed."""
 
-    template: PodTemplate
-    spec_path: Path  # JSON path of the pod spec inside the object
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    namespace: str
-    untrusted: bool
-    gpus: Fraction
-    requests: dict[str, Fraction]
+    __slots__ = ("template", "spec_path", "labels", "annotations", "namespace", "untrusted", "gpus", "requests")
+
+    def __init__(self, template: PodTemplate, spec_path: Path, labels: dict[str, str], annotations: dict[str, str],
+                 namespace: str, untrusted: bool, gpus: Fraction, requests: dict[str, Fraction]) -> None:
+        self.template = template
+        self.spec_path = spec_path  # JSON path of the pod spec inside the object
+        self.labels = labels
+        self.annotations = annotations
+        self.namespace = namespace
+        self.untrusted = untrusted
+        self.gpus = gpus
+        self.requests = requests
 
     @property
     def spec(self) -> dict[str, Any]:

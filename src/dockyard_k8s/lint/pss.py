@@ -14,9 +14,10 @@ checks replace their baseline counterparts (capabilities, seccomp, hostPath -> v
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s.errors import MALFORMED_DATA
+from dockyard_k8s.plain import Record
 
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
 
@@ -40,19 +41,25 @@ RESTRICTED_VOLUMES = frozenset({
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 
-class Violation(NamedTuple):
-    check: str  # upstream check id
-    reason: str
-    detail: str
+class Violation(Record):
+    __slots__ = ("check", "reason", "detail")
+
+    def __init__(self, check: str, reason: str, detail: str) -> None:
+        self.check = check  # upstream check id
+        self.reason = reason
+        self.detail = detail
 
     def __str__(self) -> str:
         return f"{self.reason} ({self.detail})"
 
 
-class PssResult(NamedTuple):
-    level: str  # the highest level the pod meets
-    baseline: list[Violation]  # what keeps it from baseline
-    restricted: list[Violation]  # what keeps it from restricted (baseline violations included)
+class PssResult(Record):
+    __slots__ = ("level", "baseline", "restricted")
+
+    def __init__(self, level: str, baseline: list[Violation], restricted: list[Violation]) -> None:
+        self.level = level  # the highest level the pod meets
+        self.baseline = baseline  # what keeps it from baseline
+        self.restricted = restricted  # what keeps it from restricted (baseline violations included)
 
     def warning(self, level: str = RESTRICTED) -> str:
         """The admission warning for ``level``, "" when the pod meets it."""

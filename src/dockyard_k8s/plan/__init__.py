@@ -18,9 +18,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
     from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
 

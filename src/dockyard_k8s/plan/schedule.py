@@ -163,7 +163,7 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
             q = quota_of(o)
             live = next((i for i, x in enumerate(quotas) if (x.name, x.namespace) == (q.name, q.namespace)), None)
             if live is not None:
-                quotas[live] = quotas[live]._replace(hard=q.hard)
+                quotas[live] = quotas[live].replace(hard=q.hard)
             else:
                 quotas.append(q)
     state = _State(inventory, groups)

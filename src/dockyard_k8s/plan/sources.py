@@ -14,14 +14,16 @@ Nothing here talks to a cluster: ``live/`` lists the objects (``live.doctor.clus
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import MALFORMED_DATA, ConfigProblem, UsageError
-from dockyard_k8s.plan.inventory import Inventory, Locate, from_objects, from_pools
+from dockyard_k8s.plain import Record
+from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools
 from dockyard_k8s.plan.kueue_plan import queued_jobs, team_objects
 
 if TYPE_CHECKING:
     from dockyard_k8s.manifests import Manifest
+    from dockyard_k8s.plan.inventory import Locate
     from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
 
@@ -30,19 +32,25 @@ LIVE, NODE_FILES, NODE_POOLS = "live", "nodes", "nodePools"
 TEAM_QUEUE_SOURCE = "the rendered queue objects (infra.kueue.queueObjects)"
 
 
-class KueueInput(NamedTuple):
+class KueueInput(Record):
     """The Kueue objects a queued run is admitted against, and where they came from (for the report)."""
 
-    objects: list[dict[str, Any]]
-    source: str
+    __slots__ = ("objects", "source")
+
+    def __init__(self, objects: list[dict[str, Any]], source: str) -> None:
+        self.objects = objects
+        self.source = source
 
 
-class Sources(NamedTuple):
+class Sources(Record):
     """What the command line chose, checked before anything is fetched from a cluster."""
 
-    inventory: str  # LIVE, NODE_FILES or NODE_POOLS
-    node_files: tuple[str, ...]
-    kueue: KueueInput | None  # the --kueue files' objects, when some were given
+    __slots__ = ("inventory", "node_files", "kueue")
+
+    def __init__(self, inventory: str, node_files: tuple[str, ...], kueue: KueueInput | None) -> None:
+        self.inventory = inventory  # LIVE, NODE_FILES or NODE_POOLS
+        self.node_files = node_files
+        self.kueue = kueue  # the --kueue files' objects, when some were given
 
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),

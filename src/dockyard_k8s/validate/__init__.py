@@ -24,9 +24,12 @@
 Everything here is importable without cost: heavy work happens on first use.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dockyard_k8s.validate.engine import (
         ValidateOptions,
         validate_documents,

@@ -21,7 +21,10 @@ from __future__ import annotations
 import marshal
 import os
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 LAYOUT = "v1"
 

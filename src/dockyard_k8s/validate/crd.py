@@ -30,10 +30,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.plain import Record
 from dockyard_k8s.validate import cache
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
+    _Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
 
 CONVERTER = "crd-4"
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
@@ -44,12 +50,15 @@ _DROP = frozenset({"description", "format", "default", "example", "x-kubernetes-
                    "x-kubernetes-embedded-resource", "nullable", "externalDocs", "title", "$schema", "id"})
 
 
-class CrdSchema(NamedTuple):
+class CrdSchema(Record):
     """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""
 
-    api_kind: str
-    key: str
-    source: str  # one line: which file (and, for bundled or fetched ones, which release)
+    __slots__ = ("api_kind", "key", "source")
+
+    def __init__(self, api_kind: str, key: str, source: str) -> None:
+        self.api_kind = api_kind
+        self.key = key
+        self.source = source  # one line: which file (and, for bundled or fetched ones, which release)
 
 
 def convert_version_schema(schema: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]:
@@ -152,9 +161,6 @@ def _load_crd_documents(text: str, origin: str) -> list[dict[str, Any]]:
 def crd_schemas_of(text: str, origin: str) -> dict[str, dict[str, Any]]:
     """Every served version of every CRD in a YAML/JSON text: ``group/version/Kind`` -> schema."""
     return {api_kind: convert_version_schema(*version) for api_kind, version in _served_versions(text, origin).items()}
-
-
-_Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
 
 
 def _served_versions(text: str, origin: str) -> dict[str, _Version]:

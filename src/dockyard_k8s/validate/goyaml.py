@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from dockyard_k8s.pyyaml import PLAIN_TAG, compose_loader
 from dockyard_k8s.validate.problem import RULE_YAML, JsonPath, Problem
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 _TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
 _FALSE = frozenset(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
 
+from dockyard_k8s.plain import Record
 from dockyard_k8s.pyyaml import compose_loader
 from dockyard_k8s.validate.goyaml import json_key, parse_slow, scalar_value
 from dockyard_k8s.validate.problem import JsonPath, Problem
 from dockyard_k8s.validate.split import Chunk, split_documents
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][-A-Za-z0-9_./]*").fullmatch
 _FLOW_OR_QUOTE = re.compile(r"[\[\]{}\"']")
@@ -39,7 +43,7 @@ def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500,
                 docs.setdefault(p.doc_index, []).append(p.path)
     found: dict[str, dict[tuple[int, JsonPath], int]] = {
         file: locate(texts[file], file, docs, (chunked or {}).get(file)) for file, docs in wanted.items()}
-    return [p._replace(line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
+    return [p.replace(line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
             for p in problems]
 
 
@@ -91,17 +95,20 @@ def _document_lines(text: str, first: int, file: str, paths: list[JsonPath]) -> 
 # --- reading lines off block-style text -----------------------------------------------
 
 
-class _At(NamedTuple):
+class _At(Record):
     """Where the text walk is: the current node starts on line ``lo``; its entries are at
     column ``col`` (-1: a scalar or an empty value, nothing inside), the first one at column
     ``first`` of line ``lo`` (after ``- ``); ``seq``: it is a block sequence. ``line`` is the
     line of the path walked so far."""
 
-    lo: int
-    col: int
-    first: int
-    seq: bool
-    line: int
+    __slots__ = ("lo", "col", "first", "seq", "line")
+
+    def __init__(self, lo: int, col: int, first: int, seq: bool, line: int) -> None:
+        self.lo = lo
+        self.col = col
+        self.first = first
+        self.seq = seq
+        self.line = line
 
 
 def _text_line(lines: list[str], path: JsonPath) -> int | None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NamedTuple
 
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.plain import Record
 from dockyard_k8s.validate.goyaml import json_key, may_differ, parse_slow
 from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
@@ -30,15 +30,24 @@ from dockyard_k8s.validate.split import Chunk, json_like, region_documents, spli
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-Parsed = tuple[Any, int, int]  # (data, document index, first line)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Parsed = tuple[Any, int, int]  # (data, document index, first line)
 
 
-class Manifests(NamedTuple):
-    documents: list[Document]
-    problems: list[Problem]
-    files: int
-    texts: dict[str, str]  # file -> text, to locate problems afterwards
-    chunks: dict[str, list[Chunk] | None]  # file -> its documents as split (None: read whole)
+class Manifests(Record):
+    __slots__ = ("documents", "problems", "files", "texts", "chunks")
+
+    def __init__(self, documents: list[Document], problems: list[Problem], files: int, texts: dict[str, str],
+                 chunks: dict[str, list[Chunk] | None]) -> None:
+        self.documents = documents
+        self.problems = problems
+        self.files = files
+        self.texts = texts  # file -> text, to locate problems afterwards
+        self.chunks = chunks  # file -> its documents as split (None: read whole)
 
     def add_lines(self, problems: list[Problem]) -> list[Problem]:
         """``problems`` (of these files) with their lines found."""
@@ -207,7 +216,7 @@ def _parse_chunks(chunks: list[Chunk], file: str, fast: Any) -> tuple[list[Parse
     for i in sorted(slow):
         chunk, line = chunks[i]
         docs, found = parse_slow(chunk, file, line - 1)
-        problems += [p._replace(doc_index=i) for p in found]
+        problems += [p.replace(doc_index=i) for p in found]
         if docs:
             out.append((docs[0][0], i, line))
     if slow:
@@ -239,8 +248,8 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
         if data is not None and not p.kind:
             raw = data.get("metadata")
             meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            problems[n] = p._replace(kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
-                                     namespace=str(meta.get("namespace") or ""))
+            problems[n] = p.replace(kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
+                                    namespace=str(meta.get("namespace") or ""))
     out: list[Document] = []
     for data, index, line in parsed:
         if data is None:
