@@ -9,7 +9,6 @@ from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
-from dockyard_k8s.render.submission import attach_recipe_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -41,10 +40,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.output import document_path, write_document
-
     out = getattr(args, "output_file", None)
     if out:
+        from dockyard_k8s.output import document_path
+
         document_path(out)
     check_output_paths(args)
     bundle = load_bundle(args)
@@ -55,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("json", "yaml"):
             print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         if out:
+            from dockyard_k8s.output import write_document
+
             write_document(out, doc)
         if args.output != "text":
             return 0
@@ -190,6 +191,8 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     else:
         lines.append("\nsandbox pool: disabled")
     if launch["mode"] == "attach":
+        from dockyard_k8s.render.submission import attach_recipe_path
+
         lines.append(f"\nattached cluster: the Ray job gets the recipe at {attach_recipe_path(infra)} "
                      "(written from its runtime_env) and DOCKYARD_RECIPE"
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
