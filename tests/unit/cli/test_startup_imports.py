@@ -3,7 +3,10 @@
 PyYAML (its import cost: bench/README.md) is left to inputs outside the subset parser and to output the
 fast emitter declines; shutil comes with argparse's default help formatter; the collecting
 validator only runs for objects that fail their schema gate; dataclasses brings inspect, ast and
-dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone).
+dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone);
+typing costs ~12 M instructions to import (its names are imported for type checkers only, and
+value classes are ``plain.Record``s, not NamedTuples); output.py and render/submission.py serve
+``--output-file`` and attach runs only.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import sys
 from support.paths import EXAMPLES
 
 AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab", "dataclasses",
-           "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue")
+           "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue", "typing", "dockyard_k8s.output",
+           "dockyard_k8s.render.submission")
 
 PROBE = """
 import sys
