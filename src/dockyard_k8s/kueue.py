@@ -65,6 +65,13 @@ def queue_name(obj: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def judged(obj: dict[str, Any]) -> bool:
+    """True when Kueue's webhooks judge ``obj``: it carries the queue-name label (of any value),
+    or it is one of Kueue's own objects."""
+    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
+    return QUEUE_LABEL in labels or str(obj.get("apiVersion", "")).partition("/")[0] == GROUP
+
+
 class PodSet:
     """One pod set of a Kueue Workload: ``count`` pods of ``spec``.
 

@@ -32,7 +32,6 @@ from dockyard_k8s.render.platform import apply_platform, prepull_daemonset, prio
 from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
 from dockyard_k8s.render.recipe import recipe_configmap
 from dockyard_k8s.render.sandbox import sandbox_objects
-from dockyard_k8s.render.shapes import job_objects, statefulset_objects
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -58,10 +57,10 @@ def render_run(run: RunConfig) -> list[dict[str, Any]]:
         objects.append(rayjob(infra, run.job_args))
     elif mode == "bringup":
         objects.append(raycluster(infra))
-    elif mode == "job":
-        objects += job_objects(infra, run.job_args)
-    elif mode == "statefulset":
-        objects += statefulset_objects(infra, run.job_args)
+    elif mode in ("job", "statefulset"):  # the operator-free shapes: their module only for them
+        from dockyard_k8s.render.shapes import job_objects, statefulset_objects
+
+        objects += (job_objects if mode == "job" else statefulset_objects)(infra, run.job_args)
     apply_platform(infra, objects)
     if not infra["infra"]["kueue"]["queueName"]:  # not queued: no Kueue label, no queue objects
         return objects

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from dockyard_k8s import kueue
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.plain import Record, show_typed
 from dockyard_k8s.validate import builtin, cache
@@ -28,7 +29,6 @@ from dockyard_k8s.validate.compiled import ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.cross import CrossObjects, facts_of
 from dockyard_k8s.validate.kuberay import kuberay_problems
-from dockyard_k8s.validate.kueue import kueue_problems
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
     RULE_KUEUE,
@@ -238,7 +238,10 @@ class Engine:
             templates = pod_templates(obj)  # once for every rule set
             found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
             found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
-            found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
+            if kueue.judged(obj):  # its rules' module only for a queued job or a Kueue object
+                from dockyard_k8s.validate.kueue import kueue_problems
+
+                found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
             if found_here:
                 bad.setdefault(m, []).extend(found_here)
             fact = facts_of(obj, templates)
