@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from dockyard_k8s.plain import Record
 
 __all__ = ["ALL_PORTS", "Address", "Network", "Pod", "PolicyError", "Port", "Verdict", "pods_of"]
 
@@ -61,32 +63,42 @@ class PolicyError(ValueError):
     """A NetworkPolicy the API server would reject (or this evaluator cannot read)."""
 
 
-class Port(NamedTuple):
+class Port(Record):
     """A container port of a pod (for named ports)."""
 
-    name: str
-    number: int
-    protocol: str = "TCP"
+    __slots__ = ("name", "number", "protocol")
+
+    def __init__(self, name: str, number: int, protocol: str = "TCP") -> None:
+        self.name = name
+        self.number = number
+        self.protocol = protocol
 
 
-class Pod(NamedTuple):
+class Pod(Record):
     """A pod: where policies select it (namespace, labels), its IP, its container ports."""
 
-    name: str
-    namespace: str
-    labels: Mapping[str, str]
-    ip: str
-    ports: tuple[Port, ...] = ()
+    __slots__ = ("name", "namespace", "labels", "ip", "ports")
+
+    def __init__(self, name: str, namespace: str, labels: Mapping[str, str], ip: str,
+                 ports: tuple[Port, ...] = ()) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.labels = labels
+        self.ip = ip
+        self.ports = ports
 
     def replica(self, ip: str, suffix: str = "-2") -> Pod:
         """Another pod of the same template (same labels and ports, another IP)."""
-        return self._replace(name=self.name + suffix, ip=ip)
+        return self.replace(name=self.name + suffix, ip=ip)
 
 
-class Address(NamedTuple):
+class Address(Record):
     """An IP outside every pod (the internet, a metadata endpoint, a VM in the VPC)."""
 
-    ip: str
+    __slots__ = ("ip",)
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
 
     @property
     def name(self) -> str:
@@ -96,11 +108,14 @@ class Address(NamedTuple):
 Peer = Pod | Address
 
 
-class Verdict(NamedTuple):
+class Verdict(Record):
     """The answer to a question, with the reasons; true when the claim holds."""
 
-    holds: bool
-    why: str
+    __slots__ = ("holds", "why")
+
+    def __init__(self, holds: bool, why: str) -> None:
+        self.holds = holds
+        self.why = why
 
     def __bool__(self) -> bool:
         return self.holds

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         from dockyard_k8s.render.serialize import dump_yaml
 
         doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
-               "checks": [{**c._asdict(), "mark": c.mark} for c in checks]}
+               "checks": [{**c.as_dict(), "mark": c.mark} for c in checks]}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if ok else EXIT_FAILURE
     say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))

@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx2
 
@@ -33,6 +33,7 @@ from dockyard_k8s.live import crdfields
 from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.kinds import Kind
+from dockyard_k8s.plain import Record
 
 log = logging.getLogger("dockyard_k8s.live")
 
@@ -53,18 +54,24 @@ STATUS_HINTS = {
 }
 
 
-class WatchEvent(NamedTuple):
+class WatchEvent(Record):
     """``SYNC`` carries the full list (first list or a re-list after 410): objects not in
     ``items`` are gone. ``ADDED``/``MODIFIED``/``DELETED`` carry one object."""
 
-    type: str
-    obj: dict[str, Any]
-    items: list[dict[str, Any]]
+    __slots__ = ("type", "obj", "items")
+
+    def __init__(self, type: str, obj: dict[str, Any], items: list[dict[str, Any]]) -> None:
+        self.type = type
+        self.obj = obj
+        self.items = items
 
 
-class ApplyResult(NamedTuple):
-    obj: dict[str, Any]  # what the server returned
-    action: str  # created | configured | unchanged
+class ApplyResult(Record):
+    __slots__ = ("obj", "action")
+
+    def __init__(self, obj: dict[str, Any], action: str) -> None:
+        self.obj = obj  # what the server returned
+        self.action = action  # created | configured | unchanged
 
 
 def unreachable_reason(e: Exception) -> str:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.live.kinds import KINDS, RAYJOB
+from dockyard_k8s.plain import Record
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -27,14 +28,18 @@ if TYPE_CHECKING:
 DASHBOARD_PORT = 8265
 
 
-class RayTarget(NamedTuple):
+class RayTarget(Record):
     """What the user named on the command line (all optional)."""
 
-    address: str | None = None  # a dashboard URL: no port-forward
-    cluster: str | None = None  # a RayCluster by name
-    namespace: str | None = None  # the namespace of ``cluster`` (default: the context's)
-    context: str | None = None  # kubeconfig context and file, for kubectl port-forward
-    kubeconfig: str | None = None
+    __slots__ = ("address", "cluster", "namespace", "context", "kubeconfig")
+
+    def __init__(self, address: str | None = None, cluster: str | None = None, namespace: str | None = None,
+                 context: str | None = None, kubeconfig: str | None = None) -> None:
+        self.address = address  # a dashboard URL: no port-forward
+        self.cluster = cluster  # a RayCluster by name
+        self.namespace = namespace  # the namespace of ``cluster`` (default: the context's)
+        self.context = context  # kubeconfig context and file, for kubectl port-forward
+        self.kubeconfig = kubeconfig
 
 
 def ray_cluster_of(main: dict[str, Any] | None, attach: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import parse_quantity, pod_templates
@@ -19,6 +19,7 @@ from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
+from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 GPU = "nvidia.com/gpu"
@@ -28,36 +29,54 @@ KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
 ENFORCING_CNI = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "aws-network-policy", "romana")
 
 
-class Check(NamedTuple):
-    name: str
-    ok: bool | None  # None: could not tell (permission, not applicable)
-    detail: str
-    hint: str = ""
-    fatal: bool = True  # a failure means the run cannot work
+class Check(Record):
+    __slots__ = ("name", "ok", "detail", "hint", "fatal")
+
+    def __init__(self, name: str, ok: bool | None, detail: str, hint: str = "", fatal: bool = True) -> None:
+        self.name = name
+        self.ok = ok  # None: could not tell (permission, not applicable)
+        self.detail = detail
+        self.hint = hint
+        self.fatal = fatal  # a failure means the run cannot work
+
+    def as_dict(self) -> dict[str, Any]:
+        """The check as ``doctor -o json`` shows it (its fields, in order)."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "hint": self.hint, "fatal": self.fatal}
 
     @property
     def mark(self) -> str:
         return "✔" if self.ok else ("!" if self.ok is None else "✖")
 
 
-class Facts(NamedTuple):
+class Facts(Record):
     """What doctor read from the cluster (None: not allowed to read it)."""
 
-    version: dict[str, Any] | None
-    namespace: dict[str, Any] | bool | None  # False: does not exist
-    crds: dict[str, dict[str, Any] | None] | None
-    operators: list[dict[str, Any]] | None
-    nodes: list[dict[str, Any]] | None
-    priority_classes: dict[str, bool] | None
-    runtime_classes: dict[str, bool] | None
-    pull_secrets: dict[str, bool] | None
-    access: dict[tuple[str, str, str], bool] | None
-    quotas: list[dict[str, Any]] | None
-    daemonsets: list[dict[str, Any]] | None
-    pods: list[dict[str, Any]] | None = None  # running pods of every namespace: what is already requested
-    kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None  # (installed, objects) for a queued run
-    unreachable: str = ""  # why /version failed: the URL and the reason
-    unreachable_hint: str = ""
+    __slots__ = ("version", "namespace", "crds", "operators", "nodes", "priority_classes", "runtime_classes",
+                 "pull_secrets", "access", "quotas", "daemonsets", "pods", "kueue", "unreachable", "unreachable_hint")
+
+    def __init__(self, version: dict[str, Any] | None, namespace: dict[str, Any] | bool | None,
+                 crds: dict[str, dict[str, Any] | None] | None, operators: list[dict[str, Any]] | None,
+                 nodes: list[dict[str, Any]] | None, priority_classes: dict[str, bool] | None,
+                 runtime_classes: dict[str, bool] | None, pull_secrets: dict[str, bool] | None,
+                 access: dict[tuple[str, str, str], bool] | None, quotas: list[dict[str, Any]] | None,
+                 daemonsets: list[dict[str, Any]] | None, pods: list[dict[str, Any]] | None = None,
+                 kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None, unreachable: str = "",
+                 unreachable_hint: str = "") -> None:
+        self.version = version
+        self.namespace = namespace  # False: does not exist
+        self.crds = crds
+        self.operators = operators
+        self.nodes = nodes
+        self.priority_classes = priority_classes
+        self.runtime_classes = runtime_classes
+        self.pull_secrets = pull_secrets
+        self.access = access
+        self.quotas = quotas
+        self.daemonsets = daemonsets
+        self.pods = pods  # running pods of every namespace: what is already requested
+        self.kueue = kueue  # (installed, objects) for a queued run
+        self.unreachable = unreachable  # why /version failed: the URL and the reason
+        self.unreachable_hint = unreachable_hint
 
 
 # --- what the run needs (pure) --------------------------------------------------------------

@@ -7,14 +7,19 @@ without touching this table (add an entry only for irregular plurals).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from dockyard_k8s.plain import Record
 
 
-class Kind(NamedTuple):
-    api_version: str  # "v1", "apps/v1", "ray.io/v1"
-    kind: str
-    plural: str
-    namespaced: bool = True
+class Kind(Record):
+    __slots__ = ("api_version", "kind", "plural", "namespaced")
+
+    def __init__(self, api_version: str, kind: str, plural: str, namespaced: bool = True) -> None:
+        self.api_version = api_version  # "v1", "apps/v1", "ray.io/v1"
+        self.kind = kind
+        self.plural = plural
+        self.namespaced = namespaced
 
     @property
     def group(self) -> str:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import show_typed
+from dockyard_k8s.plain import Record, show_typed
 
 SECTIONS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -46,19 +46,25 @@ class KubeconfigError(ConfigError):
         return "\n".join(lines)
 
 
-class Where(NamedTuple):
-    file: str
-    line: int = 0
-    col: int = 0
+class Where(Record):
+    __slots__ = ("file", "line", "col")
+
+    def __init__(self, file: str, line: int = 0, col: int = 0) -> None:
+        self.file = file
+        self.line = line
+        self.col = col
 
 
-class Kubeconfig(NamedTuple):
+class Kubeconfig(Record):
     """The merged configuration (kubeconfig shape: lists of named entries) and where each
     entry came from."""
 
-    data: dict[str, Any]
-    files: list[str]  # the files merged, in order
-    where: dict[tuple[str, ...], Where]  # (section, name[, field]) or ("current-context",) -> its place
+    __slots__ = ("data", "files", "where")
+
+    def __init__(self, data: dict[str, Any], files: list[str], where: dict[tuple[str, ...], Where]) -> None:
+        self.data = data
+        self.files = files  # the files merged, in order
+        self.where = where  # (section, name[, field]) or ("current-context",) -> its place
 
     def names(self, section: str) -> list[str]:
         return [str(e["name"]) for e in self.data.get(section) or []]
@@ -71,14 +77,18 @@ class Kubeconfig(NamedTuple):
         return None
 
 
-class Selected(NamedTuple):
+class Selected(Record):
     """One context resolved: what a client connects with."""
 
-    name: str
-    context: dict[str, Any]
-    cluster: dict[str, Any]
-    user: dict[str, Any] | None
-    namespace: str | None  # the context's namespace, None when it sets none
+    __slots__ = ("name", "context", "cluster", "user", "namespace")
+
+    def __init__(self, name: str, context: dict[str, Any], cluster: dict[str, Any], user: dict[str, Any] | None,
+                 namespace: str | None) -> None:
+        self.name = name
+        self.context = context
+        self.cluster = cluster
+        self.user = user
+        self.namespace = namespace  # the context's namespace, None when it sets none
 
 
 def kubeconfig_files(explicit: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:

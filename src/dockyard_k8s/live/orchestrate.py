@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable
 from contextlib import closing
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import object_ref
@@ -24,6 +24,7 @@ from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDE
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
 from dockyard_k8s.live.scaling import autoscaled, explain_conflict, keep_autoscaled
+from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import RUN_LABEL
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
@@ -35,9 +36,12 @@ RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Servic
 KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
 
 
-class Applied(NamedTuple):
-    ref: str
-    action: str  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
+class Applied(Record):
+    __slots__ = ("ref", "action")
+
+    def __init__(self, ref: str, action: str) -> None:
+        self.ref = ref
+        self.action = action  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
 
 
 def tally(applied: list[Applied]) -> str:
@@ -279,13 +283,17 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
     return view
 
 
-class Outcome(NamedTuple):
+class Outcome(Record):
     """How a launch or a follow ended."""
 
-    ok: bool
-    reason: str  # succeeded | failed | ready | timeout | pre-running-deadline | fatal | applied | detached ...
-    message: str
-    submission_id: str = ""  # attach mode: the Ray job
+    __slots__ = ("ok", "reason", "message", "submission_id")
+
+    def __init__(self, ok: bool, reason: str, message: str, submission_id: str = "") -> None:
+        self.ok = ok
+        # succeeded | failed | ready | timeout | pre-running-deadline | fatal | applied | detached ...
+        self.reason = reason
+        self.message = message
+        self.submission_id = submission_id  # attach mode: the Ray job
 
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
@@ -515,11 +523,11 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
         },
         "objects": [{"kind": k, "name": (o.get("metadata") or {}).get("name")}
                     for k in sorted(view.objects) if k != "Pod" for o in view.of_kind(k)],
-        "fleets": [row._asdict() for row in view.fleets()],
+        "fleets": [row.as_dict() for row in view.fleets()],
         "pods": [{"name": (p.get("metadata") or {}).get("name"), "fleet": ((p.get("metadata") or {}).get(
             "labels") or {}).get("dockyard-k8s/fleet"), "phase": (p.get("status") or {}).get("phase")}
                  for p in view.pods],
-        "findings": [f._asdict() for f in findings],
+        "findings": [f.as_dict() for f in findings],
         "kueue": _kueue_doc(view),
         "notes": list(view.notes),
     }
@@ -530,7 +538,7 @@ def _kueue_doc(view: RunView) -> dict[str, Any] | None:
     if workload is None:
         return None
     state = workload_state(workload)
-    return {**state._asdict(), "summary": state.summary(), "position": view.queue_position,
+    return {**state.as_dict(), "summary": state.summary(), "position": view.queue_position,
             "queueCounts": view.queue_counts}
 
 

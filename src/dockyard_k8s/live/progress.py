@@ -13,10 +13,11 @@ run reached a terminal state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from dockyard_k8s import kube
 from dockyard_k8s.live.diagnose import Diagnosis, event_finding, fleet_of, object_findings, pod_findings
+from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -27,12 +28,15 @@ RAYJOB_TERMINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"
 MAIN_KINDS = ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet")
 
 
-class Phase(NamedTuple):
-    state: str  # pending | running | ready | suspended | succeeded | failed
-    summary: str  # one line for progress and status
-    terminal: bool  # the run will not change by itself any more (or, for a cluster, it is up)
-    ok: bool  # with terminal: success
-    details: tuple[str, ...] = ()  # extra lines for `status` (reason, message, conditions)
+class Phase(Record):
+    __slots__ = ("state", "summary", "terminal", "ok", "details")
+
+    def __init__(self, state: str, summary: str, terminal: bool, ok: bool, details: tuple[str, ...] = ()) -> None:
+        self.state = state  # pending | running | ready | suspended | succeeded | failed
+        self.summary = summary  # one line for progress and status
+        self.terminal = terminal  # the run will not change by itself any more (or, for a cluster, it is up)
+        self.ok = ok  # with terminal: success
+        self.details = details  # extra lines for `status` (reason, message, conditions)
 
 
 def _status(obj: dict[str, Any]) -> dict[str, Any]:
@@ -253,14 +257,22 @@ def desired_pods(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 # --- the run view ---------------------------------------------------------------------------
 
-class FleetRow(NamedTuple):
-    fleet: str
-    desired: int
-    pods: int  # pods that exist
-    scheduled: int
-    ready: int
-    done: int  # pods that completed (Succeeded)
-    failed: int
+class FleetRow(Record):
+    __slots__ = ("fleet", "desired", "pods", "scheduled", "ready", "done", "failed")
+
+    def __init__(self, fleet: str, desired: int, pods: int, scheduled: int, ready: int, done: int, failed: int) -> None:
+        self.fleet = fleet
+        self.desired = desired
+        self.pods = pods  # pods that exist
+        self.scheduled = scheduled
+        self.ready = ready
+        self.done = done  # pods that completed (Succeeded)
+        self.failed = failed
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as ``status -o json`` shows it (its fields, in order)."""
+        return {"fleet": self.fleet, "desired": self.desired, "pods": self.pods, "scheduled": self.scheduled,
+                "ready": self.ready, "done": self.done, "failed": self.failed}
 
 
 def _cond_true(pod: dict[str, Any], kind: str) -> bool:

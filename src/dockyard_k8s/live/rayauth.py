@@ -22,10 +22,11 @@ import binascii
 import os
 import secrets
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, ref
+from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import labels
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, enabled, secret_name
 
@@ -137,13 +138,16 @@ def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-class TokenSource(NamedTuple):
+class TokenSource(Record):
     """Where a dashboard's token comes from: the environment, or a Secret key."""
 
-    env: bool = False
-    namespace: str = ""
-    secret: str = ""
-    key: str = TOKEN_KEY
+    __slots__ = ("env", "namespace", "secret", "key")
+
+    def __init__(self, env: bool = False, namespace: str = "", secret: str = "", key: str = TOKEN_KEY) -> None:
+        self.env = env
+        self.namespace = namespace
+        self.secret = secret
+        self.key = key
 
     def how_to_read(self) -> str:
         """A command that prints the token (for the web dashboard's login), never the token."""

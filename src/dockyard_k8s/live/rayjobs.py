@@ -17,21 +17,25 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx2
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.plain import Record
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 log = logging.getLogger("dockyard_k8s.live")
 
 
-class RayRequest(NamedTuple):
-    method: str
-    path: str
-    body: dict[str, Any] | None = None
-    what: str = ""
+class RayRequest(Record):
+    __slots__ = ("method", "path", "body", "what")
+
+    def __init__(self, method: str, path: str, body: dict[str, Any] | None = None, what: str = "") -> None:
+        self.method = method
+        self.path = path
+        self.body = body
+        self.what = what
 
 
 def submission_id(run: str, entrypoint: str, runtime_env: dict[str, Any] | None) -> str:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s import __version__
+from dockyard_k8s import __version__, plain
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -89,12 +89,16 @@ def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
     return total
 
 
-class Invocation(NamedTuple):
+class Invocation(plain.Record):
     """What the command line said (files as given), for the record."""
 
-    infra_files: tuple[str, ...] = ()
-    sets: tuple[str, ...] = ()  # --set (and --set-string) as typed
-    set_files: tuple[str, ...] = ()  # --set-file KEY=PATH: the path is recorded, never the content
+    __slots__ = ("infra_files", "sets", "set_files")
+
+    def __init__(self, infra_files: tuple[str, ...] = (), sets: tuple[str, ...] = (),
+                 set_files: tuple[str, ...] = ()) -> None:
+        self.infra_files = infra_files
+        self.sets = sets  # --set (and --set-string) as typed
+        self.set_files = set_files  # --set-file KEY=PATH: the path is recorded, never the content
 
 
 NO_INVOCATION = Invocation()
@@ -135,12 +139,15 @@ def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation:
     }
 
 
-class Record(NamedTuple):
+class Record(plain.Record):
     """A record read back from the cluster."""
 
-    launch: dict[str, Any]
-    infra: dict[str, Any]
-    created: str  # the ConfigMap's creationTimestamp
+    __slots__ = ("launch", "infra", "created")
+
+    def __init__(self, launch: dict[str, Any], infra: dict[str, Any], created: str) -> None:
+        self.launch = launch
+        self.infra = infra
+        self.created = created  # the ConfigMap's creationTimestamp
 
     @property
     def objects(self) -> list[dict[str, Any]]:

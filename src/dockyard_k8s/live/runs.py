@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
+from dockyard_k8s import plain
 from dockyard_k8s.live import orchestrate
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.dashboard import RayTarget
@@ -37,13 +38,16 @@ MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "Stat
                 "MPIJob": "mpijob"}
 
 
-class RunRef(NamedTuple):
+class RunRef(plain.Record):
     """A run found on the cluster."""
 
-    namespace: str
-    run: str
-    objects: list[dict[str, Any]]  # what the launcher applied (live objects, owned by nothing)
-    record: Record | None
+    __slots__ = ("namespace", "run", "objects", "record")
+
+    def __init__(self, namespace: str, run: str, objects: list[dict[str, Any]], record: Record | None) -> None:
+        self.namespace = namespace
+        self.run = run
+        self.objects = objects  # what the launcher applied (live objects, owned by nothing)
+        self.record = record
 
     @property
     def found(self) -> bool:
@@ -107,8 +111,8 @@ def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget)
     if not (target.address or target.cluster or cluster or address):
         raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {namespace}/{name}",
                            hint=f"`dockyard-k8s status {name} -n {namespace}` shows where it is")
-    return ref, target._replace(address=target.address or address, cluster=target.cluster or cluster,
-                                namespace=namespace)
+    return ref, target.replace(address=target.address or address, cluster=target.cluster or cluster,
+                               namespace=namespace)
 
 
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
@@ -122,18 +126,25 @@ def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None
 
 # --- every run of a namespace ---------------------------------------------------------------
 
-class RunRow(NamedTuple):
-    namespace: str
-    name: str
-    mode: str
-    state: str
-    gpus: int | None
-    created: str  # creationTimestamp (RFC 3339)
-    queue: str  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
-    summary: str
+class RunRow(plain.Record):
+    __slots__ = ("namespace", "name", "mode", "state", "gpus", "created", "queue", "summary")
+
+    def __init__(self, namespace: str, name: str, mode: str, state: str, gpus: int | None, created: str, queue: str,
+                 summary: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.mode = mode
+        self.state = state
+        self.gpus = gpus
+        self.created = created  # creationTimestamp (RFC 3339)
+        self.queue = queue  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
+        self.summary = summary
 
     def as_dict(self, now: dt.datetime) -> dict[str, Any]:
-        return {**self._asdict(), "age": age(self.created, now)}
+        """The row as ``runs -o json`` shows it: the fields in order, then ``age``."""
+        return {"namespace": self.namespace, "name": self.name, "mode": self.mode, "state": self.state,
+                "gpus": self.gpus, "created": self.created, "queue": self.queue, "summary": self.summary,
+                "age": age(self.created, now)}
 
 
 def _created(obj: dict[str, Any]) -> str:

@@ -88,3 +88,24 @@ def test_ray_job_requests_and_ids() -> None:
     assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []},
                         "entrypoint_num_gpus": 0}
     assert prepare_stop("j").path == "/api/jobs/j/stop"
+
+
+def test_json_rows_show_every_field_in_order() -> None:
+    """status/doctor/runs -o json write these rows with as_dict(): every field, in declaration order
+    (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
+    import datetime as dt
+
+    from dockyard_k8s.live.diagnose import Diagnosis
+    from dockyard_k8s.live.doctor import Check
+    from dockyard_k8s.live.kueue import WorkloadState
+    from dockyard_k8s.live.progress import FleetRow
+    from dockyard_k8s.live.runs import RunRow
+
+    for cls in (FleetRow, Diagnosis, WorkloadState, Check):
+        values = [f"v{i}" for i in range(len(cls.__slots__))]
+        assert cls(*values).as_dict() == dict(zip(cls.__slots__, values, strict=True))
+        assert list(cls(*values).as_dict()) == list(cls.__slots__)
+    row = RunRow("ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok")
+    doc = row.as_dict(dt.datetime(2026, 12, 1, 0, 5, tzinfo=dt.UTC))
+    assert list(doc) == [*RunRow.__slots__, "age"]
+    assert [doc[k] for k in RunRow.__slots__] == ["ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok"]

@@ -9,6 +9,7 @@ import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.live.progress import (
+    FleetRow,
     RunView,
     desired_pods,
     fleet_rows,
@@ -158,9 +159,9 @@ def test_fleet_rows_count_each_state() -> None:
     pods = [pod("a", "trainer", "Running", True), pod("b", "trainer", "Pending", scheduled=False),
             pod("c", "submitter", "Succeeded"), pod("d", "sandbox", "Failed")]
     rows = {r.fleet: r for r in fleet_rows({"trainer": 2, "submitter": 1, "sandbox": 2}, pods)}
-    assert rows["trainer"][1:] == (2, 2, 1, 1, 0, 0)
-    assert rows["submitter"][1:] == (1, 1, 1, 0, 1, 0)
-    assert rows["sandbox"][1:] == (2, 1, 1, 0, 0, 1)
+    assert rows["trainer"] == FleetRow("trainer", 2, 2, 1, 1, 0, 0)
+    assert rows["submitter"] == FleetRow("submitter", 1, 1, 1, 0, 1, 0)
+    assert rows["sandbox"] == FleetRow("sandbox", 2, 1, 1, 0, 0, 1)
 
 
 def test_run_view_matches_events_to_pods_by_uid_and_reports_once() -> None:

@@ -20,7 +20,8 @@ def deployment(want: int = 2, generation: int = 3, **status: Any) -> dict[str, A
 
 def test_ready_only_when_the_rollout_is_complete() -> None:
     done = deployment(observedGeneration=3, replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2)
-    assert deployment_phase(done, [])[:4] == ("ready", "ready 2/2", True, True)
+    ready = deployment_phase(done, [])
+    assert (ready.state, ready.summary, ready.terminal, ready.ok) == ("ready", "ready 2/2", True, True)
     # the controller has not seen the new spec yet: the old ready pods do not count
     assert deployment_phase({**done, "metadata": {"generation": 4}}, []).state == "pending"
     # half rolled: an old pod still runs beside the new ones
