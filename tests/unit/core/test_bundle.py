@@ -9,6 +9,9 @@ from support.paths import EXAMPLES
 
 
 def test_kuberay_and_kueue_rules_run_once_per_object(monkeypatch, clean_env):
+    """KubeRay's rules once for every object, Kueue's once for every object Kueue judges (the
+    queued job, the team's queue objects), and never twice."""
+    from dockyard_k8s import kueue as names
     from dockyard_k8s.validate import kuberay, kueue
 
     calls: list[str] = []
@@ -23,5 +26,6 @@ def test_kuberay_and_kueue_rules_run_once_per_object(monkeypatch, clean_env):
             if getattr(loaded, name, None) is real:
                 monkeypatch.setattr(loaded, name, counted)
     bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe_kueue.infra.yaml"), env=clean_env)
-    n = len(bundle.objects)
-    assert (calls.count("kuberay_problems"), calls.count("kueue_problems")) == (n, n)
+    judged = [o for o in bundle.objects if names.judged(o)]
+    assert 0 < len(judged) < len(bundle.objects)  # the sandbox, its policies... are not Kueue's
+    assert (calls.count("kuberay_problems"), calls.count("kueue_problems")) == (len(bundle.objects), len(judged))

@@ -216,3 +216,20 @@ def test_a_group_of_two_pod_sets_with_many_replicas_and_different_topologies():
 ])
 def test_kueue_objects_get_the_crds_cel_rules_and_the_webhooks(obj, expected):
     assert kueue_problems({"apiVersion": "kueue.x-k8s.io/v1beta2", "metadata": {"name": "x"}, **obj}) == expected
+
+
+def test_judged_is_what_kueues_webhooks_see() -> None:
+    """The engine loads Kueue's rules only for these: a missed kind would go unchecked."""
+    from dockyard_k8s import kueue as names
+    from dockyard_k8s.validate.kueue import kueue_problems
+
+    queued = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"labels": {names.QUEUE_LABEL: "q"}}}
+    null_queue = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"labels": {names.QUEUE_LABEL: None}}}
+    queue_object = {"apiVersion": names.API_VERSION, "kind": "ClusterQueue",
+                    "spec": {"preemption": {"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "Any"}}}}
+    plain_job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"labels": {"app": "x"}}}
+    assert [names.judged(o) for o in (queued, null_queue, queue_object, plain_job, {})] == [
+        True, True, True, False, False]
+    # and what is not judged has no Kueue problem to miss
+    assert kueue_problems(plain_job) == [] and kueue_problems({}) == []
+    assert kueue_problems(queue_object) != []
