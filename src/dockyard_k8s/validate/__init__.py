@@ -6,7 +6,8 @@
     goyaml.py     go-yaml v2's scalars and keys; the pre-scan; the PyYAML-based reader
     locate.py     the line of each problem
     builtin.py    built-in schemas per Kubernetes version (kubernetes-validate's data)
-    crd.py        CRD YAML -> strict JSON schemas; --crd, fetched and bundled CRDs (crds/)
+    crd.py        which CRD defines a kind: --crd, fetched and bundled CRDs (crds/), memoized
+    crd_convert.py CRD YAML -> strict JSON schemas (only when a validator must be built)
     cache.py      the on-disk cache of converted schemas and compiled validators
     compiled.py   compiled yes/no validators (fastjsonschema code, cached; _runtime.py is what
                   the generated code imports instead of fastjsonschema)

@@ -15,7 +15,8 @@ import tempfile
 
 from dockyard_k8s.errors import DockyardError, UsageError
 from dockyard_k8s.validate import cache
-from dockyard_k8s.validate.crd import crd_schemas_of, fetched_dir
+from dockyard_k8s.validate.crd import fetched_dir
+from dockyard_k8s.validate.crd_convert import crd_schemas_of
 
 KUBERAY_URL = "https://raw.githubusercontent.com/ray-project/kuberay/{version}/ray-operator/config/crd/bases"
 KUBERAY_FILES = ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml")

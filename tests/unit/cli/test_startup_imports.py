@@ -18,7 +18,8 @@ from support.paths import EXAMPLES
 
 AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab", "dataclasses",
            "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue", "typing", "dockyard_k8s.output",
-           "dockyard_k8s.render.submission", "dockyard_k8s.validate.kueue")
+           "dockyard_k8s.render.submission", "dockyard_k8s.validate.kueue",
+           "dockyard_k8s.validate.crd_convert")
 # and for a RayJob run, the operator-free shapes (a StatefulSet run needs them)
 RAYJOB_AVOIDED = (*AVOIDED, "dockyard_k8s.render.shapes")
 

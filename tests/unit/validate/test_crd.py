@@ -6,7 +6,7 @@ import time
 import pytest
 
 from dockyard_k8s.validate import ValidateOptions, validate_objects, validate_report
-from dockyard_k8s.validate.crd import convert_version_schema
+from dockyard_k8s.validate.crd_convert import convert_version_schema
 
 WIDGET_CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -176,13 +176,13 @@ def test_a_bundled_crd_is_registered_by_its_directory_alone(tmp_path, monkeypatc
 def test_a_first_run_reads_only_the_crd_files_up_to_the_kind_and_converts_only_that_kind(tmp_path, monkeypatch):
     """An empty cache: a RayJob costs the files before and of the RayJob CRD, parsed, and one
     conversion; Kueue's 1.4 MB Workload CRD is never read."""
-    from dockyard_k8s.validate import crd
+    from dockyard_k8s.validate import crd_convert
 
     read, converted = [], []
-    real_read, real_convert = crd._served_versions, crd.convert_version_schema
-    monkeypatch.setattr(crd, "_served_versions", lambda text, origin: read.append(os.path.basename(origin))
+    real_read, real_convert = crd_convert.served_versions, crd_convert.convert_version_schema
+    monkeypatch.setattr(crd_convert, "served_versions", lambda text, origin: read.append(os.path.basename(origin))
                         or real_read(text, origin))
-    monkeypatch.setattr(crd, "convert_version_schema", lambda *a: converted.append(a[1:]) or real_convert(*a))
+    monkeypatch.setattr(crd_convert, "convert_version_schema", lambda *a: converted.append(a[1:]) or real_convert(*a))
     rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"}, "spec": {"bogus": 1}}
     options = ValidateOptions(cache_dir=str(tmp_path / "cache"))
     first = validate_objects([rayjob], options)
