@@ -218,3 +218,36 @@ def test_crd_files_are_read_as_kubectl_reads_them(tmp_path):
 
     with pytest.raises(UsageError, match=r"dup.yaml:8: duplicate key 'scope' \(first defined on line 7\)"):
         validate_objects([widget()], ValidateOptions(crd_sources=(str(tmp_path / "dup.yaml"),)))
+
+
+def test_every_repeated_sub_schema_of_the_rayjob_crd_is_one_definition():
+    """The RayJob CRD repeats the pod template three times and, inside it, containers, probes,
+    resources...: each repeat is hoisted into ``definitions`` (one validator function each), so
+    the cached validator is less than half the size it would be (bench/README.md, "hoisting")."""
+    import json
+
+    from dockyard_k8s.validate import crd_convert
+    from dockyard_k8s.validate.crd import BUNDLED_DIR
+
+    path = os.path.join(BUNDLED_DIR, "kuberay-v1.7.0", "ray.io_rayjobs.yaml")
+    with open(path, encoding="utf-8") as f:
+        schema = crd_convert.served_versions(f.read(), path)["ray.io/v1/RayJob"]
+    converted = convert_version_schema(*schema)
+    seen: dict[str, int] = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            text = json.dumps(node, sort_keys=True, separators=(",", ":"))  # as _hoist measures
+            if len(text) >= crd_convert._HOIST_MIN:
+                seen[text] = seen.get(text, 0) + 1
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk({k: v for k, v in converted.items() if k != "definitions"})
+    for definition in converted["definitions"].values():
+        walk(definition)
+    assert len(converted["definitions"]) > 50
+    assert [n for n in seen.values() if n > 1] == []
