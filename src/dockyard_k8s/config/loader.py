@@ -107,7 +107,10 @@ def load_run(
     settings, problems = settings_from_args(sets, set_strings, set_files)
     layers.problems += problems
     composer = RecipeComposer(Layers(env), recipe_file)  # its own problems: the infra files come first
-    recipe = composer.compose(recipe_file).data
+    composed = composer.compose(recipe_file)
+    recipe = composed.data
+    if recipe and set(recipe) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`: no recipe at all
+        raise ConfigError([_infra_as_recipe(recipe_file, composed)])
     infra, sources = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, recipe))
     layers.problems += composer.layers.problems
     user_args, added = _recipe_overrides(layers, recipe, infra, overrides)
@@ -220,6 +223,17 @@ class InfraDoc(Record):
         """A problem about infra key ``path``, at the place the user wrote it."""
         mark = locate(self.marks, self.key_marks, path)
         return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+
+
+def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
+    """The problem of an infra spec given where the recipe goes: said once, at its first key,
+    instead of rendering the infra spec as the job's recipe (or asking for its own infra file)."""
+    keys = list(recipe.data)
+    mark = recipe.key_marks.get((keys[0],)) or Mark(recipe_file, 0, 0)
+    return ConfigProblem(mark.file, mark.line, mark.col, "",
+                         f"this is an infra spec, not a training recipe (its top-level keys {', '.join(keys)} are "
+                         f"infra sections): give the recipe first and this file with -f, e.g. "
+                         f"`dockyard-k8s check RECIPE.yaml -f {recipe_file}`")
 
 
 def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str] = (),

@@ -258,3 +258,22 @@ def test_every_moved_key_points_at_a_key_of_the_schema():
         node = SCHEMA
         for part in target.split()[0].rstrip(",").split("."):
             node = node["properties"][part]
+
+
+def test_an_infra_spec_given_as_the_recipe_is_said_once_at_its_first_key(write, clean_env):
+    """`check x.infra.yaml` (the recipe forgotten): not "no x.infra.infra.yaml beside it", and with
+    `-f` too, not a ✔ that mounts the infra spec as the job's recipe."""
+    infra = write("x.infra.yaml", "# team infra\ninfra:\n  image: r/i:1\nkuberay:\n  trainer: {gpus: 1}\n")
+    for files in (None, infra):
+        with pytest.raises(ConfigError) as e:
+            load_run(infra, files, env=clean_env)
+        (p,) = e.value.problems
+        assert (p.file, p.line, p.col) == (infra, 2, 1)
+        assert p.message.startswith("this is an infra spec, not a training recipe (its top-level keys infra, kuberay")
+        assert f"-f {infra}" in p.message
+
+
+def test_a_recipe_with_a_key_named_like_no_infra_section_is_a_recipe(write, clean_env):
+    recipe = write("r.yaml", "trainer: {lr: 1}\nlaunch_notes: x\n")
+    infra = write("i.yaml", "infra:\n  image: r/i:1\n")
+    assert load_run(recipe, infra, env=clean_env).recipe == {"trainer": {"lr": 1}, "launch_notes": "x"}
