@@ -59,7 +59,8 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
                         nargs=None if recipe_required and not old_follow else "?",  # `-f RUN`: settle_follow
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
                         "recipe YAML (what to train)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE",  # default: not "required"
+                        help="recipe overrides (Hydra style)")
     add_layer_args(parser, old_follow=old_follow, example="kuberay.trainer.replicas=4")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 

@@ -40,7 +40,7 @@ class Targets(Record):
 
 def add_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", nargs="?", metavar="RECIPE|FILE", help="recipe YAML, or manifest files/dirs")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE|FILE",
+    parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE|FILE",
                         help="recipe overrides (Hydra style), or more manifest files")
     add_layer_args(parser, example="lint.ignore=[image-digest]")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")

@@ -30,7 +30,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "the bus bandwidth per message size of a finished test's launcher log.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
+    p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     p.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override an infra key, e.g. --set ncclTest.nodes=4 (repeatable)")

@@ -109,7 +109,7 @@ def load_run(
     composer = RecipeComposer(Layers(env), recipe_file)  # its own problems: the infra files come first
     composed = composer.compose(recipe_file)
     recipe = composed.data
-    if recipe and set(recipe) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`: no recipe at all
+    if {"infra", "kuberay"} & set(recipe) and set(recipe) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
         raise ConfigError([_infra_as_recipe(recipe_file, composed)])
     infra, sources = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, recipe))
     layers.problems += composer.layers.problems

@@ -199,3 +199,14 @@ def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys,
     assert main(["validate", str(out_dir), "--summary"]) == 0
     assert capsys.readouterr().out.strip() == ("Summary: 7 object(s) in 7 file(s): 7 valid, 0 invalid, 0 skipped, "
                                                "0 problem(s)")
+
+
+@pytest.mark.parametrize(("command", "missing"), [("check", "RECIPE"), ("render", "RECIPE"), ("run", "RECIPE"),
+                                                  ("status", "RECIPE|RUN"), ("down", "RECIPE|RUN")])
+def test_a_missing_recipe_names_only_the_recipe(command, missing, capsys):
+    """The optional KEY=VALUE overrides are not "required" (argparse says so of a `*` positional
+    without a default)."""
+    with pytest.raises(SystemExit) as e:
+        main([command])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"error: the following arguments are required: {missing}")

@@ -273,7 +273,11 @@ def test_an_infra_spec_given_as_the_recipe_is_said_once_at_its_first_key(write, 
         assert f"-f {infra}" in p.message
 
 
-def test_a_recipe_with_a_key_named_like_no_infra_section_is_a_recipe(write, clean_env):
-    recipe = write("r.yaml", "trainer: {lr: 1}\nlaunch_notes: x\n")
+def test_a_recipe_whose_keys_are_not_all_infra_sections_is_a_recipe(write, clean_env):
+    """Only a file of infra sections with infra: or kuberay: is taken for an infra spec: a
+    recipe may have its own sandbox: or plan: section."""
     infra = write("i.yaml", "infra:\n  image: r/i:1\n")
-    assert load_run(recipe, infra, env=clean_env).recipe == {"trainer": {"lr": 1}, "launch_notes": "x"}
+    for text, data in (("trainer: {lr: 1}\nlaunch_notes: x\n", {"trainer": {"lr": 1}, "launch_notes": "x"}),
+                       ("sandbox: {urls: [x]}\n", {"sandbox": {"urls": ["x"]}}),
+                       ("infra: {gpus: 1}\nmodel: m\n", {"infra": {"gpus": 1}, "model": "m"})):
+        assert load_run(write("r.yaml", text), infra, env=clean_env).recipe == data
