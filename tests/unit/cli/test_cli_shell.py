@@ -43,6 +43,61 @@ def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.Captur
     assert "recipe.yaml" in complete("status", "rec")
 
 
+def _fake_runs(tmp_path: Path, names: str = "grpo-swe\ngrpo-tiny\n") -> dict[str, str]:
+    """A ``dockyard-k8s`` on PATH that answers ``runs -o name`` as a cluster with these runs would."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dockyard-k8s"
+    fake.write_text(f"#!/bin/sh\n[ \"$*\" = 'runs -o name' ] && printf '{names}' && exit 0\nexit 1\n")
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
+def test_bash_completes_run_names_and_files_where_a_run_may_go(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    path = tmp_path / "dockyard-k8s.bash"
+    path.write_text(script(capsys, "bash"))
+    (tmp_path / "grpo.yaml").write_text("a: 1\n")
+    env = _fake_runs(tmp_path)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(["dockyard-k8s", *words])
+        probe = (f"source {path}; COMP_WORDS=(dockyard-k8s {' '.join(repr(w) for w in words)}); "
+                 f"COMP_CWORD={len(words)}; COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}; "
+                 f"_shtab_dockyard_k8s dockyard-k8s {words[-1]!r} {words[-2]!r}; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                              check=True, env=env)
+        return sorted(done.stdout.split())
+
+    for command in ("status", "logs", "down"):
+        assert complete(command, "grpo") == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
+    assert complete("job", "logs", "grpo-s") == ["grpo-swe"]
+    assert complete("check", "grpo") == ["grpo.yaml"]  # check takes a recipe, never a run
+
+
+@pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed (apt-get install fish)")
+def test_fish_completes_run_names_where_a_run_may_go(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "dockyard-k8s.fish"
+    path.write_text(script(capsys, "fish"))
+    (tmp_path / "grpo.yaml").write_text("a: 1\n")
+    done = subprocess.run(["fish", "--no-config", "-c", f"source {path}; complete -C 'dockyard-k8s status grpo'"],
+                          capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path,
+                          env=_fake_runs(tmp_path))
+    assert sorted(row.split("\t")[0] for row in done.stdout.splitlines()) == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
+def test_zsh_completes_run_names_with_files(capsys: pytest.CaptureFixture[str]) -> None:
+    text = script(capsys, "zsh")
+    status = text.split("_shtab_dockyard_k8s_status_options=(", 1)[1].split("\n)", 1)[0]
+    assert "the name of a run on the cluster:_dockyard_k8s_recipe_or_run" in status
+    body = text.split("_dockyard_k8s_recipe_or_run() {", 1)[1].split("\n}", 1)[0]
+    assert "_files" in body and "dockyard-k8s runs -o name" in body and "compadd -a runs" in body
+
+
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
 def test_zsh_script_is_valid_and_knows_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     text = script(capsys, "zsh")
