@@ -20,7 +20,6 @@ when a topology mode is set, a ClusterQueue sized from the run's pod sets and th
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
 
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
@@ -29,7 +28,11 @@ from dockyard_k8s.plan.units import format_amount, to_units
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from dockyard_k8s.config.infra_types import InfraSpec
 
 GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)
@@ -63,14 +66,16 @@ def _fleet_of(ps: kueue.PodSet, obj: dict[str, Any]) -> str:
 
 def topology_key(infra: InfraSpec, fleet: str) -> Path:
     """The infra key of ``fleet``'s topology request: its own ``fleets.<fleet>``, else the shared one."""
-    own = cast("dict[str, Any]", infra["infra"]["kueue"]["fleets"]).get(fleet)
+    fleets: Mapping[str, Any] = infra["infra"]["kueue"]["fleets"]
+    own = fleets.get(fleet)
     return ("infra", "kueue", "fleets", fleet) if own is not None else ("infra", "kueue", "topology")
 
 
 def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
     """(mode, level) the run asks for the pod set of ``fleet``, or None."""
     k = infra["infra"]["kueue"]
-    own = cast("dict[str, Any]", k["fleets"]).get(fleet)
+    fleets: Mapping[str, Any] = k["fleets"]
+    own = fleets.get(fleet)
     chosen: Any = own if own is not None else (k["topology"] if fleet in ("trainer", "inference") else None)
     if not chosen or chosen["mode"] == "none" or not chosen["level"]:
         return None

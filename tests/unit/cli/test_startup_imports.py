@@ -55,3 +55,10 @@ def test_check_of_a_statefulset_run_reads_its_bootstrap_script_cheaply() -> None
 def test_the_probe_sees_pyyaml_when_a_file_needs_it() -> None:
     """Not vacuous: a block scalar (kind_cpu's entrypoint) is read by PyYAML."""
     assert "yaml" in _loaded("grpo_tiny.yaml", "kind_cpu.infra.yaml")
+
+
+def test_check_of_a_queued_run_loads_kueues_modules_but_not_typing() -> None:
+    """A Kueue run needs render/kueue.py and Kueue's rules, and still no typing or dataclasses."""
+    avoided = ("typing", "dataclasses", "fastjsonschema", "dockyard_k8s.plan.schedule",
+               "dockyard_k8s.render.kueue")
+    assert _loaded("grpo_swe.yaml", "grpo_swe_kueue.infra.yaml", avoided) == ["dockyard_k8s.render.kueue"]
