@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,10 @@ def script(capsys: pytest.CaptureFixture[str], shell: str) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
-def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.CaptureFixture[str],
-                                                           tmp_path: Path) -> None:
-    path = tmp_path / "dockyard-k8s.bash"
-    path.write_text(script(capsys, "bash"))
-    (tmp_path / "recipe.yaml").write_text("a: 1\n")
+def _bash_completer(text: str, cwd: Path, env: dict[str, str] | None = None) -> Callable[..., list[str]]:
+    """What bash offers after ``dockyard-k8s WORDS...`` with this completion script sourced."""
+    path = cwd / "dockyard-k8s.bash"
+    path.write_text(text)
 
     def complete(*words: str) -> list[str]:
         line = " ".join(["dockyard-k8s", *words])
@@ -31,9 +30,18 @@ def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.Captur
                  f"COMP_CWORD={len(words)}; COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}; "
                  f"_shtab_dockyard_k8s dockyard-k8s {words[-1]!r} {words[-2] if len(words) > 1 else 'dockyard-k8s'!r}; "
                  "printf '%s\\n' \"${COMPREPLY[@]}\"")
-        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                              check=True)
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=cwd, timeout=60,
+                              check=True, env=env)
         return done.stdout.split()
+
+    return complete
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
+def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    complete = _bash_completer(script(capsys, "bash"), tmp_path)
+    (tmp_path / "recipe.yaml").write_text("a: 1\n")
 
     assert complete("sta") == ["status"]
     assert set(complete("")) >= set(COMMANDS)
@@ -58,22 +66,10 @@ def _fake_runs(tmp_path: Path, names: str = "grpo-swe\ngrpo-tiny\n") -> dict[str
 @pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
 def test_bash_completes_run_names_and_files_where_a_run_may_go(capsys: pytest.CaptureFixture[str],
                                                                tmp_path: Path) -> None:
-    path = tmp_path / "dockyard-k8s.bash"
-    path.write_text(script(capsys, "bash"))
+    complete = _bash_completer(script(capsys, "bash"), tmp_path, _fake_runs(tmp_path))
     (tmp_path / "grpo.yaml").write_text("a: 1\n")
-    env = _fake_runs(tmp_path)
-
-    def complete(*words: str) -> list[str]:
-        line = " ".join(["dockyard-k8s", *words])
-        probe = (f"source {path}; COMP_WORDS=(dockyard-k8s {' '.join(repr(w) for w in words)}); "
-                 f"COMP_CWORD={len(words)}; COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}; "
-                 f"_shtab_dockyard_k8s dockyard-k8s {words[-1]!r} {words[-2]!r}; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
-        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                              check=True, env=env)
-        return sorted(done.stdout.split())
-
     for command in ("status", "logs", "down"):
-        assert complete(command, "grpo") == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
+        assert sorted(complete(command, "grpo")) == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
     assert complete("job", "logs", "grpo-s") == ["grpo-swe"]
     assert complete("check", "grpo") == ["grpo.yaml"]  # check takes a recipe, never a run
 
