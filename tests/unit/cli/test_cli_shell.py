@@ -51,14 +51,20 @@ def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.Captur
     assert "recipe.yaml" in complete("status", "rec")
 
 
-def _fake_runs(tmp_path: Path, names: str = "grpo-swe\ngrpo-tiny\n") -> dict[str, str]:
-    """A ``dockyard-k8s`` on PATH that answers ``runs -o name`` as a cluster with these runs would."""
+def _fake_runs(tmp_path: Path) -> dict[str, str]:
+    """A ``dockyard-k8s`` on PATH that answers ``runs -o name`` as a cluster would: grpo-swe and
+    grpo-tiny in the context's namespace, grpo-b in team-b (``-n team-b``, ``--namespace team-b``,
+    ``--namespace=team-b``)."""
     import os
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "dockyard-k8s"
-    fake.write_text(f"#!/bin/sh\n[ \"$*\" = 'runs -o name' ] && printf '{names}' && exit 0\nexit 1\n")
+    fake.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                    "  'runs -o name') printf 'grpo-swe\\ngrpo-tiny\\n' ;;\n"
+                    "  'runs -o name -n team-b'|'runs -o name --namespace team-b'|'runs -o name --namespace=team-b')"
+                    " printf 'grpo-b\\n' ;;\n"
+                    "  *) exit 1 ;;\nesac\n")
     fake.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
@@ -72,6 +78,9 @@ def test_bash_completes_run_names_and_files_where_a_run_may_go(capsys: pytest.Ca
         assert sorted(complete(command, "grpo")) == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
     assert complete("job", "logs", "grpo-s") == ["grpo-swe"]
     assert complete("check", "grpo") == ["grpo.yaml"]  # check takes a recipe, never a run
+    # the namespace the line names, as kubectl completes
+    assert sorted(complete("status", "-n", "team-b", "grpo")) == ["grpo-b", "grpo.yaml"]
+    assert sorted(complete("logs", "--namespace", "team-b", "grpo")) == ["grpo-b", "grpo.yaml"]
 
 
 @pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed (apt-get install fish)")
@@ -79,10 +88,16 @@ def test_fish_completes_run_names_where_a_run_may_go(capsys: pytest.CaptureFixtu
     path = tmp_path / "dockyard-k8s.fish"
     path.write_text(script(capsys, "fish"))
     (tmp_path / "grpo.yaml").write_text("a: 1\n")
-    done = subprocess.run(["fish", "--no-config", "-c", f"source {path}; complete -C 'dockyard-k8s status grpo'"],
-                          capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path,
-                          env=_fake_runs(tmp_path))
-    assert sorted(row.split("\t")[0] for row in done.stdout.splitlines()) == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
+    env = _fake_runs(tmp_path)
+
+    def complete(line: str) -> list[str]:
+        done = subprocess.run(["fish", "--no-config", "-c", f"source {path}; complete -C {line!r}"],
+                              capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path, env=env)
+        return sorted(row.split("\t")[0] for row in done.stdout.splitlines())
+
+    assert complete("dockyard-k8s status grpo") == ["grpo-swe", "grpo-tiny", "grpo.yaml"]
+    assert complete("dockyard-k8s down -n team-b grpo") == ["grpo-b", "grpo.yaml"]
+    assert complete("dockyard-k8s logs --namespace=team-b grpo") == ["grpo-b", "grpo.yaml"]
 
 
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
@@ -91,7 +106,9 @@ def test_zsh_completes_run_names_with_files(capsys: pytest.CaptureFixture[str]) 
     status = text.split("_shtab_dockyard_k8s_status_options=(", 1)[1].split("\n)", 1)[0]
     assert "the name of a run on the cluster:_dockyard_k8s_recipe_or_run" in status
     body = text.split("_dockyard_k8s_recipe_or_run() {", 1)[1].split("\n}", 1)[0]
-    assert "_files" in body and "dockyard-k8s runs -o name" in body and "compadd -a runs" in body
+    assert "_files" in body and "args=(runs -o name)" in body and "dockyard-k8s $args" in body
+    assert "-n|--namespace|--context|--kubeconfig) args+=($words[i] $words[i+1])" in body
+    assert "compadd -a runs" in body
 
 
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
