@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# typing.TYPE_CHECKING without importing typing, which costs every start-up ~12 M instructions
-# (bench/README.md, "check"): type checkers treat any TYPE_CHECKING as true.
+# typing.TYPE_CHECKING without importing typing, which every start-up would pay for (bench/README.md,
+# "Issue 12's speed guards"): type checkers treat any TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Self
@@ -103,8 +103,8 @@ class Record:
     as ``Name(field=value, ...)`` and are copied with changes by :meth:`replace`.
 
     What ``typing.NamedTuple`` gave, without its price: a NamedTuple class compiles code when
-    it is defined, about 1 M instructions each, paid at every start-up (bench/README.md,
-    "check"). Not a tuple: no unpacking, no indexing (mypy says so where code tries).
+    it is defined, paid at every start-up (bench/README.md, "Issue 12's speed guards"). Not a
+    tuple: no unpacking, no indexing (mypy says so where code tries).
     """
 
     __slots__: tuple[str, ...] = ()  # in a subclass: its fields, in order

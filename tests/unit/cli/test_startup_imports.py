@@ -4,7 +4,7 @@ PyYAML (its import cost: bench/README.md) is left to inputs outside the subset p
 fast emitter declines; shutil comes with argparse's default help formatter; the collecting
 validator only runs for objects that fail their schema gate; dataclasses brings inspect, ast and
 dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone);
-typing costs ~12 M instructions to import (its names are imported for type checkers only, and
+typing is costly to import (bench/README.md; its names are imported for type checkers only, and
 value classes are ``plain.Record``s, not NamedTuples); output.py and render/submission.py serve
 ``--output-file`` and attach runs only; Kueue's webhook rules only objects Kueue judges.
 """
