@@ -100,7 +100,8 @@ def show_typed(value: Any) -> str:
 class Record:
     """A small value: a subclass lists its fields in ``__slots__`` and sets them in its
     ``__init__``. Records of one class are equal (and hash alike) when their fields are, show
-    as ``Name(field=value, ...)`` and are copied with changes by :meth:`replace`.
+    as ``Name(field=value, ...)``, read as a mapping by :meth:`as_dict` and are copied with changes
+    by :meth:`replace`.
 
     What ``typing.NamedTuple`` gave, without its price: a NamedTuple class compiles code when
     it is defined, paid at every start-up (bench/README.md, "Issue 12's speed guards"). Not a
@@ -121,6 +122,10 @@ class Record:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
         return f"{type(self).__name__}({fields})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, in order (what a NamedTuple's ``_asdict`` gave): JSON output."""
+        return dict(zip(self.__slots__, self._values(), strict=True))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with the fields named in ``changes`` set to their new values."""

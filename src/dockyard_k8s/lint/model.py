@@ -78,10 +78,6 @@ class Suppression(Record):
         self.object = object
         self.by = by  # "lint.ignore" or "annotation on <object>"
 
-    def as_dict(self) -> dict[str, str]:
-        """The suppression as lint's JSON and SARIF output show it."""
-        return {"rule": self.rule, "object": self.object, "by": self.by}
-
 
 def _path_key(path: Path) -> tuple[tuple[int, str], ...]:
     return tuple((0, f"{p:09d}") if isinstance(p, int) else (1, p) for p in path)

@@ -52,11 +52,6 @@ class Diagnosis(Record):
     def key(self) -> tuple[str, str]:
         return (self.pod, self.reason)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The finding as ``status -o json`` shows it (its fields, in order)."""
-        return {"fleet": self.fleet, "pod": self.pod, "reason": self.reason, "message": self.message,
-                "hint": self.hint, "fatal": self.fatal}
-
     def line(self) -> str:
         return f"{self.fleet}/{self.pod}: {self.reason}: {self.message}"
 

@@ -39,10 +39,6 @@ class Check(Record):
         self.hint = hint
         self.fatal = fatal  # a failure means the run cannot work
 
-    def as_dict(self) -> dict[str, Any]:
-        """The check as ``doctor -o json`` shows it (its fields, in order)."""
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "hint": self.hint, "fatal": self.fatal}
-
     @property
     def mark(self) -> str:
         return "✔" if self.ok else ("!" if self.ok is None else "✖")

@@ -48,13 +48,6 @@ class WorkloadState(Record):
         self.requeues = requeues
         self.requeue_at = requeue_at
 
-    def as_dict(self) -> dict[str, Any]:
-        """The Workload as ``status -o json`` shows it (its fields, in order)."""
-        return {"name": self.name, "state": self.state, "reason": self.reason, "message": self.message,
-                "queue": self.queue, "cluster_queue": self.cluster_queue, "flavors": self.flavors,
-                "worker_cluster": self.worker_cluster, "checks": self.checks, "requeues": self.requeues,
-                "requeue_at": self.requeue_at}
-
     def summary(self) -> str:
         """One progress line, in Kueue's words."""
         where = f" in ClusterQueue {self.cluster_queue}" if self.cluster_queue else ""

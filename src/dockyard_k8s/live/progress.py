@@ -269,11 +269,6 @@ class FleetRow(Record):
         self.done = done  # pods that completed (Succeeded)
         self.failed = failed
 
-    def as_dict(self) -> dict[str, Any]:
-        """The row as ``status -o json`` shows it (its fields, in order)."""
-        return {"fleet": self.fleet, "desired": self.desired, "pods": self.pods, "scheduled": self.scheduled,
-                "ready": self.ready, "done": self.done, "failed": self.failed}
-
 
 def _cond_true(pod: dict[str, Any], kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in _status(pod).get("conditions") or [])

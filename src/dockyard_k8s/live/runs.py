@@ -140,11 +140,9 @@ class RunRow(plain.Record):
         self.queue = queue  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
         self.summary = summary
 
-    def as_dict(self, now: dt.datetime) -> dict[str, Any]:
-        """The row as ``runs -o json`` shows it: the fields in order, then ``age``."""
-        return {"namespace": self.namespace, "name": self.name, "mode": self.mode, "state": self.state,
-                "gpus": self.gpus, "created": self.created, "queue": self.queue, "summary": self.summary,
-                "age": age(self.created, now)}
+    def as_dict(self, now: dt.datetime | None = None) -> dict[str, Any]:
+        """The row as ``runs -o json`` shows it: the fields in order, then ``age`` (at ``now``)."""
+        return {**super().as_dict(), "age": age(self.created, now or dt.datetime.now(dt.UTC))}
 
 
 def _created(obj: dict[str, Any]) -> str:
