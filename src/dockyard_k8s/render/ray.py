@@ -174,13 +174,16 @@ def set_env(container: dict[str, Any], name: str, value: str) -> None:
 def resources_param(existing: str | None, resource: str, amount: int) -> str:
     """The ``rayStartParams.resources`` string with ``resource`` set, keeping any others.
 
-    KubeRay passes the value to ``ray start --resources=`` through a shell, hence the
-    documented form ``"{\\"name\\": 1}"`` (JSON inside escaped double quotes).
+    KubeRay passes the value to ``ray start --resources=`` through a shell, and also parses it
+    itself (``getResourcesMap`` in ray-operator/controllers/ray/common/pod.go: quotes trimmed, then
+    JSON) to add GPU and accelerator parameters. Only compact JSON in single quotes, the form KubeRay
+    writes back itself, works for both: the older documented ``"{\\"name\\": 1}"`` leaves escaped
+    quotes its JSON parse refuses ("failed to add accelerator resources to rayStartParams").
     """
+    import json
+
     current: dict[str, Any] = {}
     if existing:
-        import json
-
         text = existing.strip().strip("'")
         if text.startswith('"') and text.endswith('"'):
             text = text[1:-1].replace('\\"', '"')
@@ -191,11 +194,7 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
         if not isinstance(current, dict):
             current = {}
     current[resource] = amount
-    def value(v: Any) -> str:
-        return f'\\"{v}\\"' if isinstance(v, str) else repr(v)
-
-    body = ", ".join(f'\\"{k}\\": {value(current[k])}' for k in sorted(current))
-    return '"{' + body + '}"'
+    return "'" + json.dumps(current, sort_keys=True, separators=(",", ":")) + "'"
 
 
 def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:

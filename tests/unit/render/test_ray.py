@@ -22,9 +22,10 @@ def env_of(container):
 
 
 def fleet_tag(group_spec):
+    """The fleet resources as KubeRay reads them (getResourcesMap: quotes trimmed, then JSON)."""
     raw = group_spec["rayStartParams"]["resources"]
-    assert raw.startswith('"') and raw.endswith('"')
-    return json.loads(raw[1:-1].replace('\\"', '"'))
+    assert raw.startswith("'") and raw.endswith("'")
+    return json.loads(raw.strip("'\"` "))
 
 
 def test_worker_groups_carry_fleet_tags_and_roles(render):
@@ -220,4 +221,16 @@ def test_every_object_is_labelled(render):
 )
 def test_resources_param_keeps_other_resources(existing, expected):
     value = resources_param(existing, "dockyard_fleet_trainer", 8)
-    assert json.loads(value[1:-1].replace('\\"', '"')) == expected
+    # KubeRay's own reading (getResourcesMap, ray-operator/controllers/ray/common/pod.go): trim
+    # quotes, backticks and spaces, then JSON; an escaped quote left inside fails there.
+    assert json.loads(value.strip("'\"` ")) == expected
+    assert value == "'" + json.dumps(expected, sort_keys=True, separators=(",", ":")) + "'"
+
+
+def test_resources_param_survives_the_shell_kuberay_runs_ray_start_in():
+    """KubeRay writes ``ray start ... --resources=VALUE`` into a bash command line."""
+    import shlex
+
+    value = resources_param(None, "dockyard_fleet_trainer", 8)
+    words = shlex.split(f"ray start --resources={value} --block")
+    assert words[2] == '--resources={"dockyard_fleet_trainer":8}' 
