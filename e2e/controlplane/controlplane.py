@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ KUEUE_CONVERTED = ("localqueues", "clusterqueues", "cohorts", "workloads", "mult
 
 # Namespaces the test session uses; KubeRay watches these when started with --watch-test-namespaces
 # (a namespace outside the list is how doctor's "operator does not watch the namespace" is tested).
-TEST_NAMESPACES = ("default", "rl-research", *(f"e2e-{i}" for i in range(40)))
+TEST_NAMESPACES = ("default", "rl-research", *(f"e2e-{i}" for i in range(60)))
 
 
 def pins() -> dict[str, str]:
@@ -159,6 +160,62 @@ def go_module_dir(module: str, cwd: Path) -> str:
     out = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, env=go_env(),
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()
+
+
+# ---------------------------------------------------------------------------------------------- gomod
+
+# The modules each pin names, and the main packages (go.mod `tool` lines) built from them.
+MODULES = {"KUBERNETES": "k8s.io/kubernetes", "ETCD": "go.etcd.io/etcd/server/v3", "KWOK": "sigs.k8s.io/kwok",
+           "KUEUE": "sigs.k8s.io/kueue"}
+TOOLS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
+         "k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl", "sigs.k8s.io/kwok/cmd/kwok",
+         "sigs.k8s.io/kwok/cmd/kwokctl", "sigs.k8s.io/kueue/cmd/kueue")
+KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
+
+
+def go_mod_json(path: Path) -> dict[str, Any]:
+    out = subprocess.run(["go", "mod", "edit", "-json", str(path)], env=go_env(), capture_output=True, text=True,
+                         check=True)
+    return dict(json.loads(out.stdout))
+
+
+def staging_replaces(version: str) -> dict[str, str]:
+    """k8s.io/kubernetes@version replaces each staging module by ./staging/src/...; outside its
+    repository the same module is the matching v0.x tag: {module: tag}."""
+    info = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], cwd=HERE,
+                          env={**go_env(), "GOFLAGS": "-mod=mod"}, capture_output=True, text=True, check=True)
+    upstream = go_mod_json(Path(json.loads(info.stdout)["GoMod"]))
+    tag = "v0." + version.lstrip("v").split(".", 1)[1]
+    return {r["Old"]["Path"]: tag for r in upstream.get("Replace") or []
+            if r["New"]["Path"].startswith("./staging/")}
+
+
+def staging_replaces_drift() -> list[str]:
+    """How go.mod's replace block differs from what cmd_gomod generates (empty: it does not)."""
+    want = staging_replaces(pins()["KUBERNETES"])
+    have = {r["Old"]["Path"]: r["New"].get("Version", r["New"]["Path"])
+            for r in go_mod_json(HERE / "go.mod").get("Replace") or []}
+    return [f"{m}: go.mod has {have.get(m)}, k8s.io/kubernetes {pins()['KUBERNETES']} needs {want.get(m)}"
+            for m in sorted(set(want) | set(have)) if want.get(m) != have.get(m)]
+
+
+def cmd_gomod() -> None:
+    """Regenerate both go.mod files from pins.env (then `go mod tidy`): the staging replaces come from
+    the pinned k8s.io/kubernetes' own go.mod (`go install k8s.io/kubernetes/...@v` cannot work: a
+    dependency's replace directives are ignored)."""
+    p = pins()
+    env = {**go_env(), "GOFLAGS": "-mod=mod"}
+    current = go_mod_json(HERE / "go.mod")
+    edits = [f"-dropreplace={r['Old']['Path']}" for r in current.get("Replace") or []]
+    edits += [f"-replace={m}={m}@{tag}" for m, tag in sorted(staging_replaces(p["KUBERNETES"]).items())]
+    edits += [f"-require={MODULES[k]}@{p[k]}" for k in MODULES]
+    edits += [f"-tool={t}" for t in TOOLS]
+    subprocess.run(["go", "mod", "edit", *edits], cwd=HERE, env=env, check=True)
+    subprocess.run(["go", "mod", "tidy"], cwd=HERE, env=env, check=True)
+    subprocess.run(["go", "mod", "edit", f"-require={KUBERAY_MODULE}@{p['KUBERAY']}", f"-tool={KUBERAY_MODULE}"],
+                   cwd=HERE / "kuberay", env=env, check=True)
+    subprocess.run(["go", "mod", "tidy"], cwd=HERE / "kuberay", env=env, check=True)
+    say("go.mod and kuberay/go.mod regenerated from pins.env")
 
 
 # ------------------------------------------------------------------------------------------------ up
@@ -352,12 +409,18 @@ def container_logs(stack: Stack) -> dict[str, Any]:
             "spec": {"selector": {}, "logs": [{"logsFile": str(path), "previousLogsFile": str(path), "follow": False}]}}
 
 
+# The processes this Python process started: kept so that they are not reported as leaked while
+# they run on purpose (and reaped by stop_pid when a test session stops them).
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
 def start(stack: Stack, name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
     log = stack.run / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env={**os.environ, **(env or {})}, start_new_session=True)
+    _CHILDREN.append(proc)
     (stack.run / "pids").mkdir(exist_ok=True)
     (stack.run / "pids" / f"{name}.pid").write_text(str(proc.pid))
     return proc.pid
@@ -383,8 +446,14 @@ def wait_for(what: str, check: Any, timeout: float = 120.0, stack: Stack | None 
 
 
 def http_ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback health endpoints
-        return bool(resp.status == 200)
+    """GET on a loopback health endpoint answers 200 (the connection closed whatever happens)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=2)
+    try:
+        conn.request("GET", parts.path)
+        return conn.getresponse().status == 200
+    finally:
+        conn.close()
 
 
 def pid_alive(pid: int) -> bool:
@@ -580,6 +649,9 @@ def stop_pid(pid: int, name: str) -> None:
     if pid_alive(pid):
         say(f"{name} did not stop on SIGTERM: killing it")
         os.killpg(pid, signal.SIGKILL)
+    for child in [c for c in _CHILDREN if c.pid == pid]:
+        child.wait(timeout=10)
+        _CHILDREN.remove(child)
 
 
 # ---------------------------------------------------------------------------------------- status/logs
@@ -619,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build or reuse the binaries; prints their directory")
+    sub.add_parser("gomod", help="regenerate go.mod from pins.env (after changing a pin)")
     for name in ("up", "down", "env", "status", "logs"):
         p = sub.add_parser(name)
         p.add_argument("--name", default=os.environ.get("DOCKYARD_CP_NAME", "dockyard"),
@@ -632,6 +705,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         print(cmd_build())
+        return 0
+    if args.command == "gomod":
+        cmd_gomod()
         return 0
     stack = Stack(args.name)
     if args.command == "up":

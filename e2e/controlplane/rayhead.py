@@ -244,8 +244,10 @@ class RayHandler(BaseHTTPRequestHandler):
         token = self.heads.token(namespace, cluster)
         if token is None:
             return True
-        header = self.headers.get("Authorization") or ""
-        given = header[len("Bearer "):] if header.startswith("Bearer ") else self.headers.get("X-Ray-Authorization")
+        # Ray reads `Authorization: Bearer <token>`, else `X-Ray-Authorization: Bearer <token>` (which
+        # the KubeRay operator sends).
+        header = self.headers.get("Authorization") or self.headers.get("X-Ray-Authorization") or ""
+        given = header[len("Bearer "):] if header.startswith("Bearer ") else ""
         if not given:
             self._send(401, {"error": "Unauthorized: missing authentication token"})
             return False

@@ -1,31 +1,174 @@
-"""Real-cluster tests: run only when DOCKYARD_E2E_KUBECONFIG points at a cluster with KubeRay.
+"""The live commands against a real control plane.
 
-GPU requests are rewritten away (``E2E_SETS``) so a CPU-only kind cluster runs the flows.
+By default the session starts its own (``scripts/controlplane.sh up``: a real kube-apiserver, etcd,
+controller-manager and scheduler, kwok's fake GPU nodes, the real KubeRay operator and Kueue
+manager; e2e/controlplane/README.md) and stops it at the end, printing every component's log
+tail when a test failed. ``DOCKYARD_E2E_KUBECONFIG=PATH`` runs the same tests on a cluster you
+give instead (kind + KubeRay: the tests that need the stack's Ray head stand-in or fake fleet
+skip there). ``DOCKYARD_E2E=0`` skips the tier (a quick local run); ``DOCKYARD_CP_KEEP=1`` keeps
+the stack up after the session, and a later session reuses it.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.cli import run_cli
+from support.cli import Result, run_cli
+from support.paths import REPO
 
-KUBECONFIG = os.environ.get("DOCKYARD_E2E_KUBECONFIG", "")
+sys.path.insert(0, str(REPO / "e2e" / "controlplane"))
+import controlplane as cp  # noqa: E402 - the stack's own module, beside the Go module
+
+EXTERNAL = os.environ.get("DOCKYARD_E2E_KUBECONFIG", "")
+ENABLED = os.environ.get("DOCKYARD_E2E", "1") != "0"
+# Resolved at import, before the per-test fixtures point HOME at a temporary directory.
+CACHE = str(cp.cache_root())
+STACK_NAME = os.environ.get("DOCKYARD_CP_NAME", "pytest" if os.environ.get("DOCKYARD_CP_KEEP") else
+                            f"pytest-{os.getpid()}")
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    if KUBECONFIG:
+    if ENABLED:
         return
-    skip = pytest.mark.skip(reason="set DOCKYARD_E2E_KUBECONFIG to run the real-cluster tests")
+    skip = pytest.mark.skip(reason="DOCKYARD_E2E=0: the real control plane tier is off")
     for item in items:
         if "e2e" in item.keywords:
             item.add_marker(skip)
 
 
+@dataclass
+class Cluster:
+    """The cluster the e2e tests run on, and what they may do to it besides the launcher."""
+
+    kubeconfig: str
+    stack: cp.Stack | None = None  # None: a cluster given by DOCKYARD_E2E_KUBECONFIG
+    rayhead: str = ""  # the Ray head stand-in's control URL
+    _namespaces: Iterator[str] = field(default_factory=lambda: iter(cp.TEST_NAMESPACES[2:]))
+
+    @property
+    def ours(self) -> bool:
+        return self.stack is not None
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True,
+                kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
+        """The real kubectl (the one built with the stack when ours, else the one on PATH)."""
+        exe = str(Path(self.stack.state()["bin"]) / "kubectl") if self.stack else "kubectl"
+        proc = subprocess.run([exe, "--kubeconfig", kubeconfig or self.kubeconfig, *args], input=stdin, text=True,
+                              capture_output=True, timeout=120)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
+        return proc
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
+        self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=e2e-test", "-f", "-", stdin=doc)
+
+    def namespace(self) -> str:
+        """A namespace no other test of the session used (KubeRay watches it)."""
+        ns = next(self._namespaces)
+        if not self.ours:
+            self.kubectl("create", "namespace", ns, check=False)
+        return ns
+
+    def script(self, match: str, *attempts: dict[str, Any], namespace: str | None = None) -> None:
+        """What the Ray job of RayJob/submission ``match`` does, attempt by attempt (rayhead.py)."""
+        if not self.rayhead:
+            pytest.skip("needs the control plane's Ray head stand-in")
+        body = json.dumps({"match": match, "namespace": namespace, "attempts": list(attempts) or [{}]}).encode()
+        req = urllib.request.Request(f"{self.rayhead}/script", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5):  # noqa: S310 - loopback
+            pass
+
+    def ray_jobs(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{self.rayhead}/jobs", timeout=5) as resp:  # noqa: S310 - loopback
+            return list(json.loads(resp.read()))
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = check()
+            if found:
+                return found
+            time.sleep(0.3)
+        raise AssertionError(f"{what}: not within {timeout:.0f} s")
+
+
+def _start() -> Cluster:
+    if EXTERNAL:
+        return Cluster(EXTERNAL)
+    os.environ["DOCKYARD_CP_CACHE"] = CACHE
+    stack = cp.Stack(STACK_NAME)
+    try:
+        cp.cmd_up(stack, watch_test_namespaces=True)
+    except BaseException:
+        cp.cmd_down(stack)  # nothing left running behind a session that could not start
+        raise
+    state = stack.state()
+    return Cluster(state["kubeconfig"], stack, f"http://127.0.0.1:{state['ports']['rayhead_control']}")
+
+
+_CLUSTER: list[Cluster] = []
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    found = _start()
+    _CLUSTER.append(found)
+    yield found
+    if found.stack is not None and not os.environ.get("DOCKYARD_CP_KEEP"):
+        cp.cmd_down(found.stack)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int) -> None:
+    """On a failed session, every component's last log lines: what the cluster did, beside what we said."""
+    if not _CLUSTER or _CLUSTER[0].stack is None or exitstatus == 0:
+        return
+    paths = cp.log_paths(_CLUSTER[0].stack)
+    terminalreporter.section("control plane logs (last 30 lines each)")
+    for name, path in sorted(paths.items()):
+        if path.exists():
+            terminalreporter.write_line(f"--- {name}: {path}")
+            for line in path.read_text(errors="replace").splitlines()[-30:]:
+                terminalreporter.write_line(line[:400])
+
+
 @pytest.fixture
-def e2e_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("KUBECONFIG", KUBECONFIG)
-    yield run_cli
+def e2e_cli(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """The launcher in process, its KUBECONFIG the cluster's."""
+    monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig)
+    return run_cli
+
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def ns(cluster: Cluster) -> str:
+    """A fresh namespace holding what the example run names and must find there: its image pull
+    Secret and the W&B Secret its trainer env references (the PriorityClass is cluster-wide)."""
+    name = cluster.namespace()
+    cluster.apply(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-training"},
+         "value": 100000, "description": "e2e: the example's priority class"},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ghcr-pull", "namespace": name},
+         "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": name},
+         "stringData": {"api-key": "e2e-not-a-key"}},
+    )
+    return name

@@ -1,3 +1,5 @@
+// KubeRay's operator in a module of its own: v1.6.2 needs controller-runtime v0.22, Kueue v0.19 needs
+// v0.24. Generated from ../pins.env by `scripts/controlplane.sh gomod`.
 module dockyard-k8s.dev/controlplane/kuberay
 
 go 1.26.0
