@@ -402,7 +402,7 @@ def container_logs(stack: Stack) -> dict[str, Any]:
     """kwok serves every container's log (`kubectl logs`, the launcher's `logs`) from one file."""
     path = stack.run / "container.log"
     stamp = "2026-01-01T00:00:00.000000000Z"
-    path.write_text("".join(f"{stamp} {line}\n" for line in (
+    path.write_text("".join(f"{stamp} stdout F {line}\n" for line in (
         "kwok: this container runs nothing; its log is served by kwok from the test control plane",
         "dockyard-e2e: hello from the fake kubelet")))
     return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": {"name": "all-containers"},

@@ -123,29 +123,31 @@ def _start() -> Cluster:
     return Cluster(state["kubeconfig"], stack, f"http://127.0.0.1:{state['ports']['rayhead_control']}")
 
 
-_CLUSTER: list[Cluster] = []
+_FAILED_LOGS: dict[str, list[str]] = {}
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     found = _start()
-    _CLUSTER.append(found)
     yield found
-    if found.stack is not None and not os.environ.get("DOCKYARD_CP_KEEP"):
+    if found.stack is None:
+        return
+    if request.session.testsfailed:  # kept for the summary: the stack's files go with it
+        for name, path in sorted(cp.log_paths(found.stack).items()):
+            _FAILED_LOGS[f"{name}: {path}"] = path.read_text(errors="replace").splitlines()[-30:]
+    if not os.environ.get("DOCKYARD_CP_KEEP"):
         cp.cmd_down(found.stack)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int) -> None:
     """On a failed session, every component's last log lines: what the cluster did, beside what we said."""
-    if not _CLUSTER or _CLUSTER[0].stack is None or exitstatus == 0:
+    if not _FAILED_LOGS:
         return
-    paths = cp.log_paths(_CLUSTER[0].stack)
     terminalreporter.section("control plane logs (last 30 lines each)")
-    for name, path in sorted(paths.items()):
-        if path.exists():
-            terminalreporter.write_line(f"--- {name}: {path}")
-            for line in path.read_text(errors="replace").splitlines()[-30:]:
-                terminalreporter.write_line(line[:400])
+    for name, lines in _FAILED_LOGS.items():
+        terminalreporter.write_line(f"--- {name}")
+        for line in lines:
+            terminalreporter.write_line(line[:400])
 
 
 @pytest.fixture
