@@ -232,7 +232,9 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
 
     tas_only = all(snap.flavors[f].topology for _, fl in cq.groups for f in fl if f in snap.flavors)
     for ps in pod_sets:
-        if ps.topology is not None and not tas_only:
+        # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
+        # flavor; an explicit one is checked against the flavor's Topology even in a TAS-only queue.
+        if ps.topology is not None:
             if not flavor.topology:
                 if any(r in covered for r in ps.total):
                     return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'

@@ -226,3 +226,18 @@ def test_statefulsets_are_admitted_one_by_one_and_the_plan_says_so():
     assert [v.state for v in result.verdicts] == ["admitted", "waiting"]
     assert any(n.startswith("the StatefulSets are separate Workloads and Kueue admits them one by one: run-trainer "
                             "admitted, run-inference waiting") for n in result.notes)
+
+
+def test_a_tas_only_queue_refuses_a_required_level_its_topology_lacks():
+    """Issue 22 item 13: every flavor of the queue has a topologyName (a TAS-only ClusterQueue), and the pod
+    set asks for a level the Topology does not list. Kueue checks an explicit request against the flavor even
+    then (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS: only an implied request skips the check):
+    NoMatchingFlavor, not a crash of the placement on a level no node was grouped by."""
+    queue = [flavor("cpu", {"node-role": "cpu"}, topology="gpus"), flavor("h100", P5, topology="gpus"), TOPOLOGY,
+             *standard()[2:]]
+    rack = {"trainer": {"kueue.x-k8s.io/podset-required-topology": "rack"}}
+    job = rayjob(gpu_selector=P5, head_selector={"node-role": "cpu"}, annotations=rack, inference=0)
+    (v,) = run_plan([job], queue, blocks(2)).verdicts
+    assert (v.state, v.reason) == ("never", "NoMatchingFlavor")
+    assert v.message == ('couldn\'t assign flavors to pod set trainer: Flavor "cpu" does not contain the requested '
+                         'level, Flavor "h100" does not contain the requested level')
