@@ -213,6 +213,10 @@ def test_a_group_of_two_pod_sets_with_many_replicas_and_different_topologies():
         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "4", "lendingLimit": "1"}]}]}]}},
      [(("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "lendingLimit"),
        "Invalid value: '1': must be nil when parent is empty")]),
+    # a Cohort may lend more than its own nominal quota (its children's quota passes through it):
+    # cohort_webhook.go validateCohort sets enforceNominalGreaterThanLending: false (issue 22 item 14)
+    ({"kind": "Cohort", "spec": {"parentName": "org", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "0", "lendingLimit": "8"}]}]}]}}, []),
 ])
 def test_kueue_objects_get_the_crds_cel_rules_and_the_webhooks(obj, expected):
     assert kueue_problems({"apiVersion": "kueue.x-k8s.io/v1beta2", "metadata": {"name": "x"}, **obj}) == expected
