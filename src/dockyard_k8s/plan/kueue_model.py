@@ -193,7 +193,9 @@ class Admitted:
     cluster_queue: str
     priority: int
     usage: dict[FR, int]
-    created: str = ""  # creationTimestamp (RFC 3339 sorts as text)
+    reserved_at: str = ""  # QuotaReserved's lastTransitionTime (RFC 3339 sorts as text); "": admitted now
+    evicted: bool = False  # an Evicted condition is True: being preempted already
+    uid: str = ""
 
 
 @dataclass
@@ -386,9 +388,11 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
             for fr, value in usage.items():
                 cq.node.usage[fr] = cq.node.usage.get(fr, 0) + value
             priority = as_mapping(wl.get("spec")).get("priority")
+            since, evicted = _condition(wl, "QuotaReserved") or {}, _condition(wl, "Evicted") or {}
             cq.workloads.append(Admitted(str(meta.get("name")), str(meta.get("namespace") or "default"), cq.name,
                                          int(priority) if isinstance(priority, int) else 0, usage,
-                                         str(meta.get("creationTimestamp") or "")))
+                                         str(since.get("lastTransitionTime") or ""), evicted.get("status") == "True",
+                                         str(meta.get("uid") or "")))
         return
     with_status = 0
     for o in items:

@@ -46,7 +46,8 @@ def _hint(v: Verdict) -> str | None:
         return (f"Kueue admits it when admitted workloads of ClusterQueue {cq} (or of its cohort) finish and free "
                 "the quota; `dockyard-k8s status` shows its place in the queue once submitted")
     if v.state == "preempt":
-        names = ", ".join(f"{t.namespace}/{t.name} (priority {t.priority}, {t.cluster_queue})" for t in v.targets)
+        names = ", ".join(f"{t.workload.namespace}/{t.workload.name} (priority {t.workload.priority}, "
+                          f"{t.workload.cluster_queue}: {t.reason})" for t in v.targets)
         return f"Kueue evicts {names} first"
     return None
 
@@ -138,7 +139,9 @@ def as_json(plan: KueuePlan) -> dict[str, Any]:
             "state": v.state, "reason": v.reason, "message": v.message, "priority": v.workload.priority,
             "podSets": [{"name": r.name, "count": r.count, "flavors": r.flavors, "borrowing": r.borrows,
                          "message": r.message} for r in v.pod_sets],
-            "preempts": [f"{t.namespace}/{t.name}" for t in v.targets],
+            "preempts": [f"{t.workload.namespace}/{t.workload.name}" for t in v.targets],
+            "preemptions": [{"workload": f"{t.workload.namespace}/{t.workload.name}",
+                             "clusterQueue": t.workload.cluster_queue, "reason": t.reason} for t in v.targets],
             "admissionChecks": v.admission_checks, "notes": v.notes,
         } for v in plan.verdicts],
         "quota": [{"clusterQueue": r.cluster_queue, "flavor": r.flavor, "resource": r.resource,
