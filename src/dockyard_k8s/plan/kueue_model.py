@@ -126,10 +126,10 @@ def remove_usage(node: QuotaNode, fr: FR, value: int) -> None:
         remove_usage(node.parent, fr, min(value, stored_in_parent))
 
 
-def borrows(node: QuotaNode, fr: FR, value: int) -> bool:
-    """Whether using ``value`` more of ``fr`` takes ``node`` past its own nominal quota (borrowing)."""
-    quota = node.quotas.get(fr)
-    return node.parent is not None and (quota.nominal if quota else 0) < node.usage.get(fr, 0) + value
+def borrowing_with(node: QuotaNode, fr: FR, value: int) -> bool:
+    """Whether ``value`` more takes ``node`` past its own quota (a ClusterQueue's nominal quota, a Cohort's
+    subtree quota): BorrowingWith."""
+    return node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value
 
 
 def within_nominal(node: QuotaNode, frs: set[FR]) -> bool:

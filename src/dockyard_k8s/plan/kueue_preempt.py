@@ -39,6 +39,7 @@ from dockyard_k8s.plan.kueue_model import (
     Snapshot,
     add_usage,
     available,
+    borrowing_with,
     remove_usage,
     within_nominal,
 )
@@ -86,11 +87,6 @@ def _height(node: QuotaNode) -> int:
         if not child.cq:
             height = max(height, _height(child) + 1)
     return height
-
-
-def borrowing_with(node: QuotaNode, fr: FR, value: int) -> bool:
-    """Whether ``value`` more takes ``node`` past its quota (a ClusterQueue's nominal, a Cohort's subtree)."""
-    return node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value
 
 
 def lowest_fitting_subtree(node: QuotaNode, fr: FR, value: int) -> tuple[int, bool]:
