@@ -12,6 +12,7 @@ from dockyard_k8s.plan.kueue_model import kueue_amount
 from dockyard_k8s.plan.kueue_plan import KueuePlan
 
 OK, FAIL, WARN = "✔", "✖", "!"
+NOT_CHECKED = "not checked"
 
 # state -> (mark, what it means for the user)
 _STATES = {
@@ -101,10 +102,14 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
                           q(row.run) if row.run else "-"])
         lines += report.table(quota)
     lines += [f"note: {n}" for n in plan.notes]
-    nodes = report.text(plan.nodes, wide)
-    own = report.verdict(plan.nodes) + "\n"
     lines.append("")
-    lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
+    if plan.nodes is None:
+        lines.append(f"node fit: {NOT_CHECKED} (no node inventory: declare plan.nodePools, or pass --nodes FILE or "
+                     "--live)")
+    else:
+        nodes = report.text(plan.nodes, wide)
+        own = report.verdict(plan.nodes) + "\n"
+        lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
     lines.append(verdict(plan))
     return "\n".join(lines) + "\n"
 
@@ -112,6 +117,10 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
 def verdict(plan: KueuePlan) -> str:
     """The combined verdict: Kueue's admission first, then whether the nodes hold what it admits."""
     waiting = [v for v in plan.verdicts if v.state not in ("admitted", "preempt")]
+    if plan.nodes is None:
+        if waiting:
+            return f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
+        return f"{OK} Kueue admits the run; node fit: {NOT_CHECKED}"
     nodes = report.verdict(plan.nodes).splitlines()
     if waiting:
         head = f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
@@ -128,7 +137,10 @@ def verdict(plan: KueuePlan) -> str:
 
 
 def as_json(plan: KueuePlan) -> dict[str, Any]:
-    out = report.as_json(plan.nodes)
+    """``plan -o json``: the node report's keys (null or empty when no inventory was given), then ``kueue``."""
+    out = report.as_json(plan.nodes) if plan.nodes is not None else {
+        "fits": None, "startable": None, "pods": None, "pending": None, "inventory": None, "groups": [], "nodes": [],
+        "notes": []}
     out["exitCode"] = plan.exit_code
     out["kueue"] = {
         "source": plan.source,
