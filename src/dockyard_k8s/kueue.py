@@ -53,6 +53,11 @@ SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits":
 # The Ray autoscaler sidecar KubeRay injects into the head with enableInTreeAutoscaling.
 AUTOSCALER_RESOURCES = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
 
+# The team's queue objects `render` may add for an admin (infra.kueue.queueObjects): render-only,
+# never applied by `run`; plan reads them as the queue when nothing else is given.
+TEAM_KINDS = ("ResourceFlavor", "Topology", "WorkloadPriorityClass", "MultiKueueCluster", "MultiKueueConfig",
+              "AdmissionCheck", "ClusterQueue", "LocalQueue")
+
 # The kinds Kueue integrates that a run renders (Kueue's default integrations include them all;
 # StatefulSet and Deployment need its pod integration enabled too).
 INTEGRATED_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment")

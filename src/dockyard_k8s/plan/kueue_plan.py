@@ -38,8 +38,6 @@ from dockyard_k8s.plan.kueue_model import (
 from dockyard_k8s.plan.schedule import PlanResult, plan
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
-# The team's queue objects `render` may add (plan reads them as the queue when nothing else is given).
-TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
 
 
 def queued_jobs(objects: list[dict[str, Any]]) -> list[str]:
@@ -50,7 +48,7 @@ def queued_jobs(objects: list[dict[str, Any]]) -> list[str]:
 
 def team_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The team's queue objects among the rendered ones (``infra.kueue.queueObjects.render``)."""
-    return [o for o in objects if o.get("kind") in TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
+    return [o for o in objects if o.get("kind") in kueue.TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
 
 
 def run_snapshot(objects: list[dict[str, Any]], kueue_objects: list[dict[str, Any]], source: str) -> Snapshot:

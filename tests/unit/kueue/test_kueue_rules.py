@@ -85,6 +85,20 @@ def test_kueue_keys_without_a_queue_do_nothing_and_say_so(kueue_problems_of, ext
      "infra.kueue.topology.together", "consistent with the other pod set in the group (got trainer: preferred a, "
                                       "inference: preferred b)"),
     ("", ["infra.kueue.sandbox=true", "sandbox.enabled=false"], "infra.kueue.sandbox", "sandbox.enabled is false"),
+    # issue 22 item 16: what renders the admin's WorkloadPriorityClass and MultiKueue objects
+    ("", ["infra.kueue.queueObjects.render=true", "infra.kueue.queueObjects.priorityValue=100"],
+     "infra.kueue.queueObjects.priorityValue", "names no WorkloadPriorityClass: set infra.kueue.priorityClass"),
+    ("", ["infra.kueue.priorityClass=high", "infra.kueue.queueObjects.priorityValue=100"],
+     "infra.kueue.queueObjects.priorityValue", "has no effect without infra.kueue.queueObjects.render"),
+    ("", ["infra.kueue.queueObjects.multiKueue.clusters=[{name: a}]"],
+     "infra.kueue.queueObjects.multiKueue.clusters", "has no effect without infra.kueue.queueObjects.render"),
+    ("", ["infra.kueue.queueObjects.render=true",
+          "infra.kueue.queueObjects.multiKueue.clusters=[{name: a}, {name: a}]"],
+     "infra.kueue.queueObjects.multiKueue.clusters[1].name", "Duplicate value: 'a' (MultiKueueConfig spec.clusters "
+                                                            "must be unique)"),
+    ("", ["infra.kueue.queueObjects.render=true",
+          "infra.kueue.queueObjects.multiKueue.clusters=[" + ", ".join(f"{{name: w{i}}}" for i in range(21)) + "]"],
+     "infra.kueue.queueObjects.multiKueue.clusters", "Too many: 21: must have at most 20 items"),
 ])
 def test_combinations_that_cannot_work(kueue_problems_of, extra, sets, where, expected):
     problems = kueue_problems_of(QUEUED + extra, sets)
