@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GROUP = "kueue.x-k8s.io"
-API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 is still served)
+API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 still served); served since v0.15
 
 # --- on the job (pkg/controller/constants, apis/kueue/v1beta2/topology_types.go) ---------------
 QUEUE_LABEL = f"{GROUP}/queue-name"  # metadata.labels: the LocalQueue
@@ -41,7 +41,7 @@ MODE_ANNOTATION = {"required": REQUIRED_TOPOLOGY, "preferred": PREFERRED_TOPOLOG
 
 # The controller name of MultiKueue's AdmissionCheck (apis/kueue/v1beta2/multikueue_types.go).
 MULTIKUEUE_CONTROLLER = f"{GROUP}/multikueue"
-# jobframework.MaxPodSets: the Workload CRD's podSets maxItems (18 since v0.16; 8 before v0.14).
+# jobframework.MaxPodSets: the Workload CRD's podSets maxItems (8 up to v0.17, 10 in v0.18, 18 in v0.19).
 MAX_POD_SETS = 18
 HEAD_POD_SET = "head"  # reserved: no worker group may be called this
 SUBMITTER_POD_SET = "submitter"
@@ -52,6 +52,11 @@ DEFAULT_POD_SET = "main"  # a Job's (and a pod group's) single pod set
 SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 # The Ray autoscaler sidecar KubeRay injects into the head with enableInTreeAutoscaling.
 AUTOSCALER_RESOURCES = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
+
+# The team's queue objects `render` may add for an admin (infra.kueue.queueObjects): render-only,
+# never applied by `run`; plan reads them as the queue when nothing else is given.
+TEAM_KINDS = ("ResourceFlavor", "Topology", "WorkloadPriorityClass", "MultiKueueCluster", "MultiKueueConfig",
+              "AdmissionCheck", "ClusterQueue", "LocalQueue")
 
 # The kinds Kueue integrates that a run renders (Kueue's default integrations include them all;
 # StatefulSet and Deployment need its pod integration enabled too).

@@ -27,7 +27,8 @@ examples:
   dockyard-k8s plan --list-instance-types
 
 exit codes: 0 every pod fits (and Kueue admits the run), 1 some pod stays pending or Kueue does not
-admit the run now, 2 bad input
+admit the run now, 2 bad input. --kueue without a node inventory gives Kueue's verdict alone
+(node fit: not checked).
 """
 
 
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     objects = [o.data for o in targets.objects]
     chosen = sources.choose_sources(targets.sections["plan"], live=args.live, node_files=args.nodes,
                                     kueue_files=args.kueue)
+    inventory: Inventory | None  # None: --kueue alone, Kueue's admission without the node fit
     if chosen.inventory == sources.LIVE:
         inventory, kueue = _fetch_live(args, objects, chosen)
     else:

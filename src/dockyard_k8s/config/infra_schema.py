@@ -12,6 +12,7 @@ from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
     INT64_MAX,
     NCCL_SIZE,
     QUANTITY,
@@ -126,6 +127,27 @@ _KUEUE = obj("Queue the run with Kueue (docs/kueue.md): labels on the RayJob / R
                             "GPU quota is 0).", "default-flavor"),
         "topologyName": string("Topology object name (when a topology mode is set).", "default"),
         "runs": integer("Nominal quota for this many runs of this size at once.", 1, minimum=1),
+        "priorityValue": integer("Render the WorkloadPriorityClass infra.kueue.priorityClass with this value (a "
+                                 "higher one is admitted first and may preempt lower ones); null: not rendered, the "
+                                 "cluster's own class is used (an int32, as the CRD stores it).", None,
+                                 minimum=-(2**31), nullable=True),
+        "multiKueue": obj("MultiKueue: the ClusterQueue dispatches its Workloads to worker clusters. With clusters, "
+                          "renders a MultiKueueCluster per worker, their MultiKueueConfig, an AdmissionCheck "
+                          "(controllerName kueue.x-k8s.io/multikueue) and lists the check on the ClusterQueue. Each "
+                          "worker needs the same namespace, LocalQueue and ClusterQueue.", {
+            "admissionCheck": string("Name of the AdmissionCheck and of its MultiKueueConfig.", "multikueue",
+                                     pattern=DNS1123_LABEL),
+            "clusters": array("The worker clusters (at most 20), each {name, kubeConfigSecret}: a MultiKueueCluster "
+                              "named name whose kubeconfig is the key kubeconfig of Secret kubeConfigSecret (default "
+                              "<name>-kubeconfig) in Kueue's namespace (kueue-system by default); the Secret holds "
+                              "credentials and is not rendered.", obj("A worker cluster.", {
+                "name": string("MultiKueueCluster name.", pattern=DNS1123_SUBDOMAIN),
+                "kubeConfigSecret": string("Secret in Kueue's namespace (kueue-system by default) whose key "
+                                           "kubeconfig holds the worker's kubeconfig; defaults to <name>-kubeconfig. "
+                                           "Not rendered: it holds credentials.", None, pattern=DNS1123_SUBDOMAIN,
+                                           nullable=True),
+            }, required=("name",)), []),
+        }),
     }),
 })
 

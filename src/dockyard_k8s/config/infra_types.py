@@ -88,6 +88,16 @@ class InfraKueueFleets(TypedDict):
     submitter: InfraKueueFleetsSubmitter | None
 
 
+class InfraKueueQueueObjectsMultiKueueClustersItem(TypedDict):
+    name: str
+    kubeConfigSecret: str | None
+
+
+class InfraKueueQueueObjectsMultiKueue(TypedDict):
+    admissionCheck: str
+    clusters: list[InfraKueueQueueObjectsMultiKueueClustersItem]
+
+
 class InfraKueueQueueObjects(TypedDict):
     render: bool
     clusterQueue: str | None
@@ -96,6 +106,8 @@ class InfraKueueQueueObjects(TypedDict):
     cpuFlavor: str
     topologyName: str
     runs: int
+    priorityValue: int | None
+    multiKueue: InfraKueueQueueObjectsMultiKueue
 
 
 class InfraKueue(TypedDict):

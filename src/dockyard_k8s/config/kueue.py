@@ -2,7 +2,9 @@
 
 * :func:`kueue_config_problems` — settings that cannot work together: a topology without its
   level, a podset group Kueue refuses, ``launch.suspend`` fighting Kueue's resume, Kueue keys
-  set while the run is not queued (they would do nothing). An attach run with a queue name
+  set while the run is not queued (they would do nothing), admin objects asked for without
+  ``queueObjects.render`` or that Kueue would refuse (a priority value without a class name,
+  worker clusters named twice or more than 20). An attach run with a queue name
   queues nothing (its job goes to an existing cluster): ``check`` says so, it is no error, so a
   team defaults file may name the queue.
 
@@ -30,6 +32,10 @@ _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
 }
 
 
+NOT_QUEUED = "has no effect: the run is not queued (set infra.kueue.queueName to the LocalQueue of the namespace)"
+MAX_WORKER_CLUSTERS = 20  # MultiKueueConfig spec.clusters maxItems (Kueue v0.19.2 CRD)
+
+
 def _topology_problems(section: Any, at: Path) -> list[tuple[Path, str]]:
     if section and section["mode"] != "none" and not section["level"]:
         return [((*at, "level"), f"is required with mode {section['mode']} (got nothing, expected the node label of a "
@@ -44,14 +50,16 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     out: list[tuple[Path, str]] = []
     base: Path = ("infra", "kueue")
     if not k["queueName"]:
-        unused = [("priorityClass",), ("sandbox",), ("queueObjects", "render"), ("topology", "together")]
+        unused = [("priorityClass",), ("sandbox",), ("queueObjects", "render"), ("topology", "together"),
+                  ("queueObjects", "multiKueue", "clusters")]
         for path in unused:
             value: Any = k
             for part in path:
                 value = value[part]
             if value:
-                out.append(((*base, *path), "has no effect: the run is not queued (set infra.kueue.queueName to "
-                                            "the LocalQueue of the namespace)"))
+                out.append(((*base, *path), NOT_QUEUED))
+        if k["queueObjects"]["priorityValue"] is not None:
+            out.append(((*base, "queueObjects", "priorityValue"), NOT_QUEUED))
         if k["topology"]["mode"] != "none" or any(k["fleets"].values()):
             key = "topology" if k["topology"]["mode"] != "none" else "fleets"
             out.append(((*base, key), "has no effect: topology requests are read by Kueue, and the run is not queued "
@@ -79,6 +87,7 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
                                                   "(only K8sJobMode runs the submitter as its own pod)"))
     if k["topology"]["together"]:
         out += _together_problems(infra)
+    out += _admin_object_problems(k)
     if k["queueObjects"]["render"] and mode in ("rayjob", "bringup", "statefulset"):
         kuberay: Mapping[str, Any] = infra["kuberay"]
         gpu = [role for role in ("trainer", "inference") if kuberay[role]["gpus"] > 0]
@@ -92,6 +101,34 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
                         "the GPU ResourceFlavor gets a topologyName, and Kueue needs nodeLabels on it (at least one "
                         "nodeLabel is required when topology is set): give trainer and inference a common "
                         "nodeSelector (e.g. node.kubernetes.io/instance-type)"))
+    return out
+
+
+def _admin_object_problems(k: Any) -> list[tuple[Path, str]]:
+    """The WorkloadPriorityClass and MultiKueue objects ``queueObjects`` renders for the admin."""
+    qo = k["queueObjects"]
+    at: Path = ("infra", "kueue", "queueObjects")
+    clusters = qo["multiKueue"]["clusters"]
+    out: list[tuple[Path, str]] = []
+    if not qo["render"]:
+        why = "has no effect without infra.kueue.queueObjects.render (an admin's object, rendered with the queue's)"
+        if qo["priorityValue"] is not None:
+            out.append(((*at, "priorityValue"), why))
+        if clusters:
+            out.append(((*at, "multiKueue", "clusters"), why))
+        return out
+    if qo["priorityValue"] is not None and not k["priorityClass"]:
+        out.append(((*at, "priorityValue"), "names no WorkloadPriorityClass: set infra.kueue.priorityClass (the "
+                                            "class's name, which the run's kueue.x-k8s.io/priority-class label names)"))
+    seen: set[str] = set()
+    for i, cluster in enumerate(clusters):
+        if cluster["name"] in seen:
+            out.append(((*at, "multiKueue", "clusters", i, "name"),
+                        f"Duplicate value: {cluster['name']!r} (MultiKueueConfig spec.clusters must be unique)"))
+        seen.add(cluster["name"])
+    if len(clusters) > MAX_WORKER_CLUSTERS:
+        out.append(((*at, "multiKueue", "clusters"), f"Too many: {len(clusters)}: must have at most "
+                                                     f"{MAX_WORKER_CLUSTERS} items (MultiKueueConfig spec.clusters)"))
     return out
 
 

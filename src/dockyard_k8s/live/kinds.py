@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dockyard_k8s import kueue
 from dockyard_k8s.plain import Record
 
 
@@ -79,7 +80,7 @@ RAYJOB = KINDS["RayJob"]
 RAYCLUSTER = KINDS["RayCluster"]
 # Rendered but never applied by the live path (namespace governance and the team's Kueue queue
 # objects are cluster-admin territory).
-RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange", "LocalQueue", "ClusterQueue", "ResourceFlavor", "Topology"})
+RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange", *kueue.TEAM_KINDS})
 
 
 def _plural(kind: str) -> str:

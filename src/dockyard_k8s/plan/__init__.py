@@ -11,7 +11,8 @@
 * ``fit.py``       ``check``'s test: does every pod fit one node of the instance type it selects
 * ``report.py``    text and JSON
 * ``kueue_model.py``  Kueue's quota tree (ClusterQueues, Cohorts, borrowing and lending limits, usage)
-* ``kueue_assign.py`` Kueue's admission of one workload: flavors per pod set, preemption, its words
+* ``kueue_assign.py`` Kueue's admission of one workload: flavors per pod set, its words
+* ``kueue_preempt.py`` Kueue's classical preemption: when it is tried, candidates, the minimal targets
 * ``kueue_plan.py``   admission first, topology domains, then the scheduler on what Kueue admits
 * ``kueue_report.py`` text and JSON of ``plan --kueue``
 """

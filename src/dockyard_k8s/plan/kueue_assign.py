@@ -10,17 +10,17 @@ resource ``previous pod sets + this one`` is compared with what the queue can us
 * more than it could ever have (``potential_available``): ``insufficient quota for ... > maximum
   capacity`` — the flavor can never hold it (``ExceedsMaxQuota`` if no flavor can);
 * more than is unused now (``available``): ``insufficient unused quota for ..., N more needed``
-  — then preemption is simulated (``withinClusterQueue``, ``reclaimWithinCohort``); without
-  candidates the workload waits (``WaitingForQuota``);
-* else it fits (borrowing from the cohort when past the queue's own nominal quota).
+  — then, if the request is within the queue's nominal quota, or a subtree of the cohort holds
+  it (reclaim in the hierarchy), or ``borrowWithinCohort`` allows preempting while borrowing,
+  preemption is simulated (``kueue_preempt``); without targets the workload waits
+  (``WaitingForQuota``), and else the flavor does not fit now;
+* else it fits, with a borrowing level (0 within the nominal quota, else the height of the
+  lowest cohort whose subtree holds it: lower is preferred).
 
 Kueue's flavor fungibility decides when to stop (default: stop at a flavor that fits, even by
-borrowing; try the next one instead of preempting). Messages are Kueue's own.
-
-Simplified: preemption candidates are the admitted workloads of lower priority of the same
-ClusterQueue (``withinClusterQueue``) and those of ClusterQueues of the cohort that borrow
-(``reclaimWithinCohort``), taken lowest priority first until the request fits; fair sharing,
-``borrowWithinCohort`` and admission fair sharing are not simulated.
+borrowing; try the next one instead of preempting). Messages are Kueue's own. When a flavor
+needs preemption, the targets are those of the whole assignment (``Preemptor.GetTargets``).
+Fair sharing and admission fair sharing are not simulated.
 """
 
 from __future__ import annotations
@@ -38,11 +38,15 @@ from dockyard_k8s.plan.kueue_model import (
     Snapshot,
     add_usage,
     available,
-    borrows,
     kueue_amount,
     potential_available,
-    remove_usage,
-    within_nominal,
+)
+from dockyard_k8s.plan.kueue_preempt import (
+    Target,
+    can_preempt_while_borrowing,
+    lowest_fitting_subtree,
+    preemption_targets,
+    simulate,
 )
 from dockyard_k8s.plan.units import to_units
 
@@ -106,7 +110,7 @@ class Verdict:
     reason: str  # Kueue's condition reason
     message: str  # Kueue's condition message
     pod_sets: list[PodSetResult] = field(default_factory=list)
-    targets: list[Admitted] = field(default_factory=list)  # workloads it would preempt
+    targets: list[Target] = field(default_factory=list)  # workloads it would preempt
     admission_checks: list[str] = field(default_factory=list)  # names of the queue's checks
     notes: list[str] = field(default_factory=list)
 
@@ -232,7 +236,9 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
 
     tas_only = all(snap.flavors[f].topology for _, fl in cq.groups for f in fl if f in snap.flavors)
     for ps in pod_sets:
-        if ps.topology is not None and not tas_only:
+        # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
+        # flavor; an explicit one is checked against the flavor's Topology even in a TAS-only queue.
+        if ps.topology is not None:
             if not flavor.topology:
                 if any(r in covered for r in ps.total):
                     return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
@@ -263,64 +269,30 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
 
 
 def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, priority: int
-                ) -> tuple[int, bool, str, str, list[Admitted]]:
-    """fitsResourceQuota: (mode, borrows, message, no-fit reason, preemption targets)."""
+                ) -> tuple[int, int, str, str]:
+    """fitsResourceQuota: (mode, borrowing level, message, no-fit reason). Preemption is simulated only
+    when the request is within the queue's nominal quota, or a subtree of the cohort holds it (reclaim in
+    the hierarchy), or ``borrowWithinCohort`` lets the queue preempt while borrowing."""
     flavor, res = fr
     value = assumed + request
     cap = potential_available(cq.node, fr)
     if value > cap:
-        return NO_FIT, False, (f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
-                               f"requests ({kueue_amount(res, assumed)}) + current podset request "
-                               f"({kueue_amount(res, request)}) > maximum capacity ({kueue_amount(res, cap)})"), \
-            EXCEEDS_MAX_QUOTA, []
-    borrow = borrows(cq.node, fr, value)
-    free = available(cq.node, fr)
+        return NO_FIT, 0, (f"insufficient quota for {res} in flavor {flavor}, previously considered podsets "
+                           f"requests ({kueue_amount(res, assumed)}) + current podset request "
+                           f"({kueue_amount(res, request)}) > maximum capacity ({kueue_amount(res, cap)})"), \
+            EXCEEDS_MAX_QUOTA
+    borrow, may_reclaim = lowest_fitting_subtree(cq.node, fr, value)
+    free = max(0, available(cq.node, fr))
     if value <= free:
-        return FIT, borrow, "", "", []
+        return FIT, borrow, "", ""
     message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
-    nominal = quota.nominal if quota else 0
-    if nominal >= value or cq.node.parent is not None:
-        mode, targets = _simulate_preemption(snap, cq, fr, value, priority)
-        return mode, borrow, message, "" if mode in (PREEMPT, RECLAIM) else WAITING_FOR_QUOTA, targets
-    return NO_FIT, borrow, message, WAITING_FOR_QUOTA, []
-
-
-def _simulate_preemption(snap: Snapshot, cq: ClusterQueue, fr: FR, value: int, priority: int
-                         ) -> tuple[int, list[Admitted]]:
-    within = cq.preemption.get("withinClusterQueue") or "Never"
-    reclaim = cq.preemption.get("reclaimWithinCohort") or "Never"
-    candidates: list[tuple[int, Admitted]] = []
-    if within in ("LowerPriority", "LowerOrNewerEqualPriority"):  # the new workload is the newest
-        candidates += [(1, w) for w in cq.workloads if fr in w.usage and w.priority < priority]
-    if reclaim != "Never" and cq.node.parent is not None:
-        root = cq.node.root()
-        for other in snap.queues.values():
-            if other is cq or other.node.root() is not root or within_nominal(other.node, {fr}):
-                continue
-            candidates += [(0, w) for w in other.workloads
-                           if fr in w.usage and (reclaim == "Any" or w.priority < priority)]
-    # other queues' borrowers first, then lowest priority, then newest (Kueue's candidate order)
-    candidates.sort(key=lambda c: c[1].created, reverse=True)
-    candidates.sort(key=lambda c: (c[0], c[1].priority))
-    taken: list[Admitted] = []
-    for _, w in candidates:
-        taken.append(w)
-        _charge(snap, w, -1)
-        if available(cq.node, fr) >= value:
-            break
-    fits = available(cq.node, fr) >= value
-    for w in taken:
-        _charge(snap, w, 1)
-    if not fits or not taken:
-        return NO_CANDIDATES, []
-    return (PREEMPT if any(w.cluster_queue == cq.name for w in taken) else RECLAIM), taken
-
-
-def _charge(snap: Snapshot, w: Admitted, sign: int) -> None:
-    node = snap.queues[w.cluster_queue].node
-    for fr, value in w.usage.items():
-        (add_usage if sign > 0 else remove_usage)(node, fr, value)
+    if (quota.nominal if quota else 0) >= value or may_reclaim or can_preempt_while_borrowing(cq):
+        found, borrow = simulate(snap, cq, priority, fr, value)
+        if not found:
+            return NO_CANDIDATES, borrow, message, WAITING_FOR_QUOTA
+        return (PREEMPT if any(t.workload.cluster_queue == cq.name for t in found) else RECLAIM), borrow, message, ""
+    return NO_FIT, borrow, message, WAITING_FOR_QUOTA
 
 
 def _preferred(a: tuple[int, int], b: tuple[int, int], fungibility: dict[str, Any]) -> bool:
@@ -346,11 +318,10 @@ def _try_next(mode: tuple[int, int], fungibility: dict[str, Any]) -> bool:
 
 @dataclass
 class _Found:
-    flavors: dict[str, tuple[str, int, bool]]  # resource -> (flavor, mode, borrows)
+    flavors: dict[str, tuple[str, int, int]]  # resource -> (flavor, mode, borrowing level)
     mode: tuple[int, int]
     reasons: list[str]
     no_fit: str  # most severe reason among the no-fit flavors
-    targets: list[Admitted]
 
 
 def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[str]], requests: dict[str, int],
@@ -358,9 +329,8 @@ def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[
     """findFlavorForPodSets for one resource group."""
     covered, flavors = group
     wanted = {r: v for r, v in requests.items() if r in covered}
-    best: dict[str, tuple[str, int, bool]] | None = None
+    best: dict[str, tuple[str, int, int]] | None = None
     best_mode: tuple[int, int] = (NO_FIT, 1 << 30)
-    best_targets: list[Admitted] = []
     reasons: list[str] = []
     reasons_per_flavor: list[str] = []
     for name in flavors:
@@ -370,31 +340,30 @@ def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[
             reasons.append(mismatch)
             reasons_per_flavor.append(NO_MATCHING_FLAVOR)
             continue
-        chosen: dict[str, tuple[str, int, bool]] = {}
+        chosen: dict[str, tuple[str, int, int]] = {}
         mode: tuple[int, int] = (FIT, 0)
-        flavor_reason, targets = "", []
+        flavor_reason = ""
         for res in sorted(wanted):
             fr = (name, res)
-            m, borrow, message, no_fit, found = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], priority)
+            m, borrow, message, no_fit = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], priority)
             if message:
                 reasons.append(message)
                 if _SEVERITY.get(no_fit, 0) > _SEVERITY.get(flavor_reason, 0):
                     flavor_reason = no_fit
-            targets += [t for t in found if t not in targets]
-            if _preferred(mode, (m, int(borrow)), cq.fungibility):
-                mode = (m, int(borrow))
+            if _preferred(mode, (m, borrow), cq.fungibility):
+                mode = (m, borrow)
             if mode[0] != NO_FIT:  # Kueue still checks (and explains) the flavor's other resources
                 chosen[res] = (name, m, borrow)
         if mode[0] == NO_FIT or mode[0] == NO_CANDIDATES:
             reasons_per_flavor.append(flavor_reason or WAITING_FOR_QUOTA)
         if not _try_next(mode, cq.fungibility):
-            best, best_mode, best_targets = chosen, mode, targets
+            best, best_mode = chosen, mode
             break
         if _preferred(mode, best_mode, cq.fungibility):
-            best, best_mode, best_targets = chosen, mode, targets
+            best, best_mode = chosen, mode
     # resolveNoFitReason: the least severe blocker among a group's alternative flavors
     no_fit = min(reasons_per_flavor, key=lambda r: _SEVERITY.get(r, 0)) if reasons_per_flavor else NO_MATCHING_FLAVOR
-    return _Found(best or {}, best_mode, [] if best_mode[0] == FIT else reasons, no_fit, best_targets)
+    return _Found(best or {}, best_mode, [] if best_mode[0] == FIT else reasons, no_fit)
 
 
 # --- the workload --------------------------------------------------------------------------------
@@ -416,14 +385,14 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
     for i, ps in enumerate(wl.pod_sets):
         groups.setdefault(ps.group or f"#{i}", []).append(ps)
     assumed: dict[FR, int] = {}
+    contested: set[FR] = set()  # (flavor, resource) pairs assigned by preemption
     results: list[PodSetResult] = []
-    targets: list[Admitted] = []
     for members in groups.values():
         requests: dict[str, int] = {}
         for ps in members:
             for res, value in _requests(ps, covers_pods).items():
                 requests[res] = requests.get(res, 0) + value
-        chosen: dict[str, tuple[str, int, bool]] = {}
+        chosen: dict[str, tuple[str, int, int]] = {}
         reasons: list[str] = []
         severity, failed = "", False
         for res in sorted(requests):
@@ -437,7 +406,6 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
                 continue
             found = _find_flavor(snap, cq, group, requests, members, assumed, wl.priority)
             reasons += found.reasons
-            targets += [t for t in found.targets if t not in targets]
             if not found.flavors:
                 severity, failed = found.no_fit, True
                 break
@@ -449,18 +417,24 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
             mode = min((m for _, m, _ in mine.values()), default=FIT) if not failed else NO_FIT
             message = ", ".join(sorted(reasons)) if (failed or mode != FIT) else ""
             results.append(PodSetResult(ps.name, ps.count, {r: f for r, (f, _, _) in mine.items()}, mode,
-                                        any(b for _, _, b in mine.values()), message,
+                                        any(b > 0 for _, _, b in mine.values()), message,
                                         (severity or WAITING_FOR_QUOTA) if message else ""))
             for res, value in _requests(ps, covers_pods).items():
                 if res in chosen:
                     fr = (chosen[res][0], res)
                     assumed[fr] = assumed.get(fr, 0) + value
+                    if chosen[res][1] != FIT:
+                        contested.add(fr)
         if failed:
             break
-    return _verdict(wl, cq, results, targets)
+    return _verdict(snap, wl, cq, results, contested, assumed)
 
 
-def _verdict(wl: WorkloadRequest, cq: ClusterQueue, results: list[PodSetResult], targets: list[Admitted]) -> Verdict:
+def _verdict(snap: Snapshot, wl: WorkloadRequest, cq: ClusterQueue, results: list[PodSetResult], contested: set[FR],
+             usage: dict[FR, int]) -> Verdict:
+    """The workload's condition. When a flavor needs preemption, the targets come from the whole
+    assignment (Preemptor.GetTargets: every (flavor, resource) needing it, all of the workload's usage);
+    without any, the workload waits."""
     message = "; ".join(f"couldn't assign flavors to pod set {r.name}: {r.message}" for r in results if r.message)
     checks = list(cq.admission_checks)
     worst = min((r.mode for r in results), default=NO_FIT)
@@ -469,9 +443,10 @@ def _verdict(wl: WorkloadRequest, cq: ClusterQueue, results: list[PodSetResult],
                      default=NO_MATCHING_FLAVOR)
         state = "never" if reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR) else "waiting"
         return Verdict(wl, cq.name, state, reason, message, results, admission_checks=checks)
-    if worst == NO_CANDIDATES:
-        return Verdict(wl, cq.name, "waiting", WAITING_FOR_QUOTA, message, results, admission_checks=checks)
-    if worst in (PREEMPT, RECLAIM):
+    if worst != FIT:
+        targets = preemption_targets(snap, cq, wl.priority, contested, usage)
+        if not targets:
+            return Verdict(wl, cq.name, "waiting", WAITING_FOR_QUOTA, message, results, admission_checks=checks)
         return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,
                        f"{message}. Pending the preemption of {len(targets)} workload(s)", results, targets, checks)
     return Verdict(wl, cq.name, "admitted", "QuotaReserved", f"Quota reserved in ClusterQueue {cq.name}", results,

@@ -126,10 +126,10 @@ def remove_usage(node: QuotaNode, fr: FR, value: int) -> None:
         remove_usage(node.parent, fr, min(value, stored_in_parent))
 
 
-def borrows(node: QuotaNode, fr: FR, value: int) -> bool:
-    """Whether using ``value`` more of ``fr`` takes ``node`` past its own nominal quota (borrowing)."""
-    quota = node.quotas.get(fr)
-    return node.parent is not None and (quota.nominal if quota else 0) < node.usage.get(fr, 0) + value
+def borrowing_with(node: QuotaNode, fr: FR, value: int) -> bool:
+    """Whether ``value`` more takes ``node`` past its own quota (a ClusterQueue's nominal quota, a Cohort's
+    subtree quota): BorrowingWith."""
+    return node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value
 
 
 def within_nominal(node: QuotaNode, frs: set[FR]) -> bool:
@@ -193,7 +193,9 @@ class Admitted:
     cluster_queue: str
     priority: int
     usage: dict[FR, int]
-    created: str = ""  # creationTimestamp (RFC 3339 sorts as text)
+    reserved_at: str = ""  # QuotaReserved's lastTransitionTime (RFC 3339 sorts as text); "": admitted now
+    evicted: bool = False  # an Evicted condition is True: being preempted already
+    uid: str = ""
 
 
 @dataclass
@@ -386,9 +388,11 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
             for fr, value in usage.items():
                 cq.node.usage[fr] = cq.node.usage.get(fr, 0) + value
             priority = as_mapping(wl.get("spec")).get("priority")
+            since, evicted = _condition(wl, "QuotaReserved") or {}, _condition(wl, "Evicted") or {}
             cq.workloads.append(Admitted(str(meta.get("name")), str(meta.get("namespace") or "default"), cq.name,
                                          int(priority) if isinstance(priority, int) else 0, usage,
-                                         str(meta.get("creationTimestamp") or "")))
+                                         str(since.get("lastTransitionTime") or ""), evicted.get("status") == "True",
+                                         str(meta.get("uid") or "")))
         return
     with_status = 0
     for o in items:

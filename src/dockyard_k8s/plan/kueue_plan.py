@@ -12,7 +12,9 @@
    workloads Kueue keeps suspended create no pods and are left out of it.
 
 So the report can say: admitted and placed; admitted but the nodes cannot hold it; waiting
-for quota (or preemption); never admissible, and why — in Kueue's words.
+for quota (or preemption); never admissible, and why — in Kueue's words. Without a node
+inventory only step 1 is done (quota does not depend on nodes): the node fit, and the
+placement of topology requests, are said not to be checked.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ from dockyard_k8s.plan.kueue_model import (
 from dockyard_k8s.plan.schedule import PlanResult, plan
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
-# The team's queue objects `render` may add (plan reads them as the queue when nothing else is given).
-TEAM_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue")
 
 
 def queued_jobs(objects: list[dict[str, Any]]) -> list[str]:
@@ -48,7 +48,7 @@ def queued_jobs(objects: list[dict[str, Any]]) -> list[str]:
 
 def team_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The team's queue objects among the rendered ones (``infra.kueue.queueObjects.render``)."""
-    return [o for o in objects if o.get("kind") in TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
+    return [o for o in objects if o.get("kind") in kueue.TEAM_KINDS and o.get("apiVersion", "").startswith("kueue.")]
 
 
 def run_snapshot(objects: list[dict[str, Any]], kueue_objects: list[dict[str, Any]], source: str) -> Snapshot:
@@ -79,7 +79,8 @@ class QuotaRow:
 @dataclass
 class KueuePlan:
     verdicts: list[Verdict]
-    nodes: PlanResult  # the node simulation of what Kueue admits (and of what it does not queue)
+    nodes: PlanResult | None  # the node simulation of what Kueue admits (and of what it does not queue);
+    # None: no node inventory, not checked
     snapshot: Snapshot
     source: str
     notes: list[str] = field(default_factory=list)
@@ -91,7 +92,7 @@ class KueuePlan:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.admitted and self.nodes.fits else 1
+        return 0 if self.admitted and (self.nodes is None or self.nodes.fits) else 1
 
 
 # --- topology-aware placement ---------------------------------------------------------------------
@@ -178,9 +179,10 @@ def _admitted_object(obj: dict[str, Any], verdict: Verdict, snap: Snapshot) -> d
     return out
 
 
-def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, snap: Snapshot, *,
+def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, snap: Snapshot, *,
                     atomic_gangs: bool = False, source: str = "") -> KueuePlan:
-    """Kueue admission of the run's queued objects, then the node simulation of what runs."""
+    """Kueue admission of the run's queued objects, then the node simulation of what runs (none
+    without an ``inventory``)."""
     requests, notes = workload_requests(snap, objects)
     verdicts: list[Verdict] = []
     rows: dict[tuple[str, FR], QuotaRow] = {}
@@ -191,15 +193,7 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, snap: S
             _quota_rows(cq, wl.pod_sets, rows)
         verdict = assign(snap, wl)
         if verdict.state in ("admitted", "preempt"):
-            failure = topology_failure(snap, verdict, inventory)
-            if failure is not None:
-                name, message, never = failure
-                for result in verdict.pod_sets:
-                    if result.name == name:
-                        result.mode, result.message, result.reason = NO_FIT, message, TOPOLOGY_PLACEMENT_FAILED
-                verdict.state = "never" if never else "waiting"
-                verdict.reason = TOPOLOGY_PLACEMENT_FAILED if never else "WaitingForQuota"
-                verdict.message = f"couldn't assign flavors to pod set {name}: {message}"
+            _place_topology(snap, verdict, inventory, notes)
         admit(snap, verdict)
         verdicts.append(verdict)
         if verdict.admitted and verdict.cluster_queue:
@@ -229,10 +223,31 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, snap: S
         notes.append("the StatefulSets are separate Workloads and Kueue admits them one by one: "
                      + ", ".join(f"{v.workload.name} {v.state}" for v in sets)
                      + "; the Ray head (trainer pod 0) waits for the missing pods until its bootstrap timeout")
-    if any(v.state == "preempt" for v in verdicts):
+    if any(v.state == "preempt" for v in verdicts) and inventory is not None:
         notes.append("the workloads Kueue would preempt still hold their nodes in this simulation")
-    nodes = plan(placed, inventory, atomic_gangs=atomic_gangs)
+    nodes = None if inventory is None else plan(placed, inventory, atomic_gangs=atomic_gangs)
     return KueuePlan(verdicts, nodes, snap, source, notes, list(rows.values()))
+
+
+def _place_topology(snap: Snapshot, verdict: Verdict, inventory: Inventory | None, notes: list[str]) -> None:
+    """Kueue's TAS placement of an admitted workload's topology requests: one it cannot place makes the
+    workload wait (or never be admitted); without an inventory, a note that it was not checked."""
+    if inventory is None:
+        unplaced = [ps.name for ps in verdict.workload.pod_sets if ps.topology is not None]
+        if unplaced:
+            notes.append(f"topology placement not checked (no node inventory): {verdict.workload.ref} pod set "
+                         f"{', '.join(unplaced)}; Kueue admits it only where its topology request can be placed")
+        return
+    failure = topology_failure(snap, verdict, inventory)
+    if failure is None:
+        return
+    name, message, never = failure
+    for result in verdict.pod_sets:
+        if result.name == name:
+            result.mode, result.message, result.reason = NO_FIT, message, TOPOLOGY_PLACEMENT_FAILED
+    verdict.state = "never" if never else "waiting"
+    verdict.reason = TOPOLOGY_PLACEMENT_FAILED if never else "WaitingForQuota"
+    verdict.message = f"couldn't assign flavors to pod set {name}: {message}"
 
 
 def _quota_rows(cq: ClusterQueue, pod_sets: list[Any], rows: dict[tuple[str, FR], QuotaRow]) -> None:

@@ -12,6 +12,7 @@ from dockyard_k8s.plan.kueue_model import kueue_amount
 from dockyard_k8s.plan.kueue_plan import KueuePlan
 
 OK, FAIL, WARN = "✔", "✖", "!"
+NOT_CHECKED = "not checked"
 
 # state -> (mark, what it means for the user)
 _STATES = {
@@ -46,7 +47,8 @@ def _hint(v: Verdict) -> str | None:
         return (f"Kueue admits it when admitted workloads of ClusterQueue {cq} (or of its cohort) finish and free "
                 "the quota; `dockyard-k8s status` shows its place in the queue once submitted")
     if v.state == "preempt":
-        names = ", ".join(f"{t.namespace}/{t.name} (priority {t.priority}, {t.cluster_queue})" for t in v.targets)
+        names = ", ".join(f"{t.workload.namespace}/{t.workload.name} (priority {t.workload.priority}, "
+                          f"{t.workload.cluster_queue}: {t.reason})" for t in v.targets)
         return f"Kueue evicts {names} first"
     return None
 
@@ -100,10 +102,14 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
                           q(row.run) if row.run else "-"])
         lines += report.table(quota)
     lines += [f"note: {n}" for n in plan.notes]
-    nodes = report.text(plan.nodes, wide)
-    own = report.verdict(plan.nodes) + "\n"
     lines.append("")
-    lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
+    if plan.nodes is None:
+        lines.append(f"node fit: {NOT_CHECKED} (no node inventory: declare plan.nodePools, or pass --nodes FILE or "
+                     "--live)")
+    else:
+        nodes = report.text(plan.nodes, wide)
+        own = report.verdict(plan.nodes) + "\n"
+        lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
     lines.append(verdict(plan))
     return "\n".join(lines) + "\n"
 
@@ -111,6 +117,10 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
 def verdict(plan: KueuePlan) -> str:
     """The combined verdict: Kueue's admission first, then whether the nodes hold what it admits."""
     waiting = [v for v in plan.verdicts if v.state not in ("admitted", "preempt")]
+    if plan.nodes is None:
+        if waiting:
+            return f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
+        return f"{OK} Kueue admits the run; node fit: {NOT_CHECKED}"
     nodes = report.verdict(plan.nodes).splitlines()
     if waiting:
         head = f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
@@ -127,7 +137,10 @@ def verdict(plan: KueuePlan) -> str:
 
 
 def as_json(plan: KueuePlan) -> dict[str, Any]:
-    out = report.as_json(plan.nodes)
+    """``plan -o json``: the node report's keys (null or empty when no inventory was given), then ``kueue``."""
+    out = report.as_json(plan.nodes) if plan.nodes is not None else {
+        "fits": None, "startable": None, "pods": None, "pending": None, "inventory": None, "groups": [], "nodes": [],
+        "notes": []}
     out["exitCode"] = plan.exit_code
     out["kueue"] = {
         "source": plan.source,
@@ -138,7 +151,9 @@ def as_json(plan: KueuePlan) -> dict[str, Any]:
             "state": v.state, "reason": v.reason, "message": v.message, "priority": v.workload.priority,
             "podSets": [{"name": r.name, "count": r.count, "flavors": r.flavors, "borrowing": r.borrows,
                          "message": r.message} for r in v.pod_sets],
-            "preempts": [f"{t.namespace}/{t.name}" for t in v.targets],
+            "preempts": [f"{t.workload.namespace}/{t.workload.name}" for t in v.targets],
+            "preemptions": [{"workload": f"{t.workload.namespace}/{t.workload.name}",
+                             "clusterQueue": t.workload.cluster_queue, "reason": t.reason} for t in v.targets],
             "admissionChecks": v.admission_checks, "notes": v.notes,
         } for v in plan.verdicts],
         "quota": [{"clusterQueue": r.cluster_queue, "flavor": r.flavor, "resource": r.resource,

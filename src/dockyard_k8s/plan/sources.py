@@ -2,7 +2,9 @@
 
 The node inventory comes from one source, in this order: the live cluster (``--live``), node files
 (``--nodes FILE``: ``kubectl get nodes -o yaml``, pods and ResourceQuotas beside them) or the infra
-spec's ``plan.nodePools``; ``--live`` and ``--nodes`` together, or none of the three, is bad input.
+spec's ``plan.nodePools``; ``--live`` and ``--nodes`` together is bad input, and so is none of the
+three, except with ``--kueue FILE`` for a queued run: Kueue's quota does not depend on nodes, so
+its admission verdict is given alone, the node fit said not to be checked.
 A run queued with Kueue is planned against ``--kueue FILE``'s objects, else the live cluster's, else
 the team's queue objects the run renders (``infra.kueue.queueObjects.render``).
 
@@ -27,9 +29,11 @@ if TYPE_CHECKING:
     from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
 
-# Where the node inventory comes from (Sources.inventory).
-LIVE, NODE_FILES, NODE_POOLS = "live", "nodes", "nodePools"
+# Where the node inventory comes from (Sources.inventory); NO_NODES: none, Kueue's admission alone.
+LIVE, NODE_FILES, NODE_POOLS, NO_NODES = "live", "nodes", "nodePools", "none"
 TEAM_QUEUE_SOURCE = "the rendered queue objects (infra.kueue.queueObjects)"
+NO_INVENTORY = ("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
+                "(kubectl get nodes -o yaml)")
 
 
 class KueueInput(Record):
@@ -48,18 +52,19 @@ class Sources(Record):
     __slots__ = ("inventory", "node_files", "kueue")
 
     def __init__(self, inventory: str, node_files: tuple[str, ...], kueue: KueueInput | None) -> None:
-        self.inventory = inventory  # LIVE, NODE_FILES or NODE_POOLS
+        self.inventory = inventory  # LIVE, NODE_FILES, NODE_POOLS or NO_NODES
         self.node_files = node_files
         self.kueue = kueue  # the --kueue files' objects, when some were given
 
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),
                    kueue_files: Sequence[str] = ()) -> Sources:
-    """The node inventory's source (the live cluster, node files, then ``plan.nodePools``) and the
-    ``--kueue`` files' objects (read here, before any cluster is contacted).
+    """The node inventory's source (the live cluster, node files, then ``plan.nodePools``; ``NO_NODES``
+    with ``--kueue`` files and none of them) and the ``--kueue`` files' objects (read here, before any
+    cluster is contacted).
 
     Raises:
-        UsageError: both ``live`` and ``node_files``; no inventory at all.
+        UsageError: both ``live`` and ``node_files``; no inventory and no ``--kueue`` file.
         ConfigError: an unreadable ``--kueue`` file (at its file:line).
     """
     if live and node_files:
@@ -71,9 +76,10 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
         source = NODE_FILES
     elif plan_section.get("nodePools"):
         source = NODE_POOLS
+    elif kueue is not None:
+        source = NO_NODES
     else:
-        raise UsageError("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
-                         "(kubectl get nodes -o yaml)")
+        raise UsageError(NO_INVENTORY)
     return Sources(source, tuple(node_files), kueue)
 
 
@@ -84,8 +90,9 @@ def kueue_from_files(files: Sequence[str]) -> KueueInput:
     return KueueInput([o.data for o in read_objects(list(files))], ", ".join(files))
 
 
-def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inventory:
-    """The inventory of node files or ``plan.nodePools`` (``LIVE``: see :func:`live_inventory`).
+def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inventory | None:
+    """The inventory of node files or ``plan.nodePools`` (``LIVE``: see :func:`live_inventory`);
+    None for ``NO_NODES``.
 
     Raises:
         ConfigError: a node file without nodes, or with a node's allocatable unreadable, at its file:line.
@@ -93,6 +100,8 @@ def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inve
     """
     if sources.inventory == LIVE:
         raise ValueError("the live inventory is built from what the cluster listed: live_inventory()")
+    if sources.inventory == NO_NODES:
+        return None
     if sources.inventory == NODE_POOLS:
         return from_pools(dict(plan_section))
     return node_file_inventory(sources.node_files)
@@ -176,24 +185,30 @@ def kueue_input(objects: list[dict[str, Any]], given: KueueInput | None) -> Kueu
     return None
 
 
-def plan_run(objects: list[dict[str, Any]], inventory: Inventory, kueue: KueueInput | None, *, atomic_gangs: bool,
-             manifest_files: Sequence[str] | None, kueue_files: Sequence[str] = ()) -> PlanResult | KueuePlan:
+def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: KueueInput | None, *,
+             atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str] = ()
+             ) -> PlanResult | KueuePlan:
     """Plan the run's objects on ``inventory``, after Kueue's admission when ``kueue`` is given
     (the team's queue objects are then the queue, not part of the run). A queued run planned
-    without Kueue input gets a note saying how to simulate its admission.
+    without Kueue input gets a note saying how to simulate its admission. Without an inventory
+    (``NO_NODES``) only Kueue's admission of a queued run is planned.
 
     ``manifest_files``: the files the objects were read from; ``None`` when they were rendered
     (and validated: an object the planner cannot read is then a bug, raised as is).
 
     Raises:
-        UsageError: a malformed manifest or ``--kueue`` object, with ``validate``'s problems.
+        UsageError: a malformed manifest or ``--kueue`` object, with ``validate``'s problems; no
+            inventory and nothing of the run queued (no verdict to give).
         ConfigError: Kueue objects with unreadable quantities.
     """
     from dockyard_k8s.plan.schedule import plan
 
-    if kueue is not None:
+    if kueue is not None and (inventory is not None or queued_jobs(objects)):
         return _plan_with_kueue(objects, inventory, kueue, atomic_gangs=atomic_gangs,
                                 manifest_files=manifest_files, kueue_files=kueue_files)
+    if inventory is None:
+        raise UsageError(f"{NO_INVENTORY}; --kueue alone gives Kueue's admission verdict, and nothing of the run is "
+                         "queued (no kueue.x-k8s.io/queue-name label)")
     try:
         result = plan(objects, inventory, atomic_gangs=atomic_gangs)
     except MALFORMED_DATA as e:
@@ -207,8 +222,9 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory, kueue: KueueIn
     return result
 
 
-def _plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory, kueue: KueueInput, *, atomic_gangs: bool,
-                     manifest_files: Sequence[str] | None, kueue_files: Sequence[str]) -> KueuePlan:
+def _plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: KueueInput, *,
+                     atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str]
+                     ) -> KueuePlan:
     from dockyard_k8s.plan.kueue_plan import plan_with_kueue, run_snapshot
 
     team = team_objects(objects)

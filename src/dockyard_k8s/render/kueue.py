@@ -14,7 +14,9 @@ objects for an admin (``infra.kueue``; docs/kueue.md).
 :func:`queue_objects` renders, with ``infra.kueue.queueObjects.render``, what an admin applies
 once for the team (render-only, first, without the run label so ``down`` never deletes them):
 ResourceFlavors (the head's first, with no GPU quota, so GPU pod sets pass it by), a Topology
-when a topology mode is set, a ClusterQueue sized from the run's pod sets and the LocalQueue.
+when a topology mode is set, the WorkloadPriorityClass with ``priorityValue``, MultiKueue's
+MultiKueueClusters, MultiKueueConfig and AdmissionCheck with ``multiKueue.clusters``, a
+ClusterQueue sized from the run's pod sets (with that check) and the LocalQueue.
 """
 
 from __future__ import annotations
@@ -187,6 +189,8 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     if levels:
         out.append({"apiVersion": kueue.API_VERSION, "kind": "Topology", "metadata": _meta(infra, qo["topologyName"]),
                     "spec": {"levels": [{"nodeLabel": lv} for lv in _levels(levels)]}})
+    admin = _admin_objects(infra)
+    out += admin
     runs = qo["runs"]
     flavors = [{"name": names[side], "resources": [
         {"name": r, "nominalQuota": _quantity(r, usage[side].get(r, Fraction(0)) * runs)} for r in covered]}
@@ -194,6 +198,8 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     queue = str(k["queueName"])
     cq_name = qo["clusterQueue"] or queue
     cq_spec: dict[str, Any] = {}
+    if qo["multiKueue"]["clusters"]:
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": qo["multiKueue"]["admissionCheck"]}]}
     if qo["cohort"]:
         cq_spec["cohortName"] = qo["cohort"]
     cq_spec["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": infra["infra"]["namespace"]}}
@@ -205,8 +211,42 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     out.append({"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
                 "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}})
     for obj in out:  # an admin's objects: any problem in them is the queueObjects settings'
-        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects"))
+        if not any(obj is a for a in admin):  # those name their own keys
+            provenance.note(obj, "spec", ("infra", "kueue", "queueObjects"))
     return out
+
+
+def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
+    """The WorkloadPriorityClass (``priorityValue``) and MultiKueue's objects (``multiKueue.clusters``):
+    a MultiKueueCluster per worker, reading its kubeconfig from a Secret the admin creates in Kueue's
+    namespace (credentials are never rendered), their MultiKueueConfig and the AdmissionCheck that
+    names it (apis/kueue/v1beta2/multikueue_types.go, admissioncheck_types.go)."""
+    k = infra["infra"]["kueue"]
+    qo = k["queueObjects"]
+    out: list[dict[str, Any]] = []
+    if qo["priorityValue"] is not None and k["priorityClass"]:
+        wpc = {"apiVersion": kueue.API_VERSION, "kind": "WorkloadPriorityClass",
+               "metadata": _meta(infra, k["priorityClass"]), "value": qo["priorityValue"]}
+        provenance.note(wpc, "value", ("infra", "kueue", "queueObjects", "priorityValue"))
+        out.append(wpc)
+    mk = qo["multiKueue"]
+    if not mk["clusters"]:
+        return out
+    for i, cluster in enumerate(mk["clusters"]):
+        secret = cluster["kubeConfigSecret"] or f"{cluster['name']}-kubeconfig"
+        obj = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueCluster", "metadata": _meta(infra, cluster["name"]),
+               "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}}
+        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue", "clusters", i))
+        out.append(obj)
+    name = mk["admissionCheck"]
+    config = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueConfig", "metadata": _meta(infra, name),
+              "spec": {"clusters": [c["name"] for c in mk["clusters"]]}}
+    check = {"apiVersion": kueue.API_VERSION, "kind": "AdmissionCheck", "metadata": _meta(infra, name),
+             "spec": {"controllerName": kueue.MULTIKUEUE_CONTROLLER,
+                      "parameters": {"apiGroup": kueue.GROUP, "kind": "MultiKueueConfig", "name": name}}}
+    for obj in (config, check):
+        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue"))
+    return [*out, config, check]
 
 
 def _gpu_flavor_name(selectors: list[dict[str, Any]]) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from dockyard_k8s.validate.crd_convert import Version
 
-CONVERTER = "crd-5"  # in every cache key: bump it when crd_convert.py's output changes
+CONVERTER = "crd-6"  # in every cache key: bump it when crd_convert.py's output changes
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
 class CrdSchema(Record):
     """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""

@@ -14,6 +14,9 @@ server is (``crd.CONVERTER`` is part of every cache key: bump it when the output
   ``metadata`` is checked separately against the built-in ObjectMeta schema;
 * ``x-kubernetes-validations`` (CEL), ``format`` and ``default`` are dropped: CEL needs
   a CEL engine, and formats are annotations in JSON Schema;
+* a ``pattern`` is Go regexp syntax: a flag group past the start (``^(?i)[a-z]...`` in
+  Kueue's AdmissionCheck) becomes Python's scoped ``(?i:...)``; one Python cannot compile
+  even then is dropped (the API server still checks it);
 * large sub-schemas that repeat (the pod template appears 3 times in a RayJob) are
   hoisted into ``definitions`` and ``$ref``'d, so their validator is generated once.
 
@@ -23,6 +26,8 @@ imports it then): a warm ``check`` does not load it.
 """
 
 from __future__ import annotations
+
+import re
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
@@ -64,6 +69,13 @@ def _convert(node: Any, root: bool = False) -> Any:
             continue
         if key == "properties":
             out[key] = {name: _convert(sub) for name, sub in value.items()}
+        elif key == "pattern" and isinstance(value, str):
+            pattern = python_pattern(value)
+            try:
+                re.compile(pattern)
+            except re.error:
+                continue
+            out[key] = pattern
         else:
             out[key] = _convert(value)
     if int_or_string:
@@ -79,6 +91,37 @@ def _convert(node: Any, root: bool = False) -> Any:
     if "properties" in out and not preserve and "additionalProperties" not in out:
         out["additionalProperties"] = False
     return out
+
+
+_FLAG_GROUP = re.compile(r"\(\?([ims]+)\)")
+
+
+def python_pattern(go: str) -> str:
+    """A Go regexp as Python reads it: Go applies a flag group ``(?i)`` from where it stands to the end
+    of the enclosing group, Python takes one only at the start; a top-level one past the start becomes
+    the scoped ``(?i:rest)``. Anything else is returned as it is."""
+    i, depth, in_class = 0, 0, False
+    while i < len(go):
+        c = go[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            negated = go[i + 1:i + 2] == "^"
+            i += 1 + negated + (go[i + 1 + negated:i + 2 + negated] == "]")  # a ] first in a class is a literal
+            continue
+        elif c == "(":
+            flags = _FLAG_GROUP.match(go, i)
+            if flags and depth == 0 and i > 0:
+                return f"{go[:i]}(?{flags.group(1)}:{python_pattern(go[flags.end():])})"
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return go
 
 
 def _hoist(root: dict[str, Any]) -> dict[str, Any]:

@@ -171,8 +171,11 @@ def _dotted(path: Path) -> str:
 # --- Kueue's own objects: the CRDs' CEL rules (which offline schema checks drop) and the webhook's ---
 
 
-def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str) -> list[tuple[Path, str]]:
-    """pkg/webhooks validateResourceGroups + the CRD's "same number of resources" rule."""
+def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str, *, lend_within_nominal: bool
+                     ) -> list[tuple[Path, str]]:
+    """pkg/webhooks validateResourceGroups + the CRD's "same number of resources" rule. A lending limit
+    above the nominal quota is refused in a ClusterQueue only: a Cohort lends its children's quota too
+    (cohort_webhook.go validateCohort: enforceNominalGreaterThanLending false)."""
     out: list[tuple[Path, str]] = []
     seen_resources: set[str] = set()
     seen_flavors: set[str] = set()
@@ -206,7 +209,7 @@ def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str) -> lis
                         out.append(((*rat, limit), f"Invalid value: {str(quota[limit])!r}: must be nil when {parent} "
                                                    "is empty"))
                 lending, nominal = _amount(quota.get("lendingLimit")), _amount(quota.get("nominalQuota"))
-                if lending is not None and nominal is not None and lending > nominal:
+                if lend_within_nominal and lending is not None and nominal is not None and lending > nominal:
                     out.append(((*rat, "lendingLimit"), f"Invalid value: {str(quota['lendingLimit'])!r}: must be less "
                                                         "than or equal to the nominalQuota"))
     return out
@@ -219,7 +222,8 @@ def _amount(value: Any) -> Any:
 
 
 def _cluster_queue(spec: dict[str, Any]) -> list[tuple[Path, str]]:
-    out = _resource_groups(spec, bool(spec.get("cohortName") or spec.get("cohort")), "cohort")  # v1beta2, v1beta1
+    out = _resource_groups(spec, bool(spec.get("cohortName") or spec.get("cohort")), "cohort",  # v1beta2, v1beta1
+                           lend_within_nominal=True)
     preemption = as_mapping(spec.get("preemption"))
     borrow = as_mapping(preemption.get("borrowWithinCohort")).get("policy", "Never")
     if preemption.get("reclaimWithinCohort", "Never") == "Never" and borrow != "Never":
@@ -236,7 +240,7 @@ def _cluster_queue(spec: dict[str, Any]) -> list[tuple[Path, str]]:
 
 
 def _cohort(spec: dict[str, Any]) -> list[tuple[Path, str]]:
-    return _resource_groups(spec, bool(spec.get("parentName")), "parent")
+    return _resource_groups(spec, bool(spec.get("parentName")), "parent", lend_within_nominal=False)
 
 
 def _resource_flavor(spec: dict[str, Any]) -> list[tuple[Path, str]]:

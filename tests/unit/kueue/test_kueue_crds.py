@@ -64,3 +64,26 @@ def test_workloads_validate_too():
     assert validate_report([wl]).problems == []
     wl["spec"]["podSets"][0]["cont"] = 1
     assert [p.message for p in validate_report([wl]).problems] == ['unknown field "cont"; did you mean "count"?']
+
+
+def test_an_admission_check_validates_though_its_crd_uses_a_go_only_regex():
+    """The AdmissionCheck CRD's parameters.kind pattern is ``^(?i)[a-z]...``: Go's regexp takes a flag
+    group anywhere, Python's only at the start (re.error, a traceback from `validate`, before issue 22
+    item 16 rendered AdmissionChecks). The pattern is translated, and still applies."""
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "mk"},
+             "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"}}}
+    assert validate_report([check]).problems == []
+    check["spec"]["parameters"]["kind"] = "9-lives"
+    assert [(p.path, p.message.split(",")[0]) for p in validate_report([check]).problems] == [
+        (("spec", "parameters", "kind"), "got '9-lives'")]
+
+
+def test_go_regex_flags_become_python_ones():
+    from dockyard_k8s.validate.crd_convert import python_pattern
+
+    assert python_pattern("^(?i)[a-z]+$") == "^(?i:[a-z]+$)"
+    assert python_pattern("(?i)^[a-z]+$") == "(?i)^[a-z]+$"  # already at the start: as it is
+    assert python_pattern("^[a-z]+$") == "^[a-z]+$"
+    assert python_pattern(r"^a\(?i\)b$") == r"^a\(?i\)b$"  # an escaped parenthesis opens no flag group
+    assert python_pattern("^[(?i)]x$") == "^[(?i)]x$"  # nor one in a character class

@@ -226,3 +226,42 @@ def test_statefulsets_are_admitted_one_by_one_and_the_plan_says_so():
     assert [v.state for v in result.verdicts] == ["admitted", "waiting"]
     assert any(n.startswith("the StatefulSets are separate Workloads and Kueue admits them one by one: run-trainer "
                             "admitted, run-inference waiting") for n in result.notes)
+
+
+def test_a_tas_only_queue_refuses_a_required_level_its_topology_lacks():
+    """Issue 22 item 13: every flavor of the queue has a topologyName (a TAS-only ClusterQueue), and the pod
+    set asks for a level the Topology does not list. Kueue checks an explicit request against the flavor even
+    then (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS: only an implied request skips the check):
+    NoMatchingFlavor, not a crash of the placement on a level no node was grouped by."""
+    queue = [flavor("cpu", {"node-role": "cpu"}, topology="gpus"), flavor("h100", P5, topology="gpus"), TOPOLOGY,
+             *standard()[2:]]
+    rack = {"trainer": {"kueue.x-k8s.io/podset-required-topology": "rack"}}
+    job = rayjob(gpu_selector=P5, head_selector={"node-role": "cpu"}, annotations=rack, inference=0)
+    (v,) = run_plan([job], queue, blocks(2)).verdicts
+    assert (v.state, v.reason) == ("never", "NoMatchingFlavor")
+    assert v.message == ('couldn\'t assign flavors to pod set trainer: Flavor "cpu" does not contain the requested '
+                         'level, Flavor "h100" does not contain the requested level')
+
+
+def test_cli_kueue_without_a_node_inventory_gives_kueues_verdict(tmp_path, capsys):
+    """Issue 22 item 15: no plan.nodePools, no --nodes, no --live: Kueue's admission verdict, the node fit
+    said not to be checked, and the exit code of the verdict (not 2)."""
+    manifests = write_docs(tmp_path / "job.yaml", [rayjob(gpu_selector=P5)])
+    queues = write_docs(tmp_path / "queues.yaml", standard())
+    assert main(["plan", manifests, "--kueue", queues]) == 0
+    out = capsys.readouterr().out
+    assert "✔ RayJob team/run admitted: Kueue reserves its quota and resumes it (QuotaReserved)" in out
+    assert "node fit: not checked (no node inventory: declare plan.nodePools, or pass --nodes FILE or --live)" in out
+    assert out.rstrip().endswith("✔ Kueue admits the run; node fit: not checked")
+    busy = write_docs(tmp_path / "busy.yaml", [admitted("big", "team-a", {GPU: ("h100", 20)})])
+    assert main(["plan", manifests, "--kueue", queues, "--kueue", busy, "-o", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kueue"]["workloads"][0]["state"] == "waiting"
+    assert (doc["fits"], doc["inventory"], doc["groups"], doc["exitCode"]) == (None, None, [], 1)
+
+
+def test_without_a_node_inventory_a_topology_request_is_not_placed_and_the_plan_says_so(tmp_path):
+    job = rayjob(gpu_selector=P5, head_selector={"node-role": "cpu"}, annotations=REQUIRED, inference=0)
+    result = plan_with_kueue([job], None, snapshot_from_objects(tas_queue()), source="test")
+    assert [v.state for v in result.verdicts] == ["admitted"] and result.exit_code == 0
+    assert "topology placement not checked (no node inventory): RayJob team/run pod set trainer" in result.notes[0]

@@ -91,12 +91,17 @@ def test_a_borrowing_neighbour_waits_for_its_reclaim_or_is_preempted():
     neighbour = admitted("borrower", "team-b", {GPU: ("h100", 24)}, priority=5)
     objects = [*standard(gpus=16, cohort="research"),
                cq("team-b", {"h100": {"cpu": 0, "memory": 0, GPU: 8}}, cohort="research"), neighbour]
-    v = verdict_of(objects, rayjob())
+    v = verdict_of(objects, rayjob(trainer=1))
     assert (v.state, v.reason) == ("waiting", "WaitingForQuota")  # reclaimWithinCohort defaults to Never
     objects[2]["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
-    v = verdict_of(objects, rayjob())
-    assert v.state == "preempt" and [t.name for t in v.targets] == ["borrower"]
+    v = verdict_of(objects, rayjob(trainer=1))  # 16 GPUs: team-a's own nominal quota
+    assert v.state == "preempt" and [(t.workload.name, t.reason) for t in v.targets] == [
+        ("borrower", "InCohortReclamation")]
     assert v.message.endswith(". Pending the preemption of 1 workload(s)")
+    # 24 GPUs would borrow 8 once admitted: Kueue reclaims only for a queue within its nominal quota
+    # (without borrowWithinCohort), so the run waits for the borrower to finish
+    v = verdict_of(objects, rayjob())
+    assert (v.state, v.reason, v.targets) == ("waiting", "WaitingForQuota", [])
 
 
 def test_lower_priority_workloads_of_the_same_queue_are_preempted_when_the_policy_says_so():
@@ -107,7 +112,7 @@ def test_lower_priority_workloads_of_the_same_queue_are_preempted_when_the_polic
                 "metadata": {"name": "normal"}, "value": 100}]
     job = rayjob(labels={"kueue.x-k8s.io/priority-class": "normal"})
     v = verdict_of(objects, job)
-    assert v.state == "preempt" and [t.name for t in v.targets] == ["low"]
+    assert v.state == "preempt" and [t.workload.name for t in v.targets] == ["low"]
     assert v.workload.priority == 100 and v.workload.priority_source == "WorkloadPriorityClass normal"
     never = [*standard(gpus=32), low, high, objects[-1]]  # withinClusterQueue: Never (the default)
     assert verdict_of(never, job).state == "waiting"

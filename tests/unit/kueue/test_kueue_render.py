@@ -147,3 +147,66 @@ def test_check_summary_says_what_is_queued(kueue_run):
                                         "existing cluster)")
     infra["infra"]["kueue"]["queueName"] = None
     assert kueue_summary(infra, []) is None
+
+
+# --- WorkloadPriorityClass and MultiKueue, when asked (issue 22 item 16) --------------------------------
+
+ADMIN = ("    priorityClass: research-high\n"
+         "    queueObjects:\n      render: true\n      priorityValue: 1000\n"
+         "      multiKueue:\n        clusters:\n        - {name: worker-east}\n"
+         "        - {name: worker-west, kubeConfigSecret: west-admin}\n")
+
+
+def team_objects_of(objects):
+    return [o for o in objects if o["apiVersion"].startswith("kueue.x-k8s.io/")]
+
+
+def test_the_priority_class_and_multikueue_are_rendered_with_the_queue_objects(kueue_run):
+    team = team_objects_of(kueue_run(QUEUED + ADMIN))
+    assert [o["kind"] for o in team] == ["ResourceFlavor", "ResourceFlavor", "WorkloadPriorityClass",
+                                         "MultiKueueCluster", "MultiKueueCluster", "MultiKueueConfig",
+                                         "AdmissionCheck", "ClusterQueue", "LocalQueue"]
+    for o in team:
+        assert "dockyard-k8s/run" not in labels(o)  # the team's: `down` never deletes them
+    wpc, east, west, config, check, cq = team[2:8]
+    assert (wpc["metadata"]["name"], wpc["value"]) == ("research-high", 1000)
+    assert east["metadata"]["name"] == "worker-east"
+    assert east["spec"] == {"clusterSource": {"kubeConfig": {"locationType": "Secret",
+                                                             "location": "worker-east-kubeconfig"}}}
+    assert west["spec"]["clusterSource"]["kubeConfig"]["location"] == "west-admin"
+    assert (config["metadata"]["name"], config["spec"]) == ("multikueue", {"clusters": ["worker-east", "worker-west"]})
+    assert (check["metadata"]["name"], check["spec"]) == ("multikueue", {
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "multikueue"}})
+    assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "multikueue"}]}
+
+
+def test_the_rendered_admin_objects_are_valid_kueue_v0_19_objects(kueue_run):
+    """Against the real CRDs (the bundled copies of ../shared/crds/kueue, equal byte for byte)."""
+    from dockyard_k8s.validate import validate_report
+
+    team = team_objects_of(kueue_run(QUEUED + ADMIN))
+    report = validate_report(team)
+    assert report.problems == [] and report.missing == []
+    assert {report.sources[f"kueue.x-k8s.io/v1beta2/{k}"] for k in
+            ("WorkloadPriorityClass", "MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck")} == {
+        "Kueue v0.19.2 CRD (bundled)"}
+
+
+def test_run_applies_none_of_them_and_plan_reads_them(kueue_run):
+    from dockyard_k8s.live.orchestrate import split_apply
+    from dockyard_k8s.plan.kueue_model import snapshot_from_objects
+    from dockyard_k8s.plan.kueue_plan import team_objects
+
+    objects = kueue_run(QUEUED + ADMIN)
+    applied, skipped = split_apply(objects)
+    assert team_objects_of(objects) == skipped and not team_objects_of(applied)
+    snap = snapshot_from_objects(team_objects(objects))
+    assert snap.workload_priorities == {"research-high": 1000}
+    assert snap.admission_checks == {"multikueue": "kueue.x-k8s.io/multikueue"}
+
+
+def test_no_priority_class_or_multikueue_unless_asked(kueue_run):
+    kinds = {o["kind"] for o in kueue_run(QUEUED + "    priorityClass: research-high\n"
+                                                   "    queueObjects: {render: true}\n")}
+    assert not kinds & {"WorkloadPriorityClass", "MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"}

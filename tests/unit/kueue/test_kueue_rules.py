@@ -85,6 +85,20 @@ def test_kueue_keys_without_a_queue_do_nothing_and_say_so(kueue_problems_of, ext
      "infra.kueue.topology.together", "consistent with the other pod set in the group (got trainer: preferred a, "
                                       "inference: preferred b)"),
     ("", ["infra.kueue.sandbox=true", "sandbox.enabled=false"], "infra.kueue.sandbox", "sandbox.enabled is false"),
+    # issue 22 item 16: what renders the admin's WorkloadPriorityClass and MultiKueue objects
+    ("", ["infra.kueue.queueObjects.render=true", "infra.kueue.queueObjects.priorityValue=100"],
+     "infra.kueue.queueObjects.priorityValue", "names no WorkloadPriorityClass: set infra.kueue.priorityClass"),
+    ("", ["infra.kueue.priorityClass=high", "infra.kueue.queueObjects.priorityValue=100"],
+     "infra.kueue.queueObjects.priorityValue", "has no effect without infra.kueue.queueObjects.render"),
+    ("", ["infra.kueue.queueObjects.multiKueue.clusters=[{name: a}]"],
+     "infra.kueue.queueObjects.multiKueue.clusters", "has no effect without infra.kueue.queueObjects.render"),
+    ("", ["infra.kueue.queueObjects.render=true",
+          "infra.kueue.queueObjects.multiKueue.clusters=[{name: a}, {name: a}]"],
+     "infra.kueue.queueObjects.multiKueue.clusters[1].name", "Duplicate value: 'a' (MultiKueueConfig spec.clusters "
+                                                            "must be unique)"),
+    ("", ["infra.kueue.queueObjects.render=true",
+          "infra.kueue.queueObjects.multiKueue.clusters=[" + ", ".join(f"{{name: w{i}}}" for i in range(21)) + "]"],
+     "infra.kueue.queueObjects.multiKueue.clusters", "Too many: 21: must have at most 20 items"),
 ])
 def test_combinations_that_cannot_work(kueue_problems_of, extra, sets, where, expected):
     problems = kueue_problems_of(QUEUED + extra, sets)
@@ -213,6 +227,10 @@ def test_a_group_of_two_pod_sets_with_many_replicas_and_different_topologies():
         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "4", "lendingLimit": "1"}]}]}]}},
      [(("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "lendingLimit"),
        "Invalid value: '1': must be nil when parent is empty")]),
+    # a Cohort may lend more than its own nominal quota (its children's quota passes through it):
+    # cohort_webhook.go validateCohort sets enforceNominalGreaterThanLending: false (issue 22 item 14)
+    ({"kind": "Cohort", "spec": {"parentName": "org", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "0", "lendingLimit": "8"}]}]}]}}, []),
 ])
 def test_kueue_objects_get_the_crds_cel_rules_and_the_webhooks(obj, expected):
     assert kueue_problems({"apiVersion": "kueue.x-k8s.io/v1beta2", "metadata": {"name": "x"}, **obj}) == expected

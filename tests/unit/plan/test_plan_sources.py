@@ -213,3 +213,26 @@ def test_a_malformed_manifest_is_bad_input_only_when_it_was_read_from_a_file(tmp
         sources.plan_run([bad], inventory, None, atomic_gangs=False, manifest_files=[f])
     with pytest.raises((TypeError, AttributeError, ValueError, KeyError, IndexError)):
         sources.plan_run([bad], inventory, None, atomic_gangs=False, manifest_files=None)  # rendered: a bug
+
+
+# --- Kueue's verdict without a node inventory (issue 22 item 15) -----------------------------------------
+
+
+def test_kueue_files_without_an_inventory_plan_the_admission_alone(tmp_path):
+    """Quota does not depend on nodes (without TAS): --kueue FILE is enough for Kueue's verdict."""
+    chosen = sources.choose_sources({}, kueue_files=[_file(tmp_path, "q.yaml", _team_queue())])
+    assert chosen.inventory == sources.NO_NODES
+    assert sources.offline_inventory(chosen, {}) is None
+    result = sources.plan_run([_queued(rayjob())], None, chosen.kueue, atomic_gangs=False, manifest_files=None)
+    assert isinstance(result, KueuePlan)
+    assert result.nodes is None
+    assert [(v.cluster_queue, v.state) for v in result.verdicts] == [("team-a", "admitted")]
+    assert result.exit_code == 0
+
+
+def test_without_an_inventory_a_run_kueue_does_not_gate_has_nothing_to_plan(tmp_path):
+    chosen = sources.choose_sources({}, kueue_files=[_file(tmp_path, "q.yaml", _team_queue())])
+    with pytest.raises(UsageError) as e:
+        sources.plan_run([rayjob()], None, chosen.kueue, atomic_gangs=False, manifest_files=None)
+    assert str(e.value) == (f"{NO_INVENTORY}; --kueue alone gives Kueue's admission verdict, and nothing of the "
+                            "run is queued (no kueue.x-k8s.io/queue-name label)")
