@@ -26,8 +26,10 @@ from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, set
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
+from dockyard_k8s.config.rules import override_secret_message, run_rules
 from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
+from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Record
 
@@ -99,8 +101,6 @@ def load_run(
     Raises:
         ConfigError: with every problem found, each located by file, line, column and key.
     """
-    from dockyard_k8s.config.rules import run_rules
-
     env = dict(os.environ) if env is None else env
     layers = Layers(env, INFRA)
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
@@ -135,8 +135,14 @@ def _recipe_overrides(layers: Layers, recipe: dict[str, Any], infra: Doc,
     for text in overrides:
         item, error = ov.parse_override(text)
         if error or item is None:
-            layers.problems.append(ConfigProblem(f"override {text}", 0, 0, "", error))
-        else:
+            shown = redact_assignment(text, always=True) if secret_assignment(text) else text
+            layers.problems.append(ConfigProblem(f"override {shown}", 0, 0, "", error))
+            continue
+        secrets = secret_values(item.value, item.path)
+        for path, what in secrets:  # the job would get it on its command line
+            layers.problems.append(ConfigProblem(f"override {redact_assignment(text, always=True)}", 0, 0,
+                                                 format_path(path), override_secret_message(str(path[-1]), what)))
+        if not secrets:
             parsed.append(item)
     user_args: list[str] = []
     for item in parsed:
