@@ -299,7 +299,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "cpuLimit": quantity("CPU limit.", "1"),
             "memoryLimit": quantity("Memory limit.", "1Gi"),
         }),
-        "attach": obj("attach mode: the existing Ray cluster to submit to.", {
+        "attach": obj("attach mode: the existing Ray cluster to submit to: cluster or address, one of them.", {
             "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True,
                               pattern=DNS1035_LABEL),
             "address": string("Ray dashboard URL (http://host:8265), instead of a cluster name.",

@@ -62,6 +62,7 @@ class RecipeComposer:
         self.root = os.path.dirname(os.path.abspath(recipe_file))
         self.notes: list[str] = []
         self._used: set[str] = set()  # groups whose option an override replaced
+        self.groups: set[str] = set()  # config groups the defaults lists choose an option of
 
     def compose(self, file: str) -> Doc:
         """The recipe ``file`` with its defaults list composed."""
@@ -159,6 +160,7 @@ class RecipeComposer:
             self.layers.problem(doc, at, f"got {option!r}, expected an option name (a config of group {name})")
             return []
         kind = "override" if "override" in flags else "group"
+        self.groups.add(_join(group, name))
         key = _join(group, name) + (f"@{package}" if sep else "")
         return [_Entry(kind, _join(group, f"{name}/{o}"), package if sep else None, "optional" in flags, at,
                        doc, directory, key) for o in options]
@@ -195,6 +197,19 @@ class RecipeComposer:
                               f"config group); to merge it at the top level, add `# @package _global_` to "
                               f"{os.path.relpath(target)} or list it as the file {path}.yaml")
         return default
+
+
+    def group_of(self, key: str) -> str | None:
+        """The config group a command-line key names, as Hydra's ``group_exists`` finds it: a group
+        the defaults lists choose from, or a directory of configs beside the recipe (``model`` in
+        ``model=big``, ``model@policy=big``, ``db/mysql=x``); None for an ordinary key."""
+        name = key.split("@", 1)[0]
+        if name in self.groups or _options(self.root, name):
+            return name
+        return name if ("/" in key or "@" in key) and name else None
+
+    def options(self, group: str) -> list[str]:
+        return _options(self.root, group)
 
 
 def _join(group: str, name: str) -> str:

@@ -84,9 +84,15 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
             problem = problem.replace(file=where)
         problems.append(problem)
     launch = infra["launch"]
-    if launch["mode"] == "attach" and not (launch["attach"]["cluster"] or launch["attach"]["address"]):
+    attach = launch["attach"]
+    if launch["mode"] == "attach" and not (attach["cluster"] or attach["address"]):
         problems.append(run.locate(("launch", "attach"), "attach mode needs launch.attach.cluster or "
                                                          "launch.attach.address (got neither)"))
+    if launch["mode"] == "attach" and attach["cluster"] and attach["address"]:  # which one? say so, not guess
+        problems.append(run.locate(("launch", "attach", "address"),
+                                   f"got both launch.attach.cluster ({attach['cluster']}) and launch.attach.address: "
+                                   "expected one of them (a RayCluster of the namespace, port-forwarded, or the "
+                                   "dashboard's URL)"))
     problems += [run.locate(path, message) for path, message in [*platform_problems(infra),
                                                                    *kueue_config_problems(infra),
                                                                    *network_problems(infra)]]
