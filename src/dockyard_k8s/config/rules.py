@@ -101,6 +101,7 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
     problems += _job_problems(run)
     problems += _fragment_problems(run)
     problems += secret_problems(run)
+    problems += _cpu_placement_problems(run)
     return problems, notes
 
 
@@ -145,6 +146,35 @@ def override_secret_message(name: str, what: str) -> str:
     return (f"{what} by value would be on the job's command line (the RayJob's entrypoint, `ray job list`, the "
             f"mounted recipe ConfigMap): expected it from a Secret in the environment, "
             f"{SECRET_REF_FIX.format(name=env_name(name))}, read by the trainer (docs/security.md)")
+
+
+def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
+    """A pod that requests no GPU but selects what only GPU nodes have would never schedule once
+    infra.cpuScheduling keeps it off them (render/platform.py)."""
+    from dockyard_k8s.render.platform import gpu_instance_types
+
+    infra = run.infra
+    cs, kr, mode = infra["infra"]["cpuScheduling"], infra["kuberay"], infra["launch"]["mode"]
+    if not cs["avoidGpuNodes"] or mode == "job":  # job: one pod, GPU or not, on the fleets' node
+        return []
+    sections: list[Path] = [("sandbox",)] if infra["sandbox"]["enabled"] else []
+    if mode in ("rayjob", "bringup") and kr["head"]["gpus"] == 0:
+        sections.append(("kuberay", "head"))
+    sections += [("kuberay", role) for role in GPU_FLEETS if kr[role]["gpus"] == 0 and kr[role]["replicas"] > 0]
+    gpu_types = gpu_instance_types(infra)
+    out = []
+    for section in sections:
+        for key, value in _get(infra, section)["nodeSelector"].items():
+            marked = cs["gpuNodeLabels"].get(key)
+            if (key == INSTANCE_TYPE_LABEL and value in gpu_types) or marked in ("*", value):
+                why = ("the instance type a GPU fleet selects" if key == INSTANCE_TYPE_LABEL and value in gpu_types
+                       else f"infra.cpuScheduling.gpuNodeLabels marks {key}: {marked} as a GPU node's")
+                out.append(run.locate((*section, "nodeSelector", key),
+                                      f"{key}: {value!r} selects GPU nodes ({why}), but the pods of "
+                                      f"{format_path(section)} request no GPU and infra.cpuScheduling.avoidGpuNodes "
+                                      "keeps them off GPU nodes: they would never schedule; select a CPU node, or set "
+                                      "infra.cpuScheduling.avoidGpuNodes: false"))
+    return out
 
 
 def _get(data: Any, path: Path) -> Any:
