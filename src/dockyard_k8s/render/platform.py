@@ -243,6 +243,18 @@ def off_gpu_nodes(infra: InfraSpec) -> list[dict[str, Any]]:
     return out
 
 
+def cpu_placement_line(infra: InfraSpec) -> str:
+    """What ``check`` says of where the pods that request no GPU go."""
+    requirements = off_gpu_nodes(infra)
+    if not requirements:
+        return "CPU pods may land on GPU nodes (infra.cpuScheduling.avoidGpuNodes: false)"
+    parts = [f"{r['key']}" if r["operator"] == "DoesNotExist" else f"{r['key']}={','.join(r['values'])}"
+             for r in requirements if r["key"] != INSTANCE_TYPE_LABEL]
+    types = [", ".join(r["values"]) for r in requirements if r["key"] == INSTANCE_TYPE_LABEL]
+    return ("CPU pods (no GPU requested) kept off GPU nodes: none of " + ", ".join(parts)
+            + (f"; not {types[0]}" if types else "") + " (infra.cpuScheduling)")
+
+
 def keep_off_gpu_nodes(pod: dict[str, Any], requirements: list[dict[str, Any]]) -> None:
     """``requirements`` in the pod's required node affinity: its own terms (ORed) each get them."""
     if not requirements:

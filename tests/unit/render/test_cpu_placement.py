@@ -72,6 +72,17 @@ def test_kind_and_k3s_have_one_node_so_nothing_is_excluded():
     assert found["sandbox"] is None and found["head"] is None
 
 
+def test_check_says_where_the_cpu_pods_go():
+    from support.cli import run_cli
+
+    out = run_cli("check", f"{EX}/grpo_swe.yaml", "--infra", f"{EX}/grpo_swe.infra.yaml").out
+    assert ("CPU pods (no GPU requested) kept off GPU nodes: none of nvidia.com/gpu.present=true, "
+            "cloud.google.com/gke-accelerator; not p4de.24xlarge (infra.cpuScheduling)") in out
+    out = run_cli("check", f"{EX}/grpo_swe.yaml", "--infra", f"{EX}/grpo_swe.infra.yaml",
+                  "--set", "infra.cpuScheduling.avoidGpuNodes=false").out
+    assert "CPU pods may land on GPU nodes (infra.cpuScheduling.avoidGpuNodes: false)" in out
+
+
 def test_it_is_overridable():
     assert placement(bundle("grpo_swe.infra.yaml", sets=["infra.cpuScheduling.avoidGpuNodes=false"]).objects)[
         "sandbox"] is None
