@@ -166,14 +166,20 @@ def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
     for section in sections:
         for key, value in _get(infra, section)["nodeSelector"].items():
             marked = cs["gpuNodeLabels"].get(key)
-            if (key == INSTANCE_TYPE_LABEL and value in gpu_types) or marked in ("*", value):
-                why = ("the instance type a GPU fleet selects" if key == INSTANCE_TYPE_LABEL and value in gpu_types
-                       else f"infra.cpuScheduling.gpuNodeLabels marks {key}: {marked} as a GPU node's")
-                out.append(run.locate((*section, "nodeSelector", key),
-                                      f"{key}: {value!r} selects GPU nodes ({why}), but the pods of "
-                                      f"{format_path(section)} request no GPU and infra.cpuScheduling.avoidGpuNodes "
-                                      "keeps them off GPU nodes: they would never schedule; select a CPU node, or set "
-                                      "infra.cpuScheduling.avoidGpuNodes: false"))
+            known = node_gpus(run, {key: value}) if key == INSTANCE_TYPE_LABEL else None
+            if key == INSTANCE_TYPE_LABEL and value in gpu_types:
+                why = "the instance type a GPU fleet selects"
+            elif known is not None and known[1] > 0:
+                why = f"a {value} node has {known[1]} GPUs"
+            elif marked in ("*", value):
+                why = f"infra.cpuScheduling.gpuNodeLabels marks {key}: {marked} as a GPU node's"
+            else:
+                continue
+            out.append(run.locate((*section, "nodeSelector", key),
+                                  f"{key}: {value!r} selects GPU nodes ({why}), but the pods of {format_path(section)} "
+                                  "request no GPU and infra.cpuScheduling.avoidGpuNodes keeps them off GPU nodes: they "
+                                  "could only run on one it does not recognise; select a CPU node, or set "
+                                  "infra.cpuScheduling.avoidGpuNodes: false"))
     return out
 
 

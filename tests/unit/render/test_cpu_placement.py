@@ -109,6 +109,8 @@ def test_a_pods_own_node_affinity_keeps_its_terms_and_gets_the_exclusion_in_each
     (["kuberay.head.nodeSelector.node\\.kubernetes\\.io/instance-type=p4de.24xlarge"],
      "kuberay.head.nodeSelector.node.kubernetes.io/instance-type"),
     (["sandbox.nodeSelector.nvidia\\.com/gpu\\.present='true'"], "sandbox.nodeSelector.nvidia.com/gpu.present"),
+    (["kuberay.head.nodeSelector.node\\.kubernetes\\.io/instance-type=p5.48xlarge"],  # a GPU type of the catalogue
+     "kuberay.head.nodeSelector.node.kubernetes.io/instance-type"),
 ])
 def test_a_cpu_pod_that_selects_gpu_nodes_could_never_schedule(sets, key):
     with pytest.raises(ConfigError) as e:
