@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 EXAMPLES = """\
 examples:
   dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
-  dockyard-k8s check recipe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
-  dockyard-k8s check recipe.yaml --output-file bundle.yaml   # also write resolved config + rendered objects
-  dockyard-k8s check recipe.yaml -o json | jq .config.kuberay   # print them instead of the summary
+  dockyard-k8s check examples/grpo_swe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s check examples/grpo_swe.yaml --output-file bundle.yaml   # also write resolved config + objects
+  dockyard-k8s check examples/grpo_swe.yaml -o json | jq .config.kuberay   # print them instead of the summary
 """
 
 
