@@ -70,8 +70,9 @@ def help_examples() -> list[tuple[str, list[str]]]:
     return out
 
 
-def doc_examples() -> list[tuple[str, list[str]]]:
-    """Command lines in the docs' code blocks (``$ `` prompts and ``.venv/bin/`` prefixes allowed)."""
+def doc_examples(*, inline: bool = False) -> list[tuple[str, list[str]]]:
+    """Command lines in the docs' code blocks (``$ `` prompts and ``.venv/bin/`` prefixes allowed);
+    ``inline``: also the `dockyard-k8s ...` spans of sentences (often fragments: parsed, never run)."""
     out = []
     for doc in DOCS:
         block = False
@@ -82,10 +83,15 @@ def doc_examples() -> list[tuple[str, list[str]]]:
             text = re.sub(r"^\s*(\$ )?(\.venv/bin/)?", "", line)
             if block and text.startswith("dockyard-k8s "):
                 out += [(f"{doc.relative_to(REPO)}:{n}: {line.strip()}", argv) for argv in _commands(text)]
+            elif inline and not block:  # `dockyard-k8s ...` in a sentence, when it is more than a command's name
+                out += [(f"{doc.relative_to(REPO)}:{n}: `{code}`", argv)
+                        for code in re.findall(r"`(dockyard-k8s [^`<]+)`", line) for argv in _commands(code)
+                        if any(a.startswith("-") or "/" in a or "=" in a for a in argv[1:])]
     return out
 
 
-EXAMPLES = help_examples() + doc_examples()
+EXAMPLES = help_examples() + doc_examples()  # what is run
+PARSED = help_examples() + doc_examples(inline=True)  # what is parsed
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str]:
@@ -93,12 +99,12 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str]:
     with redirect_stderr(err), redirect_stdout(io.StringIO()):
         try:
             args, _ = build_parser(argv[0] if argv and not argv[0].startswith("-") else None).parse_known_args(argv)
-        except SystemExit:
-            return None, err.getvalue()
+        except SystemExit as e:  # --help, --version: 0
+            return (argparse.Namespace() if e.code == 0 else None), err.getvalue()
     return args, err.getvalue()
 
 
-@pytest.mark.parametrize(("where", "argv"), EXAMPLES, ids=[w for w, _ in EXAMPLES])
+@pytest.mark.parametrize(("where", "argv"), PARSED, ids=[w for w, _ in PARSED])
 def test_every_example_parses_and_teaches_no_deprecated_form(where: str, argv: list[str]) -> None:
     args, err = _parse(argv)
     assert args is not None, f"{where}: does not parse: {err}"
@@ -119,6 +125,8 @@ def _runnable(argv: list[str], cwd: Path) -> bool:
     if _command(argv) not in OFFLINE or any(a.split("=")[0] in LIVE_FLAGS for a in argv):
         return False
     if any(a.startswith("[") or a.endswith("...") or re.fullmatch(r"[A-Z][A-Z|_-]*", a) for a in argv):
+        return False
+    if "-" in argv:  # reads stdin: the line pipes something into it
         return False
     for i, arg in enumerate(argv):
         written = (i > 0 and argv[i - 1] in WRITES) or arg.split("=")[0] in WRITES
