@@ -1,10 +1,11 @@
 """Command-line overrides: ``--set key.path=value`` (infra, like Helm) and Hydra-style
 ``key=value`` / ``+key=value`` / ``++key=value`` / ``~key`` after the recipe.
 
-Keys are dotted paths; ``[N]`` indexes a list; ``\\.`` is a literal dot inside a key
+``--set`` keys are dotted paths; ``[N]`` indexes a list; ``\\.`` is a literal dot inside a key
 (``--set 'kuberay.trainer.nodeSelector.node\\.kubernetes\\.io/instance-type=p5.48xlarge'``).
-Values are typed with the same YAML 1.2 rules as files (``4`` is an int, ``null`` is
-null, ``[a, b]`` a list, ``'4'`` a string).
+Recipe overrides follow Hydra's override grammar, since the job's Hydra reads them too: a list
+item is ``stages.0``, ``=`` and ``,`` only quoted or escaped in a value. Values are typed with the
+same YAML 1.2 rules as files (``4`` is an int, ``null`` is null, ``[a, b]`` a list, ``'4'`` a string).
 """
 
 from __future__ import annotations

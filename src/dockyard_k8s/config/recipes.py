@@ -16,10 +16,11 @@ primary config, so the mounted recipe is what the trainer would have built:
 
 Config groups are relative to the containing config's group (``/group`` from the recipe's
 directory). A config's own ``# @package`` header (``_global_``, ``_group_``, ``_name_``, dotted
-names) is honoured. Not supported (an error at the entry): Hydra's ``hydra/`` groups, the
-command-line group choice ``model=small`` (write it in the defaults list), config search
-paths, structured configs, and OmegaConf ``${...}`` interpolation (``${VAR}`` is an
-environment variable here, as in infra files).
+names) is honoured. Not supported (an error at the entry): Hydra's ``hydra/`` groups, config
+search paths, structured configs, and OmegaConf ``${...}`` interpolation (``${VAR}`` is an
+environment variable here, as in infra files). The command-line group choice ``model=small``
+is refused at the override (:meth:`RecipeComposer.group_of` knows the groups): write it in the
+defaults list.
 """
 
 from __future__ import annotations
