@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dockyard_k8s.config.loader import Setting, load_run
+from dockyard_k8s.config.loader import Setting, resolve_run
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
@@ -71,25 +71,30 @@ def build_bundle(
         ManifestError: a rendered object fails offline validation for no reason in the input
             (fail closed: a renderer bug).
     """
-    run = load_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
-                   overrides=overrides, env=env, values=values)
+    run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
+                                overrides=overrides, env=env, values=values)
+    if run is None:
+        raise ConfigError(problems)
+    # The recipe's own problems (an override, its defaults list) leave the infra spec whole: the
+    # objects are rendered and checked, and everything is reported together.
     objects = render_run(run)
     from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
-    # What KubeRay or Kueue would refuse is said first, alone, in their words: every KubeRay
-    # problem, then every Kueue one (the report has them object by object).
-    rules = sorted((p for p in report.problems if p.rule in (RULE_KUBERAY, RULE_KUEUE)),
-                   key=lambda p: (p.rule == RULE_KUEUE, p.doc_index))
-    if rules:
-        raise_blamed(run, [RenderedProblem(p.doc_index, p.path, f"{p.kind} {format_path(p.path)}: {p.message}"
-                                           + (" (Kueue's webhook would refuse it)" if p.rule == RULE_KUEUE else ""), "")
-                           for p in rules])
-    if report.problems:
-        raise_blamed(run, [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems])
-    misfit = fit_problems(run, objects) if fit else []
-    if misfit:
-        raise_blamed(run, misfit)
+    # What KubeRay or Kueue would refuse is said in their words; a schema problem of the same field
+    # is left out (it says the same, less clearly).
+    rules = [p for p in report.problems if p.rule in (RULE_KUBERAY, RULE_KUEUE)]
+    ruled = {(p.doc_index, p.path) for p in rules}
+    rendered = [RenderedProblem(p.doc_index, p.path, f"{p.kind} {format_path(p.path)}: {p.message}"
+                                + (" (Kueue's webhook would refuse it)" if p.rule == RULE_KUEUE else ""), "")
+                for p in rules]
+    rendered += [RenderedProblem(p.doc_index, p.path, p.message, str(p)) for p in report.problems
+                 if p.rule not in (RULE_KUBERAY, RULE_KUEUE) and (p.doc_index, p.path) not in ruled]
+    rendered += fit_problems(run, objects) if fit else []
+    if rendered:
+        raise_blamed(run, rendered, problems)
+    if problems:
+        raise ConfigError(problems)
     return Bundle(run, objects, report)
 
 
@@ -153,9 +158,10 @@ def _job_culprit(run: RunConfig, path: Path) -> Path | None:
     return max(found)[2] if found else None
 
 
-def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:
-    """Raise for ``problems``: a ConfigError at the infra keys behind them, or a ManifestError
-    when no infra value explains any of them (every problem is listed either way)."""
+def raise_blamed(run: RunConfig, problems: list[RenderedProblem], inputs: Sequence[ConfigProblem] = ()) -> None:
+    """Raise for ``problems``: a ConfigError at the infra keys behind them (with ``inputs``, the
+    problems found in the inputs beside them), or a ManifestError when no infra value explains
+    any of them and the inputs have none (every problem is listed either way)."""
     from dockyard_k8s.render import provenance
 
     with provenance.tracing(run.infra) as trace:
@@ -169,9 +175,10 @@ def raise_blamed(run: RunConfig, problems: list[RenderedProblem]) -> None:
             unexplained.append(p.line or f"object {p.object_index}: {p.message}")
         elif p.message not in blamed.setdefault(key, []):
             blamed[key].append(p.message)
-    if not blamed:
+    if not blamed and not inputs:
         raise ManifestError(unexplained)
-    found = [run.locate(key, message, at_key=message.startswith("unknown field"))
+    found = [*inputs]
+    found += [run.locate(key, message, at_key=message.startswith("unknown field"))
              for key, messages in blamed.items() for message in _one_per_key(messages)]
     found += [ConfigProblem(line, 0, 0, "", "(not explained by the configuration: a dockyard-k8s bug?)")
               for line in unexplained]

@@ -68,11 +68,11 @@ into a KubeRay GPU run with a hardened sandbox pool, validated before it touches
 EPILOG = """\
 examples:
   dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
-  dockyard-k8s render examples/grpo_swe.yaml -o build/run --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
-  dockyard-k8s lint examples/grpo_swe.yaml && dockyard-k8s plan examples/grpo_swe.yaml --nodes nodes.yaml
+  dockyard-k8s render examples/grpo_swe.yaml --output-dir build/run --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s lint examples/grpo_swe.yaml && dockyard-k8s plan examples/grpo_swe.yaml
   dockyard-k8s doctor examples/grpo_swe.yaml && dockyard-k8s run examples/grpo_swe.yaml
-  dockyard-k8s status examples/grpo_swe.yaml; dockyard-k8s logs examples/grpo_swe.yaml --fleet trainer -f
-  dockyard-k8s serve check examples/llama3_8b_kind.serve.yaml; dockyard-k8s serve render SPEC -o build/endpoint
+  dockyard-k8s status examples/grpo_swe.yaml; dockyard-k8s logs examples/grpo_swe.yaml --fleet trainer --follow
+  dockyard-k8s serve check examples/llama3_8b_kind.serve.yaml; dockyard-k8s serve render SPEC --output-dir build/llm
 
 exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad input, 130 interrupted
 """

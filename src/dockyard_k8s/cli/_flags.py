@@ -29,7 +29,7 @@ def deprecated(old: str, new: str) -> None:
     print(DEPRECATED.format(old=old, new=new), file=sys.stderr, flush=True)
 
 
-class _OutputAction(argparse.Action):
+class OutputAction(argparse.Action):
     """``-o FORMAT``; with ``legacy_path``, a value that is no format is the old ``-o PATH`` form
     (stored in ``output_file``, or ``output_dir`` for a directory-shaped name where the command
     has one), with a deprecation note."""
@@ -63,7 +63,7 @@ class _OutputAction(argparse.Action):
 def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, default: str | None = None,
                    legacy_path: str = "", help_extra: str = "") -> None:
     """``-o/--output FORMAT`` (see the module doc)."""
-    parser.add_argument("-o", "--output", action=_OutputAction, formats=formats, legacy_path=legacy_path,
+    parser.add_argument("-o", "--output", action=OutputAction, formats=formats, legacy_path=legacy_path,
                         default=default or formats[0], metavar="|".join(formats),
                         help=f"output format (default {default or formats[0]}){help_extra}")
 

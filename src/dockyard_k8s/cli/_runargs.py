@@ -29,7 +29,7 @@ def add_layer_args(parser: argparse.ArgumentParser, *, old_follow: bool = False,
         from dockyard_k8s.cli._flags import add_infra_or_follow_arg
 
         parser.add_argument("--infra", metavar="FILE", action="append", default=[], help=what)
-        add_infra_or_follow_arg(parser, "same as --infra (alone, the deprecated follow: use --follow)")
+        add_infra_or_follow_arg(parser, "same as --infra")
     else:
         parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[], help=what)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",

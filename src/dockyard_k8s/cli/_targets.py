@@ -58,9 +58,11 @@ def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
 
 def _sections(infra: InfraSpec) -> dict[str, Any]:
     """lint and plan settings; lint.gpuRuntimeClass defaults to the platform's
-    infra.runtimeClassName (kind/k3s: nvidia), so the profile and the lint rule agree."""
+    infra.runtimeClassName (kind/k3s: nvidia), so the profile and the lint rule agree, and the GPU
+    node labels of infra.cpuScheduling are lint's too."""
     lint = dict(infra["lint"])
     lint["gpuRuntimeClass"] = lint.get("gpuRuntimeClass") or infra["infra"].get("runtimeClassName")
+    lint["gpuNodeLabels"] = infra["infra"]["cpuScheduling"]["gpuNodeLabels"]  # what marks a GPU node here
     return {"lint": lint, "plan": infra["plan"]}
 
 

@@ -9,6 +9,7 @@ from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
+from dockyard_k8s.render.platform import cpu_placement_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -20,9 +21,9 @@ if TYPE_CHECKING:
 EXAMPLES = """\
 examples:
   dockyard-k8s check examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
-  dockyard-k8s check recipe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
-  dockyard-k8s check recipe.yaml --output-file bundle.yaml   # also write resolved config + rendered objects
-  dockyard-k8s check recipe.yaml -o json | jq .config.kuberay   # print them instead of the summary
+  dockyard-k8s check examples/grpo_swe.yaml --set kuberay.trainer.replicas=4 optimizer.lr=3e-6
+  dockyard-k8s check examples/grpo_swe.yaml --output-file bundle.yaml   # also write resolved config + objects
+  dockyard-k8s check examples/grpo_swe.yaml -o json | jq .config.kuberay   # print them instead of the summary
 """
 
 
@@ -164,6 +165,7 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
             lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))
         lines += _fit_lines(objects, infra)
     lines.append(f"  {ray_ports_line(infra)}")
+    lines.append(f"  {cpu_placement_line(infra)}")
     if sb["enabled"]:
         res, sec = sb["resources"], sb["security"]
         hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [

@@ -13,8 +13,8 @@ from dockyard_k8s.errors import UsageError
 EXAMPLES = """\
 examples:
   dockyard-k8s lint examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml
-  dockyard-k8s lint build/grpo_swe/                        # rendered files (render -o), or any manifests
-  dockyard-k8s lint recipe.yaml -o sarif --output-file lint.sarif --sarif-uri-prefix build/grpo_swe
+  dockyard-k8s lint build/grpo_swe/                 # rendered files (render --output-dir), or any manifests
+  dockyard-k8s lint examples/grpo_swe.yaml -o sarif --output-file lint.sarif --sarif-uri-prefix build/grpo_swe
   dockyard-k8s lint --explain gpu-shm
   dockyard-k8s lint --list-rules
 

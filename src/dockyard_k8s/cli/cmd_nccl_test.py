@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 
 EXAMPLES = """\
@@ -31,9 +31,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    p.add_argument("-f", "--infra", metavar="FILE", help="infra spec YAML (where to run it)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override an infra key, e.g. --set ncclTest.nodes=4 (repeatable)")
+    add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
     p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
     add_output_arg(p, ("yaml", "json"), legacy_path="file", help_extra=" of the MPIJob")
     add_legacy_format_arg(p, ("yaml", "json"))

@@ -18,12 +18,12 @@ EXAMPLES = """\
 examples:
   dockyard-k8s plan examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml     # plan.nodePools
   kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
-  dockyard-k8s plan recipe.yaml --nodes nodes.yaml --nodes pods.yaml
-  dockyard-k8s plan recipe.yaml --live --context prod      # the cluster's nodes and running pods, now
-  dockyard-k8s plan recipe.yaml --set kuberay.trainer.replicas=4 -o json
+  dockyard-k8s plan examples/grpo_swe.yaml --nodes nodes.yaml --nodes pods.yaml
+  dockyard-k8s plan examples/grpo_swe.yaml --live --context prod   # the cluster's nodes and running pods, now
+  dockyard-k8s plan examples/grpo_swe.yaml --set kuberay.trainer.replicas=1 -o json
   kubectl get clusterqueues,cohorts,resourceflavors,topologies,workloadpriorityclasses -o yaml > kueue.yaml
   kubectl get localqueues,workloads -A -o yaml > queues.yaml
-  dockyard-k8s plan recipe.yaml --kueue kueue.yaml --kueue queues.yaml   # Kueue admission, then the nodes
+  dockyard-k8s plan examples/grpo_swe.yaml --kueue kueue.yaml --kueue queues.yaml   # Kueue admission, then nodes
   dockyard-k8s plan --list-instance-types
 
 exit codes: 0 every pod fits (and Kueue admits the run), 1 some pod stays pending or Kueue does not

@@ -12,15 +12,15 @@ from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 EXAMPLES = """\
 examples:
   dockyard-k8s render examples/grpo_swe.yaml --infra examples/grpo_swe.infra.yaml | kubectl apply -f -
-  dockyard-k8s render recipe.yaml -o build/run        # one file per object + kustomization.yaml
-  dockyard-k8s render recipe.yaml --format json > run.json
+  dockyard-k8s render examples/grpo_swe.yaml --output-dir build/grpo_swe   # one file per object + kustomization.yaml
+  dockyard-k8s render examples/grpo_swe.yaml -o json > run.json           # a v1 List
 """
 
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("render",
                        description="Render every object of the run in apply order. Output is byte-for-byte "
-                                   "deterministic. With -o DIR, write one file per object plus a "
+                                   "deterministic. With --output-dir DIR, one file per object plus a "
                                    "kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)

@@ -133,7 +133,7 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
         return 0 if outcome.ok else EXIT_FAILURE
     if outcome.reason == "detached":
         if outcome.submission_id:
-            say(f"  logs:  {command_text(args, 'job logs')} {outcome.submission_id} -f")
+            say(f"  logs:  {command_text(args, 'job logs')} {outcome.submission_id} --follow")
         else:
             say("detached; follow it with:")
             for line in follow_hints(args, bundle):

@@ -29,11 +29,11 @@ configuration layers, last wins (SPEC is an infra file with a serve: section):
 EXAMPLES = """\
 examples:
   dockyard-k8s serve check examples/llama3_8b_kind.serve.yaml
-  dockyard-k8s serve render examples/llama3_8b_kind.serve.yaml -o build/llama    # + kustomization.yaml
+  dockyard-k8s serve render examples/llama3_8b_kind.serve.yaml --output-dir build/llama   # + kustomization.yaml
   dockyard-k8s serve up examples/llama3_8b_kind.serve.yaml                       # apply, follow until Ready
   dockyard-k8s serve test examples/llama3_8b_kind.serve.yaml                     # one completion, timed
   dockyard-k8s serve status examples/llama3_8b_kind.serve.yaml
-  dockyard-k8s serve logs examples/llama3_8b_kind.serve.yaml -f
+  dockyard-k8s serve logs examples/llama3_8b_kind.serve.yaml --follow
   dockyard-k8s serve down examples/llama3_8b_kind.serve.yaml --delete-cache
   dockyard-k8s lint --serve examples/llama3_8b_kind.serve.yaml; dockyard-k8s plan --serve SPEC --nodes nodes.yaml
 
@@ -65,8 +65,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        help="also write the resolved config and the rendered objects to FILE")
     check.set_defaults(func=run_check)
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
-                                  "PVC, Deployment, Service, PDB, ScaledObject). With -o DIR, one file per object "
-                                  "plus a kustomization.yaml.")
+                                  "PVC, Deployment, Service, PDB, ScaledObject). With --output-dir DIR, one file per "
+                                  "object plus a kustomization.yaml.")
     add_output_arg(render, ("yaml", "json"), legacy_path="file-or-dir", help_extra="; json: a v1 List")
     add_legacy_format_arg(render, ("yaml", "json"))
     render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")

@@ -9,7 +9,7 @@ from typing import Any
 EXAMPLES = """\
 examples:
   dockyard-k8s validate build/grpo_swe/                  # every .yaml/.yml/.json, recursively
-  dockyard-k8s render recipe.yaml | dockyard-k8s validate -
+  dockyard-k8s render examples/grpo_swe.yaml | dockyard-k8s validate -
   dockyard-k8s validate --crd crds/ --kubernetes-version 1.31 manifests/
   dockyard-k8s validate -o junit --summary k8s/ > validate.xml
 

@@ -8,7 +8,7 @@ schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
 from __future__ import annotations
 
 from dockyard_k8s.config.network import INTERNAL_CIDRS
-from dockyard_k8s.config.platforms import EKS_PRESETS, PLATFORMS
+from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_NODE_LABELS, PLATFORMS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
@@ -38,6 +38,14 @@ _ENV = string_map("Extra environment variables of the container (name: value).",
 _NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).",
                             values={"type": "string", "x-format": "label-value"}, keys="label-key")
 
+
+_GPU_NODE_LABELS = {**string_map("Labels that mark a GPU node (label: value): a value excludes nodes whose label "
+                                 "has it (NotIn), \"*\" nodes that carry the label at all (DoesNotExist). null "
+                                 "removes one.",
+                                 values={"type": "string", "pattern": r"^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}"
+                                                                      r"[A-Za-z0-9])?)$"},
+                                 keys="label-key"),
+                    "default": dict(GPU_NODE_LABELS)}
 
 _SELECTOR = free_object("A Kubernetes label selector ({matchLabels, matchExpressions}); {} selects all.")
 _PORT = {
@@ -230,6 +238,15 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "topologySpreadConstraints": array("Spread of the GPU worker pods; labelSelector defaults to "
                                                "them.", {"type": "object"}, []),
         }),
+        "cpuScheduling": obj("Placement of the run's pods that request no GPU (sandbox, a head without GPUs, "
+                             "the submitter): off the GPU nodes by default, so they never take the CPU and memory "
+                             "a GPU pod needs while CPU nodes are free.", {
+            "avoidGpuNodes": boolean("A required node affinity on every pod that requests no GPU (and every term of "
+                                     "its own): not on a node with one of gpuNodeLabels, nor of an instance type a "
+                                     "GPU fleet selects. false: wherever the scheduler likes (kind/k3s: one node).",
+                                     True),
+            "gpuNodeLabels": _GPU_NODE_LABELS,
+        }),
         "storage": obj("A PersistentVolumeClaim mounted into every GPU pod (shared FSx on eks, model cache "
                        "on kind/k3s).", {
             "enabled": boolean("Mount the claim.", False),
@@ -321,7 +338,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
             "cpuLimit": quantity("CPU limit.", "1"),
             "memoryLimit": quantity("Memory limit.", "1Gi"),
         }),
-        "attach": obj("attach mode: the existing Ray cluster to submit to.", {
+        "attach": obj("attach mode: the existing Ray cluster to submit to: cluster or address, one of them.", {
             "cluster": string("Name of an existing RayCluster in the namespace.", None, nullable=True,
                               pattern=DNS1035_LABEL),
             "address": string("Ray dashboard URL (http://host:8265), instead of a cluster name.",

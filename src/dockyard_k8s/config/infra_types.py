@@ -36,6 +36,11 @@ class InfraGpuScheduling(TypedDict):
     topologySpreadConstraints: list[dict[str, Any]]
 
 
+class InfraCpuScheduling(TypedDict):
+    avoidGpuNodes: bool
+    gpuNodeLabels: dict[str, str]
+
+
 class InfraStorage(TypedDict):
     enabled: bool
     claimName: str | None
@@ -142,6 +147,7 @@ class Infra(TypedDict):
     instanceType: Literal["p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge"] | None
     runtimeClassName: str | None
     gpuScheduling: InfraGpuScheduling
+    cpuScheduling: InfraCpuScheduling
     storage: InfraStorage
     networkPolicy: InfraNetworkPolicy
     priorityClass: InfraPriorityClass

@@ -24,6 +24,7 @@ from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
+from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Record, clone, show_typed
 
@@ -177,10 +178,13 @@ def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = ()
                 if problem is not None:
                     error = f"{problem.message} ({value})"
                 value = content
+            # every message that names this layer names it without a credential it holds
             if error or path is None:
-                problems.append(ConfigProblem(origin, 0, 0, "", error))
+                problems.append(ConfigProblem(redact_assignment(origin, always=True) if secret_assignment(text)
+                                              else origin, 0, 0, "", error))
             else:
-                out.append(Setting(path, value, origin))
+                out.append(Setting(path, value, redact_assignment(origin, always=True)
+                                   if secret_values(value, path) else origin))
     return out, problems
 
 

@@ -26,10 +26,12 @@ from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, set
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
+from dockyard_k8s.config.rules import override_secret_message, run_rules
 from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
+from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Record
+from dockyard_k8s.plain import Record, clone
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
-           "merge_docs", "run_name_from", "user_defaults_file"]
+           "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
 INFRA_SECTIONS = tuple(k for k in INFRA["properties"] if k != "defaults")
@@ -99,8 +101,32 @@ def load_run(
     Raises:
         ConfigError: with every problem found, each located by file, line, column and key.
     """
-    from dockyard_k8s.config.rules import run_rules
+    run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
+                                overrides=overrides, env=env, values=values)
+    if problems or run is None:
+        raise ConfigError(problems)
+    return run
 
+
+def resolve_run(
+    recipe_file: str,
+    infra_file: str | Sequence[str] | None = None,
+    *,
+    sets: Sequence[str] = (),
+    set_strings: Sequence[str] = (),
+    set_files: Sequence[str] = (),
+    overrides: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    values: Sequence[Setting] = (),
+) -> tuple[RunConfig | None, list[ConfigProblem]]:
+    """:func:`load_run` without raising: the run and every problem found.
+
+    The problems of independent inputs come together: the recipe overrides, the recipe's
+    composition, the infra layers' schema, and the run rules (on what the schema accepted, see
+    :func:`_rules_despite`). The run is None when the infra spec has a problem (nothing can be
+    rendered from it); with problems of the recipe alone (its defaults list, an override) it is
+    returned beside them, so that the objects are rendered and checked too.
+    """
     env = dict(os.environ) if env is None else env
     layers = Layers(env, INFRA)
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
@@ -108,58 +134,137 @@ def load_run(
     layers.problems += problems
     composer = RecipeComposer(Layers(env), recipe_file)  # its own problems: the infra files come first
     composed = composer.compose(recipe_file)
-    recipe = composed.data
-    if {"infra", "kuberay"} & set(recipe) and set(recipe) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
-        raise ConfigError([_infra_as_recipe(recipe_file, composed)])
-    infra, sources = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, recipe))
-    layers.problems += composer.layers.problems
-    user_args, added = _recipe_overrides(layers, recipe, infra, overrides)
-
+    if {"infra", "kuberay"} & set(composed.data) and set(composed.data) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
+        return None, [_infra_as_recipe(recipe_file, composed)]
+    infra, sources, broken = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, composed.data))
+    recipe_problems = [*composer.layers.problems, *_empty_recipe(recipe_file, composed, composer)]
+    recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, overrides)
+    recipe_problems += override_problems
     if layers.problems:
-        raise ConfigError(layers.problems)
+        repairable = len(layers.problems) == len(broken)  # each a schema problem at a key: rules can still run
+        guessed = _rules_despite(infra, broken, sources, recipe_file, files, layers.empty) if repairable else []
+        return None, [*layers.problems, *guessed, *recipe_problems]
     fill_defaults(INFRA, infra.data)
     _fill_derived(infra.data, recipe_file)
+    added = _unset_sandbox_urls(recipe, infra.data)
+    deleted = [f"{arg}: deleted by the job (its Hydra applies the overrides to the mounted recipe, which keeps "
+               f"the key: Hydra cannot delete a key that is not there)" for arg in user_args if arg.startswith("~")]
     run = RunConfig(infra.data, recipe, recipe_file, [*user_args, *added], sources,
                     infra.marks, infra.key_marks, added_args=tuple(added), infra_files=tuple(files),
-                    notes=tuple(composer.notes))
+                    notes=(*composer.notes, *deleted))
     problems, notes = run_rules(run, empty=layers.empty)
     if problems:
-        raise ConfigError(problems)
-    return run.replace(notes=(*run.notes, *notes))
+        return None, [*problems, *recipe_problems]
+    return run.replace(notes=(*run.notes, *notes)), recipe_problems
 
 
-def _recipe_overrides(layers: Layers, recipe: dict[str, Any], infra: Doc,
-                      overrides: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Apply the Hydra-style overrides to ``recipe``; (the user's job args, the launcher's)."""
-    parsed: list[ov.Override] = []
+def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
+    if composed.data or composer.layers.problems:
+        return []
+    return [ConfigProblem(recipe_file, 0, 0, "", "the recipe is empty: expected the training config the job runs "
+                                                 "(a mapping, mounted at /etc/dockyard-k8s/recipe.yaml)")]
+
+
+def _recipe_overrides(composer: RecipeComposer, recipe: dict[str, Any],
+                      overrides: Sequence[str]) -> tuple[dict[str, Any], list[str], list[ConfigProblem]]:
+    """The Hydra-style overrides on the composed ``recipe`` (changed in place): (the recipe the job
+    starts from, the job's arguments, the problems).
+
+    Each override is checked as Hydra would apply it, in order, to the composed recipe. The job gets
+    every one (in the form :func:`overrides.job_arg` says); its starting recipe has every change
+    applied, and keeps what a deletion deletes, which the job's Hydra then deletes."""
+    final = clone(recipe)  # every override applied in order, as Hydra applies them: what problems are about
+    problems: list[ConfigProblem] = []
+    args: list[str] = []
     for text in overrides:
         item, error = ov.parse_override(text)
+        secrets = secret_values(item.value, item.path) if item is not None else []
+        shown = redact_assignment(text, always=True) if secrets or secret_assignment(text) else text
         if error or item is None:
-            layers.problems.append(ConfigProblem(f"override {text}", 0, 0, "", error))
-        else:
-            parsed.append(item)
-    user_args: list[str] = []
-    for item in parsed:
-        error = ov.apply_override(recipe, item)
+            problems.append(ConfigProblem(f"override {shown}", 0, 0, "", error))
+            continue
+        for path, what in secrets:  # the job would get it on its command line
+            problems.append(ConfigProblem(f"override {shown}", 0, 0, format_path(path),
+                                          override_secret_message(str(path[-1]), what)))
+        key = text.lstrip("+~").partition("=")[0]
+        group = composer.group_of(key) if len(item.path) == 1 else None
+        if group is not None:
+            problems.append(ConfigProblem(f"override {shown}", 0, 0, key, _group_choice(item, key, group, composer)))
+            continue
+        error = ov.apply_override(final, item)
         head = item.path[0] if item.path else ""
-        if error and head in INFRA_SECTIONS and head not in recipe:
+        if error and head in INFRA_SECTIONS and head not in final:
             value = item.text.partition("=")[2]
-            error = (f"{format_path(item.path)} is an infra key, not a recipe key: use --set "
-                     f"{format_path(item.path)}={value}" if item.op != "~" else
-                     f"{format_path(item.path)} is an infra key, not a recipe key: use --set "
-                     f"{format_path(item.path)}=null to unset it")
+            error = (f"{key} is an infra key, not a recipe key: use --set {key}={value}" if item.op != "~" else
+                     f"{key} is an infra key, not a recipe key: use --set {key}=null to unset it")
         if error:
-            layers.problems.append(ConfigProblem(f"override {item.text}", 0, 0, format_path(item.path), error))
-        elif (arg := ov.job_arg(item)) is not None:
-            user_args.append(arg)
-    added: list[str] = []
-    key = None if layers.problems else _sandbox_urls_key(infra.data)  # the data is only sure without problems
-    if key is not None and ov.lookup(recipe, key)[0]:
-        # The injected DOCKYARD_SANDBOX_URLS must win over the recipe's localhost default.
-        unset = ov.Override("++", key, None, f"++{format_path(key)}=null")
-        ov.apply_override(recipe, unset)
-        added.append(unset.text)
-    return user_args, added
+            problems.append(ConfigProblem(f"override {shown}", 0, 0, key, error))
+        elif not secrets:
+            if item.op != "~":
+                ov.set_path(recipe, item.path, item.value)
+            args.append(ov.job_arg(item))
+    return recipe, args, problems
+
+
+def _group_choice(item: ov.Override, key: str, group: str, composer: RecipeComposer) -> str:
+    """Why ``model=big`` is refused: Hydra reads it as the choice of an option of the config group."""
+    option = "null" if item.op == "~" else str(item.value)
+    options = composer.options(group)
+    known = f" (options: {', '.join(options)})" if options else ""
+    what = "deletes the choice of" if item.op == "~" else "chooses an option of"
+    return (f"{item.text.partition('=')[0] if item.op == '~' else item.text} {what} the config group {group} "
+            f"(Hydra's group override), which dockyard-k8s does not take on the command line{known}: write "
+            f"`- {key}: {option}` in the recipe's defaults list, or use {group.replace('/', '.')}.x=... to change "
+            "one key")
+
+
+def _unset_sandbox_urls(recipe: dict[str, Any], data: Any) -> list[str]:
+    """The injected DOCKYARD_SANDBOX_URLS must win over the recipe's localhost default: the key set
+    to null in the recipe, and passed to the job so (``launch.sandboxUrlsKey``)."""
+    key = _sandbox_urls_key(data)
+    if key is None or not ov.lookup(recipe, key)[0]:
+        return []
+    unset = ov.Override("++", key, None, f"++{format_path(key)}=null")
+    ov.apply_override(recipe, unset)
+    return [unset.text]
+
+
+def _rules_despite(infra: Doc, broken: Sequence[Path], sources: list[str], recipe_file: str,
+                   files: Sequence[str], empty: Sequence[str]) -> list[ConfigProblem]:
+    """The run rules' problems of an infra spec the schema refused at ``broken`` keys, where they
+    do not depend on them: each broken section (``kuberay.trainer``) goes back to its shipped
+    defaults, the rules run, and what they say about a broken section (at its keys, or naming
+    them) is dropped, since it would be about a default the user did not write."""
+    data = clone(infra.data)
+    for path in broken:
+        _drop(data, path[:2])
+    fill_defaults(INFRA, data)
+    if check(INFRA, data):
+        return []  # still not what the rules expect: nothing to say without guessing
+    _fill_derived(data, recipe_file)
+    run = RunConfig(data, {}, recipe_file, [], sources, infra.marks, infra.key_marks, infra_files=tuple(files))
+    found, _ = run_rules(run, empty=empty)
+    sections = {format_path(p[:2]) for p in broken}
+    return [p for p in found if not any(_names(p, s) for s in sections)]
+
+
+def _drop(data: Any, path: Path) -> None:
+    """Delete ``path`` from ``data``, or its deepest ancestor that is not a mapping."""
+    node = data
+    for i, part in enumerate(path):
+        if not isinstance(node, dict) or part not in node:
+            return
+        if i == len(path) - 1 or not isinstance(node[part], dict):
+            del node[part]
+            return
+        node = node[part]
+
+
+def _names(problem: ConfigProblem, section: str) -> bool:
+    """Whether ``problem`` is at a key of ``section`` or names one."""
+    if problem.path == section or problem.path.startswith((section + ".", section + "[")):
+        return True
+    return re.search(rf"(?<![\w.-]){re.escape(section)}(?![\w-])", problem.message) is not None
 
 
 def _sandbox_urls_key(data: Any) -> Path | None:
@@ -172,9 +277,9 @@ def _sandbox_urls_key(data: Any) -> Path | None:
 
 
 def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setting], *,
-                  recipe: tuple[str, dict[str, Any]] | None = None) -> tuple[Doc, list[str]]:
+                  recipe: tuple[str, dict[str, Any]] | None = None) -> tuple[Doc, list[str], list[Path]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
-    document and the names of its sources, lowest first."""
+    document, the names of its sources, lowest first, and the keys the schema check refused."""
     user = user_defaults_file(layers.env)
     docs = [layers.load_chain(f) for f in ([user] if user else []) + list(files)]
     sources = [SHIPPED, *layers.files]
@@ -197,6 +302,7 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
             else:
                 message += "; a recipe override goes after RECIPE, without --set"
         layers.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
+    broken = [path for path, _ in found]
     plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
     if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
             not any(path[:1] == ("plan",) for path, _ in found):
@@ -204,7 +310,8 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
 
         for path, message in pool_problems(plan):
             layers.problem(infra, ("plan", *path), message)
-    return infra, sources
+            broken.append(("plan", *path))
+    return infra, sources, broken
 
 
 class InfraDoc(Record):
@@ -249,7 +356,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str
     layers = Layers(dict(os.environ) if env is None else env, INFRA)
     settings, problems = settings_from_args(sets, set_strings, set_files)
     layers.problems += problems
-    infra, sources = _infra_layers(layers, _files(infra_file), [*settings, *values])
+    infra, sources, _ = _infra_layers(layers, _files(infra_file), [*settings, *values])
     if layers.problems:
         raise ConfigError(layers.problems)
     fill_defaults(INFRA, infra.data)

@@ -1,10 +1,11 @@
 """Command-line overrides: ``--set key.path=value`` (infra, like Helm) and Hydra-style
 ``key=value`` / ``+key=value`` / ``++key=value`` / ``~key`` after the recipe.
 
-Keys are dotted paths; ``[N]`` indexes a list; ``\\.`` is a literal dot inside a key
+``--set`` keys are dotted paths; ``[N]`` indexes a list; ``\\.`` is a literal dot inside a key
 (``--set 'kuberay.trainer.nodeSelector.node\\.kubernetes\\.io/instance-type=p5.48xlarge'``).
-Values are typed with the same YAML 1.2 rules as files (``4`` is an int, ``null`` is
-null, ``[a, b]`` a list, ``'4'`` a string).
+Recipe overrides follow Hydra's override grammar, since the job's Hydra reads them too: a list
+item is ``stages.0``, ``=`` and ``,`` only quoted or escaped in a value. Values are typed with the
+same YAML 1.2 rules as files (``4`` is an int, ``null`` is null, ``[a, b]`` a list, ``'4'`` a string).
 """
 
 from __future__ import annotations
@@ -77,28 +78,100 @@ def parse_set_string(text: str) -> tuple[Path | None, Any, str]:
     return path, raw, ""
 
 
+# Hydra's override grammar (hydra/grammar/OverrideLexer.g4, OverrideParser.g4 of hydra-core): a
+# key is a DOT_PATH of KEY_SPECIAL or INT_UNSIGNED parts (a list item is ``a.0``, never ``a[0]``);
+# ``group/option`` and ``group@package`` keys choose config-group options.
+_HYDRA_PART = r"(?:[A-Za-z_$][A-Za-z0-9_$-]*|0|[1-9](?:_?[0-9])*)"
+_HYDRA_KEY = re.compile(rf"{_HYDRA_PART}(?:\.{_HYDRA_PART})*")
+_HYDRA_GROUP = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:/[A-Za-z_][A-Za-z0-9_-]*)*(?:@[A-Za-z0-9_.$-]*)?")
+# Hydra's ESC: what a backslash makes literal in a value (then the value is a string).
+_HYDRA_ESCAPES = re.compile(r"\\([\\()\[\]{}:=, \t])")
+
+
 def parse_override(text: str) -> tuple[Override | None, str]:
-    """Parse one Hydra-style recipe override. Returns (override, error or "")."""
-    if text.startswith("~"):
-        key = text[1:].partition("=")[0]
-        path = parse_key(key)
-        if path is None:
-            return None, f"got {text!r}, expected ~KEY with KEY a dotted path"
-        return Override("~", path, None, text), ""
-    op = "++" if text.startswith("++") else "+" if text.startswith("+") else "="
-    path, value, error = _split(text[len(op) if op != "=" else 0:], "override")
+    """Parse one Hydra-style recipe override. Returns (override, error or "").
+
+    ``~KEY`` and ``~KEY=VALUE`` delete, ``KEY=VALUE`` changes, ``+KEY=VALUE`` adds, ``++KEY=VALUE``
+    adds or changes. A ``group/option`` or ``group@package`` key comes back as one part (the loader
+    refuses group choices, which need the recipe's defaults list)."""
+    if text.startswith("+++"):
+        return None, (f"got {text!r}: at most two '+' (Hydra: +KEY=VALUE adds a key, ++KEY=VALUE adds or "
+                      "changes it)")
+    op = "~" if text.startswith("~") else "++" if text.startswith("++") else "+" if text.startswith("+") else "="
+    key, sep, raw = text[len(op) if op != "=" else 0:].partition("=")
+    if op != "~" and not sep:
+        return None, f"got {text!r}, expected KEY=VALUE with KEY a dotted path like a.b.c"
+    path, error = _hydra_key(key)
     if error:
         return None, error
-    assert path is not None
+    if not sep:
+        return Override(op, path, None, text), ""
+    error = _hydra_value_problem(raw)
+    if error:
+        return None, f"value of {key}: {error}"
+    if _HYDRA_ESCAPES.search(raw):  # Hydra reads an escaped primitive as a string
+        return Override(op, path, _HYDRA_ESCAPES.sub(r"\1", raw), text), ""
+    value, problems = parse_value(raw, "override")
+    if problems:
+        return None, f"value of {key}: {problems[0].message}"
     return Override(op, path, value, text), ""
+
+
+def is_group_key(path: Path) -> bool:
+    """Whether an override's key is a config group's (``db/mysql``, ``model@policy``)."""
+    return len(path) == 1 and isinstance(path[0], str) and ("/" in path[0] or "@" in path[0])
+
+
+def _hydra_key(key: str) -> tuple[Path, str]:
+    if _HYDRA_KEY.fullmatch(key):
+        return tuple(key.split(".")), ""
+    if ("/" in key or "@" in key) and _HYDRA_GROUP.fullmatch(key):
+        return (key,), ""
+    if re.search(r"\[\d+\]", key):
+        fixed = re.sub(r"\[(\d+)\]", r".\1", key)
+        return (), f"got {key!r}: in Hydra's override grammar a list item is {fixed.split('.')[0]}.N: write {fixed}"
+    return (), (f"got {key!r}: not a key of Hydra's override grammar (dotted names of letters, digits, '_', '-' "
+                "and '$', like trainer.lr or stages.0.steps)")
+
+
+def _hydra_value_problem(raw: str) -> str:
+    """What Hydra's grammar refuses in an unquoted value: ``=`` anywhere, a ``,`` outside brackets
+    (a sweep, which only --multirun runs)."""
+    quote, depth, i = "", 0, 0
+    while i < len(raw):
+        c = raw[i]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c == "\\":
+            i += 1  # an escaped character
+        elif c in "'\"":
+            quote = c
+        elif c in "[{(":
+            depth += 1
+        elif c in "]})":
+            depth -= 1
+        elif c == "=":
+            return (f"got {raw!r}: Hydra's override grammar allows no '=' in a value: quote it "
+                    f"('{raw}') or escape it (\\=)")
+        elif c == "," and depth == 0:
+            return (f"got {raw!r}: a sweep (Hydra runs value1,value2 only with --multirun); one run takes one "
+                    f"value: quote it for a string ('{raw}') or write a list ([{raw}])")
+        i += 1
+    return ""
 
 
 # --- applying --------------------------------------------------------------------------
 
 
+def _item(node: Any, part: str | int) -> str | int:
+    """``part`` as an index of ``node``: a list item is ``[0]`` (--set) or ``.0`` (Hydra)."""
+    return int(part) if isinstance(node, list) and isinstance(part, str) and part.isdigit() else part
+
+
 def lookup(data: Any, path: Path) -> tuple[bool, Any]:
     """(True, the value at ``path``) or (False, None) when there is none."""
     for part in path:
+        part = _item(data, part)
         if isinstance(part, int):
             if not isinstance(data, list) or part >= len(data):
                 return False, None
@@ -112,7 +185,7 @@ def set_path(data: dict[str, Any], path: Path, value: Any) -> str:
     """Set ``path`` in ``data``, creating mappings on the way. Returns an error or ""."""
     node: Any = data
     for i, part in enumerate(path[:-1]):
-        nxt = path[i + 1]
+        nxt, part = path[i + 1], _item(node, part)
         if isinstance(part, int):
             if not isinstance(node, list) or part >= len(node):
                 return f"{format_path(path[: i + 1])} is not an existing list item"
@@ -123,7 +196,7 @@ def set_path(data: dict[str, Any], path: Path, value: Any) -> str:
         if not isinstance(node.get(part), (dict, list)):
             node[part] = [] if isinstance(nxt, int) else {}
         node = node[part]
-    last = path[-1]
+    last = _item(node, path[-1])
     if isinstance(last, int):
         if not isinstance(node, list) or last > len(node):
             return f"{format_path(path)} is not an existing list item"
@@ -169,6 +242,7 @@ def _correct(data: Any, path: Path, difflib: Any) -> Path | None:
     node = data
     changed = False
     for part in path:
+        part = _item(node, part)
         if isinstance(part, int):
             if not isinstance(node, list) or part >= len(node):
                 return None
@@ -201,21 +275,26 @@ def apply_override(recipe: dict[str, Any], ov: Override) -> str:
         if not exists:
             return f"no key {key} in the recipe to delete{_suggest(recipe, ov.path)}"
         _, parent = lookup(recipe, ov.path[:-1])
-        del parent[ov.path[-1]]
+        current = parent[_item(parent, ov.path[-1])]
+        if "=" in ov.text and current != ov.value:  # hydra: ~key=value deletes only that value
+            return (f"the value of {key} is {_hydra_value(current)}, not {_hydra_value(ov.value)} (Hydra deletes a "
+                    "key given with a value only when it has that value)")
+        del parent[_item(parent, ov.path[-1])]
         return ""
     return set_path(recipe, ov.path, ov.value)
 
 
-def job_arg(ov: Override) -> str | None:
-    """The argument the job receives for an applied override, in idempotent form.
+def job_arg(ov: Override) -> str:
+    """The argument the job receives for an override, so that the job's Hydra, applying it to
+    the mounted recipe, gets what Hydra would have composed from the recipe.
 
-    The mounted recipe already has every override applied, so re-applying must be a
-    no-op: ``key=v`` and ``+key=v`` become ``++key=v``; a deletion is already done and
-    is not passed again (Hydra would fail deleting a missing key).
+    The mounted recipe has every change applied, so re-applying must be a no-op: ``key=v`` and
+    ``+key=v`` become ``++key=v``. A deletion is passed as written and left to the job: the
+    mounted recipe keeps the key (Hydra fails deleting a key that is not there).
     """
     if ov.op == "~":
-        return None
-    return f"++{format_path(ov.path)}={_hydra_value(ov.value)}"
+        return ov.text
+    return f"++{'.'.join(str(p) for p in ov.path)}={_hydra_value(ov.value)}"
 
 
 def _hydra_value(value: Any) -> str:

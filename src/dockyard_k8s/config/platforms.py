@@ -61,6 +61,16 @@ EKS_PRESETS: dict[str, InstancePreset] = {
     "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None, "[NCCL] table + [EKS] p5 row"),
 }
 
+# Labels GPU nodes carry whatever the cloud (infra.cpuScheduling.gpuNodeLabels; "*": any value): the
+# NVIDIA GPU operator's feature discovery sets nvidia.com/gpu.present=true (NVIDIA/k8s-device-plugin,
+# gpu-feature-discovery), GKE's GPU node pools cloud.google.com/gke-accelerator=<gpu>; the eks profile
+# adds its own.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GPU_NODE_LABELS = {GPU_PRESENT_LABEL: "true", "cloud.google.com/gke-accelerator": "*"}
+# The label GPU node groups are given for the cluster autoscaler on AWS (its GPULabel, cloudprovider/aws).
+EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+KNOWN_GPU_NODE_LABELS = {**GPU_NODE_LABELS, EKS_ACCELERATOR_LABEL: "*"}  # what lint recognises anywhere
+
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # [EKS] the layer-2 network node label the StatefulSet spreads over.
@@ -109,6 +119,9 @@ def _eks() -> dict[str, Any]:
                     "whenUnsatisfiable": "ScheduleAnyway",
                 }],
             },
+            # Managed node groups and Karpenter taint no GPU node by default: CPU pods would land on them.
+            # The GPU fleets' instance type is excluded whatever the labels (render/platform.py).
+            "cpuScheduling": {"gpuNodeLabels": {EKS_ACCELERATOR_LABEL: "*"}},
             # [EKS] the layer-2 network node the StatefulSet prefers: with Kueue, `infra.kueue.topology.mode:
             # preferred` (or required) turns it into one placement of the whole pod set (docs/kueue.md).
             "kueue": {"topology": {"level": EKS_TOPOLOGY_KEY}},
@@ -150,6 +163,8 @@ def _single_node(storage_class: str) -> dict[str, Any]:
                         "storageClassName": storage_class, "accessMode": "ReadWriteOnce", "size": "100Gi",
                         "mountPath": "/root/.cache/huggingface"},
             "priorityClass": {"value": 1000000},  # [LOCAL] gpu-inference (value 1000000)
+            # [LOCAL] one node: the GPU node is where the sandbox and the head run too.
+            "cpuScheduling": {"avoidGpuNodes": False},
         },
         "kuberay": {
             "head": {"cpu": "1", "memory": "3Gi", "shmSize": "1Gi"},

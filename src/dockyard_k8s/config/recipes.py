@@ -16,10 +16,11 @@ primary config, so the mounted recipe is what the trainer would have built:
 
 Config groups are relative to the containing config's group (``/group`` from the recipe's
 directory). A config's own ``# @package`` header (``_global_``, ``_group_``, ``_name_``, dotted
-names) is honoured. Not supported (an error at the entry): Hydra's ``hydra/`` groups, the
-command-line group choice ``model=small`` (write it in the defaults list), config search
-paths, structured configs, and OmegaConf ``${...}`` interpolation (``${VAR}`` is an
-environment variable here, as in infra files).
+names) is honoured. Not supported (an error at the entry): Hydra's ``hydra/`` groups, config
+search paths, structured configs, and OmegaConf ``${...}`` interpolation (``${VAR}`` is an
+environment variable here, as in infra files). The command-line group choice ``model=small``
+is refused at the override (:meth:`RecipeComposer.group_of` knows the groups): write it in the
+defaults list.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class RecipeComposer:
         self.root = os.path.dirname(os.path.abspath(recipe_file))
         self.notes: list[str] = []
         self._used: set[str] = set()  # groups whose option an override replaced
+        self.groups: set[str] = set()  # config groups the defaults lists choose an option of
 
     def compose(self, file: str) -> Doc:
         """The recipe ``file`` with its defaults list composed."""
@@ -159,6 +161,7 @@ class RecipeComposer:
             self.layers.problem(doc, at, f"got {option!r}, expected an option name (a config of group {name})")
             return []
         kind = "override" if "override" in flags else "group"
+        self.groups.add(_join(group, name))
         key = _join(group, name) + (f"@{package}" if sep else "")
         return [_Entry(kind, _join(group, f"{name}/{o}"), package if sep else None, "optional" in flags, at,
                        doc, directory, key) for o in options]
@@ -195,6 +198,19 @@ class RecipeComposer:
                               f"config group); to merge it at the top level, add `# @package _global_` to "
                               f"{os.path.relpath(target)} or list it as the file {path}.yaml")
         return default
+
+
+    def group_of(self, key: str) -> str | None:
+        """The config group a command-line key names, as Hydra's ``group_exists`` finds it: a group
+        the defaults lists choose from, or a directory of configs beside the recipe (``model`` in
+        ``model=big``, ``model@policy=big``, ``db/mysql=x``); None for an ordinary key."""
+        name = key.split("@", 1)[0]
+        if name in self.groups or _options(self.root, name):
+            return name
+        return name if ("/" in key or "@" in key) and name else None
+
+    def options(self, group: str) -> list[str]:
+        return _options(self.root, group)
 
 
 def _join(group: str, name: str) -> str:

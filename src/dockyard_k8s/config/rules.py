@@ -15,6 +15,7 @@ from dockyard_k8s.config.kueue import kueue_config_problems
 from dockyard_k8s.config.model import RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
+from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
@@ -83,9 +84,15 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
             problem = problem.replace(file=where)
         problems.append(problem)
     launch = infra["launch"]
-    if launch["mode"] == "attach" and not (launch["attach"]["cluster"] or launch["attach"]["address"]):
+    attach = launch["attach"]
+    if launch["mode"] == "attach" and not (attach["cluster"] or attach["address"]):
         problems.append(run.locate(("launch", "attach"), "attach mode needs launch.attach.cluster or "
                                                          "launch.attach.address (got neither)"))
+    if launch["mode"] == "attach" and attach["cluster"] and attach["address"]:  # which one? say so, not guess
+        problems.append(run.locate(("launch", "attach", "address"),
+                                   f"got both launch.attach.cluster ({attach['cluster']}) and launch.attach.address: "
+                                   "expected one of them (a RayCluster of the namespace, port-forwarded, or the "
+                                   "dashboard's URL)"))
     problems += [run.locate(path, message) for path, message in [*platform_problems(infra),
                                                                    *kueue_config_problems(infra),
                                                                    *network_problems(infra)]]
@@ -93,7 +100,87 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
     problems += _limit_problems(run, notes)
     problems += _job_problems(run)
     problems += _fragment_problems(run)
+    problems += secret_problems(run)
+    problems += _cpu_placement_problems(run)
     return problems, notes
+
+
+# How the GPU side reads a Secret (the documented way, docs/security.md).
+SECRET_REF_FIX = ("an env entry {{name: {name}, valueFrom: {{secretKeyRef: {{name: SECRET, key: KEY}}}}}} in "
+                  "kuberay.spec's container")
+
+
+def secret_problems(run: RunConfig) -> list[ConfigProblem]:
+    """Credentials by value in the run's infra (every env, the entrypoint): refused as serve refuses
+    them, at the layer that wrote them, with the fix, never echoing the value."""
+    out = []
+    for path, name, what in secrets_in_env(run.infra):
+        if path[0] == "serve":
+            continue  # serve check's own rule (config/serve.py), with serve's fix
+        if path[0] == "sandbox":
+            message = (f"{what} by value: the sandbox runs untrusted code, which can read its environment and "
+                       "send it anywhere; expected no credential in sandbox.env (the executors need none)")
+        else:
+            message = (f"{what} by value would be stored in the rendered objects (the files you render, etcd, "
+                       f"`kubectl get -o yaml`): expected a reference to a Secret, {SECRET_REF_FIX.format(name=name)} "
+                       "(docs/security.md, as examples/grpo_swe.infra.yaml does)")
+        out.append(_unechoed(run.locate(path, message)))
+    token = token_in(str(run.infra["launch"]["entrypoint"]))
+    if token:
+        out.append(_unechoed(run.locate(("launch", "entrypoint"), (
+            f"{token} by value would be in the job's command line (the RayJob's entrypoint in etcd, `ray job list`, "
+            f"the dashboard): expected it from a Secret in the environment, {SECRET_REF_FIX.format(name='TOKEN')}, "
+            "and the command reading $TOKEN (docs/security.md)"))))
+    return out
+
+
+def _unechoed(problem: ConfigProblem) -> ConfigProblem:
+    """``problem`` located at a ``--set`` without the value it set (a file is named by its line)."""
+    if problem.file.startswith("--set"):
+        return problem.replace(file=redact_assignment(problem.file, always=True))
+    return problem
+
+
+def override_secret_message(name: str, what: str) -> str:
+    """Why a recipe override holding a credential is refused, and the fix."""
+    return (f"{what} by value would be on the job's command line (the RayJob's entrypoint, `ray job list`, the "
+            f"mounted recipe ConfigMap): expected it from a Secret in the environment, "
+            f"{SECRET_REF_FIX.format(name=env_name(name))}, read by the trainer (docs/security.md)")
+
+
+def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
+    """A pod that requests no GPU but selects what only GPU nodes have would never schedule once
+    infra.cpuScheduling keeps it off them (render/platform.py)."""
+    from dockyard_k8s.render.platform import gpu_instance_types
+
+    infra = run.infra
+    cs, kr, mode = infra["infra"]["cpuScheduling"], infra["kuberay"], infra["launch"]["mode"]
+    if not cs["avoidGpuNodes"] or mode == "job":  # job: one pod, GPU or not, on the fleets' node
+        return []
+    sections: list[Path] = [("sandbox",)] if infra["sandbox"]["enabled"] else []
+    if mode in ("rayjob", "bringup") and kr["head"]["gpus"] == 0:
+        sections.append(("kuberay", "head"))
+    sections += [("kuberay", role) for role in GPU_FLEETS if kr[role]["gpus"] == 0 and kr[role]["replicas"] > 0]
+    gpu_types = gpu_instance_types(infra)
+    out = []
+    for section in sections:
+        for key, value in _get(infra, section)["nodeSelector"].items():
+            marked = cs["gpuNodeLabels"].get(key)
+            known = node_gpus(run, {key: value}) if key == INSTANCE_TYPE_LABEL else None
+            if key == INSTANCE_TYPE_LABEL and value in gpu_types:
+                why = "the instance type a GPU fleet selects"
+            elif known is not None and known[1] > 0:
+                why = f"a {value} node has {known[1]} GPUs"
+            elif marked in ("*", value):
+                why = f"infra.cpuScheduling.gpuNodeLabels marks {key}: {marked} as a GPU node's"
+            else:
+                continue
+            out.append(run.locate((*section, "nodeSelector", key),
+                                  f"{key}: {value!r} selects GPU nodes ({why}), but the pods of {format_path(section)} "
+                                  "request no GPU and infra.cpuScheduling.avoidGpuNodes keeps them off GPU nodes: they "
+                                  "could only run on one it does not recognise; select a CPU node, or set "
+                                  "infra.cpuScheduling.avoidGpuNodes: false"))
+    return out
 
 
 def _get(data: Any, path: Path) -> Any:

@@ -21,6 +21,7 @@ from dockyard_k8s.config.loader import InfraDoc, Setting, load_infra_doc, run_na
 from dockyard_k8s.config.platforms import image_pin_problem, quantity_value
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
+from dockyard_k8s.credentials import secret_by_value
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Record
 
@@ -33,7 +34,7 @@ MODEL_MOUNT = "/models"
 # Environment the renderer sets itself: name -> the key that controls it.
 MANAGED_ENV = {"HF_HOME": "serve.cache.mountPath", "HF_TOKEN": "serve.model.hubTokenSecret",
                "HF_HUB_OFFLINE": "serve.model.path"}
-# Hub tokens people paste into env: never by value (the objects end up in git and etcd).
+# Hub tokens people paste into env: the fix for them is serve.model.hubTokenSecret.
 _TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
 
@@ -308,11 +309,15 @@ def _env_problems(s: Serve) -> list[tuple[Path, str]]:
     managed = {"HF_HOME": s["cache"]["enabled"], "HF_TOKEN": bool(s["model"]["hubTokenSecret"]["name"]),
                "HF_HUB_OFFLINE": s["model"]["path"] is not None}
     for section in ("env", "secretEnv"):
-        for name in s[section]:
-            if section == "env" and name.upper() in _TOKEN_ENV:
-                out.append((("serve", "env", name), "a hub token by value would be stored in the Deployment (git, "
-                                                    "etcd, `kubectl get -o yaml`): expected a reference, "
-                                                    "serve.model.hubTokenSecret: {name: SECRET, key: token}"))
+        for name, value in s[section].items():
+            what = secret_by_value(name, value) if section == "env" else None  # the one detector
+            if what:
+                hub = name.upper() in _TOKEN_ENV
+                fix = ("serve.model.hubTokenSecret: {name: SECRET, key: token}" if hub else
+                       f"serve.secretEnv: {{{name}: {{secret: SECRET, key: KEY}}}}")
+                out.append((("serve", "env", name), f"{'a hub token' if hub else what} by value would be stored in "
+                                                    "the Deployment (git, etcd, `kubectl get -o yaml`): expected a "
+                                                    f"reference, {fix}"))
             elif managed.get(name):
                 out.append((("serve", section, name), f"is set by dockyard-k8s from {MANAGED_ENV[name]}; "
                                                       "expected it left out"))

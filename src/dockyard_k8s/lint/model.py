@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from dockyard_k8s.config.platforms import KNOWN_GPU_NODE_LABELS
 from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
 from dockyard_k8s.manifests import Source
 from dockyard_k8s.plain import Path, Record
@@ -91,16 +92,20 @@ class LintConfig:
     shm_per_gpu: Fraction = Fraction(8 * 2**30)
     gpu_runtime_class: str | None = None
     cold_pull_seconds: int = 600
+    # Labels that mark a GPU node (label, value; "*": any value): the well-known ones and infra.cpuScheduling's.
+    gpu_node_labels: tuple[tuple[str, str], ...] = tuple(KNOWN_GPU_NODE_LABELS.items())
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> LintConfig:
         from dockyard_k8s.kube import parse_quantity
 
         shm = parse_quantity(section.get("shmPerGpu", "8Gi"))
+        labels = {**KNOWN_GPU_NODE_LABELS, **(section.get("gpuNodeLabels") or {})}
         return cls(ignore=tuple(section.get("ignore") or ()),
                    shm_per_gpu=shm if shm is not None else Fraction(8 * 2**30),
                    gpu_runtime_class=section.get("gpuRuntimeClass"),
-                   cold_pull_seconds=int(section.get("coldPullSeconds", 600)))
+                   cold_pull_seconds=int(section.get("coldPullSeconds", 600)),
+                   gpu_node_labels=tuple((str(k), str(v)) for k, v in labels.items()))
 
 
 # --- the objects under lint ----------------------------------------------------------------

@@ -17,32 +17,31 @@ Pure: builds and reads plain data.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import __version__, plain
+from dockyard_k8s.credentials import ENV_KEYS, REDACTED, looks_like_credential
+from dockyard_k8s.credentials import redact_assignment as redact_assignment  # re-exported
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
 
 RECORD_COMPONENT = "launch-record"
 RECORD_SUFFIX = "launch"
-REDACTED = "<redacted>"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 VERSION_ANNOTATION = "dockyard-k8s/launcher-version"
 MODE_ANNOTATION = "dockyard-k8s/mode"
 GPUS_ANNOTATION = "dockyard-k8s/gpus"
-ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
+
+
 def record_name(run: str) -> str:
     return f"{run}-{RECORD_SUFFIX}"
 
 
 def names_credential(key: str) -> bool:
     """A key that names a credential (HF_TOKEN, apiKey, aws_secret_access_key, password; not
-    max_new_tokens or tokenizer): lint's secret-in-env rule's test, the one home of it."""
-    from dockyard_k8s.lint.rules.env import looks_like_credential
-
+    max_new_tokens or tokenizer): ``dockyard_k8s.credentials``, the one home of it."""
     return looks_like_credential(key)
 
 
@@ -65,16 +64,6 @@ def redact(value: Any, *, env: bool = False) -> Any:
                     for item in value]
         return [redact(v) for v in value]
     return value
-
-
-def redact_assignment(text: str) -> str:
-    """``key.path=value`` (a --set or a recipe override) with the value redacted when the key
-    names a credential or sits in an environment map."""
-    key, sep, _ = text.partition("=")
-    parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
-    if sep and (any(names_credential(p) for p in parts[-1:]) or any(p in ENV_KEYS for p in parts[:-1])):
-        return f"{key}={REDACTED}"
-    return text
 
 
 def total_gpus(objects: Sequence[dict[str, Any]]) -> int:

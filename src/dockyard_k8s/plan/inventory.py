@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from dockyard_k8s.config.platforms import GPU_PRESENT_LABEL
 from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
 from dockyard_k8s.kube import pod_requests
 from dockyard_k8s.plain import Path, Record, format_path, show
@@ -154,6 +155,8 @@ def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory
             alloc = _allocatable(dict(catalog.EXPLICIT[itype]), file, problems)
         if root_bytes is not None:  # explicit types: a rootVolume overrides their ephemeral-storage
             alloc["ephemeral-storage"] = root_bytes - root_bytes // 10 - catalog.GI
+        if alloc.get(catalog.GPU, 0) > 0:  # as the NVIDIA GPU operator's feature discovery labels a GPU node
+            labels.setdefault(GPU_PRESENT_LABEL, "true")
         for j in range(int(pool.get("count", 1))):
             node_name = f"{name}-{j}"
             nodes.append(Node(node_name, name, {**labels, **(pool.get("labels") or {}), HOSTNAME: node_name},

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import env_list, metadata, name_of, pod_labels, pull_secrets, quantity
-from dockyard_k8s.render.platform import add_gpu_scheduling, add_runtime_class, gpu_worker_selector, padded_deadline
+from dockyard_k8s.render.platform import (
+    add_gpu_scheduling,
+    add_runtime_class,
+    gpu_worker_selector,
+    keep_off_gpu_nodes,
+    off_gpu_nodes,
+    padded_deadline,
+)
 from dockyard_k8s.render.ray import GPU
 
 if TYPE_CHECKING:
@@ -105,6 +112,7 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     if infra["infra"]["imagePullSecrets"]:
         launcher_pod["imagePullSecrets"] = pull_secrets(infra)
     launcher_pod["containers"] = [launcher]
+    keep_off_gpu_nodes(launcher_pod, off_gpu_nodes(infra))  # a CPU pod: not on a GPU node the test needs
     return {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",

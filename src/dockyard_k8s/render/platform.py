@@ -16,6 +16,7 @@ is left alone, except where noted.
 from __future__ import annotations
 
 from dockyard_k8s import kube
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -217,6 +218,57 @@ def add_service_account(infra: InfraSpec, pod: dict[str, Any], fleet: str) -> No
         pod.setdefault("serviceAccountName", kr["serviceAccountName"])
 
 
+def gpu_instance_types(infra: InfraSpec) -> list[str]:
+    """The instance types the GPU fleets select (``infra.instanceType`` on eks): GPU nodes for sure."""
+    kr = infra["kuberay"]
+    types = {str(kr[role]["nodeSelector"][INSTANCE_TYPE_LABEL]) for role in GPU_WORKER_FLEETS
+             if kr[role]["gpus"] > 0 and INSTANCE_TYPE_LABEL in kr[role]["nodeSelector"]}
+    if infra["infra"]["instanceType"]:
+        types.add(str(infra["infra"]["instanceType"]))
+    return sorted(types)
+
+
+def off_gpu_nodes(infra: InfraSpec) -> list[dict[str, Any]]:
+    """The node selector requirements that keep a pod off GPU nodes (``infra.cpuScheduling``):
+    none of ``gpuNodeLabels``, no instance type a GPU fleet selects; [] when turned off."""
+    cs = infra["infra"]["cpuScheduling"]
+    if not cs["avoidGpuNodes"]:
+        return []
+    out: list[dict[str, Any]] = [{"key": key, "operator": "DoesNotExist"} if value == "*" else
+                                 {"key": key, "operator": "NotIn", "values": [str(value)]}
+                                 for key, value in cs["gpuNodeLabels"].items()]
+    types = gpu_instance_types(infra)
+    if types:
+        out.append({"key": INSTANCE_TYPE_LABEL, "operator": "NotIn", "values": types})
+    return out
+
+
+def cpu_placement_line(infra: InfraSpec) -> str:
+    """What ``check`` says of where the pods that request no GPU go."""
+    requirements = off_gpu_nodes(infra)
+    if not requirements:
+        return "CPU pods may land on GPU nodes (infra.cpuScheduling.avoidGpuNodes: false)"
+    parts = [f"{r['key']}" if r["operator"] == "DoesNotExist" else f"{r['key']}={','.join(r['values'])}"
+             for r in requirements if r["key"] != INSTANCE_TYPE_LABEL]
+    types = [", ".join(r["values"]) for r in requirements if r["key"] == INSTANCE_TYPE_LABEL]
+    return ("CPU pods (no GPU requested) kept off GPU nodes: none of " + ", ".join(parts)
+            + (f"; not {types[0]}" if types else "") + " (infra.cpuScheduling)")
+
+
+def keep_off_gpu_nodes(pod: dict[str, Any], requirements: list[dict[str, Any]]) -> None:
+    """``requirements`` in the pod's required node affinity: its own terms (ORed) each get them."""
+    if not requirements:
+        return
+    node_affinity = pod.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for term in terms:
+        own = term.setdefault("matchExpressions", [])
+        own += [clone(r) for r in requirements if r not in own]
+
+
 def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """The platform pass, in place, over the GPU gang's pod templates (see the module doc).
 
@@ -226,15 +278,20 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     * the storage claim mounted into the gang's main containers;
     * anti-affinity and topology spread on the GPU worker pods;
     * the service account and its token (none by default) on the gang and the submitter;
-    * ``activeDeadlineSeconds`` of a RayJob padded for a cold image pull.
+    * ``activeDeadlineSeconds`` of a RayJob padded for a cold image pull;
+    * every pod that requests no GPU (the sandbox, a head without GPUs, the submitter) kept off
+      the GPU nodes (``infra.cpuScheduling``; not the pre-pull DaemonSet, which is for them).
     """
     created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
+    off_gpu = off_gpu_nodes(infra)
     for obj in objects:
         if obj.get("kind") == "RayJob" and obj["spec"].get("activeDeadlineSeconds") is not None:
             obj["spec"]["activeDeadlineSeconds"] = padded_deadline(infra, obj["spec"]["activeDeadlineSeconds"])
         for template in kube.pod_templates(obj):  # the object's own dicts: edits go into the object
             fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL)
             pod = template.spec
+            if fleet is not None and fleet != "prepull" and not requests_gpu(pod):
+                keep_off_gpu_nodes(pod, off_gpu)
             if fleet == "submitter":
                 add_service_account(infra, pod, fleet)
             if fleet not in GANG_FLEETS:

@@ -37,8 +37,8 @@ def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, wri
     assert err.splitlines() == [
         f"{infra}:3:3: infra.nmespace: unknown key 'nmespace' (expected one of: namespace, image, imagePullPolicy, "
         "imagePullSecrets, priorityClassName, clusterDomain, clusterDns, labels, security, resourceQuota, limitRange, "
-        "platform, instanceType, runtimeClassName, gpuScheduling, storage, networkPolicy, priorityClass, kueue, "
-        "imagePull); "
+        "platform, instanceType, runtimeClassName, gpuScheduling, cpuScheduling, storage, networkPolicy, "
+        "priorityClass, kueue, imagePull); "
         "did you mean 'namespace'?",
         f"{infra}:5:13: sandbox.replicas: got 'lots' (string), expected an integer",
         "2 problem(s); nothing was rendered or applied.",

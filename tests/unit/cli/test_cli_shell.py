@@ -51,6 +51,21 @@ def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.Captur
     assert "recipe.yaml" in complete("status", "rec")
 
 
+@pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
+def test_bash_completes_the_output_formats_of_every_command(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    """-o FORMAT takes a format list that is no argparse choices (the old -o PATH still parses): issue 22
+    item 30 found check, render, lint and plan completing nothing after -o."""
+    complete = _bash_completer(script(capsys, "bash"), tmp_path)
+    assert complete("check", "x", "-o", "") == ["text", "json", "yaml"]
+    assert complete("render", "x", "--output", "") == ["yaml", "json"]
+    assert complete("lint", "x", "-o", "") == ["text", "json", "sarif"]
+    assert complete("plan", "x", "-o", "") == ["text", "json"]
+    assert complete("nccl-test", "x", "-o", "j") == ["json"]
+    assert complete("serve", "render", "x", "-o", "") == ["yaml", "json"]
+    assert complete("runs", "-o", "") == ["text", "wide", "name", "json", "yaml"]  # a choices list: as before
+
+
 def _fake_runs(tmp_path: Path) -> dict[str, str]:
     """A ``dockyard-k8s`` on PATH that answers ``runs -o name`` as a cluster would: grpo-swe and
     grpo-tiny in the context's namespace, grpo-b in team-b (``-n team-b``, ``--namespace team-b``,

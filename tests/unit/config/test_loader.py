@@ -155,10 +155,11 @@ def test_env_interpolation_in_infra_and_recipe(write, tmp_path):
 def test_hydra_overrides_apply_and_reach_the_job(recipe, write, clean_env):
     run = load_run(recipe, write("i.yaml", INFRA), env=clean_env,
                    overrides=["optimizer.lr=3e-6", "+optimizer.beta=0.9", "++model=n", "~optimizer.lr"])
-    assert run.recipe["optimizer"] == {"beta": 0.9}
+    # the job starts from the changes applied and deletes what ~ names (its Hydra replays every argument)
+    assert run.recipe["optimizer"] == {"lr": 3e-6, "beta": 0.9}
     assert run.recipe["model"] == "n"
     assert run.recipe["env"]["code"]["sandbox_urls"] is None
-    assert run.job_args == ["++optimizer.lr=3e-06", "++optimizer.beta=0.9", "++model=n",
+    assert run.job_args == ["++optimizer.lr=3e-06", "++optimizer.beta=0.9", "++model=n", "~optimizer.lr",
                             "++env.code.sandbox_urls=null"]
 
 

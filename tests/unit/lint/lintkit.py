@@ -14,6 +14,9 @@ from dockyard_k8s.lint.model import Obj
 DIGEST = "sha256:" + "a" * 64
 IMAGE = f"registry.example.com/app:1.0@{DIGEST}"
 POD = ("spec", "template", "spec")
+# A CPU pod kept off GPU nodes (lint's cpu-pod-on-gpu-nodes).
+OFF_GPU_NODES = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}
 C0 = (*POD, "containers", 0)
 
 
@@ -43,7 +46,8 @@ def deployment(untrusted: bool = False) -> dict[str, Any]:
                  "template": {"metadata": {"labels": labels},
                               "spec": {"automountServiceAccountToken": False,
                                        **({"runtimeClassName": "gvisor"} if untrusted else {}),
-                                       "containers": [hardened_container()]}}},
+                                       "containers": [hardened_container()],
+                                       "affinity": OFF_GPU_NODES}}},
     }
 
 

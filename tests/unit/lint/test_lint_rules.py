@@ -267,6 +267,11 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
         lambda o: job_c(o)["env"].append({"name": "FI_PROVIDER", "value": "sockets"})), None,
      [("error", GJOB, (*GC0, "env", 1), "container 'trainer' requests 4 EFA device(s) but sets FI_PROVIDER=sockets: "
                                         "NCCL will not use them")]),
+    ("cpu-pod-on-gpu-nodes", "cpu-pod-on-gpu-nodes", False, lambda o: dep_pod(o).pop("affinity"), None,
+     [("warning", DEP, (*POD, "affinity"),
+       "pod requests no GPU, and nothing keeps it off the GPU nodes (nvidia.com/gpu.present=true, "
+       "cloud.google.com/gke-accelerator, k8s.amazonaws.com/accelerator): the scheduler may place it on one while "
+       "CPU nodes are free, taking CPU and memory the GPU pods need")]),
     ("inline-script", "inline-shell-script", False,
      lambda o: job_c(o).update(command=["bash", "-c", "set -e\nif [ -f x ]; then\n  echo ${A}\nfi\necho done\n"]), None,
      [("info", GJOB, (*GC0, "command", 2), "container 'trainer' runs a 5-line inline shell script using '; then' / "

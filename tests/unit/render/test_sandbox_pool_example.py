@@ -39,7 +39,9 @@ HEADER = """\
 # maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the run's Ray pods
 # (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet: head|trainer|inference),
 # egress to cluster DNS and to public addresses only (private ranges and cloud metadata
-# excepted). It needs a CNI that enforces NetworkPolicy.
+# excepted). It needs a CNI that enforces NetworkPolicy. A required node affinity keeps it off
+# GPU nodes (labelled nvidia.com/gpu.present=true by the NVIDIA GPU operator; GKE's carry
+# cloud.google.com/gke-accelerator): add the label or instance type your GPU nodes have.
 #
 # Change for your cluster: the namespace, the image (pin a tag or a digest), replicas and
 # resources. Point your trainer at http://sandbox-pool-sandbox.dockyard.svc.cluster.local:9090.

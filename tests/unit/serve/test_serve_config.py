@@ -206,6 +206,9 @@ def test_tokens_are_references_never_values(tmp_path: Path) -> None:
     text = one_problem(tmp_path, {"env": {"HF_TOKEN": "hf_" + "a" * 34}})
     assert "serve.env.HF_TOKEN: a hub token by value" in text and "hubTokenSecret" in text
     assert "hf_aaaa" not in text  # the value is never echoed
+    text = one_problem(tmp_path, {"env": {"WANDB_API_KEY": "abc123"}})  # the detector check and lint share
+    assert "serve.env.WANDB_API_KEY: a credential by value" in text and "serve.secretEnv: {WANDB_API_KEY:" in text
+    assert "abc123" not in text
     text = one_problem(tmp_path, {"env": {"HF_HOME": "/x"}})
     assert "serve.env.HF_HOME: is set by dockyard-k8s from serve.cache.mountPath" in text
     text = one_problem(tmp_path, {"env": {"WANDB_API_KEY_FILE": "/x"},

@@ -1,5 +1,5 @@
 """GPU training pitfalls from the source texts: /dev/shm, RuntimeClass, EFA/NCCL settings,
-inline shell scripts."""
+CPU pods on GPU nodes, inline shell scripts."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
 from dockyard_k8s.kube import parse_quantity
-from dockyard_k8s.lint.model import EFA_RESOURCE, ERROR, INFO, WARNING, Context, Hit, Obj, Rule
+from dockyard_k8s.lint.model import EFA_RESOURCE, ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.lint.rules._util import cname, volumes
+from dockyard_k8s.plan import catalog
 
 
 def _gib(q: Fraction) -> str:
@@ -128,6 +130,80 @@ def inline_script(o: Obj, c: Context) -> Iterator[Hit]:
                           + ": move it to a ConfigMap-mounted script")
 
 
+# --- CPU pods on GPU nodes -----------------------------------------------------------------------
+
+Requirement = tuple[str, str, frozenset[str]]  # (label key, operator, values) of a node selector term
+
+
+def _node_terms(spec: dict[str, Any]) -> list[list[Requirement]]:
+    """The pod's required node placement as terms (ORed) of requirements (ANDed), its
+    nodeSelector in every term; [[...]] when it has no node affinity."""
+    selector = [(str(k), "In", frozenset({str(v)})) for k, v in (spec.get("nodeSelector") or {}).items()]
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    if not isinstance(terms, list) or not terms:
+        return [selector]
+    return [selector + [(str(e.get("key")), str(e.get("operator")), frozenset(str(v) for v in e.get("values") or ()))
+                        for e in (t.get("matchExpressions") or []) if isinstance(e, dict)]
+            for t in terms if isinstance(t, dict)]
+
+
+def _selected(pods: list[Pod], key: str) -> set[str] | None:
+    """The values of ``key`` every one of ``pods`` requires (nodeSelector or In), or None when
+    one of them does not select it."""
+    values: set[str] = set()
+    for pod in pods:
+        chosen = [vals for term in _node_terms(pod.spec) for k, op, vals in term if k == key and op == "In"]
+        if not chosen:
+            return None
+        values.update(*chosen)
+    return values
+
+
+def _excludes_gpu_nodes(term: list[Requirement], gpu_pods: list[Pod], labels: dict[str, str]) -> bool:
+    """Whether one term of a pod's placement rules GPU nodes out: a GPU label excluded, the GPU
+    pods' instance types excluded, or a label the GPU pods select required with other values (a
+    CPU instance type of the catalogue counts as such a choice)."""
+    for key, op, values in term:
+        if key in labels:
+            gpu = labels[key]
+            if op == "DoesNotExist" or (gpu != "*" and ((op == "NotIn" and gpu in values) or
+                                                       (op == "In" and gpu not in values))):
+                return True
+        theirs = _selected(gpu_pods, key)
+        if op == "NotIn" and theirs and theirs <= values:
+            return True
+        if op == "In" and theirs and not theirs & values:
+            return True
+        if op == "In" and theirs is None and key == INSTANCE_TYPE and all(
+                v in catalog.AWS and not catalog.AWS[v].gpus for v in values):
+            return True
+    return False
+
+
+def cpu_pod_on_gpu_nodes(o: Obj, c: Context) -> Iterator[Hit]:
+    if o.kind == "DaemonSet":  # one pod on every node by design (agents, the pre-pull)
+        return
+    gpu_pods = [p for _, p in c.pods() if p.gpus]
+    if not gpu_pods:
+        return
+    labels = dict(c.config.gpu_node_labels)
+    # Not the GPU pods' tolerations: most tolerate nvidia.com/gpu whether the nodes are tainted or not.
+    for pod in o.pods:
+        if pod.gpus:
+            continue
+        if all(_excludes_gpu_nodes(term, gpu_pods, labels) for term in _node_terms(pod.spec)):
+            continue
+        types = sorted(_selected(gpu_pods, INSTANCE_TYPE) or ())
+        marks = ", ".join(f"{k}={v}" if v != "*" else k for k, v in labels.items())
+        yield Hit(pod.at("affinity"),
+                  f"pod requests no GPU, and nothing keeps it off the GPU nodes ({marks}"
+                  + (f", instance type {', '.join(types)}" if types else "")
+                  + "): the scheduler may place it on one while CPU nodes are free, taking CPU and memory the "
+                    "GPU pods need")
+
+
 RULES = (
     Rule("gpu-shm", WARNING, "GPU pods need a memory-backed /dev/shm of a useful size",
          "Containers get a 64Mi /dev/shm by default; PyTorch DataLoader workers and NCCL's shared-memory transport "
@@ -146,6 +222,18 @@ RULES = (
          "way NCCL runs over TCP at a fraction of the bandwidth, or fails. Fix: request vpc.amazonaws.com/efa "
          "(p4d/p4de: 4, p5/p5e: 32) in kuberay.<fleet>.extendedResources together with the EFA environment.",
          ("EKS RL manifests: EFA/NCCL env vars",), nccl_efa),
+    Rule("cpu-pod-on-gpu-nodes", WARNING, "Pods that request no GPU should be kept off GPU nodes",
+         "Managed node groups and Karpenter leave GPU nodes untainted, so the scheduler spreads CPU pods (a "
+         "sandbox pool, the Ray head, a submitter) over them as over any node: they take CPU and memory a GPU pod "
+         "needs, and a GPU pod sized for a whole node then stays Pending while CPU nodes sit idle. Checked when the "
+         "input has GPU pods: a pod that requests none should, in every term of its required placement, exclude "
+         "GPU nodes (a taint on the GPU nodes would keep it off too, but taints are not in the manifests, and GPU "
+         "pods tolerate nvidia.com/gpu whether their nodes are tainted or not). Fix: a required node affinity "
+         "nvidia.com/gpu.present NotIn [\"true\"] (the NVIDIA GPU operator's label), DoesNotExist on "
+         "cloud.google.com/gke-accelerator or k8s.amazonaws.com/accelerator, node.kubernetes.io/instance-type "
+         "NotIn the GPU types, or a nodeSelector for the CPU nodes; dockyard-k8s renders it on every CPU pod of a "
+         "run (infra.cpuScheduling). DaemonSets are not checked.",
+         ("NVIDIA GPU feature discovery: nvidia.com/gpu.present", "Kubernetes node affinity"), cpu_pod_on_gpu_nodes),
     Rule("inline-shell-script", INFO, "Long or complex shell scripts belong in a ConfigMap, not inline",
          "Shell inlined in a YAML command is hard to read, test and diff, and in plain or flow scalars YAML itself "
          "interprets ':', '{' and '#'. Scripts of five lines or more, or using two of '; then/do', ${...}, "

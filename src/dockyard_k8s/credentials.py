@@ -1,0 +1,128 @@
+"""What counts as a credential: names that announce one, values shaped like one.
+
+The one home of it: lint's ``secret-in-env`` rule (rendered env values), the launch record's
+redaction (``live/record.py``), ``check``'s refusal of secrets by value (an infra env, a recipe
+override, the entrypoint: ``config/rules.py``, ``config/loader.py``) and ``serve check``'s
+(``config/serve.py``). Pure and cheap to import (``check`` imports it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from dockyard_k8s.plain import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
+REDACTED = "<redacted>"
+# Keys whose values are environment variables: a map (NAME: value) or Kubernetes' [{name, value}].
+ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
+
+# Names that announce a credential: one of these words (or word pairs) in the name, split at
+# '_', '-', '.' and lowerCase-UpperCase boundaries. A word, not a substring: TOKENIZERS_PARALLELISM
+# and MAX_NEW_TOKENS are not credentials, HF_TOKEN and GITHUB_TOKEN are.
+_SECRET_WORDS = frozenset({"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL",
+                           "CREDENTIALS", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY"})
+_SECRET_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
+                           ("AUTH", "KEY"), ("SIGNING", "KEY")})
+# ...unless the name says it holds something else: where the credential is, or a setting about it.
+_NOT_A_SECRET_WORDS = frozenset({"FILE", "PATH", "DIR", "URL", "URI", "ENDPOINT", "ID", "NAME", "ENABLED", "TTL",
+                                 "TIMEOUT", "HEADER", "TYPE", "LIMIT", "COUNT", "SIZE", "LEN", "LENGTH", "MAX",
+                                 "MIN", "NUM"})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Values that are a credential whatever their name: the token formats of the services RL runs use.
+SECRET_VALUE = (
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "an AWS access key id"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), "a GitHub token"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), "a Hugging Face token"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"), "an API secret key"),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), "a Slack token"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+)
+
+
+def looks_like_credential(name: str) -> bool:
+    """Whether a name (an env var, a config key) announces a credential (see ``_SECRET_WORDS``)."""
+    words = [w.upper() for w in _WORD.findall(name)]
+    if not words or _NOT_A_SECRET_WORDS & {words[0], words[-1]}:
+        return False
+    return bool(_SECRET_WORDS & set(words)) or any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
+
+
+def token_in(text: str) -> str | None:
+    """What credential ``text`` holds by its shape (``a Hugging Face token``...), or None."""
+    return next((label for pattern, label in SECRET_VALUE if pattern.search(text)), None)
+
+
+def secret_by_value(name: str, value: Any) -> str | None:
+    """What ``value`` written under ``name`` is, when it is a credential by value: the token it is
+    shaped like, or ``a credential`` when its name announces one. None for no value (null, empty,
+    a mapping or list), a Kubernetes ``$(VAR)`` reference, or anything else."""
+    if value is None or isinstance(value, (dict, list, bool)):
+        return None
+    text = str(value)
+    if not text or text.startswith("$("):
+        return None
+    return token_in(text) or ("a credential" if looks_like_credential(name) else None)
+
+
+def secret_values(value: Any, path: Path) -> list[tuple[Path, str]]:
+    """(path, what) of every credential by value in ``value`` written at ``path`` (a recipe
+    override, a ``--set``): each scalar is judged with the key it sits under."""
+    if isinstance(value, dict):
+        return [hit for k, v in value.items() for hit in secret_values(v, (*path, str(k)))]
+    if isinstance(value, list):
+        return [hit for i, v in enumerate(value) for hit in secret_values(v, (*path, i))]
+    name = next((p for p in reversed(path) if isinstance(p, str)), "")
+    what = secret_by_value(name, value)
+    return [(path, what)] if what else []
+
+
+def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
+    """(path of the value, variable name, what) of every credential by value in an environment
+    anywhere in ``data``: maps under ``env``/``env_vars``/``envVars`` and Kubernetes env lists
+    (``secretEnv`` holds references, never values)."""
+    out: list[tuple[Path, str, str]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = (*at, key)
+            if key in ENV_KEYS and key != "secretEnv" and isinstance(value, dict):
+                out += [((*here, name), str(name), what) for name, v in value.items()
+                        if (what := secret_by_value(str(name), v))]
+            elif key in ENV_KEYS and isinstance(value, list):
+                out += [((*here, i, "value"), str(item.get("name", "")), what) for i, item in enumerate(value)
+                        if isinstance(item, dict) and (what := secret_by_value(str(item.get("name", "")),
+                                                                                item.get("value")))]
+            else:
+                out += secrets_in_env(value, here)
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            out += secrets_in_env(item, (*at, i))
+    return out
+
+
+def redact_assignment(text: str, *, always: bool = False) -> str:
+    """``key.path=value`` (a --set or a recipe override) with the value redacted when the key
+    names a credential, sits in an environment map or the value is shaped like a token (or
+    ``always``)."""
+    key, sep, value = text.partition("=")
+    parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
+    if sep and (always or any(looks_like_credential(p) for p in parts[-1:]) or
+                any(p in ENV_KEYS for p in parts[:-1]) or token_in(value)):
+        return f"{key}={REDACTED}"
+    return text
+
+
+def secret_assignment(text: str) -> bool:
+    """Whether ``key.path=value`` as typed (a --set, a recipe override) sets a credential by value."""
+    key, sep, value = text.partition("=")
+    parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
+    return bool(sep) and secret_by_value(parts[-1] if parts else "", value) is not None
+
+
+def env_name(name: str) -> str:
+    """The environment variable a config key would be read from: ``wandb_api_key`` -> ``WANDB_API_KEY``."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).upper() or "TOKEN"
