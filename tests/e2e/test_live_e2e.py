@@ -2,7 +2,7 @@
 
 How to run (see docs/live.md; scripts/playground.sh up does the same):
     kind create cluster --name dockyard
-    helm install kuberay-operator kuberay/kuberay-operator --version 1.7.0   # >= 1.5.1: Ray token auth
+    helm install kuberay-operator kuberay/kuberay-operator --version 1.7.0   # >= 1.6.0: Ray token auth in our Secret
     kubectl create namespace dockyard-e2e
     DOCKYARD_E2E_KUBECONFIG=~/.kube/config make test
 
@@ -46,8 +46,10 @@ E2E_SETS = [
 
 # infra keys that render a RayJob field, to leave it out on an operator that lacks it
 FIELD_KEYS = {"spec.preRunningDeadlineSeconds": "launch.preRunningDeadlineSeconds=null",
-              # KubeRay < 1.5.1: no authOptions, so the operator could not read a token-protected job
-              "spec.rayClusterSpec.authOptions": "kuberay.auth.mode=disabled"}
+              # KubeRay < 1.5.1: no authOptions, so the operator could not read a token-protected job;
+              # 1.5.x: authOptions without secretName (v1.6.0), the Secret the run's token is in
+              "spec.rayClusterSpec.authOptions": "kuberay.auth.mode=disabled",
+              "spec.rayClusterSpec.authOptions.secretName": "kuberay.auth.mode=disabled"}
 
 
 def lacking_fields() -> list[str]:

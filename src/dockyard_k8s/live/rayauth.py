@@ -124,7 +124,7 @@ def reads_token(obj: dict[str, Any]) -> bool:
 
 def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     """(Secret, key) a RayCluster's Ray containers read their token from, or None (no token auth):
-    ``spec.authOptions`` (KubeRay >= 1.5.1; without secretName the operator's Secret is named
+    ``spec.authOptions`` (KubeRay >= 1.5.1, secretName >= 1.6.0; without secretName the operator's Secret is named
     after the cluster), else the head container's ``RAY_AUTH_TOKEN`` reference."""
     spec = rc.get("spec") or {}
     options = spec.get("authOptions") or {}

@@ -8,7 +8,7 @@ port (10001) answer anyone who reaches them. With ``mode: token``:
   names (``<run>-ray-auth``, key ``auth_token``). Ray reads them on any operator version, so
   a KubeRay too old for ``authOptions`` cannot leave the cluster unauthenticated;
 * the RayCluster spec also carries ``authOptions: {mode: token, secretName}`` (KubeRay >=
-  1.5.1), so the operator authenticates its own dashboard calls (RayJob status) with the same
+  1.6.0: v1.5.1 added ``authOptions`` with ``mode`` only, v1.6.0 ``secretName``), so the operator authenticates its own dashboard calls (RayJob status) with the same
   Secret and does not create one of its own. An older operator's CRD has no such field: with
   strict field validation (kubectl's default, and ``run``'s) the apply fails and says so;
   with pruning, Ray stays authenticated and the operator's job polling fails loudly.
@@ -63,5 +63,5 @@ def force_auth_env(infra: InfraSpec, container: dict[str, Any]) -> None:
 
 
 def auth_options(infra: InfraSpec) -> dict[str, Any] | None:
-    """RayCluster ``spec.authOptions`` (KubeRay >= 1.5.1), or None when auth is disabled."""
+    """RayCluster ``spec.authOptions`` (``secretName``: KubeRay >= 1.6.0), or None when auth is disabled."""
     return {"mode": "token", "secretName": secret_name(infra)} if enabled(infra) else None
