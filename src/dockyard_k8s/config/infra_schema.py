@@ -55,8 +55,9 @@ _ALLOWED_CIDR = {
     "properties": {
         "cidr": string("The destination range.", fmt="cidr"),
         "ports": array("Ports allowed (default: every port).", _PORT, []),
-        "private": boolean("Explicit opt-in for a range inside private address space (RFC 1918, 100.64.0.0/10, "
-                           "fc00::/7, fe80::/10); `check` lists it.", False),
+        "private": boolean("Explicit opt-in for a range inside private or possibly internal space (RFC 1918, "
+                           "100.64.0.0/10, 198.18.0.0/15, 240.0.0.0/4, fc00::/7, fe80::/10, NAT64 64:ff9b::/96 and "
+                           "64:ff9b:1::/48, IPv6 global unicast 2000::/3); `check` lists it.", False),
     },
     "required": ["cidr"], "additionalProperties": False,
 }
@@ -397,10 +398,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                 False),
         }),
         "networkPolicy": obj("Ingress only from the run's head, trainer and inference pods to the executor port; "
-                             "egress to cluster DNS and the public internet, never to private, link-local or "
-                             "metadata space (docs/security.md).", {
+                             "egress to cluster DNS and the public IPv4 internet, never to private, reserved, "
+                             "NAT64, IPv6 or metadata space without an opt-in (docs/security.md).", {
             "enabled": boolean("Render the NetworkPolicy (needs an enforcing CNI).", True),
-            "allowEgress": boolean("Egress to the public internet on every port but 53 (executors clone "
+            "allowEgress": boolean("Egress to the public IPv4 internet on every port but 53 (executors clone "
                                    "repositories); false: only cluster DNS and allowedEgressCidrs.", True),
             "allowedEgressCidrs": array("More destinations: a CIDR, or {cidr, ports, private}. A range inside "
                                         "private space needs private: true; one inside a metadata range is an "

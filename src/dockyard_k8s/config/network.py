@@ -42,8 +42,27 @@ PRIVATE_CIDRS: tuple[str, ...] = (
     "100.64.0.0/10",  # RFC 6598 shared space (EKS custom networking, carrier-grade NAT)
     "fc00::/7",  # IPv6 unique local
     "fe80::/10",  # IPv6 link-local
+    # Not private by RFC, internal in practice (issue 22 item 25):
+    "198.18.0.0/15",  # RFC 2544 benchmarking space, used as internal space (VPNs, some service ranges)
+    "240.0.0.0/4",  # reserved ("class E"): GKE and others may put pod and Service ranges there
+    "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052): reaches every IPv4 address, private ones too
+    "64:ff9b:1::/48",  # NAT64 local-use prefix (RFC 8215), the same
 )
 INTERNAL_CIDRS: tuple[str, ...] = PRIVATE_CIDRS + METADATA_CIDRS
+# IPv6 global unicast: IPv6 clusters (EKS IPv6, GKE dual-stack) give pods, nodes and Services
+# global addresses, so the sandbox reaches none of it unless an allowed range opts in (`private:
+# true`). Trusted pods' HTTPS egress (serve, a default-deny run) keeps it: their privateCidrs.
+GLOBAL_IPV6: tuple[str, ...] = ("2000::/3",)
+# What the sandbox never reaches without an opt-in, and where pod IPs may lie (worst case).
+POD_CIDRS: tuple[str, ...] = PRIVATE_CIDRS + GLOBAL_IPV6
+# How an error names a closed range an allowed CIDR falls in: cidr -> (what it is, why it is closed).
+CLOSED_WHY = {
+    "198.18.0.0/15": ("benchmarking space", "which networks use as internal space"),
+    "240.0.0.0/4": ("reserved space", "which GKE and others use for pod and Service ranges"),
+    "64:ff9b::/96": ("NAT64 space", "which reaches every IPv4 address through a NAT64 gateway, private ones too"),
+    "64:ff9b:1::/48": ("NAT64 space", "which reaches every IPv4 address through a NAT64 gateway, private ones too"),
+    "2000::/3": ("IPv6 global unicast", "where IPv6 clusters put pod addresses"),
+}
 DNS_PORT = 53
 # The labels KubeRay operator pods carry: the Helm chart's, and the kustomize manifests'.
 OPERATOR_NAMES = ("kuberay-operator", "kuberay")
@@ -122,7 +141,7 @@ def _uncovered_internal(block: dict[str, Any]) -> IPNetwork | None:
         excepts = [ipaddress.ip_network(e, strict=False) for e in block.get("except") or []]
     except (ValueError, TypeError):
         return None  # the schema check of the rendered policy reports a bad CIDR
-    internal = nets(INTERNAL_CIDRS)
+    internal = nets(POD_CIDRS + METADATA_CIDRS)
     outer = inside(net, internal)
     if outer is not None:
         return outer
@@ -171,7 +190,7 @@ def _egress_rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[
 
 def _egress_problems(np: SandboxNetworkPolicy) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
-    metadata, private = nets(METADATA_CIDRS), nets(PRIVATE_CIDRS)
+    metadata, private = nets(METADATA_CIDRS), nets(POD_CIDRS)
     for i, entry in enumerate(np["allowedEgressCidrs"]):
         item = allowed_cidr(entry)
         at: tuple[Any, ...] = ("sandbox", "networkPolicy", "allowedEgressCidrs", i)
@@ -190,16 +209,18 @@ def _egress_problems(np: SandboxNetworkPolicy) -> list[tuple[tuple[Any, ...], st
             continue
         priv = inside(net, private)
         if priv is not None and not item.private:
-            where = "private address space" + (f" (inside {priv})" if net != priv else "")
-            out.append((at_cidr, f"got {item.cidr}: {where}, where pods, Services and internal systems live on "
-                                 "most clusters; the sandbox runs untrusted code, so write "
+            what, why = CLOSED_WHY.get(str(priv), ("private address space", "where pods, Services and internal "
+                                                                         "systems live on most clusters"))
+            where = what + (f" (inside {priv})" if net != priv else "")
+            out.append((at_cidr, f"got {item.cidr}: {where}, {why}; the sandbox runs untrusted code, so write "
                                  f"{{cidr: {item.cidr}, private: true}} if it must reach it (`check` lists it)"))
         for j, port in enumerate(item.ports):
             if isinstance(port, dict) and port.get("endPort") is not None and port["endPort"] < port["port"]:
                 out.append(((*at, "ports", j, "endPort"), f"got {port['endPort']}, expected a port >= {port['port']} "
                                                           "(the range is port..endPort)"))
         if item.private and priv is None and not within(net, private):
-            out.append(((*at, "private"), f"{item.cidr} is not private address space: remove `private: true`"))
+            out.append(((*at, "private"), f"{item.cidr} is not private address space (nor reserved, NAT64 or IPv6 "
+                                          "global space): remove `private: true`"))
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dockyard_k8s.config.network import METADATA_CIDRS, PRIVATE_CIDRS
+from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
 from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path, Record
@@ -150,10 +150,11 @@ def _address_exposures(src: Template, policies: reach.Policies) -> list[Exposure
                                     "address (pods, Services, internal systems)")]
     out = []
     opted = _opted_in(src.target, policies)
-    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS)):
+    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS),
+                        ("IPv6 global unicast space", GLOBAL_IPV6)):
         for cidr in cidrs:
             for addrs, ports, rule in policies.egress_to(src.target, cidr):
-                if kind.startswith("private"):
+                if cidrs is not METADATA_CIDRS:
                     addrs = {v: s for v, spans in addrs.items() if (s := reach.minus(spans, opted.get(v, [])))}
                 if addrs:
                     out.append(Exposure(src, ERROR, f"untrusted pods may reach {kind} {cidr} "

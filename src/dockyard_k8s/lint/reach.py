@@ -5,7 +5,7 @@ the objects a run renders (or any manifests). Every CNI-specific or unknown poin
 its worst:
 
 * an ``ipBlock`` is assumed to match pods (Calico does) whose IPs lie in private space
-  (``config.network.PRIVATE_CIDRS``: every pod CIDR seen in the wild does) — so a block that
+  or IPv6 global space (``config.network.POD_CIDRS``: every pod CIDR seen in the wild does) — so a block that
   leaves any private address in matches every pod;
 * a ``namespaceSelector`` is evaluated on the one namespace label everyone has
   (``kubernetes.io/metadata.name``); a requirement on any other label is assumed to hold;
@@ -21,7 +21,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable
 
-from dockyard_k8s.config.network import PRIVATE_CIDRS
+from dockyard_k8s.config.network import POD_CIDRS
 from dockyard_k8s.kube import selector_matches
 from dockyard_k8s.plain import Record
 
@@ -157,7 +157,7 @@ def _block_key(cidr: str, excepts: tuple[str, ...]) -> Addresses:
     return {v: s for v, spans in whole.items() if (s := minus(spans, cut.get(v, [])))}
 
 
-POD_SPACE: Addresses = _addr_union(cidr_spans(c) for c in PRIVATE_CIDRS)
+POD_SPACE: Addresses = _addr_union(cidr_spans(c) for c in POD_CIDRS)
 
 
 def show_addresses(addrs: Addresses, limit: int = 3) -> str:

@@ -30,7 +30,7 @@ from dockyard_k8s.config.network import (
     METADATA_CIDRS,
     OPERATOR_NAME_LABEL,
     OPERATOR_NAMES,
-    PRIVATE_CIDRS,
+    POD_CIDRS,
     allowed_cidr,
     inside,
     nets,
@@ -247,12 +247,14 @@ def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
     np = infra["sandbox"]["networkPolicy"]
     blocked = [*METADATA_CIDRS, *np["blockedEgressCidrs"]]
     rules: list[dict[str, Any]] = [{"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)}]
-    public = egress_blocks(list(OPEN_EGRESS), [*INTERNAL_CIDRS, *np["blockedEgressCidrs"]])
+    # IPv4 only: IPv6 global unicast is where IPv6 clusters put pods, and the rest of IPv6 is
+    # internal (ULA, link-local, NAT64) or unassigned, so IPv6 is reached only through an opt-in.
+    public = egress_blocks(["0.0.0.0/0"], [*INTERNAL_CIDRS, *np["blockedEgressCidrs"]])
     if np["allowEgress"] and public:
         rules.append({"to": public, "ports": clone(NOT_DNS_PORTS)})
     for entry in np["allowedEgressCidrs"]:
         item = allowed_cidr(entry)
-        peers = egress_blocks([item.cidr], blocked if item.private else [*PRIVATE_CIDRS, *blocked])
+        peers = egress_blocks([item.cidr], blocked if item.private else [*POD_CIDRS, *blocked])
         if not peers:
             continue  # inside a blocked range (the loader reports it)
         rule: dict[str, Any] = {"to": peers}
@@ -322,11 +324,11 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
     labels = ",".join(f"{k}={v}" for k, v in (dns["podLabels"] or DNS_POD_LABELS).items())
     egress = [f"cluster DNS ({dns['namespace']} {labels})"]
     if np["allowEgress"]:
-        egress.append("public internet (every port but 53)")
+        egress.append("public IPv4 internet (every port but 53)")
     for entry in np["allowedEgressCidrs"]:
         item = allowed_cidr(entry)
         egress.append(f"{item.cidr} ({_ports(item.ports)}" + (", private: opted in)" if item.private else ")"))
-    never = "private space, cloud metadata endpoints"
+    never = "private or reserved space (NAT64, class E, IPv6 global unicast too), cloud metadata endpoints"
     if np["blockedEgressCidrs"]:
         never += ", " + ", ".join(np["blockedEgressCidrs"])
     return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {never}"]]

@@ -113,6 +113,25 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
      lambda o: o[2]["spec"].update(egress=[{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}]), None,
      [("error", DEP, POD, "untrusted pods may reach the cloud metadata range 169.254.0.0/16 (169.254.169.254) on "
                           "every port: NetworkPolicy team/all egress[0]")]),
+    ("isolation-reserved", "sandbox-isolation", True,  # issue 22 item 25: ranges once counted as public
+     lambda o: o[2]["spec"].update(egress=[{"to": [
+         {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                      "100.64.0.0/10", "169.254.0.0/16", "100.100.100.200/32",
+                                                      "168.63.129.16/32"]}},
+         {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10", "fd00:ec2::254/128", "fd00:ec2::23/128"]}}],
+         "ports": [{"port": 443}]}]), None,
+     [("error", DEP, POD, "untrusted pods may reach IPv6 global unicast space 2000::/3 "
+                          "(2000::-3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff) on TCP 443: NetworkPolicy team/all "
+                          "egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 198.18.0.0/15 (198.18.0.0-198.19.255.255) "
+                          "on TCP 443: NetworkPolicy team/all egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 240.0.0.0/4 (240.0.0.0-255.255.255.255) "
+                          "on TCP 443: NetworkPolicy team/all egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 64:ff9b:1::/48 "
+                          "(64:ff9b:1::-64:ff9b:1:ffff:ffff:ffff:ffff:ffff) on TCP 443: NetworkPolicy team/all "
+                          "egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 64:ff9b::/96 "
+                          "(64:ff9b::-64:ff9b::ffff:ffff) on TCP 443: NetworkPolicy team/all egress[0]")]),
     ("isolation-gpu", "sandbox-isolation", True,
      lambda o: o[2]["spec"].update(egress=[{"to": [{"podSelector": {}}]}], ingress=[{"ports": [{"port": 6379}]}]),
      None,

@@ -33,6 +33,19 @@ def check(capsys: Any, write: Any, body: str, *extra: str) -> tuple[int, str, st
      "got 10.20.0.0/16: private address space (inside 10.0.0.0/8), where pods, Services and internal systems live "
      "on most clusters; the sandbox runs untrusted code, so write {cidr: 10.20.0.0/16, private: true} if it must "
      "reach it (`check` lists it)"),
+    # issue 22 item 25: once counted as public, each internal somewhere
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs: [2606:4700::/32]\n", "6:26",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "got 2606:4700::/32: IPv6 global unicast (inside 2000::/3), where "
+                                                    "IPv6 clusters put pod addresses"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs: [64:ff9b::/96]\n", "6:26",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "got 64:ff9b::/96: NAT64 space"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs: [240.1.0.0/16]\n", "6:26",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "got 240.1.0.0/16: reserved space (inside 240.0.0.0/4)"),
+    ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs: [198.18.0.0/15]\n", "6:26",
+     "sandbox.networkPolicy.allowedEgressCidrs[0]", "got 198.18.0.0/15: benchmarking space"),
+    ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - from: [{ipBlock: {cidr: '2600::/12'}}]\n", "7:33",
+     "kuberay.networkPolicy.extraIngress[0].from[0].ipBlock.cidr", "got 2600::/12, which covers private or "
+                                                                   "link-local space (2000::/3)"),
     ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - {cidr: 8.8.8.0/24, private: true}\n", "7:37",
      "sandbox.networkPolicy.allowedEgressCidrs[0].private", "8.8.8.0/24 is not private address space"),
     ("sandbox:\n  networkPolicy:\n    allowedEgressCidrs:\n      - cidr: 140.82.112.0/20\n"
@@ -71,8 +84,8 @@ def test_an_ipblock_covering_private_space_is_refused_even_with_excepts_left_ope
             "[10.0.0.0/8]}}]\n")
     code, _, err, _ = check(capsys, write, body)
     assert code == 2 and "172.16.0.0/12" in err
-    every = ", ".join(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16",
-                       "100.100.100.200/32", "168.63.129.16/32"])
+    every = ", ".join(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15",
+                       "240.0.0.0/4", "169.254.0.0/16", "100.100.100.200/32", "168.63.129.16/32"])
     body = ("kuberay:\n  networkPolicy:\n    extraIngress:\n"
             f"      - from: [{{ipBlock: {{cidr: 0.0.0.0/0, except: [{every}]}}}}]\n")
     code, _out, err, _ = check(capsys, write, body)
@@ -88,7 +101,8 @@ def test_what_is_allowed_on_purpose_is_printed(capsys: Any, write: Any) -> None:
     assert "  ingress    :9090 ← the run's Ray pods (head, trainer, inference) + 1 more source(s); other executors " \
            "and pods refused" in out
     assert "  egress     cluster DNS (kube-system k8s-app=kube-dns); 140.82.112.0/20 (every port); 10.30.0.0/16 " \
-           "(TCP 443, private: opted in); never private space, cloud metadata endpoints" in out
+           "(TCP 443, private: opted in); never private or reserved space (NAT64, class E, IPv6 global unicast too), " \
+           "cloud metadata endpoints" in out
     assert "sandbox-isolation" not in out  # an opt-in is a choice, not a hole
 
 
