@@ -22,8 +22,8 @@ def test_check_prints_a_one_page_summary(capsys):
                  "replicas   16 × (cpu 2, memory 4Gi, ephemeral-storage 20Gi)",
                  "7  RayJob rl-research/grpo-swe",
                  "ingress    :9090 ← the run's Ray pods (head, trainer, inference); other executors and pods refused",
-                 "egress     cluster DNS (kube-system k8s-app=kube-dns); public internet (every port but 53); never "
-                 "private space, cloud metadata endpoints",
+                 "egress     cluster DNS (kube-system k8s-app=kube-dns); public IPv4 internet (every port but 53); "
+                 "never private or reserved space (NAT64, class E, IPv6 global unicast too), cloud metadata endpoints",
                  "Ray ports ← the run's pods but the sandbox (any port), the KubeRay operator (8265); sandbox refused; "
                  "token auth (Secret grpo-swe-ray-auth, key auth_token)"):
         assert line in out
