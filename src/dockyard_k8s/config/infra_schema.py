@@ -338,7 +338,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "auth": obj("Ray token authentication of the GPU cluster (Ray >= 2.52): without it, anyone who reaches the "
                     "dashboard (8265), GCS (6379) or client port (10001) runs code on the GPU pods.", {
             "mode": string("token: every Ray container gets RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from the Secret "
-                           "(and RayClusters spec.authOptions.secretName, KubeRay >= 1.6.0); disabled: no authentication.",
+                           "(and RayClusters spec.authOptions.secretName, KubeRay >= 1.6.0); disabled: no "
+                           "authentication.",
                            "token", enum=["token", "disabled"]),
             "secretName": string("Secret with the token under key auth_token; defaults to <run>-ray-auth, which "
                                  "`run`/`cluster up` create with a random token when missing (render users: "

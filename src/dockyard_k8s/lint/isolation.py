@@ -7,7 +7,11 @@ code (the sandbox fleet label, or the ``dockyard-k8s/untrusted`` annotation):
 * error: a path to a pod of the GPU Ray cluster (a Ray object's pod, a Ray fleet label, or a
   GPU request), to another untrusted pod, to a cloud metadata range, or to private space not
   opted in (the ``dockyard-k8s/private-egress`` annotation ``render/network.py`` writes);
-* warning: a GPU pod whose own ingress admits them, kept away only by their egress.
+* error: a pod the input does not show, named by a selector of their egress: any pod of a
+  RayCluster (KubeRay's ``ray.io/cluster`` label: an attached cluster's pods carry no fleet
+  label), or every pod of their namespace or of any namespace (pods live in private space);
+* warning: a GPU pod whose own ingress admits them, kept away only by their egress; every pod
+  of another namespace their egress names.
 
 The reachability itself, worst case on every CNI-specific point, is ``lint/reach.py``.
 """
@@ -30,6 +34,8 @@ ERROR = "error"
 WARNING = "warning"
 RAY_KINDS = ("RayJob", "RayCluster", "RayService")
 RAY_FLEETS = ("head", "trainer", "inference", "submitter")
+RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a RayCluster with its name
+ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so only selectors of every namespace match
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 
 
@@ -140,6 +146,74 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
                                              "matches ipBlocks against pod IPs one more rule would open them "
                                              "(enable kuberay.networkPolicy)"))
         out += _address_exposures(src, policies)
+        out += _unseen_pod_exposures(src, policies)
+    return out
+
+
+def _without_ip_blocks(policy: dict[str, Any]) -> dict[str, Any]:
+    """The egress of ``policy`` as its selectors alone admit it (a rule naming only ipBlocks is
+    dropped: an empty ``to`` would admit everything). ipBlocks are ``_address_exposures``' part."""
+    rules = []
+    for rule in (policy.get("spec") or {}).get("egress") or []:
+        if isinstance(rule, dict) and isinstance(rule.get("to"), list) and rule["to"]:
+            peers = [p for p in rule["to"] if not (isinstance(p, dict) and "ipBlock" in p)]
+            if not peers:
+                continue
+            rule = {**rule, "to": peers}
+        rules.append(rule)
+    return {**policy, "spec": {**policy["spec"], "egress": rules}}
+
+
+def _named_namespaces(policies: list[dict[str, Any]]) -> list[str]:
+    """Namespaces the egress rules name by ``kubernetes.io/metadata.name``."""
+    names: set[str] = set()
+    for policy in policies:
+        for rule in (policy.get("spec") or {}).get("egress") or []:
+            for peer in (rule.get("to") or []) if isinstance(rule, dict) else []:
+                sel = peer.get("namespaceSelector") if isinstance(peer, dict) else None
+                if not isinstance(sel, dict):
+                    continue
+                value = (sel.get("matchLabels") or {}).get(reach.NAMESPACE_LABEL)
+                names.update([str(value)] if value else [])
+                for expr in sel.get("matchExpressions") or []:
+                    if isinstance(expr, dict) and expr.get("key") == reach.NAMESPACE_LABEL and \
+                            expr.get("operator") == "In":
+                        names.update(str(v) for v in expr.get("values") or [])
+    return sorted(names)
+
+
+def _unseen_pod_exposures(src: Template, policies: reach.Policies) -> list[Exposure]:
+    """Pods the input does not show that a selector of the untrusted pods' egress names: a Ray
+    pod without a fleet label (an attached cluster's), every pod of a namespace. Each group says
+    its widest hit only."""
+    selecting = [_without_ip_blocks(p) for p in policies.selecting(src.target, "Egress")]
+    if not selecting:
+        return []  # no egress policy at all: _address_exposures says so
+    view = reach.Policies(selecting)
+    ns = src.target.namespace
+    ray_pod = {RAY_CLUSTER_LABEL: "attached", "ray.io/node-type": "head"}
+    unseen = f"the pods of RayClusters this input does not render (an attached cluster's: label {RAY_CLUSTER_LABEL}, " \
+             "no fleet label)"
+    plain = "(every pod without a dockyard-k8s fleet label)"
+    groups = [
+        [(ERROR, reach.Target(ANY_NAMESPACE, ray_pod), f"{unseen} in any namespace"),
+         (ERROR, reach.Target(ns, ray_pod), f"{unseen} in namespace {ns}")],
+        [(ERROR, reach.Target(ANY_NAMESPACE, {}), f"every pod of any namespace {plain}"),
+         (ERROR, reach.Target(ns, {}), f"every pod of namespace {ns} {plain}"),
+         *[(WARNING, reach.Target(n, {}), f"every pod of namespace {n} {plain}")
+           for n in _named_namespaces(selecting) if n != ns]],
+    ]
+    out = []
+    for group in groups:
+        for severity, pod, what in group:
+            opening = view.egress_of(src.target, pod)
+            if opening.ports:
+                out.append(Exposure(src, severity, f"untrusted pods may reach {what} on "
+                                                   f"{reach.show_ports(opening.ports)}: {'; '.join(opening.rules)}; "
+                                                   "pods live in private space: name the ones they call (a "
+                                                   "podSelector with matchLabels)"))
+                if severity == ERROR:
+                    break
     return out
 
 

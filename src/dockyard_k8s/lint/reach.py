@@ -288,6 +288,10 @@ class Policies:
         """What ``dst``'s ingress admits from ``src`` (one side only)."""
         return self._side(dst, "Ingress", src, dst)
 
+    def egress_of(self, src: Target, dst: Target) -> Opening:
+        """What ``src``'s egress admits towards ``dst`` (one side only: a pod the input does not show)."""
+        return self._side(src, "Egress", dst, dst)
+
     def egress_to(self, src: Target, cidr: str) -> list[tuple[Addresses, Ports, str]]:
         """The parts of ``cidr`` ``src``'s egress admits: (addresses, ports, the rule), by rule."""
         want = cidr_spans(cidr)

@@ -93,13 +93,16 @@ def narrowed(peer: Any) -> Any:
 
 def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
     """A user-written egress peer of the sandbox that names no Ray pod and no executor of any
-    dockyard-k8s run (their fleets), so the sandbox's egress refuses them on its own."""
+    dockyard-k8s run (their fleets), nor any pod of any RayCluster (KubeRay labels every pod of a
+    cluster ``ray.io/cluster``; an attached cluster's pods carry no fleet label), so the
+    sandbox's egress refuses them on its own."""
     if not isinstance(peer, dict) or "ipBlock" in peer:
         return clone(peer)
     sel = clone(peer.get("podSelector")) if isinstance(peer.get("podSelector"), dict) else {}
     exprs = sel.get("matchExpressions")
     sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []),
-                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]}]
+                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]},
+                               {"key": RAY_CLUSTER_LABEL, "operator": "DoesNotExist"}]
     return {**clone(peer), "podSelector": sel}
 
 
@@ -328,10 +331,14 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
     for entry in np["allowedEgressCidrs"]:
         item = allowed_cidr(entry)
         egress.append(f"{item.cidr} ({_ports(item.ports)}" + (", private: opted in)" if item.private else ")"))
-    never = "private or reserved space (NAT64, class E, IPv6 global unicast too), cloud metadata endpoints"
-    if np["blockedEgressCidrs"]:
-        never += ", " + ", ".join(np["blockedEgressCidrs"])
-    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {never}"]]
+    space = "private or reserved space (NAT64, class E, IPv6 global unicast too)"
+    blocked = "".join(", " + c for c in np["blockedEgressCidrs"])
+    if np["extraEgress"]:  # pods live in private space: those rules name some (lint says which reach too far)
+        n = len(np["extraEgress"])
+        egress.append(f"pods extraEgress names ({n} rule{'s' if n > 1 else ''})")
+        return [["ingress", ingress], ["egress", "; ".join(egress) + f"; no other {space}, never cloud metadata "
+                                                                     f"endpoints{blocked}"]]
+    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {space}, cloud metadata endpoints{blocked}"]]
 
 
 def ray_ports_line(infra: InfraSpec) -> str:

@@ -8,9 +8,10 @@ port (10001) answer anyone who reaches them. With ``mode: token``:
   names (``<run>-ray-auth``, key ``auth_token``). Ray reads them on any operator version, so
   a KubeRay too old for ``authOptions`` cannot leave the cluster unauthenticated;
 * the RayCluster spec also carries ``authOptions: {mode: token, secretName}`` (KubeRay >=
-  1.6.0: v1.5.1 added ``authOptions`` with ``mode`` only, v1.6.0 ``secretName``), so the operator authenticates its own dashboard calls (RayJob status) with the same
-  Secret and does not create one of its own. An older operator's CRD has no such field: with
-  strict field validation (kubectl's default, and ``run``'s) the apply fails and says so;
+  1.6.0: v1.5.1 added ``authOptions`` with ``mode`` only, v1.6.0 ``secretName``), so the
+  operator authenticates its own dashboard calls (RayJob status) with the same Secret and
+  does not create one of its own. An older operator's CRD has no such field: with strict field
+  validation (kubectl's default, and ``run``'s) the apply fails and says so;
   with pruning, Ray stays authenticated and the operator's job polling fails loudly.
 
 The operator only adds ``RAY_AUTH_*`` variables a container does not have yet, so ours are

@@ -137,9 +137,17 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
      None,
      [("error", DEP, POD, "an executor may reach another replica on TCP 6379: its ingress admits it "
                           "(NetworkPolicy team/all ingress[0])"),
+      ("error", DEP, POD, "untrusted pods may reach every pod of namespace team (every pod without a dockyard-k8s "
+                          "fleet label) on every port: NetworkPolicy team/all egress[0]; pods live in private space: "
+                          "name the ones they call (a podSelector with matchLabels)"),
       ("error", DEP, POD, "untrusted pods may reach the GPU pod Job team/train on TCP 6379: their egress "
                           "(NetworkPolicy team/all egress[0]) and its ingress (NetworkPolicy team/all ingress[0]) "
-                          "both allow it")]),
+                          "both allow it"),
+      # issue 22 item 21: a pod of a RayCluster the input does not show (an attached cluster's) counts too
+      ("error", DEP, POD, "untrusted pods may reach the pods of RayClusters this input does not render (an attached "
+                          "cluster's: label ray.io/cluster, no fleet label) in namespace team on every port: "
+                          "NetworkPolicy team/all egress[0]; pods live in private space: name the ones they call (a "
+                          "podSelector with matchLabels)")]),
     ("runtime-class", "sandbox-runtime-class", True, lambda o: dep_pod(o).pop("runtimeClassName"), None,
      [("warning", DEP, (*POD, "runtimeClassName"),
        "pods running untrusted code use the node's default runtime: a kernel exploit escapes to the node; set a "

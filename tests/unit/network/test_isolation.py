@@ -166,3 +166,18 @@ def test_possibly_internal_ranges_open_only_when_opted_in() -> None:
     assert net.allowed(sandbox, Address("198.18.0.1"), 443) and net.refused(sandbox, Address("198.18.0.1"), 22)
     for ip in ("64:ff9b::a00:1", "240.0.0.1", "fd12:3456::1", "10.0.0.1", "fd00:ec2::254"):
         assert net.refused(sandbox, Address(ip))
+
+
+def test_extra_egress_never_names_a_pod_of_an_attached_ray_cluster() -> None:
+    """Issue 22 item 21: an attached cluster's pods carry no fleet label, only KubeRay's
+    ray.io/cluster: the narrowing of extraEgress must refuse them too, in every namespace."""
+    sets = ["launch.mode=attach", "launch.attach.cluster=shared-ray",
+            "sandbox.networkPolicy.extraEgress=[{to: [{podSelector: {}}, {namespaceSelector: {}}]}]"]
+    for net in networks(bundle_objects("grpo_swe", "attach", sets)):
+        sandbox = net.find(**{FLEET: "sandbox"})
+        head = next(p for p in net.pods if p.name == "attached-head")
+        for port in RAY_PORTS:
+            assert net.refused(sandbox, head, port)
+        elsewhere = Pod("other-ray", "ray-system", {"ray.io/cluster": "team", "ray.io/node-type": "worker"},
+                        "10.99.0.50")
+        assert net.refused(sandbox, elsewhere)

@@ -125,3 +125,43 @@ def test_attach_mode_tells_what_to_do_on_the_existing_cluster(capsys: Any, write
     assert "Ray ports: the attached cluster is not covered by this run: give its pods a NetworkPolicy that " \
            "refuses pods labelled dockyard-k8s/fleet=sandbox, and Ray token auth (docs/security.md)" in out
     assert ":9090 ← no GPU pods (attach by address: name the senders in sandbox.networkPolicy.ingressFrom)" in out
+
+
+ENDPOINT_PEER = ("{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: inference}}, "
+                 "podSelector: {matchLabels: {dockyard-k8s/endpoint: llama}}}")
+
+
+@pytest.mark.parametrize(("peer", "severity", "says"), [
+    ("{namespaceSelector: {}}", "error", "untrusted pods may reach every pod of any namespace (every pod without a "
+                                         "dockyard-k8s fleet label) on every port"),
+    ("{namespaceSelector: {matchLabels: {team: ml}}}", "error", "untrusted pods may reach every pod of any "
+                                                                "namespace"),
+    ("{podSelector: {}}", "error", "untrusted pods may reach every pod of namespace team (every pod without a "
+                                   "dockyard-k8s fleet label) on every port"),
+    ("{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: inference}}}", "warning",
+     "untrusted pods may reach every pod of namespace inference"),
+])
+def test_extra_egress_to_every_pod_is_computed_by_check_and_lint(capsys: Any, write: Any, peer: str, severity: str,
+                                                                 says: str) -> None:
+    """Issue 22 item 21: pods live in private space, so a selector naming every pod of a
+    namespace (or of the cluster) is a way into it, which check and lint must say."""
+    body = f"sandbox:\n  networkPolicy:\n    extraEgress:\n      - to: [{peer}]\n"
+    code, out, err, infra = check(capsys, write, body)
+    assert code == 0, err
+    assert f"! sandbox-isolation ({severity}): Deployment team/exp-sandbox: {says}" in out
+    egress = next(line for line in out.splitlines() if line.startswith("  egress "))
+    assert "never private" not in egress and "pods extraEgress names (1 rule)" in egress
+    code = main(["lint", infra.replace(".infra.yaml", ".yaml"), "--infra", infra])
+    lint_out = capsys.readouterr().out
+    assert code == (1 if severity == "error" else 0)
+    assert says in lint_out
+
+
+def test_extra_egress_to_a_named_endpoint_is_no_finding(capsys: Any, write: Any) -> None:
+    body = (f"sandbox:\n  networkPolicy:\n    extraEgress:\n      - to: [{ENDPOINT_PEER}]\n"
+            "        ports: [{port: 8000}]\n")
+    code, out, err, _ = check(capsys, write, body)
+    assert code == 0, err
+    assert "sandbox-isolation" not in out
+    assert "pods extraEgress names (1 rule); no other private or reserved space (NAT64, class E, IPv6 global " \
+           "unicast too), never cloud metadata endpoints" in out
