@@ -376,6 +376,11 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "tolerations": _TOLERATIONS,
         "topologySpreadConstraints": array(
             "Spread of the executor replicas; labelSelector defaults to the pool's pods.", {"type": "object"}, []),
+        "serviceAccountName": string("ServiceAccount of the executors. null: a dedicated, empty one (<run>-sandbox, no "
+                                     "token, no cloud identity) is rendered, since EKS Pod Identity, IRSA and "
+                                     "workload identity hand cloud credentials to pods by ServiceAccount whatever "
+                                     "automountServiceAccountToken says; a name: that existing account (never "
+                                     "'default').", None, nullable=True, fmt="dns-subdomain"),
         "resources": obj("Requests are what the scheduler reserves per replica: replicas x request must fit.", {
             "cpu": quantity("CPU request.", "1"),
             "memory": quantity("Memory request.", "2Gi"),

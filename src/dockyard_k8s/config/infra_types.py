@@ -298,6 +298,7 @@ class Sandbox(TypedDict):
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
     topologySpreadConstraints: list[dict[str, Any]]
+    serviceAccountName: str | None
     resources: SandboxResources
     security: SandboxSecurity
     networkPolicy: SandboxNetworkPolicy

@@ -233,6 +233,12 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
         out += _peers_problems(sb["networkPolicy"]["ingressFrom"], ("sandbox", "networkPolicy", "ingressFrom"))
         for i, rule in enumerate(sb["networkPolicy"]["extraEgress"]):
             out += _egress_rule_problems(rule, ("sandbox", "networkPolicy", "extraEgress", i))
+    if sb["enabled"] and sb["serviceAccountName"] == "default":
+        out.append((("sandbox", "serviceAccountName"),
+                    "got 'default': the namespace's default ServiceAccount is the one EKS Pod Identity, IRSA and "
+                    "workload identity most often hand cloud credentials to (whatever automountServiceAccountToken "
+                    "says), and the sandbox runs untrusted code; leave it null (a dedicated, empty ServiceAccount "
+                    "is rendered) or name one without a cloud identity"))
     knp = kr["networkPolicy"]
     if knp["enabled"]:
         for i, rule in enumerate(knp["extraIngress"]):

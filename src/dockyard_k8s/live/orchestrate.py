@@ -31,7 +31,8 @@ from dockyard_k8s.render.meta import RUN_LABEL
 # (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and
 # `status` still find them after the spec changed shape.
 RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Service", "ConfigMap",
-             "PodDisruptionBudget", "NetworkPolicy", "Secret")  # Secret: the Ray token `run` created
+             "PodDisruptionBudget", "NetworkPolicy", "Secret",  # Secret: the Ray token `run` created
+             "ServiceAccount")  # the sandbox's own
 # Kept by `down` unless asked: data a next run reuses.
 KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
 

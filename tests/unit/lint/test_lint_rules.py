@@ -163,6 +163,19 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
     ("token", "service-account-token", True, lambda o: dep_pod(o).pop("automountServiceAccountToken"), None,
      [("error", DEP, (*POD, "automountServiceAccountToken"),
        "pod runs untrusted code with a Kubernetes API token mounted")]),
+    # issue 22 item 22: cloud credentials go by ServiceAccount (EKS Pod Identity, IRSA, workload identity)
+    ("default-sa", "untrusted-service-account", True, lambda o: dep_pod(o).pop("serviceAccountName"), None,
+     [("error", DEP, (*POD, "serviceAccountName"),
+       "pod runs untrusted code as the namespace's default ServiceAccount, which EKS Pod Identity, IRSA and "
+       "workload identity may hand cloud credentials to whatever automountServiceAccountToken says; give it a "
+       "dedicated ServiceAccount with no cloud identity (sandbox.serviceAccountName: null renders one)")]),
+    ("irsa-sa", "untrusted-service-account", True,
+     lambda o: o.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+         "name": "web", "namespace": "team",
+         "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/x"}}}), None,
+     [("error", DEP, (*POD, "serviceAccountName"),
+       "pod runs untrusted code as ServiceAccount web, whose annotation eks.amazonaws.com/role-arn gives it a cloud "
+       "identity (IRSA): its credentials reach the untrusted code; use a ServiceAccount without one")]),
     ("nfs", "volume-types", True,
      lambda o: dep_pod(o).update(volumes=[{"name": "data", "nfs": {"server": "fs", "path": "/"}}]), None,
      [("warning", DEP, (*POD, "volumes", 0),

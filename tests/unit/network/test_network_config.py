@@ -66,6 +66,9 @@ def check(capsys: Any, write: Any, body: str, *extra: str) -> tuple[int, str, st
      "sandbox.networkPolicy.extraEgress[0]", "without `to` reaches every address, cloud metadata endpoints"),
     ("sandbox:\n  networkPolicy:\n    extraEgress:\n      - to: [{ipBlock: {cidr: 10.0.0.0/8}}]\n", "7:24",
      "sandbox.networkPolicy.extraEgress[0].to[0].ipBlock", "put the range in sandbox.networkPolicy.allowedEgressCidrs"),
+    ("sandbox:\n  serviceAccountName: default\n", "5:23", "sandbox.serviceAccountName",
+     "got 'default': the namespace's default ServiceAccount is the one EKS Pod Identity, IRSA and workload "
+     "identity most often hand cloud credentials to"),
     ("sandbox:\n  networkPolicy:\n    allowedEgresCidrs: [140.82.112.0/20]\n", "6:5",
      "sandbox.networkPolicy.allowedEgresCidrs", "did you mean 'allowedEgressCidrs'?"),
 ])

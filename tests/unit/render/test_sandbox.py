@@ -11,9 +11,10 @@ def pod(objs):
 
 def test_sandbox_objects_in_apply_order_network_policy_first(render):
     _, objects = render()
-    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:5]]
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:6]]
     assert kinds == [("NetworkPolicy", "exp-gpu-ingress"), ("NetworkPolicy", "exp-sandbox"),
-                     ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"), ("PodDisruptionBudget", "exp-sandbox")]
+                     ("ServiceAccount", "exp-sandbox"), ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"),
+                     ("PodDisruptionBudget", "exp-sandbox")]
 
 
 def test_hardening_baseline_and_untrusted_code_extras(render):
@@ -197,3 +198,17 @@ def test_gpu_pods_get_no_api_token_but_an_autoscaling_head_does(render):
     pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
     assert [p["automountServiceAccountToken"] for p in pods] == [True, False, False]
     assert {p["serviceAccountName"] for p in pods} == {"trainer-sa"}
+
+
+def test_the_pool_runs_as_a_dedicated_empty_service_account(render):
+    """Issue 22 item 22: EKS Pod Identity and IRSA (and GKE/Azure workload identity) hand cloud
+    credentials to pods by ServiceAccount, whatever automountServiceAccountToken says: the
+    executors never run as the namespace's default one."""
+    objs, _ = render()
+    sa = objs["ServiceAccount", "exp-sandbox"]
+    assert sa["automountServiceAccountToken"] is False
+    assert "annotations" not in sa["metadata"] and sa["metadata"]["labels"][RUN_LABEL] == "exp"
+    assert set(sa) == {"apiVersion", "kind", "metadata", "automountServiceAccountToken"}  # no secrets, no pull secrets
+    assert pod(objs)["serviceAccountName"] == "exp-sandbox"
+    objs, _ = render("sandbox:\n  serviceAccountName: executors\n")  # an existing, vetted account
+    assert ("ServiceAccount", "exp-sandbox") not in objs and pod(objs)["serviceAccountName"] == "executors"

@@ -33,7 +33,7 @@ HEADER = """\
 # equal to what `dockyard-k8s render` makes for a run named sandbox-pool in namespace dockyard.
 #
 # The pool runs untrusted, agent-generated code: no privilege escalation, every capability
-# dropped, seccomp RuntimeDefault, no Kubernetes API token, no GPU (NVIDIA_VISIBLE_DEVICES=void,
+# dropped, seccomp RuntimeDefault, no Kubernetes API token, its own empty ServiceAccount, no GPU (NVIDIA_VISIBLE_DEVICES=void,
 # no service links), small requests (what the scheduler reserves per replica) with limits equal
 # to them, an ephemeral-storage request against disk-pressure eviction, TCP probes, a PDB with
 # maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the run's Ray pods
@@ -46,6 +46,8 @@ HEADER = """\
 """
 COMMENTS = {
     "NetworkPolicy": "# Applied first: an executor pod never runs a moment without its policy.",
+    "ServiceAccount": "# The executors' own, empty account: never the namespace's default one, to which EKS Pod\n"
+                      "# Identity, IRSA or workload identity may give cloud credentials (never give this one any).",
     "Deployment": "# The executors: POST /task/submit on port 9090.",
     "Service": "# Stable DNS for the pool (what DOCKYARD_SANDBOX_URLS points at).",
     "PodDisruptionBudget": "# Drains take the pool down one replica at a time.",
@@ -63,7 +65,8 @@ def _generated(tmp_path: Path) -> list[dict]:
 
 def test_the_hand_written_sandbox_pool_is_what_the_generator_renders(tmp_path):
     expected = _generated(tmp_path)
-    assert [o["kind"] for o in expected] == ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget"]
+    assert [o["kind"] for o in expected] == ["NetworkPolicy", "ServiceAccount", "Deployment", "Service",
+                                             "PodDisruptionBudget"]
     if os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1":
         EXAMPLE.parent.mkdir(parents=True, exist_ok=True)
         EXAMPLE.write_text(HEADER + "".join(f"---\n{COMMENTS[o['kind']]}\n{dump_yaml(o)}" for o in expected))
