@@ -247,7 +247,8 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
         pod_extra.append(f"priority {pc['name']} ({'created' if pc['create'] else 'must exist'})")
     if auto["enabled"]:
         scaling = (f"KEDA {auto['minReplicas']}-{auto['maxReplicas']} pods on {auto['query']} > {auto['threshold']} "
-                   f"per pod (Prometheus {auto['prometheusAddress']})")
+                   f"per pod (Prometheus {auto['prometheusAddress']}); scale-in after "
+                   f"{auto['scaleDownStabilizationSeconds']} s of lower load (HPA scale-down stabilization)")
     else:
         scaling = f"{s['replicas']} pod(s), fixed"
     strategy = rollout_strategy(s)

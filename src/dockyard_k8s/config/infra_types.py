@@ -388,7 +388,7 @@ class ServeAutoscaling(TypedDict):
     query: str | None
     prometheusAddress: str
     pollingInterval: int
-    cooldownPeriod: int
+    scaleDownStabilizationSeconds: int
     authenticationRef: str | None
 
 

@@ -179,10 +179,17 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
         "prometheusAddress": string("Prometheus base URL as KEDA's operator reaches it.",
                                     "http://prometheus-operated.monitoring.svc:9090"),
         "pollingInterval": integer("Seconds between two queries.", 15, minimum=1),
-        "cooldownPeriod": integer("Seconds of calm before scaling in.", 300, minimum=0),
+        "scaleDownStabilizationSeconds": integer(
+            "Scale-in delay: the HPA removes pods only when every recommendation of this many past seconds "
+            "allows it (its scaleDown stabilization window; KEDA's cooldownPeriod applies only to scaling to "
+            "zero, which serve never does).", 300, minimum=0, maximum=3600),
         "authenticationRef": string("A KEDA TriggerAuthentication of the namespace for Prometheus, by name.",
                                     None, nullable=True, pattern=DNS1123_SUBDOMAIN),
-    }),
+    }) | {"x-moved": {
+        "cooldownPeriod": "serve.autoscaling.scaleDownStabilizationSeconds (KEDA uses cooldownPeriod only when "
+                          "scaling to zero, which serve never does: minReplicas >= 1; from 1 to N pods the HPA "
+                          "scales, and its scale-down stabilization window is the scale-in delay)",
+    }},
     "cache": obj("The model cache (HF_HOME): weights downloaded once, kept across restarts and `serve down`.", {
         "enabled": {"type": ["boolean", "null"], "default": None,
                     "description": "Mount a cache; null: on for a hub id, off for a path."},

@@ -333,9 +333,12 @@ def scaled_object(cfg: ServeConfig) -> dict[str, Any]:
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": cfg.name},
             "pollingInterval": auto["pollingInterval"],
-            "cooldownPeriod": auto["cooldownPeriod"],
             "minReplicaCount": auto["minReplicas"],
             "maxReplicaCount": max_replicas(cfg.serve),
+            # KEDA's cooldownPeriod only delays scaling to zero (never done: loading weights takes
+            # minutes); from 1 to N the HPA scales in after its scale-down stabilization window.
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
+                "stabilizationWindowSeconds": auto["scaleDownStabilizationSeconds"]}}}},
             "triggers": [trigger],
         },
     }

@@ -280,3 +280,10 @@ def test_a_training_recipe_given_as_the_spec_is_said_once(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as info:
         load_serve(str(typo), env={})
     assert [p.path for p in info.value.problems] == ["foo"]
+
+
+def test_cooldown_period_says_where_the_scale_in_delay_went(tmp_path: Path) -> None:
+    found = one_problem(tmp_path, {"autoscaling": {"enabled": True, "cooldownPeriod": 600}})
+    assert "serve.autoscaling.cooldownPeriod: unknown key 'cooldownPeriod': it moved to " \
+           "serve.autoscaling.scaleDownStabilizationSeconds" in found
+    assert "KEDA uses cooldownPeriod only when scaling to zero" in found

@@ -170,3 +170,16 @@ def test_a_renderer_bug_never_leaves_the_machine(tmp_path: Path, monkeypatch: py
 
 def test_rendering_is_deterministic(tmp_path: Path) -> None:
     assert bundle(tmp_path, SCALED).objects == bundle(tmp_path, SCALED).objects
+
+
+def test_scale_in_waits_for_the_hpas_scale_down_stabilization_not_cooldown(tmp_path: Path) -> None:
+    """Issue 22 item 18: KEDA's cooldownPeriod only delays scaling to zero (never done here); from
+    1 to N the HPA scales, and its scale-down stabilization window is the scale-in delay."""
+    so = find(bundle(tmp_path, SCALED).objects, "ScaledObject")["spec"]
+    assert "cooldownPeriod" not in so
+    assert so["advanced"] == {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
+        "stabilizationWindowSeconds": 300}}}}
+    scaled = {**SCALED, "autoscaling": {**SCALED["autoscaling"], "scaleDownStabilizationSeconds": 900}}
+    so = find(bundle(tmp_path, scaled).objects, "ScaledObject")["spec"]
+    assert so["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"] == {
+        "stabilizationWindowSeconds": 900}
