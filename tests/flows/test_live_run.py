@@ -22,8 +22,8 @@ def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: Fake
     # the Ray token Secret and the launch record (a ConfigMap: what the run was launched with) first,
     # then render order
     assert [q.path.split("/")[-2] for q in patches] == ["secrets", "configmaps", "networkpolicies", "networkpolicies",
-                                                        "serviceaccounts", "deployments", "services", "poddisruptionbudgets",
-                                                        "configmaps", "rayjobs"]
+                                                        "serviceaccounts", "deployments", "services",
+                                                        "poddisruptionbudgets", "configmaps", "rayjobs"]
     assert patches[1].path.endswith("/configmaps/grpo-swe-launch")
     assert all(q.headers["content-type"] == "application/apply-patch+yaml" for q in patches)
     assert all(q.params["fieldManager"] == "dockyard-k8s" for q in patches)

@@ -33,8 +33,8 @@ HEADER = """\
 # equal to what `dockyard-k8s render` makes for a run named sandbox-pool in namespace dockyard.
 #
 # The pool runs untrusted, agent-generated code: no privilege escalation, every capability
-# dropped, seccomp RuntimeDefault, no Kubernetes API token, its own empty ServiceAccount, no GPU (NVIDIA_VISIBLE_DEVICES=void,
-# no service links), small requests (what the scheduler reserves per replica) with limits equal
+# dropped, seccomp RuntimeDefault, no Kubernetes API token, its own empty ServiceAccount, no GPU
+# (NVIDIA_VISIBLE_DEVICES=void, no service links), small requests (what the scheduler reserves per replica) with limits equal
 # to them, an ephemeral-storage request against disk-pressure eviction, TCP probes, a PDB with
 # maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the run's Ray pods
 # (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet: head|trainer|inference),

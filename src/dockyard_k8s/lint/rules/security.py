@@ -150,12 +150,11 @@ def service_account(o: Obj, c: Context) -> Iterator[Hit]:
             continue
         name = str(pod.spec.get("serviceAccountName") or pod.spec.get("serviceAccount") or "default")
         if name == "default":
-            yield Hit(pod.at("serviceAccountName"), "pod runs untrusted code as the namespace's default "
-                                                    "ServiceAccount, which EKS Pod Identity, IRSA and workload identity "
-                                                    "may hand cloud credentials to whatever "
-                                                    "automountServiceAccountToken says; give it a dedicated "
-                                                    "ServiceAccount with no cloud identity (sandbox.serviceAccountName: "
-                                                    "null renders one)")
+            yield Hit(pod.at("serviceAccountName"),
+                      "pod runs untrusted code as the namespace's default ServiceAccount, which EKS Pod Identity, IRSA "
+                      "and workload identity may hand cloud credentials to whatever automountServiceAccountToken "
+                      "says; give it a dedicated ServiceAccount with no cloud identity (sandbox.serviceAccountName: "
+                      "null renders one)")
             continue
         for sa in c.of_kind("ServiceAccount"):
             if sa.namespace != pod.namespace or sa.name != name:
