@@ -34,12 +34,12 @@ HEADER = """\
 #
 # The pool runs untrusted, agent-generated code: no privilege escalation, every capability
 # dropped, seccomp RuntimeDefault, no Kubernetes API token, its own empty ServiceAccount, no GPU
-# (NVIDIA_VISIBLE_DEVICES=void, no service links), small requests (what the scheduler reserves
-# per replica) with limits equal to them, an ephemeral-storage request against disk-pressure eviction, TCP probes, a PDB with
-# maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the run's Ray pods
-# (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet: head|trainer|inference),
-# egress to cluster DNS and to public addresses only (private ranges and cloud metadata
-# excepted). It needs a CNI that enforces NetworkPolicy.
+# (NVIDIA_VISIBLE_DEVICES=void, no service links), small requests (what the scheduler reserves per
+# replica) with limits equal to them, an ephemeral-storage request against disk-pressure eviction,
+# TCP probes, a PDB with maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the
+# run's Ray pods (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet:
+# head|trainer|inference), egress to cluster DNS and to public addresses only (private ranges and
+# cloud metadata excepted). It needs a CNI that enforces NetworkPolicy.
 #
 # Change for your cluster: the namespace, the image (pin a tag or a digest), replicas and
 # resources. Point your trainer at http://sandbox-pool-sandbox.dockyard.svc.cluster.local:9090.
