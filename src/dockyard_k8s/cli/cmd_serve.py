@@ -203,6 +203,29 @@ def _network_line(cfg: ServeConfig) -> str:
     return f"default-deny; port {s['port']} {callers}; egress {', '.join(egress)}"
 
 
+def _fallback_words(auto: Any) -> str:
+    fb = auto["fallback"]
+    n = fb["replicas"] or auto["minReplicas"]
+    return {"static": f"sets {n} replica(s)", "currentReplicas": "holds the current replicas",
+            "currentReplicasIfHigher": f"holds the current replicas (at least {n})",
+            "currentReplicasIfLower": f"holds the current replicas (at most {n})"}[str(fb["behavior"])]
+
+
+def _metrics_line(cfg: ServeConfig) -> str:
+    """Which scrape mechanism is assumed: KEDA scales only on what Prometheus scrapes."""
+    from dockyard_k8s.config.serve import scrape_mechanism
+
+    s = cfg.serve
+    if scrape_mechanism(s) == "annotations":
+        return ("prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; "
+                "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)")
+    labels = ",".join(f"{k}={v}" for k, v in s["metrics"]["podMonitorLabels"].items()) or "no label"
+    helm = (", kube-prometheus-stack's default for a Helm release of that name"
+            if list(s["metrics"]["podMonitorLabels"]) == ["release"] else "")
+    return (f"PodMonitor {cfg.name} (prometheus-operator: scraped by a Prometheus whose podMonitorSelector matches "
+            f"{labels}{helm}: serve.metrics.podMonitorLabels), port http /metrics")
+
+
 def _model_line(s: Serve) -> str:
     m = s["model"]
     if m["path"] is not None:
@@ -248,7 +271,9 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
     if auto["enabled"]:
         scaling = (f"KEDA {auto['minReplicas']}-{auto['maxReplicas']} pods on {auto['query']} > {auto['threshold']} "
                    f"per pod (Prometheus {auto['prometheusAddress']}); scale-in after "
-                   f"{auto['scaleDownStabilizationSeconds']} s of lower load (HPA scale-down stabilization)")
+                   f"{auto['scaleDownStabilizationSeconds']} s of lower load (HPA scale-down stabilization); an "
+                   f"empty result is an error, not 0: after {auto['fallback']['failureThreshold']} failed queries "
+                   f"KEDA {_fallback_words(auto)}")
     else:
         scaling = f"{s['replicas']} pod(s), fixed"
     strategy = rollout_strategy(s)
@@ -269,6 +294,7 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
                    f"dtype {e['dtype']}, GPU memory {e['gpuMemoryUtilization']}"],
         ["pods", f"{size}" + (f"; {', '.join(pod_extra)}" if pod_extra else "")],
         ["scaling", scaling],
+        ["metrics", _metrics_line(cfg)],
         ["rollout", rollout],
         ["cache", _cache_line(cfg)],
         ["network", _network_line(cfg)],

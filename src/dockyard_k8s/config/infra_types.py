@@ -379,6 +379,12 @@ class ServeSecretEnvValue(TypedDict):
     key: str
 
 
+class ServeAutoscalingFallback(TypedDict):
+    failureThreshold: int
+    replicas: int | None
+    behavior: Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]
+
+
 class ServeAutoscaling(TypedDict):
     enabled: bool
     minReplicas: int
@@ -390,6 +396,12 @@ class ServeAutoscaling(TypedDict):
     pollingInterval: int
     scaleDownStabilizationSeconds: int
     authenticationRef: str | None
+    fallback: ServeAutoscalingFallback
+
+
+class ServeMetrics(TypedDict):
+    scrape: Literal["auto", "podMonitor", "annotations"]
+    podMonitorLabels: dict[str, str]
 
 
 class ServeCache(TypedDict):
@@ -476,6 +488,7 @@ class Serve(TypedDict):
     env: dict[str, str | float | bool]
     secretEnv: dict[str, ServeSecretEnvValue]
     autoscaling: ServeAutoscaling
+    metrics: ServeMetrics
     cache: ServeCache
     priorityClass: ServePriorityClass
     network: ServeNetwork

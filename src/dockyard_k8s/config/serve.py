@@ -177,6 +177,24 @@ def _gib(size: float) -> str:
 # --- rules --------------------------------------------------------------------------------------
 
 
+# prometheus-operator's Prometheus, by the Service host KEDA is given: the governing Service the
+# operator makes for every Prometheus, and kube-prometheus-stack's (<release>-kube-prom-prometheus,
+# or kube-prometheus-stack-prometheus when the release is named after the chart).
+_OPERATOR_PROMETHEUS = re.compile(r"^https?://(prometheus-operated|[a-z0-9-]*kube-prom(etheus-stack)?-prometheus)"
+                                  r"(\.|:|/|$)")
+
+
+def scrape_mechanism(s: Serve) -> str:
+    """``podMonitor`` or ``annotations``: ``serve.metrics.scrape``, or for ``auto`` a PodMonitor
+    when KEDA queries prometheus-operator's Prometheus (which ignores prometheus.io/* annotations)."""
+    chosen = str(s["metrics"]["scrape"])
+    if chosen != "auto":
+        return chosen
+    auto = s["autoscaling"]
+    operator = bool(_OPERATOR_PROMETHEUS.match(str(auto["prometheusAddress"])))
+    return "podMonitor" if auto["enabled"] and operator else "annotations"
+
+
 def max_replicas(s: Serve) -> int:
     """Most server pods at once: KEDA's maximum, else the fixed count."""
     return int(s["autoscaling"]["maxReplicas"] if s["autoscaling"]["enabled"] else s["replicas"])

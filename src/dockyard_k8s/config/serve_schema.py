@@ -185,11 +185,31 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
             "zero, which serve never does).", 300, minimum=0, maximum=3600),
         "authenticationRef": string("A KEDA TriggerAuthentication of the namespace for Prometheus, by name.",
                                     None, nullable=True, pattern=DNS1123_SUBDOMAIN),
+        "fallback": obj("What KEDA does when the query fails failureThreshold times in a row (an empty result "
+                        "counts: ignoreNullValues is false, so a lost metric is never read as 0).", {
+            "failureThreshold": integer("Failed queries in a row before the fallback.", 3, minimum=1),
+            "replicas": integer("Fallback replicas; null: minReplicas.", None, minimum=1, nullable=True),
+            "behavior": string("KEDA fallback.behavior: currentReplicasIfHigher keeps the current replicas when "
+                               "there are more (never scales in on a lost metric); static: exactly `replicas`.",
+                               "currentReplicasIfHigher",
+                               enum=["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]),
+        }),
     }) | {"x-moved": {
         "cooldownPeriod": "serve.autoscaling.scaleDownStabilizationSeconds (KEDA uses cooldownPeriod only when "
                           "scaling to zero, which serve never does: minReplicas >= 1; from 1 to N pods the HPA "
                           "scales, and its scale-down stabilization window is the scale-in delay)",
     }},
+    "metrics": obj("How Prometheus finds the server's /metrics (the queue gauge KEDA scales on).", {
+        "scrape": string("auto: a PodMonitor when autoscaling queries prometheus-operator's Prometheus (the default "
+                         "prometheus-operated, or kube-prometheus-stack's <release>-kube-prom(etheus-stack)-prometheus "
+                         "Service), else prometheus.io/* annotations; podMonitor; annotations (a Prometheus with "
+                         "annotation-based pod discovery; prometheus-operator ignores them).", "auto",
+                         enum=["auto", "podMonitor", "annotations"]),
+        "podMonitorLabels": {**string_map("Labels of the PodMonitor: the Prometheus's podMonitorSelector must match "
+                                          "them (kube-prometheus-stack selects release: <its Helm release name>; "
+                                          "`release: null` drops the label).", values={"type": "string"},
+                                          keys="label-key"), "default": {"release": "kube-prometheus-stack"}},
+    }),
     "cache": obj("The model cache (HF_HOME): weights downloaded once, kept across restarts and `serve down`.", {
         "enabled": {"type": ["boolean", "null"], "default": None,
                     "description": "Mount a cache; null: on for a hub id, off for a path."},

@@ -84,8 +84,13 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
     return wait(client, bundle, options, say=say)
 
 
-# Kinds from an operator the cluster may lack: apiVersion prefix -> what to install.
-OPERATOR_KINDS = {"keda.sh/": ("KEDA", "serve.autoscaling.enabled: false")}
+# Kinds from an operator the cluster may lack: apiVersion prefix -> (the operator, what to do without it).
+OPERATOR_KINDS = {
+    "keda.sh/": ("KEDA", "install KEDA (its CRDs and operator), or set serve.autoscaling.enabled: false"),
+    "monitoring.coreos.com/": ("prometheus-operator", "install prometheus-operator (kube-prometheus-stack), or set "
+                                                      "serve.metrics.scrape: annotations for a Prometheus that "
+                                                      "discovers pods by annotation"),
+}
 
 
 def require_served(client: KubeClient, bundle: ServeBundle) -> None:
@@ -111,7 +116,7 @@ def require_served(client: KubeClient, bundle: ServeBundle) -> None:
                 raise ClusterError(f"the cluster does not serve {kind.api_version} {kind.kind}: {operator} is not "
                                    "installed; nothing was applied", obj=f"{kind.kind} {bundle.config.namespace}/"
                                    f"{obj['metadata']['name']}", status=404,
-                                   hint=f"install {operator} (its CRDs and operator), or set {instead}") from e
+                                   hint=instead) from e
 
 
 def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions(), *, say: Say = print) -> Outcome:

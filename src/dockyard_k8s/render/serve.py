@@ -6,6 +6,7 @@
     Deployment             the vLLM / SGLang server
     Service                ClusterIP on the serving port
     PodDisruptionBudget    serve.pdb
+    PodMonitor             serve.metrics (prometheus-operator's scrape of /metrics)
     ScaledObject           serve.autoscaling (KEDA, keda.sh/v1alpha1)
 
 Every object carries ``dockyard-k8s/endpoint=<name>`` (render/meta.py); the pods are fleet
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, shared_cache
+from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, scrape_mechanism, shared_cache
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
@@ -34,6 +35,7 @@ CACHE_VOLUME = "model-cache"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
 _BASELINE = {"runAsNonRoot": False, "runAsUser": None, "readOnlyRootFilesystem": False}
+METRICS_PATH = "/metrics"  # vLLM's and SGLang's (--enable-metrics) Prometheus endpoint
 
 
 def _meta(cfg: ServeConfig, name: str, *, namespaced: bool = True) -> dict[str, Any]:
@@ -59,9 +61,20 @@ def render_serve(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(cfg, cfg.name),
                     "spec": {"maxUnavailable": s["pdb"]["maxUnavailable"],
                              "selector": {"matchLabels": selector(cfg)}}})
+    if scrape_mechanism(s) == "podMonitor":
+        out.append(pod_monitor(cfg))
     if s["autoscaling"]["enabled"]:
         out.append(scaled_object(cfg))
     return out
+
+
+def pod_monitor(cfg: ServeConfig) -> dict[str, Any]:
+    """prometheus-operator's scrape of the server pods (it ignores prometheus.io/* annotations)."""
+    meta = _meta(cfg, cfg.name)
+    meta["labels"] = {**meta["labels"], **cfg.serve["metrics"]["podMonitorLabels"]}
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": meta,
+            "spec": {"selector": {"matchLabels": selector(cfg)},
+                     "podMetricsEndpoints": [{"port": "http", "path": METRICS_PATH}]}}
 
 
 def priority_class(cfg: ServeConfig) -> dict[str, Any]:
@@ -300,10 +313,11 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
     spec["progressDeadlineSeconds"] = padded_deadline(infra, s["probes"]["startupSeconds"] + 600)
     spec["strategy"] = _strategy(s)
     spec["selector"] = {"matchLabels": selector(cfg)}
-    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": str(s["port"]),
-                   "prometheus.io/path": "/metrics"}
-    spec["template"] = {"metadata": {"labels": pod_labels(infra, FLEET, endpoint=cfg.name), "annotations": annotations},
-                        "spec": pod}
+    template: dict[str, Any] = {"labels": pod_labels(infra, FLEET, endpoint=cfg.name)}
+    if scrape_mechanism(s) == "annotations":  # one mechanism only: a Prometheus doing both would count twice
+        template["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": str(s["port"]),
+                                   "prometheus.io/path": METRICS_PATH}
+    spec["template"] = {"metadata": template, "spec": pod}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cfg, cfg.name), "spec": spec}
 
 
@@ -319,11 +333,21 @@ def service_url(cfg: ServeConfig) -> str:
     return f"http://{cfg.name}.{cfg.namespace}.svc.{domain}:{cfg.serve['port']}"
 
 
+def fallback(auto: Any) -> dict[str, Any]:
+    """KEDA's fallback after ``failureThreshold`` failed queries (its replicas default to the minimum)."""
+    fb = auto["fallback"]
+    return {"failureThreshold": fb["failureThreshold"], "replicas": fb["replicas"] or auto["minReplicas"],
+            "behavior": fb["behavior"]}
+
+
 def scaled_object(cfg: ServeConfig) -> dict[str, Any]:
     """KEDA scales the Deployment on the backend's queue gauge (AverageValue: queued per pod)."""
     auto = cfg.serve["autoscaling"]
+    # ignoreNullValues false: an empty result (the metric is not scraped) is an error, which the
+    # fallback answers, never a 0 that scales in (KEDA docs: the Prometheus scaler)
     trigger: dict[str, Any] = {"type": "prometheus", "metadata": {
-        "serverAddress": auto["prometheusAddress"], "query": auto["query"], "threshold": _number(auto["threshold"])}}
+        "serverAddress": auto["prometheusAddress"], "query": auto["query"], "threshold": _number(auto["threshold"]),
+        "ignoreNullValues": "false"}}
     if auto["authenticationRef"]:
         trigger["authenticationRef"] = {"name": auto["authenticationRef"]}
     return {
@@ -335,6 +359,7 @@ def scaled_object(cfg: ServeConfig) -> dict[str, Any]:
             "pollingInterval": auto["pollingInterval"],
             "minReplicaCount": auto["minReplicas"],
             "maxReplicaCount": max_replicas(cfg.serve),
+            "fallback": fallback(auto),
             # KEDA's cooldownPeriod only delays scaling to zero (never done: loading weights takes
             # minutes); from 1 to N the HPA scales in after its scale-down stabilization window.
             "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {

@@ -53,7 +53,7 @@ def test_render_to_a_directory_writes_a_kustomization_in_apply_order(tmp_path: P
     assert main(["serve", "render", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"), "-o", str(out)]) == 0
     kust = yaml.safe_load((out / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
-    assert kust["resources"][-1] == "05-scaledobject-llama-70b.yaml"
+    assert kust["resources"][-2:] == ["05-podmonitor-llama-70b.yaml", "06-scaledobject-llama-70b.yaml"]
     assert sorted(p.name for p in out.iterdir()) == sorted([*kust["resources"], "kustomization.yaml"])
 
 
@@ -92,16 +92,34 @@ def test_serve_check_starts_without_heavy_modules() -> None:
     assert proc.stdout.splitlines()[-1] == "LOADED="
 
 
-def test_bundled_keda_crds_match_their_provenance() -> None:
+@pytest.mark.parametrize(("folder_name", "project", "tag"), [
+    ("keda-v2.20.2", "kedacore/keda", "v2.20.2"),
+    ("prometheus-v0.93.0", "prometheus-operator/prometheus-operator", "v0.93.0"),  # the PodMonitor (item 17)
+])
+def test_bundled_serve_crds_match_their_provenance(folder_name: str, project: str, tag: str) -> None:
     from dockyard_k8s.validate.crd import BUNDLED_DIR
 
-    folder = os.path.join(BUNDLED_DIR, "keda-v2.20.2")
+    folder = os.path.join(BUNDLED_DIR, folder_name)
     with open(os.path.join(folder, "PROVENANCE.json")) as f:
         provenance = json.load(f)
-    assert provenance["project"] == "kedacore/keda" and provenance["tag"] == "v2.20.2"
+    assert provenance["project"] == project and provenance["tag"] == tag
     assert sorted(provenance["files"]) == sorted(n for n in os.listdir(folder) if n.endswith(".yaml"))
     for name, info in provenance["files"].items():
         with open(os.path.join(folder, name), "rb") as f:
             data = f.read()
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert (blob, len(data)) == (info["git_blob_sha1"], info["size"])
+
+
+def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 17: KEDA scales only on what Prometheus scrapes."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "  metrics    PodMonitor llama-70b (prometheus-operator: scraped by a Prometheus whose podMonitorSelector " \
+           "matches release=kube-prometheus-stack, kube-prometheus-stack's default for a Helm release of that name: " \
+           "serve.metrics.podMonitorLabels), port http /metrics" in out
+    assert "an empty result is an error, not 0: after 3 failed queries KEDA holds the current replicas (at least 2)" \
+           in out
+    assert main(["serve", "check", str(EXAMPLES / "llama3_8b_kind.serve.yaml")]) == 0
+    assert "  metrics    prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; " \
+           "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)" in capsys.readouterr().out

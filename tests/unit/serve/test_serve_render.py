@@ -12,7 +12,7 @@ from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.serve_bundle import build_serve_bundle
 
 APPLY_ORDER = ["PriorityClass", "NetworkPolicy", "NetworkPolicy", "PersistentVolumeClaim", "Deployment", "Service",
-               "PodDisruptionBudget", "ScaledObject"]
+               "PodDisruptionBudget", "PodMonitor", "ScaledObject"]
 SCALED = {"autoscaling": {"enabled": True, "maxReplicas": 3}, "cache": {"accessMode": "ReadWriteMany"},
           "network": {"ingress": [{"namespace": "monitoring"}]}, "priorityClass": {"create": True}}
 
@@ -22,7 +22,7 @@ def test_everything_on_renders_in_the_issues_apply_order(tmp_path: Path) -> None
     assert [o["kind"] for o in objects] == APPLY_ORDER
     names = [o["metadata"]["name"] for o in objects]
     assert names == ["gpu-inference", "llama-default-deny", "llama-allow", "llama-cache", "llama", "llama", "llama",
-                     "llama"]
+                     "llama", "llama"]
 
 
 def test_every_object_carries_the_endpoint_label_and_never_a_run_label(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_autoscaling_leaves_replicas_to_keda(tmp_path: Path) -> None:
     assert trigger == {"type": "prometheus", "authenticationRef": {"name": "prom-auth"}, "metadata": {
         "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
         "query": 'sum(vllm:num_requests_waiting{namespace="llama",model_name="meta-llama/Meta-Llama-3-8B-Instruct"})',
-        "threshold": "2.5"}}
+        "threshold": "2.5", "ignoreNullValues": "false"}}
 
 
 def test_the_rollout_deadline_covers_startup_and_a_cold_pull(tmp_path: Path) -> None:
@@ -183,3 +183,58 @@ def test_scale_in_waits_for_the_hpas_scale_down_stabilization_not_cooldown(tmp_p
     so = find(bundle(tmp_path, scaled).objects, "ScaledObject")["spec"]
     assert so["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"] == {
         "stabilizationWindowSeconds": 900}
+
+
+def test_prometheus_operator_scrapes_a_pod_monitor_not_annotations(tmp_path: Path) -> None:
+    """Issue 22 item 17: the default Prometheus (prometheus-operated, kube-prometheus-stack) is
+    prometheus-operator's, which ignores prometheus.io/* annotations: a PodMonitor it selects
+    makes the queue gauge exist at all."""
+    objects = bundle(tmp_path, SCALED).objects
+    assert [o["kind"] for o in objects][-3:] == ["PodDisruptionBudget", "PodMonitor", "ScaledObject"]
+    pm = find(objects, "PodMonitor")
+    dep = find(objects, "Deployment")
+    assert pm["apiVersion"] == "monitoring.coreos.com/v1"
+    assert pm["metadata"]["labels"]["release"] == "kube-prometheus-stack"  # the chart's default podMonitorSelector
+    assert pm["spec"] == {"selector": {"matchLabels": dep["spec"]["selector"]["matchLabels"]},
+                          "podMetricsEndpoints": [{"port": "http", "path": "/metrics"}]}
+    assert "annotations" not in dep["spec"]["template"]["metadata"]  # one scrape mechanism, never both
+    mine = {**SCALED, "metrics": {"podMonitorLabels": {"release": "monitoring"}}}
+    assert find(bundle(tmp_path, mine).objects, "PodMonitor")["metadata"]["labels"]["release"] == "monitoring"
+
+
+@pytest.mark.parametrize(("metrics", "address", "monitor"), [
+    ({}, "http://prometheus-server.monitoring.svc:80", False),  # the prometheus chart: annotation-based discovery
+    ({}, "http://kube-prometheus-stack-prometheus.monitoring.svc:9090", True),
+    ({}, "http://prom-kube-prom-prometheus.monitoring:9090", True),
+    ({"scrape": "annotations"}, "http://prometheus-operated.monitoring.svc:9090", False),
+    ({"scrape": "podMonitor"}, "http://prometheus-server.monitoring.svc:80", True),
+])
+def test_the_scrape_mechanism_follows_the_address_unless_chosen(tmp_path: Path, metrics: dict, address: str,
+                                                                monitor: bool) -> None:
+    spec = {**SCALED, "metrics": metrics, "autoscaling": {**SCALED["autoscaling"], "prometheusAddress": address}}
+    objects = bundle(tmp_path, spec).objects
+    template = find(objects, "Deployment")["spec"]["template"]["metadata"]
+    assert ("PodMonitor" in [o["kind"] for o in objects]) is monitor
+    assert ("annotations" in template) is not monitor
+    if not monitor:
+        assert template["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": "8000",
+                                           "prometheus.io/path": "/metrics"}
+
+
+def test_a_lost_metric_is_an_error_that_falls_back_never_a_zero(tmp_path: Path) -> None:
+    """KEDA's Prometheus scaler reads an empty result as 0 unless ignoreNullValues is false; then
+    it is an error, and after failureThreshold errors the fallback holds the replicas."""
+    so = find(bundle(tmp_path, SCALED).objects, "ScaledObject")["spec"]
+    (trigger,) = so["triggers"]
+    assert trigger["metadata"]["ignoreNullValues"] == "false"
+    assert so["fallback"] == {"failureThreshold": 3, "replicas": 1, "behavior": "currentReplicasIfHigher"}
+    spec = {**SCALED, "autoscaling": {**SCALED["autoscaling"], "minReplicas": 2,
+                                      "fallback": {"failureThreshold": 5, "replicas": 3, "behavior": "static"}}}
+    so = find(bundle(tmp_path, spec).objects, "ScaledObject")["spec"]
+    assert so["fallback"] == {"failureThreshold": 5, "replicas": 3, "behavior": "static"}
+
+
+def test_the_pod_monitor_validates_against_the_bundled_prometheus_operator_crd(tmp_path: Path) -> None:
+    b = bundle(tmp_path, SCALED)
+    assert b.validation.sources["monitoring.coreos.com/v1/PodMonitor"] == "prometheus-operator v0.93.0 CRD (bundled)"
+    assert not b.validation.missing
