@@ -200,7 +200,17 @@ def _network_line(cfg: ServeConfig) -> str:
     egress += ["extraEgress"] * bool(net["extraEgress"])
     callers = f"from {', '.join(ingress)} (sandbox pools excluded)" if ingress else \
         "from no pod (port-forward only: serve.network.ingress)"
-    return f"default-deny; port {s['port']} {callers}; egress {', '.join(egress)}"
+    deny = f"default-deny (every pod of namespace {cfg.namespace})" if net["scope"] == "namespace" else "default-deny"
+    return f"{deny}; port {s['port']} {callers}; egress {', '.join(egress)}"
+
+
+def _spread_line(cfg: ServeConfig) -> str:
+    from dockyard_k8s.render.serve import spread_constraints
+
+    words = [f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
+             f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
+             for c in spread_constraints(cfg)]
+    return "; ".join(words)
 
 
 def _fallback_words(auto: Any) -> str:
@@ -294,6 +304,7 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
                    f"dtype {e['dtype']}, GPU memory {e['gpuMemoryUtilization']}"],
         ["pods", f"{size}" + (f"; {', '.join(pod_extra)}" if pod_extra else "")],
         ["scaling", scaling],
+        *([["spread", _spread_line(cfg)]] if _spread_line(cfg) else []),
         ["metrics", _metrics_line(cfg)],
         ["rollout", rollout],
         ["cache", _cache_line(cfg)],

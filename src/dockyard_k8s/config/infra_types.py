@@ -442,6 +442,7 @@ class ServeNetworkEgressItem(TypedDict):
 
 class ServeNetwork(TypedDict):
     defaultDeny: bool
+    scope: Literal["endpoint", "namespace"]
     ingress: list[ServeNetworkIngressItem]
     runs: list[ServeNetworkRunsItem]
     egress: list[ServeNetworkEgressItem]
@@ -485,6 +486,7 @@ class Serve(TypedDict):
     shmSize: Quantity | None
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
+    topologySpreadConstraints: list[dict[str, Any]] | None
     env: dict[str, str | float | bool]
     secretEnv: dict[str, ServeSecretEnvValue]
     autoscaling: ServeAutoscaling

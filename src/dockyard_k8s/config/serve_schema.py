@@ -161,6 +161,10 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
                         "(8Gi), 1Gi without GPUs.", None, nullable=True),
     "nodeSelector": string_map("nodeSelector of the pods (label: value).", values={"type": "string"}),
     "tolerations": _GPU_TOLERATIONS,
+    "topologySpreadConstraints": array(
+        "Spread of the server pods (labelSelector defaults to them). null: with more than one replica, one "
+        "constraint across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, per rollout revision), so "
+        "a node's loss (a drain, a bad GPU) takes one replica; []: none.", {"type": "object"}, None, nullable=True),
     "env": string_map("Extra environment variables of the server (name: value). Never a credential: see "
                       "secretEnv.", values={"type": ["string", "number", "boolean"]}),
     "secretEnv": {"type": "object", "default": {}, "additionalProperties": _SECRET_REF,
@@ -238,6 +242,9 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
     "network": obj("Default-deny for the server pods, then explicit allows. Port-forward (serve test) goes "
                    "through the kubelet and is not affected. Needs an enforcing CNI.", {
         "defaultDeny": boolean("Render the deny-all and allow NetworkPolicies.", True),
+        "scope": string("endpoint: the deny covers the server pods; namespace: every pod of the namespace (the "
+                        "allows are the server pods' only), as a run's infra.networkPolicy.scope.", "endpoint",
+                        enum=["endpoint", "namespace"]),
         "ingress": array("Callers of the serving port by namespace (gateway, monitoring, evaluation jobs); "
                          "sandbox pools are excluded.", _INGRESS_PEER, []),
         "runs": array("Runs whose pods call the endpoint; their sandbox pool only with sandbox: true.", _RUN_PEER,

@@ -141,9 +141,10 @@ def network_policies(cfg: ServeConfig) -> list[dict[str, Any]]:
     if not cfg.serve["network"]["defaultDeny"]:
         return []
     pods = {"matchLabels": selector(cfg)}
+    covered = {} if cfg.serve["network"]["scope"] == "namespace" else clone(pods)
     deny = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": _meta(cfg, f"{cfg.name}-default-deny"),
-            "spec": {"podSelector": clone(pods), "policyTypes": ["Ingress", "Egress"]}}
+            "spec": {"podSelector": covered, "policyTypes": ["Ingress", "Egress"]}}
     spec: dict[str, Any] = {"podSelector": clone(pods), "policyTypes": ["Ingress", "Egress"]}
     ingress = ingress_rules(cfg)
     if ingress:
@@ -266,6 +267,20 @@ def _probes(cfg: ServeConfig) -> dict[str, Any]:
     }
 
 
+def spread_constraints(cfg: ServeConfig) -> list[dict[str, Any]]:
+    """serve.topologySpreadConstraints with the server pods as labelSelector; by default, with
+    several replicas, one soft constraint across nodes, per ReplicaSet (``pod-template-hash``), so
+    a rollout's new pods spread among themselves instead of around the old ones."""
+    s = cfg.serve
+    own = {"matchLabels": selector(cfg)}
+    if s["topologySpreadConstraints"] is None:
+        if max_replicas(s) < 2:
+            return []
+        return [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                 "labelSelector": own, "matchLabelKeys": ["pod-template-hash"]}]
+    return [{**clone(c), "labelSelector": clone(c.get("labelSelector") or own)} for c in s["topologySpreadConstraints"]]
+
+
 def _strategy(s: Serve) -> dict[str, Any]:
     if rollout_strategy(s) == "Recreate":
         return {"type": "Recreate"}
@@ -303,6 +318,9 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
         pod["nodeSelector"] = dict(s["nodeSelector"])
     if s["tolerations"]:
         pod["tolerations"] = clone(s["tolerations"])
+    spread = spread_constraints(cfg)
+    if spread:
+        pod["topologySpreadConstraints"] = spread
     pod["containers"] = [container]
     pod["volumes"] = volumes
     add_runtime_class(infra, pod)  # kind/k3s: nvidia, else the GPU is invisible

@@ -123,3 +123,13 @@ def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: py
     assert main(["serve", "check", str(EXAMPLES / "llama3_8b_kind.serve.yaml")]) == 0
     assert "  metrics    prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; " \
            "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)" in capsys.readouterr().out
+
+
+def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 19."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"),
+                 "--set", "serve.network.scope=namespace"]) == 0
+    out = capsys.readouterr().out
+    assert "  spread     across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway)" in out
+    assert "  network    default-deny (every pod of namespace inference); port 8000 from" in out

@@ -238,3 +238,21 @@ def test_the_pod_monitor_validates_against_the_bundled_prometheus_operator_crd(t
     b = bundle(tmp_path, SCALED)
     assert b.validation.sources["monitoring.coreos.com/v1/PodMonitor"] == "prometheus-operator v0.93.0 CRD (bundled)"
     assert not b.validation.missing
+
+
+def test_replicas_spread_across_nodes_when_there_are_several(tmp_path: Path) -> None:
+    """Issue 22 item 19: GPU replicas stacked on one node fall together (a drain, a bad GPU)."""
+    pod = find(bundle(tmp_path, SCALED).objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"dockyard-k8s/endpoint": "llama", "dockyard-k8s/fleet": "serve"}},
+        "matchLabelKeys": ["pod-template-hash"]}]  # each revision spreads on its own during a rollout
+    assert "topologySpreadConstraints" not in find(bundle(tmp_path).objects, "Deployment")["spec"]["template"]["spec"]
+    none = {**SCALED, "topologySpreadConstraints": []}
+    assert "topologySpreadConstraints" not in find(bundle(tmp_path, none).objects, "Deployment")["spec"]["template"][
+        "spec"]
+    zones = {**SCALED, "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                      "whenUnsatisfiable": "DoNotSchedule"}]}
+    (tsc,) = find(bundle(tmp_path, zones).objects, "Deployment")["spec"]["template"]["spec"][
+        "topologySpreadConstraints"]
+    assert tsc["labelSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama", "dockyard-k8s/fleet": "serve"}}
