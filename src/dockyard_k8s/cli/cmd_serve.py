@@ -204,6 +204,21 @@ def _network_line(cfg: ServeConfig) -> str:
     return f"{deny}; port {s['port']} {callers}; egress {', '.join(egress)}"
 
 
+def _auth_line(s: Serve) -> str:
+    """Who may use the API: the key callers must send, and SGLang's admin endpoints."""
+    keys = s["apiKeySecret"]
+    sglang = s["backend"] == "sglang"
+    if not keys["name"]:
+        return ("none: every caller the policies admit may use the API"
+                + (", and SGLang's admin endpoints (weight updates, cache flush, profiling, abort) too"
+                   if sglang else "") + ": serve.apiKeySecret")
+    line = f"API key from Secret {keys['name']}/{keys['key']} (Authorization: Bearer; /health and /metrics stay open)"
+    if sglang:
+        line += (f"; admin endpoints need the admin key (Secret {keys['name']}/{keys['adminKey']}), which callers "
+                 "never get")
+    return line
+
+
 def _spread_line(cfg: ServeConfig) -> str:
     from dockyard_k8s.render.serve import spread_constraints
 
@@ -309,6 +324,7 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
         ["rollout", rollout],
         ["cache", _cache_line(cfg)],
         ["network", _network_line(cfg)],
+        ["auth", _auth_line(s)],
         ["url", f"{service_url(cfg)}/v1 (OpenAI API)"],
     ]
     lines.append(table(rows, indent="  "))

@@ -374,6 +374,12 @@ class ServeEngine(TypedDict):
     extraArgs: list[str]
 
 
+class ServeApiKeySecret(TypedDict):
+    name: str | None
+    key: str
+    adminKey: str
+
+
 class ServeSecretEnvValue(TypedDict):
     secret: str
     key: str
@@ -488,6 +494,7 @@ class Serve(TypedDict):
     tolerations: list[dict[str, Any]]
     topologySpreadConstraints: list[dict[str, Any]] | None
     env: dict[str, str | float | bool]
+    apiKeySecret: ServeApiKeySecret
     secretEnv: dict[str, ServeSecretEnvValue]
     autoscaling: ServeAutoscaling
     metrics: ServeMetrics

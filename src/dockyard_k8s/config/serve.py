@@ -32,7 +32,8 @@ MAX_NAME = 63  # the Service name and every label value
 MODEL_MOUNT = "/models"
 # Environment the renderer sets itself: name -> the key that controls it.
 MANAGED_ENV = {"HF_HOME": "serve.cache.mountPath", "HF_TOKEN": "serve.model.hubTokenSecret",
-               "HF_HUB_OFFLINE": "serve.model.path"}
+               "HF_HUB_OFFLINE": "serve.model.path", "DOCKYARD_API_KEY": "serve.apiKeySecret",
+               "DOCKYARD_ADMIN_API_KEY": "serve.apiKeySecret.adminKey"}
 # Hub tokens people paste into env: never by value (the objects end up in git and etcd).
 _TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
@@ -323,8 +324,10 @@ def rollout_strategy(s: Serve) -> str:
 
 def _env_problems(s: Serve) -> list[tuple[Path, str]]:
     out: list[tuple[Path, str]] = []
+    keyed = bool(s["apiKeySecret"]["name"])
     managed = {"HF_HOME": s["cache"]["enabled"], "HF_TOKEN": bool(s["model"]["hubTokenSecret"]["name"]),
-               "HF_HUB_OFFLINE": s["model"]["path"] is not None}
+               "HF_HUB_OFFLINE": s["model"]["path"] is not None, "DOCKYARD_API_KEY": keyed,
+               "DOCKYARD_ADMIN_API_KEY": keyed and "adminApiKey" in backend_of(s).flags}
     for section in ("env", "secretEnv"):
         for name in s[section]:
             if section == "env" and name.upper() in _TOKEN_ENV:
@@ -351,7 +354,8 @@ def _engine_problems(s: Serve) -> list[tuple[Path, str]]:
     keys = {"model": "serve.model", "servedName": "serve.model.servedName", "host": "(always 0.0.0.0)",
             "port": "serve.port", "tensorParallelSize": "serve.engine.tensorParallelSize",
             "maxModelLen": "serve.engine.maxModelLen", "dtype": "serve.engine.dtype",
-            "gpuMemoryUtilization": "serve.engine.gpuMemoryUtilization", "revision": "serve.model.revision"}
+            "gpuMemoryUtilization": "serve.engine.gpuMemoryUtilization", "revision": "serve.model.revision",
+            "apiKey": "serve.apiKeySecret", "adminApiKey": "serve.apiKeySecret.adminKey"}
     for i, arg in enumerate(s["engine"]["extraArgs"]):
         for option, flag in flags.items():
             if arg == flag or arg.startswith(flag + "="):
@@ -401,6 +405,15 @@ def serve_problems(infra: InfraSpec, *,
                                                              "server pods, but default-deny admits no one: add "
                                                              "Prometheus' namespace to serve.network.ingress "
                                                              "(e.g. {namespace: monitoring})"))
+    if not s["apiKeySecret"]["name"]:
+        for i, run in enumerate(s["network"]["runs"]):
+            if run["sandbox"]:
+                out.append((("serve", "network", "runs", i, "sandbox"),
+                            f"admits the run's sandbox pool (untrusted code) to an endpoint without an API key: the "
+                            f"agents' code of run {run['name']!r} could use all of it"
+                            + (", SGLang's admin endpoints too (weight updates, cache flush)"
+                               if s["backend"] == "sglang" else "")
+                            + "; expected serve.apiKeySecret: {name: SECRET} (key api-key), given to the callers"))
     pc = s["priorityClass"]
     if pc["create"] and not pc["name"]:
         out.append((("serve", "priorityClass", "name"), "is required to create it (got nothing)"))

@@ -63,17 +63,20 @@ BACKENDS: dict[str, Backend] = {
         command=("python3", "-m", "vllm.entrypoints.openai.api_server"),
         flags={"model": "--model", "servedName": "--served-model-name", "host": "--host", "port": "--port",
                "tensorParallelSize": "--tensor-parallel-size", "maxModelLen": "--max-model-len", "dtype": "--dtype",
-               "gpuMemoryUtilization": "--gpu-memory-utilization", "revision": "--revision"},
+               "gpuMemoryUtilization": "--gpu-memory-utilization", "revision": "--revision", "apiKey": "--api-key"},
         extra=(), source="vLLM docs: OpenAI-compatible server, Production Metrics"),
     # SGLang (docs "Production Metrics", python/sglang/srt/metrics/collector.py): metrics only
     # with --enable-metrics; sglang:num_queue_reqs is its queue gauge. v0.5.19-cu129 is the
-    # last CUDA 12 image (SGLang install docs); newer tags need a CUDA 13 driver.
+    # last CUDA 12 image (SGLang install docs); newer tags need a CUDA 13 driver. Auth
+    # (python/sglang/srt/utils/auth.py): --api-key guards every route but /health*, /ready* and
+    # /metrics, and also unlocks the admin routes unless --admin-api-key is set, which then alone does.
     "sglang": Backend(
         image="lmsysorg/sglang:v0.5.19-cu129", port=30000, health_path="/health", metric="sglang:num_queue_reqs",
         command=("python3", "-m", "sglang.launch_server"),
         flags={"model": "--model-path", "servedName": "--served-model-name", "host": "--host", "port": "--port",
                "tensorParallelSize": "--tp-size", "maxModelLen": "--context-length", "dtype": "--dtype",
-               "gpuMemoryUtilization": "--mem-fraction-static", "revision": "--revision"},
+               "gpuMemoryUtilization": "--mem-fraction-static", "revision": "--revision", "apiKey": "--api-key",
+               "adminApiKey": "--admin-api-key"},
         extra=("--enable-metrics",), source="SGLang docs: server arguments, Production Metrics"),
 }
 
@@ -167,6 +170,16 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
         "a node's loss (a drain, a bad GPU) takes one replica; []: none.", {"type": "object"}, None, nullable=True),
     "env": string_map("Extra environment variables of the server (name: value). Never a credential: see "
                       "secretEnv.", values={"type": ["string", "number", "boolean"]}),
+    "apiKeySecret": obj("The API key callers must send (Authorization: Bearer), from a Secret of the namespace, by "
+                        "reference: --api-key (vLLM: the /v1 routes; SGLang: every route), /health and /metrics "
+                        "stay open for probes and Prometheus. Required when a run's sandbox may call the endpoint.", {
+        "name": string("Secret name; null: no key (every caller the NetworkPolicies admit may use the API).", None,
+                       nullable=True, pattern=DNS1123_SUBDOMAIN),
+        "key": string("Key of the API key inside the Secret.", "api-key"),
+        "adminKey": string("SGLang: key of the admin API key (--admin-api-key), which alone unlocks the admin "
+                           "routes (weight updates, cache flush, profiling...), so holders of the API key cannot.",
+                           "admin-api-key"),
+    }),
     "secretEnv": {"type": "object", "default": {}, "additionalProperties": _SECRET_REF,
                   "description": "Environment variables from Secrets, by reference (NAME: {secret, key})."},
     "autoscaling": obj("KEDA ScaledObject on a Prometheus query of the backend's queue gauge (needs KEDA and a "

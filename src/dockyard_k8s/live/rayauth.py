@@ -89,24 +89,26 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
     return token_secret(infra, make_token()), None
 
 
-def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY) -> str:
-    """The token stored in Secret ``namespace/name``.
+def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
+               hint: str = "") -> str:
+    """The token stored in Secret ``namespace/name`` (``what`` names it in errors: the Ray token,
+    or another credential such as an endpoint's API key, with its own ``hint``).
 
     Raises:
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
-    what = ref("Secret", namespace, name)
+    obj = ref("Secret", namespace, name)
     secret = client.get(SECRET, namespace, name)
     if secret is None:
-        raise ClusterError("does not exist, so the Ray token cannot be read", obj=what, status=404,
-                           hint=f"`dockyard-k8s run` creates it; or {create_hint(namespace, name)}")
+        raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
+                           hint=hint or f"`dockyard-k8s run` creates it; or {create_hint(namespace, name)}")
     value = (secret.get("data") or {}).get(key)
     if not value:
-        raise ClusterError(f"has no key {key!r} (the Ray token)", obj=what, hint=create_hint(namespace, name))
+        raise ClusterError(f"has no key {key!r} ({what})", obj=obj, hint=hint or create_hint(namespace, name))
     try:
         return base64.b64decode(value, validate=True).decode().strip()
     except (binascii.Error, UnicodeDecodeError) as e:
-        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=what) from e
+        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=obj) from e
 
 
 def reads_token(obj: dict[str, Any]) -> bool:

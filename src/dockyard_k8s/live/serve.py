@@ -26,6 +26,7 @@ from dockyard_k8s.plain import Record, clone
 from dockyard_k8s.render.meta import ENDPOINT_LABEL
 
 if TYPE_CHECKING:
+    from dockyard_k8s.config.serve import ServeConfig
     from dockyard_k8s.serve_bundle import ServeBundle
 
 __all__ = ["Outcome", "ServeStatus", "UpOptions", "down", "log_pods", "status", "up", "wait"]
@@ -188,3 +189,22 @@ def log_pods(client: KubeClient, bundle: ServeBundle, *, pod: str | None = None)
 
     pods, _ = client.list(POD, bundle.config.namespace, label_selector=selector(bundle))
     return select_pods(pods, fleet="serve", pod=pod)
+
+
+def api_key(client: KubeClient, cfg: ServeConfig) -> str | None:
+    """The endpoint's API key (``serve.apiKeySecret``) from its Secret, or None when it has none.
+
+    Raises:
+        ClusterError: the Secret or its key is missing.
+    """
+    from dockyard_k8s.live.rayauth import read_token
+
+    keys = cfg.serve["apiKeySecret"]
+    if not keys["name"]:
+        return None
+    hint = (f"create it: kubectl -n {cfg.namespace} create secret generic {keys['name']} "
+            f"--from-literal={keys['key']}=\"$(openssl rand -hex 32)\""
+            + (f" --from-literal={keys['adminKey']}=\"$(openssl rand -hex 32)\"" if cfg.serve["backend"] == "sglang"
+               else ""))
+    return read_token(client, cfg.namespace, str(keys["name"]), str(keys["key"]), what="the endpoint's API key",
+                      hint=hint)

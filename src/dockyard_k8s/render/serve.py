@@ -36,6 +36,8 @@ MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
 _BASELINE = {"runAsNonRoot": False, "runAsUser": None, "readOnlyRootFilesystem": False}
 METRICS_PATH = "/metrics"  # vLLM's and SGLang's (--enable-metrics) Prometheus endpoint
+API_KEY_VAR = "DOCKYARD_API_KEY"  # serve.apiKeySecret, passed as --api-key $(...)
+ADMIN_KEY_VAR = "DOCKYARD_ADMIN_API_KEY"  # SGLang's --admin-api-key
 
 
 def _meta(cfg: ServeConfig, name: str, *, namespaced: bool = True) -> dict[str, Any]:
@@ -221,6 +223,10 @@ def server_command(cfg: ServeConfig) -> tuple[list[str], list[str]]:
     args += [f["dtype"], engine["dtype"], f["gpuMemoryUtilization"], _number(engine["gpuMemoryUtilization"])]
     if model["id"] and model["revision"]:
         args += [f["revision"], str(model["revision"])]
+    if s["apiKeySecret"]["name"]:  # by reference: Kubernetes expands $(VAR) from the container's env
+        args += [f["apiKey"], f"$({API_KEY_VAR})"]
+        if "adminApiKey" in f:
+            args += [f["adminApiKey"], f"$({ADMIN_KEY_VAR})"]
     return list(b.command), [*args, *b.extra, *engine["extraArgs"]]
 
 
@@ -234,6 +240,12 @@ def _env(cfg: ServeConfig) -> list[dict[str, Any]]:
     token = s["model"]["hubTokenSecret"]
     if token["name"]:
         out.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token["name"], "key": token["key"]}}})
+    keys = s["apiKeySecret"]
+    if keys["name"]:
+        out.append({"name": API_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"], "key": keys["key"]}}})
+        if "adminApiKey" in backend_of(s).flags:
+            out.append({"name": ADMIN_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"],
+                                                                             "key": keys["adminKey"]}}})
     out += env_list(s["env"])
     for name, ref in s["secretEnv"].items():
         out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}})

@@ -133,3 +133,20 @@ def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: P
     out = capsys.readouterr().out
     assert "  spread     across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway)" in out
     assert "  network    default-deny (every pod of namespace inference); port 8000 from" in out
+
+
+def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 23."""
+    keyed = write_spec(tmp_path, {"apiKeySecret": {"name": "llama-keys"}})
+    assert main(["serve", "check", keyed]) == 0
+    assert "  auth       API key from Secret llama-keys/api-key (Authorization: Bearer; /health and /metrics stay " \
+           "open)" in capsys.readouterr().out
+    open_sglang = write_spec(tmp_path, {"backend": "sglang"}, name="sg.serve.yaml")
+    assert main(["serve", "check", open_sglang]) == 0
+    out = capsys.readouterr().out
+    assert "  auth       none: every caller the policies admit may use the API, and SGLang's admin endpoints " \
+           "(weight updates, cache flush, profiling, abort) too: serve.apiKeySecret" in out
+    sglang = write_spec(tmp_path, {"backend": "sglang", "apiKeySecret": {"name": "k"}}, name="sk.serve.yaml")
+    assert main(["serve", "check", sglang]) == 0
+    assert "API key from Secret k/api-key (Authorization: Bearer; /health and /metrics stay open); admin " \
+           "endpoints need the admin key (Secret k/admin-api-key), which callers never get" in capsys.readouterr().out

@@ -145,7 +145,8 @@ def test_a_run_in_another_namespace_is_admitted_from_there_only(tmp_path: Path) 
 
 
 def test_a_runs_sandbox_is_admitted_only_when_the_spec_says_so(tmp_path: Path) -> None:
-    objects = bundle(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]}}).objects
+    objects = bundle(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]},
+                                "apiKeySecret": {"name": "llama-keys"}}).objects  # a sandbox caller needs a key
     net = network([*objects, *run_objects("llama")])
     server = net.find(**{"dockyard-k8s/endpoint": "llama"})
     sandbox = net.find("llama", **{FLEET: "sandbox"})

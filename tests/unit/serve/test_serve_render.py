@@ -256,3 +256,22 @@ def test_replicas_spread_across_nodes_when_there_are_several(tmp_path: Path) -> 
     (tsc,) = find(bundle(tmp_path, zones).objects, "Deployment")["spec"]["template"]["spec"][
         "topologySpreadConstraints"]
     assert tsc["labelSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama", "dockyard-k8s/fleet": "serve"}}
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_an_api_key_comes_from_its_secret_and_sglangs_admin_endpoints_get_their_own(tmp_path: Path,
+                                                                                   backend: str) -> None:
+    """Issue 22 item 23: the key is a reference (Kubernetes expands $(VAR) in args from the
+    container's env); SGLang's --api-key alone would also unlock its admin endpoints."""
+    c = server(bundle(tmp_path, {"backend": backend, "apiKeySecret": {"name": "llama-keys"}}).objects)
+    env = env_of(c)
+    assert env["DOCKYARD_API_KEY"] == {"secretKeyRef": {"name": "llama-keys", "key": "api-key"}}
+    args = c["args"]
+    assert args[args.index("--api-key") + 1] == "$(DOCKYARD_API_KEY)"
+    if backend == "sglang":
+        assert env["DOCKYARD_ADMIN_API_KEY"] == {"secretKeyRef": {"name": "llama-keys", "key": "admin-api-key"}}
+        assert args[args.index("--admin-api-key") + 1] == "$(DOCKYARD_ADMIN_API_KEY)"
+    else:
+        assert "--admin-api-key" not in args and "DOCKYARD_ADMIN_API_KEY" not in env
+    plain = server(bundle(tmp_path, {"backend": backend}).objects)
+    assert "--api-key" not in plain["args"] and "DOCKYARD_API_KEY" not in env_of(plain)
