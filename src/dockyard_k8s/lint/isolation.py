@@ -10,8 +10,12 @@ code (the sandbox fleet label, or the ``dockyard-k8s/untrusted`` annotation):
 * error: a pod the input does not show, named by a selector of their egress: any pod of a
   RayCluster (KubeRay's ``ray.io/cluster`` label: an attached cluster's pods carry no fleet
   label), or every pod of their namespace or of any namespace (pods live in private space);
+* error: a GPU pod behind a public way in (a LoadBalancer or NodePort Service, KubeRay's head
+  serviceType, an Ingress whose controller its ingress admits: ``lint/entries.py``) on a port
+  their egress to public addresses allows;
 * warning: a GPU pod whose own ingress admits them, kept away only by their egress; every pod
-  of another namespace their egress names.
+  of another namespace their egress names; an Ingress to a GPU pod whose ingress admits no
+  controller (one rule away from a path).
 
 The reachability itself, worst case on every CNI-specific point, is ``lint/reach.py``.
 """
@@ -22,7 +26,7 @@ from collections.abc import Iterable
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
-from dockyard_k8s.lint import reach
+from dockyard_k8s.lint import entries, reach
 from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
 
@@ -147,6 +151,42 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
                                              "(enable kuberay.networkPolicy)"))
         out += _address_exposures(src, policies)
         out += _unseen_pod_exposures(src, policies)
+        out += _public_exposures(src, objects, all_templates, policies)
+    return out
+
+
+def _public_exposures(src: Template, objects: list[dict[str, Any]], all_templates: list[Template],
+                      policies: reach.Policies) -> list[Exposure]:
+    """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
+    found = [e for e in entries.public_entries(objects)
+             if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]
+    if not found:
+        return []
+    egress, rules = entries.public_egress(src.target, policies)
+    out = []
+    for entry in found:
+        dst = next(t for t in all_templates if (t.obj, t.spec_path) == (entry.obj, entry.spec_path))
+        ports = reach.ports_and(entry.ports, egress)
+        if not ports:
+            continue
+        why = f"their egress admits public addresses on them ({'; '.join(rules)})"
+        if not entry.via_controller:
+            out.append(Exposure(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} from outside the "
+                                            f"cluster: {entry.how} on {reach.show_ports(ports)}, and {why}; reach it "
+                                            "with port-forward instead, or lock the sandbox's egress down "
+                                            "(sandbox.networkPolicy.allowEgress: false)"))
+            continue
+        admits = entries.controller_rules(dst.target, policies)
+        if admits:
+            out.append(Exposure(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} from outside the "
+                                            f"cluster: {entry.how} on {reach.show_ports(ports)} of the ingress "
+                                            f"controller's public load balancer, which its ingress admits "
+                                            f"({'; '.join(admits)}), and {why}; reach it with port-forward instead"))
+        else:
+            out.append(Exposure(src, WARNING, f"{entry.how} routes the ingress controller's public load balancer "
+                                              f"to the GPU pod {dst.where}, which only its own ingress keeps closed "
+                                              "(no rule admits an ingress controller; one would open a path from "
+                                              f"the untrusted pods, whose egress reaches {reach.show_ports(ports)})"))
     return out
 
 

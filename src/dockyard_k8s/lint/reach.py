@@ -101,7 +101,7 @@ def minus(a: Spans, b: Spans) -> Spans:
     return out
 
 
-def _ports_and(a: Ports, b: Ports) -> Ports:
+def ports_and(a: Ports, b: Ports) -> Ports:
     return {p: s for p in PROTOCOLS if (s := overlap(a.get(p, []), b.get(p, [])))}
 
 
@@ -282,7 +282,7 @@ class Policies:
         """Ports on which ``src`` may connect to ``dst``: (ports, src's egress, dst's ingress)."""
         egress = self._side(src, "Egress", dst, dst)
         ingress = self._side(dst, "Ingress", src, dst)
-        return _ports_and(egress.ports, ingress.ports), egress, ingress
+        return ports_and(egress.ports, ingress.ports), egress, ingress
 
     def ingress_of(self, dst: Target, src: Target) -> Opening:
         """What ``dst``'s ingress admits from ``src`` (one side only)."""

@@ -391,3 +391,45 @@ def test_shm_minimum_scales_with_gpus_and_config():
     report = run_lint(objs)
     assert [f.message for f in report.findings if f.rule == "gpu-shm"] == [
         "/dev/shm sizeLimit 8Gi is below 64Gi (8 GPU(s) x lint.shmPerGpu 8Gi)"]
+
+
+def test_a_public_service_or_ingress_in_front_of_a_gpu_pod_is_a_path_from_untrusted_pods():
+    """Issue 22 item 23, on hand-written objects: the untrusted pods' public egress, back in through
+    a LoadBalancer, or through an Ingress whose controller the GPU pod's ingress admits."""
+    def objs(*extra):
+        o = clean_set(True)
+        o[2]["spec"].update(egress=[{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [
+            "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15", "240.0.0.0/4",
+            "169.254.0.0/16", "168.63.129.16/32"]}}], "ports": [{"port": 443}, {"port": 8080}]}])
+        return [*o, *extra]
+
+    def isolation(objects):
+        return [(f.severity, f.message) for f in run_lint(objects).findings if f.rule == "sandbox-isolation"]
+
+    lb = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "train-lb", "namespace": "team"},
+          "spec": {"type": "LoadBalancer", "selector": {"app": "train"}, "ports": [{"port": 8080}]}}
+    assert isolation(objs(lb)) == [("error", "untrusted pods may reach the GPU pod Job team/train from outside the "
+                                             "cluster: Service team/train-lb is type LoadBalancer, a public address "
+                                             "on TCP 8080, and their egress admits public addresses on them "
+                                             "(NetworkPolicy team/all egress[0]); reach it with port-forward "
+                                             "instead, or lock the sandbox's egress down "
+                                             "(sandbox.networkPolicy.allowEgress: false)")]
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "train", "namespace": "team"},
+           "spec": {"selector": {"app": "train"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+    ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "train", "namespace": "team"},
+           "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+               "service": {"name": "train", "port": {"number": 80}}}}]}}]}}
+    (only,) = isolation(objs(svc, ing))  # team/all isolates the GPU pod's ingress: no controller admitted
+    assert only[0] == "warning" and only[1].startswith("Ingress team/train (backend Service train) routes the "
+                                                       "ingress controller's public load balancer to the GPU pod")
+    controller = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                  "metadata": {"name": "from-nginx", "namespace": "team"},
+                  "spec": {"podSelector": {"matchLabels": {"app": "train"}}, "policyTypes": ["Ingress"],
+                           "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {
+                               "kubernetes.io/metadata.name": "ingress-nginx"}}}]}]}}
+    (only,) = isolation(objs(svc, ing, controller))
+    assert only == ("error", "untrusted pods may reach the GPU pod Job team/train from outside the cluster: Ingress "
+                             "team/train (backend Service train) on TCP 443 of the ingress controller's public load "
+                             "balancer, which its ingress admits (NetworkPolicy team/from-nginx ingress[0]), and "
+                             "their egress admits public addresses on them (NetworkPolicy team/all egress[0]); reach "
+                             "it with port-forward instead")

@@ -181,3 +181,23 @@ def test_extra_egress_never_names_a_pod_of_an_attached_ray_cluster() -> None:
         elsewhere = Pod("other-ray", "ray-system", {"ray.io/cluster": "team", "ray.io/node-type": "worker"},
                         "10.99.0.50")
         assert net.refused(sandbox, elsewhere)
+
+
+def test_an_ingress_to_the_head_service_kuberay_makes_is_a_path() -> None:
+    """Issue 22 item 23: a hand-written Ingress to <cluster>-head-svc, the Service KubeRay makes,
+    plus a rule admitting the ingress controller: the sandbox's public egress comes back in."""
+    from dockyard_k8s.lint.isolation import exposures
+
+    nginx = ("kuberay.networkPolicy.extraIngress=[{from: [{namespaceSelector: {matchLabels: "
+             "{kubernetes.io/metadata.name: ingress-nginx}}}], ports: [{port: 8265}]}]")
+    objects = bundle_objects("grpo_swe", "bringup", [nginx])
+    ns = objects[0]["metadata"]["namespace"]
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "dash", "namespace": ns},
+               "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+                   "service": {"name": "grpo-swe-head-svc", "port": {"number": 8265}}}}]}}]}}
+    assert not [e for e in exposures(objects) if "Ingress" in e.message]
+    found = [e for e in exposures([*objects, ingress]) if "Ingress" in e.message]
+    assert [(e.severity, e.message.split(": ", 1)[0]) for e in found] == [
+        ("error", "untrusted pods may reach the GPU pod RayCluster rl-research/grpo-swe (head) from outside the "
+                  "cluster")]
+    assert f"Ingress {ns}/dash (backend Service grpo-swe-head-svc) on TCP 80, 443" in found[0].message

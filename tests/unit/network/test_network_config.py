@@ -168,3 +168,33 @@ def test_extra_egress_to_a_named_endpoint_is_no_finding(capsys: Any, write: Any)
     assert "sandbox-isolation" not in out
     assert "pods extraEgress names (1 rule); no other private or reserved space (NAT64, class E, IPv6 global " \
            "unicast too), never cloud metadata endpoints" in out
+
+
+INGRESS_NGINX = ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - from: [{namespaceSelector: {matchLabels: "
+                 "{kubernetes.io/metadata.name: ingress-nginx}}}]\n        ports: [{port: 8265}]\n")
+
+
+@pytest.mark.parametrize(("body", "severity", "says"), [
+    ("kuberay:\n  spec: {headGroupSpec: {serviceType: LoadBalancer}}\n", "error",
+     "untrusted pods may reach the GPU pod RayJob team/exp (head) from outside the cluster: its head Service is "
+     "type LoadBalancer (headGroupSpec.serviceType), a public address on TCP 6379, 8265, 10001"),
+    ("kuberay:\n  spec: {headGroupSpec: {enableIngress: true}}\n" + INGRESS_NGINX[len("kuberay:\n"):], "error",
+     "untrusted pods may reach the GPU pod RayJob team/exp (head) from outside the cluster: KubeRay's dashboard "
+     "Ingress (headGroupSpec.enableIngress) on TCP 80, 443 of the ingress controller's public load balancer, which "
+     "its ingress admits (NetworkPolicy team/exp-gpu-ingress ingress[2])"),
+    ("kuberay:\n  spec: {headGroupSpec: {enableIngress: true}}\n", "warning",
+     "KubeRay's dashboard Ingress (headGroupSpec.enableIngress) routes the ingress controller's public load "
+     "balancer to the GPU pod RayJob team/exp (head), which only its own ingress keeps closed"),
+])
+def test_a_public_entry_to_the_ray_head_is_a_path_from_the_sandbox(capsys: Any, write: Any, body: str,
+                                                                   severity: str, says: str) -> None:
+    """Issue 22 item 23: the sandbox's public egress reaches a LoadBalancer or an ingress
+    controller's load balancer, which forwards to the head: policies between pods never see it."""
+    code, out, err, infra = check(capsys, write, body)
+    assert code == 0, err
+    assert f"! sandbox-isolation ({severity}): Deployment team/exp-sandbox: {says}" in out
+    code = main(["lint", infra.replace(".infra.yaml", ".yaml"), "--infra", infra])
+    assert code == (1 if severity == "error" else 0) and says in capsys.readouterr().out
+    # the sandbox locked down: no public egress, no path (the exposure itself stays service-exposure's)
+    code, out, err, _ = check(capsys, write, body, "--set", "sandbox.networkPolicy.allowEgress=false")
+    assert code == 0 and "sandbox-isolation" not in out, out
