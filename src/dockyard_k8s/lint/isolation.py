@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
-from dockyard_k8s.lint import entries, reach
+from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
 
@@ -155,9 +155,28 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
     return out
 
 
+def _may_open_a_way_in(objects: list[dict[str, Any]]) -> bool:
+    """Whether an object could be a public way in (what ``lint/entries.py`` reads): a rendered run
+    has none, and ``check`` then loads nothing more."""
+    for o in objects:
+        spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
+        if o.get("kind") == "Ingress" or (o.get("kind") == "Service" and (spec or {}).get("type") in
+                                          ("LoadBalancer", "NodePort")):
+            return True
+        for cluster in ((spec or {}), (spec or {}).get("rayClusterSpec"), (spec or {}).get("rayClusterConfig")):
+            head = cluster.get("headGroupSpec") if isinstance(cluster, dict) and o.get("kind") in RAY_KINDS else None
+            if isinstance(head, dict) and {"serviceType", "headService", "enableIngress"} & set(head):
+                return True
+    return False
+
+
 def _public_exposures(src: Template, objects: list[dict[str, Any]], all_templates: list[Template],
                       policies: reach.Policies) -> list[Exposure]:
     """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
+    if not _may_open_a_way_in(objects):
+        return []
+    from dockyard_k8s.lint import entries  # dataclasses: only for inputs that may have one
+
     found = [e for e in entries.public_entries(objects)
              if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]
     if not found:
