@@ -308,8 +308,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
     }),
     "kuberay": obj("The GPU RayCluster: a head and the two worker groups, trainer and inference.", {
-        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion); token auth needs >= 2.52.0.",
-                             "2.52.1"),
+        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion); token auth needs >= 2.52.0. "
+                             "null: read from infra.image's tag when it is a Ray image (rayproject/ray, ray-ml, "
+                             "ray-llm: 2.52.1-py311-gpu -> 2.52.1), else 2.52.1; `run` checks that the head refuses "
+                             "a request without the token.", None, nullable=True),
         "head": _sizing("head", replicas=None, gpus=0, cpu="8", memory="32Gi", shm="8Gi"),
         "trainer": _sizing("trainer", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
         "inference": _sizing("inference", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),

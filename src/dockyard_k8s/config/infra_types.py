@@ -228,7 +228,7 @@ class KuberayPdb(TypedDict):
 
 
 class Kuberay(TypedDict):
-    rayVersion: str
+    rayVersion: str | None
     head: KuberayHead
     trainer: KuberayTrainer
     inference: KuberayInference

@@ -68,6 +68,10 @@ DNS_PORT = 53
 OPERATOR_NAMES = ("kuberay-operator", "kuberay")
 OPERATOR_NAME_LABEL = "app.kubernetes.io/name"
 MIN_RAY_TOKEN_AUTH = (2, 52, 0)  # Ray's token authentication (RAY_AUTH_MODE=token)
+DEFAULT_RAY_VERSION = "2.52.1"  # kuberay.rayVersion when the image's tag does not say
+# Repositories of Ray's images (rayproject/ray, ray-ml, ray-llm; anyscale/ray and mirrors of them):
+# their tag starts with the Ray version (2.52.1, 2.52.1-py311-gpu, 2.52.1.a1b2c3-py310).
+RAY_REPOSITORIES = ("ray", "ray-ml", "ray-llm")
 
 
 class AllowedCidr(Record):
@@ -127,6 +131,21 @@ def parse_version(text: Any) -> tuple[int, ...] | None:
         if len(digits) != len(piece):
             break
     return tuple(parts) if parts else None
+
+
+def ray_image_version(image: Any) -> tuple[int, ...] | None:
+    """The Ray version a Ray image's tag names (``rayproject/ray:2.52.1-py311-gpu`` -> (2, 52, 1)),
+    or None: not a Ray image, no tag (a digest alone), or a tag without a version (``nightly``)."""
+    ref = str(image or "").split("@", 1)[0]
+    repo, _, tag = ref.rpartition(":")
+    if not repo or "/" in tag or repo.rsplit("/", 1)[-1] not in RAY_REPOSITORIES:
+        return None
+    version = parse_version(tag.split("-", 1)[0])
+    return version if version is not None and len(version) >= 2 else None
+
+
+def show_version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -244,7 +263,19 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
         for i, rule in enumerate(knp["extraIngress"]):
             out += _rule_problems(rule, ("kuberay", "networkPolicy", "extraIngress", i))
     mode = infra["launch"]["mode"]
-    if kr["auth"]["mode"] == "token" and mode != "attach":
+    tagged = ray_image_version(infra["infra"]["image"])
+    if mode != "attach" and tagged is not None and parse_version(kr["rayVersion"]) != tagged:
+        out.append((("kuberay", "rayVersion"),
+                    f"got {kr['rayVersion']!r}, but infra.image is Ray {show_version(tagged)} (its tag): KubeRay "
+                    "takes spec.rayVersion for the image's Ray; remove kuberay.rayVersion (it is read from a Ray "
+                    f"image's tag) or set {show_version(tagged)!r}"))
+    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and tagged < MIN_RAY_TOKEN_AUTH:
+        out.append((("infra", "image"),
+                    f"is Ray {show_version(tagged)} (its tag): Ray token authentication (kuberay.auth.mode: token, "
+                    "the default) needs Ray >= 2.52.0, and older Ray ignores RAY_AUTH_MODE (the cluster would run "
+                    "unauthenticated); use an image with Ray >= 2.52.0, or set kuberay.auth.mode: disabled (anyone "
+                    "who reaches the Ray ports can then run code on the GPU pods)"))
+    elif kr["auth"]["mode"] == "token" and mode != "attach":
         version = parse_version(kr["rayVersion"])
         if version is None or version < MIN_RAY_TOKEN_AUTH:
             out.append((("kuberay", "rayVersion"),

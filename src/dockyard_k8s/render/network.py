@@ -35,6 +35,7 @@ from dockyard_k8s.config.network import (
     inside,
     nets,
     network_port,
+    ray_image_version,
     within,
 )
 from dockyard_k8s.plain import clone
@@ -357,6 +358,11 @@ def ray_ports_line(infra: InfraSpec) -> str:
         who += "; sandbox refused"
     else:
         who = "← anyone the CNI routes (kuberay.networkPolicy off: only the sandbox's egress refuses the sandbox)"
-    auth = f"token auth (Secret {secret_name(infra)}, key auth_token)" if enabled(infra) else \
-        "NO token auth (kuberay.auth.mode: disabled)"
+    if enabled(infra):
+        version = f"Ray {kr['rayVersion']} from the image tag" if ray_image_version(infra["infra"]["image"]) else (
+            f"Ray {kr['rayVersion']} per kuberay.rayVersion (the image tag does not say: `run` checks that the head "
+            "refuses a request without the token)")
+        auth = f"token auth (Secret {secret_name(infra)}, key auth_token), {version}"
+    else:
+        auth = "NO token auth (kuberay.auth.mode: disabled)"
     return f"Ray ports {who}; {auth}"

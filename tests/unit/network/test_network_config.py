@@ -198,3 +198,44 @@ def test_a_public_entry_to_the_ray_head_is_a_path_from_the_sandbox(capsys: Any, 
     # the sandbox locked down: no public egress, no path (the exposure itself stays service-exposure's)
     code, out, err, _ = check(capsys, write, body, "--set", "sandbox.networkPolicy.allowEgress=false")
     assert code == 0 and "sandbox-isolation" not in out, out
+
+
+RAY_IMAGE = "infra:\n  namespace: team\n  image: rayproject/ray:{tag}\n"
+
+
+def check_image(capsys: Any, write: Any, tag: str, body: str = "", *extra: str) -> tuple[int, str, str, str]:
+    recipe = write("exp.yaml", "model: m\n")
+    infra = write("exp.infra.yaml", RAY_IMAGE.format(tag=tag) + body)
+    code = main(["check", recipe, "--infra", infra, *extra])
+    out, err = capsys.readouterr()
+    return code, out, err, infra
+
+
+def test_the_ray_version_is_read_from_a_ray_images_tag(capsys: Any, write: Any) -> None:
+    """Issue 22 item 20: rayVersion defaulted to 2.52.1 whatever the image, so an older Ray image
+    passed as token-authenticated and Ray ignored RAY_AUTH_MODE."""
+    code, out, err, infra = check_image(capsys, write, "2.49.0-py311-gpu")
+    assert code == 2 and out == ""
+    first = err.splitlines()[0]
+    assert first.startswith(f"{infra}:3:10: infra.image: is Ray 2.49.0 (its tag): Ray token authentication "
+                            "(kuberay.auth.mode: token, the default) needs Ray >= 2.52.0"), first
+    assert "older Ray ignores RAY_AUTH_MODE" in first
+    code, out, err, _ = check_image(capsys, write, "2.53.0-py311-cpu")
+    assert code == 0, err
+    assert "token auth (Secret exp-ray-auth, key auth_token), Ray 2.53.0 from the image tag" in out
+    code, out, err, _ = check_image(capsys, write, "2.49.0", "kuberay:\n  auth: {mode: disabled}\n")
+    assert code == 0, err  # no token auth asked for: an older Ray is fine
+
+
+def test_a_ray_version_that_contradicts_the_image_tag_is_refused(capsys: Any, write: Any) -> None:
+    code, _, err, infra = check_image(capsys, write, "2.53.0-py311", "kuberay:\n  rayVersion: '2.52.1'\n")
+    assert code == 2
+    assert err.splitlines()[0].startswith(f"{infra}:5:15: kuberay.rayVersion: got '2.52.1', but infra.image is Ray "
+                                          "2.53.0 (its tag)")
+
+
+def test_an_image_whose_tag_does_not_say_is_assumed_and_checked_live(capsys: Any, write: Any) -> None:
+    code, out, err, _ = check(capsys, write, "")
+    assert code == 0, err
+    assert "token auth (Secret exp-ray-auth, key auth_token), Ray 2.52.1 per kuberay.rayVersion (the image tag " \
+           "does not say: `run` checks that the head refuses a request without the token)" in out
