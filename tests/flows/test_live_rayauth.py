@@ -97,6 +97,24 @@ def test_dry_runs_say_what_would_happen(cli: Any, fake: FakeKube) -> None:
     assert any(q.path.endswith(f"/secrets/{SECRET}") and q.params.get("dryRun") == "All" for q in fake.requests)
 
 
+def test_what_render_says_to_create_is_the_secret_run_creates(cli: Any, fake: FakeKube) -> None:
+    """Issue 22 item 26: render never emits the token (its output is deterministic and lands in
+    files), it emits the generator; run --dry-run and run itself deal with the same Secret."""
+    import re
+
+    rendered = cli("render", *ARGS)
+    note = next(line for line in rendered.err.splitlines() if "(the Ray token) is not rendered" in line)
+    ns, name, key, label = re.search(r"kubectl -n (\S+) create secret generic (\S+) --from-literal=(\w+)=.*"
+                                     r"label secret \S+ (\S+)$", note).groups()
+    dry = cli("run", *ARGS, "--dry-run=client")
+    assert f"would create Secret {ns}/{name} with a random Ray token, unless it exists" in dry.out
+    assert cli("run", *ARGS, "--detach").code == 0
+    made = fake.get("v1", "Secret", ns, name)
+    assert set(made["data"]) == {key}
+    run_key, run_value = label.split("=")
+    assert made["metadata"]["labels"][run_key] == run_value  # `down` deletes either one
+
+
 def test_no_secret_without_token_auth_or_in_attach_mode(cli: Any, fake: FakeKube) -> None:
     cli("run", *ARGS, "--detach", "--set", "kuberay.auth.mode=disabled")
     assert fake.get("v1", "Secret", NS, SECRET) is None

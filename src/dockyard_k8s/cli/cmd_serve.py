@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, print_objects, table
+from dockyard_k8s.cli._output import (
+    OK,
+    WARN,
+    check_output_paths,
+    prerequisite_header,
+    prerequisite_section,
+    print_objects,
+    table,
+)
 from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
@@ -178,7 +186,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     check_output_paths(args)
     bundle = load_serve_bundle(args)
-    return print_objects(args, bundle.objects, bundle.validation)
+    header = prerequisite_header(bundle.objects, "dockyard-k8s serve check lists them")
+    return print_objects(args, bundle.objects, bundle.validation, header=header)
 
 
 def _peers(items: list[dict[str, Any]], fmt: Any) -> str:
@@ -331,6 +340,8 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
     if s["network"]["runs"]:
         lines.append("  note: a run under infra.networkPolicy.defaultDeny also needs egress to this endpoint "
                      "(its infra.networkPolicy.extraEgress; docs/serve.md, \"Runs calling the endpoint\")")
+    lines += prerequisite_section(objects, "must exist before `serve render | kubectl apply` (`serve up` stops on "
+                                           "any missing)")
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -36,7 +36,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, ref
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import labels
-from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, enabled, secret_name
+from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -52,9 +52,8 @@ DASHBOARD_PORT = 8265
 
 
 def create_hint(namespace: str, name: str) -> str:
-    """How to create a token Secret by hand (for ``render | kubectl apply``)."""
-    return (f"kubectl -n {namespace} create secret generic {name} "
-            f"--from-literal={TOKEN_KEY}=\"$(openssl rand -base64 32)\"")
+    """How to create a token Secret by hand (render/rayauth.py's generator)."""
+    return create_command(namespace, name)
 
 
 def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:

@@ -211,3 +211,43 @@ def test_a_missing_recipe_names_only_the_recipe(command, missing, capsys):
         main([command])
     assert e.value.code == 2
     assert capsys.readouterr().err.rstrip().endswith(f"error: the following arguments are required: {missing}")
+
+
+def test_check_lists_what_must_already_exist(capsys):
+    """Issue 22 item 26: render | kubectl apply needs these first; run creates the token Secret."""
+    code, out, _ = run_cli("check", RECIPE, "--infra", INFRA)
+    assert code == 0
+    section = out.split("\nmust exist before `render | kubectl apply`", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in section.splitlines()[1:]]
+    assert lines[0] == "Namespace rl-research"
+    assert any(line.startswith("PriorityClass gpu-training") and line.endswith("priorityClassName") for line in lines)
+    token = next(line for line in lines if line.startswith("Secret rl-research/grpo-swe-ray-auth"))
+    assert "the Ray token (key auth_token): `run` creates it with a random token; by hand: kubectl -n rl-research " \
+           "create secret generic grpo-swe-ray-auth --from-literal=auth_token=\"$(openssl rand -base64 32)\" && " \
+           "kubectl -n rl-research label secret grpo-swe-ray-auth dockyard-k8s/run=grpo-swe" in token
+    assert any(line.startswith("Secret rl-research/ghcr-pull") and "imagePullSecrets" in line for line in lines)
+    assert any(line.startswith("Secret rl-research/wandb") and "key api-key" in line for line in lines)
+
+
+def test_render_emits_the_token_generator_without_any_token(capsys, tmp_path):
+    """The Secret's value is never rendered (golden output is deterministic, files may be committed):
+    the YAML says how to create it, and so does stderr, which a pipe into kubectl shows."""
+    code, out, err = run_cli("render", RECIPE, "--infra", INFRA)
+    assert code == 0
+    header = out.split("\n---\n", 1)[0]
+    assert header.startswith("# Before the first `kubectl apply`, these must exist (dockyard-k8s check lists "
+                             "them; `dockyard-k8s run` creates the Ray token Secret itself):")
+    assert '#   kubectl -n rl-research create secret generic grpo-swe-ray-auth --from-literal=auth_token="$(openssl ' \
+           'rand -base64 32)" && kubectl -n rl-research label secret grpo-swe-ray-auth dockyard-k8s/run=grpo-swe' \
+           in header
+    assert "note: Secret rl-research/grpo-swe-ray-auth (the Ray token) is not rendered: create it before " \
+           "`kubectl apply`" in err
+    assert "kind: Secret" not in out and "auth_token:" not in out
+    assert run_cli("render", RECIPE, "--infra", INFRA)[1] == out  # deterministic
+    out_dir = tmp_path / "out"
+    assert run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))[0] == 0
+    kust = (out_dir / "kustomization.yaml").read_text()
+    assert kust.startswith("# Before the first `kubectl apply`") and "create secret generic grpo-swe-ray-auth" in kust
+    assert yaml.safe_load(kust)["sortOptions"] == {"order": "fifo"}
+    code, out, err = run_cli("render", RECIPE, "--infra", INFRA, "--set", "kuberay.auth.mode=disabled")
+    assert "grpo-swe-ray-auth" not in out + err

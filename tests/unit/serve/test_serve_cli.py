@@ -150,3 +150,15 @@ def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["serve", "check", sglang]) == 0
     assert "API key from Secret k/api-key (Authorization: Bearer; /health and /metrics stay open); admin " \
            "endpoints need the admin key (Secret k/admin-api-key), which callers never get" in capsys.readouterr().out
+
+
+def test_serve_check_lists_what_must_already_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 26: the same section as `check`, from the same reading of the objects."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
+    out = capsys.readouterr().out
+    section = out.split("\nmust exist before `serve render | kubectl apply`", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in section.splitlines()[1:]]
+    assert lines[0] == "Namespace inference"
+    assert any(line.startswith("PriorityClass gpu-inference") for line in lines)
+    assert any(line.startswith("Secret inference/hf-token") and "key token" in line for line in lines)
+    assert any(line.startswith("PersistentVolumeClaim inference/fsx-claim") for line in lines)
