@@ -50,8 +50,7 @@ def prerequisite_rows(objects: list[dict[str, Any]],
     generator (the Ray token Secret), said with it."""
     from dockyard_k8s.kube import missing_references
 
-    known = {ref: f"{what}; by hand: {cmd}" if "`run` creates" in what else f"{what}: {cmd}"
-             for ref, what, cmd in generated}
+    known = {ref: f"{what}: {cmd}" for ref, what, cmd in generated}
     return [[ref, known.get(ref, how)] for ref, how in missing_references(objects)]
 
 

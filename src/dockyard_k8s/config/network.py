@@ -144,6 +144,11 @@ def ray_image_version(image: Any) -> tuple[int, ...] | None:
     return version if version is not None and len(version) >= 2 else None
 
 
+def _padded(version: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """2.52 and 2.52.0 are one version."""
+    return (*version, *(0,) * (3 - len(version))) if version is not None else None
+
+
 def show_version(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
@@ -264,7 +269,7 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
             out += _rule_problems(rule, ("kuberay", "networkPolicy", "extraIngress", i))
     mode = infra["launch"]["mode"]
     tagged = ray_image_version(infra["infra"]["image"])
-    if mode != "attach" and tagged is not None and parse_version(kr["rayVersion"]) != tagged:
+    if mode != "attach" and tagged is not None and _padded(parse_version(kr["rayVersion"])) != _padded(tagged):
         out.append((("kuberay", "rayVersion"),
                     f"got {kr['rayVersion']!r}, but infra.image is Ray {show_version(tagged)} (its tag): KubeRay "
                     "takes spec.rayVersion for the image's Ray; remove kuberay.rayVersion (it is read from a Ray "

@@ -29,6 +29,7 @@ from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
 from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
+from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ ERROR = "error"
 WARNING = "warning"
 RAY_KINDS = ("RayJob", "RayCluster", "RayService")
 RAY_FLEETS = ("head", "trainer", "inference", "submitter")
-RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a RayCluster with its name
 ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so only selectors of every namespace match
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 

@@ -87,6 +87,6 @@ def token_prerequisite(infra: InfraSpec) -> tuple[str, str, str] | None:
         return None
     ns, name = str(infra["infra"]["namespace"]), secret_name(infra)
     own = not infra["kuberay"]["auth"]["secretName"]
-    what = ("the Ray token (key auth_token): `run` creates it with a random token" if own else
+    what = ("the Ray token (key auth_token): `run` creates it with a random token; by hand" if own else
             "the Ray token (key auth_token, kuberay.auth.secretName): create it")
     return f"Secret {ns}/{name}", what, create_command(ns, name, run_name(infra) if own else None)
