@@ -7,6 +7,8 @@
 * :func:`selector_matches` — a LabelSelector (matchLabels + matchExpressions) against labels.
 * :func:`object_ref` — ``Kind namespace/name``, as kubectl names an object in messages.
 * :func:`split_image` — an image reference's repository, tag and digest.
+* :func:`missing_references` — what the objects' pods refer to that the objects do not hold
+  (namespace, PriorityClass, RuntimeClass, ServiceAccount, Secrets, ConfigMaps, claims).
 
 No I/O, no client library: plain dicts in, plain data out.
 """
@@ -309,3 +311,67 @@ def gpu_count(pod_spec: dict[str, Any]) -> Fraction:
     """GPUs a pod requests (any vendor's device-plugin resource)."""
     req = pod_requests(pod_spec)
     return sum((req.get(r, Fraction(0)) for r in GPU_RESOURCES), Fraction(0))
+
+
+# Kinds in the order they must exist: the namespace, then cluster-scoped, then namespaced.
+_REFERENCE_ORDER = ("Namespace", "PriorityClass", "RuntimeClass", "ServiceAccount", "Secret", "ConfigMap",
+                    "PersistentVolumeClaim")
+_CLUSTER_SCOPED = ("Namespace", "PriorityClass", "RuntimeClass")
+
+
+def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, how) of what one pod spec refers to by name (optional references left out)."""
+    for field, kind in (("priorityClassName", "PriorityClass"), ("runtimeClassName", "RuntimeClass")):
+        if spec.get(field):
+            yield kind, str(spec[field]), field
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account and account != "default":
+        yield "ServiceAccount", str(account), "serviceAccountName"
+    for ref in spec.get("imagePullSecrets") or []:
+        if isinstance(ref, dict) and ref.get("name"):
+            yield "Secret", str(ref["name"]), "imagePullSecrets"
+    for _, c in containers(spec):
+        for e in c.get("env") or []:
+            source = as_mapping(e.get("valueFrom")) if isinstance(e, dict) else {}
+            for key, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                ref = source.get(key)
+                if isinstance(ref, dict) and ref.get("name") and not ref.get("optional"):
+                    yield kind, str(ref["name"]), f"key {ref.get('key')} (env {e.get('name')})"
+        for e in c.get("envFrom") or []:
+            for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                ref = e.get(key) if isinstance(e, dict) else None
+                if isinstance(ref, dict) and ref.get("name") and not ref.get("optional"):
+                    yield kind, str(ref["name"]), "envFrom"
+    for v in spec.get("volumes") or []:
+        if not isinstance(v, dict):
+            continue
+        claim = as_mapping(v.get("persistentVolumeClaim")).get("claimName")
+        if claim:
+            yield "PersistentVolumeClaim", str(claim), f"volume {v.get('name')}"
+        secret = as_mapping(v.get("secret"))
+        if secret.get("secretName") and not secret.get("optional"):
+            yield "Secret", str(secret["secretName"]), f"volume {v.get('name')}"
+        config = as_mapping(v.get("configMap"))
+        if config.get("name") and not config.get("optional"):
+            yield "ConfigMap", str(config["name"]), f"volume {v.get('name')}"
+
+
+def missing_references(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """What the objects' pods refer to that the objects do not hold, each once: (``Kind
+    namespace/name``, how it is used), the namespaces first, then cluster-scoped kinds, then
+    namespaced ones (what must exist before a ``kubectl apply`` of the objects)."""
+    held = {(str(o.get("kind")), str(as_mapping(o.get("metadata")).get("namespace") or ""),
+             str(as_mapping(o.get("metadata")).get("name"))) for o in objects}
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for obj in objects:
+        ns = str(as_mapping(obj.get("metadata")).get("namespace") or "")
+        if ns:
+            found.setdefault(("Namespace", "", ns), [])
+        for t in pod_templates(obj):
+            for kind, name, how in _pod_references(t.spec):
+                key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
+                uses = found.setdefault(key, [])
+                if how not in uses:
+                    uses.append(how)
+    missing = sorted((k for k in found if k not in held), key=lambda k: (_REFERENCE_ORDER.index(k[0]), k[1], k[2]))
+    return [(format_ref(kind, ns, name), "; ".join(found[kind, ns, name])) for kind, ns, name in missing]

@@ -48,9 +48,10 @@ def kustomization(files: list[str]) -> dict[str, Any]:
             "sortOptions": {"order": "fifo"}, "resources": files}
 
 
-def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str) -> list[str]:
+def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str, *, header: str = "") -> list[str]:
     """One file per object (``NN-kind-name.yaml``, files of an earlier render replaced) plus a
-    kustomization.yaml listing them in apply order; returns the file names."""
+    kustomization.yaml listing them in apply order (``header``, YAML comments, first); returns
+    the file names."""
     from dockyard_k8s.render.serialize import dump_json, dump_yaml, object_file_name
 
     try:
@@ -67,7 +68,7 @@ def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str) -> li
             f.write(dump_json(obj) if fmt == "json" else dump_yaml(obj))
         files.append(name)
     with open(os.path.join(directory, "kustomization.yaml"), "w", encoding="utf-8") as f:
-        f.write(dump_yaml(kustomization(files)))
+        f.write(header + dump_yaml(kustomization(files)))
     return files
 
 

@@ -41,8 +41,10 @@ LAPTOP_SETS = [
 ]
 # infra keys that render a RayJob field, to leave it out on an operator that lacks it
 FIELD_KEYS = {"spec.preRunningDeadlineSeconds": "launch.preRunningDeadlineSeconds=null",
-              # KubeRay < 1.5.1: no authOptions, so the operator could not read a token-protected job
-              "spec.rayClusterSpec.authOptions": "kuberay.auth.mode=disabled"}
+              # KubeRay < 1.5.1: no authOptions, so the operator could not read a token-protected job;
+              # 1.5.x: authOptions without secretName (v1.6.0), the Secret the run's token is in
+              "spec.rayClusterSpec.authOptions": "kuberay.auth.mode=disabled",
+              "spec.rayClusterSpec.authOptions.secretName": "kuberay.auth.mode=disabled"}
 
 
 @pytest.fixture(scope="module")

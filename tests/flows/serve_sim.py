@@ -16,9 +16,10 @@ NAME = "llama-8b"
 
 
 def serve_keda(fake: FakeKube) -> None:
-    """The KEDA operator's CRDs are installed (the bundled v2.20.2 ones): ScaledObjects are served,
-    and checked against their schema by the fake."""
-    fake.install_crds(bundled_crds("keda"))
+    """The KEDA operator's CRDs are installed (the bundled v2.20.2 ones), and prometheus-operator's
+    PodMonitor (kube-prometheus-stack, what KEDA queries): both are served, and checked against
+    their schema by the fake."""
+    fake.install_crds([*bundled_crds("keda"), *bundled_crds("prometheus")])
 
 
 def server_pod(name: str = f"{NAME}-7d9f8c6b5-x2k4q", *, phase: str = "Pending", ready: bool = False,

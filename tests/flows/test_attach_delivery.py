@@ -20,6 +20,7 @@ def test_the_attached_jobs_process_sees_the_recipe_and_the_sandbox_url(cli: Any,
     entrypoint = f'{sys.executable} -c "{SHOW}" {{recipe}}'
     args = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml"),
             "--set", "launch.mode=attach", "--set", f"launch.attach.address={ray_head}",
+            "--set", "kuberay.auth.mode=disabled",  # the head runs without token auth (issue 22 item 20)
             "--set-string", f"launch.entrypoint={entrypoint}", "optimizer.lr=3e-6"]
     run = cli("run", *args)
     assert run.code == 0, run.out + run.err

@@ -28,8 +28,8 @@ def test_launch_status_wait_down_as_a_library(client: Any, fake: FakeKube) -> No
     b = bundle()
     out = launch(client, b, LaunchOptions(detach=True), say=lines.append)
     assert (out.ok, out.reason) == (True, "detached")
-    # the Ray token Secret, the seven rendered objects and the launch record
-    assert "run grpo-swe in rl-research: 9 created" in lines
+    # the Ray token Secret, the eight rendered objects and the launch record
+    assert "run grpo-swe in rl-research: 10 created" in lines
     assert status(client, b).main_phase() is not None
     set_job(fake, "Complete", "SUCCEEDED")
     assert wait(client, b, say=lines.append).reason == "succeeded"

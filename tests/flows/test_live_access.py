@@ -93,6 +93,6 @@ def test_a_namespace_that_does_not_exist_is_named(cli: Any, fake: FakeKube) -> N
     r = cli("run", *ARGS, "-n", "no-such-ns", "--detach")
     assert r.code == 1
     # the Ray token Secret, the launch record and the 7 rendered objects: the first is named
-    assert "namespace no-such-ns does not exist (nothing was applied; the same for 8 more object(s)" in r.err
+    assert "namespace no-such-ns does not exist (nothing was applied; the same for 9 more object(s)" in r.err
     assert r.err.count("does not exist") == 1  # one reason, said once
     assert "kubectl create namespace no-such-ns" in r.err and "KubeRay" not in r.err

@@ -29,7 +29,7 @@ def test_a_field_the_installed_crd_lacks_refuses_the_run_before_anything_is_appl
            "spec.preRunningDeadlineSeconds (KubeRay v1.6.0 added it)" in r.err
     assert "nothing was applied" in r.err
     # Ray token auth (kuberay.auth, the default) renders authOptions, which 1.4.2 lacks too
-    assert "spec.rayClusterSpec.authOptions (KubeRay v1.5.1 added it)" in r.err
+    assert "spec.rayClusterSpec.authOptions (KubeRay v1.5.1 added it; its secretName v1.6.0)" in r.err
     assert "upgrade the operator and its CRDs to KubeRay >= v1.6.0, or unset kuberay.auth (mode: disabled turns " \
            "Ray authentication off), launch.preRunningDeadlineSeconds" in r.err
     assert len(patches(fake, "rayjobs")) == 1  # a schema refusal is not retried

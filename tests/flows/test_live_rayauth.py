@@ -97,6 +97,24 @@ def test_dry_runs_say_what_would_happen(cli: Any, fake: FakeKube) -> None:
     assert any(q.path.endswith(f"/secrets/{SECRET}") and q.params.get("dryRun") == "All" for q in fake.requests)
 
 
+def test_what_render_says_to_create_is_the_secret_run_creates(cli: Any, fake: FakeKube) -> None:
+    """Issue 22 item 26: render never emits the token (its output is deterministic and lands in
+    files), it emits the generator; run --dry-run and run itself deal with the same Secret."""
+    import re
+
+    rendered = cli("render", *ARGS)
+    note = next(line for line in rendered.err.splitlines() if "(the Ray token) is not rendered" in line)
+    ns, name, key, label = re.search(r"kubectl -n (\S+) create secret generic (\S+) --from-literal=(\w+)=.*"
+                                     r"label secret \S+ (\S+)$", note).groups()
+    dry = cli("run", *ARGS, "--dry-run=client")
+    assert f"would create Secret {ns}/{name} with a random Ray token, unless it exists" in dry.out
+    assert cli("run", *ARGS, "--detach").code == 0
+    made = fake.get("v1", "Secret", ns, name)
+    assert set(made["data"]) == {key}
+    run_key, run_value = label.split("=")
+    assert made["metadata"]["labels"][run_key] == run_value  # `down` deletes either one
+
+
 def test_no_secret_without_token_auth_or_in_attach_mode(cli: Any, fake: FakeKube) -> None:
     cli("run", *ARGS, "--detach", "--set", "kuberay.auth.mode=disabled")
     assert fake.get("v1", "Secret", NS, SECRET) is None
@@ -226,3 +244,86 @@ def test_a_head_without_token_auth_is_reported(cli: Any, ray_head: str, monkeypa
     r = cli("job", "list", "--address", ray_head)
     assert r.code == 0
     assert f"warning: the Ray head at {ray_head} does not require a token (authentication_mode: disabled)" in r.err
+
+
+# --- run checks that the head refuses a request without the token (issue 22 item 20) -------------
+
+def proxy_pods_to(fake: FakeKube, monkeypatch: pytest.MonkeyPatch, head: str) -> None:
+    """The API server's pods/proxy, played by the test: a request to
+    /api/v1/namespaces/NS/pods/NAME:8265/proxy/PATH reaches the local Ray head without the
+    caller's Authorization header (kube-apiserver drops it once it has authenticated the caller)."""
+    import re
+
+    import httpx2
+
+    real = fake.handle_request
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        found = re.fullmatch(r"/api/v1/namespaces/[^/]+/pods/[^/]+:8265/proxy(/.*)", request.url.path)
+        if not found:
+            return real(request)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("authorization", "host")}
+        answer = httpx2.request(request.method, head + found.group(1), headers=headers, timeout=30)
+        return httpx2.Response(answer.status_code, content=answer.content,
+                               headers={"Content-Type": answer.headers.get("content-type", "text/plain")})
+
+    monkeypatch.setattr(fake, "handle_request", handle)
+
+
+@slow
+@pytest.mark.parametrize("head", ["ray_head_token", "ray_head"])
+def test_run_checks_that_the_head_refuses_a_request_without_the_token(cli: Any, fake: FakeKube, head: str,
+                                                                      request: pytest.FixtureRequest,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real Ray head behind the run's head pod: one started with RAY_AUTH_MODE=token, and one
+    without (what an image with Ray < 2.52 is, whatever the environment says)."""
+    from flowkit import in_background, wait_following, wait_output
+    from kuberay_sim import set_job, start_cluster
+
+    proxy_pods_to(fake, monkeypatch, request.getfixturevalue(head))
+    protected = head == "ray_head_token"
+
+    def operator() -> None:
+        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        wait_following(fake)
+        set_job(fake, "Initializing")
+        start_cluster(fake)
+        set_job(fake, "Running", "RUNNING")
+        if protected:
+            wait_output(fake, "refuses a request without the token", timeout=120)
+            set_job(fake, "Complete", "SUCCEEDED")
+
+    t = in_background(operator)
+    r = cli("run", *ARGS, "--timeout", "150")  # bounded: without the check nothing would end the open case
+    t.join(10)
+    assert not t.errors
+    head_pod = f"{RUN}-abcde-head-x1"
+    if protected:
+        assert r.code == 0, r.out + r.err
+        assert f"✔ the Ray head {head_pod} refuses a request without the token (GET /api/jobs/: HTTP 401)" in r.out
+        assert "✔ succeeded" in r.out
+    else:
+        assert r.code == 1
+        assert f"✖ the Ray head {head_pod} answered a request without the token (GET /api/jobs/: HTTP 200): Ray " \
+               "token authentication is OFF" in r.out
+        assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None  # the run is left as is, and said so
+        assert "dockyard-k8s down" in r.out
+
+
+@slow
+def test_an_attached_head_that_answers_without_the_token_gets_no_job(cli: Any, ray_head: str,
+                                                                       ray_head_token: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAY_AUTH_TOKEN", RAY_TOKEN)
+    attach = ["--set", "launch.mode=attach", "--set", "launch.entrypoint=echo attached"]
+    r = cli("run", *ARGS, *attach, "--set", f"launch.attach.address={ray_head}")
+    assert r.code == 1
+    assert f"the Ray head at {ray_head} answered a request without the token (GET /api/jobs/: HTTP 200): Ray token " \
+           "authentication is OFF" in r.err
+    assert "nothing was submitted" in r.err and "submitted job" not in r.out
+    ok = cli("run", *ARGS, *attach, "--set", f"launch.attach.address={ray_head_token}")
+    assert ok.code == 0, ok.out + ok.err
+    # a run that does not ask for token auth is not held to it
+    off = cli("run", *ARGS, *attach, "--set", f"launch.attach.address={ray_head}", "--set",
+              "kuberay.auth.mode=disabled")
+    assert off.code == 0, off.out + off.err

@@ -67,12 +67,14 @@ def test_port_forward_via_kubectl_and_attach_mode_run(cli: Any, fake: FakeKube, 
     assert args[:3] == ["port-forward", "-n", "rl-research"]
     assert "svc/my-cluster-head-svc" in args and ":8265" in args
     # attach mode: `run` applies the sandbox + recipe and submits the entrypoint through the Jobs API
-    run = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
+    # the head runs without token auth: the run must say it does not ask for it (issue 22 item 20)
+    no_auth = ["--set", "kuberay.auth.mode=disabled"]
+    run = cli("run", *ARGS, *no_auth, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
               "--set", "launch.entrypoint=echo training with {recipe}")
     assert run.code == 0, run.out + run.err
     # the attached cluster has no recipe ConfigMap: the job writes the recipe its runtime_env carries
     assert "training with /tmp/dockyard-k8s/grpo-swe/recipe.yaml" in run.out and "SUCCEEDED" in run.out
-    rerun = cli("run", *ARGS, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
+    rerun = cli("run", *ARGS, *no_auth, "--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
                 "--set", "launch.entrypoint=echo training with {recipe}", "--detach")
     assert "already submitted" in rerun.out
 
@@ -84,7 +86,8 @@ def test_attach_mode_replace_submits_under_a_fresh_id(cli: Any, fake: FakeKube, 
     fake.put({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "my-cluster-head-svc",
                                                                   "namespace": "rl-research"}})
     sets = ["--set", "launch.mode=attach", "--set", "launch.attach.cluster=my-cluster",
-            "--set", "launch.entrypoint=echo replaced-run {recipe}"]
+            "--set", "launch.entrypoint=echo replaced-run {recipe}",
+            "--set", "kuberay.auth.mode=disabled"]  # the head runs without token auth (issue 22 item 20)
     first = cli("run", *ARGS, *sets)
     assert first.code == 0, first.out + first.err
     first_id = first.out.split("submitted job ")[1].split()[0]

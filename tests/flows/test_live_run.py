@@ -22,8 +22,8 @@ def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: Fake
     # the Ray token Secret and the launch record (a ConfigMap: what the run was launched with) first,
     # then render order
     assert [q.path.split("/")[-2] for q in patches] == ["secrets", "configmaps", "networkpolicies", "networkpolicies",
-                                                        "deployments", "services", "poddisruptionbudgets",
-                                                        "configmaps", "rayjobs"]
+                                                        "serviceaccounts", "deployments", "services",
+                                                        "poddisruptionbudgets", "configmaps", "rayjobs"]
     assert patches[1].path.endswith("/configmaps/grpo-swe-launch")
     assert all(q.headers["content-type"] == "application/apply-patch+yaml" for q in patches)
     assert all(q.params["fieldManager"] == "dockyard-k8s" for q in patches)
@@ -37,7 +37,7 @@ def test_rerun_unchanged_is_a_noop(cli: Any, fake: FakeKube) -> None:
     rv_before = fake.rv
     r = cli("run", *ARGS, "--detach")
     assert r.code == 0
-    assert "9 unchanged" in r.out  # the token Secret, the seven rendered objects and the launch record
+    assert "10 unchanged" in r.out  # the token Secret, the eight rendered objects and the launch record
     assert fake.rv == rv_before  # nothing written
     assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["uid"] == uid
 
@@ -73,7 +73,7 @@ def test_dry_run_client_contacts_nothing(cli: Any, fake: FakeKube) -> None:
     r = cli("run", *ARGS, "--dry-run=client")
     assert r.code == 0
     assert fake.requests == []
-    assert r.out.count("would apply") == 8  # the seven rendered objects and the launch record
+    assert r.out.count("would apply") == 9  # the eight rendered objects and the launch record
 
 
 def test_governance_is_render_only(cli: Any, fake: FakeKube) -> None:

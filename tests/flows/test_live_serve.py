@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakekube import FakeKube
+from fakekube import FakeKube, bundled_crds
 from flowkit import in_background, wait_output
 from serve_sim import EKS_SPEC, KIND_SPEC, NAME, NS, bind_claim, rollout, serve_keda, server_pod
 
@@ -214,7 +214,7 @@ def test_keda_endpoint_applies_a_scaled_object_and_no_replica_count(cli: Any, fa
     r = cli("serve", "up", EKS_SPEC, "--detach")
     assert r.code == 0, r.err
     assert patches(fake) == ["networkpolicies", "networkpolicies", "deployments", "services",
-                             "poddisruptionbudgets", "scaledobjects"]
+                             "poddisruptionbudgets", "podmonitors", "scaledobjects"]
     assert "replicas" not in fake.get("apps/v1", "Deployment", "inference", "llama-70b")["spec"]
     scaled = fake.get("keda.sh/v1alpha1", "ScaledObject", "inference", "llama-70b")
     assert scaled["spec"]["maxReplicaCount"] == 6
@@ -225,7 +225,20 @@ def test_keda_endpoint_applies_a_scaled_object_and_no_replica_count(cli: Any, fa
     assert "ScaledObject llama-70b: Ready=True, Active=False; HPA keda-hpa-llama-70b" in s.out
 
 
+def test_a_pod_monitor_without_prometheus_operator_applies_nothing(cli: Any, fake: FakeKube) -> None:
+    """Issue 22 item 17: KEDA without the PodMonitor CRD would scale on nothing."""
+    fake.install_crds(bundled_crds("keda"))
+    r = cli("serve", "up", EKS_SPEC, "--detach")
+    assert r.code == 1
+    assert "error: PodMonitor inference/llama-70b: the cluster does not serve monitoring.coreos.com/v1 PodMonitor: " \
+           "prometheus-operator is not installed; nothing was applied" in r.err
+    assert "hint: install prometheus-operator (kube-prometheus-stack), or set serve.metrics.scrape: annotations " \
+           "for a Prometheus that discovers pods by annotation" in r.err
+    assert not [q for q in fake.requests if q.method == "PATCH"]
+
+
 def test_keda_endpoint_without_keda_installed_applies_nothing(cli: Any, fake: FakeKube) -> None:
+    fake.install_crds(bundled_crds("prometheus"))  # the PodMonitor is served, the ScaledObject not
     r = cli("serve", "up", EKS_SPEC, "--detach")
     assert r.code == 1
     assert "error: ScaledObject inference/llama-70b: the cluster does not serve keda.sh/v1alpha1 ScaledObject: " \

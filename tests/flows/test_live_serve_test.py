@@ -24,6 +24,7 @@ class OpenAI:
     def __init__(self) -> None:
         self.behaviour = "ok"
         self.requests: list[dict[str, Any]] = []
+        self.authorization: list[str | None] = []  # the Authorization header of each request
 
 
 @pytest.fixture
@@ -48,6 +49,7 @@ def server() -> Iterator[tuple[str, OpenAI]]:
         def do_POST(self) -> None:
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append({"path": self.path, **req})
+            state.authorization.append(self.headers.get("Authorization"))
             b = state.behaviour
             if self.path != "/v1/completions":
                 return self._send(404, {"detail": "Not Found"})
@@ -138,3 +140,22 @@ def test_through_a_port_forward_to_the_service(cli: Any, server: tuple[str, Open
     args = record.read_text().splitlines()
     assert args[:2] == ["--context", "fake"]
     assert args[2:] == ["port-forward", "-n", "llama", "--address", "127.0.0.1", "svc/llama-8b", ":8000"]
+
+
+def test_an_endpoint_with_an_api_key_is_called_with_the_key_from_its_secret(cli: Any, fake: Any,
+                                                                            server: tuple[str, OpenAI]) -> None:
+    """Issue 22 item 23: the key is read from the Secret the spec names, sent as a bearer token,
+    never printed."""
+    import base64
+
+    url, state = server
+    key = "sk-test-" + "q" * 24
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llama-keys", "namespace": "llama"},
+              "data": {"api-key": base64.b64encode(key.encode()).decode()}})
+    r = cli("serve", "test", KIND_SPEC, "--address", url, "--set", "serve.apiKeySecret.name=llama-keys")
+    assert r.code == 0, r.out + r.err
+    assert state.authorization == [f"Bearer {key}"] and key not in r.out + r.err
+    r = cli("serve", "test", KIND_SPEC, "--address", url, "--set", "serve.apiKeySecret.name=missing-keys")
+    assert r.code == 1 and "Secret llama/missing-keys: does not exist, so the endpoint's API key cannot be read" \
+        in r.err
+    assert len(state.authorization) == 1  # nothing sent without the key

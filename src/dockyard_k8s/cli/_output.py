@@ -43,19 +43,60 @@ def check_output_paths(args: Any) -> None:
                          "writes every object into one file)")
 
 
-def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any) -> int:
-    """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``."""
+def prerequisite_rows(objects: list[dict[str, Any]],
+                      generated: Sequence[tuple[str, str, str]] = ()) -> list[list[str]]:
+    """What must exist before a ``kubectl apply`` of ``objects`` (``kube.missing_references``), as
+    (``Kind ns/name``, how it is used); ``generated``: (ref, what, command) of those with a
+    generator (the Ray token Secret), said with it."""
+    from dockyard_k8s.kube import missing_references
+
+    known = {ref: f"{what}: {cmd}" for ref, what, cmd in generated}
+    return [[ref, known.get(ref, how)] for ref, how in missing_references(objects)]
+
+
+def prerequisite_section(objects: list[dict[str, Any]], title: str,
+                         generated: Sequence[tuple[str, str, str]] = ()) -> list[str]:
+    """``check``'s and ``serve check``'s list of what must already exist."""
+    rows = prerequisite_rows(objects, generated)
+    return [f"\n{title}", table(rows, indent="  ")] if rows else []
+
+
+def prerequisite_header(objects: list[dict[str, Any]], intro: str,
+                        generated: Sequence[tuple[str, str, str]] = ()) -> str:
+    """The YAML comment ``render`` puts before the objects: what must exist, generators whole."""
+    from dockyard_k8s.kube import missing_references
+
+    commands = {ref: (what, cmd) for ref, what, cmd in generated}
+    lines = [f"# Before the first `kubectl apply`, these must exist ({intro}):"]
+    for ref, how in missing_references(objects):
+        if ref in commands:
+            lines += [f"#   {ref} ({commands[ref][0].split(' (')[0]}, never rendered), created once with:",
+                      f"#   {commands[ref][1]}"]
+        else:
+            lines.append(f"#   {ref}" + (f": {how}" if how else ""))
+    return "\n".join(lines) + "\n" if len(lines) > 1 else ""
+
+
+def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any, *, header: str = "",
+                  notes: Sequence[str] = ()) -> int:
+    """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``;
+    ``header`` (YAML comments) before YAML and in kustomization.yaml, ``notes`` on stderr."""
     import sys
 
     from dockyard_k8s.output import objects_text, write_file, write_objects
 
     if validation is not None and validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {validation.coverage()}", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.output_dir:
-        files = write_objects(objects, args.output_dir, args.output)
+        files = write_objects(objects, args.output_dir, args.output, header=header)
         print(f"wrote {len(files)} objects + kustomization.yaml to {args.output_dir}")
         return 0
-    text = objects_text(objects, "json" if (args.output_file or "").endswith(".json") else args.output)
+    fmt = "json" if (args.output_file or "").endswith(".json") else args.output
+    text = objects_text(objects, fmt)
+    if fmt != "json":
+        text = header + text
     if not args.output_file:
         print(text, end="")
         return 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, table
+from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
+from dockyard_k8s.render.rayauth import token_prerequisite
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -202,6 +203,9 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     from dockyard_k8s.lint.isolation import exposures  # what the rendered policies allow, fragments included
 
     lines += [f"{WARN} sandbox-isolation ({e.severity}): {e.template.obj}: {e.message}" for e in exposures(objects)]
+    token = token_prerequisite(infra)
+    lines += prerequisite_section(objects, "must exist before `render | kubectl apply` (`run` creates the Ray token "
+                                           "Secret and stops on anything else missing)", [token] if token else [])
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
-from dockyard_k8s.cli._output import check_output_paths, print_objects
+from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 
 EXAMPLES = """\
@@ -32,6 +32,15 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dockyard_k8s.render.rayauth import token_prerequisite
+
     check_output_paths(args)
     bundle = load_bundle(args)
-    return print_objects(args, bundle.objects, bundle.validation)
+    token = token_prerequisite(bundle.run.infra)
+    generated = [token] if token else []
+    header = prerequisite_header(bundle.objects, "dockyard-k8s check lists them; `dockyard-k8s run` creates the Ray "
+                                                 "token Secret itself", generated)
+    # a pipe into kubectl shows stderr: the one object the pods need that no apply creates
+    notes = [f"{token[0]} (the Ray token) is not rendered: create it before `kubectl apply`: {token[2]}"] if token \
+        else []
+    return print_objects(args, bundle.objects, bundle.validation, header=header, notes=notes)

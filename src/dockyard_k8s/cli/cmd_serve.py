@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, print_objects, table
+from dockyard_k8s.cli._output import (
+    OK,
+    WARN,
+    check_output_paths,
+    prerequisite_header,
+    prerequisite_section,
+    print_objects,
+    table,
+)
 from dockyard_k8s.kube import object_ref
 
 if TYPE_CHECKING:
@@ -178,7 +186,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     check_output_paths(args)
     bundle = load_serve_bundle(args)
-    return print_objects(args, bundle.objects, bundle.validation)
+    header = prerequisite_header(bundle.objects, "dockyard-k8s serve check lists them")
+    return print_objects(args, bundle.objects, bundle.validation, header=header)
 
 
 def _peers(items: list[dict[str, Any]], fmt: Any) -> str:
@@ -200,7 +209,55 @@ def _network_line(cfg: ServeConfig) -> str:
     egress += ["extraEgress"] * bool(net["extraEgress"])
     callers = f"from {', '.join(ingress)} (sandbox pools excluded)" if ingress else \
         "from no pod (port-forward only: serve.network.ingress)"
-    return f"default-deny; port {s['port']} {callers}; egress {', '.join(egress)}"
+    deny = f"default-deny (every pod of namespace {cfg.namespace})" if net["scope"] == "namespace" else "default-deny"
+    return f"{deny}; port {s['port']} {callers}; egress {', '.join(egress)}"
+
+
+def _auth_line(s: Serve) -> str:
+    """Who may use the API: the key callers must send, and SGLang's admin endpoints."""
+    keys = s["apiKeySecret"]
+    sglang = s["backend"] == "sglang"
+    if not keys["name"]:
+        return ("none: every caller the policies admit may use the API"
+                + (", and SGLang's admin endpoints (weight updates, cache flush, profiling, abort) too"
+                   if sglang else "") + ": serve.apiKeySecret")
+    line = f"API key from Secret {keys['name']}/{keys['key']} (Authorization: Bearer; /health and /metrics stay open)"
+    if sglang:
+        line += (f"; admin endpoints need the admin key (Secret {keys['name']}/{keys['adminKey']}), which callers "
+                 "never get")
+    return line
+
+
+def _spread_line(cfg: ServeConfig) -> str:
+    from dockyard_k8s.render.serve import spread_constraints
+
+    words = [f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
+             f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
+             for c in spread_constraints(cfg)]
+    return "; ".join(words)
+
+
+def _fallback_words(auto: Any) -> str:
+    fb = auto["fallback"]
+    n = fb["replicas"] or auto["minReplicas"]
+    return {"static": f"sets {n} replica(s)", "currentReplicas": "holds the current replicas",
+            "currentReplicasIfHigher": f"holds the current replicas (at least {n})",
+            "currentReplicasIfLower": f"holds the current replicas (at most {n})"}[str(fb["behavior"])]
+
+
+def _metrics_line(cfg: ServeConfig) -> str:
+    """Which scrape mechanism is assumed: KEDA scales only on what Prometheus scrapes."""
+    from dockyard_k8s.config.serve import scrape_mechanism
+
+    s = cfg.serve
+    if scrape_mechanism(s) == "annotations":
+        return ("prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; "
+                "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)")
+    labels = ",".join(f"{k}={v}" for k, v in s["metrics"]["podMonitorLabels"].items()) or "no label"
+    helm = (", kube-prometheus-stack's default for a Helm release of that name"
+            if list(s["metrics"]["podMonitorLabels"]) == ["release"] else "")
+    return (f"PodMonitor {cfg.name} (prometheus-operator: scraped by a Prometheus whose podMonitorSelector matches "
+            f"{labels}{helm}: serve.metrics.podMonitorLabels), port http /metrics")
 
 
 def _model_line(s: Serve) -> str:
@@ -247,7 +304,10 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
         pod_extra.append(f"priority {pc['name']} ({'created' if pc['create'] else 'must exist'})")
     if auto["enabled"]:
         scaling = (f"KEDA {auto['minReplicas']}-{auto['maxReplicas']} pods on {auto['query']} > {auto['threshold']} "
-                   f"per pod (Prometheus {auto['prometheusAddress']})")
+                   f"per pod (Prometheus {auto['prometheusAddress']}); scale-in after "
+                   f"{auto['scaleDownStabilizationSeconds']} s of lower load (HPA scale-down stabilization); an "
+                   f"empty result is an error, not 0: after {auto['fallback']['failureThreshold']} failed queries "
+                   f"KEDA {_fallback_words(auto)}")
     else:
         scaling = f"{s['replicas']} pod(s), fixed"
     strategy = rollout_strategy(s)
@@ -268,15 +328,20 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
                    f"dtype {e['dtype']}, GPU memory {e['gpuMemoryUtilization']}"],
         ["pods", f"{size}" + (f"; {', '.join(pod_extra)}" if pod_extra else "")],
         ["scaling", scaling],
+        *([["spread", _spread_line(cfg)]] if _spread_line(cfg) else []),
+        ["metrics", _metrics_line(cfg)],
         ["rollout", rollout],
         ["cache", _cache_line(cfg)],
         ["network", _network_line(cfg)],
+        ["auth", _auth_line(s)],
         ["url", f"{service_url(cfg)}/v1 (OpenAI API)"],
     ]
     lines.append(table(rows, indent="  "))
     if s["network"]["runs"]:
         lines.append("  note: a run under infra.networkPolicy.defaultDeny also needs egress to this endpoint "
                      "(its infra.networkPolicy.extraEgress; docs/serve.md, \"Runs calling the endpoint\")")
+    lines += prerequisite_section(objects, "must exist before `serve render | kubectl apply` (`serve up` stops on "
+                                           "any missing)")
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -184,8 +184,15 @@ def run_test(args: argparse.Namespace) -> int:
     bundle = load_serve_bundle(args)
     cfg = bundle.config
     model = str(cfg.serve["model"]["servedName"])
+    key = None
+    if cfg.serve["apiKeySecret"]["name"]:  # read before anything is sent: never a request without it
+        from dockyard_k8s.live.serve import api_key
+
+        with connect(args) as client:
+            key = api_key(client, cfg)
     if args.address:
-        answer = complete(args.address.rstrip("/"), model, args.prompt, args.max_tokens, timeout=args.timeout)
+        answer = complete(args.address.rstrip("/"), model, args.prompt, args.max_tokens, timeout=args.timeout,
+                          api_key=key)
         where = args.address
     else:
         from dockyard_k8s.live.portforward import port_forward
@@ -196,7 +203,7 @@ def run_test(args: argparse.Namespace) -> int:
             with port_forward(cfg.namespace, target, port, context=args.context,
                               kubeconfig=args.kubeconfig) as url:
                 print(f"port-forward: {url} -> {cfg.namespace}/{target}:{port}", file=sys.stderr, flush=True)
-                answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout)
+                answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout, api_key=key)
         except ClusterError as e:
             if e.hint.startswith("is the head pod running"):  # port_forward's hint is about Ray heads
                 e.hint = f"is the endpoint up and Ready? `{command_text(args, 'status')}`"

@@ -64,8 +64,9 @@ _ALLOWED_CIDR = {
     "properties": {
         "cidr": string("The destination range.", fmt="cidr"),
         "ports": array("Ports allowed (default: every port).", _PORT, []),
-        "private": boolean("Explicit opt-in for a range inside private address space (RFC 1918, 100.64.0.0/10, "
-                           "fc00::/7, fe80::/10); `check` lists it.", False),
+        "private": boolean("Explicit opt-in for a range inside private or possibly internal space (RFC 1918, "
+                           "100.64.0.0/10, 198.18.0.0/15, 240.0.0.0/4, fc00::/7, fe80::/10, NAT64 64:ff9b::/96 and "
+                           "64:ff9b:1::/48, IPv6 global unicast 2000::/3); `check` lists it.", False),
     },
     "required": ["cidr"], "additionalProperties": False,
 }
@@ -346,8 +347,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
     }),
     "kuberay": obj("The GPU RayCluster: a head and the two worker groups, trainer and inference.", {
-        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion); token auth needs >= 2.52.0.",
-                             "2.52.1"),
+        "rayVersion": string("Ray version of the image (RayCluster spec.rayVersion); token auth needs >= 2.52.0. "
+                             "null: read from infra.image's tag when it is a Ray image (rayproject/ray, ray-ml, "
+                             "ray-llm: 2.52.1-py311-gpu -> 2.52.1), else 2.52.1; `run` checks that the head refuses "
+                             "a request without the token.", None, nullable=True),
         "head": _sizing("head", replicas=None, gpus=0, cpu="8", memory="32Gi", shm="8Gi"),
         "trainer": _sizing("trainer", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
         "inference": _sizing("inference", replicas=1, gpus=8, cpu="32", memory="256Gi", shm="64Gi"),
@@ -376,7 +379,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "auth": obj("Ray token authentication of the GPU cluster (Ray >= 2.52): without it, anyone who reaches the "
                     "dashboard (8265), GCS (6379) or client port (10001) runs code on the GPU pods.", {
             "mode": string("token: every Ray container gets RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from the Secret "
-                           "(and RayClusters spec.authOptions, KubeRay >= 1.5.1); disabled: no authentication.",
+                           "(and RayClusters spec.authOptions.secretName, KubeRay >= 1.6.0); disabled: no "
+                           "authentication.",
                            "token", enum=["token", "disabled"]),
             "secretName": string("Secret with the token under key auth_token; defaults to <run>-ray-auth, which "
                                  "`run`/`cluster up` create with a random token when missing (render users: "
@@ -413,6 +417,11 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         "tolerations": _TOLERATIONS,
         "topologySpreadConstraints": array(
             "Spread of the executor replicas; labelSelector defaults to the pool's pods.", {"type": "object"}, []),
+        "serviceAccountName": string("ServiceAccount of the executors. null: a dedicated, empty one (<run>-sandbox, no "
+                                     "token, no cloud identity) is rendered, since EKS Pod Identity, IRSA and "
+                                     "workload identity hand cloud credentials to pods by ServiceAccount whatever "
+                                     "automountServiceAccountToken says; a name: that existing account (never "
+                                     "'default').", None, nullable=True, fmt="dns-subdomain"),
         "resources": obj("Requests are what the scheduler reserves per replica: replicas x request must fit.", {
             "cpu": quantity("CPU request.", "1"),
             "memory": quantity("Memory request.", "2Gi"),
@@ -436,10 +445,10 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                 False),
         }),
         "networkPolicy": obj("Ingress only from the run's head, trainer and inference pods to the executor port; "
-                             "egress to cluster DNS and the public internet, never to private, link-local or "
-                             "metadata space (docs/security.md).", {
+                             "egress to cluster DNS and the public IPv4 internet, never to private, reserved, "
+                             "NAT64, IPv6 or metadata space without an opt-in (docs/security.md).", {
             "enabled": boolean("Render the NetworkPolicy (needs an enforcing CNI).", True),
-            "allowEgress": boolean("Egress to the public internet on every port but 53 (executors clone "
+            "allowEgress": boolean("Egress to the public IPv4 internet on every port but 53 (executors clone "
                                    "repositories); false: only cluster DNS and allowedEgressCidrs.", True),
             "allowedEgressCidrs": array("More destinations: a CIDR, or {cidr, ports, private}. A range inside "
                                         "private space needs private: true; one inside a metadata range is an "

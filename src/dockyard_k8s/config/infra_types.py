@@ -246,7 +246,7 @@ class KuberayPdb(TypedDict):
 
 
 class Kuberay(TypedDict):
-    rayVersion: str
+    rayVersion: str | None
     head: KuberayHead
     trainer: KuberayTrainer
     inference: KuberayInference
@@ -316,6 +316,7 @@ class Sandbox(TypedDict):
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
     topologySpreadConstraints: list[dict[str, Any]]
+    serviceAccountName: str | None
     resources: SandboxResources
     security: SandboxSecurity
     networkPolicy: SandboxNetworkPolicy
@@ -391,9 +392,21 @@ class ServeEngine(TypedDict):
     extraArgs: list[str]
 
 
+class ServeApiKeySecret(TypedDict):
+    name: str | None
+    key: str
+    adminKey: str
+
+
 class ServeSecretEnvValue(TypedDict):
     secret: str
     key: str
+
+
+class ServeAutoscalingFallback(TypedDict):
+    failureThreshold: int
+    replicas: int | None
+    behavior: Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]
 
 
 class ServeAutoscaling(TypedDict):
@@ -405,8 +418,14 @@ class ServeAutoscaling(TypedDict):
     query: str | None
     prometheusAddress: str
     pollingInterval: int
-    cooldownPeriod: int
+    scaleDownStabilizationSeconds: int
     authenticationRef: str | None
+    fallback: ServeAutoscalingFallback
+
+
+class ServeMetrics(TypedDict):
+    scrape: Literal["auto", "podMonitor", "annotations"]
+    podMonitorLabels: dict[str, str]
 
 
 class ServeCache(TypedDict):
@@ -447,6 +466,7 @@ class ServeNetworkEgressItem(TypedDict):
 
 class ServeNetwork(TypedDict):
     defaultDeny: bool
+    scope: Literal["endpoint", "namespace"]
     ingress: list[ServeNetworkIngressItem]
     runs: list[ServeNetworkRunsItem]
     egress: list[ServeNetworkEgressItem]
@@ -490,9 +510,12 @@ class Serve(TypedDict):
     shmSize: Quantity | None
     nodeSelector: dict[str, str]
     tolerations: list[dict[str, Any]]
+    topologySpreadConstraints: list[dict[str, Any]] | None
     env: dict[str, str | float | bool]
+    apiKeySecret: ServeApiKeySecret
     secretEnv: dict[str, ServeSecretEnvValue]
     autoscaling: ServeAutoscaling
+    metrics: ServeMetrics
     cache: ServeCache
     priorityClass: ServePriorityClass
     network: ServeNetwork

@@ -24,6 +24,7 @@ from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
 from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, stack
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
+from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
 from dockyard_k8s.config.rules import override_secret_message, run_rules
@@ -411,6 +412,9 @@ def _fill_derived(infra: InfraSpec, recipe_file: str) -> None:
         sandbox["imagePullPolicy"] = infra["infra"]["imagePullPolicy"]
     if launch["submitter"]["image"] is None:
         launch["submitter"]["image"] = infra["infra"]["image"]
+    if infra["kuberay"]["rayVersion"] is None:  # a Ray image's tag says it (issue 22 item 20)
+        tagged = ray_image_version(infra["infra"]["image"])
+        infra["kuberay"]["rayVersion"] = show_version(tagged) if tagged else DEFAULT_RAY_VERSION
 
 
 def missing_infra_hint(recipe_file: str, files: Sequence[str], empty: Sequence[str]) -> str:

@@ -42,13 +42,36 @@ PRIVATE_CIDRS: tuple[str, ...] = (
     "100.64.0.0/10",  # RFC 6598 shared space (EKS custom networking, carrier-grade NAT)
     "fc00::/7",  # IPv6 unique local
     "fe80::/10",  # IPv6 link-local
+    # Not private by RFC, internal in practice (issue 22 item 25):
+    "198.18.0.0/15",  # RFC 2544 benchmarking space, used as internal space (VPNs, some service ranges)
+    "240.0.0.0/4",  # reserved ("class E"): GKE and others may put pod and Service ranges there
+    "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052): reaches every IPv4 address, private ones too
+    "64:ff9b:1::/48",  # NAT64 local-use prefix (RFC 8215), the same
 )
 INTERNAL_CIDRS: tuple[str, ...] = PRIVATE_CIDRS + METADATA_CIDRS
+# IPv6 global unicast: IPv6 clusters (EKS IPv6, GKE dual-stack) give pods, nodes and Services
+# global addresses, so the sandbox reaches none of it unless an allowed range opts in (`private:
+# true`). Trusted pods' HTTPS egress (serve, a default-deny run) keeps it: their privateCidrs.
+GLOBAL_IPV6: tuple[str, ...] = ("2000::/3",)
+# What the sandbox never reaches without an opt-in, and where pod IPs may lie (worst case).
+POD_CIDRS: tuple[str, ...] = PRIVATE_CIDRS + GLOBAL_IPV6
+# How an error names a closed range an allowed CIDR falls in: cidr -> (what it is, why it is closed).
+CLOSED_WHY = {
+    "198.18.0.0/15": ("benchmarking space", "which networks use as internal space"),
+    "240.0.0.0/4": ("reserved space", "which GKE and others use for pod and Service ranges"),
+    "64:ff9b::/96": ("NAT64 space", "which reaches every IPv4 address through a NAT64 gateway, private ones too"),
+    "64:ff9b:1::/48": ("NAT64 space", "which reaches every IPv4 address through a NAT64 gateway, private ones too"),
+    "2000::/3": ("IPv6 global unicast", "where IPv6 clusters put pod addresses"),
+}
 DNS_PORT = 53
 # The labels KubeRay operator pods carry: the Helm chart's, and the kustomize manifests'.
 OPERATOR_NAMES = ("kuberay-operator", "kuberay")
 OPERATOR_NAME_LABEL = "app.kubernetes.io/name"
 MIN_RAY_TOKEN_AUTH = (2, 52, 0)  # Ray's token authentication (RAY_AUTH_MODE=token)
+DEFAULT_RAY_VERSION = "2.52.1"  # kuberay.rayVersion when the image's tag does not say
+# Repositories of Ray's images (rayproject/ray, ray-ml, ray-llm; anyscale/ray and mirrors of them):
+# their tag starts with the Ray version (2.52.1, 2.52.1-py311-gpu, 2.52.1.a1b2c3-py310).
+RAY_REPOSITORIES = ("ray", "ray-ml", "ray-llm")
 
 
 class AllowedCidr(Record):
@@ -110,6 +133,26 @@ def parse_version(text: Any) -> tuple[int, ...] | None:
     return tuple(parts) if parts else None
 
 
+def ray_image_version(image: Any) -> tuple[int, ...] | None:
+    """The Ray version a Ray image's tag names (``rayproject/ray:2.52.1-py311-gpu`` -> (2, 52, 1)),
+    or None: not a Ray image, no tag (a digest alone), or a tag without a version (``nightly``)."""
+    ref = str(image or "").split("@", 1)[0]
+    repo, _, tag = ref.rpartition(":")
+    if not repo or "/" in tag or repo.rsplit("/", 1)[-1] not in RAY_REPOSITORIES:
+        return None
+    version = parse_version(tag.split("-", 1)[0])
+    return version if version is not None and len(version) >= 2 else None
+
+
+def _padded(version: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """2.52 and 2.52.0 are one version."""
+    return (*version, *(0,) * (3 - len(version))) if version is not None else None
+
+
+def show_version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
 # --- the rules --------------------------------------------------------------------------------
 
 
@@ -122,7 +165,7 @@ def _uncovered_internal(block: dict[str, Any]) -> IPNetwork | None:
         excepts = [ipaddress.ip_network(e, strict=False) for e in block.get("except") or []]
     except (ValueError, TypeError):
         return None  # the schema check of the rendered policy reports a bad CIDR
-    internal = nets(INTERNAL_CIDRS)
+    internal = nets(POD_CIDRS + METADATA_CIDRS)
     outer = inside(net, internal)
     if outer is not None:
         return outer
@@ -171,7 +214,7 @@ def _egress_rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[
 
 def _egress_problems(np: SandboxNetworkPolicy) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
-    metadata, private = nets(METADATA_CIDRS), nets(PRIVATE_CIDRS)
+    metadata, private = nets(METADATA_CIDRS), nets(POD_CIDRS)
     for i, entry in enumerate(np["allowedEgressCidrs"]):
         item = allowed_cidr(entry)
         at: tuple[Any, ...] = ("sandbox", "networkPolicy", "allowedEgressCidrs", i)
@@ -190,16 +233,18 @@ def _egress_problems(np: SandboxNetworkPolicy) -> list[tuple[tuple[Any, ...], st
             continue
         priv = inside(net, private)
         if priv is not None and not item.private:
-            where = "private address space" + (f" (inside {priv})" if net != priv else "")
-            out.append((at_cidr, f"got {item.cidr}: {where}, where pods, Services and internal systems live on "
-                                 "most clusters; the sandbox runs untrusted code, so write "
+            what, why = CLOSED_WHY.get(str(priv), ("private address space", "where pods, Services and internal "
+                                                                         "systems live on most clusters"))
+            where = what + (f" (inside {priv})" if net != priv else "")
+            out.append((at_cidr, f"got {item.cidr}: {where}, {why}; the sandbox runs untrusted code, so write "
                                  f"{{cidr: {item.cidr}, private: true}} if it must reach it (`check` lists it)"))
         for j, port in enumerate(item.ports):
             if isinstance(port, dict) and port.get("endPort") is not None and port["endPort"] < port["port"]:
                 out.append(((*at, "ports", j, "endPort"), f"got {port['endPort']}, expected a port >= {port['port']} "
                                                           "(the range is port..endPort)"))
         if item.private and priv is None and not within(net, private):
-            out.append(((*at, "private"), f"{item.cidr} is not private address space: remove `private: true`"))
+            out.append(((*at, "private"), f"{item.cidr} is not private address space (nor reserved, NAT64 or IPv6 "
+                                          "global space): remove `private: true`"))
     return out
 
 
@@ -212,12 +257,30 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
         out += _peers_problems(sb["networkPolicy"]["ingressFrom"], ("sandbox", "networkPolicy", "ingressFrom"))
         for i, rule in enumerate(sb["networkPolicy"]["extraEgress"]):
             out += _egress_rule_problems(rule, ("sandbox", "networkPolicy", "extraEgress", i))
+    if sb["enabled"] and sb["serviceAccountName"] == "default":
+        out.append((("sandbox", "serviceAccountName"),
+                    "got 'default': the namespace's default ServiceAccount is the one EKS Pod Identity, IRSA and "
+                    "workload identity most often hand cloud credentials to (whatever automountServiceAccountToken "
+                    "says), and the sandbox runs untrusted code; leave it null (a dedicated, empty ServiceAccount "
+                    "is rendered) or name one without a cloud identity"))
     knp = kr["networkPolicy"]
     if knp["enabled"]:
         for i, rule in enumerate(knp["extraIngress"]):
             out += _rule_problems(rule, ("kuberay", "networkPolicy", "extraIngress", i))
     mode = infra["launch"]["mode"]
-    if kr["auth"]["mode"] == "token" and mode != "attach":
+    tagged = ray_image_version(infra["infra"]["image"])
+    if mode != "attach" and tagged is not None and _padded(parse_version(kr["rayVersion"])) != _padded(tagged):
+        out.append((("kuberay", "rayVersion"),
+                    f"got {kr['rayVersion']!r}, but infra.image is Ray {show_version(tagged)} (its tag): KubeRay "
+                    "takes spec.rayVersion for the image's Ray; remove kuberay.rayVersion (it is read from a Ray "
+                    f"image's tag) or set {show_version(tagged)!r}"))
+    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and tagged < MIN_RAY_TOKEN_AUTH:
+        out.append((("infra", "image"),
+                    f"is Ray {show_version(tagged)} (its tag): Ray token authentication (kuberay.auth.mode: token, "
+                    "the default) needs Ray >= 2.52.0, and older Ray ignores RAY_AUTH_MODE (the cluster would run "
+                    "unauthenticated); use an image with Ray >= 2.52.0, or set kuberay.auth.mode: disabled (anyone "
+                    "who reaches the Ray ports can then run code on the GPU pods)"))
+    elif kr["auth"]["mode"] == "token" and mode != "attach":
         version = parse_version(kr["rayVersion"])
         if version is None or version < MIN_RAY_TOKEN_AUTH:
             out.append((("kuberay", "rayVersion"),

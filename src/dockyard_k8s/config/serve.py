@@ -33,7 +33,8 @@ MAX_NAME = 63  # the Service name and every label value
 MODEL_MOUNT = "/models"
 # Environment the renderer sets itself: name -> the key that controls it.
 MANAGED_ENV = {"HF_HOME": "serve.cache.mountPath", "HF_TOKEN": "serve.model.hubTokenSecret",
-               "HF_HUB_OFFLINE": "serve.model.path"}
+               "HF_HUB_OFFLINE": "serve.model.path", "DOCKYARD_API_KEY": "serve.apiKeySecret",
+               "DOCKYARD_ADMIN_API_KEY": "serve.apiKeySecret.adminKey"}
 # Hub tokens people paste into env: the fix for them is serve.model.hubTokenSecret.
 _TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
@@ -178,6 +179,24 @@ def _gib(size: float) -> str:
 # --- rules --------------------------------------------------------------------------------------
 
 
+# prometheus-operator's Prometheus, by the Service host KEDA is given: the governing Service the
+# operator makes for every Prometheus, and kube-prometheus-stack's (<release>-kube-prom-prometheus,
+# or kube-prometheus-stack-prometheus when the release is named after the chart).
+_OPERATOR_PROMETHEUS = re.compile(r"^https?://(prometheus-operated|[a-z0-9-]*kube-prom(etheus-stack)?-prometheus)"
+                                  r"(\.|:|/|$)")
+
+
+def scrape_mechanism(s: Serve) -> str:
+    """``podMonitor`` or ``annotations``: ``serve.metrics.scrape``, or for ``auto`` a PodMonitor
+    when KEDA queries prometheus-operator's Prometheus (which ignores prometheus.io/* annotations)."""
+    chosen = str(s["metrics"]["scrape"])
+    if chosen != "auto":
+        return chosen
+    auto = s["autoscaling"]
+    operator = bool(_OPERATOR_PROMETHEUS.match(str(auto["prometheusAddress"])))
+    return "podMonitor" if auto["enabled"] and operator else "annotations"
+
+
 def max_replicas(s: Serve) -> int:
     """Most server pods at once: KEDA's maximum, else the fixed count."""
     return int(s["autoscaling"]["maxReplicas"] if s["autoscaling"]["enabled"] else s["replicas"])
@@ -306,21 +325,23 @@ def rollout_strategy(s: Serve) -> str:
 
 def _env_problems(s: Serve) -> list[tuple[Path, str]]:
     out: list[tuple[Path, str]] = []
+    keyed = bool(s["apiKeySecret"]["name"])
     managed = {"HF_HOME": s["cache"]["enabled"], "HF_TOKEN": bool(s["model"]["hubTokenSecret"]["name"]),
-               "HF_HUB_OFFLINE": s["model"]["path"] is not None}
+               "HF_HUB_OFFLINE": s["model"]["path"] is not None, "DOCKYARD_API_KEY": keyed,
+               "DOCKYARD_ADMIN_API_KEY": keyed and "adminApiKey" in backend_of(s).flags}
     for section in ("env", "secretEnv"):
         for name, value in s[section].items():
             what = secret_by_value(name, value) if section == "env" else None  # the one detector
-            if what:
+            if managed.get(name):  # the launcher's own variable: the fix is to leave it out
+                out.append((("serve", section, name), f"is set by dockyard-k8s from {MANAGED_ENV[name]}; "
+                                                      "expected it left out"))
+            elif what:
                 hub = name.upper() in _TOKEN_ENV
                 fix = ("serve.model.hubTokenSecret: {name: SECRET, key: token}" if hub else
                        f"serve.secretEnv: {{{name}: {{secret: SECRET, key: KEY}}}}")
                 out.append((("serve", "env", name), f"{'a hub token' if hub else what} by value would be stored in "
                                                     "the Deployment (git, etcd, `kubectl get -o yaml`): expected a "
                                                     f"reference, {fix}"))
-            elif managed.get(name):
-                out.append((("serve", section, name), f"is set by dockyard-k8s from {MANAGED_ENV[name]}; "
-                                                      "expected it left out"))
             elif section == "secretEnv" and name in s["env"]:
                 out.append((("serve", "secretEnv", name), "is also in serve.env: the pod would define it twice; "
                                                           "expected one of them"))
@@ -338,7 +359,8 @@ def _engine_problems(s: Serve) -> list[tuple[Path, str]]:
     keys = {"model": "serve.model", "servedName": "serve.model.servedName", "host": "(always 0.0.0.0)",
             "port": "serve.port", "tensorParallelSize": "serve.engine.tensorParallelSize",
             "maxModelLen": "serve.engine.maxModelLen", "dtype": "serve.engine.dtype",
-            "gpuMemoryUtilization": "serve.engine.gpuMemoryUtilization", "revision": "serve.model.revision"}
+            "gpuMemoryUtilization": "serve.engine.gpuMemoryUtilization", "revision": "serve.model.revision",
+            "apiKey": "serve.apiKeySecret", "adminApiKey": "serve.apiKeySecret.adminKey"}
     for i, arg in enumerate(s["engine"]["extraArgs"]):
         for option, flag in flags.items():
             if arg == flag or arg.startswith(flag + "="):
@@ -388,6 +410,15 @@ def serve_problems(infra: InfraSpec, *,
                                                              "server pods, but default-deny admits no one: add "
                                                              "Prometheus' namespace to serve.network.ingress "
                                                              "(e.g. {namespace: monitoring})"))
+    if not s["apiKeySecret"]["name"]:
+        for i, run in enumerate(s["network"]["runs"]):
+            if run["sandbox"]:
+                out.append((("serve", "network", "runs", i, "sandbox"),
+                            f"admits the run's sandbox pool (untrusted code) to an endpoint without an API key: the "
+                            f"agents' code of run {run['name']!r} could use all of it"
+                            + (", SGLang's admin endpoints too (weight updates, cache flush)"
+                               if s["backend"] == "sglang" else "")
+                            + "; expected serve.apiKeySecret: {name: SECRET} (key api-key), given to the callers"))
     pc = s["priorityClass"]
     if pc["create"] and not pc["name"]:
         out.append((("serve", "priorityClass", "name"), "is required to create it (got nothing)"))

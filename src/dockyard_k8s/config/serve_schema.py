@@ -63,17 +63,20 @@ BACKENDS: dict[str, Backend] = {
         command=("python3", "-m", "vllm.entrypoints.openai.api_server"),
         flags={"model": "--model", "servedName": "--served-model-name", "host": "--host", "port": "--port",
                "tensorParallelSize": "--tensor-parallel-size", "maxModelLen": "--max-model-len", "dtype": "--dtype",
-               "gpuMemoryUtilization": "--gpu-memory-utilization", "revision": "--revision"},
+               "gpuMemoryUtilization": "--gpu-memory-utilization", "revision": "--revision", "apiKey": "--api-key"},
         extra=(), source="vLLM docs: OpenAI-compatible server, Production Metrics"),
     # SGLang (docs "Production Metrics", python/sglang/srt/metrics/collector.py): metrics only
     # with --enable-metrics; sglang:num_queue_reqs is its queue gauge. v0.5.19-cu129 is the
-    # last CUDA 12 image (SGLang install docs); newer tags need a CUDA 13 driver.
+    # last CUDA 12 image (SGLang install docs); newer tags need a CUDA 13 driver. Auth
+    # (python/sglang/srt/utils/auth.py): --api-key guards every route but /health*, /ready* and
+    # /metrics, and also unlocks the admin routes unless --admin-api-key is set, which then alone does.
     "sglang": Backend(
         image="lmsysorg/sglang:v0.5.19-cu129", port=30000, health_path="/health", metric="sglang:num_queue_reqs",
         command=("python3", "-m", "sglang.launch_server"),
         flags={"model": "--model-path", "servedName": "--served-model-name", "host": "--host", "port": "--port",
                "tensorParallelSize": "--tp-size", "maxModelLen": "--context-length", "dtype": "--dtype",
-               "gpuMemoryUtilization": "--mem-fraction-static", "revision": "--revision"},
+               "gpuMemoryUtilization": "--mem-fraction-static", "revision": "--revision", "apiKey": "--api-key",
+               "adminApiKey": "--admin-api-key"},
         extra=("--enable-metrics",), source="SGLang docs: server arguments, Production Metrics"),
 }
 
@@ -161,8 +164,22 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
                         "(8Gi), 1Gi without GPUs.", None, nullable=True),
     "nodeSelector": string_map("nodeSelector of the pods (label: value).", values={"type": "string"}),
     "tolerations": _GPU_TOLERATIONS,
+    "topologySpreadConstraints": array(
+        "Spread of the server pods (labelSelector defaults to them). null: with more than one replica, one "
+        "constraint across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, per rollout revision), so "
+        "a node's loss (a drain, a bad GPU) takes one replica; []: none.", {"type": "object"}, None, nullable=True),
     "env": string_map("Extra environment variables of the server (name: value). Never a credential: see "
                       "secretEnv.", values={"type": ["string", "number", "boolean"]}),
+    "apiKeySecret": obj("The API key callers must send (Authorization: Bearer), from a Secret of the namespace, by "
+                        "reference: --api-key (vLLM: the /v1 routes; SGLang: every route), /health and /metrics "
+                        "stay open for probes and Prometheus. Required when a run's sandbox may call the endpoint.", {
+        "name": string("Secret name; null: no key (every caller the NetworkPolicies admit may use the API).", None,
+                       nullable=True, pattern=DNS1123_SUBDOMAIN),
+        "key": string("Key of the API key inside the Secret.", "api-key"),
+        "adminKey": string("SGLang: key of the admin API key (--admin-api-key), which alone unlocks the admin "
+                           "routes (weight updates, cache flush, profiling...), so holders of the API key cannot.",
+                           "admin-api-key"),
+    }),
     "secretEnv": {"type": "object", "default": {}, "additionalProperties": _SECRET_REF,
                   "description": "Environment variables from Secrets, by reference (NAME: {secret, key})."},
     "autoscaling": obj("KEDA ScaledObject on a Prometheus query of the backend's queue gauge (needs KEDA and a "
@@ -179,9 +196,36 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
         "prometheusAddress": string("Prometheus base URL as KEDA's operator reaches it.",
                                     "http://prometheus-operated.monitoring.svc:9090"),
         "pollingInterval": integer("Seconds between two queries.", 15, minimum=1),
-        "cooldownPeriod": integer("Seconds of calm before scaling in.", 300, minimum=0),
+        "scaleDownStabilizationSeconds": integer(
+            "Scale-in delay: the HPA removes pods only when every recommendation of this many past seconds "
+            "allows it (its scaleDown stabilization window; KEDA's cooldownPeriod applies only to scaling to "
+            "zero, which serve never does).", 300, minimum=0, maximum=3600),
         "authenticationRef": string("A KEDA TriggerAuthentication of the namespace for Prometheus, by name.",
                                     None, nullable=True, pattern=DNS1123_SUBDOMAIN),
+        "fallback": obj("What KEDA does when the query fails failureThreshold times in a row (an empty result "
+                        "counts: ignoreNullValues is false, so a lost metric is never read as 0).", {
+            "failureThreshold": integer("Failed queries in a row before the fallback.", 3, minimum=1),
+            "replicas": integer("Fallback replicas; null: minReplicas.", None, minimum=1, nullable=True),
+            "behavior": string("KEDA fallback.behavior: currentReplicasIfHigher keeps the current replicas when "
+                               "there are more (never scales in on a lost metric); static: exactly `replicas`.",
+                               "currentReplicasIfHigher",
+                               enum=["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]),
+        }),
+    }) | {"x-moved": {
+        "cooldownPeriod": "serve.autoscaling.scaleDownStabilizationSeconds (KEDA uses cooldownPeriod only when "
+                          "scaling to zero, which serve never does: minReplicas >= 1; from 1 to N pods the HPA "
+                          "scales, and its scale-down stabilization window is the scale-in delay)",
+    }},
+    "metrics": obj("How Prometheus finds the server's /metrics (the queue gauge KEDA scales on).", {
+        "scrape": string("auto: a PodMonitor when autoscaling queries prometheus-operator's Prometheus (the default "
+                         "prometheus-operated, or kube-prometheus-stack's <release>-kube-prom(etheus-stack)-prometheus "
+                         "Service), else prometheus.io/* annotations; podMonitor; annotations (a Prometheus with "
+                         "annotation-based pod discovery; prometheus-operator ignores them).", "auto",
+                         enum=["auto", "podMonitor", "annotations"]),
+        "podMonitorLabels": {**string_map("Labels of the PodMonitor: the Prometheus's podMonitorSelector must match "
+                                          "them (kube-prometheus-stack selects release: <its Helm release name>; "
+                                          "`release: null` drops the label).", values={"type": "string"},
+                                          keys="label-key"), "default": {"release": "kube-prometheus-stack"}},
     }),
     "cache": obj("The model cache (HF_HOME): weights downloaded once, kept across restarts and `serve down`.", {
         "enabled": {"type": ["boolean", "null"], "default": None,
@@ -211,6 +255,9 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
     "network": obj("Default-deny for the server pods, then explicit allows. Port-forward (serve test) goes "
                    "through the kubelet and is not affected. Needs an enforcing CNI.", {
         "defaultDeny": boolean("Render the deny-all and allow NetworkPolicies.", True),
+        "scope": string("endpoint: the deny covers the server pods; namespace: every pod of the namespace (the "
+                        "allows are the server pods' only), as a run's infra.networkPolicy.scope.", "endpoint",
+                        enum=["endpoint", "namespace"]),
         "ingress": array("Callers of the serving port by namespace (gateway, monitoring, evaluation jobs); "
                          "sandbox pools are excluded.", _INGRESS_PEER, []),
         "runs": array("Runs whose pods call the endpoint; their sandbox pool only with sandbox: true.", _RUN_PEER,

@@ -6,6 +6,7 @@
     pss.py       the Pod Security Standards level of every pod template
     reach.py     who can reach whom through the rendered NetworkPolicies
     isolation.py what the untrusted pods may reach (Exposure): sandbox-isolation and check's warnings
+    entries.py   public ways into pods (LoadBalancer/NodePort, KubeRay's head Service and Ingress, Ingress)
     output.py    text, JSON and SARIF
 
 The names below are imported on first use: ``check`` imports ``isolation.py`` (and

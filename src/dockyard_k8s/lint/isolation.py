@@ -7,7 +7,15 @@ code (the sandbox fleet label, or the ``dockyard-k8s/untrusted`` annotation):
 * error: a path to a pod of the GPU Ray cluster (a Ray object's pod, a Ray fleet label, or a
   GPU request), to another untrusted pod, to a cloud metadata range, or to private space not
   opted in (the ``dockyard-k8s/private-egress`` annotation ``render/network.py`` writes);
-* warning: a GPU pod whose own ingress admits them, kept away only by their egress.
+* error: a pod the input does not show, named by a selector of their egress: any pod of a
+  RayCluster (KubeRay's ``ray.io/cluster`` label: an attached cluster's pods carry no fleet
+  label), or every pod of their namespace or of any namespace (pods live in private space);
+* error: a GPU pod behind a public way in (a LoadBalancer or NodePort Service, KubeRay's head
+  serviceType, an Ingress whose controller its ingress admits: ``lint/entries.py``) on a port
+  their egress to public addresses allows;
+* warning: a GPU pod whose own ingress admits them, kept away only by their egress; every pod
+  of another namespace their egress names; an Ingress to a GPU pod whose ingress admits no
+  controller (one rule away from a path).
 
 The reachability itself, worst case on every CNI-specific point, is ``lint/reach.py``.
 """
@@ -16,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dockyard_k8s.config.network import METADATA_CIDRS, PRIVATE_CIDRS
+from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
 from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path, Record
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
+from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -30,6 +39,7 @@ ERROR = "error"
 WARNING = "warning"
 RAY_KINDS = ("RayJob", "RayCluster", "RayService")
 RAY_FLEETS = ("head", "trainer", "inference", "submitter")
+ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so only selectors of every namespace match
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 
 
@@ -140,6 +150,129 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
                                              "matches ipBlocks against pod IPs one more rule would open them "
                                              "(enable kuberay.networkPolicy)"))
         out += _address_exposures(src, policies)
+        out += _unseen_pod_exposures(src, policies)
+        out += _public_exposures(src, objects, all_templates, policies)
+    return out
+
+
+def _may_open_a_way_in(objects: list[dict[str, Any]]) -> bool:
+    """Whether an object could be a public way in (what ``lint/entries.py`` reads): a rendered run
+    has none, and ``check`` then loads nothing more."""
+    for o in objects:
+        spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
+        if o.get("kind") == "Ingress" or (o.get("kind") == "Service" and (spec or {}).get("type") in
+                                          ("LoadBalancer", "NodePort")):
+            return True
+        for cluster in ((spec or {}), (spec or {}).get("rayClusterSpec"), (spec or {}).get("rayClusterConfig")):
+            head = cluster.get("headGroupSpec") if isinstance(cluster, dict) and o.get("kind") in RAY_KINDS else None
+            if isinstance(head, dict) and {"serviceType", "headService", "enableIngress"} & set(head):
+                return True
+    return False
+
+
+def _public_exposures(src: Template, objects: list[dict[str, Any]], all_templates: list[Template],
+                      policies: reach.Policies) -> list[Exposure]:
+    """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
+    if not _may_open_a_way_in(objects):
+        return []
+    from dockyard_k8s.lint import entries  # dataclasses: only for inputs that may have one
+
+    found = [e for e in entries.public_entries(objects)
+             if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]
+    if not found:
+        return []
+    egress, rules = entries.public_egress(src.target, policies)
+    out = []
+    for entry in found:
+        dst = next(t for t in all_templates if (t.obj, t.spec_path) == (entry.obj, entry.spec_path))
+        ports = reach.ports_and(entry.ports, egress)
+        if not ports:
+            continue
+        why = f"their egress admits public addresses on them ({'; '.join(rules)})"
+        if not entry.via_controller:
+            out.append(Exposure(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} from outside the "
+                                            f"cluster: {entry.how} on {reach.show_ports(ports)}, and {why}; reach it "
+                                            "with port-forward instead, or lock the sandbox's egress down "
+                                            "(sandbox.networkPolicy.allowEgress: false)"))
+            continue
+        admits = entries.controller_rules(dst.target, policies)
+        if admits:
+            out.append(Exposure(src, ERROR, f"untrusted pods may reach the GPU pod {dst.where} from outside the "
+                                            f"cluster: {entry.how} on {reach.show_ports(ports)} of the ingress "
+                                            f"controller's public load balancer, which its ingress admits "
+                                            f"({'; '.join(admits)}), and {why}; reach it with port-forward instead"))
+        else:
+            out.append(Exposure(src, WARNING, f"{entry.how} routes the ingress controller's public load balancer "
+                                              f"to the GPU pod {dst.where}, which only its own ingress keeps closed "
+                                              "(no rule admits an ingress controller; one would open a path from "
+                                              f"the untrusted pods, whose egress reaches {reach.show_ports(ports)})"))
+    return out
+
+
+def _without_ip_blocks(policy: dict[str, Any]) -> dict[str, Any]:
+    """The egress of ``policy`` as its selectors alone admit it (a rule naming only ipBlocks is
+    dropped: an empty ``to`` would admit everything). ipBlocks are ``_address_exposures``' part."""
+    rules = []
+    for rule in (policy.get("spec") or {}).get("egress") or []:
+        if isinstance(rule, dict) and isinstance(rule.get("to"), list) and rule["to"]:
+            peers = [p for p in rule["to"] if not (isinstance(p, dict) and "ipBlock" in p)]
+            if not peers:
+                continue
+            rule = {**rule, "to": peers}
+        rules.append(rule)
+    return {**policy, "spec": {**policy["spec"], "egress": rules}}
+
+
+def _named_namespaces(policies: list[dict[str, Any]]) -> list[str]:
+    """Namespaces the egress rules name by ``kubernetes.io/metadata.name``."""
+    names: set[str] = set()
+    for policy in policies:
+        for rule in (policy.get("spec") or {}).get("egress") or []:
+            for peer in (rule.get("to") or []) if isinstance(rule, dict) else []:
+                sel = peer.get("namespaceSelector") if isinstance(peer, dict) else None
+                if not isinstance(sel, dict):
+                    continue
+                value = (sel.get("matchLabels") or {}).get(reach.NAMESPACE_LABEL)
+                names.update([str(value)] if value else [])
+                for expr in sel.get("matchExpressions") or []:
+                    if isinstance(expr, dict) and expr.get("key") == reach.NAMESPACE_LABEL and \
+                            expr.get("operator") == "In":
+                        names.update(str(v) for v in expr.get("values") or [])
+    return sorted(names)
+
+
+def _unseen_pod_exposures(src: Template, policies: reach.Policies) -> list[Exposure]:
+    """Pods the input does not show that a selector of the untrusted pods' egress names: a Ray
+    pod without a fleet label (an attached cluster's), every pod of a namespace. Each group says
+    its widest hit only."""
+    selecting = [_without_ip_blocks(p) for p in policies.selecting(src.target, "Egress")]
+    if not selecting:
+        return []  # no egress policy at all: _address_exposures says so
+    view = reach.Policies(selecting)
+    ns = src.target.namespace
+    ray_pod = {RAY_CLUSTER_LABEL: "attached", "ray.io/node-type": "head"}
+    unseen = f"the pods of RayClusters this input does not render (an attached cluster's: label {RAY_CLUSTER_LABEL}, " \
+             "no fleet label)"
+    plain = "(every pod without a dockyard-k8s fleet label)"
+    groups = [
+        [(ERROR, reach.Target(ANY_NAMESPACE, ray_pod), f"{unseen} in any namespace"),
+         (ERROR, reach.Target(ns, ray_pod), f"{unseen} in namespace {ns}")],
+        [(ERROR, reach.Target(ANY_NAMESPACE, {}), f"every pod of any namespace {plain}"),
+         (ERROR, reach.Target(ns, {}), f"every pod of namespace {ns} {plain}"),
+         *[(WARNING, reach.Target(n, {}), f"every pod of namespace {n} {plain}")
+           for n in _named_namespaces(selecting) if n != ns]],
+    ]
+    out = []
+    for group in groups:
+        for severity, pod, what in group:
+            opening = view.egress_of(src.target, pod)
+            if opening.ports:
+                out.append(Exposure(src, severity, f"untrusted pods may reach {what} on "
+                                                   f"{reach.show_ports(opening.ports)}: {'; '.join(opening.rules)}; "
+                                                   "pods live in private space: name the ones they call (a "
+                                                   "podSelector with matchLabels)"))
+                if severity == ERROR:
+                    break
     return out
 
 
@@ -150,10 +283,11 @@ def _address_exposures(src: Template, policies: reach.Policies) -> list[Exposure
                                     "address (pods, Services, internal systems)")]
     out = []
     opted = _opted_in(src.target, policies)
-    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS)):
+    for kind, cidrs in (("the cloud metadata range", METADATA_CIDRS), ("private address space", PRIVATE_CIDRS),
+                        ("IPv6 global unicast space", GLOBAL_IPV6)):
         for cidr in cidrs:
             for addrs, ports, rule in policies.egress_to(src.target, cidr):
-                if kind.startswith("private"):
+                if cidrs is not METADATA_CIDRS:
                     addrs = {v: s for v, spans in addrs.items() if (s := reach.minus(spans, opted.get(v, [])))}
                 if addrs:
                     out.append(Exposure(src, ERROR, f"untrusted pods may reach {kind} {cidr} "

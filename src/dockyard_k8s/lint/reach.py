@@ -5,7 +5,7 @@ the objects a run renders (or any manifests). Every CNI-specific or unknown poin
 its worst:
 
 * an ``ipBlock`` is assumed to match pods (Calico does) whose IPs lie in private space
-  (``config.network.PRIVATE_CIDRS``: every pod CIDR seen in the wild does) — so a block that
+  or IPv6 global space (``config.network.POD_CIDRS``: every pod CIDR seen in the wild does) — so a block that
   leaves any private address in matches every pod;
 * a ``namespaceSelector`` is evaluated on the one namespace label everyone has
   (``kubernetes.io/metadata.name``); a requirement on any other label is assumed to hold;
@@ -21,7 +21,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable
 
-from dockyard_k8s.config.network import PRIVATE_CIDRS
+from dockyard_k8s.config.network import POD_CIDRS
 from dockyard_k8s.kube import selector_matches
 from dockyard_k8s.plain import Record
 
@@ -101,7 +101,7 @@ def minus(a: Spans, b: Spans) -> Spans:
     return out
 
 
-def _ports_and(a: Ports, b: Ports) -> Ports:
+def ports_and(a: Ports, b: Ports) -> Ports:
     return {p: s for p in PROTOCOLS if (s := overlap(a.get(p, []), b.get(p, [])))}
 
 
@@ -157,7 +157,7 @@ def _block_key(cidr: str, excepts: tuple[str, ...]) -> Addresses:
     return {v: s for v, spans in whole.items() if (s := minus(spans, cut.get(v, [])))}
 
 
-POD_SPACE: Addresses = _addr_union(cidr_spans(c) for c in PRIVATE_CIDRS)
+POD_SPACE: Addresses = _addr_union(cidr_spans(c) for c in POD_CIDRS)
 
 
 def show_addresses(addrs: Addresses, limit: int = 3) -> str:
@@ -282,11 +282,15 @@ class Policies:
         """Ports on which ``src`` may connect to ``dst``: (ports, src's egress, dst's ingress)."""
         egress = self._side(src, "Egress", dst, dst)
         ingress = self._side(dst, "Ingress", src, dst)
-        return _ports_and(egress.ports, ingress.ports), egress, ingress
+        return ports_and(egress.ports, ingress.ports), egress, ingress
 
     def ingress_of(self, dst: Target, src: Target) -> Opening:
         """What ``dst``'s ingress admits from ``src`` (one side only)."""
         return self._side(dst, "Ingress", src, dst)
+
+    def egress_of(self, src: Target, dst: Target) -> Opening:
+        """What ``src``'s egress admits towards ``dst`` (one side only: a pod the input does not show)."""
+        return self._side(src, "Egress", dst, dst)
 
     def egress_to(self, src: Target, cidr: str) -> list[tuple[Addresses, Ports, str]]:
         """The parts of ``cidr`` ``src``'s egress admits: (addresses, ports, the rule), by rule."""

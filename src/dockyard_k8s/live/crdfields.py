@@ -28,7 +28,10 @@ KUBERAY_FIELDS_SINCE: dict[tuple[str, str], tuple[str, str]] = {
     ("RayCluster", "spec.managedBy"): ("1.3.0", "kuberay.spec"),
     ("RayCluster", "spec.gcsFaultToleranceOptions"): ("1.3.0", "kuberay.spec"),
     ("RayCluster", "spec.workerGroupSpecs.suspend"): ("1.3.0", "kuberay.spec"),
+    # v1.5.1 added authOptions with `mode` only; `secretName` (which the run renders) came in v1.6.0
     ("RayCluster", "spec.authOptions"): ("1.5.1", "kuberay.auth (mode: disabled turns Ray authentication off)"),
+    ("RayCluster", "spec.authOptions.secretName"): ("1.6.0",
+                                                    "kuberay.auth (mode: disabled turns Ray authentication off)"),
 }
 _UNDECLARED = re.compile(r"(\.[^\s:]+): field not declared in schema")
 _INDEX = re.compile(r"\[[^\]]*\]")
@@ -53,20 +56,37 @@ def undeclared_in_message(message: str) -> list[str]:
     return sorted({_plain(m) for m in _UNDECLARED.findall(message)})
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def _newer_inside(kind: str, path: str, release: str) -> list[tuple[str, str]]:
+    """(sub-field, release) of the table's fields under ``path`` that came after ``release``:
+    an object the CRD lacks whole may need a newer operator for what the run renders inside it."""
+    plain = _plain(path)
+    if kind == "RayJob" and plain.startswith("spec.rayClusterSpec."):
+        kind, plain = "RayCluster", "spec." + plain.removeprefix("spec.rayClusterSpec.")
+    return sorted(((f.removeprefix(plain + "."), r) for (k, f), (r, _) in KUBERAY_FIELDS_SINCE.items()
+                   if k == kind and f.startswith(plain + ".") and _release(r) > _release(release)),
+                  key=lambda fr: _release(fr[1]))
+
+
 def explain(kind: str, fields: list[str]) -> tuple[str, str]:
     """(message, hint) for fields the installed CRD of ``kind`` lacks."""
     parts, keys, releases = [], [], []
     for field in fields:
         known = since(kind, field)
         if known:
-            parts.append(f"{field} (KubeRay v{known[0]} added it)")
-            releases.append(known[0])
+            later = _newer_inside(kind, field, known[0])
+            also = "".join(f"; its {sub} v{r}" for sub, r in later)
+            parts.append(f"{field} (KubeRay v{known[0]} added it{also})")
+            releases += [known[0], *(r for _, r in later)]
             keys.append(known[1])
         else:
             parts.append(field)
     message = f"the cluster's {kind} CRD has no field {', '.join(parts)}: the operator installed is older than " \
               "the fields the run renders"
-    newest = max(releases, key=lambda v: tuple(int(p) for p in v.split(".")), default="")
+    newest = max(releases, key=_release, default="")
     upgrade = f"upgrade the operator and its CRDs to KubeRay >= v{newest}" if newest else \
         "upgrade the operator's CRDs to the release the run was written for"
     unset = f", or unset {', '.join(sorted(set(keys)))}" if keys else ""

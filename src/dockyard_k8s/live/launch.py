@@ -148,7 +148,48 @@ def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOpti
         local_deadline = operator_deadline + deadline_margin(operator_deadline) if operator_deadline else None
     return orchestrate.follow(client, ns, run, bundle.objects, say=say, timeout=options.timeout,
                               pre_running_deadline=local_deadline, fail_fast=options.fail_fast,
-                              operator_deadline=operator_deadline)
+                              operator_deadline=operator_deadline, on_view=head_auth_check(client, bundle, say=say))
+
+
+def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> Callable[[RunView], Outcome | None]:
+    """Once the run's head pod is Ready, ask its dashboard for the job list without the token
+    (through the API server's pod proxy): a refusal is said with ✔; an answer ends following with
+    exit 1 (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it
+    is. When the API server will not proxy (no ``pods/proxy`` right), a note says it was not checked."""
+    from dockyard_k8s.errors import ClusterError
+    from dockyard_k8s.live.rayauth import enabled, head_pod, proxy_status, refused, unauthenticated
+
+    infra, ns = bundle.run.infra, bundle.run.namespace
+    done: list[str] = []  # the pod checked
+
+    def check(view: RunView) -> Outcome | None:
+        if done or not enabled(infra):
+            return None
+        pod = head_pod(infra, view.pods)
+        if pod is None:
+            return None
+        try:
+            status, from_head = proxy_status(client, ns, pod)
+        except ClusterError as e:
+            status, from_head = 0, False
+            why = str(e)
+        else:
+            why = f"the API server answered {status} to its pods/proxy"
+        if not from_head and status in (502, 503):
+            return None  # not serving yet: ask again at the next change
+        done.append(pod)
+        if not from_head:
+            say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
+                "`dockyard-k8s job list` with the same files checks it through a port-forward")
+            return None
+        if refused(status):
+            say(f"✔ the Ray head {pod} refuses a request without the token (GET /api/jobs/: HTTP {status})")
+            return None
+        say(f"✖ {unauthenticated(f'the Ray head {pod}', status)}")
+        return Outcome(False, "unauthenticated", "the run is left as it is: stop it with `dockyard-k8s down` (the "
+                                                 "same files), then use an image with Ray >= 2.52")
+
+    return check
 
 
 def deadline_margin(seconds: float) -> float:
@@ -198,11 +239,15 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,
                   write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
+    from dockyard_k8s.live.rayauth import enabled, require_refused
     from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id
 
     run = bundle.run.name
     base, command, runtime_env = run_submission(bundle)
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
+        if enabled(bundle.run.infra):  # the run asked for token auth: an open head gets no job
+            status = require_refused(ray.address)
+            say(f"✔ the Ray head at {ray.address} refuses a request without the token (GET /api/jobs/: HTTP {status})")
         existing = latest_job(ray, base)
         sub_id = str((existing or {}).get("submission_id") or base)
         if existing and options.replace:

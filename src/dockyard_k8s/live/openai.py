@@ -59,6 +59,10 @@ def read_answer(status: int, body: str, seconds: float, model: str) -> Completio
             inner = doc.get("error")
             err: dict[str, Any] = inner if isinstance(inner, dict) else doc
             detail = str(err.get("message") or err.get("detail") or "")[:300]
+        if status in (401, 403):
+            return bad(f"HTTP {status}{': ' + detail if detail else ''}",
+                       "the server wants an API key, or another one: serve.apiKeySecret names the Secret `serve "
+                       "test` reads it from (the server's --api-key)")
         if status == 404:
             return bad(f"HTTP 404{': ' + detail if detail else ''}",
                        f"the server does not serve model {model!r} (GET /v1/models lists what it serves; "
@@ -83,13 +87,15 @@ def read_answer(status: int, body: str, seconds: float, model: str) -> Completio
 
 
 def complete(base_url: str, model: str, prompt: str, max_tokens: int, *, timeout: float = 120.0,
-             transport: httpx2.BaseTransport | None = None,
+             api_key: str | None = None, transport: httpx2.BaseTransport | None = None,
              clock: Callable[[], float] = time.monotonic) -> Completion:
-    """Send the request to ``base_url`` (``http://127.0.0.1:PORT``) and check the answer."""
+    """Send the request to ``base_url`` (``http://127.0.0.1:PORT``) and check the answer; with
+    ``api_key``, as a bearer token (set once on the client, never in a message)."""
     path, body = prepare_completion(model, prompt, max_tokens)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     start = clock()
     try:
-        with httpx2.Client(base_url=base_url, timeout=timeout, transport=transport) as http:
+        with httpx2.Client(base_url=base_url, timeout=timeout, transport=transport, headers=headers) as http:
             response = http.post(path, json=body)
             seconds = clock() - start
             return read_answer(response.status_code, response.text, seconds, model)

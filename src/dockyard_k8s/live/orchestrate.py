@@ -31,7 +31,8 @@ from dockyard_k8s.render.meta import RUN_LABEL
 # (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and
 # `status` still find them after the spec changed shape.
 RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Service", "ConfigMap",
-             "PodDisruptionBudget", "NetworkPolicy", "Secret")  # Secret: the Ray token `run` created
+             "PodDisruptionBudget", "NetworkPolicy", "Secret",  # Secret: the Ray token `run` created
+             "ServiceAccount")  # the sandbox's own
 # Kept by `down` unless asked: data a next run reuses.
 KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
 
@@ -300,14 +301,16 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
            say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
            fail_fast: bool = False, operator_deadline: float | None = None,
            clock: Callable[[], float] = time.monotonic, selector: str | None = None,
-           main_kind: str | None = None) -> Outcome:
+           main_kind: str | None = None, on_view: Callable[[RunView], Outcome | None] | None = None) -> Outcome:
     """Watch the run until its main object is terminal; print progress and findings as they happen.
     ``pre_running_deadline`` ends following when the run is not running in time; with
     ``operator_deadline`` it is the fallback of a deadline the operator should have enforced.
 
     Three watches feed one queue: the workload kinds and the pods (label selector), and
     Warning events of the namespace. Nothing is polled. ``selector`` and ``main_kind`` make
-    it follow something other than a run (an endpoint: its label, its Deployment).
+    it follow something other than a run (an endpoint: its label, its Deployment). ``on_view``
+    looks at the view after each change and may end following with its own outcome (``run``'s
+    check that the Ray head refuses a request without the token).
     """
     view = new_view(run, objects, main_kind)
     start = clock()
@@ -409,6 +412,9 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 return Outcome(True, "applied", "nothing to wait for")
             if refused is not None:
                 return Outcome(False, "invalid", f"{refused.pod}: {refused.reason}: {refused.message}")
+            verdict = on_view(view) if on_view is not None else None
+            if verdict is not None:
+                return verdict
     finally:
         stop.set()
         client.close_streams()

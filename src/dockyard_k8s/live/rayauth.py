@@ -5,6 +5,11 @@
   with a random token when it is missing, and never rewritten when it exists (a running
   cluster keeps its token). A Secret the user named must exist already. ``down`` deletes
   the launcher's Secret with the run (it carries the run label).
+* ``run`` checks, in every launch mode, that the head refuses a request without the token
+  (``GET /api/jobs/``: 401 or 403): attach mode before submitting (:func:`require_refused`),
+  the other modes once the head pod is Ready, through the API server's pod proxy, which drops
+  the caller's credentials (:func:`proxy_status`). An answer is a run with token auth OFF —
+  an image with Ray < 2.52 ignores ``RAY_AUTH_MODE`` — and ends ``run`` with exit 1.
 * ``job``, ``cluster dashboard`` and attach-mode ``run`` get the token from
   :func:`dashboard_token`: ``$RAY_AUTH_TOKEN`` if set, else the Secret of the run, of the
   attached cluster or of ``--cluster`` (its ``spec.authOptions``, or the ``RAY_AUTH_TOKEN``
@@ -19,16 +24,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import httpx2
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, ref
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import labels
-from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, enabled, secret_name
+from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -39,12 +47,13 @@ if TYPE_CHECKING:
 
 SECRET = KINDS["Secret"]
 ENV_TOKEN = TOKEN_VAR  # the variable Ray's own CLI reads: an explicit token wins
+ANONYMOUS_PATH = "/api/jobs/"  # the Jobs API's list: what an intruder asks first; needs the token with auth on
+DASHBOARD_PORT = 8265
 
 
 def create_hint(namespace: str, name: str) -> str:
-    """How to create a token Secret by hand (for ``render | kubectl apply``)."""
-    return (f"kubectl -n {namespace} create secret generic {name} "
-            f"--from-literal={TOKEN_KEY}=\"$(openssl rand -base64 32)\"")
+    """How to create a token Secret by hand (render/rayauth.py's generator)."""
+    return create_command(namespace, name)
 
 
 def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
@@ -89,24 +98,26 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
     return token_secret(infra, make_token()), None
 
 
-def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY) -> str:
-    """The token stored in Secret ``namespace/name``.
+def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
+               hint: str = "") -> str:
+    """The token stored in Secret ``namespace/name`` (``what`` names it in errors: the Ray token,
+    or another credential such as an endpoint's API key, with its own ``hint``).
 
     Raises:
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
-    what = ref("Secret", namespace, name)
+    obj = ref("Secret", namespace, name)
     secret = client.get(SECRET, namespace, name)
     if secret is None:
-        raise ClusterError("does not exist, so the Ray token cannot be read", obj=what, status=404,
-                           hint=f"`dockyard-k8s run` creates it; or {create_hint(namespace, name)}")
+        raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
+                           hint=hint or f"`dockyard-k8s run` creates it; or {create_hint(namespace, name)}")
     value = (secret.get("data") or {}).get(key)
     if not value:
-        raise ClusterError(f"has no key {key!r} (the Ray token)", obj=what, hint=create_hint(namespace, name))
+        raise ClusterError(f"has no key {key!r} ({what})", obj=obj, hint=hint or create_hint(namespace, name))
     try:
         return base64.b64decode(value, validate=True).decode().strip()
     except (binascii.Error, UnicodeDecodeError) as e:
-        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=what) from e
+        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=obj) from e
 
 
 def reads_token(obj: dict[str, Any]) -> bool:
@@ -124,7 +135,7 @@ def reads_token(obj: dict[str, Any]) -> bool:
 
 def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     """(Secret, key) a RayCluster's Ray containers read their token from, or None (no token auth):
-    ``spec.authOptions`` (KubeRay >= 1.5.1; without secretName the operator's Secret is named
+    ``spec.authOptions`` (KubeRay >= 1.5.1, secretName >= 1.6.0; without secretName the operator's Secret is named
     after the cluster), else the head container's ``RAY_AUTH_TOKEN`` reference."""
     spec = rc.get("spec") or {}
     options = spec.get("authOptions") or {}
@@ -216,3 +227,81 @@ def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], N
         why = "Ray < 2.52 or RAY_AUTH_MODE unset on the head" if mode is None else f"authentication_mode: {mode}"
         note(f"warning: the Ray head at {ray.address} does not require a token ({why}): whoever reaches its "
              "dashboard can run code on the cluster")
+
+
+# --- does the head refuse a request without the token? ------------------------------------------
+
+
+def refused(status: int) -> bool:
+    return status in (401, 403)
+
+
+def unauthenticated(where: str, status: int) -> str:
+    """What an answer to a request without the token means."""
+    return (f"{where} answered a request without the token (GET {ANONYMOUS_PATH}: HTTP {status}): Ray token "
+            "authentication is OFF (the image's Ray is older than 2.52, which ignores RAY_AUTH_MODE, or the "
+            "variable did not reach the head), so whoever reaches port 8265 can run code on the cluster")
+
+
+def anonymous_status(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """The HTTP status of ``GET /api/jobs/`` sent to a dashboard without any credential.
+
+    Raises:
+        ClusterError: the dashboard cannot be reached.
+    """
+    try:
+        with httpx2.Client(base_url=address, timeout=30.0, transport=transport) as http:
+            return http.get(ANONYMOUS_PATH).status_code
+    except httpx2.TransportError as e:
+        raise ClusterError(f"cannot reach the Ray dashboard at {address}: {e}", obj="Ray dashboard") from e
+
+
+def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """attach mode, before anything is submitted: the head refuses a request without the token.
+
+    Raises:
+        ClusterError: it answered (token auth is off on the attached cluster).
+    """
+    status = anonymous_status(address, transport=transport)
+    if not refused(status):
+        raise ClusterError(unauthenticated(f"the Ray head at {address}", status) + "; nothing was submitted",
+                           obj="Ray dashboard", hint="give the attached cluster an image with Ray >= 2.52 and "
+                                                     "RAY_AUTH_MODE=token on its pods, or set kuberay.auth.mode: "
+                                                     "disabled to submit to it anyway")
+    return status
+
+
+def head_pod(infra: InfraSpec, pods: Iterable[dict[str, Any]]) -> str | None:
+    """The name of the run's Ready head pod, whose dashboard serves the Jobs API: the pod of fleet
+    ``head`` (KubeRay's head, the job shape's one pod), or trainer pod 0 of the statefulset shape."""
+    from dockyard_k8s.render.meta import FLEET_LABEL
+    from dockyard_k8s.render.shapes import head_pod_name
+
+    named = head_pod_name(infra) if infra["launch"]["mode"] == "statefulset" else None
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if not (meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"):
+            continue
+        if any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or []):
+            return str(meta.get("name"))
+    return None
+
+
+def proxy_status(client: KubeClient, namespace: str, pod: str) -> tuple[int, bool]:
+    """(HTTP status, whether the head answered it) of ``GET /api/jobs/`` sent to the head pod's
+    dashboard through the API server's pod proxy: kube-apiserver drops the caller's credentials
+    once it has authenticated them, so the head sees a request without any token. An answer
+    that is the API server's own (a ``Status``: no right to ``pods/proxy``, the pod not
+    serving yet) says nothing about the head."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}:{DASHBOARD_PORT}/proxy{ANONYMOUS_PATH}"
+    try:
+        resp = client.http.get(path, timeout=30.0)
+    except httpx2.TransportError as e:
+        raise ClusterError(f"cannot reach the API server at {client.server}: {e}", obj=f"Pod {namespace}/{pod}") from e
+    try:
+        doc = json.loads(resp.content) if resp.content else None
+    except ValueError:
+        doc = None
+    own = isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("apiVersion") == "v1"
+    return resp.status_code, not own

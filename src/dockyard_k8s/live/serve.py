@@ -26,6 +26,7 @@ from dockyard_k8s.plain import Record, clone
 from dockyard_k8s.render.meta import ENDPOINT_LABEL
 
 if TYPE_CHECKING:
+    from dockyard_k8s.config.serve import ServeConfig
     from dockyard_k8s.serve_bundle import ServeBundle
 
 __all__ = ["Outcome", "ServeStatus", "UpOptions", "down", "log_pods", "status", "up", "wait"]
@@ -84,8 +85,13 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
     return wait(client, bundle, options, say=say)
 
 
-# Kinds from an operator the cluster may lack: apiVersion prefix -> what to install.
-OPERATOR_KINDS = {"keda.sh/": ("KEDA", "serve.autoscaling.enabled: false")}
+# Kinds from an operator the cluster may lack: apiVersion prefix -> (the operator, what to do without it).
+OPERATOR_KINDS = {
+    "keda.sh/": ("KEDA", "install KEDA (its CRDs and operator), or set serve.autoscaling.enabled: false"),
+    "monitoring.coreos.com/": ("prometheus-operator", "install prometheus-operator (kube-prometheus-stack), or set "
+                                                      "serve.metrics.scrape: annotations for a Prometheus that "
+                                                      "discovers pods by annotation"),
+}
 
 
 def require_served(client: KubeClient, bundle: ServeBundle) -> None:
@@ -111,7 +117,7 @@ def require_served(client: KubeClient, bundle: ServeBundle) -> None:
                 raise ClusterError(f"the cluster does not serve {kind.api_version} {kind.kind}: {operator} is not "
                                    "installed; nothing was applied", obj=f"{kind.kind} {bundle.config.namespace}/"
                                    f"{obj['metadata']['name']}", status=404,
-                                   hint=f"install {operator} (its CRDs and operator), or set {instead}") from e
+                                   hint=instead) from e
 
 
 def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions(), *, say: Say = print) -> Outcome:
@@ -183,3 +189,22 @@ def log_pods(client: KubeClient, bundle: ServeBundle, *, pod: str | None = None)
 
     pods, _ = client.list(POD, bundle.config.namespace, label_selector=selector(bundle))
     return select_pods(pods, fleet="serve", pod=pod)
+
+
+def api_key(client: KubeClient, cfg: ServeConfig) -> str | None:
+    """The endpoint's API key (``serve.apiKeySecret``) from its Secret, or None when it has none.
+
+    Raises:
+        ClusterError: the Secret or its key is missing.
+    """
+    from dockyard_k8s.live.rayauth import read_token
+
+    keys = cfg.serve["apiKeySecret"]
+    if not keys["name"]:
+        return None
+    hint = (f"create it: kubectl -n {cfg.namespace} create secret generic {keys['name']} "
+            f"--from-literal={keys['key']}=\"$(openssl rand -hex 32)\""
+            + (f" --from-literal={keys['adminKey']}=\"$(openssl rand -hex 32)\"" if cfg.serve["backend"] == "sglang"
+               else ""))
+    return read_token(client, cfg.namespace, str(keys["name"]), str(keys["key"]), what="the endpoint's API key",
+                      hint=hint)

@@ -30,11 +30,12 @@ from dockyard_k8s.config.network import (
     METADATA_CIDRS,
     OPERATOR_NAME_LABEL,
     OPERATOR_NAMES,
-    PRIVATE_CIDRS,
+    POD_CIDRS,
     allowed_cidr,
     inside,
     nets,
     network_port,
+    ray_image_version,
     within,
 )
 from dockyard_k8s.plain import clone
@@ -93,13 +94,16 @@ def narrowed(peer: Any) -> Any:
 
 def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
     """A user-written egress peer of the sandbox that names no Ray pod and no executor of any
-    dockyard-k8s run (their fleets), so the sandbox's egress refuses them on its own."""
+    dockyard-k8s run (their fleets), nor any pod of any RayCluster (KubeRay labels every pod of a
+    cluster ``ray.io/cluster``; an attached cluster's pods carry no fleet label), so the
+    sandbox's egress refuses them on its own."""
     if not isinstance(peer, dict) or "ipBlock" in peer:
         return clone(peer)
     sel = clone(peer.get("podSelector")) if isinstance(peer.get("podSelector"), dict) else {}
     exprs = sel.get("matchExpressions")
     sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []),
-                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]}]
+                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]},
+                               {"key": RAY_CLUSTER_LABEL, "operator": "DoesNotExist"}]
     return {**clone(peer), "podSelector": sel}
 
 
@@ -247,12 +251,14 @@ def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
     np = infra["sandbox"]["networkPolicy"]
     blocked = [*METADATA_CIDRS, *np["blockedEgressCidrs"]]
     rules: list[dict[str, Any]] = [{"to": [dns_peer(infra)], "ports": clone(DNS_PORTS)}]
-    public = egress_blocks(list(OPEN_EGRESS), [*INTERNAL_CIDRS, *np["blockedEgressCidrs"]])
+    # IPv4 only: IPv6 global unicast is where IPv6 clusters put pods, and the rest of IPv6 is
+    # internal (ULA, link-local, NAT64) or unassigned, so IPv6 is reached only through an opt-in.
+    public = egress_blocks(["0.0.0.0/0"], [*INTERNAL_CIDRS, *np["blockedEgressCidrs"]])
     if np["allowEgress"] and public:
         rules.append({"to": public, "ports": clone(NOT_DNS_PORTS)})
     for entry in np["allowedEgressCidrs"]:
         item = allowed_cidr(entry)
-        peers = egress_blocks([item.cidr], blocked if item.private else [*PRIVATE_CIDRS, *blocked])
+        peers = egress_blocks([item.cidr], blocked if item.private else [*POD_CIDRS, *blocked])
         if not peers:
             continue  # inside a blocked range (the loader reports it)
         rule: dict[str, Any] = {"to": peers}
@@ -322,14 +328,18 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
     labels = ",".join(f"{k}={v}" for k, v in (dns["podLabels"] or DNS_POD_LABELS).items())
     egress = [f"cluster DNS ({dns['namespace']} {labels})"]
     if np["allowEgress"]:
-        egress.append("public internet (every port but 53)")
+        egress.append("public IPv4 internet (every port but 53)")
     for entry in np["allowedEgressCidrs"]:
         item = allowed_cidr(entry)
         egress.append(f"{item.cidr} ({_ports(item.ports)}" + (", private: opted in)" if item.private else ")"))
-    never = "private space, cloud metadata endpoints"
-    if np["blockedEgressCidrs"]:
-        never += ", " + ", ".join(np["blockedEgressCidrs"])
-    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {never}"]]
+    space = "private or reserved space (NAT64, class E, IPv6 global unicast too)"
+    blocked = "".join(", " + c for c in np["blockedEgressCidrs"])
+    if np["extraEgress"]:  # pods live in private space: those rules name some (lint says which reach too far)
+        n = len(np["extraEgress"])
+        egress.append(f"pods extraEgress names ({n} rule{'s' if n > 1 else ''})")
+        return [["ingress", ingress], ["egress", "; ".join(egress) + f"; no other {space}, never cloud metadata "
+                                                                     f"endpoints{blocked}"]]
+    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {space}, cloud metadata endpoints{blocked}"]]
 
 
 def ray_ports_line(infra: InfraSpec) -> str:
@@ -348,6 +358,11 @@ def ray_ports_line(infra: InfraSpec) -> str:
         who += "; sandbox refused"
     else:
         who = "← anyone the CNI routes (kuberay.networkPolicy off: only the sandbox's egress refuses the sandbox)"
-    auth = f"token auth (Secret {secret_name(infra)}, key auth_token)" if enabled(infra) else \
-        "NO token auth (kuberay.auth.mode: disabled)"
+    if enabled(infra):
+        version = f"Ray {kr['rayVersion']} from the image tag" if ray_image_version(infra["infra"]["image"]) else (
+            f"Ray {kr['rayVersion']} per kuberay.rayVersion (the image tag does not say: `run` checks that the head "
+            "refuses a request without the token)")
+        auth = f"token auth (Secret {secret_name(infra)}, key auth_token), {version}"
+    else:
+        auth = "NO token auth (kuberay.auth.mode: disabled)"
     return f"Ray ports {who}; {auth}"

@@ -8,20 +8,23 @@ port (10001) answer anyone who reaches them. With ``mode: token``:
   names (``<run>-ray-auth``, key ``auth_token``). Ray reads them on any operator version, so
   a KubeRay too old for ``authOptions`` cannot leave the cluster unauthenticated;
 * the RayCluster spec also carries ``authOptions: {mode: token, secretName}`` (KubeRay >=
-  1.5.1), so the operator authenticates its own dashboard calls (RayJob status) with the same
-  Secret and does not create one of its own. An older operator's CRD has no such field: with
-  strict field validation (kubectl's default, and ``run``'s) the apply fails and says so;
+  1.6.0: v1.5.1 added ``authOptions`` with ``mode`` only, v1.6.0 ``secretName``), so the
+  operator authenticates its own dashboard calls (RayJob status) with the same Secret and
+  does not create one of its own. An older operator's CRD has no such field: with strict field
+  validation (kubectl's default, and ``run``'s) the apply fails and says so;
   with pruning, Ray stays authenticated and the operator's job polling fails loudly.
 
 The operator only adds ``RAY_AUTH_*`` variables a container does not have yet, so ours are
-never duplicated. The token itself is never rendered: ``run``/``cluster up`` create the
-Secret when it is missing (``live/rayauth.py``); ``render | kubectl apply`` users create it
-first (docs/security.md).
+never duplicated. The token itself is never rendered (``render``'s output is deterministic and
+ends up in files and git): ``run``/``cluster up`` create the Secret with a random token when it
+is missing and never rewrite it (``live/rayauth.py``); for ``render | kubectl apply``,
+``render`` and ``check`` print :func:`create_command`, the generator of the same Secret (its
+name, key and run label), to run once before the first apply (docs/security.md).
 """
 
 from __future__ import annotations
 
-from dockyard_k8s.render.meta import name_of
+from dockyard_k8s.render.meta import RUN_LABEL, name_of, run_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -63,5 +66,27 @@ def force_auth_env(infra: InfraSpec, container: dict[str, Any]) -> None:
 
 
 def auth_options(infra: InfraSpec) -> dict[str, Any] | None:
-    """RayCluster ``spec.authOptions`` (KubeRay >= 1.5.1), or None when auth is disabled."""
+    """RayCluster ``spec.authOptions`` (``secretName``: KubeRay >= 1.6.0), or None when auth is disabled."""
     return {"mode": "token", "secretName": secret_name(infra)} if enabled(infra) else None
+
+
+def create_command(namespace: str, name: str, run: str | None = None) -> str:
+    """The shell command that creates a token Secret with a random token (``kubectl create``: it
+    fails when the Secret exists, so it never rewrites one); with ``run``, labelled as ``run``
+    labels its own, so ``down`` deletes it with the run."""
+    cmd = (f"kubectl -n {namespace} create secret generic {name} "
+           f'--from-literal={TOKEN_KEY}="$(openssl rand -base64 32)"')
+    return cmd + (f" && kubectl -n {namespace} label secret {name} {RUN_LABEL}={run}" if run else "")
+
+
+def token_prerequisite(infra: InfraSpec) -> tuple[str, str, str] | None:
+    """(``Secret ns/name``, what it is, the command that creates it) of the run's token Secret,
+    which the rendered pods read and ``render`` never emits; None without token auth or in attach
+    mode (the attached cluster holds its own)."""
+    if not enabled(infra) or infra["launch"]["mode"] == "attach":
+        return None
+    ns, name = str(infra["infra"]["namespace"]), secret_name(infra)
+    own = not infra["kuberay"]["auth"]["secretName"]
+    what = ("the Ray token (key auth_token): `run` creates it with a random token; by hand" if own else
+            "the Ray token (key auth_token, kuberay.auth.secretName): create it")
+    return f"Secret {ns}/{name}", what, create_command(ns, name, run_name(infra) if own else None)

@@ -1,10 +1,14 @@
 """The sandbox pool: GPU-free executors of untrusted agent code behind a ClusterIP.
 
 Order: NetworkPolicy first, so executor pods never run a moment without their policy;
-then the Deployment, its Service (``POST /task/submit`` on port 9090) and the PDB.
+then its ServiceAccount, the Deployment, its Service (``POST /task/submit`` on port 9090) and
+the PDB.
 
 Hardening beyond the spec's baseline, because the pool runs untrusted code:
-* no service-account token is mounted (the code gets no Kubernetes credentials);
+* no service-account token is mounted (the code gets no Kubernetes credentials), and the pods
+  run as a dedicated, empty ServiceAccount (``<run>-sandbox``), never the namespace's default
+  one: EKS Pod Identity, IRSA and workload identity inject cloud credentials by ServiceAccount,
+  whatever ``automountServiceAccountToken`` says;
 * ``enableServiceLinks: false`` (no env vars advertising every Service in the namespace);
 * ``NVIDIA_VISIBLE_DEVICES=void`` so a node whose default runtime is nvidia exposes no GPU;
 * ``sandbox.runtimeClassName`` (gVisor, Kata) and ``sandbox.hostUsers: false`` (a user
@@ -43,6 +47,11 @@ def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
     out = []
     if sb["networkPolicy"]["enabled"]:
         out.append(sandbox_policy(infra))
+    if sb["serviceAccountName"] is None:
+        # empty on purpose: no token, no image pull secrets, no cloud identity annotation
+        out.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
+                    "automountServiceAccountToken": False})
     out.append(_deployment(infra))
     out.append(_service(infra))
     if sb["pdb"]["enabled"]:
@@ -106,7 +115,8 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
             container["volumeMounts"] = [{"name": n, "mountPath": p} for n, p in mounts]
             volumes = [{"name": n, "emptyDir": {}} for n, _ in mounts]
 
-    pod: dict[str, Any] = {"automountServiceAccountToken": sec["automountServiceAccountToken"],
+    pod: dict[str, Any] = {"serviceAccountName": sb["serviceAccountName"] or name_of(infra, "sandbox"),
+                           "automountServiceAccountToken": sec["automountServiceAccountToken"],
                            "enableServiceLinks": False, **pod_common(infra)}
     if sb["runtimeClassName"]:
         pod["runtimeClassName"] = sb["runtimeClassName"]

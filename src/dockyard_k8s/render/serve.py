@@ -6,6 +6,7 @@
     Deployment             the vLLM / SGLang server
     Service                ClusterIP on the serving port
     PodDisruptionBudget    serve.pdb
+    PodMonitor             serve.metrics (prometheus-operator's scrape of /metrics)
     ScaledObject           serve.autoscaling (KEDA, keda.sh/v1alpha1)
 
 Every object carries ``dockyard-k8s/endpoint=<name>`` (render/meta.py); the pods are fleet
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, shared_cache
+from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, scrape_mechanism, shared_cache
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
@@ -34,6 +35,9 @@ CACHE_VOLUME = "model-cache"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
 _BASELINE = {"runAsNonRoot": False, "runAsUser": None, "readOnlyRootFilesystem": False}
+METRICS_PATH = "/metrics"  # vLLM's and SGLang's (--enable-metrics) Prometheus endpoint
+API_KEY_VAR = "DOCKYARD_API_KEY"  # serve.apiKeySecret, passed as --api-key $(...)
+ADMIN_KEY_VAR = "DOCKYARD_ADMIN_API_KEY"  # SGLang's --admin-api-key
 
 
 def _meta(cfg: ServeConfig, name: str, *, namespaced: bool = True) -> dict[str, Any]:
@@ -59,9 +63,20 @@ def render_serve(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(cfg, cfg.name),
                     "spec": {"maxUnavailable": s["pdb"]["maxUnavailable"],
                              "selector": {"matchLabels": selector(cfg)}}})
+    if scrape_mechanism(s) == "podMonitor":
+        out.append(pod_monitor(cfg))
     if s["autoscaling"]["enabled"]:
         out.append(scaled_object(cfg))
     return out
+
+
+def pod_monitor(cfg: ServeConfig) -> dict[str, Any]:
+    """prometheus-operator's scrape of the server pods (it ignores prometheus.io/* annotations)."""
+    meta = _meta(cfg, cfg.name)
+    meta["labels"] = {**meta["labels"], **cfg.serve["metrics"]["podMonitorLabels"]}
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": meta,
+            "spec": {"selector": {"matchLabels": selector(cfg)},
+                     "podMetricsEndpoints": [{"port": "http", "path": METRICS_PATH}]}}
 
 
 def priority_class(cfg: ServeConfig) -> dict[str, Any]:
@@ -128,9 +143,10 @@ def network_policies(cfg: ServeConfig) -> list[dict[str, Any]]:
     if not cfg.serve["network"]["defaultDeny"]:
         return []
     pods = {"matchLabels": selector(cfg)}
+    covered = {} if cfg.serve["network"]["scope"] == "namespace" else clone(pods)
     deny = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": _meta(cfg, f"{cfg.name}-default-deny"),
-            "spec": {"podSelector": clone(pods), "policyTypes": ["Ingress", "Egress"]}}
+            "spec": {"podSelector": covered, "policyTypes": ["Ingress", "Egress"]}}
     spec: dict[str, Any] = {"podSelector": clone(pods), "policyTypes": ["Ingress", "Egress"]}
     ingress = ingress_rules(cfg)
     if ingress:
@@ -207,6 +223,10 @@ def server_command(cfg: ServeConfig) -> tuple[list[str], list[str]]:
     args += [f["dtype"], engine["dtype"], f["gpuMemoryUtilization"], _number(engine["gpuMemoryUtilization"])]
     if model["id"] and model["revision"]:
         args += [f["revision"], str(model["revision"])]
+    if s["apiKeySecret"]["name"]:  # by reference: Kubernetes expands $(VAR) from the container's env
+        args += [f["apiKey"], f"$({API_KEY_VAR})"]
+        if "adminApiKey" in f:
+            args += [f["adminApiKey"], f"$({ADMIN_KEY_VAR})"]
     return list(b.command), [*args, *b.extra, *engine["extraArgs"]]
 
 
@@ -220,6 +240,12 @@ def _env(cfg: ServeConfig) -> list[dict[str, Any]]:
     token = s["model"]["hubTokenSecret"]
     if token["name"]:
         out.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token["name"], "key": token["key"]}}})
+    keys = s["apiKeySecret"]
+    if keys["name"]:
+        out.append({"name": API_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"], "key": keys["key"]}}})
+        if "adminApiKey" in backend_of(s).flags:
+            out.append({"name": ADMIN_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"],
+                                                                             "key": keys["adminKey"]}}})
     out += env_list(s["env"])
     for name, ref in s["secretEnv"].items():
         out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}})
@@ -251,6 +277,20 @@ def _probes(cfg: ServeConfig) -> dict[str, Any]:
         "readinessProbe": {"httpGet": dict(get), "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {"httpGet": dict(get), "periodSeconds": 20, "timeoutSeconds": 10, "failureThreshold": 3},
     }
+
+
+def spread_constraints(cfg: ServeConfig) -> list[dict[str, Any]]:
+    """serve.topologySpreadConstraints with the server pods as labelSelector; by default, with
+    several replicas, one soft constraint across nodes, per ReplicaSet (``pod-template-hash``), so
+    a rollout's new pods spread among themselves instead of around the old ones."""
+    s = cfg.serve
+    own = {"matchLabels": selector(cfg)}
+    if s["topologySpreadConstraints"] is None:
+        if max_replicas(s) < 2:
+            return []
+        return [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                 "labelSelector": own, "matchLabelKeys": ["pod-template-hash"]}]
+    return [{**clone(c), "labelSelector": clone(c.get("labelSelector") or own)} for c in s["topologySpreadConstraints"]]
 
 
 def _strategy(s: Serve) -> dict[str, Any]:
@@ -290,6 +330,9 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
         pod["nodeSelector"] = dict(s["nodeSelector"])
     if s["tolerations"]:
         pod["tolerations"] = clone(s["tolerations"])
+    spread = spread_constraints(cfg)
+    if spread:
+        pod["topologySpreadConstraints"] = spread
     pod["containers"] = [container]
     pod["volumes"] = volumes
     add_runtime_class(infra, pod)  # kind/k3s: nvidia, else the GPU is invisible
@@ -300,10 +343,11 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
     spec["progressDeadlineSeconds"] = padded_deadline(infra, s["probes"]["startupSeconds"] + 600)
     spec["strategy"] = _strategy(s)
     spec["selector"] = {"matchLabels": selector(cfg)}
-    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": str(s["port"]),
-                   "prometheus.io/path": "/metrics"}
-    spec["template"] = {"metadata": {"labels": pod_labels(infra, FLEET, endpoint=cfg.name), "annotations": annotations},
-                        "spec": pod}
+    template: dict[str, Any] = {"labels": pod_labels(infra, FLEET, endpoint=cfg.name)}
+    if scrape_mechanism(s) == "annotations":  # one mechanism only: a Prometheus doing both would count twice
+        template["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": str(s["port"]),
+                                   "prometheus.io/path": METRICS_PATH}
+    spec["template"] = {"metadata": template, "spec": pod}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cfg, cfg.name), "spec": spec}
 
 
@@ -319,11 +363,21 @@ def service_url(cfg: ServeConfig) -> str:
     return f"http://{cfg.name}.{cfg.namespace}.svc.{domain}:{cfg.serve['port']}"
 
 
+def fallback(auto: Any) -> dict[str, Any]:
+    """KEDA's fallback after ``failureThreshold`` failed queries (its replicas default to the minimum)."""
+    fb = auto["fallback"]
+    return {"failureThreshold": fb["failureThreshold"], "replicas": fb["replicas"] or auto["minReplicas"],
+            "behavior": fb["behavior"]}
+
+
 def scaled_object(cfg: ServeConfig) -> dict[str, Any]:
     """KEDA scales the Deployment on the backend's queue gauge (AverageValue: queued per pod)."""
     auto = cfg.serve["autoscaling"]
+    # ignoreNullValues false: an empty result (the metric is not scraped) is an error, which the
+    # fallback answers, never a 0 that scales in (KEDA docs: the Prometheus scaler)
     trigger: dict[str, Any] = {"type": "prometheus", "metadata": {
-        "serverAddress": auto["prometheusAddress"], "query": auto["query"], "threshold": _number(auto["threshold"])}}
+        "serverAddress": auto["prometheusAddress"], "query": auto["query"], "threshold": _number(auto["threshold"]),
+        "ignoreNullValues": "false"}}
     if auto["authenticationRef"]:
         trigger["authenticationRef"] = {"name": auto["authenticationRef"]}
     return {
@@ -333,9 +387,13 @@ def scaled_object(cfg: ServeConfig) -> dict[str, Any]:
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": cfg.name},
             "pollingInterval": auto["pollingInterval"],
-            "cooldownPeriod": auto["cooldownPeriod"],
             "minReplicaCount": auto["minReplicas"],
             "maxReplicaCount": max_replicas(cfg.serve),
+            "fallback": fallback(auto),
+            # KEDA's cooldownPeriod only delays scaling to zero (never done: loading weights takes
+            # minutes); from 1 to N the HPA scales in after its scale-down stabilization window.
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
+                "stabilizationWindowSeconds": auto["scaleDownStabilizationSeconds"]}}}},
             "triggers": [trigger],
         },
     }

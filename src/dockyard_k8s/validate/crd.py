@@ -53,6 +53,7 @@ PROJECTS = {
     "kuberay": "KubeRay",
     "keda": "KEDA",
     "kueue": "Kueue",
+    "prometheus": "prometheus-operator",
 }
 
 

@@ -17,13 +17,13 @@ INFRA = os.path.join(REPO, "examples", "grpo_swe.infra.yaml")
 def test_check_prints_a_one_page_summary(capsys):
     code, out, err = run_cli("check", RECIPE, "--infra", INFRA)
     assert code == 0 and err == ""
-    assert out.startswith("✔ grpo-swe: configuration valid, 7 objects rendered\n")
+    assert out.startswith("✔ grpo-swe: configuration valid, 8 objects rendered\n")
     for line in ("namespace  rl-research", "mode       rayjob (K8sJobMode)", "total GPUs: 24",
                  "replicas   16 × (cpu 2, memory 4Gi, ephemeral-storage 20Gi)",
-                 "7  RayJob rl-research/grpo-swe",
+                 "8  RayJob rl-research/grpo-swe",
                  "ingress    :9090 ← the run's Ray pods (head, trainer, inference); other executors and pods refused",
-                 "egress     cluster DNS (kube-system k8s-app=kube-dns); public internet (every port but 53); never "
-                 "private space, cloud metadata endpoints",
+                 "egress     cluster DNS (kube-system k8s-app=kube-dns); public IPv4 internet (every port but 53); "
+                 "never private or reserved space (NAT64, class E, IPv6 global unicast too), cloud metadata endpoints",
                  "Ray ports ← the run's pods but the sandbox (any port), the KubeRay operator (8265); sandbox refused; "
                  "token auth (Secret grpo-swe-ray-auth, key auth_token)"):
         assert line in out
@@ -65,14 +65,15 @@ def test_check_output_needs_a_known_extension(capsys):
 def test_render_stdout_is_multi_document_yaml(capsys):
     code, out, _ = run_cli("render", RECIPE, "--infra", INFRA)
     docs = list(yaml.safe_load_all(out))
-    assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "NetworkPolicy", "Deployment", "Service",
-                                                       "PodDisruptionBudget", "ConfigMap", "RayJob"]
+    assert code == 0 and [d["kind"] for d in docs] == ["NetworkPolicy", "NetworkPolicy", "ServiceAccount",
+                                                       "Deployment", "Service", "PodDisruptionBudget", "ConfigMap",
+                                                       "RayJob"]
 
 
 def test_render_json_is_a_v1_list(capsys):
     code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-o", "json")
     doc = json.loads(out)
-    assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 7
+    assert code == 0 and doc["kind"] == "List" and len(doc["items"]) == 8
 
 
 def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path):
@@ -81,13 +82,13 @@ def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path)
     (out_dir / "99-stale-old.yaml").write_text("stale")
     (out_dir / "notes.txt").write_text("mine")
     code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
-    assert code == 0 and out == f"wrote 7 objects + kustomization.yaml to {out_dir}\n"
+    assert code == 0 and out == f"wrote 8 objects + kustomization.yaml to {out_dir}\n"
     kust = yaml.safe_load((out_dir / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
     assert kust["resources"] == ["00-networkpolicy-grpo-swe-gpu-ingress.yaml", "01-networkpolicy-grpo-swe-sandbox.yaml",
-                                 "02-deployment-grpo-swe-sandbox.yaml", "03-service-grpo-swe-sandbox.yaml",
-                                 "04-poddisruptionbudget-grpo-swe-sandbox.yaml", "05-configmap-grpo-swe-recipe.yaml",
-                                 "06-rayjob-grpo-swe.yaml"]
+                                 "02-serviceaccount-grpo-swe-sandbox.yaml", "03-deployment-grpo-swe-sandbox.yaml",
+                                 "04-service-grpo-swe-sandbox.yaml", "05-poddisruptionbudget-grpo-swe-sandbox.yaml",
+                                 "06-configmap-grpo-swe-recipe.yaml", "07-rayjob-grpo-swe.yaml"]
     assert sorted(os.listdir(out_dir)) == sorted([*kust["resources"], "kustomization.yaml", "notes.txt"])
 
 
@@ -96,7 +97,7 @@ def test_overrides_may_follow_options(capsys):
                        "sandbox.replicas=3", "rollout.backend=sglang")
     docs = list(yaml.safe_load_all(out))
     assert code == 0
-    assert docs[2]["spec"]["replicas"] == 3
+    assert docs[3]["spec"]["replicas"] == 3
     assert "++optimizer.lr=3e-06 ++rollout.backend=sglang" in docs[-1]["spec"]["entrypoint"]
 
 
@@ -197,7 +198,7 @@ def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys,
     assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
     capsys.readouterr()
     assert main(["validate", str(out_dir), "--summary"]) == 0
-    assert capsys.readouterr().out.strip() == ("Summary: 7 object(s) in 7 file(s): 7 valid, 0 invalid, 0 skipped, "
+    assert capsys.readouterr().out.strip() == ("Summary: 8 object(s) in 8 file(s): 8 valid, 0 invalid, 0 skipped, "
                                                "0 problem(s)")
 
 
@@ -210,3 +211,43 @@ def test_a_missing_recipe_names_only_the_recipe(command, missing, capsys):
         main([command])
     assert e.value.code == 2
     assert capsys.readouterr().err.rstrip().endswith(f"error: the following arguments are required: {missing}")
+
+
+def test_check_lists_what_must_already_exist(capsys):
+    """Issue 22 item 26: render | kubectl apply needs these first; run creates the token Secret."""
+    code, out, _ = run_cli("check", RECIPE, "--infra", INFRA)
+    assert code == 0
+    section = out.split("\nmust exist before `render | kubectl apply`", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in section.splitlines()[1:]]
+    assert lines[0] == "Namespace rl-research"
+    assert any(line.startswith("PriorityClass gpu-training") and line.endswith("priorityClassName") for line in lines)
+    token = next(line for line in lines if line.startswith("Secret rl-research/grpo-swe-ray-auth"))
+    assert "the Ray token (key auth_token): `run` creates it with a random token; by hand: kubectl -n rl-research " \
+           "create secret generic grpo-swe-ray-auth --from-literal=auth_token=\"$(openssl rand -base64 32)\" && " \
+           "kubectl -n rl-research label secret grpo-swe-ray-auth dockyard-k8s/run=grpo-swe" in token
+    assert any(line.startswith("Secret rl-research/ghcr-pull") and "imagePullSecrets" in line for line in lines)
+    assert any(line.startswith("Secret rl-research/wandb") and "key api-key" in line for line in lines)
+
+
+def test_render_emits_the_token_generator_without_any_token(capsys, tmp_path):
+    """The Secret's value is never rendered (golden output is deterministic, files may be committed):
+    the YAML says how to create it, and so does stderr, which a pipe into kubectl shows."""
+    code, out, err = run_cli("render", RECIPE, "--infra", INFRA)
+    assert code == 0
+    header = out.split("\n---\n", 1)[0]
+    assert header.startswith("# Before the first `kubectl apply`, these must exist (dockyard-k8s check lists "
+                             "them; `dockyard-k8s run` creates the Ray token Secret itself):")
+    assert '#   kubectl -n rl-research create secret generic grpo-swe-ray-auth --from-literal=auth_token="$(openssl ' \
+           'rand -base64 32)" && kubectl -n rl-research label secret grpo-swe-ray-auth dockyard-k8s/run=grpo-swe' \
+           in header
+    assert "note: Secret rl-research/grpo-swe-ray-auth (the Ray token) is not rendered: create it before " \
+           "`kubectl apply`" in err
+    assert "kind: Secret" not in out and "auth_token:" not in out
+    assert run_cli("render", RECIPE, "--infra", INFRA)[1] == out  # deterministic
+    out_dir = tmp_path / "out"
+    assert run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))[0] == 0
+    kust = (out_dir / "kustomization.yaml").read_text()
+    assert kust.startswith("# Before the first `kubectl apply`") and "create secret generic grpo-swe-ray-auth" in kust
+    assert yaml.safe_load(kust)["sortOptions"] == {"order": "fifo"}
+    code, out, err = run_cli("render", RECIPE, "--infra", INFRA, "--set", "kuberay.auth.mode=disabled")
+    assert "grpo-swe-ray-auth" not in out + err

@@ -98,3 +98,27 @@ def test_selector_matches(selector, labels, expected):
 def test_containers_lists_init_then_main():
     spec = {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]}
     assert [(f, c["name"]) for f, c in containers(spec)] == [("initContainers", "i"), ("containers", "c")]
+
+
+def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
+    """Issue 22 item 26: what must exist before a kubectl apply of the objects."""
+    from dockyard_k8s.kube import missing_references
+
+    pod_spec = {"priorityClassName": "high", "serviceAccountName": "trainer", "imagePullSecrets": [{"name": "pull"}],
+                "containers": [{"name": "c", "env": [
+                    {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "maybe", "key": "k", "optional": True}}},
+                    {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "x"}}}],
+                    "envFrom": [{"secretRef": {"name": "bulk"}}]}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                            {"name": "own", "persistentVolumeClaim": {"claimName": "mine"}},
+                            {"name": "certs", "secret": {"secretName": "tls"}}]}
+    objects = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "team"},
+                "spec": {"template": {"metadata": {}, "spec": pod_spec}}},
+               {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "mine", "namespace": "team"}}]
+    assert missing_references(objects) == [
+        ("Namespace team", ""), ("PriorityClass high", "priorityClassName"),
+        ("ServiceAccount team/trainer", "serviceAccountName"), ("Secret team/bulk", "envFrom"),
+        ("Secret team/pull", "imagePullSecrets"), ("Secret team/s", "key k (env A)"),
+        ("Secret team/tls", "volume certs"), ("ConfigMap team/cm", "key x (env C)"),
+        ("PersistentVolumeClaim team/data", "volume data")]

@@ -34,7 +34,7 @@ def test_load_render_validate_lint_plan(clean_env):
     result = plan_objects(objects, from_pools(run.infra["plan"]))
     assert result.exit_code == 0 and result.groups
     assert [m.data["kind"] for m in read_objects([str(REPO / "infra" / "examples" / "sandbox-pool.yaml")])] == [
-        "NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget"]
+        "NetworkPolicy", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget"]
 
 
 def test_every_exported_name_resolves_and_import_is_cheap():

@@ -45,7 +45,8 @@ def deployment(untrusted: bool = False) -> dict[str, Any]:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": labels},
                               "spec": {"automountServiceAccountToken": False,
-                                       **({"runtimeClassName": "gvisor"} if untrusted else {}),
+                                       **({"runtimeClassName": "gvisor", "serviceAccountName": "web"}
+                                          if untrusted else {}),
                                        "containers": [hardened_container()],
                                        "affinity": OFF_GPU_NODES}}},
     }

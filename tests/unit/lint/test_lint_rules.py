@@ -113,14 +113,41 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
      lambda o: o[2]["spec"].update(egress=[{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}]), None,
      [("error", DEP, POD, "untrusted pods may reach the cloud metadata range 169.254.0.0/16 (169.254.169.254) on "
                           "every port: NetworkPolicy team/all egress[0]")]),
+    ("isolation-reserved", "sandbox-isolation", True,  # issue 22 item 25: ranges once counted as public
+     lambda o: o[2]["spec"].update(egress=[{"to": [
+         {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                      "100.64.0.0/10", "169.254.0.0/16", "100.100.100.200/32",
+                                                      "168.63.129.16/32"]}},
+         {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10", "fd00:ec2::254/128", "fd00:ec2::23/128"]}}],
+         "ports": [{"port": 443}]}]), None,
+     [("error", DEP, POD, "untrusted pods may reach IPv6 global unicast space 2000::/3 "
+                          "(2000::-3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff) on TCP 443: NetworkPolicy team/all "
+                          "egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 198.18.0.0/15 (198.18.0.0-198.19.255.255) "
+                          "on TCP 443: NetworkPolicy team/all egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 240.0.0.0/4 (240.0.0.0-255.255.255.255) "
+                          "on TCP 443: NetworkPolicy team/all egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 64:ff9b:1::/48 "
+                          "(64:ff9b:1::-64:ff9b:1:ffff:ffff:ffff:ffff:ffff) on TCP 443: NetworkPolicy team/all "
+                          "egress[0]"),
+      ("error", DEP, POD, "untrusted pods may reach private address space 64:ff9b::/96 "
+                          "(64:ff9b::-64:ff9b::ffff:ffff) on TCP 443: NetworkPolicy team/all egress[0]")]),
     ("isolation-gpu", "sandbox-isolation", True,
      lambda o: o[2]["spec"].update(egress=[{"to": [{"podSelector": {}}]}], ingress=[{"ports": [{"port": 6379}]}]),
      None,
      [("error", DEP, POD, "an executor may reach another replica on TCP 6379: its ingress admits it "
                           "(NetworkPolicy team/all ingress[0])"),
+      ("error", DEP, POD, "untrusted pods may reach every pod of namespace team (every pod without a dockyard-k8s "
+                          "fleet label) on every port: NetworkPolicy team/all egress[0]; pods live in private space: "
+                          "name the ones they call (a podSelector with matchLabels)"),
       ("error", DEP, POD, "untrusted pods may reach the GPU pod Job team/train on TCP 6379: their egress "
                           "(NetworkPolicy team/all egress[0]) and its ingress (NetworkPolicy team/all ingress[0]) "
-                          "both allow it")]),
+                          "both allow it"),
+      # issue 22 item 21: a pod of a RayCluster the input does not show (an attached cluster's) counts too
+      ("error", DEP, POD, "untrusted pods may reach the pods of RayClusters this input does not render (an attached "
+                          "cluster's: label ray.io/cluster, no fleet label) in namespace team on every port: "
+                          "NetworkPolicy team/all egress[0]; pods live in private space: name the ones they call (a "
+                          "podSelector with matchLabels)")]),
     ("runtime-class", "sandbox-runtime-class", True, lambda o: dep_pod(o).pop("runtimeClassName"), None,
      [("warning", DEP, (*POD, "runtimeClassName"),
        "pods running untrusted code use the node's default runtime: a kernel exploit escapes to the node; set a "
@@ -136,6 +163,19 @@ CASES: list[tuple[str, str, bool, Callable[[Objs], None], LintConfig | None, lis
     ("token", "service-account-token", True, lambda o: dep_pod(o).pop("automountServiceAccountToken"), None,
      [("error", DEP, (*POD, "automountServiceAccountToken"),
        "pod runs untrusted code with a Kubernetes API token mounted")]),
+    # issue 22 item 22: cloud credentials go by ServiceAccount (EKS Pod Identity, IRSA, workload identity)
+    ("default-sa", "untrusted-service-account", True, lambda o: dep_pod(o).pop("serviceAccountName"), None,
+     [("error", DEP, (*POD, "serviceAccountName"),
+       "pod runs untrusted code as the namespace's default ServiceAccount, which EKS Pod Identity, IRSA and "
+       "workload identity may hand cloud credentials to whatever automountServiceAccountToken says; give it a "
+       "dedicated ServiceAccount with no cloud identity (sandbox.serviceAccountName: null renders one)")]),
+    ("irsa-sa", "untrusted-service-account", True,
+     lambda o: o.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+         "name": "web", "namespace": "team",
+         "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/x"}}}), None,
+     [("error", DEP, (*POD, "serviceAccountName"),
+       "pod runs untrusted code as ServiceAccount web, whose annotation eks.amazonaws.com/role-arn gives it a cloud "
+       "identity (IRSA): its credentials reach the untrusted code; use a ServiceAccount without one")]),
     ("nfs", "volume-types", True,
      lambda o: dep_pod(o).update(volumes=[{"name": "data", "nfs": {"server": "fs", "path": "/"}}]), None,
      [("warning", DEP, (*POD, "volumes", 0),
@@ -356,3 +396,45 @@ def test_shm_minimum_scales_with_gpus_and_config():
     report = run_lint(objs)
     assert [f.message for f in report.findings if f.rule == "gpu-shm"] == [
         "/dev/shm sizeLimit 8Gi is below 64Gi (8 GPU(s) x lint.shmPerGpu 8Gi)"]
+
+
+def test_a_public_service_or_ingress_in_front_of_a_gpu_pod_is_a_path_from_untrusted_pods():
+    """Issue 22 item 23, on hand-written objects: the untrusted pods' public egress, back in through
+    a LoadBalancer, or through an Ingress whose controller the GPU pod's ingress admits."""
+    def objs(*extra):
+        o = clean_set(True)
+        o[2]["spec"].update(egress=[{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [
+            "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15", "240.0.0.0/4",
+            "169.254.0.0/16", "168.63.129.16/32"]}}], "ports": [{"port": 443}, {"port": 8080}]}])
+        return [*o, *extra]
+
+    def isolation(objects):
+        return [(f.severity, f.message) for f in run_lint(objects).findings if f.rule == "sandbox-isolation"]
+
+    lb = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "train-lb", "namespace": "team"},
+          "spec": {"type": "LoadBalancer", "selector": {"app": "train"}, "ports": [{"port": 8080}]}}
+    assert isolation(objs(lb)) == [("error", "untrusted pods may reach the GPU pod Job team/train from outside the "
+                                             "cluster: Service team/train-lb is type LoadBalancer, a public address "
+                                             "on TCP 8080, and their egress admits public addresses on them "
+                                             "(NetworkPolicy team/all egress[0]); reach it with port-forward "
+                                             "instead, or lock the sandbox's egress down "
+                                             "(sandbox.networkPolicy.allowEgress: false)")]
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "train", "namespace": "team"},
+           "spec": {"selector": {"app": "train"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+    ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "train", "namespace": "team"},
+           "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+               "service": {"name": "train", "port": {"number": 80}}}}]}}]}}
+    (only,) = isolation(objs(svc, ing))  # team/all isolates the GPU pod's ingress: no controller admitted
+    assert only[0] == "warning" and only[1].startswith("Ingress team/train (backend Service train) routes the "
+                                                       "ingress controller's public load balancer to the GPU pod")
+    controller = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                  "metadata": {"name": "from-nginx", "namespace": "team"},
+                  "spec": {"podSelector": {"matchLabels": {"app": "train"}}, "policyTypes": ["Ingress"],
+                           "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {
+                               "kubernetes.io/metadata.name": "ingress-nginx"}}}]}]}}
+    (only,) = isolation(objs(svc, ing, controller))
+    assert only == ("error", "untrusted pods may reach the GPU pod Job team/train from outside the cluster: Ingress "
+                             "team/train (backend Service train) on TCP 443 of the ingress controller's public load "
+                             "balancer, which its ingress admits (NetworkPolicy team/from-nginx ingress[0]), and "
+                             "their egress admits public addresses on them (NetworkPolicy team/all egress[0]); reach "
+                             "it with port-forward instead")

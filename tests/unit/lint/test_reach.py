@@ -45,8 +45,10 @@ def test_ipblock_is_assumed_to_match_pods_when_it_leaves_private_space_in() -> N
     assert ingress_from({"cidr": "10.0.0.0/8"})  # pods live in private space: it may match SRC (Calico)
     assert ingress_from({"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]})  # 172.16/12 left in
     assert not ingress_from({"cidr": "203.0.113.0/24"})  # public: not a pod IP
-    assert not ingress_from({"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                                             "100.64.0.0/10"]})
+    rfc1918_cgnat = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"]
+    assert ingress_from({"cidr": "0.0.0.0/0", "except": rfc1918_cgnat})  # 240/4 and 198.18/15 may hold pods too
+    assert not ingress_from({"cidr": "0.0.0.0/0", "except": [*rfc1918_cgnat, "198.18.0.0/15", "240.0.0.0/4"]})
+    assert ingress_from({"cidr": "2600::/12"})  # IPv6 clusters give pods global addresses
 
 
 def test_namespace_selectors_only_trust_the_name_label() -> None:

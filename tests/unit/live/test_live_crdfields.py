@@ -95,3 +95,25 @@ def test_a_missing_namespace_is_named(make_client: Any) -> None:
         make_client(handler).apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a",
                                                                                           "namespace": "nope"}})
     assert str(e.value) == "namespace nope does not exist" and "kubectl create namespace nope" in e.value.hint
+
+
+def test_auth_options_secret_name_arrived_in_v1_6_0_not_with_auth_options() -> None:
+    """KubeRay v1.5.1's CRD has authOptions {mode} only; secretName (which the run renders) and
+    enableK8sTokenAuth came in v1.6.0 (read in ray-operator/config/crd/bases at both tags)."""
+    auth_key = "kuberay.auth (mode: disabled turns Ray authentication off)"
+    assert since("RayCluster", "spec.authOptions.secretName") == ("1.6.0", auth_key)
+    assert since("RayJob", "spec.rayClusterSpec.authOptions.secretName") == ("1.6.0", auth_key)
+    # an operator of v1.5.1: the CRD declares authOptions.mode, not secretName
+    v151 = crd({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "authOptions": {"type": "object", "properties": {"mode": {"type": "string"}}}}}}})
+    obj = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "x"},
+           "spec": {"authOptions": {"mode": "token", "secretName": "x-ray-auth"}}}
+    fields = undeclared_fields(obj, v151)
+    assert fields == ["spec.authOptions.secretName"]
+    message, hint = explain("RayCluster", fields)
+    assert "spec.authOptions.secretName (KubeRay v1.6.0 added it)" in message
+    assert hint.startswith("upgrade the operator and its CRDs to KubeRay >= v1.6.0")
+    # an operator older than v1.5.1 lacks the whole object: the run still needs v1.6.0 (it renders secretName)
+    message, hint = explain("RayJob", ["spec.rayClusterSpec.authOptions"])
+    assert "spec.rayClusterSpec.authOptions (KubeRay v1.5.1 added it; its secretName v1.6.0)" in message
+    assert hint.startswith("upgrade the operator and its CRDs to KubeRay >= v1.6.0")

@@ -20,7 +20,13 @@ METADATA = ("169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.2
             "fd00:ec2::254", "fd00:ec2::23")
 PRIVATE = ("10.0.0.1", "10.255.255.254", "172.16.0.1", "172.31.255.254", "192.168.0.1", "192.168.255.254",
            "100.64.0.1", "100.127.255.254", "fc00::1", "fd12:3456::1", "fe80::1")
-PUBLIC = ("140.82.112.3", "151.101.1.69", "2606:4700::6810:84e5")
+PUBLIC = ("140.82.112.3", "151.101.1.69")
+# Counted as public before issue 22 item 25, each internal somewhere: NAT64 of 10.0.0.1 (64:ff9b::/96
+# maps every IPv4 address, private ones too), RFC 8215 local NAT64, class E (GKE pod and Service
+# ranges may use 240.0.0.0/4), RFC 2544 benchmarking space (used as internal space), and IPv6 global
+# unicast (pods of IPv6 clusters, EKS IPv6 and GKE dual-stack, get global addresses).
+RESERVED = ("64:ff9b::a00:1", "64:ff9b:1::a00:1", "240.0.0.1", "255.255.255.254", "198.18.0.1", "198.19.255.254",
+            "2600:1f18:ab::1", "2606:4700::6810:84e5")
 
 
 def bundle_objects(example: str, mode: str, sets: list[str] | None = None) -> list[dict[str, Any]]:
@@ -75,7 +81,7 @@ def test_refused_paths(rendered: Any, example: str, mode: str) -> None:
         assert bool(ray_pods(net)) == (mode != "attach")
         for gpu in gpus:
             assert net.refused(sandbox, gpu)  # no port at all: 6379, 8265, 10001, 52365, any worker port
-        for ip in METADATA + PRIVATE:
+        for ip in METADATA + PRIVATE + RESERVED:
             assert net.refused(sandbox, Address(ip))
         assert net.refused(sandbox, sandbox.replica("10.250.0.9"))  # another executor
         assert net.refused(sandbox, Address("8.8.8.8"), 53, "UDP")  # DNS only to the cluster's resolvers
@@ -147,3 +153,51 @@ def test_the_old_defaults_are_what_this_catches() -> None:
     assert not net.refused(sandbox, sandbox.replica("10.250.0.9"), 9090)
     assert not net.refused(sandbox, Address("10.0.0.1"), 5432)
     assert not net.refused(sandbox, Address("8.8.8.8"), 53, "UDP")
+
+
+def test_possibly_internal_ranges_open_only_when_opted_in() -> None:
+    """IPv6 global unicast and the other ranges once counted as public: an allowed range inside
+    one needs `private: true`, like private space (issue 22 item 25)."""
+    sets = ["sandbox.networkPolicy.allowedEgressCidrs=[{cidr: '2000::/3', private: true}, "
+            "{cidr: '198.18.0.0/15', private: true, ports: [443]}]"]
+    net = next(networks(bundle_objects("grpo_swe", "rayjob", sets)))
+    sandbox = net.find(**{FLEET: "sandbox"})
+    assert net.allowed(sandbox, Address("2606:4700::6810:84e5"), 443)
+    assert net.allowed(sandbox, Address("198.18.0.1"), 443) and net.refused(sandbox, Address("198.18.0.1"), 22)
+    for ip in ("64:ff9b::a00:1", "240.0.0.1", "fd12:3456::1", "10.0.0.1", "fd00:ec2::254"):
+        assert net.refused(sandbox, Address(ip))
+
+
+def test_extra_egress_never_names_a_pod_of_an_attached_ray_cluster() -> None:
+    """Issue 22 item 21: an attached cluster's pods carry no fleet label, only KubeRay's
+    ray.io/cluster: the narrowing of extraEgress must refuse them too, in every namespace."""
+    sets = ["launch.mode=attach", "launch.attach.cluster=shared-ray",
+            "sandbox.networkPolicy.extraEgress=[{to: [{podSelector: {}}, {namespaceSelector: {}}]}]"]
+    for net in networks(bundle_objects("grpo_swe", "attach", sets)):
+        sandbox = net.find(**{FLEET: "sandbox"})
+        head = next(p for p in net.pods if p.name == "attached-head")
+        for port in RAY_PORTS:
+            assert net.refused(sandbox, head, port)
+        elsewhere = Pod("other-ray", "ray-system", {"ray.io/cluster": "team", "ray.io/node-type": "worker"},
+                        "10.99.0.50")
+        assert net.refused(sandbox, elsewhere)
+
+
+def test_an_ingress_to_the_head_service_kuberay_makes_is_a_path() -> None:
+    """Issue 22 item 23: a hand-written Ingress to <cluster>-head-svc, the Service KubeRay makes,
+    plus a rule admitting the ingress controller: the sandbox's public egress comes back in."""
+    from dockyard_k8s.lint.isolation import exposures
+
+    nginx = ("kuberay.networkPolicy.extraIngress=[{from: [{namespaceSelector: {matchLabels: "
+             "{kubernetes.io/metadata.name: ingress-nginx}}}], ports: [{port: 8265}]}]")
+    objects = bundle_objects("grpo_swe", "bringup", [nginx])
+    ns = objects[0]["metadata"]["namespace"]
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "dash", "namespace": ns},
+               "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+                   "service": {"name": "grpo-swe-head-svc", "port": {"number": 8265}}}}]}}]}}
+    assert not [e for e in exposures(objects) if "Ingress" in e.message]
+    found = [e for e in exposures([*objects, ingress]) if "Ingress" in e.message]
+    assert [(e.severity, e.message.split(": ", 1)[0]) for e in found] == [
+        ("error", "untrusted pods may reach the GPU pod RayCluster rl-research/grpo-swe (head) from outside the "
+                  "cluster")]
+    assert f"Ingress {ns}/dash (backend Service grpo-swe-head-svc) on TCP 80, 443" in found[0].message

@@ -97,4 +97,4 @@ def test_a_problem_no_infra_value_explains_is_a_renderer_bug(recipe, write, clea
     monkeypatch.setattr(bundle_mod, "render_run", broken)
     with pytest.raises(ManifestError) as e:
         build_bundle(recipe, write("i.yaml", INFRA), env=clean_env)
-    assert e.value.lines == ['object 6: RayJob default/r: spec.bogus: unknown field "bogus"']
+    assert e.value.lines == ['object 7: RayJob default/r: spec.bogus: unknown field "bogus"']

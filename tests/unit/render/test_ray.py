@@ -233,4 +233,4 @@ def test_resources_param_survives_the_shell_kuberay_runs_ray_start_in():
 
     value = resources_param(None, "dockyard_fleet_trainer", 8)
     words = shlex.split(f"ray start --resources={value} --block")
-    assert words[2] == '--resources={"dockyard_fleet_trainer":8}' 
+    assert words[2] == '--resources={"dockyard_fleet_trainer":8}'

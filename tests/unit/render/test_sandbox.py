@@ -11,9 +11,10 @@ def pod(objs):
 
 def test_sandbox_objects_in_apply_order_network_policy_first(render):
     _, objects = render()
-    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:5]]
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects[:6]]
     assert kinds == [("NetworkPolicy", "exp-gpu-ingress"), ("NetworkPolicy", "exp-sandbox"),
-                     ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"), ("PodDisruptionBudget", "exp-sandbox")]
+                     ("ServiceAccount", "exp-sandbox"), ("Deployment", "exp-sandbox"), ("Service", "exp-sandbox"),
+                     ("PodDisruptionBudget", "exp-sandbox")]
 
 
 def test_hardening_baseline_and_untrusted_code_extras(render):
@@ -94,10 +95,10 @@ def test_open_egress_is_the_public_internet_without_port_53_and_dns_goes_to_clus
     assert dns == {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
-    assert public["to"] == [
+    assert public["to"] == [  # IPv4 only: IPv6 pods have global addresses (issue 22 item 25)
         {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                                     "100.64.0.0/10", "169.254.0.0/16", "168.63.129.16/32"]}},
-        {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10"]}},
+                                                     "100.64.0.0/10", "198.18.0.0/15", "240.0.0.0/4",
+                                                     "169.254.0.0/16", "168.63.129.16/32"]}},
     ]
     assert {(p["protocol"], p["port"], p["endPort"]) for p in public["ports"]} == {
         ("TCP", 1, 52), ("TCP", 54, 65535), ("UDP", 1, 52), ("UDP", 54, 65535)}
@@ -121,7 +122,8 @@ def test_locked_down_egress_allows_only_dns_and_listed_cidrs_with_their_ports(re
     assert egress[1:] == [
         {"to": [{"ipBlock": {"cidr": "140.82.112.0/20", "except": ["140.82.115.0/24"]}}]},
         {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                                             "100.64.0.0/10", "169.254.0.0/16", "168.63.129.16/32",
+                                                             "100.64.0.0/10", "198.18.0.0/15", "240.0.0.0/4",
+                                                             "169.254.0.0/16", "168.63.129.16/32",
                                                              "140.82.115.0/24"]}}]},
         {"to": [{"ipBlock": {"cidr": "10.30.0.0/16"}}],
          "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 8000, "endPort": 8100}]},
@@ -181,7 +183,8 @@ def test_extra_egress_names_pods_but_never_a_ray_pod_or_an_executor(render):
     assert rule["ports"] == [{"port": 8000}]
     (peer,) = rule["to"]
     assert peer["podSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama"}, "matchExpressions": [
-        {"key": FLEET_LABEL, "operator": "NotIn", "values": ["head", "trainer", "inference", "submitter", "sandbox"]}]}
+        {"key": FLEET_LABEL, "operator": "NotIn", "values": ["head", "trainer", "inference", "submitter", "sandbox"]},
+        {"key": "ray.io/cluster", "operator": "DoesNotExist"}]}  # any RayCluster's pod (issue 22 item 21)
 
 
 def test_gpu_pods_get_no_api_token_but_an_autoscaling_head_does(render):
@@ -195,3 +198,17 @@ def test_gpu_pods_get_no_api_token_but_an_autoscaling_head_does(render):
     pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
     assert [p["automountServiceAccountToken"] for p in pods] == [True, False, False]
     assert {p["serviceAccountName"] for p in pods} == {"trainer-sa"}
+
+
+def test_the_pool_runs_as_a_dedicated_empty_service_account(render):
+    """Issue 22 item 22: EKS Pod Identity and IRSA (and GKE/Azure workload identity) hand cloud
+    credentials to pods by ServiceAccount, whatever automountServiceAccountToken says: the
+    executors never run as the namespace's default one."""
+    objs, _ = render()
+    sa = objs["ServiceAccount", "exp-sandbox"]
+    assert sa["automountServiceAccountToken"] is False
+    assert "annotations" not in sa["metadata"] and sa["metadata"]["labels"][RUN_LABEL] == "exp"
+    assert set(sa) == {"apiVersion", "kind", "metadata", "automountServiceAccountToken"}  # no secrets, no pull secrets
+    assert pod(objs)["serviceAccountName"] == "exp-sandbox"
+    objs, _ = render("sandbox:\n  serviceAccountName: executors\n")  # an existing, vetted account
+    assert ("ServiceAccount", "exp-sandbox") not in objs and pod(objs)["serviceAccountName"] == "executors"

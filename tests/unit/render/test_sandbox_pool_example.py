@@ -33,21 +33,23 @@ HEADER = """\
 # equal to what `dockyard-k8s render` makes for a run named sandbox-pool in namespace dockyard.
 #
 # The pool runs untrusted, agent-generated code: no privilege escalation, every capability
-# dropped, seccomp RuntimeDefault, no Kubernetes API token, no GPU (NVIDIA_VISIBLE_DEVICES=void,
-# no service links), small requests (what the scheduler reserves per replica) with limits equal
-# to them, an ephemeral-storage request against disk-pressure eviction, TCP probes, a PDB with
-# maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the run's Ray pods
-# (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet: head|trainer|inference),
-# egress to cluster DNS and to public addresses only (private ranges and cloud metadata
-# excepted). It needs a CNI that enforces NetworkPolicy. A required node affinity keeps it off
-# GPU nodes (labelled nvidia.com/gpu.present=true by the NVIDIA GPU operator; GKE's carry
-# cloud.google.com/gke-accelerator): add the label or instance type your GPU nodes have.
+# dropped, seccomp RuntimeDefault, no Kubernetes API token, its own empty ServiceAccount, no GPU
+# (NVIDIA_VISIBLE_DEVICES=void, no service links), small requests (what the scheduler reserves per
+# replica) with limits equal to them, an ephemeral-storage request against disk-pressure eviction,
+# TCP probes, a PDB with maxUnavailable 1, and a NetworkPolicy: ingress to port 9090 only from the
+# run's Ray pods (label yours dockyard-k8s/run: sandbox-pool and dockyard-k8s/fleet:
+# head|trainer|inference), egress to cluster DNS and to public addresses only (private ranges and
+# cloud metadata excepted). It needs a CNI that enforces NetworkPolicy. A required node affinity
+# keeps it off GPU nodes (labelled nvidia.com/gpu.present=true by the NVIDIA GPU operator; GKE's
+# carry cloud.google.com/gke-accelerator): add the label or instance type your GPU nodes have.
 #
 # Change for your cluster: the namespace, the image (pin a tag or a digest), replicas and
 # resources. Point your trainer at http://sandbox-pool-sandbox.dockyard.svc.cluster.local:9090.
 """
 COMMENTS = {
     "NetworkPolicy": "# Applied first: an executor pod never runs a moment without its policy.",
+    "ServiceAccount": "# The executors' own, empty account: never the namespace's default one, to which EKS Pod\n"
+                      "# Identity, IRSA or workload identity may give cloud credentials (never give this one any).",
     "Deployment": "# The executors: POST /task/submit on port 9090.",
     "Service": "# Stable DNS for the pool (what DOCKYARD_SANDBOX_URLS points at).",
     "PodDisruptionBudget": "# Drains take the pool down one replica at a time.",
@@ -65,7 +67,8 @@ def _generated(tmp_path: Path) -> list[dict]:
 
 def test_the_hand_written_sandbox_pool_is_what_the_generator_renders(tmp_path):
     expected = _generated(tmp_path)
-    assert [o["kind"] for o in expected] == ["NetworkPolicy", "Deployment", "Service", "PodDisruptionBudget"]
+    assert [o["kind"] for o in expected] == ["NetworkPolicy", "ServiceAccount", "Deployment", "Service",
+                                             "PodDisruptionBudget"]
     if os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1":
         EXAMPLE.parent.mkdir(parents=True, exist_ok=True)
         EXAMPLE.write_text(HEADER + "".join(f"---\n{COMMENTS[o['kind']]}\n{dump_yaml(o)}" for o in expected))

@@ -53,7 +53,7 @@ def test_render_to_a_directory_writes_a_kustomization_in_apply_order(tmp_path: P
     assert main(["serve", "render", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"), "-o", str(out)]) == 0
     kust = yaml.safe_load((out / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
-    assert kust["resources"][-1] == "05-scaledobject-llama-70b.yaml"
+    assert kust["resources"][-2:] == ["05-podmonitor-llama-70b.yaml", "06-scaledobject-llama-70b.yaml"]
     assert sorted(p.name for p in out.iterdir()) == sorted([*kust["resources"], "kustomization.yaml"])
 
 
@@ -92,16 +92,73 @@ def test_serve_check_starts_without_heavy_modules() -> None:
     assert proc.stdout.splitlines()[-1] == "LOADED="
 
 
-def test_bundled_keda_crds_match_their_provenance() -> None:
+@pytest.mark.parametrize(("folder_name", "project", "tag"), [
+    ("keda-v2.20.2", "kedacore/keda", "v2.20.2"),
+    ("prometheus-v0.93.0", "prometheus-operator/prometheus-operator", "v0.93.0"),  # the PodMonitor (item 17)
+])
+def test_bundled_serve_crds_match_their_provenance(folder_name: str, project: str, tag: str) -> None:
     from dockyard_k8s.validate.crd import BUNDLED_DIR
 
-    folder = os.path.join(BUNDLED_DIR, "keda-v2.20.2")
+    folder = os.path.join(BUNDLED_DIR, folder_name)
     with open(os.path.join(folder, "PROVENANCE.json")) as f:
         provenance = json.load(f)
-    assert provenance["project"] == "kedacore/keda" and provenance["tag"] == "v2.20.2"
+    assert provenance["project"] == project and provenance["tag"] == tag
     assert sorted(provenance["files"]) == sorted(n for n in os.listdir(folder) if n.endswith(".yaml"))
     for name, info in provenance["files"].items():
         with open(os.path.join(folder, name), "rb") as f:
             data = f.read()
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert (blob, len(data)) == (info["git_blob_sha1"], info["size"])
+
+
+def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 17: KEDA scales only on what Prometheus scrapes."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "  metrics    PodMonitor llama-70b (prometheus-operator: scraped by a Prometheus whose podMonitorSelector " \
+           "matches release=kube-prometheus-stack, kube-prometheus-stack's default for a Helm release of that name: " \
+           "serve.metrics.podMonitorLabels), port http /metrics" in out
+    assert "an empty result is an error, not 0: after 3 failed queries KEDA holds the current replicas (at least 2)" \
+           in out
+    assert main(["serve", "check", str(EXAMPLES / "llama3_8b_kind.serve.yaml")]) == 0
+    assert "  metrics    prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; " \
+           "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)" in capsys.readouterr().out
+
+
+def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 19."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"),
+                 "--set", "serve.network.scope=namespace"]) == 0
+    out = capsys.readouterr().out
+    assert "  spread     across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway)" in out
+    assert "  network    default-deny (every pod of namespace inference); port 8000 from" in out
+
+
+def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 23."""
+    keyed = write_spec(tmp_path, {"apiKeySecret": {"name": "llama-keys"}})
+    assert main(["serve", "check", keyed]) == 0
+    assert "  auth       API key from Secret llama-keys/api-key (Authorization: Bearer; /health and /metrics stay " \
+           "open)" in capsys.readouterr().out
+    open_sglang = write_spec(tmp_path, {"backend": "sglang"}, name="sg.serve.yaml")
+    assert main(["serve", "check", open_sglang]) == 0
+    out = capsys.readouterr().out
+    assert "  auth       none: every caller the policies admit may use the API, and SGLang's admin endpoints " \
+           "(weight updates, cache flush, profiling, abort) too: serve.apiKeySecret" in out
+    sglang = write_spec(tmp_path, {"backend": "sglang", "apiKeySecret": {"name": "k"}}, name="sk.serve.yaml")
+    assert main(["serve", "check", sglang]) == 0
+    assert "API key from Secret k/api-key (Authorization: Bearer; /health and /metrics stay open); admin " \
+           "endpoints need the admin key (Secret k/admin-api-key), which callers never get" in capsys.readouterr().out
+
+
+def test_serve_check_lists_what_must_already_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 26: the same section as `check`, from the same reading of the objects."""
+    assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
+    out = capsys.readouterr().out
+    section = out.split("\nmust exist before `serve render | kubectl apply`", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in section.splitlines()[1:]]
+    assert lines[0] == "Namespace inference"
+    assert any(line.startswith("PriorityClass gpu-inference") for line in lines)
+    assert any(line.startswith("Secret inference/hf-token") and "key token" in line for line in lines)
+    assert any(line.startswith("PersistentVolumeClaim inference/fsx-claim") for line in lines)

@@ -283,3 +283,29 @@ def test_a_training_recipe_given_as_the_spec_is_said_once(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as info:
         load_serve(str(typo), env={})
     assert [p.path for p in info.value.problems] == ["foo"]
+
+
+def test_cooldown_period_says_where_the_scale_in_delay_went(tmp_path: Path) -> None:
+    found = one_problem(tmp_path, {"autoscaling": {"enabled": True, "cooldownPeriod": 600}})
+    assert "serve.autoscaling.cooldownPeriod: unknown key 'cooldownPeriod': it moved to " \
+           "serve.autoscaling.scaleDownStabilizationSeconds" in found
+    assert "KEDA uses cooldownPeriod only when scaling to zero" in found
+
+
+def test_a_sandbox_admitted_to_the_endpoint_needs_an_api_key(tmp_path: Path) -> None:
+    """Issue 22 item 23: agents' code reaching an endpoint without a key may use all of it."""
+    found = one_problem(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]}})
+    assert "serve.network.runs[0].sandbox: admits the run's sandbox pool (untrusted code) to an endpoint without an " \
+           "API key" in found
+    assert "expected serve.apiKeySecret: {name: SECRET}" in found
+    cfg = load(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]},
+                          "apiKeySecret": {"name": "llama-keys"}})
+    assert cfg.serve["apiKeySecret"] == {"name": "llama-keys", "key": "api-key", "adminKey": "admin-api-key"}
+
+
+def test_the_key_flags_and_variables_are_the_launchers(tmp_path: Path) -> None:
+    found = problems(tmp_path, {"apiKeySecret": {"name": "k"}, "engine": {"extraArgs": ["--api-key=abc"]},
+                                "env": {"DOCKYARD_API_KEY": "abc"}})
+    assert any("serve.engine.extraArgs[0]: got '--api-key=abc': --api-key is set from serve.apiKeySecret" in p
+               for p in found), found
+    assert any("serve.env.DOCKYARD_API_KEY: is set by dockyard-k8s from serve.apiKeySecret" in p for p in found), found

@@ -96,3 +96,9 @@ def test_the_completion_request_and_the_answer_check() -> None:
 @pytest.mark.parametrize("body", ["", "null", "[]", '{"choices": "x"}', '{"choices": [{"text": 3}]}'])
 def test_odd_bodies_are_invalid_answers_never_errors(body: str) -> None:
     assert not read_answer(200, body, 0.1, "m").ok
+
+
+def test_a_refused_key_says_where_serve_test_reads_it() -> None:
+    answer = read_answer(401, json.dumps({"error": "Unauthorized"}), 0.1, "m")
+    assert not answer.ok and answer.problem == "HTTP 401"
+    assert "serve.apiKeySecret" in answer.hint

@@ -145,7 +145,8 @@ def test_a_run_in_another_namespace_is_admitted_from_there_only(tmp_path: Path) 
 
 
 def test_a_runs_sandbox_is_admitted_only_when_the_spec_says_so(tmp_path: Path) -> None:
-    objects = bundle(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]}}).objects
+    objects = bundle(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]},
+                                "apiKeySecret": {"name": "llama-keys"}}).objects  # a sandbox caller needs a key
     net = network([*objects, *run_objects("llama")])
     server = net.find(**{"dockyard-k8s/endpoint": "llama"})
     sandbox = net.find("llama", **{FLEET: "sandbox"})
@@ -186,3 +187,20 @@ def test_pod_labels_narrow_a_namespace_and_extra_rules_add(tmp_path: Path) -> No
     assert net.allowed(EVAL, server, 8000)
     assert net.refused(Pod("other-wf", "argo", {"workflows.argoproj.io/workflow": "load"}, "10.250.1.1"), server)
     assert net.allowed(server, Address("10.0.0.1"), 5432) and net.refused(server, Address("10.0.0.2"), 5432)
+
+
+def test_default_deny_can_cover_the_whole_namespace(tmp_path: Path) -> None:
+    """Issue 22 item 19: as runs' infra.networkPolicy.scope: namespace, every pod of the endpoint's
+    namespace is denied, and only the server pods get the allows."""
+    objects = bundle(tmp_path, {"network": {"scope": "namespace", "ingress": [{"namespace": "monitoring"}]}}).objects
+    deny, allow = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    assert allow["spec"]["podSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama",
+                                                            "dockyard-k8s/fleet": "serve"}}
+    neighbour = Pod("notebook", "llama", {"app": "notebook"}, "10.250.1.1")
+    net = Network(objects, pods=[*EXTRAS, neighbour])
+    server = net.find(**{FLEET: "serve"})
+    assert net.refused(neighbour, PUBLIC, 443) and net.refused(STRANGER, neighbour)
+    assert net.allowed(PROMETHEUS, server, 8000) and net.refused(neighbour, server)
+    endpoint_only = bundle(tmp_path, {"network": {"ingress": [{"namespace": "monitoring"}]}}).objects
+    assert Network(endpoint_only, pods=[*EXTRAS, neighbour]).allowed(neighbour, PUBLIC, 443)

@@ -12,7 +12,7 @@ from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.serve_bundle import build_serve_bundle
 
 APPLY_ORDER = ["PriorityClass", "NetworkPolicy", "NetworkPolicy", "PersistentVolumeClaim", "Deployment", "Service",
-               "PodDisruptionBudget", "ScaledObject"]
+               "PodDisruptionBudget", "PodMonitor", "ScaledObject"]
 SCALED = {"autoscaling": {"enabled": True, "maxReplicas": 3}, "cache": {"accessMode": "ReadWriteMany"},
           "network": {"ingress": [{"namespace": "monitoring"}]}, "priorityClass": {"create": True}}
 
@@ -22,7 +22,7 @@ def test_everything_on_renders_in_the_issues_apply_order(tmp_path: Path) -> None
     assert [o["kind"] for o in objects] == APPLY_ORDER
     names = [o["metadata"]["name"] for o in objects]
     assert names == ["gpu-inference", "llama-default-deny", "llama-allow", "llama-cache", "llama", "llama", "llama",
-                     "llama"]
+                     "llama", "llama"]
 
 
 def test_every_object_carries_the_endpoint_label_and_never_a_run_label(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_autoscaling_leaves_replicas_to_keda(tmp_path: Path) -> None:
     assert trigger == {"type": "prometheus", "authenticationRef": {"name": "prom-auth"}, "metadata": {
         "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
         "query": 'sum(vllm:num_requests_waiting{namespace="llama",model_name="meta-llama/Meta-Llama-3-8B-Instruct"})',
-        "threshold": "2.5"}}
+        "threshold": "2.5", "ignoreNullValues": "false"}}
 
 
 def test_the_rollout_deadline_covers_startup_and_a_cold_pull(tmp_path: Path) -> None:
@@ -170,3 +170,108 @@ def test_a_renderer_bug_never_leaves_the_machine(tmp_path: Path, monkeypatch: py
 
 def test_rendering_is_deterministic(tmp_path: Path) -> None:
     assert bundle(tmp_path, SCALED).objects == bundle(tmp_path, SCALED).objects
+
+
+def test_scale_in_waits_for_the_hpas_scale_down_stabilization_not_cooldown(tmp_path: Path) -> None:
+    """Issue 22 item 18: KEDA's cooldownPeriod only delays scaling to zero (never done here); from
+    1 to N the HPA scales, and its scale-down stabilization window is the scale-in delay."""
+    so = find(bundle(tmp_path, SCALED).objects, "ScaledObject")["spec"]
+    assert "cooldownPeriod" not in so
+    assert so["advanced"] == {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
+        "stabilizationWindowSeconds": 300}}}}
+    scaled = {**SCALED, "autoscaling": {**SCALED["autoscaling"], "scaleDownStabilizationSeconds": 900}}
+    so = find(bundle(tmp_path, scaled).objects, "ScaledObject")["spec"]
+    assert so["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"] == {
+        "stabilizationWindowSeconds": 900}
+
+
+def test_prometheus_operator_scrapes_a_pod_monitor_not_annotations(tmp_path: Path) -> None:
+    """Issue 22 item 17: the default Prometheus (prometheus-operated, kube-prometheus-stack) is
+    prometheus-operator's, which ignores prometheus.io/* annotations: a PodMonitor it selects
+    makes the queue gauge exist at all."""
+    objects = bundle(tmp_path, SCALED).objects
+    assert [o["kind"] for o in objects][-3:] == ["PodDisruptionBudget", "PodMonitor", "ScaledObject"]
+    pm = find(objects, "PodMonitor")
+    dep = find(objects, "Deployment")
+    assert pm["apiVersion"] == "monitoring.coreos.com/v1"
+    assert pm["metadata"]["labels"]["release"] == "kube-prometheus-stack"  # the chart's default podMonitorSelector
+    assert pm["spec"] == {"selector": {"matchLabels": dep["spec"]["selector"]["matchLabels"]},
+                          "podMetricsEndpoints": [{"port": "http", "path": "/metrics"}]}
+    assert "annotations" not in dep["spec"]["template"]["metadata"]  # one scrape mechanism, never both
+    mine = {**SCALED, "metrics": {"podMonitorLabels": {"release": "monitoring"}}}
+    assert find(bundle(tmp_path, mine).objects, "PodMonitor")["metadata"]["labels"]["release"] == "monitoring"
+
+
+@pytest.mark.parametrize(("metrics", "address", "monitor"), [
+    ({}, "http://prometheus-server.monitoring.svc:80", False),  # the prometheus chart: annotation-based discovery
+    ({}, "http://kube-prometheus-stack-prometheus.monitoring.svc:9090", True),
+    ({}, "http://prom-kube-prom-prometheus.monitoring:9090", True),
+    ({"scrape": "annotations"}, "http://prometheus-operated.monitoring.svc:9090", False),
+    ({"scrape": "podMonitor"}, "http://prometheus-server.monitoring.svc:80", True),
+])
+def test_the_scrape_mechanism_follows_the_address_unless_chosen(tmp_path: Path, metrics: dict, address: str,
+                                                                monitor: bool) -> None:
+    spec = {**SCALED, "metrics": metrics, "autoscaling": {**SCALED["autoscaling"], "prometheusAddress": address}}
+    objects = bundle(tmp_path, spec).objects
+    template = find(objects, "Deployment")["spec"]["template"]["metadata"]
+    assert ("PodMonitor" in [o["kind"] for o in objects]) is monitor
+    assert ("annotations" in template) is not monitor
+    if not monitor:
+        assert template["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": "8000",
+                                           "prometheus.io/path": "/metrics"}
+
+
+def test_a_lost_metric_is_an_error_that_falls_back_never_a_zero(tmp_path: Path) -> None:
+    """KEDA's Prometheus scaler reads an empty result as 0 unless ignoreNullValues is false; then
+    it is an error, and after failureThreshold errors the fallback holds the replicas."""
+    so = find(bundle(tmp_path, SCALED).objects, "ScaledObject")["spec"]
+    (trigger,) = so["triggers"]
+    assert trigger["metadata"]["ignoreNullValues"] == "false"
+    assert so["fallback"] == {"failureThreshold": 3, "replicas": 1, "behavior": "currentReplicasIfHigher"}
+    spec = {**SCALED, "autoscaling": {**SCALED["autoscaling"], "minReplicas": 2,
+                                      "fallback": {"failureThreshold": 5, "replicas": 3, "behavior": "static"}}}
+    so = find(bundle(tmp_path, spec).objects, "ScaledObject")["spec"]
+    assert so["fallback"] == {"failureThreshold": 5, "replicas": 3, "behavior": "static"}
+
+
+def test_the_pod_monitor_validates_against_the_bundled_prometheus_operator_crd(tmp_path: Path) -> None:
+    b = bundle(tmp_path, SCALED)
+    assert b.validation.sources["monitoring.coreos.com/v1/PodMonitor"] == "prometheus-operator v0.93.0 CRD (bundled)"
+    assert not b.validation.missing
+
+
+def test_replicas_spread_across_nodes_when_there_are_several(tmp_path: Path) -> None:
+    """Issue 22 item 19: GPU replicas stacked on one node fall together (a drain, a bad GPU)."""
+    pod = find(bundle(tmp_path, SCALED).objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"dockyard-k8s/endpoint": "llama", "dockyard-k8s/fleet": "serve"}},
+        "matchLabelKeys": ["pod-template-hash"]}]  # each revision spreads on its own during a rollout
+    assert "topologySpreadConstraints" not in find(bundle(tmp_path).objects, "Deployment")["spec"]["template"]["spec"]
+    none = {**SCALED, "topologySpreadConstraints": []}
+    assert "topologySpreadConstraints" not in find(bundle(tmp_path, none).objects, "Deployment")["spec"]["template"][
+        "spec"]
+    zones = {**SCALED, "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                      "whenUnsatisfiable": "DoNotSchedule"}]}
+    (tsc,) = find(bundle(tmp_path, zones).objects, "Deployment")["spec"]["template"]["spec"][
+        "topologySpreadConstraints"]
+    assert tsc["labelSelector"] == {"matchLabels": {"dockyard-k8s/endpoint": "llama", "dockyard-k8s/fleet": "serve"}}
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_an_api_key_comes_from_its_secret_and_sglangs_admin_endpoints_get_their_own(tmp_path: Path,
+                                                                                   backend: str) -> None:
+    """Issue 22 item 23: the key is a reference (Kubernetes expands $(VAR) in args from the
+    container's env); SGLang's --api-key alone would also unlock its admin endpoints."""
+    c = server(bundle(tmp_path, {"backend": backend, "apiKeySecret": {"name": "llama-keys"}}).objects)
+    env = env_of(c)
+    assert env["DOCKYARD_API_KEY"] == {"secretKeyRef": {"name": "llama-keys", "key": "api-key"}}
+    args = c["args"]
+    assert args[args.index("--api-key") + 1] == "$(DOCKYARD_API_KEY)"
+    if backend == "sglang":
+        assert env["DOCKYARD_ADMIN_API_KEY"] == {"secretKeyRef": {"name": "llama-keys", "key": "admin-api-key"}}
+        assert args[args.index("--admin-api-key") + 1] == "$(DOCKYARD_ADMIN_API_KEY)"
+    else:
+        assert "--admin-api-key" not in args and "DOCKYARD_ADMIN_API_KEY" not in env
+    plain = server(bundle(tmp_path, {"backend": backend}).objects)
+    assert "--api-key" not in plain["args"] and "DOCKYARD_API_KEY" not in env_of(plain)

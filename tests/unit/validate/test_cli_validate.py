@@ -123,7 +123,8 @@ def test_valid_directory_exits_0(tmp_path, capsys):
 def test_check_prints_what_was_validated(capsys):
     assert main(["check", str(REPO / "examples" / "grpo_swe.yaml")]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith("✔ validated Deployment, NetworkPolicy, PodDisruptionBudget, ConfigMap, Service against "
+    assert last.startswith("✔ validated Deployment, NetworkPolicy, PodDisruptionBudget, ConfigMap, Service, "
+                           "ServiceAccount against "
                            "Kubernetes 1.29 strict schemas")
     assert last.endswith("RayJob against KubeRay v1.7.0 CRD (bundled)")
 

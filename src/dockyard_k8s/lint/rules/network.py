@@ -130,10 +130,17 @@ RULES = (
          "Computed from the NetworkPolicies of the input, worst case on what depends on the CNI (an ipBlock may "
          "match pod IPs, which lie in private space) or on labels the input does not show (namespace labels): "
          "may a pod running untrusted code open a connection to a pod of the GPU Ray cluster (its dashboard runs "
-         "any command), to another untrusted pod, to a cloud metadata endpoint or to private address space? Each "
-         "such path is an error; a GPU pod whose own ingress admits untrusted pods, kept away only by their "
-         "egress, is a warning (both sides should refuse). Ranges opted in with `private: true` are not reported. "
-         "Fix: keep kuberay.networkPolicy and sandbox.networkPolicy enabled, and name extra sources by label.",
+         "any command), to another untrusted pod, to a cloud metadata endpoint or to private address space "
+         "(reserved, NAT64 and IPv6 global unicast space included)? And, among pods the input does not show, to a "
+         "pod of any RayCluster (an attached cluster's pods carry KubeRay's ray.io/cluster label, no fleet label) or "
+         "to every pod of their namespace or of any namespace (a selector that names them all: pods live in private "
+         "space)? And, out to a public address and back in, to a GPU pod behind a LoadBalancer or NodePort Service "
+         "(KubeRay's headGroupSpec.serviceType too) or an Ingress (enableIngress too) whose controller its ingress "
+         "admits? Each such path is an error; every pod of another named namespace, and a GPU pod whose own ingress "
+         "admits untrusted pods, kept away only by their egress, and an Ingress to a GPU pod that admits no "
+         "controller, are warnings (both sides should refuse). Ranges "
+         "opted in with `private: true` are not reported. Fix: keep kuberay.networkPolicy and "
+         "sandbox.networkPolicy enabled, and name extra sources and destinations by label.",
          ("dockyard-k8s threat model (docs/security.md)", "kubernetes-sigs/agent-sandbox default policy"),
          isolation_hits),
     Rule("sandbox-runtime-class", WARNING, "Pods running untrusted code should use a sandboxed runtime",

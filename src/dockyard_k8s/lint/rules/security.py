@@ -134,6 +134,43 @@ def sa_token(o: Obj, c: Context) -> Iterator[Hit]:
                       "pod runs untrusted code with a Kubernetes API token mounted")
 
 
+# Annotations (and a pod label) that give a ServiceAccount's pods a cloud identity: name -> whose.
+CLOUD_IDENTITY = {
+    "eks.amazonaws.com/role-arn": "IRSA",
+    "iam.gke.io/gcp-service-account": "GKE workload identity",
+    "azure.workload.identity/client-id": "Azure workload identity",
+}
+
+
+def service_account(o: Obj, c: Context) -> Iterator[Hit]:
+    """Cloud credentials go by ServiceAccount (EKS Pod Identity associations, IRSA, workload
+    identity), whatever automountServiceAccountToken says (issue 22 item 22)."""
+    for pod in o.pods:
+        if not pod.untrusted:
+            continue
+        name = str(pod.spec.get("serviceAccountName") or pod.spec.get("serviceAccount") or "default")
+        if name == "default":
+            yield Hit(pod.at("serviceAccountName"),
+                      "pod runs untrusted code as the namespace's default ServiceAccount, which EKS Pod Identity, IRSA "
+                      "and workload identity may hand cloud credentials to whatever automountServiceAccountToken "
+                      "says; give it a dedicated ServiceAccount with no cloud identity (sandbox.serviceAccountName: "
+                      "null renders one)")
+            continue
+        for sa in c.of_kind("ServiceAccount"):
+            if sa.namespace != pod.namespace or sa.name != name:
+                continue
+            for key, who in CLOUD_IDENTITY.items():
+                if sa.annotations.get(key):
+                    yield Hit(pod.at("serviceAccountName"), f"pod runs untrusted code as ServiceAccount {name}, whose "
+                                                            f"annotation {key} gives it a cloud identity ({who}): its "
+                                                            "credentials reach the untrusted code; use a "
+                                                            "ServiceAccount without one")
+        if pod.labels.get("azure.workload.identity/use") == "true":
+            yield Hit((*pod.template.path, "metadata", "labels", "azure.workload.identity/use"),
+                      "pod runs untrusted code with azure.workload.identity/use: the webhook injects its "
+                      "ServiceAccount's Azure credentials; remove the label")
+
+
 def volume_types(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
         if not pod.untrusted:
@@ -239,6 +276,15 @@ RULES = (
          "agent-generated code must get none. Fix: automountServiceAccountToken: false "
          "(sandbox.security.automountServiceAccountToken, off by default).",
          ("Polaris automountServiceAccountToken", "Checkov"), sa_token),
+    Rule("untrusted-service-account", ERROR, "Pods running untrusted code must not run as a ServiceAccount with "
+                                             "cloud credentials",
+         "EKS Pod Identity associates an IAM role with a (namespace, ServiceAccount) pair and its agent serves the "
+         "credentials to every pod of that account; IRSA, GKE and Azure workload identity do the same through an "
+         "annotation of the ServiceAccount. None of them cares about automountServiceAccountToken, and the "
+         "namespace's default ServiceAccount is the one most often given a role. Untrusted code must run as a "
+         "dedicated ServiceAccount with no cloud identity. Fix: sandbox.serviceAccountName: null (the default) "
+         "renders <run>-sandbox, an empty ServiceAccount; never associate a role with it.",
+         ("EKS Pod Identity and IRSA docs", "GKE workload identity", "Azure workload identity"), service_account),
     Rule("volume-types", WARNING, "Pods running untrusted code should use only restricted volume types",
          "The restricted Pod Security Standard allows only configMap, csi, downwardAPI, emptyDir, ephemeral, "
          "persistentVolumeClaim, projected and secret volumes; the others (nfs, iscsi, cephfs, gitRepo...) reach "
