@@ -198,6 +198,12 @@ class Heads:
         self._auth_cache[key] = (now, token)
         return token
 
+    @staticmethod
+    def labelled_submitter(rayjob: dict[str, Any]) -> bool:
+        """The RayJob's submitter pods carry dockyard-k8s/fleet=submitter (PodWatcher plays them)."""
+        template = (rayjob.get("spec") or {}).get("submitterPodTemplate") or {}
+        return ((template.get("metadata") or {}).get("labels") or {}).get("dockyard-k8s/fleet") == "submitter"
+
     def rayjob_with_job_id(self, namespace: str, job_id: str) -> dict[str, Any] | None:
         found = self.kube.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayjobs") or {"items": []}
         return next((j for j in found["items"] if (j.get("status") or {}).get("jobId") == job_id), None)
@@ -314,8 +320,12 @@ class RayHandler(BaseHTTPRequestHandler):
                 job = heads.jobs.get((namespace, cluster, sid))
             if job is None and method == "GET" and not rest:
                 # A RayJob whose submitter already ran `ray job submit` (an unlabelled default submitter).
+                # A labelled submitter submits when its pod runs (PodWatcher), not when the operator
+                # first asks: asked before, a real head has no such job yet (404), and a script's
+                # submitter_failures must get the chance to fail that pod first.
                 rayjob = heads.rayjob_with_job_id(namespace, sid)
-                if rayjob is not None and (rayjob.get("status") or {}).get("rayClusterName") == cluster:
+                if rayjob is not None and (rayjob.get("status") or {}).get("rayClusterName") == cluster \
+                        and not heads.labelled_submitter(rayjob):
                     job = heads.new_job(namespace, cluster, sid, rayjob["spec"].get("entrypoint", ""),
                                         rayjob=rayjob["metadata"]["name"])
             if job is None:
