@@ -10,9 +10,8 @@ import json
 import subprocess
 from typing import Any
 
-import pytest
-
 import controlplane as cp
+import pytest
 
 pytestmark = pytest.mark.e2e
 
