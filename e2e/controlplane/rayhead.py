@@ -15,7 +15,7 @@ Ray jobs follow a script: by default RUNNING for a second, then SUCCEEDED. Tests
 on the control port (``POST /script``) matched by RayJob name or submission id: per attempt, the
 status steps, the logs and how many submitter pods fail first. A KubeRay submitter pod (label
 ``dockyard-k8s/fleet=submitter``) runs ``ray job submit``: its job appears when it runs, and the pod
-ends (exit 0, or 1 when the job failed) when the job ends, as the real submitter does.
+completes (exit 0, whatever the job's result) when the job ends, as the real submitter does.
 
 Standard library only.
 """
@@ -490,7 +490,11 @@ class PodWatcher:
                     job = self.heads.new_job(ns, cluster, sid, rayjob["spec"].get("entrypoint", ""), rayjob=rayjob_name)
             state, _, _ = job.state(time.time())
             if state in TERMINAL:
-                self.end_pod(pod, 0 if state == "SUCCEEDED" else 1, "Completed" if state == "SUCCEEDED" else "Error")
+                # KubeRay's submitter runs `ray job submit --no-wait ...; ray job logs --follow ID`
+                # (ray-operator/controllers/ray/common/job.go), and `ray job logs --follow` returns
+                # when the job ends without an exit code of its own (ray dashboard/modules/job/cli.py):
+                # the pod completes whatever the job's result.
+                self.end_pod(pod, 0, "Completed")
 
     def end_pod(self, pod: dict[str, Any], code: int, reason: str) -> None:
         """What the kubelet reports when the submitter's `ray job submit` exits."""
