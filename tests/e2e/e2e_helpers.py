@@ -59,3 +59,10 @@ def status_fleets(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
     """``status -o json``'s fleet table in :func:`fleet_counts`' shape (fleets with pods only)."""
     return {f["fleet"]: {k: f[k] for k in ("pods", "scheduled", "ready", "done", "failed")}
             for f in doc["fleets"] if f["pods"]}
+
+
+def ray_jobs(cluster: Any, ns: str, since: float, ray_cluster: str | None = None) -> list[dict[str, Any]]:
+    """The Ray jobs the head stand-in ran in ``ns`` (on ``ray_cluster``) from ``since`` (time.time()) on:
+    a stack kept across sessions (DOCKYARD_CP_KEEP) remembers earlier sessions' jobs in the same namespaces."""
+    return [j for j in cluster.ray_jobs() if j["namespace"] == ns and j["start_time"] >= since * 1000 - 1000
+            and ray_cluster in (None, j["cluster"])]

@@ -9,12 +9,13 @@ The runs are the example sized down (conftest ``SMALL``) so they share the fake 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import RUN, fleet_counts, labelled, status_fleets, versions
+from e2e_helpers import RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
 
 pytestmark = pytest.mark.e2e
 
@@ -71,6 +72,7 @@ def assert_rerun_writes_nothing(cluster: Any, e2e_cli: Any, args: list[str], ns:
 
 def test_rayjob_runs_to_success_and_status_runs_logs_and_a_rerun_agree_with_the_cluster(
         cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    start = time.time()
     cluster.script(RUN, {"steps": [["RUNNING", 1], ["SUCCEEDED", 0, "done"]]}, namespace=ns)
     r = e2e_cli("run", *example("--timeout", "120"))
     assert r.code == 0, r.out + r.err
@@ -98,11 +100,12 @@ def test_rayjob_runs_to_success_and_status_runs_logs_and_a_rerun_agree_with_the_
     assert logs.code == 0, logs.err
     assert logs.out.strip() == cluster.kubectl("-n", ns, "logs", submitter[0]["metadata"]["name"]).stdout.strip()
 
-    jobs_before = [j for j in cluster.ray_jobs() if j["namespace"] == ns]
+    jobs_before = ray_jobs(cluster, ns, start)
+    assert len(jobs_before) == 1
     assert_rerun_writes_nothing(cluster, e2e_cli, example("--timeout", "60"), ns,
                                 says="RayJob " + ns + "/grpo-swe already finished (jobDeploymentStatus Complete, "
                                      "jobStatus SUCCEEDED); nothing was re-run")
-    assert [j for j in cluster.ray_jobs() if j["namespace"] == ns] == jobs_before  # no second Ray job
+    assert ray_jobs(cluster, ns, start) == jobs_before  # no second Ray job
 
 
 def test_dry_run_server_persists_nothing_and_says_what_would_change(cluster: Any, e2e_cli: Any, example: Any,
@@ -145,12 +148,13 @@ def test_bringup_is_ready_and_an_unchanged_rerun_writes_nothing(cluster: Any, e2
 
 
 def test_attach_submits_to_the_running_cluster_once(cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    start = time.time()
     shared = e2e_cli("cluster", "up", *example("--set", "launch.name=shared", "--timeout", "120"))
     assert shared.code == 0, shared.out + shared.err
     args = example("--set", "launch.mode=attach", "--set", "launch.attach.cluster=shared", "--timeout", "60")
     r = e2e_cli("run", *args)
     assert r.code == 0, r.out + r.err
-    jobs = [j for j in cluster.ray_jobs() if (j["namespace"], j["cluster"]) == (ns, "shared")]
+    jobs = ray_jobs(cluster, ns, start, "shared")
     assert len(jobs) == 1 and jobs[0]["status"] == "SUCCEEDED"
     sid = jobs[0]["submission_id"]
     assert f"submitted job {sid}" in r.out and f"✔ succeeded: job {sid}: SUCCEEDED" in r.out
@@ -164,7 +168,7 @@ def test_attach_submits_to_the_running_cluster_once(cluster: Any, e2e_cli: Any, 
 
     assert_rerun_writes_nothing(cluster, e2e_cli, args, ns,
                                 says=f"job {sid} already submitted (SUCCEEDED); nothing re-submitted")
-    assert [j for j in cluster.ray_jobs() if (j["namespace"], j["cluster"]) == (ns, "shared")] == jobs
+    assert ray_jobs(cluster, ns, start, "shared") == jobs
 
 
 def test_job_mode_runs_to_completion(cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
