@@ -162,3 +162,34 @@ def test_kuberay_s_pre_running_deadline_ends_a_run_whose_head_never_turns_ready(
     doc = status_json(e2e_cli, ns)
     assert doc["main"]["state"] == "failed" and doc["main"]["status"]["reason"] == "PreRunningDeadlineExceeded"
     assert runs_row(e2e_cli, ns)["state"] == "failed"
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 item 4 (branch live)")
+def test_status_forgets_a_scheduling_failure_once_the_gang_runs(cluster: Any, e2e_cli: Any, example: Any,
+                                                                ns: str) -> None:
+    """Every p4de GPU taken by other pods: the run's workers are refused (FailedScheduling events);
+    once those pods go, the workers run, and `status` has no problem left to show."""
+    if not cluster.ours:
+        pytest.skip("fills the control plane's fake p4de nodes")
+    blockers = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"blocker-{i}", "namespace": ns},
+                 "spec": {"nodeSelector": {"node.kubernetes.io/instance-type": "p4de.24xlarge"},
+                          "containers": [{"name": "c", "image": "busybox",
+                                          "resources": {"limits": {"nvidia.com/gpu": 8}}}]}} for i in range(3)]
+    cluster.apply(*blockers)
+    cluster.wait("p4de nodes full", lambda: all(ready(p) for p in cluster.get("-n", ns, "pods", *[
+        b["metadata"]["name"] for b in blockers])["items"]))
+    assert e2e_cli("run", *example("--detach")).code == 0
+    cluster.wait("workers refused", lambda: any(
+        e["reason"] == "FailedScheduling" for e in cluster.get("-n", ns, "events", "--field-selector",
+                                                               "type=Warning")["items"]))
+    cluster.kubectl("-n", ns, "delete", "pod", *[b["metadata"]["name"] for b in blockers], "--wait=false")
+    cluster.wait("every pod of the run ready", lambda: (pods := [
+        p for p in pods_of(cluster, ns) if p["metadata"]["labels"]["dockyard-k8s/fleet"] != "submitter"]) and all(
+        ready(p) for p in pods), timeout=60)
+    doc = status_json(e2e_cli, ns)
+    assert [f for f in doc["findings"] if f["reason"] == "FailedScheduling"] == []
+    assert "FailedScheduling" not in e2e_cli("status", RUN, "-n", ns).out
