@@ -15,7 +15,7 @@ Ray jobs follow a script: by default RUNNING for a second, then SUCCEEDED. Tests
 on the control port (``POST /script``) matched by RayJob name or submission id: per attempt, the
 status steps, the logs and how many submitter pods fail first. A KubeRay submitter pod (label
 ``dockyard-k8s/fleet=submitter``) runs ``ray job submit``: its job appears when it runs, and the pod
-ends (exit 0, or 1 when the job failed) when the job ends, as the real submitter does.
+completes (exit 0, whatever the job's result) when the job ends, as the real submitter does.
 
 Standard library only.
 """
@@ -198,6 +198,12 @@ class Heads:
         self._auth_cache[key] = (now, token)
         return token
 
+    @staticmethod
+    def labelled_submitter(rayjob: dict[str, Any]) -> bool:
+        """The RayJob's submitter pods carry dockyard-k8s/fleet=submitter (PodWatcher plays them)."""
+        template = (rayjob.get("spec") or {}).get("submitterPodTemplate") or {}
+        return ((template.get("metadata") or {}).get("labels") or {}).get("dockyard-k8s/fleet") == "submitter"
+
     def rayjob_with_job_id(self, namespace: str, job_id: str) -> dict[str, Any] | None:
         found = self.kube.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayjobs") or {"items": []}
         return next((j for j in found["items"] if (j.get("status") or {}).get("jobId") == job_id), None)
@@ -314,8 +320,12 @@ class RayHandler(BaseHTTPRequestHandler):
                 job = heads.jobs.get((namespace, cluster, sid))
             if job is None and method == "GET" and not rest:
                 # A RayJob whose submitter already ran `ray job submit` (an unlabelled default submitter).
+                # A labelled submitter submits when its pod runs (PodWatcher), not when the operator
+                # first asks: asked before, a real head has no such job yet (404), and a script's
+                # submitter_failures must get the chance to fail that pod first.
                 rayjob = heads.rayjob_with_job_id(namespace, sid)
-                if rayjob is not None and (rayjob.get("status") or {}).get("rayClusterName") == cluster:
+                if rayjob is not None and (rayjob.get("status") or {}).get("rayClusterName") == cluster \
+                        and not heads.labelled_submitter(rayjob):
                     job = heads.new_job(namespace, cluster, sid, rayjob["spec"].get("entrypoint", ""),
                                         rayjob=rayjob["metadata"]["name"])
             if job is None:
@@ -480,7 +490,11 @@ class PodWatcher:
                     job = self.heads.new_job(ns, cluster, sid, rayjob["spec"].get("entrypoint", ""), rayjob=rayjob_name)
             state, _, _ = job.state(time.time())
             if state in TERMINAL:
-                self.end_pod(pod, 0 if state == "SUCCEEDED" else 1, "Completed" if state == "SUCCEEDED" else "Error")
+                # KubeRay's submitter runs `ray job submit --no-wait ...; ray job logs --follow ID`
+                # (ray-operator/controllers/ray/common/job.go), and `ray job logs --follow` returns
+                # when the job ends without an exit code of its own (ray dashboard/modules/job/cli.py):
+                # the pod completes whatever the job's result.
+                self.end_pod(pod, 0, "Completed")
 
     def end_pod(self, pod: dict[str, Any], code: int, reason: str) -> None:
         """What the kubelet reports when the submitter's `ray job submit` exits."""

@@ -30,6 +30,7 @@ from support.paths import REPO
 
 sys.path.insert(0, str(REPO / "e2e" / "controlplane"))
 import controlplane as cp
+from e2e_helpers import SMALL, example_args
 
 EXTERNAL = os.environ.get("DOCKYARD_E2E_KUBECONFIG", "")
 ENABLED = os.environ.get("DOCKYARD_E2E", "1") != "0"
@@ -174,3 +175,13 @@ def ns(cluster: Cluster) -> str:
          "stringData": {"api-key": "e2e-not-a-key"}},
     )
     return name
+
+
+@pytest.fixture
+def example(cluster: Cluster, ns: str, e2e_cli: Callable[..., Result]) -> Iterator[Callable[..., list[str]]]:
+    """``example(*extra, sets=SMALL)``: the example run's arguments in the test's namespace. At
+    the end every run of the namespace is taken down (its pods go within seconds: the next test
+    finds the fleet free)."""
+    yield lambda *extra, sets=SMALL: example_args(ns, *extra, sets=sets)
+    for name in e2e_cli("runs", "-n", ns, "-o", "name").out.split():
+        e2e_cli("down", name, "-n", ns)

@@ -65,6 +65,7 @@ def test_replace_deletes_the_job_first(cli: Any, fake: FakeKube) -> None:
 def test_dry_run_server_persists_nothing(cli: Any, fake: FakeKube) -> None:
     r = cli("run", *ARGS, "--dry-run=server")
     assert r.code == 0, r.err
+    assert "server dry run: nothing was persisted" in r.out  # the tally above it counts what would be done
     assert all(q.params.get("dryRun") == "All" for q in fake.requests if q.method == "PATCH")
     assert fake.get("ray.io/v1", "RayJob", NS, RUN) is None
 

@@ -129,7 +129,10 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
 
 def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
     """Print how the launch ended; the exit code."""
-    if outcome.reason in ("dry-run", "already-finished"):
+    if outcome.reason == "dry-run":  # the tally above counts what the server would have done
+        say(outcome.message)
+        return 0
+    if outcome.reason == "already-finished":
         return 0 if outcome.ok else EXIT_FAILURE
     if outcome.reason == "detached":
         if outcome.submission_id:

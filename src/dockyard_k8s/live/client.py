@@ -337,7 +337,9 @@ class KubeClient:
               before: dict[str, Any] | None = None) -> ApplyResult:
         """Server-side apply; ``before`` (the object as it was, or None) decides the action word:
         a write changes the resourceVersion; a dry run keeps it whatever it would change, so
-        there the content is compared, server-set metadata aside."""
+        there the content is compared, server-set metadata aside. A write that changed only
+        server-set metadata (``managedFields``: the launcher now shares fields another manager
+        wrote with the same values) changed nothing of the object: ``unchanged``."""
         out = dict(self.call(rq.prepare_apply(obj, force=force, dry_run=dry_run)))
         if before is None:
             action = "created"
@@ -345,7 +347,7 @@ class KubeClient:
             action = "unchanged" if _content(out) == _content(before) else "configured"
         else:
             same = (out.get("metadata") or {}).get("resourceVersion") == (before.get("metadata") or {}).get(
-                "resourceVersion")
+                "resourceVersion") or _content(out) == _content(before)
             action = "unchanged" if same else "configured"
         return ApplyResult(out, action)
 

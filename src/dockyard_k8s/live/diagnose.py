@@ -284,6 +284,8 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
     involved = event.get("involvedObject") or event.get("regarding") or {}
     name = str(involved.get("name", ""))
     m = message.lower()
+    if reason in OPERATOR_FAILED and "already exists" in m:
+        return None  # KubeRay's cache had not seen what it created; its next reconcile finds it
     if reason in OPERATOR_REFUSED or reason in OPERATOR_FAILED:
         return _operator_finding(fleet, name, reason, message)
     if reason == "FailedScheduling":

@@ -192,9 +192,15 @@ def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> 
     return check
 
 
+# KubeRay checks preRunningDeadlineSeconds when it reconciles the RayJob, requeued every 3 s
+# while it is not running (RayJobDefaultRequeueDuration, ray-operator/controllers/ray/rayjob_controller.go).
+KUBERAY_RECHECK_SECONDS = 3.0
+
+
 def deadline_margin(seconds: float) -> float:
-    """How long after an operator's deadline the local fallback fires: 10%, 1-60 s."""
-    return float(min(60.0, max(1.0, seconds / 10)))
+    """How long after an operator's deadline the local fallback fires: 10%, at least KubeRay's
+    recheck interval and a status write more (5 s), at most 60 s."""
+    return float(min(60.0, max(KUBERAY_RECHECK_SECONDS + 2.0, seconds / 10)))
 
 
 def status(client: KubeClient, bundle: Bundle) -> RunView:

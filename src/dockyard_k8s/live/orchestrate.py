@@ -23,7 +23,7 @@ from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
-from dockyard_k8s.live.scaling import autoscaled, explain_conflict, keep_autoscaled
+from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import RUN_LABEL
 
@@ -97,15 +97,17 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
 
 
 def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], None]) -> dict[str, Any]:
-    """An autoscaled RayCluster applied with the replicas its autoscaler set (live/scaling)."""
-    if not autoscaled(obj):  # no GET for the objects the autoscaler does not touch
+    """An autoscaled RayCluster applied with the replicas its autoscaler set, a RayJob or
+    RayCluster with what KubeRay and Kueue added to its worker groups (live/scaling)."""
+    if obj.get("kind") not in ("RayCluster", "RayJob"):  # no GET for the kinds nobody else writes so
         return obj
     kind, ns, name = _name(obj)
-    out, kept = keep_autoscaled(obj, client.get(kind, ns, name))
+    live = client.get(kind, ns, name)
+    out, kept = keep_autoscaled(obj, live)
     if kept:
         groups = ", ".join(f"{g} {n}" for g, n in sorted(kept.items()))
         say(f"{ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
-    return out
+    return keep_added(out, live)
 
 
 def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name: str, obj: dict[str, Any], *,

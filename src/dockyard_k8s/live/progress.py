@@ -148,10 +148,11 @@ def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     return Phase("pending", counts, False, False, details)
 
 
-def _head_exit(pods: list[dict[str, Any]]) -> int | None:
-    """Exit code of the head pod's main container once it finished (restarted or not)."""
+def _head_exit(pods: list[dict[str, Any]], head: str) -> int | None:
+    """Exit code of the head pod's main container once it finished (restarted or not): the pod
+    named ``head`` (the statefulset shape's ``<run>-trainer-0``), else one of fleet head."""
     for pod in pods:
-        if fleet_of(pod) != "head":
+        if (pod.get("metadata") or {}).get("name") != head and fleet_of(pod) != "head":
             continue
         for cs in (_status(pod).get("containerStatuses") or [])[:1]:
             term = (cs.get("state") or {}).get("terminated") or {}
@@ -170,7 +171,7 @@ def statefulset_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     want = int((obj.get("spec") or {}).get("replicas", 1))
     ready = int(st.get("readyReplicas", 0))
     summary = f"ready {ready}/{want}"
-    code = _head_exit(pods)
+    code = _head_exit(pods, f"{(obj.get('metadata') or {}).get('name')}-0")
     if code is not None:
         ok = code == 0
         return Phase("succeeded" if ok else "failed", f"head entrypoint exited with code {code}", True, ok)
@@ -231,13 +232,24 @@ def phase_of(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     return KIND_PHASE.get(str(obj.get("kind")), conditions_phase)(obj, pods)
 
 
+def runs_the_head(obj: dict[str, Any]) -> bool:
+    """A StatefulSet whose pod 0 is the Ray head (render/shapes.py: DOCKYARD_HEAD_POD names it)."""
+    for t in kube.pod_templates(obj):
+        for c in (t.spec.get("containers") or [])[:1]:
+            env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+            if env.get("DOCKYARD_HEAD_POD") == f"{(obj.get('metadata') or {}).get('name')}-0":
+                return True
+    return False
+
+
 def main_object(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
-    """The object the run waits on: a RayJob, else a Job, a RayCluster, a StatefulSet."""
+    """The object the run waits on: a RayJob, else a Job, a RayCluster, a StatefulSet (the one
+    that runs the Ray head, of the statefulset shape's several)."""
     objs = list(objects)
     for kind in MAIN_KINDS:
-        for obj in objs:
-            if obj.get("kind") == kind:
-                return obj
+        found = [obj for obj in objs if obj.get("kind") == kind]
+        if found:
+            return next((o for o in found if kind == "StatefulSet" and runs_the_head(o)), found[0])
     return None
 
 
@@ -349,7 +361,7 @@ class RunView:
 
     def main(self) -> dict[str, Any] | None:
         items = self.of_kind(self.main_kind) if self.main_kind else []
-        return items[0] if items else None
+        return (main_object(items) or items[0]) if items else None
 
     def main_phase(self) -> Phase | None:
         obj = self.main()

@@ -193,7 +193,7 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
         cm = entry["record"]
         ref = RunRef(ns, run, entry["objects"], read_record(cm))
         main = main_object(ref.objects)
-        phase = phase_of(main, []) if main else None
+        phase = phase_of(main, _head_pod(client, main)) if main else None
         annotations = (cm.get("metadata") or {}).get("annotations") or {} if cm else {}
         gpus_text = annotations.get(GPUS_ANNOTATION)
         gpus = int(gpus_text) if gpus_text and gpus_text.isdigit() else (total_gpus([main]) if main else None)
@@ -203,6 +203,16 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
         state = phase.state if phase else ("submitted" if mode == "attach" else "-")
         rows.append(RunRow(ns, run, mode, state, gpus, created, queue, phase.summary if phase else ""))
     return rows
+
+
+def _head_pod(client: KubeClient, main: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod a StatefulSet run's state is read from (its head, pod 0: one GET); [] for the
+    kinds whose state is their own status."""
+    if main.get("kind") != "StatefulSet":
+        return []
+    meta = main.get("metadata") or {}
+    pod = client.get(POD, meta.get("namespace"), f"{meta.get('name')}-0")
+    return [pod] if pod else []
 
 
 def age(created: str, now: dt.datetime) -> str:

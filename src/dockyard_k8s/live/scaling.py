@@ -7,6 +7,13 @@ rendered replicas would then conflict (409) or, forced, undo the scaling. With
 ``enableInTreeAutoscaling`` the launcher applies the live replicas and scale strategy of each
 group instead (kept within the new min/max), so an unchanged spec applies cleanly and a
 changed one, forced, keeps the scaling.
+
+The list has other writers too, whatever the autoscaler does: KubeRay's full Update of a RayJob
+(adding its finalizer) writes it back from Go structs, and Kueue, admitting a RayJob or
+RayCluster, writes its labels and annotations (``kueue.x-k8s.io/podset``, ``.../workload``) and a
+flavor's node selector into each group's pod template. When every rendered group is in the live
+one unchanged (their additions aside), the launcher applies the live list: an unchanged spec is
+then no conflict, and what they added stays.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import re
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.requests import FIELD_MANAGER
 
 _MANAGER = re.compile(r'conflict with "([^"]+)"')
 
@@ -47,14 +55,73 @@ def keep_autoscaled(obj: dict[str, Any], live: dict[str, Any] | None) -> tuple[d
     return out, kept
 
 
+def _groups(obj: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The worker groups of a RayCluster, or of a RayJob's cluster spec (None: neither)."""
+    spec = (obj or {}).get("spec") or {}
+    if (obj or {}).get("kind") == "RayJob":
+        spec = spec.get("rayClusterSpec") or {}
+    elif (obj or {}).get("kind") != "RayCluster":
+        return None
+    groups = spec.get("workerGroupSpecs")
+    return groups if isinstance(groups, list) else None
+
+
+def contained(ours: Any, theirs: Any) -> bool:
+    """Every value of ``ours`` is in ``theirs`` as it is: mappings may hold more keys, lists are
+    the same length, item by item."""
+    if isinstance(ours, dict):
+        return isinstance(theirs, dict) and all(k in theirs and contained(v, theirs[k]) for k, v in ours.items())
+    if isinstance(ours, list):
+        return isinstance(theirs, list) and len(ours) == len(theirs) and all(
+            contained(a, b) for a, b in zip(ours, theirs, strict=True))
+    return bool(ours == theirs)
+
+
+def groups_owner(live: dict[str, Any]) -> list[str]:
+    """The field managers owning the live worker group list (managedFields)."""
+    path = ("f:spec", "f:rayClusterSpec", "f:workerGroupSpecs") if live.get("kind") == "RayJob" else (
+        "f:spec", "f:workerGroupSpecs")
+    out = []
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        node: Any = entry.get("fieldsV1") or {}
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out.append(str(entry.get("manager")))
+    return out
+
+
+def keep_added(obj: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` with the live worker groups when another field manager wrote them last and each
+    rendered group is in its live one as it is (KubeRay's and Kueue's additions aside: the
+    module's docstring); else ``obj`` itself (ours to write: what the render dropped goes)."""
+    ours, theirs = _groups(obj), _groups(live)
+    if not ours or live is None or theirs is None or ours == theirs or not contained(ours, theirs):
+        return obj
+    if FIELD_MANAGER in groups_owner(live):
+        return obj
+    out = copy.deepcopy(obj)
+    spec = out["spec"]["rayClusterSpec"] if out["kind"] == "RayJob" else out["spec"]
+    spec["workerGroupSpecs"] = copy.deepcopy(theirs)
+    return out
+
+
 def explain_conflict(error: ClusterError, obj: dict[str, Any]) -> ClusterError:
-    """A 409 on a RayCluster's worker groups, said as what it is (who wrote the list last)."""
-    if error.status != 409 or obj.get("kind") != "RayCluster" or ".spec.workerGroupSpecs" not in str(error):
+    """A 409 on a RayCluster's (or RayJob's) worker groups, said as what it is (who wrote the
+    list last)."""
+    if error.status != 409 or obj.get("kind") not in ("RayCluster", "RayJob") or \
+            "workerGroupSpecs" not in str(error):
         return error
     found = _MANAGER.search(str(error))
     who = f'"{found.group(1)}"' if found else "another field manager"
     keeps = " (the replicas the autoscaler set are kept)" if autoscaled(obj) else ""
+    if obj.get("kind") == "RayJob":
+        hint = (f"spec.rayClusterSpec.workerGroupSpecs is one atomic list in KubeRay's RayJob CRD, last written "
+                f"by {who} (KubeRay, Kueue admitting the job, kubectl edit): whoever writes one group owns them "
+                "all; KubeRay does not apply a changed spec to a started job: --replace starts it again with "
+                "your change (--force-conflicts only writes it)")
+        return ClusterError(str(error), obj=error.obj, status=error.status, hint=hint)
     hint = (f"spec.workerGroupSpecs is one atomic list in KubeRay's RayCluster CRD, last written by {who} "
-            f"(the Ray autoscaler, kubectl edit): whoever writes one group owns them all; "
+            f"(the Ray autoscaler, Kueue, kubectl edit): whoever writes one group owns them all; "
             f"re-run with --force-conflicts to apply your change{keeps}")
     return ClusterError(str(error), obj=error.obj, status=error.status, hint=hint)

@@ -232,6 +232,11 @@ def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
     """The full RayCluster spec: base sizing, then kuberay.spec merged, then invariants."""
     spec = deep_merge(_base_spec(infra), infra["kuberay"]["spec"])
     _apply_invariants(infra, spec)
+    for group in spec["workerGroupSpecs"]:
+        # As KubeRay writes the list back (Go's ScaleStrategy struct is never omitted): its
+        # finalizer Update of a RayJob then changes nothing, and so takes no ownership of the
+        # atomic list, which made every re-run a 409 (controllers/ray/rayjob_controller.go).
+        group.setdefault("scaleStrategy", {})
     options = auth_options(infra)
     if options:
         spec["authOptions"] = options

@@ -171,6 +171,19 @@ def test_uninteresting_events_are_ignored() -> None:
     assert event_finding(event("SomethingElse", "whatever"), "trainer") is None
 
 
+def test_kuberay_creating_what_already_exists_is_no_problem() -> None:
+    """KubeRay reads from its informer cache: a reconcile that does not see the RayCluster it
+    created a moment ago creates it again, is told AlreadyExists, emits FailedToCreateRayCluster
+    and finds it on the next reconcile (getOrCreateRayClusterInstance, rayjob_controller.go). Seen
+    on most runs of the real control plane; as a fatal finding it ended healthy --fail-fast runs."""
+    benign = event("FailedToCreateRayCluster", 'Failed to create RayCluster ns/r-x: rayclusters.ray.io "r-x" '
+                                               "already exists")
+    assert event_finding(benign, "-") is None
+    refused = event_finding(event("FailedToCreateRayCluster", 'Failed to create RayCluster ns/r-x: admission '
+                                                              'webhook "x" denied the request'), "-")
+    assert refused is not None and refused.fatal
+
+
 def test_finding_line_is_one_line() -> None:
     cond = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
              "message": "0/4 nodes\n are available:   4 Insufficient cpu." + "x" * 500}]

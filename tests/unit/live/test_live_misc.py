@@ -109,3 +109,15 @@ def test_json_rows_show_every_field_in_order() -> None:
     doc = row.as_dict(dt.datetime(2026, 12, 1, 0, 5, tzinfo=dt.UTC))
     assert list(doc) == [*RunRow.__slots__, "age"]
     assert [doc[k] for k in RunRow.__slots__] == ["ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok"]
+
+
+def test_the_local_pre_running_deadline_comes_after_kuberay_s_own_checks() -> None:
+    """KubeRay fails a RayJob past preRunningDeadlineSeconds when it reconciles it, every 3 s while
+    it is not running (RayJobDefaultRequeueDuration): the fallback must not fire in between (it
+    did at 6 s for a 5 s deadline on the real control plane, saying KubeRay did not end a job
+    KubeRay ended a second later)."""
+    from dockyard_k8s.live.launch import KUBERAY_RECHECK_SECONDS, deadline_margin
+
+    assert KUBERAY_RECHECK_SECONDS == 3.0
+    assert deadline_margin(5) > KUBERAY_RECHECK_SECONDS and deadline_margin(1) > KUBERAY_RECHECK_SECONDS
+    assert deadline_margin(300) == 30 and deadline_margin(2700) == 60  # 10%, at most a minute

@@ -120,6 +120,28 @@ def test_statefulset_phase_follows_the_head_pod() -> None:
     assert failed.state == "failed" and failed.terminal
 
 
+def test_a_rendered_statefulset_run_waits_on_its_head_pod_trainer_0() -> None:
+    """The statefulset shape's head is pod 0 of the trainer StatefulSet, a trainer pod: the run
+    is over when its entrypoint exits, and the trainer StatefulSet is what it waits on (not the
+    first by name, inference)."""
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ,
+                          sets=["launch.mode=statefulset", "kuberay.head.nodeSelector=null"])
+    sets = [o for o in bundle.objects if o["kind"] == "StatefulSet"]
+    assert main_object(sets)["metadata"]["name"] == "grpo-swe-trainer"
+    assert main_object(list(reversed(sets)))["metadata"]["name"] == "grpo-swe-trainer"
+    trainer = {**sets[0], "status": {"readyReplicas": 2}}
+    head = {"metadata": {"name": "grpo-swe-trainer-0", "labels": {"dockyard-k8s/fleet": "trainer"}},
+            "status": {"containerStatuses": [{"name": "ray-worker", "state": {"running": {}},
+                                              "lastState": {"terminated": {"exitCode": 0}}}]}}
+    worker = {**head, "metadata": {**head["metadata"], "name": "grpo-swe-trainer-1"}}
+    assert phase_of(trainer, [worker]).state == "running"  # a worker's restart is not the end
+    done = phase_of(trainer, [worker, head])
+    assert (done.state, done.summary) == ("succeeded", "head entrypoint exited with code 0")
+    view = RunView("grpo-swe", {}, "StatefulSet")
+    view.sync("StatefulSet", [{**o, "metadata": {**o["metadata"], "uid": o["metadata"]["name"]}} for o in sets])
+    assert view.main()["metadata"]["name"] == "grpo-swe-trainer"
+
+
 def test_unknown_kinds_use_conditions() -> None:
     assert phase_of(obj("MPIJob", {"conditions": [{"type": "Succeeded", "status": "True"}]}), []).ok
     assert phase_of(obj("MPIJob", {"conditions": [{"type": "Running", "status": "True"}]}), []).state == "running"

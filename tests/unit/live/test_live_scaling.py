@@ -1,11 +1,12 @@
-"""live/scaling: an autoscaled RayCluster is applied with the replicas its autoscaler set."""
+"""live/scaling: an autoscaled RayCluster is applied with the replicas its autoscaler set; a
+RayJob or RayCluster with what KubeRay and Kueue wrote into its worker groups."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.scaling import explain_conflict, keep_autoscaled
+from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 
 
 def cluster(autoscaling: bool | None, *groups: dict[str, Any]) -> dict[str, Any]:
@@ -50,4 +51,45 @@ def test_a_worker_group_conflict_names_its_last_writer() -> None:
     assert "autoscaler set are kept" in explain_conflict(e, cluster(True)).hint
     other = ClusterError("conflict with \"x\": .spec.replicas", status=409, hint="generic")
     assert explain_conflict(other, cluster(True)) is other
-    assert explain_conflict(e, {"kind": "RayJob"}) is e
+    job = ClusterError('Apply failed with 1 conflict: conflict with "kueue" using ray.io/v1: '
+                       ".spec.rayClusterSpec.workerGroupSpecs", obj="RayJob ns/j", status=409, hint="generic")
+    said = explain_conflict(job, {"kind": "RayJob"}).hint
+    assert 'last written by "kueue"' in said and "--replace" in said
+    assert explain_conflict(job, {"kind": "Deployment"}) is job
+
+
+def rayjob(groups: list[dict[str, Any]], owners: tuple[str, ...] = ()) -> dict[str, Any]:
+    managed = [{"manager": m, "fieldsV1": {"f:spec": {"f:rayClusterSpec": {"f:workerGroupSpecs": {}}}}}
+               for m in owners]
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j", "managedFields": managed},
+            "spec": {"entrypoint": "x", "rayClusterSpec": {"workerGroupSpecs": groups}}}
+
+
+# What Kueue v0.19 wrote into a RayJob it admitted, and KubeRay's round trip (found on the control plane).
+ADMITTED = {"groupName": "trainer", "replicas": 1, "numOfHosts": 1, "scaleStrategy": {},
+            "template": {"metadata": {"labels": {"dockyard-k8s/run": "r", "kueue.x-k8s.io/podset": "trainer"},
+                                      "annotations": {"kueue.x-k8s.io/workload": "rayjob-r-1"}},
+                         "spec": {"containers": [{"name": "ray-worker", "image": "i"}]}}}
+RENDERED = {"groupName": "trainer", "replicas": 1, "scaleStrategy": {},
+            "template": {"metadata": {"labels": {"dockyard-k8s/run": "r"}},
+                         "spec": {"containers": [{"name": "ray-worker", "image": "i"}]}}}
+
+
+def test_what_kueue_and_kuberay_added_to_the_worker_groups_is_applied_back() -> None:
+    out = keep_added(rayjob([RENDERED]), rayjob([ADMITTED], owners=("kueue",)))
+    assert out["spec"]["rayClusterSpec"]["workerGroupSpecs"] == [ADMITTED]
+    assert out["spec"]["entrypoint"] == "x"  # nothing else of the rendered object changes
+
+
+def test_a_changed_or_own_worker_group_list_is_applied_as_rendered() -> None:
+    changed = {**RENDERED, "replicas": 2}
+    assert keep_added(rayjob([changed]), rayjob([ADMITTED], owners=("kueue",)))["spec"]["rayClusterSpec"][
+        "workerGroupSpecs"] == [changed]  # a change is the user's (a conflict, explained)
+    fewer = rayjob([RENDERED])
+    assert keep_added(fewer, rayjob([ADMITTED, ADMITTED], owners=("kueue",))) is fewer
+    # the launcher wrote the list last: what the render no longer has must go
+    ours = rayjob([RENDERED])
+    assert keep_added(ours, rayjob([ADMITTED], owners=("dockyard-k8s", "kueue"))) is ours
+    assert keep_added(ours, None) is ours
+    deployment = {"kind": "Deployment", "spec": {}}
+    assert keep_added(deployment, deployment) is deployment

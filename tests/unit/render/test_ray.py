@@ -234,3 +234,12 @@ def test_resources_param_survives_the_shell_kuberay_runs_ray_start_in():
     value = resources_param(None, "dockyard_fleet_trainer", 8)
     words = shlex.split(f"ray start --resources={value} --block")
     assert words[2] == '--resources={"dockyard_fleet_trainer":8}'
+
+
+def test_worker_groups_are_written_as_kuberay_writes_them_back(render):
+    """KubeRay adds its finalizer to a RayJob with a full Update, serializing the worker groups from
+    Go structs: `scaleStrategy: {}` appears in each. A list without it changed there, the operator
+    took the atomic list, and every re-run of the same spec was refused (409; found on the real
+    control plane)."""
+    objs, _ = render()
+    assert all(g["scaleStrategy"] == {} for g in cluster_spec(objs)["workerGroupSpecs"])

@@ -1,0 +1,170 @@
+"""A run queued with the real Kueue v0.19.2 (issue 21 §4): suspended while its ClusterQueue has too
+little quota, admitted once the quota is raised; preempted by a run of a higher
+WorkloadPriorityClass. What `run`, `status` and `runs` say is checked against the Workloads and
+RayJobs the cluster holds.
+
+Kueue's queue objects are cluster-scoped (but the LocalQueue): each test names them after its
+namespace and deletes them at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from e2e_helpers import RUN, fleet_counts, labelled, versions
+
+pytestmark = pytest.mark.e2e
+
+QUEUE = "team"  # the LocalQueue of the test's namespace
+
+
+def queued(*extra: str, run: str = RUN, priority: str | None = None) -> tuple[str, ...]:
+    sets = ["--set", f"infra.kueue.queueName={QUEUE}", "--set", f"launch.name={run}"]
+    if priority:
+        sets += ["--set", f"infra.kueue.priorityClass={priority}"]
+    return (*sets, *extra)
+
+
+@pytest.fixture
+def kueue(cluster: Any, ns: str) -> Iterator[Callable[[int], None]]:
+    """``kueue(gpus)``: a ResourceFlavor, a ClusterQueue (``gpus`` nvidia.com/gpu, preemption of
+    lower priorities within it) for the namespace, its LocalQueue ``team``, WorkloadPriorityClasses
+    ``<ns>-low`` and ``<ns>-high``; ``kueue(gpus)`` again changes the quota."""
+    if not cluster.ours:
+        pytest.skip("creates cluster-scoped Kueue objects on the control plane")
+
+    def make(gpus: int) -> None:
+        cluster.apply(
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": ns}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": ns},
+             "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                      "preemption": {"withinClusterQueue": "LowerPriority"},
+                      "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+                          {"name": ns, "resources": [{"name": "cpu", "nominalQuota": 1000},
+                                                     {"name": "memory", "nominalQuota": "10000Gi"},
+                                                     {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}]}]}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": QUEUE, "namespace": ns}, "spec": {"clusterQueue": ns}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": f"{ns}-low"},
+             "value": 10},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+             "metadata": {"name": f"{ns}-high"}, "value": 1000},
+        )
+
+    yield make
+    cluster.kubectl("delete", "--wait=false", "--ignore-not-found", f"clusterqueue/{ns}", f"resourceflavor/{ns}",
+                    f"workloadpriorityclass/{ns}-low", f"workloadpriorityclass/{ns}-high")
+
+
+def workload(cluster: Any, ns: str, run: str = RUN) -> dict[str, Any] | None:
+    """The Kueue Workload of the run's RayJob (owned by it)."""
+    job = cluster.get("-n", ns, "rayjob", run)
+    owned = [w for w in cluster.get("-n", ns, "workloads")["items"]
+             if any(o["uid"] == job["metadata"]["uid"] for o in w["metadata"].get("ownerReferences", []))]
+    return owned[-1] if owned else None
+
+
+def condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    return next((c for c in (wl or {}).get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def runs_rows(e2e_cli: Any, ns: str) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in json.loads(e2e_cli("runs", "-n", ns, "-o", "json").out)}
+
+
+def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any, e2e_cli: Any, example: Any,
+                                                                   ns: str, kueue: Any) -> None:
+    kueue(1)  # the run asks for 2 GPUs
+    assert e2e_cli("run", *example(*queued("--detach"))).code == 0
+    wl = cluster.wait("the Workload pending on quota", lambda: (w := workload(cluster, ns)) and "insufficient quota"
+                      in condition(w, "QuotaReserved").get("message", "") and w)
+    assert condition(wl, "QuotaReserved")["status"] == "False" and condition(wl, "Admitted").get("status") != "True"
+    job = cluster.wait("the RayJob suspended", lambda: (j := cluster.get("-n", ns, "rayjob", RUN))["status"].get(
+        "jobDeploymentStatus") == "Suspended" and j)
+    assert job["spec"]["suspend"] is True
+
+    text = e2e_cli("status", RUN, "-n", ns).out
+    assert "RayJob grpo-swe: jobDeploymentStatus Suspended" in text
+    assert f"Workload {wl['metadata']['name']}: queued in LocalQueue {QUEUE}, not admitted (Pending): " in text
+    assert f"insufficient quota for nvidia.com/gpu in flavor {ns}" in text
+    doc = json.loads(e2e_cli("status", RUN, "-n", ns, "-o", "json").out)
+    assert doc["main"]["state"] == "suspended"
+    pods = cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN}")["items"]
+    assert set(fleet_counts(pods)) == {"sandbox"}  # no GPU pod before admission
+    row = runs_rows(e2e_cli, ns)[RUN]
+    assert (row["state"], row["queue"]) == ("suspended", "pending (Pending)")
+
+    kueue(8)
+    r = e2e_cli("run", *example(*queued("--timeout", "90")))
+    assert r.code == 0, r.out + r.err
+    assert f"unchanged  RayJob {ns}/{RUN}" in r.out  # the re-run wrote nothing: Kueue's admission did
+    assert f"Workload {wl['metadata']['name']}: admitted in ClusterQueue {ns}; flavors head {ns}" in r.out
+    assert "✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED" in r.out
+    wl = workload(cluster, ns)
+    assert condition(wl, "Admitted")["status"] == "True" and condition(wl, "Finished")["status"] == "True"
+    assert wl["status"]["admission"]["clusterQueue"] == ns
+    row = runs_rows(e2e_cli, ns)[RUN]
+    assert (row["state"], row["queue"]) == ("succeeded", "finished")
+
+    # Kueue wrote its labels into the worker groups when it admitted the job: a re-run keeps them
+    groups = cluster.get("-n", ns, "rayjob", RUN)["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert all(g["template"]["metadata"]["labels"]["kueue.x-k8s.io/podset"] == g["groupName"] for g in groups)
+    before = versions(labelled(cluster, ns))
+    again = e2e_cli("run", *example(*queued("--timeout", "30")))
+    assert again.code == 0, again.out + again.err
+    assert f"RayJob {ns}/{RUN} already finished (jobDeploymentStatus Complete, jobStatus SUCCEEDED)" in again.out
+    assert f"unchanged  RayJob {ns}/{RUN}" in again.out
+    assert versions(labelled(cluster, ns)) == before
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 item 1 (branch live)")
+def test_a_queued_run_is_not_said_to_have_outlived_kuberay_s_pre_running_deadline(cluster: Any, e2e_cli: Any,
+                                                                                  example: Any, ns: str,
+                                                                                  kueue: Any) -> None:
+    """KubeRay checks preRunningDeadlineSeconds only while Initializing or Waiting, and its clock
+    starts again when Kueue admits the job (initRayJobStatusIfNeed): a suspended RayJob is not
+    late, whatever the time it waits in the queue."""
+    kueue(1)
+    r = e2e_cli("run", *example(*queued("--pre-running-deadline", "1", "--timeout", "9")))
+    job = cluster.get("-n", ns, "rayjob", RUN)
+    assert job["status"]["jobDeploymentStatus"] == "Suspended"  # KubeRay did not fail it: not late
+    assert "KubeRay did not end it" not in r.out, r.out
+    assert "✖ timeout: stopped following after 9s" in r.out
+
+
+def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, example: Any, ns: str,
+                                                   kueue: Any) -> None:
+    kueue(2)  # room for one run of 2 GPUs
+    for run in ("low", "high"):
+        cluster.script(run, {"steps": [["RUNNING", 600]]}, namespace=ns)
+    assert e2e_cli("run", *example(*queued("--detach", run="low", priority=f"{ns}-low"))).code == 0
+    cluster.wait("low running", lambda: cluster.get("-n", ns, "rayjob", "low")["status"].get("jobStatus") ==
+                 "RUNNING")
+    low = workload(cluster, ns, "low")
+    assert condition(low, "Admitted")["status"] == "True" and low["spec"]["priority"] == 10
+    rows = runs_rows(e2e_cli, ns)
+    assert (rows["low"]["state"], rows["low"]["queue"]) == ("running", "admitted")
+
+    assert e2e_cli("run", *example(*queued("--detach", run="high", priority=f"{ns}-high"))).code == 0
+    low = cluster.wait("low preempted", lambda: condition(w := workload(cluster, ns, "low"), "Preempted").get(
+        "status") == "True" and condition(w, "Admitted").get("status") != "True" and w)
+    evicted, preempted = condition(low, "Evicted"), condition(low, "Preempted")
+    assert (evicted["status"], evicted["reason"], preempted["reason"]) == ("True", "Preempted", "InClusterQueue")
+    assert "due to prioritization in the ClusterQueue" in preempted["message"]
+    cluster.wait("high running", lambda: cluster.get("-n", ns, "rayjob", "high")["status"].get("jobStatus") ==
+                 "RUNNING")
+    assert condition(workload(cluster, ns, "high"), "Admitted")["status"] == "True"
+    low_job = cluster.get("-n", ns, "rayjob", "low")
+    assert low_job["spec"]["suspend"] is True and low_job["status"]["jobDeploymentStatus"] == "Suspended"
+
+    text = e2e_cli("status", "low", "-n", ns).out
+    assert "RayJob low: jobDeploymentStatus Suspended" in text
+    assert f"Workload {low['metadata']['name']}: evicted (Preempted, InClusterQueue): {preempted['message']}" in text
+    doc = json.loads(e2e_cli("status", "low", "-n", ns, "-o", "json").out)
+    assert {f["fleet"] for f in doc["fleets"] if f["pods"]} == {"sandbox"}  # its GPU pods are gone
+    rows = runs_rows(e2e_cli, ns)
+    assert (rows["high"]["state"], rows["high"]["queue"]) == ("running", "admitted")
+    assert (rows["low"]["state"], rows["low"]["queue"]) == ("suspended", "evicted (Preempted, InClusterQueue)")
