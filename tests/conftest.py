@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 
@@ -46,3 +49,15 @@ def chdir_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
+
+
+@pytest.fixture(autouse=True)
+def _no_stream_thread_left():
+    """A live command's watch and log threads end with it: one left running holds a stream open
+    (and keeps this process from forking validate's workers)."""
+    yield
+    deadline = time.monotonic() + 5
+    while left := [t.name for t in threading.enumerate() if t.name.startswith(("watch-", "logs-"))]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"threads still running after the test: {', '.join(sorted(left))}")
+        time.sleep(0.05)

@@ -251,10 +251,14 @@ class KubeClient:
         return self._send(req).text
 
     @contextlib.contextmanager
-    def _stream(self, req: rq.Request) -> Iterator[httpx2.Response]:
+    def _stream(self, req: rq.Request, stop: threading.Event | None = None) -> Iterator[httpx2.Response]:
         resp = self._send(req)
         with self._lock:
             self._open.add(resp)
+        if stop is not None and stop.is_set():
+            # close_streams ran while this one was being opened: it did not see it. The stop is
+            # set before close_streams is called, so a stream is closed by one or the other
+            resp.close()
         try:
             yield resp
         finally:
@@ -262,9 +266,12 @@ class KubeClient:
                 self._open.discard(resp)
             resp.close()
 
-    def stream_lines(self, req: rq.Request) -> Iterator[str]:
-        """Lines of a streamed answer (a watch or ``logs -f``) until the server ends it."""
-        with self._stream(req) as resp:
+    def stream_lines(self, req: rq.Request, stop: threading.Event | None = None) -> Iterator[str]:
+        """Lines of a streamed answer (a watch or ``logs -f``) until the server ends it, or
+        until ``close_streams`` once ``stop`` is set (a stream opened meanwhile closes itself)."""
+        with self._stream(req, stop) as resp:
+            if stop is not None and stop.is_set():
+                return
             yield from resp.iter_lines()
 
     def close_streams(self) -> None:
@@ -383,7 +390,7 @@ class KubeClient:
                                    resource_version=rv)
             gone = False
             try:
-                for line in self.stream_lines(req):
+                for line in self.stream_lines(req, stop):
                     if not line.strip():
                         continue
                     event = json.loads(line)

@@ -87,21 +87,22 @@ def follow_logs(client: KubeClient, namespace: str, pods: list[dict[str, Any]], 
                 on_error: Callable[[str, Exception], None] | None = None) -> Iterator[tuple[str, str]]:
     """(prefix, line) as they arrive from every pod at once, until every stream ends."""
     inbox: queue.Queue[tuple[str, str | None]] = queue.Queue()
+    stop = threading.Event()
 
     def pump(pod: dict[str, Any]) -> None:
         name = str((pod.get("metadata") or {}).get("name"))
         req = rq.prepare_logs(namespace, name, container=container_of(pod, container), follow=True, tail=tail,
                               since_seconds=since)
         try:
-            for line in client.stream_lines(req):
+            for line in client.stream_lines(req, stop):
                 inbox.put((prefix_of(pod), line))
         except Exception as e:  # one pod failing does not stop the others
-            if on_error:
+            if on_error and not stop.is_set():
                 on_error(prefix_of(pod), e)
         finally:
             inbox.put((prefix_of(pod), None))
 
-    threads = [threading.Thread(target=pump, args=(p,), daemon=True) for p in pods]
+    threads = [threading.Thread(target=pump, args=(p,), daemon=True, name=f"logs-{prefix_of(p)}") for p in pods]
     for t in threads:
         t.start()
     open_streams = len(threads)
@@ -116,4 +117,7 @@ def follow_logs(client: KubeClient, namespace: str, pods: list[dict[str, Any]], 
             else:
                 yield prefix, line
     finally:
+        stop.set()
         client.close_streams()
+        for t in threads:
+            t.join(timeout=5)
