@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -275,10 +276,17 @@ class KubeClient:
             yield from resp.iter_lines()
 
     def close_streams(self) -> None:
-        """Close every open stream (ends watches and followed logs running in threads)."""
+        """Close every open stream (ends watches and followed logs running in threads). The
+        socket is shut down first: closing the response does not wake a thread blocked reading
+        it, and a real API server's idle watch (a quiet namespace's Warning events) sends nothing
+        for up to 30 minutes."""
         with self._lock:
             streams = list(self._open)
         for resp in streams:
+            with contextlib.suppress(Exception):
+                sock = resp.extensions["network_stream"].get_extra_info("socket")
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(Exception):
                 resp.close()
 
