@@ -20,6 +20,7 @@ Layout, inputs first (each package's docstring lists its modules)::
     kube.py          pure Kubernetes helpers: quantities, pod templates, selectors, object refs, images
     kueue.py         Kueue's names and its view of a job
     credentials.py   what is a credential (names, token shapes): refused by value, redacted, linted
+    suggest.py       the one "did you mean" of every near-miss name (one cutoff)
     pyyaml.py        PyYAML's loaders, made once, imported on first use
     config/          recipe + infra files and flags -> one resolved RunConfig
     render/          pure renderers: RunConfig -> objects, in apply order

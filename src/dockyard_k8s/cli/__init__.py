@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
+from dockyard_k8s.suggest import did_you_mean
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -81,14 +82,6 @@ exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job), 2 bad in
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=32, width=100)
-
-
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """``; did you mean 'status'?`` for a near miss, else ""."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,6 +14,7 @@ import re
 
 from dockyard_k8s.config.yamlio import Path, format_path, parse_value
 from dockyard_k8s.plain import Record
+from dockyard_k8s.suggest import closest
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -215,10 +216,8 @@ def _suggest(data: Any, path: Path) -> str:
     """Existing keys the user probably meant: each missing part of ``path`` replaced by the
     closest key at its level (``trainer.lrr`` -> ``trainer.lr``, ``optimzer.lr`` -> ``optimizer.lr``),
     then keys elsewhere with the same last part (``lr`` -> ``optimizer.lr``)."""
-    import difflib
-
     found: list[str] = []
-    corrected = _correct(data, path, difflib)
+    corrected = _correct(data, path)
     if corrected is not None:
         found.append(format_path(corrected))
     leaf = path[-1]
@@ -235,7 +234,7 @@ def _suggest(data: Any, path: Path) -> str:
     return f"; did you mean {' or '.join(found[:3])}?" if found else ""
 
 
-def _correct(data: Any, path: Path, difflib: Any) -> Path | None:
+def _correct(data: Any, path: Path) -> Path | None:
     """``path`` with every part that is not a key replaced by the closest key at its level,
     or None when some part has no close key (or nothing needed correcting)."""
     out: list[str | int] = []
@@ -253,10 +252,10 @@ def _correct(data: Any, path: Path, difflib: Any) -> Path | None:
             return None
         if part not in node:
             keys = [k for k in node if isinstance(k, str)]
-            close = difflib.get_close_matches(part, keys, n=1, cutoff=0.6)
-            if not close:
+            near = closest(part, keys)
+            if near is None:
                 return None
-            part, changed = close[0], True
+            part, changed = near, True
         out.append(part)
         node = node[part]
     return tuple(out) if changed else None

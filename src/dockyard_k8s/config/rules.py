@@ -19,6 +19,7 @@ from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.suggest import did_you_mean
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -322,10 +323,7 @@ def _fragment_problems(run: RunConfig) -> list[ConfigProblem]:
             out.append(run.locate(path[:-1], f"got {group!r}, expected a worker group with a groupName "
                                              "(trainer or inference, to merge into that fleet)"))
         elif name not in GPU_FLEETS and name not in allowed:
-            import difflib
-
-            close = difflib.get_close_matches(name, GPU_FLEETS, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(name, GPU_FLEETS)
             out.append(run.locate(path, f"got {name!r}, expected trainer or inference (the fleet this fragment "
                                         f"merges into){hint} To add a worker group of your own, list it in "
                                         f"kuberay.extraGroups: [{name}]"))

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
+from dockyard_k8s.suggest import did_you_mean
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -257,11 +258,7 @@ def _check_object(schema: Schema, value: dict[str, Any], path: Path, out: list[t
 def _unknown_key(key: str, known: list[str], moved: str | None = None) -> str:
     if moved is not None:  # a key an earlier release had here
         return f"unknown key '{key}': it moved to {moved}"
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"unknown key '{key}' (expected one of: {', '.join(known)}){hint}"
+    return f"unknown key '{key}' (expected one of: {', '.join(known)}){did_you_mean(key, known)}"
 
 
 _PATTERN_HINTS = {

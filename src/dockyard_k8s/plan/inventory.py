@@ -20,6 +20,7 @@ from dockyard_k8s.kube import pod_requests
 from dockyard_k8s.plain import Path, Record, format_path, show
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.units import parse_units, to_units
+from dockyard_k8s.suggest import did_you_mean
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -117,10 +118,7 @@ def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     for i, pool in enumerate(section.get("nodePools") or []):
         itype = str(pool.get("instanceType"))
         if itype not in custom and itype not in catalog.AWS and itype not in catalog.EXPLICIT:
-            import difflib
-
-            close = difflib.get_close_matches(itype, [*catalog.names(), *custom], n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(itype, [*catalog.names(), *custom])
             out.append((("nodePools", i, "instanceType"),
                         f"unknown instance type {show(itype)} (expected one of the catalogue: `dockyard-k8s plan "
                         f"--list-instance-types`, or a name under plan.instanceTypes){hint}"))

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from dockyard_k8s.plain import show, show_typed, type_name
+from dockyard_k8s.suggest import did_you_mean
 from dockyard_k8s.validate.problem import JsonPath
 
 _TYPES = {
@@ -120,7 +121,8 @@ class Collector:
                     self._walk(sub, item, (*path, key), out)
             if not matched:
                 if extra is False:
-                    out.append(((*path, key), f'unknown field "{key}"{_did_you_mean(key, props)}'))
+                    hint = did_you_mean(key, props, quote='"')
+                    out.append(((*path, key), f'unknown field "{key}"{hint}'))
                 elif isinstance(extra, dict):
                     self._walk(extra, item, (*path, key), out)
         n = len(value)
@@ -183,9 +185,3 @@ class Collector:
         return found
 
 
-def _did_you_mean(key: str, known: dict[str, Any]) -> str:
-    """``; did you mean "volumeMounts"?`` for a near-miss of a known field, else ""."""
-    import difflib
-
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
-    return f'; did you mean "{close[0]}"?' if close else ""
