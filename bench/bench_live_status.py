@@ -1,117 +1,139 @@
-"""`status` on a big namespace, side by side with the kubectl calls that show the same.
+"""`status` on a big namespace of the real API server, side by side with the kubectl calls that show the same.
 
-The fake API server (tests/flows/fakekube.py) is served on 127.0.0.1 holding the example
-run, N pods of it and M Warning events; then, interleaved, K times each:
+On the test control plane (e2e/controlplane/, a stack of its own, ``--name``, started with
+bench/audit-policy.yaml): the example run started for real (`run --detach`: KubeRay makes its
+RayCluster and pods, kwok runs them), then N more pods of the run's sandbox fleet, created through
+the API and bound to fake kwok nodes of their own (kwok makes them Running), and M Warning events
+on them (the events API). Then, interleaved, K times each, fresh processes as a user types them:
 
-* ``dockyard-k8s status RECIPE -o json`` (a fresh process, as a user runs it: it loads and
-  renders the run first) and ``dockyard-k8s status RUN -o json`` (by name: no rendering);
-* ``kubectl get rayjobs,rayclusters,deployments,pods -l dockyard-k8s/run=... -o json`` and
-  ``kubectl get events --field-selector type=Warning -o json`` (two fresh processes: what a
-  user types to see the same).
+* ``dockyard-k8s status RUN -n NS -o json`` (by name: it reads the launch record) and
+  ``dockyard-k8s status RECIPE ... -o json`` (it loads and renders the run first);
+* ``kubectl get rayjobs,rayclusters,deployments,pods -l dockyard-k8s/run=RUN -o json`` and
+  ``kubectl get events --field-selector type=Warning -o json`` (the stack's kubectl).
 
-Both read through the same loopback server, so its cost is in both columns. Requests are
-counted at the server for each side: the launcher's must not depend on the pod count except
-through LIST chunks of 500 (kubectl's --chunk-size), never one per pod.
+Requests are counted from the API server's audit log, per client (user agent). Goal (issue 21 §6):
+`status` <= 0.5 x kubectl's wall at 10,000 pods.
 
-Run: .venv/bin/python bench/bench_live_status.py [--pods 10000] [--events 50000] [--runs 5]
+Run: .venv/bin/python bench/bench_live_status.py [--name bench] [--pods 10000] [--events 50000] [--runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "flows"))
+from livestack import LAUNCHER, RUN, Live, example_args, requests_by
 
-from fake_http import serve, write_kubeconfig  # noqa: E402
-from fakekube import FakeKube  # noqa: E402
-
-NS, RUN = "rl-research", "grpo-swe"
-ARGS = [str(REPO / "examples" / "grpo_swe.yaml"), "--infra", str(REPO / "examples" / "grpo_swe.infra.yaml")]
+BENCH_NODES = 10
 
 
-def kubectl() -> str:
-    found = shutil.which("kubectl.1.33") or shutil.which("kubectl")
-    if not found:
-        sys.exit("kubectl is not on PATH")
-    beside = Path(os.path.realpath(found)).parent / "kubectl.1.33"
-    return str(beside) if beside.exists() else found
+def bench_nodes(live: Live, pods: int) -> list[str]:
+    """Fake nodes for the filler pods (tainted: the scheduler puts nothing else there)."""
+    names = [f"bench-{i}" for i in range(BENCH_NODES)]
+    capacity = {"cpu": "1000", "memory": "4000Gi", "pods": str(pods // BENCH_NODES + 100)}
+    live.apply(*({"apiVersion": "v1", "kind": "Node",
+                  "metadata": {"name": n, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                               "labels": {"type": "kwok", "kubernetes.io/hostname": n}},
+                  "spec": {"taints": [{"key": "bench", "value": "filler", "effect": "NoSchedule"}]},
+                  "status": {"allocatable": capacity, "capacity": capacity}} for n in names))
+    return names
 
 
-def populate(fake: FakeKube, kubeconfig: str, pods: int, events: int) -> None:
-    env = {**os.environ, "KUBECONFIG": kubeconfig}
-    subprocess.run([str(REPO / ".venv" / "bin" / "dockyard-k8s"), "run", *ARGS, "--detach"], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
-    labels = {"dockyard-k8s/run": RUN, "dockyard-k8s/fleet": "sandbox"}
-    fake.load({"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": f"{RUN}-sandbox-{i:05d}", "namespace": NS, "labels": dict(labels)},
-               "spec": {"nodeName": f"node-{i % 100}", "containers": [{"name": "executor", "image": "img"}]},
-               "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
-                                                             {"type": "Ready", "status": "True"}],
-                          "containerStatuses": [{"name": "executor", "ready": True, "restartCount": 0,
-                                                 "state": {"running": {}}}]}} for i in range(pods))
-    fake.load({"apiVersion": "v1", "kind": "Event",
-               "metadata": {"name": f"ev-{i:06d}", "namespace": NS},
-               "involvedObject": {"kind": "Pod", "name": f"{RUN}-sandbox-{i % max(pods, 1):05d}", "namespace": NS},
-               "reason": "Unhealthy", "message": "Readiness probe failed: connection refused", "type": "Warning",
-               "count": 1, "lastTimestamp": "2026-01-01T00:00:00Z"} for i in range(events))
-
-
-def timed(cmd: list[str], env: dict[str, str], fake: FakeKube) -> tuple[float, int]:
-    before = len(fake.requests)
+def populate(live: Live, ns: str, pods: int, events: int) -> None:
+    live.prepare_namespace(ns)
+    have = live.kubectl("get", "rayjob", RUN, "-n", ns, "--ignore-not-found", "-o", "name").strip()
+    if not have:
+        subprocess.run([LAUNCHER, "run", *example_args(ns, "--detach")], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "KUBECONFIG": live.kubeconfig})
+    nodes = bench_nodes(live, pods)
+    existing = int(live.kubectl("get", "pods", "-n", ns, "-l", "bench=filler", "-o", "name").count("\n"))
+    labels = {"dockyard-k8s/run": RUN, "dockyard-k8s/fleet": "sandbox", "bench": "filler"}
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start, len(fake.requests) - before
+    live.create_many(f"/api/v1/namespaces/{ns}/pods", (
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": f"{RUN}-filler-{i:05d}", "namespace": ns, "labels": labels},
+         "spec": {"nodeName": nodes[i % len(nodes)], "tolerations": [{"key": "bench", "operator": "Exists"}],
+                  "containers": [{"name": "executor", "image": "ghcr.io/example/sandbox:1"}]}}
+        for i in range(existing, pods)))
+    print(f"  {pods - existing} pods created in {time.perf_counter() - start:.0f} s", flush=True)
+    have_events = int(live.kubectl("get", "events", "-n", ns, "--field-selector", "reason=BenchUnhealthy",
+                                   "-o", "name").count("\n"))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    start = time.perf_counter()
+    live.create_many(f"/api/v1/namespaces/{ns}/events", (
+        {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"bench-{i:06d}", "namespace": ns},
+         "involvedObject": {"kind": "Pod", "name": f"{RUN}-filler-{i % max(pods, 1):05d}", "namespace": ns},
+         "reason": "BenchUnhealthy", "message": "Readiness probe failed: connection refused", "type": "Warning",
+         "count": 1, "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "kubelet"}}
+        for i in range(have_events, events)))
+    print(f"  {events - have_events} events created in {time.perf_counter() - start:.0f} s", flush=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:  # kwok runs the filler pods: the namespace as a cluster holds it
+        out = live.kubectl("get", "pods", "-n", ns, "-l", "bench=filler", "--field-selector=status.phase=Running",
+                           "-o", "name")
+        if out.count("\n") >= pods:
+            break
+        time.sleep(5)
 
 
-def measure(pods: int, events: int, runs: int) -> dict[str, float]:
-    fake = FakeKube(namespaces=("default", NS))
-    with serve(fake) as url, tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = str(write_kubeconfig(Path(tmp) / "kubeconfig", url, namespace=NS))
-        env = {**os.environ, "KUBECONFIG": kubeconfig}
-        populate(fake, kubeconfig, pods, events)
-        launcher = [str(REPO / ".venv" / "bin" / "dockyard-k8s"), "status", *ARGS, "-o", "json"]
-        by_name = [str(REPO / ".venv" / "bin" / "dockyard-k8s"), "status", RUN, "-n", NS, "-o", "json"]
-        kc = kubectl()
-        gets = [[kc, "--kubeconfig", kubeconfig, "get", "rayjobs,rayclusters,deployments,pods", "-n", NS, "-l",
-                 f"dockyard-k8s/run={RUN}", "-o", "json"],
-                [kc, "--kubeconfig", kubeconfig, "get", "events", "-n", NS, "--field-selector", "type=Warning",
-                 "-o", "json"]]
-        ours, named, theirs, our_requests, their_requests, named_requests = [], [], [], 0, 0, 0
-        for _ in range(runs):  # interleaved: machine noise hits all three
-            seconds, our_requests = timed(launcher, env, fake)
-            ours.append(seconds)
-            seconds, named_requests = timed(by_name, env, fake)
-            named.append(seconds)
-            pair = [timed(g, env, fake) for g in gets]
-            theirs.append(sum(p[0] for p in pair))
-            their_requests = sum(p[1] for p in pair)
-    fake.shutdown()
-    return {"launcher_s": statistics.median(ours), "named_s": statistics.median(named),
-            "kubectl_s": statistics.median(theirs), "launcher_requests": our_requests,
-            "named_requests": named_requests, "kubectl_requests": their_requests}
+def timed(live: Live, cmd: list[str]) -> tuple[float, list[dict[str, Any]]]:
+    offset = live.audit_offset()
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, "KUBECONFIG": live.kubeconfig})
+    seconds = time.perf_counter() - start
+    time.sleep(0.5)  # the audit log's last lines
+    return seconds, live.audit_since(offset)
+
+
+def measure(live: Live, ns: str, runs: int) -> dict[str, Any]:
+    by_name = [LAUNCHER, "status", RUN, "-n", ns, "-o", "json"]
+    by_recipe = [LAUNCHER, "status", *example_args(ns, "-o", "json")]
+    gets = [[live.kubectl_bin, "--kubeconfig", live.kubeconfig, "get", "rayjobs,rayclusters,deployments,pods", "-n",
+             ns, "-l", f"dockyard-k8s/run={RUN}", "-o", "json"],
+            [live.kubectl_bin, "--kubeconfig", live.kubeconfig, "get", "events", "-n", ns, "--field-selector",
+             "type=Warning", "-o", "json"]]
+    walls: dict[str, list[float]] = {"status RUN": [], "status RECIPE": [], "kubectl get x2": []}
+    requests: dict[str, int] = {}
+    for _ in range(runs):  # interleaved: machine noise hits all three
+        for name, cmd in (("status RUN", by_name), ("status RECIPE", by_recipe)):
+            seconds, events = timed(live, cmd)
+            walls[name].append(seconds)
+            requests[name] = requests_by(events, "python-httpx")
+        pair = [timed(live, g) for g in gets]
+        walls["kubectl get x2"].append(sum(p[0] for p in pair))
+        requests["kubectl get x2"] = sum(requests_by(p[1], "kubectl") for p in pair)
+    return {"walls": walls, "requests": requests}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", default="bench", help="the stack's name (started here if it is not up)")
+    parser.add_argument("--namespace", default="rl-research")
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print("| pods | events | status RECIPE | status RUN | kubectl get x2 | requests: status RECIPE / RUN / kubectl |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for pods, events in ((100, 500), (args.pods, args.events)):
-        m = measure(pods, events, args.runs)
-        print(f"| {pods:,} | {events:,} | {m['launcher_s']:.2f} s | {m['named_s']:.2f} s | {m['kubectl_s']:.2f} s | "
-              f"{m['launcher_requests']} / {m['named_requests']} / {m['kubectl_requests']} |", flush=True)
+    live = Live(args.name)
+    print(f"populating {args.namespace}: the example run, {args.pods} pods, {args.events} events", flush=True)
+    populate(live, args.namespace, args.pods, args.events)
+    load = os.getloadavg()[0]
+    m = measure(live, args.namespace, args.runs)
+    walls, requests = m["walls"], m["requests"]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, medians of {args.runs}, load average {load:.2f} "
+          f"at the start, {os.getloadavg()[0]:.2f} at the end")
+    print("| command | wall median | min | max | requests (audit log) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, values in walls.items():
+        print(f"| `{name}` | {statistics.median(values):.2f} s | {min(values):.2f} s | {max(values):.2f} s | "
+              f"{requests[name]} |")
+    theirs = statistics.median(walls["kubectl get x2"])
+    for name in ("status RUN", "status RECIPE"):
+        print(f"{name} / kubectl: {statistics.median(walls[name]) / theirs:.2f} (goal <= 0.5)")
 
 
 if __name__ == "__main__":

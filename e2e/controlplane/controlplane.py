@@ -464,7 +464,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False) -> None:
+def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False, audit_policy: Path | None = None) -> None:
     if stack.state_file.exists():
         state = stack.state()
         if all(pid_alive(p) for p in state.get("pids", {}).values()) and kubectl(
@@ -497,6 +497,8 @@ def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False) -> None:
                                                      {"key": "max-mutating-requests-inflight", "value": "500"}]},
         ],
     }
+    if audit_policy is not None:  # the API server's audit log (bench/): kwok_cluster/logs/audit.log
+        config["options"]["kubeAuditPolicy"] = str(audit_policy.resolve())  # type: ignore[index]
     (stack.run / "kwokctl.yaml").write_text(json.dumps(config, indent=1))
     say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (kwokctl, binary runtime)")
     hosts = stack.run / "hosts"
@@ -699,6 +701,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "up":
             p.add_argument("--watch-test-namespaces", action="store_true",
                            help="KubeRay watches only the test namespaces (default: every namespace)")
+            p.add_argument("--audit-policy", type=Path, help="the API server's audit policy file (benchmarks)")
         if name == "logs":
             p.add_argument("component", nargs="?")
             p.add_argument("--tail", type=int, default=0)
@@ -711,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stack = Stack(args.name)
     if args.command == "up":
-        cmd_up(stack, watch_test_namespaces=args.watch_test_namespaces)
+        cmd_up(stack, watch_test_namespaces=args.watch_test_namespaces, audit_policy=args.audit_policy)
     elif args.command == "down":
         cmd_down(stack)
     elif args.command == "env":
