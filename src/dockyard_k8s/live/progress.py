@@ -456,3 +456,57 @@ class RunView:
 
 def counts_text(rows: Iterable[FleetRow]) -> str:
     return ", ".join(f"{r.fleet} {r.ready}/{r.desired}" for r in rows)
+
+
+# --- the pre-running deadline's clock -------------------------------------------------------
+
+# RayJob deployment states in which KubeRay applies preRunningDeadlineSeconds (rayjob_controller.go:
+# checkPreRunningDeadlineAndUpdateStatusIfNeeded runs in Initializing and Waiting; New becomes
+# Initializing in the next reconcile). Suspended, Suspending and Retrying wait for Kueue or for the
+# next attempt: no deadline there, and the next Initializing starts KubeRay's clock again.
+RAYJOB_PRE_RUNNING = frozenset({"", "New", "Initializing", "Waiting"})
+RAYJOB_PAUSED = frozenset({"Suspended", "Suspending", "Retrying"})
+
+
+def pre_running_state(obj: dict[str, Any] | None, pods: list[dict[str, Any]]) -> tuple[str, str]:
+    """(``counting`` | ``paused`` | ``done``, the attempt) of the main object for a pre-running
+    deadline. A RayJob counts while KubeRay checks its deadline; the attempt is its
+    ``status.startTime`` (KubeRay restarts its clock there on admission and on each new attempt)
+    with its failed count. Other kinds count while pending and pause while suspended. Not there
+    yet: counting."""
+    if obj is None:
+        return "counting", ""
+    if obj.get("kind") == "RayJob":
+        st = _status(obj)
+        deployment = str(st.get("jobDeploymentStatus") or "")
+        if deployment in RAYJOB_PRE_RUNNING:
+            return "counting", f"{st['startTime']}/{st.get('failed') or 0}" if st.get("startTime") else ""
+        return ("paused" if deployment in RAYJOB_PAUSED else "done"), ""
+    state = phase_of(obj, pods).state
+    if state == "pending":
+        return "counting", ""
+    return ("paused" if state in ("suspended", "retrying") else "done"), ""
+
+
+class PreRunningClock:
+    """The local pre-running deadline, on KubeRay's clock: it runs while the main object is
+    not running yet (:func:`pre_running_state`), stops while it is suspended (queued in Kueue)
+    or between attempts, and starts again from zero when counting resumes or a new attempt
+    begins. Fed with the view after each change; read with the time now."""
+
+    def __init__(self, start: float) -> None:
+        self.since: float | None = start  # when the clock last started; None: not counting
+        self.attempt: str | None = None  # the attempt last seen counting (None: none seen yet)
+
+    def observe(self, state: tuple[str, str], now: float) -> None:
+        what, attempt = state
+        if what != "counting":
+            self.since = None
+        elif self.since is None or (self.attempt is not None and attempt and attempt != self.attempt):
+            self.since = now  # counting again, or KubeRay began a new attempt
+        if what == "counting" and attempt:
+            self.attempt = attempt
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds on the clock, None while it is stopped."""
+        return None if self.since is None else now - self.since

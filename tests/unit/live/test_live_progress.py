@@ -216,3 +216,56 @@ def test_run_view_changes_only_report_what_changed() -> None:
     assert view.changes() == ["trainer: 1/1 scheduled, 1/1 ready"]
     view.update("Pod", "DELETED", pod("p", "trainer", "Running", True))
     assert view.changes() == ["trainer: 0/1 scheduled, 0/1 ready"]
+
+
+def rayjob(deployment: str, start: str = "", failed: int = 0) -> dict[str, Any]:
+    status: dict[str, Any] = {"jobDeploymentStatus": deployment, "failed": failed}
+    if start:
+        status["startTime"] = start
+    return obj("RayJob", status)
+
+
+def test_the_pre_running_clock_stops_while_kueue_holds_the_job_and_starts_again_at_admission() -> None:
+    """KubeRay checks preRunningDeadlineSeconds only in Initializing and Waiting, from the
+    startTime it sets when the job leaves New: time suspended in Kueue's queue does not count."""
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(None, []), 0)  # not created yet: counting from the start
+    assert clock.elapsed(1) == 1
+    clock.observe(pre_running_state(rayjob("Initializing", "T1"), []), 1)
+    assert clock.elapsed(2) == 2  # the first attempt seen: the clock goes on
+    clock.observe(pre_running_state(rayjob("Suspended"), []), 2)
+    assert clock.elapsed(500) is None  # queued: not late, however long
+    clock.observe(pre_running_state(rayjob("New"), []), 500)
+    clock.observe(pre_running_state(rayjob("Initializing", "T2"), []), 501)
+    assert clock.elapsed(510) == 9  # from the new attempt's start, as KubeRay counts
+    clock.observe(pre_running_state(rayjob("Running", "T2"), []), 510)
+    assert clock.elapsed(900) is None
+
+
+def test_the_pre_running_clock_starts_again_with_each_attempt() -> None:
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(rayjob("Initializing", "T1"), []), 0)
+    clock.observe(pre_running_state(rayjob("Running", "T1"), []), 5)
+    clock.observe(pre_running_state(rayjob("Retrying", "T1", failed=1), []), 60)
+    assert clock.elapsed(70) is None  # KubeRay deletes the attempt's cluster: no deadline
+    clock.observe(pre_running_state(rayjob("Initializing", "T2", failed=1), []), 70)
+    assert clock.elapsed(75) == 5
+    # a Retrying write never seen (the watch gave the next one): the new startTime says it
+    clock.observe(pre_running_state(rayjob("Initializing", "T3", failed=2), []), 80)
+    assert clock.elapsed(81) == 1
+
+
+def test_the_pre_running_clock_of_a_batch_job_pauses_while_suspended() -> None:
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(obj("Job", spec={"suspend": True}), []), 1)
+    assert clock.elapsed(100) is None
+    clock.observe(pre_running_state(obj("Job"), []), 100)
+    assert clock.elapsed(103) == 3
+    clock.observe(pre_running_state(obj("Job", {"active": 1}), []), 104)
+    assert clock.elapsed(200) is None
