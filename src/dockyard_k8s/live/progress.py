@@ -312,6 +312,40 @@ def fleet_line(row: FleetRow) -> str:
     return text
 
 
+# The submitter Job's backoffLimit KubeRay sets when the RayJob's submitterConfig does not
+# (rayjob_controller.go createNewK8sJob): three submissions in all.
+SUBMITTER_BACKOFF_LIMIT = 2
+
+
+def _owner_job(pod: dict[str, Any]) -> str | None:
+    return next((str(o.get("uid")) for o in (pod.get("metadata") or {}).get("ownerReferences") or []
+                 if o.get("kind") == "Job"), None)
+
+
+def submitter_retries(pod: dict[str, Any], pods: Iterable[dict[str, Any]],
+                      main: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(failed pods, retries allowed) of the submitter Job of a failed submitter pod of a
+    RayJob; None when ``pod`` is not one. The Job makes a new pod while failed <= backoffLimit
+    (``spec.submitterConfig.backoffLimit``, KubeRay's default 2), and the submission is
+    idempotent (the same Ray job id each time): a failed pod is not the end while it has retries."""
+    job = _owner_job(pod)
+    if main is None or main.get("kind") != "RayJob" or fleet_of(pod) != "submitter" or job is None or \
+            _status(pod).get("phase") != "Failed":
+        return None
+    limit = ((main.get("spec") or {}).get("submitterConfig") or {}).get("backoffLimit")
+    failed = sum(1 for p in pods if _owner_job(p) == job and _status(p).get("phase") == "Failed")
+    return failed, SUBMITTER_BACKOFF_LIMIT if limit is None else int(limit)
+
+
+def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
+    """A failed submitter pod its Job retries: said, but not fatal (``--fail-fast`` waits)."""
+    if retries is None or not finding.fatal or retries[0] > retries[1]:
+        return finding
+    failed, limit = retries
+    return finding.replace(fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of {limit + 1} "
+                                             f"submissions failed; the submission is idempotent); {finding.hint}")
+
+
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return str(meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}")
@@ -397,10 +431,12 @@ class RunView:
     def findings(self) -> list[Diagnosis]:
         """Pod-state findings first, then event findings not already explained, deduplicated."""
         pods = self.pods
+        main = self.main()
         out: dict[tuple[str, str], Diagnosis] = {}
         for pod in pods:
+            retries = submitter_retries(pod, pods, main)
             for f in pod_findings(pod):
-                out.setdefault(f.key, f)
+                out.setdefault(f.key, _retried(f, retries))
         for kind in ("RayCluster",):
             for obj in self.of_kind(kind):
                 for f in object_findings(obj):

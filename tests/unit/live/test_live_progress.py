@@ -269,3 +269,37 @@ def test_the_pre_running_clock_of_a_batch_job_pauses_while_suspended() -> None:
     assert clock.elapsed(103) == 3
     clock.observe(pre_running_state(obj("Job", {"active": 1}), []), 104)
     assert clock.elapsed(200) is None
+
+
+def failed_submitter(name: str, job: str = "job-uid") -> dict[str, Any]:
+    p = pod(name, "submitter", "Failed")
+    p["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "grpo-swe", "uid": job}]
+    p["status"]["containerStatuses"] = [{"name": "ray-job-submitter", "state": {"terminated": {"exitCode": 1}}}]
+    return p
+
+
+@pytest.mark.parametrize(("limit", "failed", "fatal"), [
+    (None, 1, False), (None, 2, False), (None, 3, True),  # KubeRay's default backoffLimit 2: three submissions
+    (0, 1, True), (1, 1, False), (1, 2, True),
+])
+def test_a_failed_submitter_pod_is_fatal_only_once_its_job_has_no_retry_left(limit: int | None, failed: int,
+                                                                            fatal: bool) -> None:
+    spec = {"submitterConfig": {"backoffLimit": limit}} if limit is not None else {}
+    view = RunView("grpo-swe", {"submitter": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Running"}, spec)])
+    pods = [failed_submitter(f"grpo-swe-{i}") for i in range(failed)]
+    view.sync("Pod", [*pods, failed_submitter("grpo-swe-old", job="an-earlier-attempt")])
+    found = {f.pod: f for f in view.findings() if f.reason == "Error"}
+    last = found[f"grpo-swe-{failed - 1}"]
+    assert last.fatal is fatal
+    assert ("KubeRay's submitter Job retries it" in last.hint) is not fatal
+    assert found["grpo-swe-old"].fatal is (limit == 0)  # counted within its own Job
+
+
+def test_a_failed_pod_of_other_fleets_stays_fatal() -> None:
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Running"})])
+    trainer = failed_submitter("grpo-swe-trainer")
+    trainer["metadata"]["labels"]["dockyard-k8s/fleet"] = "trainer"
+    view.sync("Pod", [trainer])
+    assert [f.fatal for f in view.findings()] == [True]
