@@ -167,7 +167,6 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 4 (branch live)")
 def test_status_forgets_a_scheduling_failure_once_the_gang_runs(cluster: Any, e2e_cli: Any, example: Any,
                                                                 ns: str) -> None:
     """Every p4de GPU taken by other pods: the run's workers are refused (FailedScheduling events);

@@ -346,6 +346,33 @@ def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
                                              f"submissions failed; the submission is idempotent); {finding.hint}")
 
 
+def _second(stamp: Any) -> str:
+    """An RFC 3339 time (the API server's, UTC) to the second: conditions carry no more."""
+    return str(stamp or "")[:19]
+
+
+def event_seen(event: dict[str, Any]) -> str:
+    """When an event was last observed, to the second (core/v1 ``lastTimestamp``, or the
+    events.k8s.io series' ``lastObservedTime``, or ``eventTime``)."""
+    series = event.get("series") or {}
+    return max(_second(t) for t in (event.get("lastTimestamp"), series.get("lastObservedTime"),
+                                    event.get("eventTime"), event.get("firstTimestamp"),
+                                    (event.get("metadata") or {}).get("creationTimestamp")))
+
+
+def history(event: dict[str, Any], pod: dict[str, Any] | None) -> bool:
+    """An event about ``pod`` older than the pod's current state: a FailedScheduling before its
+    ``PodScheduled`` turned true, anything else before it turned ``Ready``. It was a problem; the
+    pod got past it."""
+    if pod is None:
+        return False
+    kind = "PodScheduled" if event.get("reason") == "FailedScheduling" else "Ready"
+    since = next((_second(c.get("lastTransitionTime")) for c in _status(pod).get("conditions") or []
+                  if c.get("type") == kind and c.get("status") == "True"), "")
+    seen = event_seen(event)
+    return bool(since and seen and seen <= since)
+
+
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return str(meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}")
@@ -417,9 +444,7 @@ class RunView:
         inv = event.get("involvedObject") or event.get("regarding") or {}
         name = str(inv.get("name", ""))
         if inv.get("kind") == "Pod":
-            pod = pods_by_uid.get(str(inv.get("uid", ""))) if inv.get("uid") else pods_by_name.get(name)
-            if pod is None and not inv.get("uid"):
-                pod = pods_by_name.get(name)
+            pod = self._event_pod(event, pods_by_uid, pods_by_name)
             return fleet_of(pod) if pod is not None else None
         if inv.get("kind") in self.objects and inv.get("uid"):
             # an object the run tracks: only the live one's events (not an earlier attempt's cluster)
@@ -427,6 +452,14 @@ class RunView:
         if name == self.run or name.startswith(self.run + "-"):
             return "sandbox" if "-sandbox" in name else "-"
         return None
+
+    @staticmethod
+    def _event_pod(event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
+                   pods_by_name: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        inv = event.get("involvedObject") or event.get("regarding") or {}
+        if inv.get("kind") != "Pod":
+            return None
+        return pods_by_uid.get(str(inv["uid"])) if inv.get("uid") else pods_by_name.get(str(inv.get("name", "")))
 
     def findings(self) -> list[Diagnosis]:
         """Pod-state findings first, then event findings not already explained, deduplicated."""
@@ -452,7 +485,7 @@ class RunView:
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=when):
             fleet = self._event_fleet(event, by_uid, by_name)
-            if fleet is None:
+            if fleet is None or history(event, self._event_pod(event, by_uid, by_name)):
                 continue
             found = event_finding(event, fleet)
             if found is None:

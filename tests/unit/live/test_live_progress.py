@@ -303,3 +303,42 @@ def test_a_failed_pod_of_other_fleets_stays_fatal() -> None:
     trainer["metadata"]["labels"]["dockyard-k8s/fleet"] = "trainer"
     view.sync("Pod", [trainer])
     assert [f.fatal for f in view.findings()] == [True]
+
+
+def scheduled_pod(name: str, scheduled_at: str, ready_at: str | None = None) -> dict[str, Any]:
+    p = pod(name, "trainer", "Running", ready=ready_at is not None)
+    p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled_at},
+                                 {"type": "Ready", "status": "True" if ready_at else "False",
+                                  "lastTransitionTime": ready_at or scheduled_at}]
+    return p
+
+
+def warning(uid: str, reason: str, pod_name: str, **times: Any) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "creationTimestamp": "2026-12-03T10:00:00Z"}, "type": "Warning",
+            "reason": reason, "message": "0/8 nodes are available: 3 Insufficient nvidia.com/gpu.",
+            "involvedObject": {"kind": "Pod", "name": pod_name, "uid": pod_name}, **times}
+
+
+def test_an_event_older_than_the_pod_s_current_condition_is_history() -> None:
+    """A gang refused while other pods held the GPUs, then scheduled and Ready: its
+    FailedScheduling events are history, not a problem of the run any more."""
+    view = RunView("grpo-swe", {"trainer": 2}, "RayJob")
+    view.sync("Pod", [scheduled_pod("w0", "2026-12-03T10:00:30Z", "2026-12-03T10:00:40Z"),
+                      scheduled_pod("w1", "2026-12-03T10:00:30Z")])
+    view.sync("Event", [
+        # the new events API: eventTime with microseconds, lastObservedTime of its series
+        warning("e1", "FailedScheduling", "w0", eventTime="2026-12-03T10:00:01.123456Z",
+                series={"count": 3, "lastObservedTime": "2026-12-03T10:00:30.500000Z"}),
+        warning("e2", "FailedScheduling", "w1", lastTimestamp="2026-12-03T10:00:29Z"),
+        warning("e3", "FailedMount", "w0", lastTimestamp="2026-12-03T10:00:35Z", message="secret x not found"),
+        warning("e4", "FailedMount", "w1", lastTimestamp="2026-12-03T10:00:35Z", message="secret x not found"),
+    ])
+    assert [(f.pod, f.reason) for f in view.findings()] == [("w1", "FailedMount")]  # w1 is not Ready yet
+
+
+def test_an_event_after_the_pod_s_condition_still_counts() -> None:
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("Pod", [scheduled_pod("w0", "2026-12-03T10:00:30Z", "2026-12-03T10:00:40Z")])
+    view.sync("Event", [warning("e1", "Unhealthy", "w0", lastTimestamp="2026-12-03T10:00:41Z",
+                                message="Readiness probe failed")])
+    assert [f.reason for f in view.findings()] == ["Unhealthy"]
