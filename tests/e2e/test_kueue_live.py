@@ -120,7 +120,6 @@ def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any
     assert versions(labelled(cluster, ns)) == before
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 1 (branch live)")
 def test_a_queued_run_is_not_said_to_have_outlived_kuberay_s_pre_running_deadline(cluster: Any, e2e_cli: Any,
                                                                                   example: Any, ns: str,
                                                                                   kueue: Any) -> None:

@@ -107,7 +107,6 @@ def test_a_failed_submitter_pod_is_retried_by_kuberay_and_the_run_succeeds(clust
     assert status_fleets(doc)["submitter"]["failed"] == 1 and status_fleets(doc)["submitter"]["done"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 3 (branch live)")
 def test_fail_fast_waits_for_kuberay_to_retry_a_failed_submitter_pod(cluster: Any, e2e_cli: Any, example: Any,
                                                                      ns: str) -> None:
     cluster.script(RUN, {"steps": [["RUNNING", 1], ["SUCCEEDED", 0, "done"]], "submitter_failures": 1},
@@ -168,7 +167,6 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 4 (branch live)")
 def test_status_forgets_a_scheduling_failure_once_the_gang_runs(cluster: Any, e2e_cli: Any, example: Any,
                                                                 ns: str) -> None:
     """Every p4de GPU taken by other pods: the run's workers are refused (FailedScheduling events);

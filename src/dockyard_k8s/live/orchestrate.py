@@ -22,7 +22,15 @@ from dockyard_k8s.live.client import KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
-from dockyard_k8s.live.progress import MAIN_KINDS, Phase, RunView, desired_pods, main_object
+from dockyard_k8s.live.progress import (
+    MAIN_KINDS,
+    Phase,
+    PreRunningClock,
+    RunView,
+    desired_pods,
+    main_object,
+    pre_running_state,
+)
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import RUN_LABEL
@@ -350,7 +358,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     for t in threads:
         t.start()
     synced: set[str] = set()
-    reached_running = False
+    deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
 
     def stamp() -> str:
         secs = int(clock() - start)
@@ -361,10 +369,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             now = clock()
             if timeout is not None and now - start >= timeout:
                 return Outcome(False, "timeout", f"stopped following after {int(timeout)}s; the run keeps going")
-            if pre_running_deadline is not None and not reached_running and now - start >= pre_running_deadline:
+            waited = deadline_clock.elapsed(now)
+            if pre_running_deadline is not None and waited is not None and waited >= pre_running_deadline:
                 if operator_deadline:
                     return Outcome(False, "pre-running-deadline",
-                                   f"not running after {int(now - start)}s; its preRunningDeadlineSeconds is "
+                                   f"not running after {int(waited)}s; its preRunningDeadlineSeconds is "
                                    f"{int(operator_deadline)} but KubeRay did not end it (an operator older than "
                                    "v1.6.0 ignores the field, or the operator is not reconciling); the run is left "
                                    "as is")
@@ -389,6 +398,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 synced.add(kind)
             else:
                 view.update(kind, ev.type, ev.obj)
+            deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
             if len(synced) < len(sources):
                 continue  # print once every first list is in
             for line in view.changes():
@@ -403,8 +413,6 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
             if phase is not None:
-                if phase.state in ("running", "ready", "succeeded", "failed"):
-                    reached_running = True
                 if phase.terminal:
                     for f in _drain(inbox, view):
                         say(f"{stamp()} ✖ {f.line()}")

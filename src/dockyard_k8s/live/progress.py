@@ -312,6 +312,67 @@ def fleet_line(row: FleetRow) -> str:
     return text
 
 
+# The submitter Job's backoffLimit KubeRay sets when the RayJob's submitterConfig does not
+# (rayjob_controller.go createNewK8sJob): three submissions in all.
+SUBMITTER_BACKOFF_LIMIT = 2
+
+
+def _owner_job(pod: dict[str, Any]) -> str | None:
+    return next((str(o.get("uid")) for o in (pod.get("metadata") or {}).get("ownerReferences") or []
+                 if o.get("kind") == "Job"), None)
+
+
+def submitter_retries(pod: dict[str, Any], pods: Iterable[dict[str, Any]],
+                      main: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(failed pods, retries allowed) of the submitter Job of a failed submitter pod of a
+    RayJob; None when ``pod`` is not one. The Job makes a new pod while failed <= backoffLimit
+    (``spec.submitterConfig.backoffLimit``, KubeRay's default 2), and the submission is
+    idempotent (the same Ray job id each time): a failed pod is not the end while it has retries."""
+    job = _owner_job(pod)
+    if main is None or main.get("kind") != "RayJob" or fleet_of(pod) != "submitter" or job is None or \
+            _status(pod).get("phase") != "Failed":
+        return None
+    limit = ((main.get("spec") or {}).get("submitterConfig") or {}).get("backoffLimit")
+    failed = sum(1 for p in pods if _owner_job(p) == job and _status(p).get("phase") == "Failed")
+    return failed, SUBMITTER_BACKOFF_LIMIT if limit is None else int(limit)
+
+
+def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
+    """A failed submitter pod its Job retries: said, but not fatal (``--fail-fast`` waits)."""
+    if retries is None or not finding.fatal or retries[0] > retries[1]:
+        return finding
+    failed, limit = retries
+    return finding.replace(fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of {limit + 1} "
+                                             f"submissions failed; the submission is idempotent); {finding.hint}")
+
+
+def _second(stamp: Any) -> str:
+    """An RFC 3339 time (the API server's, UTC) to the second: conditions carry no more."""
+    return str(stamp or "")[:19]
+
+
+def event_seen(event: dict[str, Any]) -> str:
+    """When an event was last observed, to the second (core/v1 ``lastTimestamp``, or the
+    events.k8s.io series' ``lastObservedTime``, or ``eventTime``)."""
+    series = event.get("series") or {}
+    return max(_second(t) for t in (event.get("lastTimestamp"), series.get("lastObservedTime"),
+                                    event.get("eventTime"), event.get("firstTimestamp"),
+                                    (event.get("metadata") or {}).get("creationTimestamp")))
+
+
+def history(event: dict[str, Any], pod: dict[str, Any] | None) -> bool:
+    """An event about ``pod`` older than the pod's current state: a FailedScheduling before its
+    ``PodScheduled`` turned true, anything else before it turned ``Ready``. It was a problem; the
+    pod got past it."""
+    if pod is None:
+        return False
+    kind = "PodScheduled" if event.get("reason") == "FailedScheduling" else "Ready"
+    since = next((_second(c.get("lastTransitionTime")) for c in _status(pod).get("conditions") or []
+                  if c.get("type") == kind and c.get("status") == "True"), "")
+    seen = event_seen(event)
+    return bool(since and seen and seen <= since)
+
+
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return str(meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}")
@@ -383,9 +444,7 @@ class RunView:
         inv = event.get("involvedObject") or event.get("regarding") or {}
         name = str(inv.get("name", ""))
         if inv.get("kind") == "Pod":
-            pod = pods_by_uid.get(str(inv.get("uid", ""))) if inv.get("uid") else pods_by_name.get(name)
-            if pod is None and not inv.get("uid"):
-                pod = pods_by_name.get(name)
+            pod = self._event_pod(event, pods_by_uid, pods_by_name)
             return fleet_of(pod) if pod is not None else None
         if inv.get("kind") in self.objects and inv.get("uid"):
             # an object the run tracks: only the live one's events (not an earlier attempt's cluster)
@@ -394,13 +453,23 @@ class RunView:
             return "sandbox" if "-sandbox" in name else "-"
         return None
 
+    @staticmethod
+    def _event_pod(event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
+                   pods_by_name: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        inv = event.get("involvedObject") or event.get("regarding") or {}
+        if inv.get("kind") != "Pod":
+            return None
+        return pods_by_uid.get(str(inv["uid"])) if inv.get("uid") else pods_by_name.get(str(inv.get("name", "")))
+
     def findings(self) -> list[Diagnosis]:
         """Pod-state findings first, then event findings not already explained, deduplicated."""
         pods = self.pods
+        main = self.main()
         out: dict[tuple[str, str], Diagnosis] = {}
         for pod in pods:
+            retries = submitter_retries(pod, pods, main)
             for f in pod_findings(pod):
-                out.setdefault(f.key, f)
+                out.setdefault(f.key, _retried(f, retries))
         for kind in ("RayCluster",):
             for obj in self.of_kind(kind):
                 for f in object_findings(obj):
@@ -416,7 +485,7 @@ class RunView:
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=when):
             fleet = self._event_fleet(event, by_uid, by_name)
-            if fleet is None:
+            if fleet is None or history(event, self._event_pod(event, by_uid, by_name)):
                 continue
             found = event_finding(event, fleet)
             if found is None:
@@ -456,3 +525,57 @@ class RunView:
 
 def counts_text(rows: Iterable[FleetRow]) -> str:
     return ", ".join(f"{r.fleet} {r.ready}/{r.desired}" for r in rows)
+
+
+# --- the pre-running deadline's clock -------------------------------------------------------
+
+# RayJob deployment states in which KubeRay applies preRunningDeadlineSeconds (rayjob_controller.go:
+# checkPreRunningDeadlineAndUpdateStatusIfNeeded runs in Initializing and Waiting; New becomes
+# Initializing in the next reconcile). Suspended, Suspending and Retrying wait for Kueue or for the
+# next attempt: no deadline there, and the next Initializing starts KubeRay's clock again.
+RAYJOB_PRE_RUNNING = frozenset({"", "New", "Initializing", "Waiting"})
+RAYJOB_PAUSED = frozenset({"Suspended", "Suspending", "Retrying"})
+
+
+def pre_running_state(obj: dict[str, Any] | None, pods: list[dict[str, Any]]) -> tuple[str, str]:
+    """(``counting`` | ``paused`` | ``done``, the attempt) of the main object for a pre-running
+    deadline. A RayJob counts while KubeRay checks its deadline; the attempt is its
+    ``status.startTime`` (KubeRay restarts its clock there on admission and on each new attempt)
+    with its failed count. Other kinds count while pending and pause while suspended. Not there
+    yet: counting."""
+    if obj is None:
+        return "counting", ""
+    if obj.get("kind") == "RayJob":
+        st = _status(obj)
+        deployment = str(st.get("jobDeploymentStatus") or "")
+        if deployment in RAYJOB_PRE_RUNNING:
+            return "counting", f"{st['startTime']}/{st.get('failed') or 0}" if st.get("startTime") else ""
+        return ("paused" if deployment in RAYJOB_PAUSED else "done"), ""
+    state = phase_of(obj, pods).state
+    if state == "pending":
+        return "counting", ""
+    return ("paused" if state in ("suspended", "retrying") else "done"), ""
+
+
+class PreRunningClock:
+    """The local pre-running deadline, on KubeRay's clock: it runs while the main object is
+    not running yet (:func:`pre_running_state`), stops while it is suspended (queued in Kueue)
+    or between attempts, and starts again from zero when counting resumes or a new attempt
+    begins. Fed with the view after each change; read with the time now."""
+
+    def __init__(self, start: float) -> None:
+        self.since: float | None = start  # when the clock last started; None: not counting
+        self.attempt: str | None = None  # the attempt last seen counting (None: none seen yet)
+
+    def observe(self, state: tuple[str, str], now: float) -> None:
+        what, attempt = state
+        if what != "counting":
+            self.since = None
+        elif self.since is None or (self.attempt is not None and attempt and attempt != self.attempt):
+            self.since = now  # counting again, or KubeRay began a new attempt
+        if what == "counting" and attempt:
+            self.attempt = attempt
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds on the clock, None while it is stopped."""
+        return None if self.since is None else now - self.since

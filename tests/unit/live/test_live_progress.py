@@ -216,3 +216,129 @@ def test_run_view_changes_only_report_what_changed() -> None:
     assert view.changes() == ["trainer: 1/1 scheduled, 1/1 ready"]
     view.update("Pod", "DELETED", pod("p", "trainer", "Running", True))
     assert view.changes() == ["trainer: 0/1 scheduled, 0/1 ready"]
+
+
+def rayjob(deployment: str, start: str = "", failed: int = 0) -> dict[str, Any]:
+    status: dict[str, Any] = {"jobDeploymentStatus": deployment, "failed": failed}
+    if start:
+        status["startTime"] = start
+    return obj("RayJob", status)
+
+
+def test_the_pre_running_clock_stops_while_kueue_holds_the_job_and_starts_again_at_admission() -> None:
+    """KubeRay checks preRunningDeadlineSeconds only in Initializing and Waiting, from the
+    startTime it sets when the job leaves New: time suspended in Kueue's queue does not count."""
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(None, []), 0)  # not created yet: counting from the start
+    assert clock.elapsed(1) == 1
+    clock.observe(pre_running_state(rayjob("Initializing", "T1"), []), 1)
+    assert clock.elapsed(2) == 2  # the first attempt seen: the clock goes on
+    clock.observe(pre_running_state(rayjob("Suspended"), []), 2)
+    assert clock.elapsed(500) is None  # queued: not late, however long
+    clock.observe(pre_running_state(rayjob("New"), []), 500)
+    clock.observe(pre_running_state(rayjob("Initializing", "T2"), []), 501)
+    assert clock.elapsed(510) == 9  # from the new attempt's start, as KubeRay counts
+    clock.observe(pre_running_state(rayjob("Running", "T2"), []), 510)
+    assert clock.elapsed(900) is None
+
+
+def test_the_pre_running_clock_starts_again_with_each_attempt() -> None:
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(rayjob("Initializing", "T1"), []), 0)
+    clock.observe(pre_running_state(rayjob("Running", "T1"), []), 5)
+    clock.observe(pre_running_state(rayjob("Retrying", "T1", failed=1), []), 60)
+    assert clock.elapsed(70) is None  # KubeRay deletes the attempt's cluster: no deadline
+    clock.observe(pre_running_state(rayjob("Initializing", "T2", failed=1), []), 70)
+    assert clock.elapsed(75) == 5
+    # a Retrying write never seen (the watch gave the next one): the new startTime says it
+    clock.observe(pre_running_state(rayjob("Initializing", "T3", failed=2), []), 80)
+    assert clock.elapsed(81) == 1
+
+
+def test_the_pre_running_clock_of_a_batch_job_pauses_while_suspended() -> None:
+    from dockyard_k8s.live.progress import PreRunningClock, pre_running_state
+
+    clock = PreRunningClock(0)
+    clock.observe(pre_running_state(obj("Job", spec={"suspend": True}), []), 1)
+    assert clock.elapsed(100) is None
+    clock.observe(pre_running_state(obj("Job"), []), 100)
+    assert clock.elapsed(103) == 3
+    clock.observe(pre_running_state(obj("Job", {"active": 1}), []), 104)
+    assert clock.elapsed(200) is None
+
+
+def failed_submitter(name: str, job: str = "job-uid") -> dict[str, Any]:
+    p = pod(name, "submitter", "Failed")
+    p["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "grpo-swe", "uid": job}]
+    p["status"]["containerStatuses"] = [{"name": "ray-job-submitter", "state": {"terminated": {"exitCode": 1}}}]
+    return p
+
+
+@pytest.mark.parametrize(("limit", "failed", "fatal"), [
+    (None, 1, False), (None, 2, False), (None, 3, True),  # KubeRay's default backoffLimit 2: three submissions
+    (0, 1, True), (1, 1, False), (1, 2, True),
+])
+def test_a_failed_submitter_pod_is_fatal_only_once_its_job_has_no_retry_left(limit: int | None, failed: int,
+                                                                            fatal: bool) -> None:
+    spec = {"submitterConfig": {"backoffLimit": limit}} if limit is not None else {}
+    view = RunView("grpo-swe", {"submitter": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Running"}, spec)])
+    pods = [failed_submitter(f"grpo-swe-{i}") for i in range(failed)]
+    view.sync("Pod", [*pods, failed_submitter("grpo-swe-old", job="an-earlier-attempt")])
+    found = {f.pod: f for f in view.findings() if f.reason == "Error"}
+    last = found[f"grpo-swe-{failed - 1}"]
+    assert last.fatal is fatal
+    assert ("KubeRay's submitter Job retries it" in last.hint) is not fatal
+    assert found["grpo-swe-old"].fatal is (limit == 0)  # counted within its own Job
+
+
+def test_a_failed_pod_of_other_fleets_stays_fatal() -> None:
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Running"})])
+    trainer = failed_submitter("grpo-swe-trainer")
+    trainer["metadata"]["labels"]["dockyard-k8s/fleet"] = "trainer"
+    view.sync("Pod", [trainer])
+    assert [f.fatal for f in view.findings()] == [True]
+
+
+def scheduled_pod(name: str, scheduled_at: str, ready_at: str | None = None) -> dict[str, Any]:
+    p = pod(name, "trainer", "Running", ready=ready_at is not None)
+    p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled_at},
+                                 {"type": "Ready", "status": "True" if ready_at else "False",
+                                  "lastTransitionTime": ready_at or scheduled_at}]
+    return p
+
+
+def warning(uid: str, reason: str, pod_name: str, **times: Any) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "creationTimestamp": "2026-12-03T10:00:00Z"}, "type": "Warning",
+            "reason": reason, "message": "0/8 nodes are available: 3 Insufficient nvidia.com/gpu.",
+            "involvedObject": {"kind": "Pod", "name": pod_name, "uid": pod_name}, **times}
+
+
+def test_an_event_older_than_the_pod_s_current_condition_is_history() -> None:
+    """A gang refused while other pods held the GPUs, then scheduled and Ready: its
+    FailedScheduling events are history, not a problem of the run any more."""
+    view = RunView("grpo-swe", {"trainer": 2}, "RayJob")
+    view.sync("Pod", [scheduled_pod("w0", "2026-12-03T10:00:30Z", "2026-12-03T10:00:40Z"),
+                      scheduled_pod("w1", "2026-12-03T10:00:30Z")])
+    view.sync("Event", [
+        # the new events API: eventTime with microseconds, lastObservedTime of its series
+        warning("e1", "FailedScheduling", "w0", eventTime="2026-12-03T10:00:01.123456Z",
+                series={"count": 3, "lastObservedTime": "2026-12-03T10:00:30.500000Z"}),
+        warning("e2", "FailedScheduling", "w1", lastTimestamp="2026-12-03T10:00:29Z"),
+        warning("e3", "FailedMount", "w0", lastTimestamp="2026-12-03T10:00:35Z", message="secret x not found"),
+        warning("e4", "FailedMount", "w1", lastTimestamp="2026-12-03T10:00:35Z", message="secret x not found"),
+    ])
+    assert [(f.pod, f.reason) for f in view.findings()] == [("w1", "FailedMount")]  # w1 is not Ready yet
+
+
+def test_an_event_after_the_pod_s_condition_still_counts() -> None:
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("Pod", [scheduled_pod("w0", "2026-12-03T10:00:30Z", "2026-12-03T10:00:40Z")])
+    view.sync("Event", [warning("e1", "Unhealthy", "w0", lastTimestamp="2026-12-03T10:00:41Z",
+                                message="Readiness probe failed")])
+    assert [f.reason for f in view.findings()] == ["Unhealthy"]
