@@ -16,6 +16,8 @@ Behaviour every command relies on:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import logging
@@ -156,6 +158,9 @@ def api_error(status: int, body: bytes, req: rq.Request) -> ClusterError:
         text, hint = crdfields.explain(kind, fields)
     elif SCHEMA_REFUSED in message:
         hint = "the cluster's schema for this kind does not accept the object: compare `dockyard-k8s doctor`"
+    elif status == 400 and "HTTP request to an HTTPS server" in message:
+        hint = ("the kubeconfig's server is http:// or has no scheme (kubectl reads `host:port` as http://, "
+                "and sends no credentials over it): write https://HOST:PORT")
     elif status >= 500:
         hint = "the API server failed repeatedly; retry later or check the control plane"
     return ClusterError(text, obj=req.obj, status=status, hint=hint)
@@ -454,11 +459,40 @@ def _lightkube_config(config: kc.Kubeconfig, selected: kc.Selected) -> Any:
             raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
                                                     text.partition(" - at ")[0])]) from None
 
+    cluster_name, user_name = str(selected.context["cluster"]), str(selected.context.get("user"))
+    for section, name, body, fields in (("clusters", cluster_name, selected.cluster, ("certificate-authority-data",)),
+                                        ("users", user_name, selected.user or {},
+                                         ("client-certificate-data", "client-key-data"))):
+        for field in fields:
+            _check_base64(config, section, name, field, body.get(field))
     context = convert(selected.context, Context, "contexts", selected.name)
-    cluster = convert(selected.cluster, Cluster, "clusters", str(selected.context["cluster"]))
-    user = convert(selected.user, User, "users", str(selected.context["user"])) if selected.user is not None else None
+    cluster = convert({**selected.cluster, "server": server_url(str(selected.cluster["server"]))}, Cluster,
+                      "clusters", cluster_name)
+    user = convert(selected.user, User, "users", user_name) if selected.user is not None else User()
+    if not cluster.server.startswith("https://"):
+        user = User()  # kubectl sends no credentials over plain HTTP (client-go's IsConfigTransportTLS)
     return SingleConfig(context_name=selected.name, context=context, cluster=cluster, user=user,
                         fname=None)
+
+
+def server_url(server: str) -> str:
+    """The server as kubectl reads it: one without a scheme (``127.0.0.1:6443``) is plain
+    HTTP (client-go's DefaultServerURL before any TLS setting is considered), so kubectl then
+    sends no credentials either."""
+    return server if "://" in server else f"http://{server}"
+
+
+def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, value: Any) -> None:
+    """A ``*-data`` field is base64 (kubectl: "illegal base64 data at input byte N"), located."""
+    if value is None:
+        return
+    at = config.where.get((section, name, field)) or config.where.get((section, name)) or kc.Where(config.files[0])
+    try:
+        base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{section}.{name}.{field}",
+                                                f"not base64 ({e}): expected the PEM file's base64 "
+                                                f"(`base64 -w0 FILE`)")]) from None
 
 
 def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
@@ -469,7 +503,9 @@ def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc
               ("users", str(selected.context.get("user")), selected.user or {}, "client-certificate"),
               ("users", str(selected.context.get("user")), selected.user or {}, "client-key")]
     named = [(sec, name, field, body[field]) for sec, name, body, field in fields if body.get(field)]
-    if isinstance(e, ssl.SSLError):
+    if isinstance(e, ssl.SSLError):  # a file or a -data field: not PEM
+        named = [(sec, name, field + suffix, body[field + suffix]) for sec, name, body, field in fields
+                 for suffix in ("", "-data") if body.get(field + suffix)]
         why = f"not a PEM certificate/key ({getattr(e, 'reason', None) or e})"
     else:
         named = [n for n in named if n[3] == e.filename] or named
@@ -519,5 +555,12 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None,
         raise _tls_problem(config, selected, e) from e
     except Exception as e:  # lightkube's ConfigError (an unsupported auth-provider...)
         raise ClusterError(f"context {single.context_name}: {e}", hint=kc.HINT) from e
+    if config is not None and selected.user and str(single.cluster.server).startswith("https://"):
+        # exec plugins and token files: ours, whose failures are located (credentials.py)
+        from dockyard_k8s.live.credentials import user_auth
+
+        auth = user_auth(config, str(selected.context.get("user")), selected.user, selected.cluster)
+        if auth is not None:
+            http.auth = auth
     return KubeClient(http, namespace=single.namespace, context=single.context_name, sleep=sleep,
                       server=str(single.cluster.server))

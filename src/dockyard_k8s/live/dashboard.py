@@ -99,7 +99,8 @@ def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient |
         raise ClusterError(f"no Service {cluster}-head-svc in namespace {ns}: no RayCluster {cluster} there, or "
                            "KubeRay has not made its head Service yet", obj=f"RayCluster {ns}/{cluster}",
                            hint=f"`dockyard-k8s cluster list -n {ns}` lists the RayClusters")
-    with port_forward(ns, service, DASHBOARD_PORT, context=target.context, kubeconfig=target.kubeconfig) as url:
+    with port_forward(ns, service, DASHBOARD_PORT, context=target.context, kubeconfig=target.kubeconfig,
+                      checked=client is not None) as url:
         if on_forward:
             on_forward(f"port-forward: {url} -> {ns}/{service}:{DASHBOARD_PORT}")
         yield url

@@ -38,11 +38,14 @@ HINT = "set KUBECONFIG or pass --kubeconfig / --context (`kubectl config get-con
 
 
 class KubeconfigError(ConfigError):
-    """A kubeconfig that cannot be used: every problem, located (exit 2, bad input)."""
+    """A kubeconfig that cannot be used: every problem, located (exit 2, bad input).
+    ``hint``: what to do, when it is more precise than choosing another context."""
+
+    hint = ""
 
     def render(self) -> str:
         lines = [str(p) for p in self.problems]
-        lines.append(f"hint: {HINT}")
+        lines.append(f"hint: {self.hint or HINT}")
         return "\n".join(lines)
 
 

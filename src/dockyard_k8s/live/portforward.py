@@ -52,8 +52,18 @@ def kubectl_base(context: str | None = None, kubeconfig: str | None = None) -> l
 
 @contextlib.contextmanager
 def port_forward(namespace: str, target: str, remote_port: int, *, local_port: int = 0, context: str | None = None,
-                 kubeconfig: str | None = None, timeout: float = 30.0) -> Iterator[str]:
-    """Yield ``http://127.0.0.1:PORT`` forwarding to ``target`` (``svc/name``) port ``remote_port``."""
+                 kubeconfig: str | None = None, timeout: float = 30.0, checked: bool = False) -> Iterator[str]:
+    """Yield ``http://127.0.0.1:PORT`` forwarding to ``target`` (``svc/name``) port ``remote_port``.
+
+    Unless the caller has already sent a request with the same kubeconfig (``checked``), the
+    launcher's client asks the API server's version first: a kubeconfig, credential plugin or
+    server that does not work is said as every live command says it (located, exit 2), not
+    through kubectl's stderr."""
+    if not checked:
+        from dockyard_k8s.live.client import connect
+
+        with connect(context=context, kubeconfig=kubeconfig) as client:
+            client.version()
     cmd = [*kubectl_base(context, kubeconfig), "port-forward", "-n", namespace, "--address", "127.0.0.1", target,
            f"{local_port or ''}:{remote_port}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -1,0 +1,263 @@
+"""The kubeconfig user's credentials as kubectl (client-go) obtains them: an ``exec`` plugin
+(``aws eks get-token``, ``gke-gcloud-auth-plugin``, ``kubelogin``) or a ``tokenFile``.
+
+Every way these fail is one located :class:`~dockyard_k8s.live.kubeconfig.KubeconfigError`
+(exit 2) naming the user and the plugin, with what the plugin printed on stderr, never a
+Python traceback:
+
+* the plugin is not installed (its ``installHint`` is said when the kubeconfig has one);
+* it exits non-zero (its stderr, last lines, is in the message);
+* it runs longer than :data:`EXEC_TIMEOUT` seconds (client-go waits forever: a plugin that
+  waits on a network that never answers would hang every command). A plugin that may ask
+  the user something (``interactiveMode`` not ``Never`` and stdin a terminal: kubelogin's
+  browser login) gets :data:`INTERACTIVE_EXEC_TIMEOUT`, and the terminal;
+* it prints something that is not an ``ExecCredential`` of the configured apiVersion, or no
+  ``status.token``;
+* a ``tokenFile`` cannot be read.
+
+As client-go: ``apiVersion`` must be ``client.authentication.k8s.io/v1`` or ``v1beta1``
+(v1alpha1 was removed in Kubernetes 1.24), ``v1`` requires ``interactiveMode``, the plugin gets
+``KUBERNETES_EXEC_INFO``, its token is kept until its ``expirationTimestamp`` and the plugin is
+run again when the server answers 401. A token file is re-read on 401 (a rotated token).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Generator
+from typing import Any
+
+import httpx2
+
+from dockyard_k8s.errors import ConfigProblem
+from dockyard_k8s.live import kubeconfig as kc
+
+# Seconds a credential plugin may take. `aws eks get-token` answers in about a second; the
+# bound is for one that waits on an unreachable endpoint (an SSO portal behind a VPN).
+EXEC_TIMEOUT = 60.0
+# A plugin given the terminal (a browser or device-code login) may wait for the user.
+INTERACTIVE_EXEC_TIMEOUT = 300.0
+API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
+PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
+
+
+class Located:
+    """Where the user entry and its fields are, for the errors."""
+
+    def __init__(self, config: kc.Kubeconfig | None, user: str) -> None:
+        self.config = config
+        self.user = user
+
+    def error(self, field: str, message: str, hint: str = "") -> kc.KubeconfigError:
+        where = self.config.where if self.config is not None else {}
+        files = self.config.files if self.config is not None else []
+        at = where.get(("users", self.user, field)) or where.get(("users", self.user, field.split(".")[0])) or \
+            where.get(("users", self.user)) or kc.Where(
+            files[0] if files else "kubeconfig")
+        err = kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"users.{self.user}.{field}", message)])
+        err.hint = hint
+        return err
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    kept = [line.strip() for line in text.splitlines() if line.strip()]
+    return " / ".join(kept[-lines:])
+
+
+class ExecAuth(httpx2.Auth):
+    """Bearer tokens from an exec credential plugin (client-go's exec authenticator)."""
+
+    def __init__(self, spec: dict[str, Any], where: Located, *, cluster: dict[str, Any] | None = None,
+                 timeout: float | None = None, interactive_timeout: float | None = None) -> None:
+        self.spec = spec
+        self.where = where
+        self.cluster = cluster or {}
+        self.timeout = EXEC_TIMEOUT if timeout is None else timeout
+        self.interactive_timeout = INTERACTIVE_EXEC_TIMEOUT if interactive_timeout is None else interactive_timeout
+        self._token = ""
+        self._expires: datetime.datetime | None = None
+        self._lock = threading.Lock()
+        self.validate()
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join([str(self.spec.get("command")), *[str(a) for a in self.spec.get("args") or []]])
+
+    def validate(self) -> None:
+        """What client-go refuses before running anything."""
+        version = self.spec.get("apiVersion")
+        if version not in API_VERSIONS:
+            raise self.where.error("exec.apiVersion", f"exec plugin: invalid apiVersion {json.dumps(version)} "
+                                                      f"(expected one of {', '.join(API_VERSIONS)})",
+                                   "client.authentication.k8s.io/v1alpha1 was removed in Kubernetes 1.24: "
+                                   "regenerate the entry (e.g. `aws eks update-kubeconfig`)")
+        if not isinstance(self.spec.get("command"), str) or not self.spec["command"]:
+            raise self.where.error("exec.command", "exec plugin: command is missing")
+        mode = self.spec.get("interactiveMode")
+        if mode is None and version == API_VERSIONS[0]:
+            raise self.where.error("exec.interactiveMode", f"interactiveMode must be specified for {self.where.user} "
+                                                           "to use exec authentication plugin (Never, IfAvailable "
+                                                           "or Always)")
+        if mode is not None and mode not in INTERACTIVE_MODES:
+            raise self.where.error("exec.interactiveMode", f"exec plugin: invalid interactiveMode {mode!r} "
+                                                           f"(expected {', '.join(INTERACTIVE_MODES)})")
+
+    def _interactive(self) -> bool:
+        mode = self.spec.get("interactiveMode") or "IfAvailable"
+        tty = bool(sys.stdin) and sys.stdin.isatty()
+        if mode == "Always" and not tty:
+            raise self.where.error("exec.interactiveMode", f"exec plugin {self.spec['command']}: interactiveMode "
+                                                           "Always, but standard input is not a terminal")
+        return mode != "Never" and tty
+
+    def _env(self, interactive: bool) -> dict[str, str]:
+        env = dict(os.environ)
+        for item in self.spec.get("env") or []:
+            if isinstance(item, dict) and item.get("name"):
+                env[str(item["name"])] = str(item.get("value") or "")
+        info: dict[str, Any] = {"kind": "ExecCredential", "apiVersion": self.spec["apiVersion"],
+                                "spec": {"interactive": interactive}}
+        if self.spec.get("provideClusterInfo"):
+            info["spec"]["cluster"] = {k: v for k, v in (
+                ("server", self.cluster.get("server")),
+                ("certificate-authority-data", self.cluster.get("certificate-authority-data")),
+                ("insecure-skip-tls-verify", self.cluster.get("insecure-skip-tls-verify")),
+                ("tls-server-name", self.cluster.get("tls-server-name"))) if v}
+        env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+        return env
+
+    def run(self) -> str:
+        """Run the plugin; its token (and keep its expiry)."""
+        interactive = self._interactive()
+        command = [str(self.spec["command"]), *[str(a) for a in self.spec.get("args") or []]]
+        limit = self.interactive_timeout if interactive else self.timeout
+        try:
+            proc = subprocess.Popen(command, env=self._env(interactive), stdout=subprocess.PIPE,
+                                    stderr=None if interactive else subprocess.PIPE,
+                                    stdin=None if interactive else subprocess.DEVNULL, start_new_session=True)
+        except FileNotFoundError:
+            hint = str(self.spec.get("installHint") or "").strip() or (
+                f"install it, or fix the kubeconfig entry (client-go credential plugins: {PLUGIN_DOCS})")
+            raise self.where.error("exec.command", f"exec plugin {command[0]} is not installed (not found on "
+                                                   "PATH)", hint) from None
+        except OSError as e:
+            raise self.where.error("exec.command", f"exec plugin {command[0]} cannot be run: {e.strerror or e}") \
+                from None
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the plugin and what it started (its own session)
+            out, err = proc.communicate()
+            raise self.where.error("exec", f"exec plugin `{self.command_line}` gave no credential within {limit:g} s"
+                                           + (f": {_tail(err.decode(errors='replace'))}" if err else ""),
+                                   f"run `{self.command_line}` by hand: it should print an ExecCredential at once "
+                                   "(a VPN or SSO login missing?)") from None
+        stderr = _tail((err or b"").decode(errors="replace"))
+        if proc.returncode != 0:
+            raise self.where.error("exec", f"exec plugin `{self.command_line}` failed with exit code "
+                                           f"{proc.returncode}" + (f": {stderr}" if stderr else ""),
+                                   f"run `{self.command_line}` by hand; refresh your login (e.g. `aws sso login`)")
+        return self._token_of(out)
+
+    def _token_of(self, out: bytes) -> str:
+        def bad(what: str) -> kc.KubeconfigError:
+            return self.where.error("exec", f"exec plugin `{self.command_line}` {what}",
+                                    f"run `{self.command_line}` by hand: it must print an ExecCredential "
+                                    f"({PLUGIN_DOCS})")
+
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            text = out.decode(errors="replace").strip()
+            raise bad("printed no ExecCredential JSON: " + (repr(text[:120]) if text else "nothing")) from None
+        if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
+            raise bad("printed JSON that is not an ExecCredential (kind)")
+        if doc.get("apiVersion") != self.spec["apiVersion"]:
+            raise bad(f"returned apiVersion {doc.get('apiVersion')}, but the kubeconfig configures "
+                      f"{self.spec['apiVersion']}")
+        raw = doc.get("status")
+        status: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        token = status.get("token")
+        if not token:
+            if status.get("clientCertificateData"):
+                raise bad("returned a client certificate (status.clientCertificateData): dockyard-k8s supports "
+                          "token-issuing plugins only")
+            raise bad("returned no status.token")
+        self._expires = None
+        stamp = status.get("expirationTimestamp")
+        if isinstance(stamp, str) and stamp:
+            try:
+                self._expires = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            except ValueError:
+                raise bad(f"returned expirationTimestamp {stamp!r}, not an RFC 3339 time") from None
+        return str(token)
+
+    def token(self, *, fresh: bool = False) -> str:
+        with self._lock:
+            now = datetime.datetime.now(datetime.UTC)
+            if fresh or not self._token or (self._expires is not None and now >= self._expires):
+                self._token = self.run()
+            return self._token
+
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        used = self.token()
+        request.headers["Authorization"] = f"Bearer {used}"
+        response = yield request
+        if response.status_code == 401:  # revoked or rotated before its expiry: ask the plugin again
+            with self._lock:
+                if self._token == used:
+                    self._token = ""
+            response.read()
+            request.headers["Authorization"] = f"Bearer {self.token()}"
+            yield request
+
+
+class TokenFileAuth(httpx2.Auth):
+    """A bearer token read from ``tokenFile`` (read at connect, re-read on 401)."""
+
+    def __init__(self, path: str, where: Located) -> None:
+        self.path = path
+        self.where = where
+        self._token = self.read()
+
+    def read(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as e:
+            raise self.where.error("tokenFile", f"cannot read the token file {self.path}: {e.strerror or e}") \
+                from None
+        if not token:
+            raise self.where.error("tokenFile", f"the token file {self.path} is empty")
+        return token
+
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        response = yield request
+        if response.status_code == 401:
+            response.read()
+            self._token = self.read()
+            request.headers["Authorization"] = f"Bearer {self._token}"
+            yield request
+
+
+def user_auth(config: kc.Kubeconfig | None, user_name: str, user: dict[str, Any],
+              cluster: dict[str, Any]) -> httpx2.Auth | None:
+    """Our auth for the users lightkube would run a plugin or read a file for (None: keep
+    lightkube's, a static token, basic auth or a client certificate)."""
+    where = Located(config, user_name)
+    if user.get("token"):
+        return None
+    if user.get("tokenFile"):
+        return TokenFileAuth(str(user["tokenFile"]), where)
+    if isinstance(user.get("exec"), dict):
+        return ExecAuth(dict(user["exec"]), where, cluster=cluster)
+    return None
