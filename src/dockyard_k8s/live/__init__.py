@@ -5,6 +5,7 @@ Layout, pure first, I/O second::
     kinds.py       kind -> REST path table (pure)
     requests.py    prepare_*: every Kubernetes request as plain data (pure)
     kubeconfig.py  kubeconfig files read (and merged) as kubectl reads them
+    credentials.py a kubeconfig user's credentials (token, tokenFile, exec plugin) as one located error
     client.py      KubeClient: the one place that sends; retries, error mapping, watches
     crdfields.py   fields the run renders that the cluster's CRDs lack, and the release that has them
     diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
