@@ -453,8 +453,7 @@ def _lightkube_config(config: kc.Kubeconfig, selected: kc.Selected) -> Any:
         except msgspec.ValidationError as e:
             text = str(e)
             field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
-            at = config.where.get((section, name, field)) or config.where.get((section, name)) or kc.Where(
-                config.files[0])
+            at = config.locate(section, name, field)
             path = f"{section}.{name}" + (f".{field}" if field else "")
             raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
                                                     text.partition(" - at ")[0])]) from None
@@ -486,7 +485,7 @@ def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, va
     """A ``*-data`` field is base64 (kubectl: "illegal base64 data at input byte N"), located."""
     if value is None:
         return
-    at = config.where.get((section, name, field)) or config.where.get((section, name)) or kc.Where(config.files[0])
+    at = config.locate(section, name, field)
     try:
         base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError) as e:

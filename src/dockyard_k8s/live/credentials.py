@@ -57,11 +57,8 @@ class Located:
         self.user = user
 
     def error(self, field: str, message: str, hint: str = "") -> kc.KubeconfigError:
-        where = self.config.where if self.config is not None else {}
-        files = self.config.files if self.config is not None else []
-        at = where.get(("users", self.user, field)) or where.get(("users", self.user, field.split(".")[0])) or \
-            where.get(("users", self.user)) or kc.Where(
-            files[0] if files else "kubeconfig")
+        config = self.config if self.config is not None else kc.Kubeconfig({}, [], {})
+        at = config.locate("users", self.user, field, field.split(".")[0])
         err = kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"users.{self.user}.{field}", message)])
         err.hint = hint
         return err

@@ -72,6 +72,14 @@ class Kubeconfig(Record):
     def names(self, section: str) -> list[str]:
         return [str(e["name"]) for e in self.data.get(section) or []]
 
+    def locate(self, section: str, name: str, *fields: str) -> Where:
+        """Where the first of ``fields`` found in entry ``name`` is, else the entry, else the
+        first file (an error is always located somewhere)."""
+        for key in [*((section, name, f) for f in fields if f), (section, name)]:
+            if key in self.where:
+                return self.where[key]
+        return Where(self.files[0] if self.files else "kubeconfig")
+
     def entry(self, section: str, name: str) -> dict[str, Any] | None:
         key = dict(SECTIONS)[section]
         for e in self.data.get(section) or []:
