@@ -72,8 +72,15 @@ def _logs_hint(fleet: str, pod: str, *, previous: bool = True) -> str:
     return f"read why: `dockyard-k8s {command} --pod {pod}{' --previous' if previous else ''}`"
 
 
+def _flat(text: str) -> str:
+    """The whole message on one line: what is classified (a long image reference puts the
+    kubelet's "not found" past any display limit)."""
+    return " ".join(str(text).split())
+
+
 def _one_line(text: str, limit: int = 240) -> str:
-    flat = " ".join(str(text).split())
+    """The message as shown: one line, cut at ``limit`` — after it was classified."""
+    flat = _flat(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -170,12 +177,13 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
         last = cs.get("lastState") or {}
         waiting = state.get("waiting") or {}
         reason = waiting.get("reason", "")
-        message = _one_line(waiting.get("message") or "")
+        full = _flat(waiting.get("message") or "")
+        message = _one_line(full)
         if reason in ("ErrImagePull", "ImagePullBackOff"):
-            hint, fatal = image_hint(fleet, message)
+            hint, fatal = image_hint(fleet, full)
             out.append(Diagnosis(fleet, pod, reason, message or f"cannot pull the image of {name}", hint, fatal))
         elif reason in ("InvalidImageName", "ErrImageNeverPull"):
-            hint, _ = image_hint(fleet, "invalidimagename " + message)
+            hint, _ = image_hint(fleet, "invalidimagename " + full)
             if reason == "ErrImageNeverPull":
                 hint = "imagePullPolicy is Never and the image is not on the node: set infra.imagePullPolicy"
             out.append(Diagnosis(fleet, pod, reason, message or name, hint, True))
@@ -191,7 +199,7 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             out.append(Diagnosis(fleet, pod, reason, detail,
                                _logs_hint(fleet, pod), True))
         elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
-            out.append(Diagnosis(fleet, pod, reason, message or name, _config_hint(message), True))
+            out.append(Diagnosis(fleet, pod, reason, message or name, _config_hint(full), True))
         term = state.get("terminated") or {}
         if reason != "CrashLoopBackOff" and (term.get("reason") == "OOMKilled" or (
                 (last.get("terminated") or {}).get("reason") == "OOMKilled" and not reason)):
@@ -216,8 +224,8 @@ def pod_findings(pod: dict[str, Any]) -> list[Diagnosis]:
     fleet = fleet_of(pod)
     status = pod.get("status") or {}
     if status.get("reason") == "Evicted":
-        message = _one_line(status.get("message") or "evicted by the kubelet")
-        m = message.lower()
+        full = _flat(status.get("message") or "evicted by the kubelet")
+        message, m = _one_line(full), full.lower()
         if "ephemeral" in m or "ephemeral-storage" in m:
             hint = f"the pod wrote more local disk than allowed: raise {_key(fleet, 'ephemeralStorage')}"
         elif "memory" in m:
@@ -229,8 +237,9 @@ def pod_findings(pod: dict[str, Any]) -> list[Diagnosis]:
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and \
                 cond.get("reason") == "Unschedulable":
-            message = _one_line(cond.get("message") or "no node fits")
-            hint, fatal = scheduling_hint(fleet, message)
+            full = _flat(cond.get("message") or "no node fits")
+            hint, fatal = scheduling_hint(fleet, full)
+            message = _one_line(full)
             out.append(Diagnosis(fleet, name, "FailedScheduling", message, hint, fatal))
     out += _container_findings(fleet, name, status.get("initContainerStatuses") or [])
     out += _container_findings(fleet, name, status.get("containerStatuses") or [])
@@ -280,26 +289,27 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
     if event.get("type", "Warning") != "Warning":
         return None
     reason = str(event.get("reason") or "")
-    message = _one_line(event.get("message") or event.get("note") or "")
+    full = _flat(event.get("message") or event.get("note") or "")
+    message = _one_line(full)
     involved = event.get("involvedObject") or event.get("regarding") or {}
     name = str(involved.get("name", ""))
-    m = message.lower()
+    m = full.lower()
     if reason in OPERATOR_FAILED and "already exists" in m:
         return None  # KubeRay's cache had not seen what it created; its next reconcile finds it
     if reason in OPERATOR_REFUSED or reason in OPERATOR_FAILED:
         return _operator_finding(fleet, name, reason, message)
     if reason == "FailedScheduling":
-        hint, fatal = scheduling_hint(fleet, message)
+        hint, fatal = scheduling_hint(fleet, full)
         return Diagnosis(fleet, name, reason, message, hint, fatal)
     if reason in ("FailedMount", "FailedAttachVolume"):
-        hint, fatal = _mount_hint(message)
+        hint, fatal = _mount_hint(full)
         return Diagnosis(fleet, name, reason, message, hint, fatal)
     if reason in ("Failed", "ErrImagePull") and ("pull" in m or "image" in m):
-        hint, fatal = image_hint(fleet, message)
+        hint, fatal = image_hint(fleet, full)
         return Diagnosis(fleet, name, "ErrImagePull", message, hint, fatal)
     if reason == "BackOff":
         if "pulling image" in m:
-            hint, fatal = image_hint(fleet, message)
+            hint, fatal = image_hint(fleet, full)
             return Diagnosis(fleet, name, "ImagePullBackOff", message, hint, fatal)
         return Diagnosis(fleet, name, "CrashLoopBackOff", message,
                        _logs_hint(fleet, name), True)

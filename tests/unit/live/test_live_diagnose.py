@@ -189,3 +189,33 @@ def test_finding_line_is_one_line() -> None:
              "message": "0/4 nodes\n are available:   4 Insufficient cpu." + "x" * 500}]
     f = only(pod_findings(pod(conditions=cond)))
     assert "\n" not in f.line() and len(f.message) <= 240
+
+
+# A long image reference: the kubelet's verdict ("not found") comes after the reference, past the
+# 240 characters shown; cut before classifying, a missing tag read as "cannot be pulled" (recoverable)
+LONG_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/rl-research/" + "a" * 120 + "/trainer:2026-12-03-missing"
+LONG_PULL = (f'failed to pull and unpack image "{LONG_IMAGE}": failed to resolve reference "{LONG_IMAGE}": '
+             f"{LONG_IMAGE}: not found")
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff"])
+def test_a_missing_tag_of_a_long_image_reference_is_fatal(reason: str) -> None:
+    assert LONG_PULL.index("not found") > 240
+    f = only(pod_findings(pod(statuses=waiting(reason, LONG_PULL))))
+    assert f.fatal and "does not exist" in f.hint
+    assert len(f.message) == 240 and f.message.endswith("…")  # shown cut, classified whole
+
+
+def test_a_pull_event_of_a_long_image_reference_is_classified_whole() -> None:
+    event = {"type": "Warning", "reason": "Failed", "message": f"Failed to pull image {LONG_IMAGE!r}: {LONG_PULL}",
+             "involvedObject": {"kind": "Pod", "name": "p-0"}}
+    f = event_finding(event, "trainer")
+    assert f is not None and f.reason == "ErrImagePull" and f.fatal and len(f.message) == 240
+
+
+def test_a_long_scheduling_message_is_classified_whole() -> None:
+    message = "0/300 nodes are available: " + "; ".join(f"1 node(s) had volume node affinity conflict {i}"
+                                                         for i in range(8)) + ", 3 Insufficient nvidia.com/gpu."
+    f = only(pod_findings(pod(conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                           "message": message}])))
+    assert "free GPUs" in f.hint
