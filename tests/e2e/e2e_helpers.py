@@ -31,9 +31,12 @@ def labelled(cluster: Any, ns: str, run: str = RUN, kinds: str = RUN_KINDS) -> d
 
 
 def versions(objects: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """What a write of each object would change: its ``generation`` (a spec write; controllers'
-    status writes leave it), else its resourceVersion (ConfigMaps, Secrets, Services)."""
-    return {k: str(o["metadata"].get("generation") or o["metadata"]["resourceVersion"]) for k, o in objects.items()}
+    """What a write of ours to each object we apply would change: its ``generation`` (a spec
+    write; controllers' status writes leave it), else its resourceVersion (ConfigMaps, Secrets,
+    Services). Objects a controller owns (the RayCluster KubeRay makes for a RayJob, carrying its
+    labels) are left out: we never write them, and the operator creates them whenever it gets to it."""
+    return {k: str(o["metadata"].get("generation") or o["metadata"]["resourceVersion"]) for k, o in objects.items()
+            if not any(ref.get("controller") for ref in o["metadata"].get("ownerReferences") or [])}
 
 
 def fleet_counts(pods: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
