@@ -156,12 +156,13 @@ def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
 
     infra = run.infra
     cs, kr, mode = infra["infra"]["cpuScheduling"], infra["kuberay"], infra["launch"]["mode"]
-    if not cs["avoidGpuNodes"] or mode == "job":  # job: one pod, GPU or not, on the fleets' node
+    if not cs["avoidGpuNodes"]:
         return []
     sections: list[Path] = [("sandbox",)] if infra["sandbox"]["enabled"] else []
     if mode in ("rayjob", "bringup") and kr["head"]["gpus"] == 0:
         sections.append(("kuberay", "head"))
-    sections += [("kuberay", role) for role in GPU_FLEETS if kr[role]["gpus"] == 0 and kr[role]["replicas"] > 0]
+    if mode != "job":  # job: one pod, GPU or not, on the fleets' node; the sandbox is kept off them all the same
+        sections += [("kuberay", role) for role in GPU_FLEETS if kr[role]["gpus"] == 0 and kr[role]["replicas"] > 0]
     gpu_types = gpu_instance_types(infra)
     out = []
     for section in sections:

@@ -120,6 +120,21 @@ def test_a_cpu_pod_that_selects_gpu_nodes_could_never_schedule(sets, key):
     assert "selects GPU nodes" in problem.message and "infra.cpuScheduling.avoidGpuNodes" in problem.message
 
 
+def test_in_job_mode_the_sandbox_is_still_kept_off_gpu_nodes_so_selecting_one_is_refused(tmp_path):
+    # job mode puts the head and the fleets in the Job's one GPU pod, but the sandbox stays its own CPU
+    # Deployment with the keep-off-GPU-nodes affinity: selecting a GPU type left it unschedulable under a ✔
+    infra = tmp_path / "job.infra.yaml"
+    infra.write_text("infra: {image: nvcr.io/nvidia/nemo-rl:v0.4.0, platform: generic}\n"
+                     "launch: {mode: job}\n"
+                     "kuberay: {head: {gpus: 0}}\n"
+                     "sandbox:\n  nodeSelector: {node.kubernetes.io/instance-type: p4de.24xlarge}\n")
+    with pytest.raises(ConfigError) as e:
+        build_bundle(f"{EX}/grpo_swe.yaml", str(infra), env={"HOME": "/nonexistent"})
+    (problem,) = e.value.problems
+    assert problem.line == 5 and "sandbox.nodeSelector" in problem.path, problem
+    assert "selects GPU nodes" in problem.message and "p4de.24xlarge node has 8 GPUs" in problem.message
+
+
 # --- plan agrees ------------------------------------------------------------------------------------
 
 
