@@ -94,6 +94,12 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
                                    f"got both launch.attach.cluster ({attach['cluster']}) and launch.attach.address: "
                                    "expected one of them (a RayCluster of the namespace, port-forwarded, or the "
                                    "dashboard's URL)"))
+    if launch["mode"] != "attach":  # a forgotten `mode: attach` would bring up a second GPU cluster
+        problems += [run.locate(("launch", "attach", key),
+                                f"launch.attach.{key} is read only in launch.mode attach (got launch.mode "
+                                f"{launch['mode']}, which starts GPU pods of its own): set launch.mode: attach to "
+                                f"submit to {attach[key]}, or remove launch.attach.{key}")
+                     for key in ("cluster", "address") if attach[key]]
     problems += [run.locate(path, message) for path, message in [*platform_problems(infra),
                                                                    *kueue_config_problems(infra),
                                                                    *network_problems(infra)]]

@@ -84,13 +84,15 @@ def _schema_of(path: tuple[str, ...]) -> dict:
 
 @st.composite
 def infra_files(draw: st.DrawFn) -> dict:
-    doc: dict = {"infra": {"image": "registry.example.com/team/img:1.0"}, "launch": {"attach": {"cluster": "c"}}}
+    doc: dict = {"infra": {"image": "registry.example.com/team/img:1.0"}, "launch": {}}
     for path in draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=8, unique=True)):
         value = draw(_value(_schema_of(path), path[-1]))
         node = doc
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
+    if doc.get("launch", {}).get("mode") == "attach":  # its target (read only in attach mode)
+        doc["launch"]["attach"] = {"cluster": "c"}
     return doc
 
 

@@ -127,6 +127,15 @@ def test_attach_mode_needs_a_target(recipe, write, clean_env):
         f"{infra}:3:1: launch.attach: attach mode needs launch.attach.cluster or launch.attach.address (got neither)"]
 
 
+def test_an_attach_target_outside_attach_mode_is_refused_not_ignored(recipe, write, clean_env):
+    # a forgotten `mode: attach`: rayjob mode would start a new GPU cluster beside the one named
+    infra = write("i.yaml", INFRA + "launch:\n  attach: {cluster: shared}\n")
+    assert problems_of(load_run, recipe, infra, env=clean_env) == [
+        f"{infra}:4:21: launch.attach.cluster: launch.attach.cluster is read only in launch.mode attach (got "
+        "launch.mode rayjob, which starts GPU pods of its own): set launch.mode: attach to submit to shared, or "
+        "remove launch.attach.cluster"]
+
+
 def test_set_errors_name_the_flag(recipe, write, clean_env):
     infra = write("i.yaml", INFRA)
     assert problems_of(load_run, recipe, infra, sets=["sandbox.replicas=many", "nokey"], env=clean_env) == [
