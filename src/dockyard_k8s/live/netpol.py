@@ -140,8 +140,9 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
         return Enforcement(False, "not enforced: " + "; ".join(f"{w}: {why}" for w, why in inert), hint)
     if daemonsets is None:
         return Enforcement(None, "cannot list DaemonSets to recognise the network plugin")
-    return Enforcement(None, "no network plugin recognised among the DaemonSets "
-                             f"({', '.join(names) or 'none'}): NetworkPolicy enforcement unknown",
+    shown = ", ".join(names[:6]) + (f", … ({len(names)} in all)" if len(names) > 6 else "")
+    return Enforcement(None, f"no network plugin recognised among the DaemonSets ({shown or 'none'}): "
+                             "NetworkPolicy enforcement unknown",
                        "an unrecognised plugin may ignore NetworkPolicy (the sandbox policy would be inert): "
                        "Calico, Cilium and the plugins doctor names enforce it")
 
