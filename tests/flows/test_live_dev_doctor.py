@@ -257,7 +257,7 @@ def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> N
 def test_doctor_json(cli: Any, fake: FakeKube) -> None:
     healthy_cluster(fake, gpus_per_node=8, nodes=2)
     doc = json.loads(cli("doctor", *ARGS, "-o", "json").out)
-    assert doc["ok"] is False
+    assert doc["ok"] is False and doc["verdict"] == "the run cannot work here as configured (see ✖ above)"
     gpu = next(c for c in doc["checks"] if c["name"] == "GPUs")
     assert gpu["mark"] == "✖" and "fewer GPUs" in gpu["hint"]
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         from dockyard_k8s.render.serialize import dump_yaml
 
-        doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
+        doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
                "checks": [{**c.as_dict(), "mark": c.mark} for c in checks]}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if ok else EXIT_FAILURE

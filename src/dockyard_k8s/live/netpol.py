@@ -143,8 +143,8 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
     shown = ", ".join(names[:6]) + (f", … ({len(names)} in all)" if len(names) > 6 else "")
     return Enforcement(None, f"no network plugin recognised among the DaemonSets ({shown or 'none'}): "
                              "NetworkPolicy enforcement unknown",
-                       "an unrecognised plugin may ignore NetworkPolicy (the sandbox policy would be inert): "
-                       "Calico, Cilium and the plugins doctor names enforce it")
+                       "check that your network plugin enforces NetworkPolicy (Calico, Cilium, Antrea, kube-router "
+                       "and GKE Dataplane V2 do; flannel alone does not): otherwise the sandbox policy is inert")
 
 
 def list_daemonsets(client: Any) -> list[dict[str, Any]] | None:
