@@ -8,7 +8,8 @@
 * :func:`object_ref` — ``Kind namespace/name``, as kubectl names an object in messages.
 * :func:`split_image` — an image reference's repository, tag and digest.
 * :func:`missing_references` — what the objects' pods refer to that the objects do not hold
-  (namespace, PriorityClass, RuntimeClass, ServiceAccount, Secrets, ConfigMaps, claims).
+  (namespace, PriorityClass, RuntimeClass, ServiceAccount, Secrets, ConfigMaps, claims);
+  :func:`unheld_references` the same as (kind, namespace, name, how).
 
 No I/O, no client library: plain dicts in, plain data out.
 """
@@ -356,10 +357,11 @@ def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
             yield "ConfigMap", str(config["name"]), f"volume {v.get('name')}"
 
 
-def missing_references(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """What the objects' pods refer to that the objects do not hold, each once: (``Kind
-    namespace/name``, how it is used), the namespaces first, then cluster-scoped kinds, then
-    namespaced ones (what must exist before a ``kubectl apply`` of the objects)."""
+def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """What the objects' pods refer to that the objects do not hold, each once: (kind,
+    namespace — empty for cluster-scoped kinds —, name, how it is used), the namespaces first,
+    then cluster-scoped kinds, then namespaced ones (what must exist before a ``kubectl apply``
+    of the objects; ``doctor`` looks each up)."""
     held = {(str(o.get("kind")), str(as_mapping(o.get("metadata")).get("namespace") or ""),
              str(as_mapping(o.get("metadata")).get("name"))) for o in objects}
     found: dict[tuple[str, str, str], list[str]] = {}
@@ -374,4 +376,9 @@ def missing_references(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 if how not in uses:
                     uses.append(how)
     missing = sorted((k for k in found if k not in held), key=lambda k: (_REFERENCE_ORDER.index(k[0]), k[1], k[2]))
-    return [(format_ref(kind, ns, name), "; ".join(found[kind, ns, name])) for kind, ns, name in missing]
+    return [(kind, ns, name, "; ".join(found[kind, ns, name])) for kind, ns, name in missing]
+
+
+def missing_references(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """:func:`unheld_references` as (``Kind namespace/name``, how it is used)."""
+    return [(format_ref(kind, ns, name), how) for kind, ns, name, how in unheld_references(objects)]

@@ -134,8 +134,22 @@ def healthy_cluster(fake: FakeKube, gpus_per_node: int = 8, nodes: int = 3) -> N
                              "conditions": [{"type": "Ready", "status": "True"}]}})
     fake.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-training"}})
     fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ghcr-pull", "namespace": NS}})
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": NS}})  # trainer env
     fake.put({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "calico-node",
                                                                           "namespace": "kube-system"}})
+
+
+def aws_node(policy: str | None) -> dict[str, Any]:
+    """EKS's VPC CNI DaemonSet as its manifest ships it (config/master/aws-k8s-cni.yaml): the node
+    agent container with ``--enable-network-policy=<policy>``."""
+    ecr = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
+    agent: dict[str, Any] = {"name": "aws-eks-nodeagent", "image": f"{ecr}/amazon/aws-network-policy-agent:v1.0.1",
+                             "args": ["--enable-ipv6=false", *([f"--enable-network-policy={policy}"] if policy else []),
+                                      "--enable-cloudwatch-logs=false"]}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "aws-node", "namespace": "kube-system"},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "aws-node", "image": f"{ecr}/amazon-k8s-cni:v1.13.4"},
+                agent]}}}}
 
 
 def test_doctor_all_green(cli: Any, fake: FakeKube) -> None:
@@ -148,6 +162,68 @@ def test_doctor_all_green(cli: Any, fake: FakeKube) -> None:
     reviews = [json.loads(q.body) for q in fake.requests if q.path.endswith("selfsubjectaccessreviews")]
     verbs = {(a["spec"]["resourceAttributes"]["verb"], a["spec"]["resourceAttributes"]["resource"]) for a in reviews}
     assert ("patch", "rayjobs") in verbs and ("watch", "pods") in verbs and ("get", "pods") in verbs
+
+
+def test_doctor_names_the_missing_secret_the_trainer_env_references(cli: Any, fake: FakeKube) -> None:
+    """Issue 22 item 8: a Secret the pods read (env secretKeyRef) was never looked up."""
+    healthy_cluster(fake)
+    fake.remove("v1", "Secret", NS, "wandb")
+    r = cli("doctor", *ARGS)
+    assert r.code == 1, r.out
+    line = next(x for x in r.out.splitlines() if x.startswith("✖ Secrets"))
+    assert "missing: wandb (key api-key (env WANDB_API_KEY))" in line
+    assert "ghcr-pull" not in line and "ray-auth" not in line  # present; created by `run`
+    assert f"kubectl -n {NS} create secret generic wandb --from-literal=api-key=..." in r.out
+    assert "the run can work here" not in r.out
+    gets = {q.path.rsplit("/", 1)[-1] for q in fake.requests if q.method == "GET" and "/secrets/" in q.path}
+    assert gets == {"wandb", "ghcr-pull"}  # the token Secret `run` creates is not looked up
+
+
+def test_doctor_fails_when_the_operator_does_not_watch_the_namespace(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake)
+    operator = fake.get("apps/v1", "Deployment", "kuberay-system", "kuberay-operator")
+    operator["spec"] = {"template": {"spec": {"containers": [{  # the Helm chart's form: flag, then value
+        "name": "kuberay-operator", "command": ["/manager"], "args": ["--watch-namespace", "team-a,team-b"]}]}}}
+    fake.put(operator)
+    r = cli("doctor", *ARGS)
+    assert r.code == 1, r.out
+    line = next(x for x in r.out.splitlines() if x.startswith("✖ KubeRay operator"))
+    assert f"kuberay-system/kuberay-operator watches only team-a, team-b (--watch-namespace), not {NS}" in line
+    assert "the run cannot work here" in r.out
+    operator["spec"]["template"]["spec"]["containers"][0]["args"] = [f"--watch-namespace=team-a,{NS}"]
+    fake.put(operator)
+    r = cli("doctor", *ARGS)
+    assert r.code == 0 and "✔ KubeRay operator" in r.out, r.out
+
+
+def test_doctor_says_networkpolicy_is_not_enforced_on_default_eks(cli: Any, fake: FakeKube) -> None:
+    healthy_cluster(fake)
+    fake.remove("apps/v1", "DaemonSet", "kube-system", "calico-node")
+    fake.put(aws_node("false"))
+    r = cli("doctor", *ARGS)
+    assert r.code == 0, r.out  # the run works; its sandbox is not isolated
+    line = next(x for x in r.out.splitlines() if x.startswith("✖ NetworkPolicy"))
+    assert "not enforced: kube-system/aws-node: its network policy agent runs without " \
+           "--enable-network-policy=true (the EKS default)" in line
+    assert "enableNetworkPolicy" in r.out  # the add-on's fix
+    assert r.out.rstrip().splitlines()[-1] == "the run can start here, but not everything works as configured: " \
+                                               "read the ✖ above"
+    fake.put({"apiVersion": "apps/v1", "kind": "DaemonSet",  # Calico by the Tigera operator, beside aws-node
+              "metadata": {"name": "calico-node", "namespace": "calico-system"}})
+    r = cli("doctor", *ARGS)
+    assert "✔ NetworkPolicy" in r.out and "calico-system/calico-node" in r.out, r.out
+    assert r.out.rstrip().splitlines()[-1] == "the run can work here"
+
+
+def test_run_warns_when_the_sandbox_policy_will_be_inert(cli: Any, fake: FakeKube) -> None:
+    fake.put(aws_node("false"))
+    r = cli("run", *ARGS, "--dry-run=server")
+    assert r.code == 0, r.out + r.err
+    warnings = [x for x in (r.out + r.err).splitlines() if "NetworkPolicy not enforced" in x]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: ") and "sandbox" in warnings[0]
+    fake.put(aws_node("true"))
+    r = cli("run", *ARGS, "--dry-run=server")
+    assert "NetworkPolicy not enforced" not in r.out + r.err
 
 
 def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> None:
@@ -171,17 +247,17 @@ def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> N
     assert "✖ GPUs" in out and "a pod asks for 8 GPUs but no node has more than 4" in out
     assert "✖ quota" in out and "requests.nvidia.com/gpu needs 24, 8 left" in out
     assert "✖ PriorityClass" in out and "gpu-training" in out
-    assert "✖ image pull secrets" in out and "ghcr-pull" in out
+    assert "✖ Secrets" in out and "ghcr-pull (imagePullSecrets)" in out and "wandb (key api-key" in out
     assert "✖ permissions " in out and "delete rayjobs.ray.io" in out
     assert "exec" in out  # reported, but not fatal on its own
-    assert "NetworkPolicy" in out and "no NetworkPolicy-enforcing CNI" in out
+    assert "! NetworkPolicy" in out and "no network plugin recognised" in out
     assert "fix:" in out
 
 
 def test_doctor_json(cli: Any, fake: FakeKube) -> None:
     healthy_cluster(fake, gpus_per_node=8, nodes=2)
     doc = json.loads(cli("doctor", *ARGS, "-o", "json").out)
-    assert doc["ok"] is False
+    assert doc["ok"] is False and doc["verdict"] == "the run cannot work here as configured (see ✖ above)"
     gpu = next(c for c in doc["checks"] if c["name"] == "GPUs")
     assert gpu["mark"] == "✖" and "fewer GPUs" in gpu["hint"]
 

@@ -18,11 +18,13 @@ examples:
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("doctor",
-                       description="API reachable and >= 1.29; KubeRay CRDs and operator; GPUs allocatable vs "
-                                   "requested; RuntimeClass, PriorityClass and pull secrets exist; every verb the "
-                                   "launcher uses is allowed (SelfSubjectAccessReview); quota headroom; a "
-                                   "NetworkPolicy-enforcing CNI. ✔ ok, ✖ fails, ! could not tell. Exit 1 when a "
-                                   "check shows the run cannot work.",
+                       description="API reachable and >= 1.29; KubeRay CRDs and operator (ready, watching the "
+                                   "namespace); GPUs allocatable vs requested; what the pods name exists "
+                                   "(PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom and pull "
+                                   "secrets, ConfigMaps, PVCs; not the Ray token Secret `run` creates); every verb "
+                                   "the launcher uses is allowed (SelfSubjectAccessReview); quota headroom; whether "
+                                   "the network plugin enforces NetworkPolicy. ✔ ok, ✖ fails, ! could not tell. "
+                                   "Exit 1 when a check shows the run cannot work.",
                        epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
     add_cluster_args(p)
@@ -31,7 +33,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.doctor import evaluate, exit_ok, gather
+    from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
+    from dockyard_k8s.live.references import token_secret_ref
     from dockyard_k8s.render.serialize import dump_json
 
     bundle = load_bundle(args)
@@ -39,14 +42,15 @@ def run(args: argparse.Namespace) -> int:
     launch = bundle.run.infra["launch"]
     ray_needed = launch["mode"] in ("rayjob", "bringup") or (launch["mode"] == "attach" and
                                                              bool(launch["attach"]["cluster"]))
+    token = token_secret_ref(bundle.run.infra)
     with connect(args) as client:
-        facts = gather(client, bundle.objects, ns, ray_needed=ray_needed)
-    checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed)
+        facts = gather(client, bundle.objects, ns, ray_needed=ray_needed, token=token)
+    checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed, token=token)
     ok = exit_ok(checks)
     if args.output in ("json", "yaml"):
         from dockyard_k8s.render.serialize import dump_yaml
 
-        doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok,
+        doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
                "checks": [{**c.as_dict(), "mark": c.mark} for c in checks]}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if ok else EXIT_FAILURE
@@ -56,5 +60,5 @@ def run(args: argparse.Namespace) -> int:
         say(f"{c.mark} {c.name.ljust(width)}  {c.detail}")
         if c.ok is not True and c.hint:
             say(f"  {' ' * width}  fix: {c.hint}")
-    say("the run can work here" if ok else "the run cannot work here as configured (see ✖ above)")
+    say(verdict(checks))
     return 0 if ok else EXIT_FAILURE

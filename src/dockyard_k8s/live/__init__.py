@@ -26,6 +26,9 @@ Layout, pure first, I/O second::
     openai.py      one timed OpenAI completion against an endpoint (``serve test``)
     dev.py         the CPU dev pod and its Secret (builders are pure)
     doctor.py      preflight checks (evaluation is pure; fetching is separate)
+    references.py  doctor: what the pods name (Secrets, PVCs, classes, ServiceAccount) must exist
+    operator.py    doctor: the KubeRay operator Deployment, ready and watching the namespace
+    netpol.py      whether the network plugin enforces NetworkPolicy (doctor; run's warning)
     nccl.py        ``nccl-test --run``: apply the MPIJob, wait for its launcher, read its log
 
 Nothing here is imported by ``check``/``render``: the CLI imports this package inside

@@ -14,10 +14,11 @@ from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import parse_quantity, pod_templates
+from dockyard_k8s.kube import parse_quantity, pod_templates, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
+from dockyard_k8s.live.netpol import Enforcement
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
@@ -25,8 +26,6 @@ from dockyard_k8s.render.meta import FLEET_LABEL
 GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
-# CNIs whose agents enforce NetworkPolicy, by DaemonSet name fragment.
-ENFORCING_CNI = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "aws-network-policy", "romana")
 
 
 class Check(Record):
@@ -47,15 +46,15 @@ class Check(Record):
 class Facts(Record):
     """What doctor read from the cluster (None: not allowed to read it)."""
 
-    __slots__ = ("version", "namespace", "crds", "operators", "nodes", "priority_classes", "runtime_classes",
-                 "pull_secrets", "access", "quotas", "daemonsets", "pods", "kueue", "unreachable", "unreachable_hint")
+    __slots__ = ("version", "namespace", "crds", "operators", "nodes", "references", "access", "quotas",
+                 "netpol", "pods", "kueue", "unreachable", "unreachable_hint")
 
-    def __init__(self, version: dict[str, Any] | None, namespace: dict[str, Any] | bool | None,
-                 crds: dict[str, dict[str, Any] | None] | None, operators: list[dict[str, Any]] | None,
-                 nodes: list[dict[str, Any]] | None, priority_classes: dict[str, bool] | None,
-                 runtime_classes: dict[str, bool] | None, pull_secrets: dict[str, bool] | None,
-                 access: dict[tuple[str, str, str], bool] | None, quotas: list[dict[str, Any]] | None,
-                 daemonsets: list[dict[str, Any]] | None, pods: list[dict[str, Any]] | None = None,
+    def __init__(self, version: dict[str, Any] | None, namespace: dict[str, Any] | bool | None = None,
+                 crds: dict[str, dict[str, Any] | None] | None = None, operators: list[dict[str, Any]] | None = None,
+                 nodes: list[dict[str, Any]] | None = None,
+                 references: dict[tuple[str, str, str], bool | None] | None = None,
+                 access: dict[tuple[str, str, str], bool] | None = None, quotas: list[dict[str, Any]] | None = None,
+                 netpol: Enforcement | None = None, pods: list[dict[str, Any]] | None = None,
                  kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None, unreachable: str = "",
                  unreachable_hint: str = "") -> None:
         self.version = version
@@ -63,12 +62,10 @@ class Facts(Record):
         self.crds = crds
         self.operators = operators
         self.nodes = nodes
-        self.priority_classes = priority_classes
-        self.runtime_classes = runtime_classes
-        self.pull_secrets = pull_secrets
+        self.references = references  # (kind, namespace, name) -> exists (None: not allowed to look)
         self.access = access
         self.quotas = quotas
-        self.daemonsets = daemonsets
+        self.netpol = netpol  # whether the network plugin enforces NetworkPolicy (live/netpol.py)
         self.pods = pods  # running pods of every namespace: what is already requested
         self.kueue = kueue  # (installed, objects) for a queued run
         self.unreachable = unreachable  # why /version failed: the URL and the reason
@@ -95,26 +92,6 @@ def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict
             fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL, "-")
             out.append((fleet, kube_pod_requests(spec), limits, count))
     return out
-
-
-def names_in_templates(objects: Iterable[dict[str, Any]], field: str) -> list[str]:
-    found = []
-    for obj in objects:
-        for template in pod_templates(obj):
-            value = template.spec.get(field)
-            if value and value not in found:
-                found.append(value)
-    return found
-
-
-def pull_secret_names(objects: Iterable[dict[str, Any]]) -> list[str]:
-    found: list[str] = []
-    for obj in objects:
-        for template in pod_templates(obj):
-            for s in template.spec.get("imagePullSecrets") or []:
-                if s.get("name") and s["name"] not in found:
-                    found.append(s["name"])
-    return found
 
 
 # Who needs a permission that the run can do without (reported, not fatal).
@@ -233,24 +210,6 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
     return Check("KubeRay CRD fields", True, "the installed CRDs declare every field the run renders")
 
 
-def check_operator(deployments: list[dict[str, Any]] | None, needed: bool) -> Check:
-    if not needed:
-        return Check("KubeRay operator", None, "not needed by this launch mode", fatal=False)
-    if deployments is None:
-        return Check("KubeRay operator", None, "cannot tell (no permission to list Deployments cluster-wide)",
-                     fatal=False)
-    if not deployments:
-        return Check("KubeRay operator", False, "no kuberay-operator Deployment found",
-                     "install it (helm install kuberay-operator kuberay/kuberay-operator)")
-    ready = [d for d in deployments if int((d.get("status") or {}).get("readyReplicas") or 0) > 0]
-    where = ", ".join(f"{(d.get('metadata') or {}).get('namespace')}/{(d.get('metadata') or {}).get('name')}"
-                      for d in deployments)
-    if not ready:
-        return Check("KubeRay operator", False, f"{where}: not ready",
-                     "kubectl -n <ns> describe deploy kuberay-operator (image pull? crash?)")
-    return Check("KubeRay operator", True, f"{where} ready")
-
-
 def _node_ready(node: dict[str, Any]) -> bool:
     if (node.get("spec") or {}).get("unschedulable"):
         return False
@@ -367,18 +326,6 @@ def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction],
     return Check("quota", True, f"{len(quotas)} ResourceQuota(s) leave room for the run")
 
 
-def check_named(what: str, wanted: list[str], found: dict[str, bool] | None, rendered: list[str], hint: str) -> Check:
-    if not wanted:
-        return Check(what, True, "none named")
-    if found is None:
-        return Check(what, None, f"{', '.join(wanted)}: cannot tell (permission)", fatal=False)
-    missing = [n for n in wanted if not found.get(n) and n not in rendered]
-    if missing:
-        return Check(what, False, f"missing: {', '.join(missing)}", hint)
-    notes = [f"{n} (created by the run)" if n in rendered and not found.get(n) else n for n in wanted]
-    return Check(what, True, ", ".join(notes))
-
-
 def check_access(access: dict[tuple[str, str, str], bool] | None,
                  needed: list[tuple[str, str, str, str, bool, str]]) -> list[Check]:
     if access is None:
@@ -406,51 +353,51 @@ def check_access(access: dict[tuple[str, str, str], bool] | None,
     return out
 
 
-def check_cni(daemonsets: list[dict[str, Any]] | None, needed: bool) -> Check:
+def check_cni(found: Enforcement | None, needed: bool) -> Check:
+    """Whether the run's NetworkPolicies will do anything (live/netpol.py): ✖ when the network
+    plugin is known not to enforce them (the run works, the sandbox is not isolated)."""
     if not needed:
         return Check("NetworkPolicy", None, "the run renders no NetworkPolicy", fatal=False)
-    if daemonsets is None:
-        return Check("NetworkPolicy", None, "cannot list kube-system DaemonSets to recognise the CNI", fatal=False)
-    names = [str((d.get("metadata") or {}).get("name", "")) for d in daemonsets]
-    hits = [n for n in names if any(c in n for c in ENFORCING_CNI)]
-    if hits:
-        return Check("NetworkPolicy", True, f"enforcing CNI found: {', '.join(hits)}", fatal=False)
-    return Check("NetworkPolicy", None, "no NetworkPolicy-enforcing CNI recognised in kube-system "
-                                        f"({', '.join(names) or 'no DaemonSets'})",
-                 "kindnet and flannel do not enforce NetworkPolicy: the sandbox policy would be inert; "
-                 "install Calico or Cilium", fatal=False)
+    if found is None:
+        return Check("NetworkPolicy", None, "cannot tell (network plugin not read)", fatal=False)
+    if found.enforced is False:
+        return Check("NetworkPolicy", False, f"{found.detail}: the run's sandbox policy would be inert, its pods "
+                                             "not isolated", found.hint, fatal=False)
+    return Check("NetworkPolicy", found.enforced, found.detail, found.hint, fatal=False)
 
 
-def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool) -> list[Check]:
-    rendered_pcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "PriorityClass"]
-    rendered_rcs = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "RuntimeClass"]
-    rendered_secrets = [str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "Secret"]
+def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
+             token: tuple[str, str, bool] | None = None) -> list[Check]:
+    """Every check on what ``gather`` read; ``token``: the Ray token Secret (``references.token_secret_ref``)."""
+    from dockyard_k8s.live.operator import check_operator
+    from dockyard_k8s.live.references import check_references
+
     checks = [check_version(facts.version, facts.unreachable, facts.unreachable_hint)]
     if facts.version is None:
         return checks
     checks.append(check_namespace(namespace, facts.namespace))
     checks.append(check_crds(facts.crds, ray_needed))
     checks.append(check_crd_fields(facts.crds, objects, ray_needed))
-    checks.append(check_operator(facts.operators, ray_needed))
+    checks.append(check_operator(facts.operators, ray_needed, namespace))
     checks += check_capacity(objects, facts.nodes, facts.quotas)
     checks.append(check_placement(objects, facts.nodes, facts.pods, facts.quotas))
-    checks.append(check_named("RuntimeClass", names_in_templates(objects, "runtimeClassName"),
-                              facts.runtime_classes, rendered_rcs,
-                              "create it (GPU nodes: handler nvidia, from the NVIDIA container toolkit)"))
-    checks.append(check_named("PriorityClass", names_in_templates(objects, "priorityClassName"),
-                              facts.priority_classes, rendered_pcs,
-                              "create it (kubectl create priorityclass NAME --value=1000) or unset "
-                              "infra.priorityClassName"))
-    checks.append(check_named("image pull secrets", pull_secret_names(objects), facts.pull_secrets,
-                              rendered_secrets, f"create it: kubectl -n {namespace} create secret docker-registry "
-                                                "NAME --docker-server=... (or drop it from infra.imagePullSecrets)"))
+    checks += check_references(unheld_references(objects), facts.references, token)
     checks += check_access(facts.access, needed_access(objects))
-    checks.append(check_cni(facts.daemonsets, any(o.get("kind") == "NetworkPolicy" for o in objects)))
+    checks.append(check_cni(facts.netpol, any(o.get("kind") == "NetworkPolicy" for o in objects)))
     if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (live/kueue.py)
         from dockyard_k8s.live.kueue import kueue_checks
 
         checks += kueue_checks(objects, facts.kueue[1], facts.kueue[0], namespace)
     return checks
+
+
+def verdict(checks: list[Check]) -> str:
+    """The last line: never "can work" under a ✖, fatal or not."""
+    if not exit_ok(checks):
+        return "the run cannot work here as configured (see ✖ above)"
+    if any(c.ok is False for c in checks):
+        return "the run can start here, but not everything works as configured: read the ✖ above"
+    return "the run can work here"
 
 
 # --- fetching -------------------------------------------------------------------------------
@@ -465,12 +412,12 @@ def _allowed(fetch: Any) -> Any:
         raise
 
 
-def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool) -> Facts:
+def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
+           token: tuple[str, str, bool] | None = None) -> Facts:
     try:
         version = client.version()
     except ClusterError as e:
-        return Facts(None, None, None, None, None, None, None, None, None, None, None,
-                     unreachable=str(e), unreachable_hint=e.hint)
+        return Facts(None, unreachable=str(e), unreachable_hint=e.hint)
     namespace_fact: dict[str, Any] | bool | None
     try:
         namespace_fact = client.get(KINDS["Namespace"], None, namespace) or False
@@ -480,17 +427,15 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
         namespace_fact = None
     crd_kind = KINDS["CustomResourceDefinition"]
     crds = _allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
+    from dockyard_k8s.live.operator import operator_deployments
+    from dockyard_k8s.live.references import read_references
+
     operators = None
     if ray_needed:
         operators = _allowed(lambda: operator_deployments(client))
     nodes = _allowed(lambda: client.list(KINDS["Node"], None)[0])
 
-    def exists(kind: Kind, names: list[str], ns: str | None) -> dict[str, bool] | None:
-        return _allowed(lambda: {n: client.get(kind, ns, n) is not None for n in names})
-
-    pcs = exists(KINDS["PriorityClass"], names_in_templates(objects, "priorityClassName"), None)
-    rcs = exists(KINDS["RuntimeClass"], names_in_templates(objects, "runtimeClassName"), None)
-    secrets = exists(KINDS["Secret"], pull_secret_names(objects), namespace)
+    references = read_references(client, objects, token)
     access: dict[tuple[str, str, str], bool] | None = {}
     try:
         for verb, group, resource, sub, _, _ in needed_access(objects):
@@ -499,7 +444,11 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     except ClusterError:
         access = None
     quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
-    daemonsets = _allowed(lambda: client.list(KINDS["DaemonSet"], "kube-system")[0])
+    netpol = None
+    if any(o.get("kind") == "NetworkPolicy" for o in objects):
+        from dockyard_k8s.live.netpol import enforcement, list_daemonsets
+
+        netpol = enforcement(list_daemonsets(client), nodes, version)
     pods = _allowed(lambda: running_pods(client))
     kueue_facts = None
     from dockyard_k8s.live.kueue import kueue_installed, kueue_objects, queued
@@ -507,23 +456,8 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     if queued(objects):
         installed = _allowed(lambda: kueue_installed(client))
         kueue_facts = (installed, _allowed(lambda: kueue_objects(client, [namespace])) if installed else None)
-    return Facts(version, namespace_fact, crds, operators, nodes, pcs, rcs, secrets, access, quotas, daemonsets,
-                 pods, kueue_facts)
-
-
-# How the KubeRay operator's Deployment is labelled: the Helm chart, and the kustomize
-# manifests (ray-operator/config/default).
-OPERATOR_SELECTORS = ("app.kubernetes.io/name=kuberay-operator",
-                      "app.kubernetes.io/name=kuberay,app.kubernetes.io/component=kuberay-operator")
-
-
-def operator_deployments(client: KubeClient) -> list[dict[str, Any]]:
-    """The KubeRay operator Deployments of every namespace, however it was installed."""
-    found: dict[str, dict[str, Any]] = {}
-    for selector in OPERATOR_SELECTORS:
-        for d in client.list(KINDS["Deployment"], None, label_selector=selector)[0]:
-            found.setdefault(str((d.get("metadata") or {}).get("uid") or id(d)), d)
-    return list(found.values())
+    return Facts(version, namespace_fact, crds, operators, nodes, references, access, quotas, netpol, pods,
+                 kueue_facts)
 
 
 def running_pods(client: KubeClient) -> list[dict[str, Any]]:

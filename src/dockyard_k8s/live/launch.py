@@ -87,6 +87,11 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
 
     # First: a Secret the infra file names but the cluster lacks fails before anything changes.
     secret, existing = launch_secret(client, bundle.run.infra)
+    if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects):  # one line when the plugin ignores it
+        from dockyard_k8s.live.netpol import inert_warning
+
+        if warning := inert_warning(client):
+            say(warning)
     if options.replace and not options.dry_run:
         orchestrate.replace_main(client, bundle.objects, say=say)
     applied = [Applied(existing, "unchanged")] if existing else []

@@ -1,0 +1,111 @@
+"""``doctor``'s references check: what the run's pods name without rendering it must exist.
+
+The list is :func:`dockyard_k8s.kube.unheld_references` (what ``check`` and ``render`` print as
+"must exist before `kubectl apply`"): PriorityClass, RuntimeClass, ServiceAccount, the Secrets of
+env ``secretKeyRef``, ``envFrom`` and volumes, imagePullSecrets, ConfigMaps and PVCs. The one
+exception is the Ray token Secret ``run`` creates itself when missing (its default
+``<run>-ray-auth``; a Secret named by ``kuberay.auth.secretName`` must exist). A missing one fails
+doctor: its pods would never start (CreateContainerConfigError, ImagePullBackOff, Pending).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref, unheld_references
+from dockyard_k8s.live.doctor import Check
+from dockyard_k8s.live.kinds import KINDS
+
+if TYPE_CHECKING:
+    from dockyard_k8s.live.client import KubeClient
+
+# What a missing reference's fix is, by kind ({ns}, {name} filled in).
+REFERENCE_FIXES = {
+    "PriorityClass": "create it (kubectl create priorityclass {name} --value=1000) or unset infra.priorityClassName",
+    "RuntimeClass": "create it (GPU nodes: handler nvidia, from the NVIDIA container toolkit)",
+    "ServiceAccount": "kubectl -n {ns} create serviceaccount {name} (or drop the serviceAccountName naming it)",
+    "ConfigMap": "kubectl -n {ns} create configmap {name} --from-literal=KEY=... (or drop the reference)",
+    "PersistentVolumeClaim": "create the claim {name} in {ns} (or drop the volume naming it)",
+}
+REFERENCE_TITLES = {"Secret": "Secrets", "ConfigMap": "ConfigMaps", "PersistentVolumeClaim": "PVCs"}
+
+
+def _secret_fix(namespace: str, name: str, how: str) -> str:
+    """How to create a missing Secret: a registry Secret for a pull secret, else one with the keys
+    the pods read."""
+    if "imagePullSecrets" in how:
+        return f"kubectl -n {namespace} create secret docker-registry {name} --docker-server=... (or drop it from " \
+               "infra.imagePullSecrets)"
+    keys = [use.split()[1] for use in how.split("; ") if use.startswith("key ")]
+    literals = " ".join(f"--from-literal={k}=..." for k in dict.fromkeys(keys)) or "--from-literal=KEY=..."
+    return f"kubectl -n {namespace} create secret generic {name} {literals} (or `dockyard-k8s dev secrets`)"
+
+
+def check_references(references: list[tuple[str, str, str, str]],
+                     found: dict[tuple[str, str, str], bool | None] | None,
+                     token: tuple[str, str, bool] | None = None) -> list[Check]:
+    """One check per kind the run's pods refer to by name without rendering it (``kube.unheld_references``:
+    PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom/volumes and imagePullSecrets,
+    ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``:
+    its ``Secret ns/name``, its creation command, whether ``run`` creates it)."""
+    out = []
+    for kind in dict.fromkeys(r[0] for r in references if r[0] != "Namespace"):
+        title = REFERENCE_TITLES.get(kind, kind)
+        present, missing, unknown, fixes = [], [], [], []
+        for k, ns, name, how in references:
+            if k != kind:
+                continue
+            ref = format_ref(k, ns, name)
+            if token is not None and ref == token[0] and token[2]:
+                present.append(f"{name} (`run` creates it)")
+                continue
+            exists = None if found is None else found.get((k, ns, name))
+            if exists:
+                present.append(name)
+            elif exists is None:
+                unknown.append(name)
+            else:
+                missing.append(f"{name} ({how})" if how else name)
+                fixes.append(token[1] if token is not None and ref == token[0] else
+                             _secret_fix(ns, name, how) if kind == "Secret" else
+                             REFERENCE_FIXES[kind].format(ns=ns, name=name))
+        if missing:
+            out.append(Check(title, False, "missing: " + ", ".join(missing), "; ".join(dict.fromkeys(fixes))))
+        elif unknown:
+            out.append(Check(title, None, f"{', '.join(unknown)}: cannot tell (no permission to read {kind}s)",
+                             fatal=False))
+        else:
+            out.append(Check(title, True, ", ".join(present)))
+    return out
+
+
+def token_secret_ref(infra: Any) -> tuple[str, str, bool] | None:
+    """The run's Ray token Secret: (``Secret ns/name``, the command creating it, whether ``run``
+    creates it when missing — its own default one — rather than stopping on it)."""
+    from dockyard_k8s.render.rayauth import token_prerequisite
+
+    found = token_prerequisite(infra)
+    return None if found is None else (found[0], found[2], not infra["kuberay"]["auth"]["secretName"])
+
+
+def read_references(client: KubeClient, objects: list[dict[str, Any]],
+                    token: tuple[str, str, bool] | None) -> dict[tuple[str, str, str], bool | None]:
+    """Whether each object the run's pods name exists (None for a kind we may not read); the
+    token Secret ``run`` creates is not looked up."""
+    out: dict[tuple[str, str, str], bool | None] = {}
+    denied: set[str] = set()
+    for kind, ns, name, _ in unheld_references(objects):
+        if kind == "Namespace" or (token is not None and token[2] and format_ref(kind, ns, name) == token[0]):
+            continue
+        if kind in denied:
+            out[kind, ns, name] = None
+            continue
+        try:
+            out[kind, ns, name] = client.get(KINDS[kind], ns or None, name) is not None
+        except ClusterError as e:
+            if e.status not in (401, 403):
+                raise
+            denied.add(kind)
+            out[kind, ns, name] = None
+    return out
