@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 from fakekube import FakeKube
+from flowkit import seed
 
 from support.cli import run_cli
 
@@ -19,7 +20,7 @@ from support.cli import run_cli
 def fake(request: pytest.FixtureRequest) -> Iterator[FakeKube]:
     """The fake API server with the KubeRay CRDs of ``request.param`` (default v1.7.0):
     ``@pytest.mark.parametrize("fake", ["1.4.2"], indirect=True)`` for an older operator."""
-    server = FakeKube(namespaces=("default", "rl-research"), kuberay=getattr(request, "param", "1.7.0"))
+    server = seed(FakeKube(namespaces=("default", "rl-research"), kuberay=getattr(request, "param", "1.7.0")))
     yield server
     server.shutdown()
     assert not server.errors, "the fake API server failed:\n" + "\n".join(server.errors)

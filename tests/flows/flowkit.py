@@ -9,6 +9,28 @@ from typing import Any
 
 from fakekube import SAFETY_TIMEOUT, FakeKube
 
+# What the examples' pods name and a real cluster's admin creates before the first run: `run` and
+# `serve up` refuse to apply while one is missing (live/references.py).
+PREREQUISITES: list[dict[str, Any]] = [
+    *({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": 1000}
+      for n in ("gpu-training",)),
+    {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"},
+    *({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": n, "namespace": "rl-research"}}
+      for n in ("ghcr-pull", "wandb")),
+    *({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": ns}}
+      for ns in ("llama", "inference")),
+    *({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fsx-claim", "namespace": ns},
+       "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Ti"}}}}
+      for ns in ("rl-research", "inference")),  # the eks profile's FSx claim
+]
+
+
+def seed(fake: FakeKube) -> FakeKube:
+    """The fake with :data:`PREREQUISITES` in it (a test of a missing one removes it)."""
+    for obj in PREREQUISITES:
+        fake.put(obj)
+    return fake
+
 
 def in_background(fn: Any) -> threading.Thread:
     """Run ``fn`` (a controller's part) in a thread; its exceptions land in ``thread.errors``."""

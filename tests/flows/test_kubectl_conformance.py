@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import pytest
 from fake_http import serve, write_kubeconfig
 from fakekube import FakeKube, bundled_crds
+from flowkit import seed
 from kuberay_sim import KubeRay
 
 from support.cli import run_cli
@@ -59,7 +60,7 @@ class Env(NamedTuple):
 
 @pytest.fixture
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
-    fake = FakeKube(namespaces=("default", NS, "dockyard"))
+    fake = seed(FakeKube(namespaces=("default", NS, "dockyard")))
     for operator in ("kueue", "keda"):  # every kind a golden file holds is served
         fake.install_crds(bundled_crds(operator))
     sim = fake.extend(KubeRay())

@@ -59,6 +59,8 @@ def test_typed_settings_win_over_set_and_keep_their_type() -> None:
 
 def test_namespace_flag_is_a_string_even_when_it_looks_like_a_number(cli: Any, fake: FakeKube) -> None:
     fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "2024"}})
+    for secret in ("ghcr-pull", "wandb"):  # what the example's pods name
+        fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": "2024"}})
     r = cli("run", str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml"), "-n", "2024",
             "--detach")
     assert r.code == 0, r.err

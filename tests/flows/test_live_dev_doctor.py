@@ -238,6 +238,9 @@ def test_doctor_reports_every_problem_and_exits_1(cli: Any, fake: FakeKube) -> N
               "status": {"hard": {"requests.nvidia.com/gpu": "16"}, "used": {"requests.nvidia.com/gpu": "8"}}})
     fake.deny("delete", "rayjobs")
     fake.deny("create", "pods", "exec")
+    fake.remove("scheduling.k8s.io/v1", "PriorityClass", "", "gpu-training")
+    for secret in ("ghcr-pull", "wandb"):
+        fake.remove("v1", "Secret", NS, secret)
     r = cli("doctor", *ARGS)
     assert r.code == 1
     out = r.out

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from flowkit import in_background, wait_following, wait_output
+from flowkit import in_background, seed, wait_following, wait_output
 from kuberay_sim import NS, RUN, pod, set_job, start_cluster
 
 from support.paths import EXAMPLES
@@ -29,6 +29,30 @@ def test_run_detach_applies_in_order_with_server_side_apply(cli: Any, fake: Fake
     assert all(q.params["fieldManager"] == "dockyard-k8s" for q in patches)
     assert fake.get("ray.io/v1", "RayJob", NS, RUN) is not None
     assert "dockyard-k8s status" in r.out and "dockyard-k8s down" in r.out
+
+
+def test_a_missing_secret_or_priority_class_stops_the_run_before_anything_is_applied(cli: Any, fake: FakeKube) -> None:
+    # It used to apply everything and follow: FailedCreate (forbidden: no PriorityClass) and
+    # CreateContainerConfigError repeated until --timeout, while check said "`run` stops on anything missing"
+    fake.remove("scheduling.k8s.io/v1", "PriorityClass", "", "gpu-training")
+    fake.remove("v1", "Secret", NS, "wandb")
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 1
+    assert r.err.splitlines()[:3] == [
+        f"error: run {RUN} refers to 2 object(s) the cluster does not have, so its pods could never start; nothing "
+        "was applied:",
+        "  PriorityClass gpu-training, used as priorityClassName; create: infra.priorityClass.create: true, or "
+        "kubectl create priorityclass gpu-training --value=1000",
+        f"  Secret {NS}/wandb, used as key api-key (env WANDB_API_KEY); create: kubectl -n {NS} create secret "
+        "generic wandb --from-literal=api-key=... (or `dockyard-k8s dev secrets`)"]
+    assert not [q for q in fake.requests if q.method in ("PATCH", "POST", "PUT")]
+
+
+def test_a_reference_the_user_may_not_read_is_a_note_not_a_refusal(cli: Any, fake: FakeKube) -> None:
+    fake.deny("get", "priorityclasses")  # cluster-scoped: a namespaced Role cannot grant it
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 0, r.err
+    assert "note: not checked: the PriorityClass the pods name (no permission to get priorityclasses)" in r.out + r.err
 
 
 def test_rerun_unchanged_is_a_noop(cli: Any, fake: FakeKube) -> None:
@@ -186,7 +210,7 @@ def test_missing_kuberay_crds_is_explained(cli: Any, monkeypatch: pytest.MonkeyP
 
     from dockyard_k8s.live import client as client_mod
 
-    bare = FakeKube(crds=False, namespaces=("rl-research",))
+    bare = seed(FakeKube(crds=False, namespaces=("rl-research",)))
     monkeypatch.setattr(client_mod, "connect", lambda **kw: client_mod.KubeClient(
         httpx2.Client(transport=bare, base_url="https://x"), namespace="rl-research"))
     r = cli("run", *ARGS, "--detach")

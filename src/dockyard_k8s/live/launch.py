@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live import orchestrate, references
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.dashboard import RayTarget, ray_jobs
 from dockyard_k8s.live.kinds import kind_of, ref
@@ -72,6 +72,11 @@ def preview(bundle: Bundle, options: LaunchOptions = LaunchOptions()) -> tuple[l
     return split_apply(with_record(bundle, options))
 
 
+# The infra keys that render what a run's pods may refer to, said before kubectl's way.
+RUN_CREATES = {"PriorityClass": "infra.priorityClass.create: true, or kubectl create priorityclass {name} --value=1000",
+               "PersistentVolumeClaim": "infra.storage.create: true, or create the claim {name} in {ns}"}
+
+
 def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
            say: Say = print, write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """Apply the run in order, then (unless detached) follow it to its end.
@@ -87,6 +92,11 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
 
     # First: a Secret the infra file names but the cluster lacks fails before anything changes.
     secret, existing = launch_secret(client, bundle.run.infra)
+    # Then anything else the pods need and the run does not create (a PriorityClass, an env Secret):
+    # the follower could only wait on pods that can never start.
+    for unread in references.require(client, [*([secret] if secret else []), *with_record(bundle, options)],
+                                         what=f"run {run}", creates=RUN_CREATES):
+        (note or say)(unread)
     if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects):  # one line when the plugin ignores it
         from dockyard_k8s.live.netpol import inert_warning
 

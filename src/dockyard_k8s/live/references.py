@@ -109,3 +109,43 @@ def read_references(client: KubeClient, objects: list[dict[str, Any]],
             denied.add(kind)
             out[kind, ns, name] = None
     return out
+
+
+def missing_fixes(objects: list[dict[str, Any]], found: dict[tuple[str, str, str], bool | None],
+                  creates: dict[str, str]) -> list[str]:
+    """One line per reference ``found`` says is missing: what it is, how the pods use it, how to
+    create it (``creates``: kind -> the command's own fix, ``{ns}``/``{name}`` filled in, said instead)."""
+    lines = []
+    for kind, ns, name, how in unheld_references(objects):
+        if found.get((kind, ns, name)) is not False:
+            continue
+        fix = (_secret_fix(ns, name, how) if kind == "Secret" else
+               f"kubectl create namespace {name}" if kind == "Namespace" else
+               REFERENCE_FIXES[kind].format(ns=ns, name=name))
+        if kind in creates:  # the spec's own way first, then kubectl's
+            fix = creates[kind].format(ns=ns, name=name)
+        lines.append(f"  {format_ref(kind, ns, name)}" + (f", used as {how}" if how else "") + f"; create: {fix}")
+    return lines
+
+
+def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, creates: dict[str, str]) -> list[str]:
+    """``run``'s and ``serve up``'s check before anything is applied: every object the pods name
+    and ``objects`` do not hold must exist (``objects`` include what the command creates itself,
+    the run's token Secret). A namespace that does not exist is left to the apply to say.
+    Returns a note per kind the user may not read (not a refusal: the pods may be fine).
+
+    Raises:
+        ClusterError: one line per missing object; nothing was applied.
+    """
+    namespaces = {name for kind, _, name, _ in unheld_references(objects) if kind == "Namespace"}
+    if any(client.get(KINDS["Namespace"], None, ns) is None for ns in namespaces):
+        return []  # the apply says so, once for every object (orchestrate.apply_objects)
+    found = read_references(client, objects, None)
+    lines = missing_fixes(objects, found, creates)
+    if lines:
+        raise ClusterError(f"{what} refers to {len(lines)} object(s) the cluster does not have, so its pods could "
+                           "never start; nothing was applied:\n" + "\n".join(lines),
+                           hint="create them (or change the spec), then run it again; `dockyard-k8s check` lists "
+                                "what must exist")
+    return [f"note: not checked: the {kind} the pods name (no permission to get {KINDS[kind].plural})"
+            for kind in sorted({kind for (kind, _, _), exists in found.items() if exists is None})]

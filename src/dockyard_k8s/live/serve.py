@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live import orchestrate, references
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD
 from dockyard_k8s.live.orchestrate import Outcome
@@ -33,6 +33,9 @@ __all__ = ["Outcome", "ServeStatus", "UpOptions", "down", "log_pods", "status", 
 
 Say = Callable[[str], None]
 MAIN_KIND = "Deployment"
+SERVE_CREATES = {"PriorityClass": "serve.priorityClass.create: true, or kubectl create priorityclass {name} "
+                                  "--value=1000",
+                 "PersistentVolumeClaim": "serve.cache.create: true, or create the claim {name} in {ns}"}
 SHARED_KINDS = frozenset({"PriorityClass"})  # cluster-scoped, shared by endpoints: never deleted by down
 
 
@@ -74,6 +77,9 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
     """
     cfg = bundle.config
     require_served(client, bundle)
+    for unread in references.require(client, bundle.objects, what=f"endpoint {cfg.name}",
+                                         creates=SERVE_CREATES):
+        say(unread)
     applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
                                         force=options.force_conflicts,
                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
