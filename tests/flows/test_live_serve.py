@@ -273,6 +273,22 @@ def test_status_on_one_screen_and_as_json(cli: Any, fake: FakeKube) -> None:
     assert doc["claims"] == [{"name": f"{NAME}-cache", "phase": "Bound"}]
 
 
+def test_status_forgets_a_provisioning_failure_once_the_claim_is_bound(cli: Any, fake: FakeKube) -> None:
+    # Seen on the real control plane: ProvisioningFailed (no StorageClass "standard"), then an admin's
+    # PersistentVolume bound the claim and the endpoint went Ready, but status still listed the event
+    cli("serve", "up", KIND_SPEC, "--detach")
+    claim = fake.get("v1", "PersistentVolumeClaim", NS, f"{NAME}-cache")
+    fake.add_event(NS, claim, "ProvisioningFailed", 'storageclass.storage.k8s.io "standard" not found')
+    assert "ProvisioningFailed" in cli("serve", "status", KIND_SPEC).out  # while it is Pending: the problem
+    bind_claim(fake)
+    fake.put(server_pod(phase="Running", ready=True))
+    rollout(fake, ready=1)
+    r = cli("serve", "status", KIND_SPEC)
+    assert r.code == 0, r.err
+    assert "PersistentVolumeClaim llama-8b-cache: Bound" in r.out
+    assert "ProvisioningFailed" not in r.out and "problems" not in r.out
+
+
 # --- logs / down ---------------------------------------------------------------------------------
 
 

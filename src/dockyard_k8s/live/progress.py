@@ -461,6 +461,15 @@ class RunView:
             return None
         return pods_by_uid.get(str(inv["uid"])) if inv.get("uid") else pods_by_name.get(str(inv.get("name", "")))
 
+    def _bound(self, event: dict[str, Any]) -> bool:
+        """An event about a claim the view holds that is Bound now (a ProvisioningFailed before a
+        volume was found): history, as a FailedScheduling before the pod was scheduled."""
+        inv = event.get("involvedObject") or event.get("regarding") or {}
+        if inv.get("kind") != "PersistentVolumeClaim":
+            return False
+        claim = self.objects.get("PersistentVolumeClaim", {}).get(str(inv.get("uid")))
+        return claim is not None and (claim.get("status") or {}).get("phase") == "Bound"
+
     def findings(self) -> list[Diagnosis]:
         """Pod-state findings first, then event findings not already explained, deduplicated."""
         pods = self.pods
@@ -485,7 +494,7 @@ class RunView:
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=when):
             fleet = self._event_fleet(event, by_uid, by_name)
-            if fleet is None or history(event, self._event_pod(event, by_uid, by_name)):
+            if fleet is None or history(event, self._event_pod(event, by_uid, by_name)) or self._bound(event):
                 continue
             found = event_finding(event, fleet)
             if found is None:

@@ -163,6 +163,7 @@ def status(client: KubeClient, bundle: ServeBundle) -> ServeStatus:
     sel = selector(bundle)
     view = orchestrate.snapshot(client, cfg.namespace, cfg.name, _watched(bundle), selector=sel, main_kind=MAIN_KIND)
     claims, _ = client.list(KINDS["PersistentVolumeClaim"], cfg.namespace, label_selector=sel, missing_ok=True)
+    view.sync("PersistentVolumeClaim", claims)  # a Bound claim's provisioning events are history
     services, _ = client.list(KINDS["Service"], cfg.namespace, label_selector=sel, missing_ok=True)
     scalers: list[dict[str, Any]] = []
     for obj in bundle.objects:
