@@ -42,6 +42,7 @@ from dockyard_k8s.plan.kueue_model import (
     potential_available,
 )
 from dockyard_k8s.plan.kueue_preempt import (
+    Preemptor,
     Target,
     can_preempt_while_borrowing,
     lowest_fitting_subtree,
@@ -87,6 +88,7 @@ class WorkloadRequest:
     priority_source: str
     pod_sets: list[PodSetRequest]
     object_index: int  # the queued object, in the objects given
+    queued_at: str = ""  # the queued object's creationTimestamp; "": created now (a rendered run)
 
 
 @dataclass
@@ -171,7 +173,8 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
         ref = f"{obj.get('kind')} {ns}/{name}"
         for n in range(kueue.workload_count(obj)):
             who = f"{ref} pod {n + 1}" if obj.get("kind") == "Deployment" else ref
-            out.append(WorkloadRequest(who, str(obj.get("kind")), ns, name, queue, priority, source, pod_sets, i))
+            out.append(WorkloadRequest(who, str(obj.get("kind")), ns, name, queue, priority, source, pod_sets, i,
+                                       str(meta.get("creationTimestamp") or "")))
     return out, notes
 
 
@@ -268,7 +271,7 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
     return None
 
 
-def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, priority: int
+def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, who: Preemptor
                 ) -> tuple[int, int, str, str]:
     """fitsResourceQuota: (mode, borrowing level, message, no-fit reason). Preemption is simulated only
     when the request is within the queue's nominal quota, or a subtree of the cohort holds it (reclaim in
@@ -288,7 +291,7 @@ def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request:
     message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
     if (quota.nominal if quota else 0) >= value or may_reclaim or can_preempt_while_borrowing(cq):
-        found, borrow = simulate(snap, cq, priority, fr, value)
+        found, borrow = simulate(snap, cq, who, fr, value)
         if not found:
             return NO_CANDIDATES, borrow, message, WAITING_FOR_QUOTA
         return (PREEMPT if any(t.workload.cluster_queue == cq.name for t in found) else RECLAIM), borrow, message, ""
@@ -325,7 +328,7 @@ class _Found:
 
 
 def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[str]], requests: dict[str, int],
-                 pod_sets: list[PodSetRequest], assumed: dict[FR, int], priority: int) -> _Found:
+                 pod_sets: list[PodSetRequest], assumed: dict[FR, int], who: Preemptor) -> _Found:
     """findFlavorForPodSets for one resource group."""
     covered, flavors = group
     wanted = {r: v for r, v in requests.items() if r in covered}
@@ -345,7 +348,7 @@ def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[
         flavor_reason = ""
         for res in sorted(wanted):
             fr = (name, res)
-            m, borrow, message, no_fit = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], priority)
+            m, borrow, message, no_fit = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], who)
             if message:
                 reasons.append(message)
                 if _SEVERITY.get(no_fit, 0) > _SEVERITY.get(flavor_reason, 0):
@@ -404,7 +407,7 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
                 break
             if res in chosen:
                 continue
-            found = _find_flavor(snap, cq, group, requests, members, assumed, wl.priority)
+            found = _find_flavor(snap, cq, group, requests, members, assumed, Preemptor(wl.priority, wl.queued_at))
             reasons += found.reasons
             if not found.flavors:
                 severity, failed = found.no_fit, True
@@ -444,7 +447,7 @@ def _verdict(snap: Snapshot, wl: WorkloadRequest, cq: ClusterQueue, results: lis
         state = "never" if reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR) else "waiting"
         return Verdict(wl, cq.name, state, reason, message, results, admission_checks=checks)
     if worst != FIT:
-        targets = preemption_targets(snap, cq, wl.priority, contested, usage)
+        targets = preemption_targets(snap, cq, Preemptor(wl.priority, wl.queued_at), contested, usage)
         if not targets:
             return Verdict(wl, cq.name, "waiting", WAITING_FOR_QUOTA, message, results, admission_checks=checks)
         return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,
