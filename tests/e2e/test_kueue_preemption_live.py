@@ -120,17 +120,24 @@ def kueue_targets(cluster: Any, ns: str, incoming: dict[str, Any]) -> set[tuple[
             if condition(wl, "Preempted").get("status") == "True"}
 
 
+def same_as_kueue(cluster: Any, ns: str, admitted: list[dict[str, Any]], incoming: dict[str, Any],
+                  expected: set[tuple[str, str]]) -> None:
+    """``admitted`` in order, then what plan's engine says ``incoming`` preempts (``expected``, from Kueue's
+    test case) is what the real Kueue preempts."""
+    admit_all(cluster, ns, admitted)
+    state, ours = our_targets(cluster, ns, incoming)
+    assert (state, ours) == ("preempt", expected)
+    assert kueue_targets(cluster, ns, incoming) == ours
+
+
 def test_minimal_set_excludes_low_priority(cluster: Any, ns: str, queues: Any) -> None:
     """TestPreemption "minimal set excludes low priority": of low (1 cpu), mid (2) and high (3) filling
     the queue's 6 cpu, a high-priority request of 2 preempts mid alone: low, taken first as the lowest
     priority, is given back (fillBackWorkloads)."""
     queues(cluster_queue(ns, "standalone", 6, {"withinClusterQueue": "LowerPriority"}), local_queue(ns, "standalone"))
-    admit_all(cluster, ns, [job(ns, "low", "standalone", "1", "low"), job(ns, "mid", "standalone", "2", "mid"),
-                            job(ns, "high", "standalone", "3", "high")])
-    incoming = job(ns, "in", "standalone", "2", "high")
-    state, ours = our_targets(cluster, ns, incoming)
-    assert (state, ours) == ("preempt", {("mid", "InClusterQueue")})
-    assert kueue_targets(cluster, ns, incoming) == ours
+    same_as_kueue(cluster, ns, [job(ns, "low", "standalone", "1", "low"), job(ns, "mid", "standalone", "2", "mid"),
+                                job(ns, "high", "standalone", "3", "high")],
+                  job(ns, "in", "standalone", "2", "high"), {("mid", "InClusterQueue")})
 
 
 def test_reclaim_quota_from_borrower(cluster: Any, ns: str, queues: Any) -> None:
@@ -140,9 +147,6 @@ def test_reclaim_quota_from_borrower(cluster: Any, ns: str, queues: Any) -> None
                          "cohort", 6),
            cluster_queue(ns, "c2", 6, {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"}, "cohort", 6),
            local_queue(ns, "c1"), local_queue(ns, "c2"))
-    admit_all(cluster, ns, [job(ns, "c1-low", "c1", "3", "low"), job(ns, "c2-mid", "c2", "3", "mid"),
-                            job(ns, "c2-high", "c2", "6", "high")])
-    incoming = job(ns, "in", "c1", "3", "high")
-    state, ours = our_targets(cluster, ns, incoming)
-    assert (state, ours) == ("preempt", {("c2-mid", "InCohortReclamation")})
-    assert kueue_targets(cluster, ns, incoming) == ours
+    same_as_kueue(cluster, ns, [job(ns, "c1-low", "c1", "3", "low"), job(ns, "c2-mid", "c2", "3", "mid"),
+                                job(ns, "c2-high", "c2", "6", "high")],
+                  job(ns, "in", "c1", "3", "high"), {("c2-mid", "InCohortReclamation")})
