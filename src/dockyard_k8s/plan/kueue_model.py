@@ -184,7 +184,7 @@ class ClusterQueue:
         return None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Admitted:
     """A workload holding quota in a ClusterQueue (a preemption candidate)."""
 
