@@ -101,7 +101,8 @@ def admit_all(cluster: Any, ns: str, jobs: list[dict[str, Any]]) -> None:
 
 def our_targets(cluster: Any, ns: str, incoming: dict[str, Any]) -> tuple[str, set[tuple[str, str]]]:
     """What plan's engine says of ``incoming`` on the cluster as it is now: (state, {(job, reason)})."""
-    objects = kueue_objects(connect(kubeconfig=cluster.kubeconfig), [ns])
+    with connect(kubeconfig=cluster.kubeconfig) as client:
+        objects = kueue_objects(client, [ns])
     snap = snapshot_from_objects(objects, "live cluster")
     (wl,), _ = workload_requests(snap, [incoming])
     verdict = assign(snap, wl)
