@@ -13,7 +13,8 @@ them at the end.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -53,9 +54,9 @@ def cluster_queue(ns: str, name: str, cpu: int, preemption: dict[str, str], coho
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": f"{ns}-{name}"}, "spec": spec}
 
 
-def local_queue(ns: str, name: str) -> dict[str, Any]:
+def local_queue(ns: str, name: str, cluster_queue: str | None = None, **spec: str) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
-            "spec": {"clusterQueue": f"{ns}-{name}"}}
+            "spec": {"clusterQueue": f"{ns}-{cluster_queue or name}", **spec}}
 
 
 @pytest.fixture
@@ -99,10 +100,14 @@ def admit_all(cluster: Any, ns: str, jobs: list[dict[str, Any]]) -> None:
                                                                  "QuotaReserved").get("status") == "True")
 
 
-def our_targets(cluster: Any, ns: str, incoming: dict[str, Any]) -> tuple[str, set[tuple[str, str]]]:
-    """What plan's engine says of ``incoming`` on the cluster as it is now: (state, {(job, reason)})."""
+def our_targets(cluster: Any, ns: str, incoming: dict[str, Any], active: str = "") -> tuple[str, set[tuple[str, str]]]:
+    """What plan's engine says of ``incoming`` on the cluster as it is now, LocalQueue ``active`` made
+    active: (state, {(job, reason)})."""
     with connect(kubeconfig=cluster.kubeconfig) as client:
         objects = kueue_objects(client, [ns])
+    for o in objects:
+        if o.get("kind") == "LocalQueue" and o["metadata"]["name"] == active:
+            o["spec"]["stopPolicy"] = "None"
     snap = snapshot_from_objects(objects, "live cluster")
     (wl,), _ = workload_requests(snap, [incoming])
     verdict = assign(snap, wl)
@@ -111,10 +116,10 @@ def our_targets(cluster: Any, ns: str, incoming: dict[str, Any]) -> tuple[str, s
     return verdict.state, {(owners[t.workload.name], t.reason) for t in verdict.targets}
 
 
-def kueue_targets(cluster: Any, ns: str, incoming: dict[str, Any]) -> set[tuple[str, str]]:
-    """Create ``incoming``; once Kueue admits it, the Jobs whose Workloads it preempted, with the reason."""
-    cluster.apply(incoming)
-    name = incoming["metadata"]["name"]
+def kueue_targets(cluster: Any, ns: str, name: str, start: Callable[[], None]) -> set[tuple[str, str]]:
+    """``start()`` (create Job ``name``, or let it be admitted); once Kueue admits it, the Jobs whose
+    Workloads it preempted, with the reason."""
+    start()
     cluster.wait(f"{name} admitted after preemption", lambda: condition(
         workloads_by_job(cluster, ns).get(name, {}), "QuotaReserved").get("status") == "True")
     return {(job_name, condition(wl, "Preempted")["reason"]) for job_name, wl in workloads_by_job(cluster, ns).items()
@@ -128,7 +133,7 @@ def same_as_kueue(cluster: Any, ns: str, admitted: list[dict[str, Any]], incomin
     admit_all(cluster, ns, admitted)
     state, ours = our_targets(cluster, ns, incoming)
     assert (state, ours) == ("preempt", expected)
-    assert kueue_targets(cluster, ns, incoming) == ours
+    assert kueue_targets(cluster, ns, incoming["metadata"]["name"], lambda: cluster.apply(incoming)) == ours
 
 
 def test_minimal_set_excludes_low_priority(cluster: Any, ns: str, queues: Any) -> None:
@@ -151,3 +156,24 @@ def test_reclaim_quota_from_borrower(cluster: Any, ns: str, queues: Any) -> None
     same_as_kueue(cluster, ns, [job(ns, "c1-low", "c1", "3", "low"), job(ns, "c2-mid", "c2", "3", "mid"),
                                 job(ns, "c2-high", "c2", "6", "high")],
                   job(ns, "in", "c1", "3", "high"), {("c2-mid", "InCohortReclamation")})
+
+
+def test_an_equal_priority_workload_queued_after_it_is_preempted(cluster: Any, ns: str, queues: Any) -> None:
+    """TestPreemption "preempt newer workloads with the same priority" (withinClusterQueue
+    LowerOrNewerEqualPriority): ``in`` is created first, in a held LocalQueue; ``later``, of the same
+    priority and created after it, is admitted through another LocalQueue of the ClusterQueue. Once
+    the first LocalQueue is active, ``in`` (its creationTimestamp read from the cluster) preempts
+    ``later``."""
+    queues(cluster_queue(ns, "starve", 2, {"withinClusterQueue": "LowerOrNewerEqualPriority"}),
+           local_queue(ns, "held", "starve", stopPolicy="Hold"), local_queue(ns, "open", "starve"))
+    cluster.apply(job(ns, "in", "held", "2", "mid"))
+    first = cluster.wait("in's Workload", lambda: workloads_by_job(cluster, ns).get("in"))
+    second = datetime.strptime(first["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=UTC)
+    cluster.wait("a later second (timestamps have seconds)", lambda: datetime.now(UTC).replace(
+        microsecond=0) > second)
+    admit_all(cluster, ns, [job(ns, "later", "open", "2", "mid")])
+    incoming = cluster.get("-n", ns, "job", "in")
+    state, ours = our_targets(cluster, ns, incoming, active="held")
+    assert (state, ours) == ("preempt", {("later", "InClusterQueue")})
+    assert kueue_targets(cluster, ns, "in", lambda: cluster.apply(local_queue(ns, "held", "starve"))) == ours
