@@ -40,7 +40,7 @@ def job(ns: str, name: str, queue: str, cpu: str, priority: str) -> dict[str, An
                 "containers": [{"name": "c", "image": "busybox:1", "resources": {"requests": {"cpu": cpu}}}]}}}}
 
 
-def cluster_queue(ns: str, name: str, cpu: int, preemption: dict[str, str], cohort: str | None = None,
+def cluster_queue(ns: str, name: str, cpu: int, preemption: dict[str, Any], cohort: str | None = None,
                   borrowing: int | None = None) -> dict[str, Any]:
     quota: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
     if borrowing is not None:
@@ -52,6 +52,16 @@ def cluster_queue(ns: str, name: str, cpu: int, preemption: dict[str, str], coho
     if cohort:
         spec["cohortName"] = f"{ns}-{cohort}"
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": f"{ns}-{name}"}, "spec": spec}
+
+
+def cohort(ns: str, name: str, parent: str | None = None, cpu: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parent:
+        spec["parentName"] = f"{ns}-{parent}"
+    if cpu is not None:
+        spec["resourceGroups"] = [{"coveredResources": ["cpu"], "flavors": [
+            {"name": ns, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]
+    return {"apiVersion": API, "kind": "Cohort", "metadata": {"name": f"{ns}-{name}"}, "spec": spec}
 
 
 def local_queue(ns: str, name: str, cluster_queue: str | None = None, **spec: str) -> dict[str, Any]:
@@ -71,7 +81,8 @@ def queues(cluster: Any, ns: str) -> Iterator[Any]:
         cluster.apply({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": ns}},
                       *({"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": f"{ns}-{p}"},
                          "value": v} for p, v in PRIORITIES.items()), *objects)
-        made.extend(f"clusterqueue/{o['metadata']['name']}" for o in objects if o["kind"] == "ClusterQueue")
+        made.extend(f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects
+                    if o["kind"] in ("ClusterQueue", "Cohort"))
 
     yield make
     cluster.kubectl("delete", "-n", ns, "--wait=false", "--ignore-not-found", "jobs", "--all")
@@ -156,6 +167,33 @@ def test_reclaim_quota_from_borrower(cluster: Any, ns: str, queues: Any) -> None
     same_as_kueue(cluster, ns, [job(ns, "c1-low", "c1", "3", "low"), job(ns, "c2-mid", "c2", "3", "mid"),
                                 job(ns, "c2-high", "c2", "6", "high")],
                   job(ns, "in", "c1", "3", "high"), {("c2-mid", "InCohortReclamation")})
+
+
+def test_borrow_within_cohort_preempts_a_lower_priority_borrower(cluster: Any, ns: str, queues: Any) -> None:
+    """TestPreemption "use BorrowWithinCohort; allow preempting a lower-priority workload from another
+    ClusterQueue while borrowing": 10 cpu in a_standard (nominal 1) must borrow; borrowWithinCohort
+    (below priority 0) lets it take a_best_effort_low, which borrows too."""
+    bwc = {"policy": "LowerPriority", "maxPriorityThreshold": 0}
+    spec = {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": bwc}
+    queues(cluster_queue(ns, "a-standard", 1, spec, "shared", 12),
+           cluster_queue(ns, "a-best-effort", 1, spec, "shared", 12),
+           cluster_queue(ns, "b-best-effort", 0, spec, "shared", 13),
+           cluster_queue(ns, "shared", 10, {}, "shared"),
+           *(local_queue(ns, q) for q in ("a-standard", "a-best-effort", "b-best-effort")))
+    same_as_kueue(cluster, ns, [job(ns, "a-best-effort-low", "a-best-effort", "10", "low"),
+                                job(ns, "b-best-effort-low", "b-best-effort", "1", "low")],
+                  job(ns, "in", "a-standard", "10", "mid"), {("a-best-effort-low", "InCohortReclaimWhileBorrowing")})
+
+
+def test_preempt_with_hierarchical_advantage(cluster: Any, ns: str, queues: Any) -> None:
+    """TestHierarchicalPreemptions "preempt with hierarchical advantage": q (no quota) is in cohort c (2
+    cpu), under root r; q_borrowing, directly under r, uses c's 2 cpu. A request of 2 in q fits c's quota:
+    q reclaims it whatever the priorities (both 0)."""
+    any_ = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+    queues(cohort(ns, "r"), cohort(ns, "c", "r", 2), cluster_queue(ns, "q", 0, any_, "c"),
+           cluster_queue(ns, "q-borrowing", 0, any_, "r"), local_queue(ns, "q"), local_queue(ns, "q-borrowing"))
+    same_as_kueue(cluster, ns, [job(ns, "admitted2", "q-borrowing", "2", "mid")], job(ns, "in", "q", "2", "mid"),
+                  {("admitted2", "InCohortReclamation")})
 
 
 def test_an_equal_priority_workload_queued_after_it_is_preempted(cluster: Any, ns: str, queues: Any) -> None:
