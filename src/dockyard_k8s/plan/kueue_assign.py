@@ -73,6 +73,23 @@ class PodSetRequest:
     spec: dict[str, Any]  # the pod template's spec (selector, affinity, tolerations)
     topology: tuple[str, str] | None  # (required|preferred, level)
     group: str | None  # kueue.x-k8s.io/podset-group-name
+    slice_level: str | None = None  # podset-slice-required-topology (with podset-slice-size)
+    unconstrained: bool | None = None  # podset-unconstrained-topology, when given
+
+    @property
+    def explicit_tas(self) -> bool:
+        """IsExplicitlyRequestingTAS: a level, unconstrained (even false) or slices asked for."""
+        return self.topology is not None or self.unconstrained is not None or self.slice_level is not None
+
+    def has_level(self, levels: list[str]) -> bool:
+        """TASFlavorSnapshot.HasLevel: the request's level (required or preferred; the highest for slices
+        alone; the lowest for unconstrained: true; none else) and its slices' level (the lowest by
+        default) are levels of the flavor's Topology."""
+        if not levels:
+            return False
+        main = (self.topology[1] if self.topology else levels[0] if self.slice_level
+                else levels[-1] if self.unconstrained else None)
+        return main in levels and (self.slice_level or levels[-1]) in levels
 
 
 @dataclass
@@ -151,6 +168,16 @@ def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> 
     return snap.default_priority, "the default priority", []
 
 
+def _slices_and_unconstrained(metadata: dict[str, Any]) -> tuple[str | None, bool | None]:
+    """The slice level (podset-slice-required-topology, taken only with podset-slice-size) and the
+    podset-unconstrained-topology boolean of a pod template (jobframework's PodSetTopologyRequest)."""
+    annotations = as_mapping(metadata.get("annotations"))
+    level = annotations.get(kueue.SLICE_REQUIRED_TOPOLOGY)
+    value = str(annotations.get(kueue.UNCONSTRAINED_TOPOLOGY, "")).lower()
+    unconstrained = True if value in ("1", "t", "true") else False if value in ("0", "f", "false") else None
+    return (str(level) if level is not None and kueue.SLICE_SIZE in annotations else None), unconstrained
+
+
 def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[list[WorkloadRequest], list[str]]:
     """The workloads Kueue would create for the queued objects among ``objects``, in apply order."""
     out: list[WorkloadRequest] = []
@@ -169,7 +196,8 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
             per_pod = _units(ps.spec)
             group = as_mapping(ps.metadata.get("annotations")).get(kueue.POD_SET_GROUP)
             pod_sets.append(PodSetRequest(ps.name, ps.count, {k: v * ps.count for k, v in per_pod.items()}, ps.spec,
-                                          kueue.topology_request(ps.metadata), str(group) if group else None))
+                                          kueue.topology_request(ps.metadata), str(group) if group else None,
+                                          *_slices_and_unconstrained(ps.metadata)))
         ref = f"{obj.get('kind')} {ns}/{name}"
         for n in range(kueue.workload_count(obj)):
             who = f"{ref} pod {n + 1}" if obj.get("kind") == "Deployment" else ref
@@ -241,13 +269,13 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
     for ps in pod_sets:
         # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
         # flavor; an explicit one is checked against the flavor's Topology even in a TAS-only queue.
-        if ps.topology is not None:
+        if ps.explicit_tas:
             if not flavor.topology:
                 if any(r in covered for r in ps.total):
                     return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
-            elif ps.topology[1] not in snap.topologies.get(flavor.topology, []):
+            elif not ps.has_level(snap.topologies.get(flavor.topology, [])):
                 return f'Flavor "{flavor.name}" does not contain the requested level'
-        elif ps.topology is None and flavor.topology and not tas_only:
+        elif flavor.topology and not tas_only:
             return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
         tolerations = [*(t for t in ps.spec.get("tolerations") or [] if isinstance(t, dict)), *flavor.tolerations]
         for taint in flavor.node_taints:
