@@ -82,8 +82,8 @@ def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any
     wl = cluster.wait("the Workload pending on quota", lambda: (w := workload(cluster, ns)) and "insufficient quota"
                       in condition(w, "QuotaReserved").get("message", "") and w)
     assert condition(wl, "QuotaReserved")["status"] == "False" and condition(wl, "Admitted").get("status") != "True"
-    job = cluster.wait("the RayJob suspended", lambda: (j := cluster.get("-n", ns, "rayjob", RUN))["status"].get(
-        "jobDeploymentStatus") == "Suspended" and j)
+    job = cluster.wait("the RayJob suspended", lambda: (j := cluster.get("-n", ns, "rayjob", RUN)).get(
+        "status", {}).get("jobDeploymentStatus") == "Suspended" and j)
     assert job["spec"]["suspend"] is True
 
     text = e2e_cli("status", RUN, "-n", ns).out
@@ -140,7 +140,7 @@ def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, 
     for run in ("low", "high"):
         cluster.script(run, {"steps": [["RUNNING", 600]]}, namespace=ns)
     assert e2e_cli("run", *example(*queued("--detach", run="low", priority=f"{ns}-low"))).code == 0
-    cluster.wait("low running", lambda: cluster.get("-n", ns, "rayjob", "low")["status"].get("jobStatus") ==
+    cluster.wait("low running", lambda: cluster.get("-n", ns, "rayjob", "low").get("status", {}).get("jobStatus") ==
                  "RUNNING")
     low = workload(cluster, ns, "low")
     assert condition(low, "Admitted")["status"] == "True" and low["spec"]["priority"] == 10
@@ -153,7 +153,7 @@ def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, 
     evicted, preempted = condition(low, "Evicted"), condition(low, "Preempted")
     assert (evicted["status"], evicted["reason"], preempted["reason"]) == ("True", "Preempted", "InClusterQueue")
     assert "due to prioritization in the ClusterQueue" in preempted["message"]
-    cluster.wait("high running", lambda: cluster.get("-n", ns, "rayjob", "high")["status"].get("jobStatus") ==
+    cluster.wait("high running", lambda: cluster.get("-n", ns, "rayjob", "high").get("status", {}).get("jobStatus") ==
                  "RUNNING")
     assert condition(workload(cluster, ns, "high"), "Admitted")["status"] == "True"
     low_job = cluster.get("-n", ns, "rayjob", "low")

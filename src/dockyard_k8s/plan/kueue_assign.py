@@ -42,6 +42,7 @@ from dockyard_k8s.plan.kueue_model import (
     potential_available,
 )
 from dockyard_k8s.plan.kueue_preempt import (
+    Preemptor,
     Target,
     can_preempt_while_borrowing,
     lowest_fitting_subtree,
@@ -72,6 +73,23 @@ class PodSetRequest:
     spec: dict[str, Any]  # the pod template's spec (selector, affinity, tolerations)
     topology: tuple[str, str] | None  # (required|preferred, level)
     group: str | None  # kueue.x-k8s.io/podset-group-name
+    slice_level: str | None = None  # podset-slice-required-topology (with podset-slice-size)
+    unconstrained: bool | None = None  # podset-unconstrained-topology, when given
+
+    @property
+    def explicit_tas(self) -> bool:
+        """IsExplicitlyRequestingTAS: a level, unconstrained (even false) or slices asked for."""
+        return self.topology is not None or self.unconstrained is not None or self.slice_level is not None
+
+    def has_level(self, levels: list[str]) -> bool:
+        """TASFlavorSnapshot.HasLevel: the request's level (required or preferred; the highest for slices
+        alone; the lowest for unconstrained: true; none else) and its slices' level (the lowest by
+        default) are levels of the flavor's Topology."""
+        if not levels:
+            return False
+        main = (self.topology[1] if self.topology else levels[0] if self.slice_level
+                else levels[-1] if self.unconstrained else None)
+        return main in levels and (self.slice_level or levels[-1]) in levels
 
 
 @dataclass
@@ -87,6 +105,7 @@ class WorkloadRequest:
     priority_source: str
     pod_sets: list[PodSetRequest]
     object_index: int  # the queued object, in the objects given
+    queued_at: str = ""  # the queued object's creationTimestamp; "": created now (a rendered run)
 
 
 @dataclass
@@ -149,6 +168,16 @@ def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> 
     return snap.default_priority, "the default priority", []
 
 
+def _slices_and_unconstrained(metadata: dict[str, Any]) -> tuple[str | None, bool | None]:
+    """The slice level (podset-slice-required-topology, taken only with podset-slice-size) and the
+    podset-unconstrained-topology boolean of a pod template (jobframework's PodSetTopologyRequest)."""
+    annotations = as_mapping(metadata.get("annotations"))
+    level = annotations.get(kueue.SLICE_REQUIRED_TOPOLOGY)
+    value = str(annotations.get(kueue.UNCONSTRAINED_TOPOLOGY, "")).lower()
+    unconstrained = True if value in ("1", "t", "true") else False if value in ("0", "f", "false") else None
+    return (str(level) if level is not None and kueue.SLICE_SIZE in annotations else None), unconstrained
+
+
 def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[list[WorkloadRequest], list[str]]:
     """The workloads Kueue would create for the queued objects among ``objects``, in apply order."""
     out: list[WorkloadRequest] = []
@@ -167,11 +196,13 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
             per_pod = _units(ps.spec)
             group = as_mapping(ps.metadata.get("annotations")).get(kueue.POD_SET_GROUP)
             pod_sets.append(PodSetRequest(ps.name, ps.count, {k: v * ps.count for k, v in per_pod.items()}, ps.spec,
-                                          kueue.topology_request(ps.metadata), str(group) if group else None))
+                                          kueue.topology_request(ps.metadata), str(group) if group else None,
+                                          *_slices_and_unconstrained(ps.metadata)))
         ref = f"{obj.get('kind')} {ns}/{name}"
         for n in range(kueue.workload_count(obj)):
             who = f"{ref} pod {n + 1}" if obj.get("kind") == "Deployment" else ref
-            out.append(WorkloadRequest(who, str(obj.get("kind")), ns, name, queue, priority, source, pod_sets, i))
+            out.append(WorkloadRequest(who, str(obj.get("kind")), ns, name, queue, priority, source, pod_sets, i,
+                                       str(meta.get("creationTimestamp") or "")))
     return out, notes
 
 
@@ -238,13 +269,13 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
     for ps in pod_sets:
         # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
         # flavor; an explicit one is checked against the flavor's Topology even in a TAS-only queue.
-        if ps.topology is not None:
+        if ps.explicit_tas:
             if not flavor.topology:
                 if any(r in covered for r in ps.total):
                     return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
-            elif ps.topology[1] not in snap.topologies.get(flavor.topology, []):
+            elif not ps.has_level(snap.topologies.get(flavor.topology, [])):
                 return f'Flavor "{flavor.name}" does not contain the requested level'
-        elif ps.topology is None and flavor.topology and not tas_only:
+        elif flavor.topology and not tas_only:
             return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
         tolerations = [*(t for t in ps.spec.get("tolerations") or [] if isinstance(t, dict)), *flavor.tolerations]
         for taint in flavor.node_taints:
@@ -268,7 +299,7 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
     return None
 
 
-def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, priority: int
+def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request: int, who: Preemptor
                 ) -> tuple[int, int, str, str]:
     """fitsResourceQuota: (mode, borrowing level, message, no-fit reason). Preemption is simulated only
     when the request is within the queue's nominal quota, or a subtree of the cohort holds it (reclaim in
@@ -288,7 +319,7 @@ def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request:
     message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
     if (quota.nominal if quota else 0) >= value or may_reclaim or can_preempt_while_borrowing(cq):
-        found, borrow = simulate(snap, cq, priority, fr, value)
+        found, borrow = simulate(snap, cq, who, fr, value)
         if not found:
             return NO_CANDIDATES, borrow, message, WAITING_FOR_QUOTA
         return (PREEMPT if any(t.workload.cluster_queue == cq.name for t in found) else RECLAIM), borrow, message, ""
@@ -325,7 +356,7 @@ class _Found:
 
 
 def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[str]], requests: dict[str, int],
-                 pod_sets: list[PodSetRequest], assumed: dict[FR, int], priority: int) -> _Found:
+                 pod_sets: list[PodSetRequest], assumed: dict[FR, int], who: Preemptor) -> _Found:
     """findFlavorForPodSets for one resource group."""
     covered, flavors = group
     wanted = {r: v for r, v in requests.items() if r in covered}
@@ -345,7 +376,7 @@ def _find_flavor(snap: Snapshot, cq: ClusterQueue, group: tuple[list[str], list[
         flavor_reason = ""
         for res in sorted(wanted):
             fr = (name, res)
-            m, borrow, message, no_fit = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], priority)
+            m, borrow, message, no_fit = _fits_quota(snap, cq, fr, assumed.get(fr, 0), wanted[res], who)
             if message:
                 reasons.append(message)
                 if _SEVERITY.get(no_fit, 0) > _SEVERITY.get(flavor_reason, 0):
@@ -404,7 +435,7 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
                 break
             if res in chosen:
                 continue
-            found = _find_flavor(snap, cq, group, requests, members, assumed, wl.priority)
+            found = _find_flavor(snap, cq, group, requests, members, assumed, Preemptor(wl.priority, wl.queued_at))
             reasons += found.reasons
             if not found.flavors:
                 severity, failed = found.no_fit, True
@@ -444,7 +475,7 @@ def _verdict(snap: Snapshot, wl: WorkloadRequest, cq: ClusterQueue, results: lis
         state = "never" if reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR) else "waiting"
         return Verdict(wl, cq.name, state, reason, message, results, admission_checks=checks)
     if worst != FIT:
-        targets = preemption_targets(snap, cq, wl.priority, contested, usage)
+        targets = preemption_targets(snap, cq, Preemptor(wl.priority, wl.queued_at), contested, usage)
         if not targets:
             return Verdict(wl, cq.name, "waiting", WAITING_FOR_QUOTA, message, results, admission_checks=checks)
         return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,

@@ -184,7 +184,7 @@ class ClusterQueue:
         return None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Admitted:
     """A workload holding quota in a ClusterQueue (a preemption candidate)."""
 
@@ -196,6 +196,16 @@ class Admitted:
     reserved_at: str = ""  # QuotaReserved's lastTransitionTime (RFC 3339 sorts as text); "": admitted now
     evicted: bool = False  # an Evicted condition is True: being preempted already
     uid: str = ""
+    queued_at: str = ""  # its queue-order time (queue_order_time); "": none known
+
+
+def queue_order_time(wl: dict[str, Any]) -> str:
+    """GetQueueOrderTimestamp (Kueue's default configuration): when an Evicted condition by
+    PodsReadyTimeout or AdmissionCheck is True, its time; else the Workload's creationTimestamp."""
+    evicted = _condition(wl, "Evicted") or {}
+    if evicted.get("status") == "True" and evicted.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
+        return str(evicted.get("lastTransitionTime") or "")
+    return str(as_mapping(wl.get("metadata")).get("creationTimestamp") or "")
 
 
 @dataclass
@@ -392,7 +402,7 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
             cq.workloads.append(Admitted(str(meta.get("name")), str(meta.get("namespace") or "default"), cq.name,
                                          int(priority) if isinstance(priority, int) else 0, usage,
                                          str(since.get("lastTransitionTime") or ""), evicted.get("status") == "True",
-                                         str(meta.get("uid") or "")))
+                                         str(meta.get("uid") or ""), queue_order_time(wl)))
         return
     with_status = 0
     for o in items:

@@ -64,6 +64,14 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class Preemptor:
+    """The incoming workload, as the preemption policies compare it with a candidate."""
+
+    priority: int
+    queued_at: str = ""  # its queue-order time (RFC 3339, sorts as text); "": created now, the newest
+
+
+@dataclass(frozen=True, slots=True)
 class _Candidate:
     workload: Admitted
     variant: int
@@ -119,11 +127,14 @@ def charge(snap: Snapshot, w: Admitted, sign: int) -> None:
 # --- candidates -----------------------------------------------------------------------------------
 
 
-def _satisfies(policy: str, preemptor: int, candidate: int) -> bool:
-    """SatisfiesPreemptionPolicy. The incoming workload is the newest, so LowerOrNewerEqualPriority
-    never finds an equal-priority candidate newer than it."""
+def _satisfies(policy: str, who: Preemptor, candidate: Admitted) -> bool:
+    """SatisfiesPreemptionPolicy: LowerOrNewerEqualPriority also takes an equal-priority candidate queued
+    after the incoming workload (its queue-order time: GetQueueOrderTimestamp). A workload created now is
+    the newest; a candidate without a time is taken as the oldest (Kueue's zero time)."""
+    if policy == "LowerOrNewerEqualPriority" and who.priority == candidate.priority:
+        return bool(who.queued_at and candidate.queued_at) and who.queued_at < candidate.queued_at
     if policy in ("LowerPriority", "LowerOrNewerEqualPriority"):
-        return preemptor > candidate
+        return who.priority > candidate.priority
     return policy == "Any"
 
 
@@ -134,48 +145,48 @@ def _borrow_within_cohort(cq: ClusterQueue) -> tuple[bool, int | None]:
     return (bwc.get("policy") or "Never") != "Never", threshold if isinstance(threshold, int) else None
 
 
-def _variant(cq: ClusterQueue, priority: int, w: Admitted, frs: set[FR], advantage: bool) -> int | None:
+def _variant(cq: ClusterQueue, who: Preemptor, w: Admitted, frs: set[FR], advantage: bool) -> int | None:
     """classifyPreemptionVariant; None: it cannot be preempted."""
     if not any(fr in frs for fr in w.usage):
         return None
     own = w.cluster_queue == cq.name
     policy = cq.preemption.get("withinClusterQueue" if own else "reclaimWithinCohort") or "Never"
-    if not _satisfies(str(policy), priority, w.priority):
+    if not _satisfies(str(policy), who, w):
         return None
     if own:
         return WITHIN_CQ
     if advantage:
         return HIERARCHICAL_RECLAIM
     allowed, threshold = _borrow_within_cohort(cq)
-    if not allowed or w.priority >= priority or (threshold is not None and w.priority > threshold):
+    if not allowed or w.priority >= who.priority or (threshold is not None and w.priority > threshold):
         return RECLAIM_WITHOUT_BORROWING
     return RECLAIM_WHILE_BORROWING
 
 
-def _from_queue(queue: ClusterQueue, cq: ClusterQueue, priority: int, frs: set[FR], advantage: bool,
+def _from_queue(queue: ClusterQueue, cq: ClusterQueue, who: Preemptor, frs: set[FR], advantage: bool,
                 lca: QuotaNode | None) -> list[_Candidate]:
-    found = [(w, _variant(cq, priority, w, frs, advantage)) for w in queue.workloads]
+    found = [(w, _variant(cq, who, w, frs, advantage)) for w in queue.workloads]
     return [_Candidate(w, v, lca) for w, v in found if v is not None]
 
 
-def _collect(snap: Snapshot, cq: ClusterQueue, priority: int, frs: set[FR], node: QuotaNode, lca: QuotaNode,
+def _collect(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], node: QuotaNode, lca: QuotaNode,
              skip: QuotaNode | None, advantage: bool, into: list[_Candidate]) -> None:
     """collectCandidatesInSubtree: the workloads of queues under ``node`` past their nominal quota, through
     cohorts past theirs, leaving out ``skip`` (the subtree already visited)."""
     for child in node.children:
         if not child.cq and child is not skip and not within_nominal(child, frs):
-            _collect(snap, cq, priority, frs, child, lca, skip, advantage, into)
+            _collect(snap, cq, who, frs, child, lca, skip, advantage, into)
     for child in node.children:
         if child.cq and child is not cq.node and not within_nominal(child, frs):
-            into += _from_queue(snap.queues[child.name], cq, priority, frs, advantage, lca)
+            into += _from_queue(snap.queues[child.name], cq, who, frs, advantage, lca)
 
 
-def _candidates(snap: Snapshot, cq: ClusterQueue, priority: int, frs: set[FR], usage: dict[FR, int]
+def _candidates(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], usage: dict[FR, int]
                 ) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
     """(the queue's own, hierarchical, priority) candidates."""
     own = []
     if (cq.preemption.get("withinClusterQueue") or "Never") != "Never":
-        own = _from_queue(cq, cq, priority, frs, False, None)
+        own = _from_queue(cq, cq, who, frs, False, None)
     hierarchical: list[_Candidate] = []
     by_priority: list[_Candidate] = []
     if cq.node.parent is None or (cq.preemption.get("reclaimWithinCohort") or "Never") == "Never":
@@ -183,7 +194,7 @@ def _candidates(snap: Snapshot, cq: ClusterQueue, priority: int, frs: set[FR], u
     advantage, remaining = _fits_in_quota(cq.node, usage)
     previous = None
     for subtree in _parents(cq.node):
-        _collect(snap, cq, priority, frs, subtree, subtree, previous, advantage,
+        _collect(snap, cq, who, frs, subtree, subtree, previous, advantage,
                  hierarchical if advantage else by_priority)
         fits, remaining = _fits_in_quota(subtree, remaining)
         advantage = advantage or fits  # every workload using this subtree's quota is farther from it
@@ -259,12 +270,12 @@ def _fill_back(snap: Snapshot, cq: ClusterQueue, usage: dict[FR, int], borrowing
     return taken
 
 
-def preemption_targets(snap: Snapshot, cq: ClusterQueue, priority: int, frs: set[FR], usage: dict[FR, int]
+def preemption_targets(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], usage: dict[FR, int]
                        ) -> list[Target]:
-    """classicalPreemptions: the minimal set of workloads to evict so that a workload of ``priority``
+    """classicalPreemptions: the minimal set of workloads to evict so that the workload ``who``
     using ``usage`` fits ``cq``, where ``frs`` are the (flavor, resource) pairs that need preemption;
     [] when there is none. ``snap`` is left as it was."""
-    own, hierarchical, by_priority = _candidates(snap, cq, priority, frs, usage)
+    own, hierarchical, by_priority = _candidates(snap, cq, who, frs, usage)
     forbidden = not _borrow_within_cohort(cq)[0]
     if not (hierarchical or by_priority) or (forbidden and not _under_nominal(cq, frs)):
         attempts: tuple[bool, ...] = (True,)
@@ -297,10 +308,10 @@ def can_preempt_while_borrowing(cq: ClusterQueue) -> bool:
     return _borrow_within_cohort(cq)[0]
 
 
-def simulate(snap: Snapshot, cq: ClusterQueue, priority: int, fr: FR, value: int) -> tuple[list[Target], int]:
+def simulate(snap: Snapshot, cq: ClusterQueue, who: Preemptor, fr: FR, value: int) -> tuple[list[Target], int]:
     """The preemption oracle for one (flavor, resource) of the flavor assigner: the targets that would make
     room for ``value`` of ``fr``, and how far up the quota comes from once they are gone."""
-    found = preemption_targets(snap, cq, priority, {fr}, {fr: value})
+    found = preemption_targets(snap, cq, who, {fr}, {fr: value})
     for t in found:
         charge(snap, t.workload, -1)
     borrow = lowest_fitting_subtree(cq.node, fr, value)[0]

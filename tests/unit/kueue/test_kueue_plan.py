@@ -265,3 +265,29 @@ def test_without_a_node_inventory_a_topology_request_is_not_placed_and_the_plan_
     result = plan_with_kueue([job], None, snapshot_from_objects(tas_queue()), source="test")
     assert [v.state for v in result.verdicts] == ["admitted"] and result.exit_code == 0
     assert "topology placement not checked (no node inventory): RayJob team/run pod set trainer" in result.notes[0]
+
+
+def test_a_slice_level_the_topology_lacks_is_no_matching_flavor():
+    """A pod set asking for slices (podset-slice-required-topology with podset-slice-size) requests TAS
+    explicitly (IsExplicitlyRequestingTAS), so even a TAS-only queue checks the slice level against the
+    flavor's Topology (HasLevel): "rack" is not a level of "gpus"."""
+    queue = [flavor("cpu", {"node-role": "cpu"}, topology="gpus"), flavor("h100", P5, topology="gpus"), TOPOLOGY,
+             *standard()[2:]]
+    slices = {"trainer": {"kueue.x-k8s.io/podset-slice-required-topology": "rack",
+                          "kueue.x-k8s.io/podset-slice-size": "1"}}
+    job = rayjob(gpu_selector=P5, head_selector={"node-role": "cpu"}, annotations=slices, inference=0)
+    (v,) = run_plan([job], queue, blocks(2)).verdicts
+    assert (v.state, v.reason) == ("never", "NoMatchingFlavor")
+    assert v.message == ('couldn\'t assign flavors to pod set trainer: Flavor "cpu" does not contain the requested '
+                         'level, Flavor "h100" does not contain the requested level')
+
+
+def test_an_unconstrained_topology_request_takes_the_tas_flavor_of_a_mixed_queue():
+    """podset-unconstrained-topology: "true" is an explicit TAS request (at the Topology's lowest level):
+    the TAS flavor h100 matches it, where a pod set without any request would be refused by it
+    ("supports only TopologyAwareScheduling")."""
+    job = rayjob(gpu_selector=P5, head_selector={"node-role": "cpu"}, inference=0,
+                 annotations={"trainer": {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}})
+    (v,) = run_plan([job], tas_queue(), blocks(2)).verdicts
+    assert v.state == "admitted"
+    assert {ps.name: ps.flavors.get(GPU) for ps in v.pod_sets}["trainer"] == "h100"

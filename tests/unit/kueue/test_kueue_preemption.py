@@ -34,8 +34,10 @@ def incoming(cpu: str, priority: int) -> list[dict[str, Any]]:
     return [job, {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": priority}]
 
 
-def verdict_of(objects: list[dict[str, Any]], cpu: str, priority: int):
+def verdict_of(objects: list[dict[str, Any]], cpu: str, priority: int, created: str | None = None):
     job, wpc = incoming(cpu, priority)
+    if created:
+        job["metadata"]["creationTimestamp"] = created
     snap = snapshot_from_objects([flavor("default"), *objects, wpc])
     (wl,), _ = workload_requests(snap, [job])
     return assign(snap, wl)
@@ -43,6 +45,16 @@ def verdict_of(objects: list[dict[str, Any]], cpu: str, priority: int):
 
 def used(name: str, queue: str, cpu: str, priority: int = 0, **extra: Any) -> dict[str, Any]:
     return admitted(name, queue, {"cpu": ("default", cpu)}, priority=priority, **extra)
+
+
+def reserved(wl: dict[str, Any], at: str) -> dict[str, Any]:
+    wl["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}]
+    return wl
+
+
+def created(wl: dict[str, Any], at: str) -> dict[str, Any]:
+    wl["metadata"]["creationTimestamp"] = at
+    return wl
 
 
 def targets(v) -> list[tuple[str, str]]:
@@ -146,6 +158,36 @@ def test_preemption_is_tried_past_the_nominal_quota_only_when_borrowing_within_c
     assert (v.state, targets(v)) == (state, preempted)
 
 
+def prevent_starvation(*workloads: dict[str, Any]) -> list[dict[str, Any]]:
+    """Kueue's "preventStarvation" ClusterQueue: cpu 6, withinClusterQueue LowerOrNewerEqualPriority."""
+    return [cq("preventStarvation", {"default": {"cpu": 6}},
+               preemption={"withinClusterQueue": "LowerOrNewerEqualPriority"}), lq("q", "preventStarvation"),
+            *workloads]
+
+
+def test_preempt_newer_workloads_with_the_same_priority():
+    """TestPreemption "preempt newer workloads with the same priority": the incoming workload (priority 1)
+    was created 15 s before wl2 and wl3 (priority 1, wl1 has 2): LowerOrNewerEqualPriority lets it take
+    an equal-priority workload queued after it, the most recently admitted one (wl2)."""
+    at = "2025-01-01T12:00:00Z"
+    objects = prevent_starvation(
+        reserved(used("wl1", "preventStarvation", "2", 2), at),
+        created(reserved(used("wl2", "preventStarvation", "2", 1), "2025-01-01T12:00:01Z"), at),
+        created(reserved(used("wl3", "preventStarvation", "2", 1), at), at))
+    v = verdict_of(objects, "2", 1, created="2025-01-01T11:59:45Z")
+    assert v.state == "preempt"
+    assert targets(v) == [("wl2", "InClusterQueue")]
+
+
+def test_a_workload_created_now_is_the_newest_and_preempts_no_equal_priority():
+    """The same queue for a run not yet submitted (no creationTimestamp: created now): nothing is newer."""
+    at = "2025-01-01T12:00:00Z"
+    objects = prevent_starvation(*(created(reserved(used(n, "preventStarvation", "2", 1), at), at)
+                                   for n in ("wl1", "wl2", "wl3")))
+    v = verdict_of(objects, "2", 1)
+    assert (v.state, v.targets) == ("waiting", [])
+
+
 # --- TestCandidatesOrdering ---------------------------------------------------------------------------
 
 
@@ -153,11 +195,6 @@ def candidates(*workloads: dict[str, Any]):
     snap = snapshot_from_objects([flavor("default"), cq("preemptor", {"default": {"cpu": 6}}),
                                   cq("other", {"default": {"cpu": 6}}), *workloads])
     return [w for queue in snap.queues.values() for w in queue.workloads]
-
-
-def reserved(wl: dict[str, Any], at: str) -> dict[str, Any]:
-    wl["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}]
-    return wl
 
 
 def test_candidates_ordering_evicted_first():
