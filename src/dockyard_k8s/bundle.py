@@ -12,43 +12,34 @@ renderer bug, and nothing is printed or applied (exit 1).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.loader import Setting, resolve_run
-from dockyard_k8s.config.model import RunConfig
+from dockyard_k8s.config.model import Group, RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
-from dockyard_k8s.plain import Path, Record, format_path
+from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.render import render_run
-from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.model import Group
-    from dockyard_k8s.validate.problem import Report
+from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE, Report
 
 
-class Bundle(Record):
-    __slots__ = ("run", "objects", "validation")
-
-    def __init__(self, run: RunConfig, objects: list[dict[str, Any]], validation: Report | None = None) -> None:
-        self.run = run
-        self.objects = objects
-        self.validation = validation  # what the rendered objects were checked against
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    run: RunConfig
+    objects: list[dict[str, Any]]
+    validation: Report | None = None  # what the rendered objects were checked against
 
 
-class RenderedProblem(Record):
+@dataclass(frozen=True, slots=True)
+class RenderedProblem:
     """A problem of rendered object ``index`` at ``path`` (before it is blamed on a key)."""
 
-    __slots__ = ("object_index", "path", "message", "line", "key")
-
-    def __init__(self, object_index: int, path: Path, message: str, line: str, key: Path | None = None) -> None:
-        self.object_index = object_index
-        self.path = path
-        self.message = message
-        self.line = line  # how it reads when no infra key explains it (a renderer bug)
-        self.key = key  # the infra key, when the check knows it better than provenance does
+    object_index: int
+    path: Path
+    message: str
+    line: str  # how it reads when no infra key explains it (a renderer bug)
+    key: Path | None = None  # the infra key, when the check knows it better than provenance does
 
 
 def build_bundle(

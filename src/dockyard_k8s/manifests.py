@@ -10,26 +10,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Path, Record, format_path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.plain import Path, format_path
 
 
-class Source(Record):
+@dataclass(frozen=True, slots=True)
+class Source:
     """Where an object came from: a file and the index of its YAML document, or the
     rendered objects (file = the name ``render --output-dir`` gives it)."""
 
-    __slots__ = ("file", "document", "rendered")
-
-    def __init__(self, file: str, document: int, rendered: bool = False) -> None:
-        self.file = file
-        self.document = document
-        self.rendered = rendered
+    file: str
+    document: int
+    rendered: bool = False
 
 
 class _Text:
@@ -47,16 +43,14 @@ class _Text:
         return self._text
 
 
-class Manifest(Record):
+@dataclass(frozen=True, slots=True)
+class Manifest:
     """One Kubernetes object and where it is written."""
 
-    __slots__ = ("data", "source", "inside", "text")
-
-    def __init__(self, data: dict[str, Any], source: Source, inside: Path, text: _Text) -> None:
-        self.data = data
-        self.source = source
-        self.inside = inside  # where the object is in its document: () or ("items", i) in a List
-        self.text = text
+    data: dict[str, Any]
+    source: Source
+    inside: Path  # where the object is in its document: () or ("items", i) in a List
+    text: _Text
 
     def line(self, path: Path) -> int:
         """The line of ``path`` (its nearest written parent's for a missing field); 0 if unknown."""

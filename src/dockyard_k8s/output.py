@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 # Files write_objects writes into a directory (and replaces on the next render).
 _OWNED = re.compile(r"^\d{2}-[a-z0-9.-]+\.(yaml|json)$")

@@ -6,9 +6,7 @@ from collections.abc import Callable
 
 # typing.TYPE_CHECKING without importing typing, which every start-up would pay for (bench/README.md,
 # "Issue 12's speed guards"): type checkers treat any TYPE_CHECKING as true.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Self
+from typing import Any, Self
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
 Path = tuple[str | int, ...]

@@ -25,14 +25,11 @@ import gc
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 from dockyard_k8s.suggest import did_you_mean
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 # name -> one-line summary, in `--help` order. Each lives in cli/cmd_<name>.py; only the
 # invoked command's module is imported (the others cost start-up time and are not needed).

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 OK = "✔"
 FAIL = "✖"
 WARN = "!"

@@ -11,11 +11,11 @@ alone, or beside the run or the manifests, so ``plan`` places the endpoint with 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.plain import Record
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -29,13 +29,11 @@ manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (
 """
 
 
-class Targets(Record):
-    __slots__ = ("objects", "sections", "rendered")
-
-    def __init__(self, objects: list[Manifest], sections: dict[str, Any], rendered: bool) -> None:
-        self.objects = objects
-        self.sections = sections  # the infra spec's lint and plan sections (defaults filled)
-        self.rendered = rendered
+@dataclass(frozen=True, slots=True)
+class Targets:
+    objects: list[Manifest]
+    sections: dict[str, Any]  # the infra spec's lint and plan sections (defaults filled)
+    rendered: bool
 
 
 def add_target_args(parser: argparse.ArgumentParser) -> None:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.config.infra_types import InfraSpec
+from dockyard_k8s.config.model import PodSizing
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
 from dockyard_k8s.render.rayauth import token_prerequisite
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import PodSizing
 
 EXAMPLES = """\
 examples:

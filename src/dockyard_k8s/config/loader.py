@@ -16,12 +16,16 @@ Everything here is pure except reading the files named; the environment is passe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, stack
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
@@ -32,13 +36,7 @@ from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Record, clone
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
+from dockyard_k8s.plain import clone
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
@@ -156,7 +154,7 @@ def resolve_run(
     problems, notes = run_rules(run, empty=layers.empty)
     if problems:
         return None, [*problems, *recipe_problems]
-    return run.replace(notes=(*run.notes, *notes)), recipe_problems
+    return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
 
 
 def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
@@ -315,17 +313,14 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
     return infra, sources, broken
 
 
-class InfraDoc(Record):
+@dataclass(frozen=True, slots=True)
+class InfraDoc:
     """The infra spec alone, layered and schema-checked, with where each value was written."""
 
-    __slots__ = ("data", "sources", "marks", "key_marks")
-
-    def __init__(self, data: InfraSpec, sources: list[str], marks: dict[Path, Mark],
-                 key_marks: dict[Path, Mark]) -> None:
-        self.data = data  # every default filled in
-        self.sources = sources  # layers merged, lowest first
-        self.marks = marks
-        self.key_marks = key_marks
+    data: InfraSpec  # every default filled in
+    sources: list[str]  # layers merged, lowest first
+    marks: dict[Path, Mark]
+    key_marks: dict[Path, Mark]
 
     def locate(self, path: Path, message: str) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it."""

@@ -8,11 +8,13 @@ fit of each pod on one node of its declared instance type is checked on the rend
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.model import RunConfig, layer_name
+from dockyard_k8s.config.model import Group, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
@@ -20,12 +22,6 @@ from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.suggest import did_you_mean
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.model import Group
 
 # Image references as the container runtime parses them (distribution/reference grammar):
 # [host[:port]/]path[:tag][@digest]; path components lowercase.
@@ -82,7 +78,7 @@ def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[Config
         problem = run.locate(("infra", "image"), message + hint)
         if problem.file == "<shipped defaults>":  # nothing wrote it: say where it should go
             where = run.infra_files[-1] if run.infra_files else run.recipe_file
-            problem = problem.replace(file=where)
+            problem = dataclasses.replace(problem, file=where)
         problems.append(problem)
     launch = infra["launch"]
     attach = launch["attach"]
@@ -138,7 +134,7 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
 def _unechoed(problem: ConfigProblem) -> ConfigProblem:
     """``problem`` located at a ``--set`` without the value it set (a file is named by its line)."""
     if problem.file.startswith("--set"):
-        return problem.replace(file=redact_assignment(problem.file, always=True))
+        return dataclasses.replace(problem, file=redact_assignment(problem.file, always=True))
     return problem
 
 

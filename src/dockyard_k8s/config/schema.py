@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 from dockyard_k8s.suggest import did_you_mean
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 Schema = dict[str, "Any"]
 _NO_DEFAULT = object()

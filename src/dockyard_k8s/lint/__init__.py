@@ -16,10 +16,7 @@ The names below are imported on first use: ``check`` imports ``isolation.py`` (a
 from __future__ import annotations
 
 import importlib
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 # name -> the module that defines it
 _HOMES = {

@@ -19,12 +19,10 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-    from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
-    from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
+from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
+from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
 
 # Loaded on first use: ``check`` imports plan/fit.py (and the inventory and filters it needs) for
 # its fit test, never the scheduler loop.

@@ -10,13 +10,10 @@ sorted ``<count> <reason>`` strings (Go string sort), as ``kubectl describe pod`
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from dockyard_k8s.kube import selector_matches
 from dockyard_k8s.plan.inventory import Node, PlacedPod
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 # Reason strings, verbatim from the plugins.
 UNSCHEDULABLE = "node(s) were unschedulable"

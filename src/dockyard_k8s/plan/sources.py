@@ -16,10 +16,10 @@ Nothing here talks to a cluster: ``live/`` lists the objects (``live.doctor.clus
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import MALFORMED_DATA, ConfigProblem, UsageError
-from dockyard_k8s.plain import Record
 from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools
 from dockyard_k8s.plan.kueue_plan import queued_jobs, team_objects
 
@@ -36,25 +36,21 @@ NO_INVENTORY = ("no node inventory: declare plan.nodePools in the infra spec, or
                 "(kubectl get nodes -o yaml)")
 
 
-class KueueInput(Record):
+@dataclass(frozen=True, slots=True)
+class KueueInput:
     """The Kueue objects a queued run is admitted against, and where they came from (for the report)."""
 
-    __slots__ = ("objects", "source")
-
-    def __init__(self, objects: list[dict[str, Any]], source: str) -> None:
-        self.objects = objects
-        self.source = source
+    objects: list[dict[str, Any]]
+    source: str
 
 
-class Sources(Record):
+@dataclass(frozen=True, slots=True)
+class Sources:
     """What the command line chose, checked before anything is fetched from a cluster."""
 
-    __slots__ = ("inventory", "node_files", "kueue")
-
-    def __init__(self, inventory: str, node_files: tuple[str, ...], kueue: KueueInput | None) -> None:
-        self.inventory = inventory  # LIVE, NODE_FILES, NODE_POOLS or NO_NODES
-        self.node_files = node_files
-        self.kueue = kueue  # the --kueue files' objects, when some were given
+    inventory: str  # LIVE, NODE_FILES, NODE_POOLS or NO_NODES
+    node_files: tuple[str, ...]
+    kueue: KueueInput | None  # the --kueue files' objects, when some were given
 
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),

@@ -25,6 +25,8 @@ inputs give byte-identical output. One module per object family:
 
 from __future__ import annotations
 
+from typing import Any
+
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.render.governance import governance_objects
 from dockyard_k8s.render.network import network_policies
@@ -32,10 +34,6 @@ from dockyard_k8s.render.platform import apply_platform, prepull_daemonset, prio
 from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
 from dockyard_k8s.render.recipe import recipe_configmap
 from dockyard_k8s.render.sandbox import sandbox_objects
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["render_run"]
 

@@ -24,6 +24,9 @@ its sources by label.
 
 from __future__ import annotations
 
+from typing import Any
+
+from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.config.network import (
     DNS_PORT,
     INTERNAL_CIDRS,
@@ -40,12 +43,6 @@ from dockyard_k8s.config.network import (
 )
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
 
 RAY_DASHBOARD_PORT = 8265
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server

@@ -15,7 +15,11 @@ is left alone, except where noted.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dockyard_k8s import kube
+from dockyard_k8s.config.infra_types import InfraSpec
+from dockyard_k8s.config.model import Fleet, Group
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
@@ -28,13 +32,6 @@ from dockyard_k8s.render.meta import (
     run_name,
     selector,
 )
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet, Group
 
 GPU = "nvidia.com/gpu"
 GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods one training run lives or dies with

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from dockyard_k8s.config.infra_types import InfraSpec
+from dockyard_k8s.config.model import PodSizing
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
@@ -36,14 +39,6 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import PodSizing
 
 GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.

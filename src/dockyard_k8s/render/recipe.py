@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.render.meta import metadata, name_of
 from dockyard_k8s.render.serialize import dump_yaml
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.config.infra_types import InfraSpec
 
 RECIPE_KEY = "recipe.yaml"
 RECIPE_DIR = "/etc/dockyard-k8s"

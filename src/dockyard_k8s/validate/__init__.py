@@ -27,19 +27,17 @@ Everything here is importable without cost: heavy work happens on first use.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-    from dockyard_k8s.validate.engine import (
-        ValidateOptions,
-        validate_documents,
-        validate_files,
-        validate_objects,
-        validate_report,
-    )
-    from dockyard_k8s.validate.problem import Document, Problem, Report, format_json_path
-    from dockyard_k8s.validate.reader import read_manifests
+from dockyard_k8s.validate.engine import (
+    ValidateOptions,
+    validate_documents,
+    validate_files,
+    validate_objects,
+    validate_report,
+)
+from dockyard_k8s.validate.problem import Document, Problem, Report, format_json_path
+from dockyard_k8s.validate.reader import read_manifests
 
 _LAZY = {
     "Document": "problem", "Problem": "problem", "Report": "problem", "format_json_path": "problem",

@@ -21,13 +21,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 CONVERTER = "builtin-3"
 DEFAULT_KUBERNETES_VERSION = "1.29"

@@ -21,10 +21,7 @@ from __future__ import annotations
 import marshal
 import os
 from collections.abc import Mapping
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 LAYOUT = "v1"
 

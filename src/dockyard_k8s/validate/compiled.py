@@ -14,14 +14,11 @@ import marshal
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from dockyard_k8s.validate import cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    Gate = Callable[[Any], bool]  # True when the object is valid
+Gate = Callable[[Any], bool]  # True when the object is valid
 
 _GENERATOR = "fjs-2"  # part of every cached validator's file name: bump it when generate() changes
 _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"

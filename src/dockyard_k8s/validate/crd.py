@@ -13,28 +13,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.plain import Record
 from dockyard_k8s.validate import cache
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.validate.crd_convert import Version
+from dockyard_k8s.validate.crd_convert import Version
 
 CONVERTER = "crd-6"  # in every cache key: bump it when crd_convert.py's output changes
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
-class CrdSchema(Record):
+@dataclass(frozen=True, slots=True)
+class CrdSchema:
     """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""
 
-    __slots__ = ("api_kind", "key", "source")
-
-    def __init__(self, api_kind: str, key: str, source: str) -> None:
-        self.api_kind = api_kind
-        self.key = key
-        self.source = source  # one line: which file (and, for bundled or fetched ones, which release)
+    api_kind: str
+    key: str
+    source: str  # one line: which file (and, for bundled or fetched ones, which release)
 
 
 def _crd_files(path: str) -> list[str]:

@@ -28,15 +28,12 @@ imports it then): a warm ``check`` does not load it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
+Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
 
 _HOIST_MIN = 200  # characters of canonical JSON: smaller repeats stay inline (bench/README.md, "hoisting")
 _DROP = frozenset({"description", "format", "default", "example", "x-kubernetes-validations",

@@ -15,6 +15,7 @@ to one list; a new rule goes next to the field it checks, with its source.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.plain import show
@@ -30,10 +31,6 @@ from dockyard_k8s.validate.names import (
     show_labels,
 )
 from dockyard_k8s.validate.problem import JsonPath
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 Found = list[tuple[JsonPath, str]]
 

@@ -68,13 +68,3 @@ def test_the_readme_map_names_every_top_level_module_and_package():
     named = set(re.findall(r"[A-Za-z_][\w]*(?=\.py\b|/)", block))
     assert [m for m in _members(PACKAGE) if m not in named and m != "__main__"] == []
 
-
-def test_value_classes_are_records_not_namedtuples():
-    """One idiom for small value classes: ``plain.Record`` (a NamedTuple class compiles code when
-    it is defined, at every start-up: bench/README.md)."""
-    found = []
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("NamedTuple") for b in node.bases):
-                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
-    assert found == []
