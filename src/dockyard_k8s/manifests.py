@@ -16,6 +16,10 @@ from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.pyyaml import safe_loader
+from dockyard_k8s.render.serialize import dump_yaml, object_file_name
+from dockyard_k8s.validate.locate import locate
+from dockyard_k8s.validate.reader import read_manifests
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +63,6 @@ class Manifest:
 
 def line_numbers(wanted: Sequence[tuple[Manifest, Path]]) -> list[int]:
     """The line of each (object, JSON path), 0 where unknown: one locator pass per file."""
-    from dockyard_k8s.validate.locate import locate
-
     per_text: dict[int, tuple[_Text, dict[int, list[Path]]]] = {}
     for m, path in wanted:
         _, docs = per_text.setdefault(id(m.text), (m.text, {}))
@@ -76,8 +78,6 @@ def read_objects(paths: Sequence[str]) -> list[Manifest]:
         ConfigError: a file is not YAML, has duplicate keys, or a document is not an object.
         UsageError: a path does not exist.
     """
-    from dockyard_k8s.validate.reader import read_manifests
-
     found = read_manifests(list(paths))
     problems = [ConfigProblem(p.file, p.line, 1 if p.line else 0, format_path(p.path), p.message)
                 for p in found.problems]
@@ -97,8 +97,6 @@ def read_objects(paths: Sequence[str]) -> list[Manifest]:
 def objects_from_bundle(objects: list[dict[str, Any]], *, prefix: str = "") -> list[Manifest]:
     """The rendered objects of a run (or an endpoint); each one's file is the name ``render
     --output-dir DIR`` gives it (after ``prefix``, the directory), and lines refer to that file."""
-    from dockyard_k8s.render.serialize import dump_yaml, object_file_name
-
     out = []
     for i, obj in enumerate(objects):
         name = prefix + object_file_name(i, obj, "yaml")
@@ -112,8 +110,6 @@ def looks_like_manifests(path: str) -> bool:
     if path == "-" or os.path.isdir(path):
         return True
     import yaml
-
-    from dockyard_k8s.pyyaml import safe_loader
 
     try:
         with open(path, encoding="utf-8") as f:

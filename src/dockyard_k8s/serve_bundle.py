@@ -15,6 +15,7 @@ from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.config.serve import ServeConfig, load_serve
 from dockyard_k8s.errors import ManifestError
 from dockyard_k8s.render.serve import render_serve
+from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,6 @@ def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping
     """
     config = load_serve(spec_file, sets=sets, env=env, values=values)
     objects = render_serve(config)
-    from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))
     if report.problems:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -85,8 +87,6 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a "did you mean" for a mistyped action or flag (exit 2, as argparse)."""
 
     def error(self, message: str) -> NoReturn:
-        import re
-
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
@@ -165,7 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `dockyard-k8s render | head`: stop quietly
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

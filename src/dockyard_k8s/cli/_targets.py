@@ -14,8 +14,10 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle, load_serve_bundle
+from dockyard_k8s.config.loader import load_infra
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.manifests import looks_like_manifests, objects_from_bundle, read_objects
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -49,8 +51,6 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
 
 def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
     """The lint and plan sections of the infra files, layered and checked like a run's."""
-    from dockyard_k8s.config.loader import load_infra
-
     return _sections(load_infra(args.infra, sets=args.sets, set_strings=args.set_strings, set_files=args.set_files))
 
 
@@ -67,9 +67,6 @@ def _sections(infra: InfraSpec) -> dict[str, Any]:
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
     """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
     files) and the first spec's infra (for its lint and plan sections)."""
-    from dockyard_k8s.cli.cmd_serve import load_serve_bundle
-    from dockyard_k8s.manifests import objects_from_bundle
-
     objects: list[Manifest] = []
     first: InfraSpec | None = None
     for spec in getattr(args, "serve", None) or []:
@@ -80,8 +77,6 @@ def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
-    from dockyard_k8s.manifests import looks_like_manifests, objects_from_bundle, read_objects
-
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
         if serve_infra is not None:
@@ -93,7 +88,6 @@ def load_targets(args: argparse.Namespace) -> Targets:
             raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
         return Targets([*read_objects([args.recipe, *args.overrides]), *endpoints], _sections_from_file(args),
                        False)
-    from dockyard_k8s.cli._runargs import load_bundle
 
     bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
     return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)

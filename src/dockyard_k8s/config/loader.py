@@ -37,6 +37,7 @@ from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
+from dockyard_k8s.plan.inventory import pool_problems
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
@@ -151,7 +152,7 @@ def resolve_run(
     run = RunConfig(infra.data, recipe, recipe_file, [*user_args, *added], sources,
                     infra.marks, infra.key_marks, added_args=tuple(added), infra_files=tuple(files),
                     notes=(*composer.notes, *deleted))
-    problems, notes = run_rules(run, empty=layers.empty)
+    problems, notes = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, layers.empty))
     if problems:
         return None, [*problems, *recipe_problems]
     return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
@@ -242,7 +243,7 @@ def _rules_despite(infra: Doc, broken: Sequence[Path], sources: list[str], recip
         return []  # still not what the rules expect: nothing to say without guessing
     _fill_derived(data, recipe_file)
     run = RunConfig(data, {}, recipe_file, [], sources, infra.marks, infra.key_marks, infra_files=tuple(files))
-    found, _ = run_rules(run, empty=empty)
+    found, _ = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, empty))
     sections = {format_path(p[:2]) for p in broken}
     return [p for p in found if not any(_names(p, s) for s in sections)]
 
@@ -305,8 +306,6 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
     plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
     if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
             not any(path[:1] == ("plan",) for path, _ in found):
-        from dockyard_k8s.plan.inventory import pool_problems  # only a spec that declares nodes
-
         for path, message in pool_problems(plan):
             layers.problem(infra, ("plan", *path), message)
             broken.append(("plan", *path))

@@ -10,6 +10,7 @@ same YAML 1.2 rules as files (``4`` is an int, ``null`` is null, ``[a, b]`` a li
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -302,7 +303,6 @@ def _hydra_value(value: Any) -> str:
         if re.fullmatch(r"[\w./:@%+-]+", value) and not _looks_typed(value):
             return value
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra quoted string
-    import json
 
     return json.dumps(value, separators=(",", ":"))
 

@@ -18,6 +18,7 @@ Integers are int32 unless they say otherwise, as the API server stores most of t
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -49,8 +50,6 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def _is_cidr(value: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_network(value, strict=True)
     except ValueError:

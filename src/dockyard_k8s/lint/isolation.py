@@ -28,7 +28,7 @@ from typing import Any
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
-from dockyard_k8s.lint import reach
+from dockyard_k8s.lint import entries, reach
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
 from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
@@ -168,7 +168,6 @@ def _public_exposures(src: Template, objects: list[dict[str, Any]], all_template
     """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
     if not _may_open_a_way_in(objects):
         return []
-    from dockyard_k8s.lint import entries  # dataclasses: only for inputs that may have one
 
     found = [e for e in entries.public_entries(objects)
              if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]

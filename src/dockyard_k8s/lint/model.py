@@ -16,7 +16,15 @@ from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.config.platforms import KNOWN_GPU_NODE_LABELS
-from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.kube import (
+    GPU_RESOURCES,
+    PodTemplate,
+    format_ref,
+    parse_quantity,
+    pod_requests,
+    pod_templates,
+    selector_matches,
+)
 from dockyard_k8s.manifests import Source
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
@@ -93,8 +101,6 @@ class LintConfig:
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> LintConfig:
-        from dockyard_k8s.kube import parse_quantity
-
         shm = parse_quantity(section.get("shmPerGpu", "8Gi"))
         labels = {**KNOWN_GPU_NODE_LABELS, **(section.get("gpuNodeLabels") or {})}
         return cls(ignore=tuple(section.get("ignore") or ()),

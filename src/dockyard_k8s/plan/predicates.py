@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.plan.inventory import Node, PlacedPod
+from dockyard_k8s.plan.inventory import Node, PlacedPod, host_ports, required_anti_affinity
 
 # Reason strings, verbatim from the plugins.
 UNSCHEDULABLE = "node(s) were unschedulable"
@@ -91,8 +91,6 @@ class Requirements:
     @classmethod
     def from_pod(cls, spec: dict[str, Any], labels: dict[str, str], namespace: str,
                  requests: dict[str, int]) -> Requirements:
-        from dockyard_k8s.plan.inventory import host_ports, required_anti_affinity
-
         node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution")
         terms = node_aff.get("nodeSelectorTerms") if isinstance(node_aff, dict) else None

@@ -43,6 +43,7 @@ from dockyard_k8s.config.network import (
 )
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.rayauth import enabled, secret_name
 
 RAY_DASHBOARD_PORT = 8265
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
@@ -341,8 +342,6 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
 
 def ray_ports_line(infra: InfraSpec) -> str:
     """Who may reach the GPU pods' Ray ports, and whether Ray asks for a token."""
-    from dockyard_k8s.render.rayauth import enabled, secret_name
-
     kr = infra["kuberay"]
     if infra["launch"]["mode"] == "attach":
         return ("Ray ports: the attached cluster is not covered by this run: give its pods a NetworkPolicy that "

@@ -14,6 +14,7 @@ Built in three steps, in this order:
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,6 +40,7 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
+from dockyard_k8s.render.serialize import dump_yaml
 
 GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.
@@ -175,8 +177,6 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
     writes back itself, works for both: the older documented ``"{\\"name\\": 1}"`` leaves escaped
     quotes its JSON parse refuses ("failed to add accelerator resources to rayStartParams").
     """
-    import json
-
     current: dict[str, Any] = {}
     if existing:
         text = existing.strip().strip("'")
@@ -285,8 +285,6 @@ def rayjob(infra: InfraSpec, job_args: list[str]) -> dict[str, Any]:
     if launch["suspend"]:
         spec["suspend"] = True
     if launch["runtimeEnv"]:
-        from dockyard_k8s.render.serialize import dump_yaml
-
         spec["runtimeEnvYAML"] = dump_yaml(launch["runtimeEnv"])
     if launch["deletionRules"]:
         spec["deletionStrategy"] = {"deletionRules": launch["deletionRules"]}

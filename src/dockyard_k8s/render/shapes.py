@@ -19,6 +19,7 @@ image and pull secrets, the run and fleet labels, Ray token authentication. Pod 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Literal
@@ -64,8 +65,6 @@ def bootstrap_script() -> str:
     """The bootstrap script shipped as package data (render/scripts/ray-bootstrap.sh), read
     beside this module: importlib.resources imports tempfile, shutil... on every check of a
     job/statefulset run (their cost: bench/README.md), and the package is always installed as files."""
-    import os
-
     with open(os.path.join(os.path.dirname(__file__), "scripts", SCRIPT_NAME), encoding="utf-8") as f:
         return f.read()
 

@@ -22,6 +22,7 @@ from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.render.meta import run_name
 from dockyard_k8s.render.ray import entrypoint
 from dockyard_k8s.render.sandbox import sandbox_url
+from dockyard_k8s.render.serialize import dump_yaml
 
 ATTACH_RECIPE_DIR = "/tmp/dockyard-k8s"  # on the attached cluster's head, one directory per run
 
@@ -43,7 +44,6 @@ def submission(infra: InfraSpec, recipe: dict[str, Any], job_args: list[str], *,
     user_env = dict(infra["launch"]["runtimeEnv"])
     if infra["launch"]["mode"] != "attach":
         return Submission(command or entrypoint(infra, job_args), user_env or None)
-    from dockyard_k8s.render.serialize import dump_yaml
 
     path = attach_recipe_path(infra)
     env_vars = {**(user_env.get("env_vars") or {}), "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",

@@ -18,8 +18,11 @@ cannot be written only costs speed, never correctness.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import marshal
 import os
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,8 +42,6 @@ def layout_dir(root: str) -> str:
 
 def digest(*parts: str | bytes) -> str:
     """A short, stable content key."""
-    import hashlib
-
     h = hashlib.sha256()
     for part in parts:
         h.update(part.encode() if isinstance(part, str) else part)
@@ -50,8 +51,6 @@ def digest(*parts: str | bytes) -> str:
 
 def write_atomic(path: str, data: bytes) -> bool:
     """Write ``data`` to ``path`` atomically; False (and nothing written) if the cache is not writable."""
-    import tempfile
-
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
@@ -79,7 +78,6 @@ def read_json(path: str) -> Any:
     data = read_bytes(path)
     if data is None:
         return None
-    import json
 
     try:
         return json.loads(data)
@@ -88,8 +86,6 @@ def read_json(path: str) -> Any:
 
 
 def write_json(path: str, value: Any) -> bool:
-    import json
-
     return write_atomic(path, json.dumps(value, separators=(",", ":"), sort_keys=True).encode())
 
 

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
 
 Gate = Callable[[Any], bool]  # True when the object is valid
@@ -90,7 +91,6 @@ class ValidatorCache:
         try:
             import fastjsonschema
         except ImportError as e:  # pragma: no cover - a declared dependency
-            from dockyard_k8s.errors import UsageError
 
             raise UsageError("validating needs the fastjsonschema package: pip install fastjsonschema") from e
         schema = dict(self.schema(key, build))

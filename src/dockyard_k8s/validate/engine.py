@@ -28,10 +28,12 @@ from dockyard_k8s import kueue
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.plain import show_typed
 from dockyard_k8s.validate import builtin, cache
+from dockyard_k8s.validate.collect import Collector
 from dockyard_k8s.validate.compiled import ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.cross import CrossObjects, facts_of
 from dockyard_k8s.validate.kuberay import kuberay_problems
+from dockyard_k8s.validate.kueue import kueue_problems
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
     RULE_KUEUE,
@@ -45,6 +47,7 @@ from dockyard_k8s.validate.problem import (
     count_objects,
     object_key,
 )
+from dockyard_k8s.validate.reader import read_manifests
 from dockyard_k8s.validate.semantic import object_problems
 
 
@@ -224,7 +227,6 @@ class Engine:
             found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
             found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
             if kueue.judged(obj):  # its rules' module only for a queued job or a Kueue object
-                from dockyard_k8s.validate.kueue import kueue_problems
 
                 found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
             if found_here:
@@ -247,7 +249,6 @@ class Engine:
             failed |= {m for m, doc in members if not meta_gate(doc.obj.get("metadata"))}
         if not failed:
             return
-        from dockyard_k8s.validate.collect import Collector  # only for objects that fail
 
         collector = Collector(self._cache.schema(found.key, found.build))
         meta_collector = Collector(self._cache.schema(*meta)) if meta is not None else None
@@ -292,8 +293,6 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
     Raises:
         UsageError: a missing path, an unreadable file, a bad option.
     """
-    from dockyard_k8s.validate.reader import read_manifests
-
     manifests = read_manifests(list(paths), texts)
     documents = manifests.documents
     if options.exit_on_error and manifests.problems:

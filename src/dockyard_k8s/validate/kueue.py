@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import as_mapping
+from dockyard_k8s.kube import as_mapping, parse_quantity
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.validate.names import is_dns1123_subdomain
 
@@ -213,8 +213,6 @@ def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str, *, len
 
 
 def _amount(value: Any) -> Any:
-    from dockyard_k8s.kube import parse_quantity
-
     return None if value is None else parse_quantity(value)
 
 

@@ -14,6 +14,7 @@ to one list; a new rule goes next to the field it checks, with its source.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 
@@ -527,7 +528,6 @@ def _network(text: str) -> Any:
         return _CIDRS[text]
     except KeyError:
         pass
-    import ipaddress
 
     try:
         net: Any = ipaddress.ip_network(text, strict=False)

@@ -1,4 +1,4 @@
-"""The offline commands (`check`, `render`, `validate`, `lint`, `plan`) never import the cluster
+"""The offline commands (`check`, `render`, `validate`, `lint`, `plan`, `serve check`) never import the cluster
 client stack (``dockyard_k8s.live``, lightkube, httpx), Ray, shtab or a JSON Schema compiler: those
 stay behind the live commands, `completion` and a validator-cache miss."""
 
@@ -14,10 +14,10 @@ HEAVY = ("lightkube", "httpx", "httpx2", "anyio", "ray", "shtab", "fastjsonschem
 PROBE = """
 import sys
 from dockyard_k8s.cli import main
-recipe, infra, out = sys.argv[1:4]
+recipe, infra, serve, out = sys.argv[1:5]
 run = [recipe, "--infra", infra]
 for argv in (["check", *run], ["render", *run, "--output-dir", out], ["validate", out], ["lint", *run],
-             ["plan", *run]):
+             ["plan", *run], ["serve", "check", serve]):
     code = main(argv)
     assert code == 0, (argv, code)
 
@@ -32,7 +32,7 @@ print("LIVE=" + heavy())
 
 def test_offline_commands_import_no_heavy_package_nor_live(tmp_path) -> None:
     argv = [sys.executable, "-c", PROBE.format(heavy=HEAVY), str(EXAMPLES / "grpo_swe.yaml"),
-            str(EXAMPLES / "grpo_swe.infra.yaml")]
+            str(EXAMPLES / "grpo_swe.infra.yaml"), str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]
     # the first run fills the validator cache (a miss compiles with fastjsonschema); the second is probed
     subprocess.run([*argv, str(tmp_path / "warm")], capture_output=True, text=True, timeout=300)
     proc = subprocess.run([*argv, str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
