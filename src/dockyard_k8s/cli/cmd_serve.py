@@ -2,7 +2,7 @@
 
 SPEC is an infra file with a ``serve:`` section (docs/serve.md). ``check`` and ``render`` are
 offline and import nothing heavy; the live subcommands' code is in ``cmd_serve_live.py``,
-imported only when one of them runs.
+which imports the cluster client only when one of them runs.
 """
 
 from __future__ import annotations

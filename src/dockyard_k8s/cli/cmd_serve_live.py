@@ -1,5 +1,5 @@
 """The live ``serve`` subcommands: up, status, logs, down, test. Parse, call ``live/serve.py``
-(or ``live/openai.py``), print; imported only when one of them runs (they load the client)."""
+(or ``live/openai.py``), print; ``live/`` (the client) is imported only when one of them runs."""
 
 from __future__ import annotations
 

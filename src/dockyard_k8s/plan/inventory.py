@@ -45,8 +45,7 @@ class PlacedPod:
 
 class Node:
     """A node, and what the simulation has placed on it so far (``requested``, ``pods`` and
-    ``host_ports`` grow as pods are placed). Not a dataclass: ``check`` builds nodes for its fit
-    test and does not import ``dataclasses`` (bench/README.md)."""
+    ``host_ports`` grow as pods are placed): state, not a value."""
 
     def __init__(self, name: str, pool: str, labels: dict[str, str], taints: list[dict[str, Any]], unschedulable: bool,
                  allocatable: dict[str, int], requested: dict[str, int] | None = None,

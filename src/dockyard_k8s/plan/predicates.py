@@ -73,8 +73,8 @@ def _term_matches(term: dict[str, Any], node: Node) -> bool:
 
 
 class Requirements:
-    """What the filters ask of a pod, compiled once per pod template (not a dataclass: see
-    :class:`.inventory.Node`)."""
+    """What the filters ask of a pod, compiled once per pod template (mutable: ``check``'s fit
+    test drops ``affinity_terms`` it cannot judge)."""
 
     def __init__(self, namespace: str, labels: dict[str, str], requests: dict[str, int],
                  tolerations: list[dict[str, Any]] | None = None, node_selector: dict[str, str] | None = None,
