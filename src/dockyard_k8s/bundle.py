@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.loader import Setting, resolve_run
-from dockyard_k8s.config.model import Group, RunConfig
+from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.kube import parse_quantity, pod_templates
@@ -25,7 +25,11 @@ from dockyard_k8s.plan.fit import misfits
 from dockyard_k8s.render import provenance, render_run
 from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
-from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE, Report
+from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.model import Group
+    from dockyard_k8s.validate.problem import Report
 
 
 @dataclass(frozen=True, slots=True)

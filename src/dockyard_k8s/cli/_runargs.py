@@ -11,7 +11,6 @@ from dockyard_k8s.bundle import Bundle, build_bundle
 from dockyard_k8s.cli._flags import add_infra_or_follow_arg
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
@@ -112,9 +111,3 @@ def run_name_arg(args: argparse.Namespace) -> str | None:
         raise UsageError(f"{value} names a run on the cluster, which keeps what it was launched with: "
                          f"{', '.join(layers)} {'need' if len(layers) > 1 else 'needs'} a RECIPE file")
     return str(value)
-
-
-def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
-    """The model endpoint of ``serve``'s SPEC argument, with its --set and -n."""
-    values = [Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}")] if args.namespace else []
-    return build_serve_bundle(args.spec, sets=args.sets, env=os.environ, values=values)

@@ -11,17 +11,18 @@ alone, or beside the run or the manifests, so ``plan`` places the endpoint with 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle, load_serve_bundle
-from dockyard_k8s.config.loader import load_infra
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
+from dockyard_k8s.config.loader import Setting, load_infra
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.manifests import looks_like_manifests, objects_from_bundle, read_objects
+from dockyard_k8s.manifests import Manifest, looks_like_manifests, objects_from_bundle, read_objects
+from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.manifests import Manifest
 
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
@@ -91,3 +92,9 @@ def load_targets(args: argparse.Namespace) -> Targets:
 
     bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
     return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)
+
+
+def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
+    """The model endpoint of ``serve``'s SPEC argument, with its --set and -n."""
+    values = [Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}")] if args.namespace else []
+    return build_serve_bundle(args.spec, sets=args.sets, env=os.environ, values=values)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
-from dockyard_k8s.config.infra_types import InfraSpec
-from dockyard_k8s.config.model import PodSizing
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.lint.isolation import exposures
 from dockyard_k8s.output import document_path, write_document
@@ -20,6 +18,10 @@ from dockyard_k8s.render.platform import cpu_placement_line
 from dockyard_k8s.render.rayauth import token_prerequisite
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 from dockyard_k8s.render.submission import attach_recipe_path
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import PodSizing
 
 EXAMPLES = """\
 examples:

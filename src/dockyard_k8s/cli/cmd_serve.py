@@ -22,7 +22,7 @@ from dockyard_k8s.cli._output import (
     print_objects,
     table,
 )
-from dockyard_k8s.cli._runargs import load_serve_bundle
+from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.config.serve import rollout_strategy, scrape_mechanism
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.kube import object_ref

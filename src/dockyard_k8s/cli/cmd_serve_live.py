@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, print_findings, say
 from dockyard_k8s.cli._output import table
-from dockyard_k8s.cli._runargs import load_serve_bundle
+from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.render.serialize import dump_json

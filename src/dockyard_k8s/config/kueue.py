@@ -15,11 +15,13 @@ manifest); ``bundle.py`` reports them at the infra key the renderers' provenance
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.kueue import topology_of
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
     "rayjob": ("head", "trainer", "inference", "submitter"),

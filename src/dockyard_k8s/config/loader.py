@@ -21,11 +21,10 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, stack
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
@@ -38,6 +37,9 @@ from dockyard_k8s.credentials import redact_assignment, secret_assignment, secre
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
 from dockyard_k8s.plan.inventory import pool_problems
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]

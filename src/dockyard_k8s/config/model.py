@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
 from dockyard_k8s.config.yamlio import Mark
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
@@ -23,8 +22,12 @@ SHIPPED = "<shipped defaults>"
 
 Fleet = Literal["trainer", "inference"]  # the GPU worker groups
 Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
-FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
-PodSizing = KuberayHead | KuberayTrainer  # any of kuberay.head/trainer/inference
+
+if TYPE_CHECKING:  # the generated TypedDicts are for the type checker: 60 classes not built at run time
+    from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
+
+    FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
+    PodSizing = KuberayHead | KuberayTrainer  # any of kuberay.head/trainer/inference
 
 
 def locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path, *, at_key: bool = False) -> Mark:

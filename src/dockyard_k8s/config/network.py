@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec, SandboxNetworkPolicy
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, SandboxNetworkPolicy
+
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 

@@ -21,12 +21,14 @@ docs read it; nothing here does I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
-from dockyard_k8s.config.model import Fleet
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import clone
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 

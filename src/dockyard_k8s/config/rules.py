@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.model import Group, RunConfig, layer_name
+from dockyard_k8s.config.model import RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
@@ -23,6 +23,9 @@ from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.render.platform import gpu_instance_types
 from dockyard_k8s.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.model import Group
 
 # Image references as the container runtime parses them (distribution/reference grammar):
 # [host[:port]/]path[:tag][@digest]; path components lowercase.

@@ -15,8 +15,8 @@ checks the cross-field rules; ``render/serve.py`` renders.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dockyard_k8s.config.infra_types import Serve
 from dockyard_k8s.config.network import INTERNAL_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
@@ -33,6 +33,9 @@ from dockyard_k8s.config.schema import (
     string,
     string_map,
 )
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import Serve
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,12 @@ too-tight quota applied mid-run would block the run's own pods).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.render.meta import metadata, name_of, quantity
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 
 def governance_objects(infra: InfraSpec) -> list[dict[str, Any]]:

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan.units import format_amount, to_units
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)
 HOSTNAME = "kubernetes.io/hostname"

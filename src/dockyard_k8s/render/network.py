@@ -24,9 +24,8 @@ its sources by label.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.config.network import (
     DNS_PORT,
     INTERNAL_CIDRS,
@@ -44,6 +43,9 @@ from dockyard_k8s.config.network import (
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
 from dockyard_k8s.render.rayauth import enabled, secret_name
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 RAY_DASHBOARD_PORT = 8265
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server

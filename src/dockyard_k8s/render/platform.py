@@ -15,11 +15,9 @@ is left alone, except where noted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kube
-from dockyard_k8s.config.infra_types import InfraSpec
-from dockyard_k8s.config.model import Fleet, Group
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
@@ -32,6 +30,10 @@ from dockyard_k8s.render.meta import (
     run_name,
     selector,
 )
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet, Group
 
 GPU = "nvidia.com/gpu"
 GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods one training run lives or dies with

@@ -17,10 +17,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
-from dockyard_k8s.config.model import PodSizing
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
@@ -41,6 +39,10 @@ from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
 from dockyard_k8s.render.serialize import dump_yaml
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import PodSizing
 
 GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.render.meta import metadata, name_of
 from dockyard_k8s.render.serialize import dump_yaml
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 RECIPE_KEY = "recipe.yaml"
 RECIPE_DIR = "/etc/dockyard-k8s"

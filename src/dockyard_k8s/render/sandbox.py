@@ -20,13 +20,15 @@ Hardening beyond the spec's baseline, because the pool runs untrusted code:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 
 
 def sandbox_url(infra: InfraSpec) -> str:

@@ -22,10 +22,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
-from dockyard_k8s.config.model import Group, PodSizing
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.plain import Path, clone
@@ -45,6 +43,10 @@ from dockyard_k8s.render.platform import padded_deadline
 from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
+    from dockyard_k8s.config.model import Group, PodSizing
 
 SCRIPT_NAME = "ray-bootstrap.sh"
 SCRIPT_DIR = "/opt/dockyard"

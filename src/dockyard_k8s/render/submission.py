@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.infra_types import InfraSpec
 from dockyard_k8s.render.meta import run_name
 from dockyard_k8s.render.ray import entrypoint
 from dockyard_k8s.render.sandbox import sandbox_url
 from dockyard_k8s.render.serialize import dump_yaml
+
+if TYPE_CHECKING:
+    from dockyard_k8s.config.infra_types import InfraSpec
 
 ATTACH_RECIPE_DIR = "/tmp/dockyard-k8s"  # on the attached cluster's head, one directory per run
 

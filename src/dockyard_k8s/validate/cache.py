@@ -18,11 +18,9 @@ cannot be written only costs speed, never correctness.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import os
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +40,8 @@ def layout_dir(root: str) -> str:
 
 def digest(*parts: str | bytes) -> str:
     """A short, stable content key."""
+    import hashlib  # stdlib, but with tempfile ~10 ms a warm `check` (a cache hit) never needs
+
     h = hashlib.sha256()
     for part in parts:
         h.update(part.encode() if isinstance(part, str) else part)
@@ -51,6 +51,8 @@ def digest(*parts: str | bytes) -> str:
 
 def write_atomic(path: str, data: bytes) -> bool:
     """Write ``data`` to ``path`` atomically; False (and nothing written) if the cache is not writable."""
+    import tempfile  # a cache miss only (see digest)
+
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")

@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache, crd_convert
-from dockyard_k8s.validate.crd_convert import Version
+
+if TYPE_CHECKING:
+    from dockyard_k8s.validate.crd_convert import Version
 
 CONVERTER = "crd-6"  # in every cache key: bump it when crd_convert.py's output changes
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
