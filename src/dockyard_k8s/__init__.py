@@ -36,12 +36,12 @@ Layout, inputs first (each package's docstring lists its modules)::
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.errors import ClusterError, ConfigError, DockyardError, ManifestError, UsageError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
+if TYPE_CHECKING:  # the rest is imported on first use (__getattr__ below): `import dockyard_k8s` stays cheap
     from dockyard_k8s.bundle import Bundle, build_bundle
     from dockyard_k8s.config.loader import load_run
     from dockyard_k8s.config.model import RunConfig
@@ -68,8 +68,6 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     if name in _HOMES:
-        import importlib
-
         module, attr = _HOMES[name]
         return getattr(importlib.import_module(f"dockyard_k8s.{module}"), attr)
     raise AttributeError(f"module 'dockyard_k8s' has no attribute {name!r}")

@@ -12,43 +12,42 @@ renderer bug, and nothing is printed or applied (exit 1).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.loader import Setting, resolve_run
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
-from dockyard_k8s.plain import Path, Record, format_path
-from dockyard_k8s.render import render_run
+from dockyard_k8s.kube import parse_quantity, pod_templates
+from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plan.fit import misfits
+from dockyard_k8s.render import provenance, render_run
+from dockyard_k8s.render.meta import FLEET_LABEL
+from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.model import Group
     from dockyard_k8s.validate.problem import Report
 
 
-class Bundle(Record):
-    __slots__ = ("run", "objects", "validation")
-
-    def __init__(self, run: RunConfig, objects: list[dict[str, Any]], validation: Report | None = None) -> None:
-        self.run = run
-        self.objects = objects
-        self.validation = validation  # what the rendered objects were checked against
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    run: RunConfig
+    objects: list[dict[str, Any]]
+    validation: Report | None = None  # what the rendered objects were checked against
 
 
-class RenderedProblem(Record):
+@dataclass(frozen=True, slots=True)
+class RenderedProblem:
     """A problem of rendered object ``index`` at ``path`` (before it is blamed on a key)."""
 
-    __slots__ = ("object_index", "path", "message", "line", "key")
-
-    def __init__(self, object_index: int, path: Path, message: str, line: str, key: Path | None = None) -> None:
-        self.object_index = object_index
-        self.path = path
-        self.message = message
-        self.line = line  # how it reads when no infra key explains it (a renderer bug)
-        self.key = key  # the infra key, when the check knows it better than provenance does
+    object_index: int
+    path: Path
+    message: str
+    line: str  # how it reads when no infra key explains it (a renderer bug)
+    key: Path | None = None  # the infra key, when the check knows it better than provenance does
 
 
 def build_bundle(
@@ -78,7 +77,6 @@ def build_bundle(
     # The recipe's own problems (an override, its defaults list) leave the infra spec whole: the
     # objects are rendered and checked, and everything is reported together.
     objects = render_run(run)
-    from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))  # no CRD schema: rules still run
     # What KubeRay or Kueue would refuse is said in their words; a schema problem of the same field
@@ -102,7 +100,6 @@ def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[Rendered
     """Pods that cannot run on one node of the instance type they select (``plan``'s filters)."""
     if not any(INSTANCE_TYPE_LABEL in str(o.get("spec")) for o in objects):  # nothing declares a type
         return []
-    from dockyard_k8s.plan.fit import misfits
 
     out = []
     for m in misfits(objects, run.infra["plan"]):
@@ -126,9 +123,6 @@ _SANDBOX_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ep
 
 def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
     """The fleet label of the pod template ``path`` is in."""
-    from dockyard_k8s.kube import pod_templates
-    from dockyard_k8s.render.meta import FLEET_LABEL
-
     for t in pod_templates(obj):
         if path[:len(t.path)] == t.path:
             return (t.metadata.get("labels") or {}).get(FLEET_LABEL)
@@ -138,8 +132,6 @@ def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
 def _job_culprit(run: RunConfig, path: Path) -> Path | None:
     """The job pod sums the head's and the fleets' sizing: blame the largest amount the user
     wrote (a preset's or a default's amount is not theirs to change first), else the largest."""
-    from dockyard_k8s.kube import parse_quantity
-
     if "requests" not in path:
         return None
     resource = str(path[-1])
@@ -162,8 +154,6 @@ def raise_blamed(run: RunConfig, problems: list[RenderedProblem], inputs: Sequen
     """Raise for ``problems``: a ConfigError at the infra keys behind them (with ``inputs``, the
     problems found in the inputs beside them), or a ManifestError when no infra value explains
     any of them and the inputs have none (every problem is listed either way)."""
-    from dockyard_k8s.render import provenance
-
     with provenance.tracing(run.infra) as trace:
         traced = render_run(run)  # the same objects (renderers are deterministic), noted
     where = [trace.paths(obj) for obj in traced]

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
 from dockyard_k8s.plain import Path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 REDACTED = "<redacted>"
 # Keys whose values are environment variables: a map (NAME: value) or Kubernetes' [{name, value}].

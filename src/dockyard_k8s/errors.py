@@ -20,7 +20,7 @@ Exit codes used by every command (documented in the README):
 
 from __future__ import annotations
 
-from dockyard_k8s.plain import Record
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -32,21 +32,19 @@ EXIT_INTERRUPTED = 130
 MALFORMED_DATA = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 
-class ConfigProblem(Record):
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
     """One problem in an input file, located as precisely as we can.
 
     ``line``/``col`` are 1-based; 0 when unknown (e.g. a missing file).
     ``path`` is the dotted key path (``kuberay.trainer.replicas``), "" for the whole file.
     """
 
-    __slots__ = ("file", "line", "col", "path", "message")
-
-    def __init__(self, file: str, line: int, col: int, path: str, message: str) -> None:
-        self.file = file
-        self.line = line
-        self.col = col
-        self.path = path
-        self.message = message
+    file: str
+    line: int
+    col: int
+    path: str
+    message: str
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file

@@ -19,13 +19,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
-from dockyard_k8s.plain import Path, Record
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.plain import Path
 
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -81,7 +79,8 @@ def _parse_text(value: str) -> Fraction | None:
     return number * _DECIMAL[m.group("dec") or ""]
 
 
-class PodTemplate(Record):
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
     """A pod template found in an object.
 
     ``path`` is the JSON path of the template (``("spec", "template")``); ``spec`` its pod
@@ -90,15 +89,11 @@ class PodTemplate(Record):
     ``Launcher``/``Worker``), "" otherwise.
     """
 
-    __slots__ = ("path", "metadata", "spec", "replicas", "group")
-
-    def __init__(self, path: Path, metadata: dict[str, Any], spec: dict[str, Any], replicas: int | None,
-                 group: str) -> None:
-        self.path = path
-        self.metadata = metadata
-        self.spec = spec
-        self.replicas = replicas
-        self.group = group
+    path: Path
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+    replicas: int | None
+    group: str
 
 
 def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

@@ -13,12 +13,10 @@ Read from kubernetes-sigs/kueue at tag v0.19.2; no code was copied. Pure: no I/O
 
 from __future__ import annotations
 
+from typing import Any
+
 from dockyard_k8s.kube import as_int, as_mapping
 from dockyard_k8s.plain import Path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 GROUP = "kueue.x-k8s.io"
 API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 still served); served since v0.15

@@ -10,26 +10,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Path, Record, format_path
+from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.pyyaml import safe_loader
+from dockyard_k8s.render.serialize import dump_yaml, object_file_name
+from dockyard_k8s.validate.locate import locate
+from dockyard_k8s.validate.reader import read_manifests
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
-
-class Source(Record):
+@dataclass(frozen=True, slots=True)
+class Source:
     """Where an object came from: a file and the index of its YAML document, or the
     rendered objects (file = the name ``render --output-dir`` gives it)."""
 
-    __slots__ = ("file", "document", "rendered")
-
-    def __init__(self, file: str, document: int, rendered: bool = False) -> None:
-        self.file = file
-        self.document = document
-        self.rendered = rendered
+    file: str
+    document: int
+    rendered: bool = False
 
 
 class _Text:
@@ -47,16 +47,14 @@ class _Text:
         return self._text
 
 
-class Manifest(Record):
+@dataclass(frozen=True, slots=True)
+class Manifest:
     """One Kubernetes object and where it is written."""
 
-    __slots__ = ("data", "source", "inside", "text")
-
-    def __init__(self, data: dict[str, Any], source: Source, inside: Path, text: _Text) -> None:
-        self.data = data
-        self.source = source
-        self.inside = inside  # where the object is in its document: () or ("items", i) in a List
-        self.text = text
+    data: dict[str, Any]
+    source: Source
+    inside: Path  # where the object is in its document: () or ("items", i) in a List
+    text: _Text
 
     def line(self, path: Path) -> int:
         """The line of ``path`` (its nearest written parent's for a missing field); 0 if unknown."""
@@ -65,8 +63,6 @@ class Manifest(Record):
 
 def line_numbers(wanted: Sequence[tuple[Manifest, Path]]) -> list[int]:
     """The line of each (object, JSON path), 0 where unknown: one locator pass per file."""
-    from dockyard_k8s.validate.locate import locate
-
     per_text: dict[int, tuple[_Text, dict[int, list[Path]]]] = {}
     for m, path in wanted:
         _, docs = per_text.setdefault(id(m.text), (m.text, {}))
@@ -82,8 +78,6 @@ def read_objects(paths: Sequence[str]) -> list[Manifest]:
         ConfigError: a file is not YAML, has duplicate keys, or a document is not an object.
         UsageError: a path does not exist.
     """
-    from dockyard_k8s.validate.reader import read_manifests
-
     found = read_manifests(list(paths))
     problems = [ConfigProblem(p.file, p.line, 1 if p.line else 0, format_path(p.path), p.message)
                 for p in found.problems]
@@ -103,8 +97,6 @@ def read_objects(paths: Sequence[str]) -> list[Manifest]:
 def objects_from_bundle(objects: list[dict[str, Any]], *, prefix: str = "") -> list[Manifest]:
     """The rendered objects of a run (or an endpoint); each one's file is the name ``render
     --output-dir DIR`` gives it (after ``prefix``, the directory), and lines refer to that file."""
-    from dockyard_k8s.render.serialize import dump_yaml, object_file_name
-
     out = []
     for i, obj in enumerate(objects):
         name = prefix + object_file_name(i, obj, "yaml")
@@ -118,8 +110,6 @@ def looks_like_manifests(path: str) -> bool:
     if path == "-" or os.path.isdir(path):
         return True
     import yaml
-
-    from dockyard_k8s.pyyaml import safe_loader
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml, object_file_name
 
 # Files write_objects writes into a directory (and replaces on the next render).
 _OWNED = re.compile(r"^\d{2}-[a-z0-9.-]+\.(yaml|json)$")
@@ -36,8 +34,6 @@ def write_file(path: str, text: str, flag: str = "--output-file") -> None:
 
 def objects_text(objects: list[dict[str, Any]], fmt: str) -> str:
     """``fmt`` json: a v1 List; else a YAML stream, one document per object."""
-    from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json
-
     return dump_json(as_list(objects)) if fmt == "json" else dump_documents(objects)
 
 
@@ -52,8 +48,6 @@ def write_objects(objects: list[dict[str, Any]], directory: str, fmt: str, *, he
     """One file per object (``NN-kind-name.yaml``, files of an earlier render replaced) plus a
     kustomization.yaml listing them in apply order (``header``, YAML comments, first); returns
     the file names."""
-    from dockyard_k8s.render.serialize import dump_json, dump_yaml, object_file_name
-
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as e:
@@ -80,6 +74,4 @@ def document_path(path: str) -> None:
 
 def write_document(path: str, doc: dict[str, Any]) -> None:
     """``doc`` (the resolved config and the objects) to ``path``: JSON for ``.json``, else YAML."""
-    from dockyard_k8s.render.serialize import dump_json, dump_yaml
-
     write_file(path, dump_json(doc) if path.endswith(".json") else dump_yaml(doc))

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
-# typing.TYPE_CHECKING without importing typing, which every start-up would pay for (bench/README.md,
-# "Issue 12's speed guards"): type checkers treat any TYPE_CHECKING as true.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Self
+from typing import Any, Self
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
 Path = tuple[str | int, ...]
@@ -103,9 +98,9 @@ class Record:
     as ``Name(field=value, ...)``, read as a mapping by :meth:`as_dict` and are copied with changes
     by :meth:`replace`.
 
-    What ``typing.NamedTuple`` gave, without its price: a NamedTuple class compiles code when
-    it is defined, paid at every start-up (bench/README.md, "Issue 12's speed guards"). Not a
-    tuple: no unpacking, no indexing (mypy says so where code tries).
+    Deprecated (issue 23 §1): new value classes are ``@dataclass(frozen=True, slots=True)``.
+    Only live/ and the YAML readers (config/yamlio.py, validate/locate.py, validate/reader.py)
+    still subclass it, until issue 23 §2 and §4 rewrite them; then this class goes.
     """
 
     __slots__: tuple[str, ...] = ()  # in a subclass: its fields, in order

@@ -8,22 +8,21 @@ needs the objects goes through :func:`build_serve_bundle`, as run commands go th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.config.serve import ServeConfig, load_serve
 from dockyard_k8s.errors import ManifestError
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.serve import render_serve
+from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
 
-class ServeBundle(Record):
-    __slots__ = ("config", "objects", "validation")
-
-    def __init__(self, config: ServeConfig, objects: list[dict[str, Any]], validation: Any = None) -> None:
-        self.config = config
-        self.objects = objects
-        self.validation = validation  # validate.Report
+@dataclass(frozen=True, slots=True)
+class ServeBundle:
+    config: ServeConfig
+    objects: list[dict[str, Any]]
+    validation: Any = None  # validate.Report
 
 
 def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
@@ -37,7 +36,6 @@ def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping
     """
     config = load_serve(spec_file, sets=sets, env=env, values=values)
     objects = render_serve(config)
-    from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))
     if report.problems:

@@ -45,11 +45,11 @@ instead of evaluating something no API server would accept.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from dockyard_k8s.plain import Record
 
 __all__ = ["ALL_PORTS", "Address", "Network", "Pod", "PolicyError", "Port", "Verdict", "pods_of"]
 
@@ -63,42 +63,35 @@ class PolicyError(ValueError):
     """A NetworkPolicy the API server would reject (or this evaluator cannot read)."""
 
 
-class Port(Record):
+@dataclass(frozen=True, slots=True)
+class Port:
     """A container port of a pod (for named ports)."""
 
-    __slots__ = ("name", "number", "protocol")
-
-    def __init__(self, name: str, number: int, protocol: str = "TCP") -> None:
-        self.name = name
-        self.number = number
-        self.protocol = protocol
+    name: str
+    number: int
+    protocol: str = "TCP"
 
 
-class Pod(Record):
+@dataclass(frozen=True, slots=True)
+class Pod:
     """A pod: where policies select it (namespace, labels), its IP, its container ports."""
 
-    __slots__ = ("name", "namespace", "labels", "ip", "ports")
-
-    def __init__(self, name: str, namespace: str, labels: Mapping[str, str], ip: str,
-                 ports: tuple[Port, ...] = ()) -> None:
-        self.name = name
-        self.namespace = namespace
-        self.labels = labels
-        self.ip = ip
-        self.ports = ports
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    ip: str
+    ports: tuple[Port, ...] = ()
 
     def replica(self, ip: str, suffix: str = "-2") -> Pod:
         """Another pod of the same template (same labels and ports, another IP)."""
-        return self.replace(name=self.name + suffix, ip=ip)
+        return dataclasses.replace(self, name=self.name + suffix, ip=ip)
 
 
-class Address(Record):
+@dataclass(frozen=True, slots=True)
+class Address:
     """An IP outside every pod (the internet, a metadata endpoint, a VM in the VPC)."""
 
-    __slots__ = ("ip",)
-
-    def __init__(self, ip: str) -> None:
-        self.ip = ip
+    ip: str
 
     @property
     def name(self) -> str:
@@ -108,14 +101,12 @@ class Address(Record):
 Peer = Pod | Address
 
 
-class Verdict(Record):
+@dataclass(frozen=True, slots=True)
+class Verdict:
     """The answer to a question, with the reasons; true when the claim holds."""
 
-    __slots__ = ("holds", "why")
-
-    def __init__(self, holds: bool, why: str) -> None:
-        self.holds = holds
-        self.why = why
+    holds: bool
+    why: str
 
     def __bool__(self) -> bool:
         return self.holds

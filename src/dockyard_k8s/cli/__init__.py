@@ -23,16 +23,15 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from dockyard_k8s import __version__
 from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 from dockyard_k8s.suggest import did_you_mean
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 # name -> one-line summary, in `--help` order. Each lives in cli/cmd_<name>.py; only the
 # invoked command's module is imported (the others cost start-up time and are not needed).
@@ -88,8 +87,6 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a "did you mean" for a mistyped action or flag (exit 2, as argparse)."""
 
     def error(self, message: str) -> NoReturn:
-        import re
-
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
@@ -168,7 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `dockyard-k8s render | head`: stop quietly
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -16,12 +16,11 @@ The forms these replace keep working, with a one-line deprecation note on stderr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 DEPRECATED = "note: {old} is deprecated: {new}"
 
 
@@ -45,7 +44,6 @@ class OutputAction(argparse.Action):
         if value in self.formats:
             setattr(namespace, self.dest, value)
             return
-        import os
 
         if not self.legacy_path or not ("." in value or os.sep in value or os.path.exists(value)):
             choices = ", ".join(repr(f) for f in self.formats)

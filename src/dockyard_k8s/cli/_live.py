@@ -11,6 +11,9 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.errors import UsageError
+from dockyard_k8s.render.meta import RUN_LABEL
+
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
     from dockyard_k8s.live.client import KubeClient
@@ -74,8 +77,6 @@ def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, comm
                  kubectl: str = "") -> list[str]:
     """How to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
     if bundle is not None:
-        from dockyard_k8s.render.meta import RUN_LABEL
-
         ns, run = bundle.run.namespace, bundle.run.name
         kubectl = f"kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}"
     prefix = f"{command} " if command else ""
@@ -98,7 +99,6 @@ def ray_target(args: argparse.Namespace) -> RayTarget:
 
 def log_window(args: argparse.Namespace) -> int | None:
     """``--since`` in seconds; ``--follow`` with ``--previous`` is bad input."""
-    from dockyard_k8s.errors import UsageError
     from dockyard_k8s.live.logs import parse_duration
 
     if args.follow and args.previous:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
+from typing import Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import missing_references
+from dockyard_k8s.output import objects_text, write_file, write_objects
+
 OK = "✔"
 FAIL = "✖"
 WARN = "!"
@@ -27,9 +31,6 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str] | None = None, i
 def check_output_paths(args: Any) -> None:
     """``--output-file`` / ``--output-dir`` that cannot be used are bad input (exit 2), said before
     any work is done."""
-    import os
-
-    from dockyard_k8s.errors import UsageError
 
     file, directory = getattr(args, "output_file", None), getattr(args, "output_dir", None)
     if file:
@@ -48,8 +49,6 @@ def prerequisite_rows(objects: list[dict[str, Any]],
     """What must exist before a ``kubectl apply`` of ``objects`` (``kube.missing_references``), as
     (``Kind ns/name``, how it is used); ``generated``: (ref, what, command) of those with a
     generator (the Ray token Secret), said with it."""
-    from dockyard_k8s.kube import missing_references
-
     known = {ref: f"{what}: {cmd}" for ref, what, cmd in generated}
     return [[ref, known.get(ref, how)] for ref, how in missing_references(objects)]
 
@@ -64,8 +63,6 @@ def prerequisite_section(objects: list[dict[str, Any]], title: str,
 def prerequisite_header(objects: list[dict[str, Any]], intro: str,
                         generated: Sequence[tuple[str, str, str]] = ()) -> str:
     """The YAML comment ``render`` puts before the objects: what must exist, generators whole."""
-    from dockyard_k8s.kube import missing_references
-
     commands = {ref: (what, cmd) for ref, what, cmd in generated}
     lines = [f"# Before the first `kubectl apply`, these must exist ({intro}):"]
     for ref, how in missing_references(objects):
@@ -81,9 +78,6 @@ def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any, *, 
                   notes: Sequence[str] = ()) -> int:
     """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``;
     ``header`` (YAML comments) before YAML and in kustomization.yaml, ``notes`` on stderr."""
-    import sys
-
-    from dockyard_k8s.output import objects_text, write_file, write_objects
 
     if validation is not None and validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {validation.coverage()}", file=sys.stderr)

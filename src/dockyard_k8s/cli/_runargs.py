@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
+from dockyard_k8s.cli._flags import add_infra_or_follow_arg
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import UsageError
 
@@ -26,8 +27,6 @@ def add_layer_args(parser: argparse.ArgumentParser, *, old_follow: bool = False,
     ``-f`` alone still means follow (``logs``, ``job logs``; cli/_flags.py)."""
     what = "infra spec YAML (where to run it); repeatable, later files win"
     if old_follow:
-        from dockyard_k8s.cli._flags import add_infra_or_follow_arg
-
         parser.add_argument("--infra", metavar="FILE", action="append", default=[], help=what)
         add_infra_or_follow_arg(parser, "same as --infra")
     else:

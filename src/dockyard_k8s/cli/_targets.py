@@ -11,15 +11,18 @@ alone, or beside the run or the manifests, so ``plan`` places the endpoint with 
 from __future__ import annotations
 
 import argparse
+import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
+from dockyard_k8s.config.loader import Setting, load_infra
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.plain import Record
+from dockyard_k8s.manifests import Manifest, looks_like_manifests, objects_from_bundle, read_objects
+from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.manifests import Manifest
 
 TARGET_HELP = RUN_ARGS_HELP + """\
 manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (stdin);
@@ -29,13 +32,11 @@ manifests instead of a recipe: FILE, DIR (recursive, *.yaml/*.yml/*.json) or - (
 """
 
 
-class Targets(Record):
-    __slots__ = ("objects", "sections", "rendered")
-
-    def __init__(self, objects: list[Manifest], sections: dict[str, Any], rendered: bool) -> None:
-        self.objects = objects
-        self.sections = sections  # the infra spec's lint and plan sections (defaults filled)
-        self.rendered = rendered
+@dataclass(frozen=True, slots=True)
+class Targets:
+    objects: list[Manifest]
+    sections: dict[str, Any]  # the infra spec's lint and plan sections (defaults filled)
+    rendered: bool
 
 
 def add_target_args(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +52,6 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
 
 def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
     """The lint and plan sections of the infra files, layered and checked like a run's."""
-    from dockyard_k8s.config.loader import load_infra
-
     return _sections(load_infra(args.infra, sets=args.sets, set_strings=args.set_strings, set_files=args.set_files))
 
 
@@ -69,9 +68,6 @@ def _sections(infra: InfraSpec) -> dict[str, Any]:
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
     """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
     files) and the first spec's infra (for its lint and plan sections)."""
-    from dockyard_k8s.cli.cmd_serve import load_serve_bundle
-    from dockyard_k8s.manifests import objects_from_bundle
-
     objects: list[Manifest] = []
     first: InfraSpec | None = None
     for spec in getattr(args, "serve", None) or []:
@@ -82,8 +78,6 @@ def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
-    from dockyard_k8s.manifests import looks_like_manifests, objects_from_bundle, read_objects
-
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
         if serve_infra is not None:
@@ -95,7 +89,12 @@ def load_targets(args: argparse.Namespace) -> Targets:
             raise UsageError("-n applies to a recipe + infra pair, not to manifest files")
         return Targets([*read_objects([args.recipe, *args.overrides]), *endpoints], _sections_from_file(args),
                        False)
-    from dockyard_k8s.cli._runargs import load_bundle
 
     bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
     return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)
+
+
+def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
+    """The model endpoint of ``serve``'s SPEC argument, with its --set and -n."""
+    values = [Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}")] if args.namespace else []
+    return build_serve_bundle(args.spec, sets=args.sets, env=os.environ, values=values)

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
+from dockyard_k8s.lint.isolation import exposures
+from dockyard_k8s.output import document_path, write_document
+from dockyard_k8s.plan.fit import most_gpus, unchecked
+from dockyard_k8s.render.kueue import kueue_summary
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
 from dockyard_k8s.render.rayauth import token_prerequisite
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.render.submission import attach_recipe_path
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 
@@ -44,20 +48,14 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 def run(args: argparse.Namespace) -> int:
     out = getattr(args, "output_file", None)
     if out:
-        from dockyard_k8s.output import document_path
-
         document_path(out)
     check_output_paths(args)
     bundle = load_bundle(args)
     if out or args.output in ("json", "yaml"):
-        from dockyard_k8s.render.serialize import dump_json, dump_yaml
-
         doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
         if args.output in ("json", "yaml"):
             print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         if out:
-            from dockyard_k8s.output import write_document
-
             write_document(out, doc)
         if args.output != "text":
             return 0
@@ -95,8 +93,6 @@ def _urls(infra: InfraSpec) -> str:
 def _fit_lines(objects: list[dict[str, Any]], infra: InfraSpec) -> list[str]:
     """What the one-node fit test could not judge (docs/hardware-deferred-validation.md HV-PLAN-7):
     GPU pods without a known instance type, and one that asks for more GPUs than any known node has."""
-    from dockyard_k8s.plan.fit import most_gpus, unchecked
-
     found = unchecked(objects, infra["plan"])
     if not found:
         return []
@@ -148,8 +144,6 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     if launch["mode"] == "attach":
         rows.append(["attach to", launch["attach"]["cluster"] or launch["attach"]["address"]])
     if infra["infra"]["kueue"]["queueName"]:
-        from dockyard_k8s.render.kueue import kueue_summary
-
         rows.append(["kueue", kueue_summary(infra, objects)])
     lines.append(table(rows, indent="  "))
     if launch["mode"] != "attach":
@@ -194,13 +188,10 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
     else:
         lines.append("\nsandbox pool: disabled")
     if launch["mode"] == "attach":
-        from dockyard_k8s.render.submission import attach_recipe_path
-
         lines.append(f"\nattached cluster: the Ray job gets the recipe at {attach_recipe_path(infra)} "
                      "(written from its runtime_env) and DOCKYARD_RECIPE"
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
                      + " in runtime_env.env_vars; nothing GPU-side is rendered")
-    from dockyard_k8s.lint.isolation import exposures  # what the rendered policies allow, fragments included
 
     lines += [f"{WARN} sandbox-isolation ({e.severity}): {e.template.obj}: {e.message}" for e in exposures(objects)]
     token = token_prerequisite(infra)

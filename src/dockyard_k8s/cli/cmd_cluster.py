@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import webbrowser
 from typing import Any
 
+from dockyard_k8s.cli import cmd_down
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli.cmd_down import add_down_args
+from dockyard_k8s.cli.cmd_run import add_follow_args, deadline_setting, execute
 from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.render.meta import RUN_LABEL
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -27,8 +34,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     cs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
 
-    from dockyard_k8s.cli.cmd_run import add_follow_args
-
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
                        epilog=RUN_ARGS_HELP, formatter_class=formatter)
     add_run_args(up)
@@ -38,8 +43,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     up.add_argument("--replace", action="store_true", help="delete the cluster first, then apply")
     up.add_argument("--force-conflicts", action="store_true", help="as for run")
     up.set_defaults(func=cluster_up)
-
-    from dockyard_k8s.cli.cmd_down import add_down_args
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP,
                          formatter_class=formatter)
@@ -76,32 +79,24 @@ def _bringup(args: argparse.Namespace) -> list[Setting]:
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli.cmd_run import deadline_setting, execute
-
     return execute(args, load_bundle(args, [*_bringup(args), *deadline_setting(args)]))
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli._runargs import run_name_arg
-    from dockyard_k8s.cli.cmd_down import execute, execute_by_name
-
     name = run_name_arg(args)
     if name:
-        return execute_by_name(args, name)
+        return cmd_down.execute_by_name(args, name)
 
-    return execute(args, load_bundle(args, _bringup(args)))
+    return cmd_down.execute(args, load_bundle(args, _bringup(args)))
 
 
 def cluster_list(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.launch import list_clusters
-    from dockyard_k8s.render.meta import RUN_LABEL
 
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         items = list_clusters(client, ns, selector=args.selector)
     if args.output in ("json", "yaml"):
-        from dockyard_k8s.render.serialize import dump_json, dump_yaml
-
         doc = {"apiVersion": "v1", "kind": "List", "items": items}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0
@@ -119,8 +114,6 @@ def cluster_list(args: argparse.Namespace) -> int:
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:
-    import threading
-
     from dockyard_k8s.live.dashboard import ray_jobs
     from dockyard_k8s.live.rayauth import token_source
 
@@ -134,8 +127,6 @@ def cluster_dashboard(args: argparse.Namespace) -> int:
             say(f"Ray token auth: the dashboard asks for the token once; {source.how_to_read()}")
         say(f"Ray dashboard: {url}   (Ctrl-C to close the port-forward)")
         if args.open:
-            import webbrowser
-
             webbrowser.open(url)
         try:
             threading.Event().wait()

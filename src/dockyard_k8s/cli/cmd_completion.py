@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dockyard_k8s.cli import build_parser
 from dockyard_k8s.cli._flags import OutputAction
 
 SHELLS = ("bash", "zsh", "fish")
@@ -118,8 +119,6 @@ def _walk(parser: argparse.ArgumentParser) -> Any:
 
 def script(shell: str) -> str:
     import shtab
-
-    from dockyard_k8s.cli import build_parser
 
     parser = build_parser()
     for p in _walk(parser):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import getpass
+import subprocess
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,7 +85,6 @@ def dev_connect(args: argparse.Namespace) -> int:
         wait_pod_running(client, ns, args.name, timeout=args.timeout, say=say)
     shell = ["sh", "-c", args.shell or "command -v bash >/dev/null && exec bash -l || exec sh -l"]
     cmd = [*kubectl_base(args.context, args.kubeconfig), "exec", "-it", "-n", ns, args.name, "--", *shell]
-    import subprocess
 
     return subprocess.call(cmd)
 
@@ -111,7 +112,6 @@ def dev_secrets(args: argparse.Namespace) -> int:
         bundle = load_bundle(argparse.Namespace(**{**vars(args), "overrides": []}))
     elif args.recipe:
         pairs.insert(0, args.recipe)
-    import getpass
 
     values = parse_secret_args(pairs, args.from_file, prompt=getpass.getpass)
     with connect(args) as client:

@@ -8,6 +8,7 @@ from typing import Any
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -35,7 +36,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
     from dockyard_k8s.live.references import token_secret_ref
-    from dockyard_k8s.render.serialize import dump_json
 
     bundle = load_bundle(args)
     ns, run_name = bundle.run.namespace, bundle.run.name
@@ -48,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
     checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed, token=token)
     ok = exit_ok(checks)
     if args.output in ("json", "yaml"):
-        from dockyard_k8s.render.serialize import dump_yaml
-
         doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
                "checks": [{**c.as_dict(), "mark": c.mark} for c in checks]}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")

@@ -4,12 +4,15 @@ through the Ray Jobs REST API of the head's dashboard (port-forward managed, or 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
+from dockyard_k8s.cli._flags import settle_follow
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -82,8 +85,6 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
-    import contextlib
-
     from dockyard_k8s.live.dashboard import ray_jobs
 
     name = run_name_arg(args)
@@ -138,8 +139,6 @@ def job_list(args: argparse.Namespace) -> int:
     def action(ray: Any, bundle: Any) -> int:
         jobs = sorted(ray.list(), key=lambda j: j.get("start_time") or 0)
         if args.output in ("json", "yaml"):
-            from dockyard_k8s.render.serialize import dump_json, dump_yaml
-
             print(dump_json(jobs) if args.output == "json" else "---\n" + dump_yaml(jobs), end="")
             return 0
         if not jobs:
@@ -152,8 +151,6 @@ def job_list(args: argparse.Namespace) -> int:
 
 
 def job_logs(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli._flags import settle_follow
-
     settle_follow(args)
 
     def action(ray: Any, bundle: Any) -> int:

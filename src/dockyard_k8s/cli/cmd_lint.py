@@ -6,9 +6,16 @@ import argparse
 import sys
 from typing import Any
 
+from dockyard_k8s import __version__
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.lint import output as out
+from dockyard_k8s.lint.engine import lint_objects, unknown_rules
+from dockyard_k8s.lint.model import LintConfig
+from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES, explain
+from dockyard_k8s.output import write_file
+from dockyard_k8s.render.serialize import dump_json
 
 EXAMPLES = """\
 examples:
@@ -45,8 +52,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES, explain
-
     if args.list_rules:
         for r in RULES:
             print(f"{r.id:<28} {r.severity:<8} {FAMILY_OF[r.id]:<12} {r.title}")
@@ -56,9 +61,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--explain {args.explain}: no such rule (see --list-rules)")
         print(explain(args.explain), end="")
         return 0
-    from dockyard_k8s import __version__
-    from dockyard_k8s.lint import LintConfig, lint_objects, unknown_rules
-    from dockyard_k8s.lint import output as out
 
     targets = load_targets(args)
     section = dict(targets.sections["lint"])
@@ -68,18 +70,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"lint.ignore / --ignore: unknown rule(s) {', '.join(unknown)} (see --list-rules)")
     report = lint_objects(targets.objects, LintConfig.from_section(section))
     if args.output == "json":
-        from dockyard_k8s.render.serialize import dump_json
-
         text = dump_json(out.as_json(report))
     elif args.output == "sarif":
-        from dockyard_k8s.render.serialize import dump_json
-
         text = dump_json(out.sarif(report, __version__, args.sarif_uri_prefix))
     else:
         text = out.text(report, args.min_severity or "warning")
     if args.output_file:
-        from dockyard_k8s.output import write_file
-
         write_file(args.output_file, text)
         print(report.summary(), file=sys.stderr)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dockyard_k8s.cli._flags import settle_follow
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, log_window, print_logs
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
@@ -40,7 +41,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli._flags import settle_follow
     from dockyard_k8s.live import runs
 
     settle_follow(args)
@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
             raise _why_no_pods(client, ref.objects, ns, e) from None
         print_logs(args, client, ns, chosen, since)
     return 0
-
 
 
 def _why_no_pods(client: Any, objects: list[dict[str, Any]], ns: str, error: ClusterError) -> ClusterError:

@@ -8,8 +8,14 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args
+from dockyard_k8s.cli._live import connect
+from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
+from dockyard_k8s.output import write_file
+from dockyard_k8s.render import nccl
+from dockyard_k8s.render.nccl import human_bytes, summary_problems
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -49,8 +55,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.render import nccl
-
     if args.summarize:
         text = sys.stdin.read() if args.summarize == "-" else _read(args.summarize)
         summary = nccl.parse_all_reduce(text)
@@ -63,12 +67,9 @@ def run(args: argparse.Namespace) -> int:
         summary = run_live(args, mpijob)
         print(format_summary(summary, min_busbw=args.min_busbw))
         return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
-    from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
     text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
     if args.output_file:
-        from dockyard_k8s.output import write_file
-
         write_file(args.output_file, text)
         print(f"wrote {args.output_file}")
     else:
@@ -78,9 +79,6 @@ def run(args: argparse.Namespace) -> int:
 
 def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
     """Load and check the run like `check` does, then render its NCCL test MPIJob."""
-    from dockyard_k8s.cli._runargs import load_bundle
-    from dockyard_k8s.render import nccl
-
     bundle = load_bundle(args)
     problems = [bundle.run.locate(path, message) for path, message in nccl.nccl_problems(bundle.run.infra)]
     if problems:
@@ -91,9 +89,7 @@ def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
 def run_live(args: argparse.Namespace, mpijob: dict[str, Any]) -> Any:
     """Apply the MPIJob, wait for the launcher, parse its log (render.nccl.run_and_summarize
     with the live client's apply / logs / delete)."""
-    from dockyard_k8s.cli._live import connect
     from dockyard_k8s.live.nccl import live_callables
-    from dockyard_k8s.render import nccl
 
     with connect(args) as client:
         print(f"applying MPIJob {mpijob['metadata']['namespace']}/{mpijob['metadata']['name']}; waiting for the "
@@ -111,9 +107,6 @@ def _read(path: str) -> str:
 
 def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
     """Bus bandwidth per message size, then the verdict lines."""
-    from dockyard_k8s.cli._output import table
-    from dockyard_k8s.render.nccl import human_bytes, summary_problems
-
     if not summary.rows:
         return "no all_reduce_perf result rows found (did the test run to completion? see the launcher log)"
     rows = [[human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",

@@ -6,7 +6,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
+from dockyard_k8s.plan import catalog, kueue_report, report, sources
+from dockyard_k8s.plan.kueue_plan import KueuePlan
+from dockyard_k8s.render.serialize import dump_json
 
 if TYPE_CHECKING:
     from dockyard_k8s.plan.inventory import Inventory
@@ -62,13 +66,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.plan import catalog
-
     if args.list_instance_types:
         for name in catalog.names():
             print(catalog.describe(name))
         return 0
-    from dockyard_k8s.plan import sources
 
     targets = load_targets(args)
     objects = [o.data for o in targets.objects]
@@ -87,12 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(result: PlanResult | KueuePlan, output: str, wide: bool) -> str:
-    from dockyard_k8s.plan import kueue_report, report
-    from dockyard_k8s.plan.kueue_plan import KueuePlan
-
     if output != "json":
         return kueue_report.text(result, wide) if isinstance(result, KueuePlan) else report.text(result, wide)
-    from dockyard_k8s.render.serialize import dump_json
 
     return dump_json(kueue_report.as_json(result) if isinstance(result, KueuePlan) else report.as_json(result))
 
@@ -100,10 +97,8 @@ def _report(result: PlanResult | KueuePlan, output: str, wide: bool) -> str:
 def _fetch_live(args: argparse.Namespace, objects: list[dict[str, Any]], chosen: Sources
                 ) -> tuple[Inventory, KueueInput | None]:
     """The live cluster's nodes, running pods and quotas (and its Kueue objects for a queued run)."""
-    from dockyard_k8s.cli._live import connect
     from dockyard_k8s.live.doctor import cluster_inventory_objects
     from dockyard_k8s.live.kueue import kueue_installed, kueue_objects
-    from dockyard_k8s.plan import sources
 
     with connect(args) as client:
         namespaces = sources.run_namespaces(objects, client.default_namespace)

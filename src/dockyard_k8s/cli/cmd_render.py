@@ -8,6 +8,7 @@ from typing import Any
 from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.render.rayauth import token_prerequisite
 
 EXAMPLES = """\
 examples:
@@ -32,8 +33,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.render.rayauth import token_prerequisite
-
     check_output_paths(args)
     bundle = load_bundle(args)
     token = token_prerequisite(bundle.run.infra)

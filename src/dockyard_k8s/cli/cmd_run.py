@@ -19,6 +19,7 @@ from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 from dockyard_k8s.kube import object_ref
+from dockyard_k8s.render.rayauth import enabled, secret_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -94,7 +95,6 @@ def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
     from dockyard_k8s.live.launch import preview
 
     to_apply, skipped = preview(bundle, launch_options(args))
-    from dockyard_k8s.render.rayauth import enabled, secret_name
 
     infra = bundle.run.infra
     if enabled(infra) and infra["launch"]["mode"] != "attach":

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
 from dockyard_k8s.cli._output import table
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -37,10 +39,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import datetime as dt
-
     from dockyard_k8s.live.runs import age, list_runs
-    from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dockyard_k8s.config.docs import infra_json_schema, infra_markdown
+from dockyard_k8s.render.serialize import dump_json
+
 EXAMPLES = """\
 examples:
   dockyard-k8s schema > infra.schema.json
@@ -23,12 +26,8 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.config.docs import infra_json_schema, infra_markdown
-
     if args.markdown:
         print(infra_markdown(), end="")
     else:
-        from dockyard_k8s.render.serialize import dump_json
-
         print(dump_json(infra_json_schema()), end="")
     return 0

@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dockyard_k8s.cli._output import table
+from dockyard_k8s.validate import builtin
+from dockyard_k8s.validate.cache import cache_root
+from dockyard_k8s.validate.compiled import ValidatorCache
+from dockyard_k8s.validate.crd import CrdRegistry
+from dockyard_k8s.validate.fetch import KUBERAY_URL, fetch_kuberay
+
 EXAMPLES = """\
 examples:
   dockyard-k8s schemas fetch --kuberay v1.6.1     # KubeRay CRDs of your operator's release
@@ -35,10 +42,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from dockyard_k8s.validate.cache import cache_root
-    from dockyard_k8s.validate.crd import CrdRegistry
-    from dockyard_k8s.validate.fetch import KUBERAY_URL, fetch_kuberay
-
     root = cache_root()
     kinds = fetch_kuberay(args.kuberay, root=root, base_url=args.base_url or KUBERAY_URL)
     CrdRegistry(root, use_bundled=False).table()  # read them now, so the next run only stats them
@@ -47,12 +50,6 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.cli._output import table
-    from dockyard_k8s.validate import builtin
-    from dockyard_k8s.validate.cache import cache_root
-    from dockyard_k8s.validate.compiled import ValidatorCache
-    from dockyard_k8s.validate.crd import CrdRegistry
-
     root = cache_root()
     found = builtin.schema_set(args.kubernetes_version)
     print(f"built-in: {found.label if found else 'none (install kubernetes-validate)'}")

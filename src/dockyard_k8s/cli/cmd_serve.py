@@ -2,15 +2,15 @@
 
 SPEC is an infra file with a ``serve:`` section (docs/serve.md). ``check`` and ``render`` are
 offline and import nothing heavy; the live subcommands' code is in ``cmd_serve_live.py``,
-imported only when one of them runs.
+which imports the cluster client only when one of them runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli import cmd_serve_live
 from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import (
@@ -22,12 +22,16 @@ from dockyard_k8s.cli._output import (
     print_objects,
     table,
 )
+from dockyard_k8s.cli._targets import load_serve_bundle
+from dockyard_k8s.config.serve import rollout_strategy, scrape_mechanism
+from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.kube import object_ref
+from dockyard_k8s.output import document_path, write_document
+from dockyard_k8s.render.serve import service_url, spread_constraints
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve
     from dockyard_k8s.config.serve import ServeConfig
-    from dockyard_k8s.serve_bundle import ServeBundle
 
 SPEC_HELP = """\
 configuration layers, last wins (SPEC is an infra file with a serve: section):
@@ -138,12 +142,9 @@ def _register_live(sub_parser: Any) -> None:
 
 def _live(name: str) -> Any:
     def handler(args: argparse.Namespace) -> int:
-        from dockyard_k8s.cli import cmd_serve_live
-
         return int(getattr(cmd_serve_live, f"run_{name}")(args))
 
     return handler
-
 
 
 def add_spec_args(parser: argparse.ArgumentParser) -> None:
@@ -153,20 +154,10 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
-def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
-    from dockyard_k8s.config.loader import Setting
-    from dockyard_k8s.serve_bundle import build_serve_bundle
-
-    values = [Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}")] if args.namespace else []
-    return build_serve_bundle(args.spec, sets=args.sets, env=os.environ, values=values)
-
-
 # --- check / render -------------------------------------------------------------------------------
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from dockyard_k8s.output import document_path, write_document
-
     out = args.output_file
     if out:
         document_path(out)
@@ -229,8 +220,6 @@ def _auth_line(s: Serve) -> str:
 
 
 def _spread_line(cfg: ServeConfig) -> str:
-    from dockyard_k8s.render.serve import spread_constraints
-
     words = [f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
              f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
              for c in spread_constraints(cfg)]
@@ -247,8 +236,6 @@ def _fallback_words(auto: Any) -> str:
 
 def _metrics_line(cfg: ServeConfig) -> str:
     """Which scrape mechanism is assumed: KEDA scales only on what Prometheus scrapes."""
-    from dockyard_k8s.config.serve import scrape_mechanism
-
     s = cfg.serve
     if scrape_mechanism(s) == "annotations":
         return ("prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; "
@@ -285,10 +272,6 @@ def _cache_line(cfg: ServeConfig) -> str:
 
 
 def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
-    from dockyard_k8s.config.serve import rollout_strategy
-    from dockyard_k8s.config.serve_schema import backend_of
-    from dockyard_k8s.render.serve import service_url
-
     s = cfg.serve
     e, auto, pc = s["engine"], s["autoscaling"], s["priorityClass"]
     backend = backend_of(s)

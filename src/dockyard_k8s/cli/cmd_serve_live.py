@@ -1,5 +1,5 @@
 """The live ``serve`` subcommands: up, status, logs, down, test. Parse, call ``live/serve.py``
-(or ``live/openai.py``), print; imported only when one of them runs (they load the client)."""
+(or ``live/openai.py``), print; ``live/`` (the client) is imported only when one of them runs."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, print_findings, say
 from dockyard_k8s.cli._output import table
-from dockyard_k8s.cli.cmd_serve import load_serve_bundle
+from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
 from dockyard_k8s.kube import object_ref
+from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.render.serve import service_url
 
 if TYPE_CHECKING:
     from dockyard_k8s.live.serve import ServeStatus
@@ -35,7 +37,6 @@ def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
 
 def run_up(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import serve
-    from dockyard_k8s.render.serve import service_url
 
     bundle = load_serve_bundle(args)
     if args.dry_run == "client":
@@ -108,8 +109,6 @@ def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
 def run_status(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import serve
     from dockyard_k8s.live.progress import phase_of
-    from dockyard_k8s.render.serialize import dump_json
-    from dockyard_k8s.render.serve import service_url
 
     bundle = load_serve_bundle(args)
     cfg = bundle.config

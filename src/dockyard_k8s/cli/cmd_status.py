@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -10,6 +11,7 @@ from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text,
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
+from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -39,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.kinds import KINDS
     from dockyard_k8s.live.orchestrate import status_doc
     from dockyard_k8s.live.record import read_record, record_name
-    from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)
@@ -77,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
 def launched_with(record: Any, ns: str, run: str) -> str:
     """How the run was launched, as a command line (values of credentials were redacted)."""
-    import shlex
-
     launch = record.launch
     parts = [str(launch.get("recipeFile") or "?")]
     for f in launch.get("infraFiles") or []:

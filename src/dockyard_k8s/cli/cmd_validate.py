@@ -6,6 +6,11 @@ import argparse
 import sys
 from typing import Any
 
+from dockyard_k8s.errors import UsageError
+from dockyard_k8s.validate.bulk import validate_paths
+from dockyard_k8s.validate.engine import ValidateOptions
+from dockyard_k8s.validate.output import render
+
 EXAMPLES = """\
 examples:
   dockyard-k8s validate build/grpo_swe/                  # every .yaml/.yml/.json, recursively
@@ -57,13 +62,7 @@ def _workers(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.validate.bulk import validate_paths
-    from dockyard_k8s.validate.engine import ValidateOptions
-    from dockyard_k8s.validate.output import render
-
     if args.paths == ["-"] and sys.stdin.isatty():
-        from dockyard_k8s.errors import UsageError
-
         raise UsageError("validate: give manifest files or directories, or pipe YAML into `validate -`")
     options = ValidateOptions(kubernetes_version=args.kubernetes_version, crd_sources=tuple(args.crd),
                               skip=tuple(args.skip), reject=tuple(args.reject),

@@ -14,13 +14,13 @@ manifest); ``bundle.py`` reports them at the infra key the renderers' provenance
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.plain import Path
+from dockyard_k8s.render.kueue import topology_of
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 _FLEETS_WITH_POD_SET = {  # launch.mode -> the fleets that are their own pod set
@@ -94,7 +94,6 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
         selectors = [kuberay[role]["nodeSelector"] for role in gpu]
         common = {key for key in (selectors[0] if selectors else {})
                   if all(str(sel.get(key)) == str(selectors[0][key]) for sel in selectors)}
-        from dockyard_k8s.render.kueue import topology_of
 
         if not common and any(topology_of(infra, role) for role in gpu):
             out.append(((*base, "queueObjects", "render"),
@@ -134,8 +133,6 @@ def _admin_object_problems(k: Any) -> list[tuple[Path, str]]:
 
 def _together_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     """Kueue's podset-group rules (jobframework.ValidatePodSetGroupingTopology), before rendering."""
-    from dockyard_k8s.render.kueue import topology_of
-
     kr, mode = infra["kuberay"], infra["launch"]["mode"]
     at: Path = ("infra", "kueue", "topology", "together")
     if mode not in ("rayjob", "bringup"):

@@ -17,8 +17,11 @@ Everything here is pure except reading the files named; the environment is passe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
@@ -26,24 +29,18 @@ from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthan
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.plain import Record, clone, show_typed
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.plain import clone, show_typed
 
 
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """A typed value on top of the file layers (``--set``-like, or forced by a command:
     ``cluster up`` sets ``launch.mode: bringup``, ``-n`` sets ``infra.namespace``).
     ``origin`` names it in problems (``--set a.b=1``, ``--pre-running-deadline``)."""
 
-    __slots__ = ("path", "value", "origin")
-
-    def __init__(self, path: Path, value: Any, origin: str) -> None:
-        self.path = path
-        self.value = value
-        self.origin = origin
+    path: Path
+    value: Any
+    origin: str
 
 
 # --- reading files ------------------------------------------------------------------------
@@ -296,7 +293,7 @@ def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ())
     out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
     short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
     if short:
-        settings = [s.replace(value=_expand(s.value, s.path, short)[0]) for s in settings]
+        settings = [dataclasses.replace(s, value=_expand(s.value, s.path, short)[0]) for s in settings]
     problems = apply_settings(out, settings)
     resolve_nulls(schema, out.data)
     return out, problems

@@ -16,9 +16,12 @@ Everything here is pure except reading the files named; the environment is passe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
@@ -32,12 +35,10 @@ from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Record, clone
+from dockyard_k8s.plain import clone
+from dockyard_k8s.plan.inventory import pool_problems
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 __all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
@@ -153,10 +154,10 @@ def resolve_run(
     run = RunConfig(infra.data, recipe, recipe_file, [*user_args, *added], sources,
                     infra.marks, infra.key_marks, added_args=tuple(added), infra_files=tuple(files),
                     notes=(*composer.notes, *deleted))
-    problems, notes = run_rules(run, empty=layers.empty)
+    problems, notes = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, layers.empty))
     if problems:
         return None, [*problems, *recipe_problems]
-    return run.replace(notes=(*run.notes, *notes)), recipe_problems
+    return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
 
 
 def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
@@ -244,7 +245,7 @@ def _rules_despite(infra: Doc, broken: Sequence[Path], sources: list[str], recip
         return []  # still not what the rules expect: nothing to say without guessing
     _fill_derived(data, recipe_file)
     run = RunConfig(data, {}, recipe_file, [], sources, infra.marks, infra.key_marks, infra_files=tuple(files))
-    found, _ = run_rules(run, empty=empty)
+    found, _ = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, empty))
     sections = {format_path(p[:2]) for p in broken}
     return [p for p in found if not any(_names(p, s) for s in sections)]
 
@@ -307,25 +308,20 @@ def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setti
     plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
     if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
             not any(path[:1] == ("plan",) for path, _ in found):
-        from dockyard_k8s.plan.inventory import pool_problems  # only a spec that declares nodes
-
         for path, message in pool_problems(plan):
             layers.problem(infra, ("plan", *path), message)
             broken.append(("plan", *path))
     return infra, sources, broken
 
 
-class InfraDoc(Record):
+@dataclass(frozen=True, slots=True)
+class InfraDoc:
     """The infra spec alone, layered and schema-checked, with where each value was written."""
 
-    __slots__ = ("data", "sources", "marks", "key_marks")
-
-    def __init__(self, data: InfraSpec, sources: list[str], marks: dict[Path, Mark],
-                 key_marks: dict[Path, Mark]) -> None:
-        self.data = data  # every default filled in
-        self.sources = sources  # layers merged, lowest first
-        self.marks = marks
-        self.key_marks = key_marks
+    data: InfraSpec  # every default filled in
+    sources: list[str]  # layers merged, lowest first
+    marks: dict[Path, Mark]
+    key_marks: dict[Path, Mark]
 
     def locate(self, path: Path, message: str) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it."""

@@ -11,20 +11,19 @@ to the infra key, so a problem in a rendered object is reported where the user w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.config.yamlio import Mark
 from dockyard_k8s.errors import ConfigProblem
-from dockyard_k8s.plain import Path, Record, format_path
+from dockyard_k8s.plain import Path, format_path
 
 SHIPPED = "<shipped defaults>"
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:  # creating the TypedDicts costs start-up time (bench/README.md): types only, never at run time
-    from typing import Any, Literal
+Fleet = Literal["trainer", "inference"]  # the GPU worker groups
+Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
 
-    Fleet = Literal["trainer", "inference"]  # the GPU worker groups
-    Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
-
+if TYPE_CHECKING:  # the generated TypedDicts are for the type checker: 60 classes not built at run time
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
 
     FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
@@ -58,26 +57,20 @@ def layer_name(file: str) -> str:
     return file
 
 
-class RunConfig(Record):
+@dataclass(frozen=True, slots=True)
+class RunConfig:
     """A run, fully resolved."""
 
-    __slots__ = ("infra", "recipe", "recipe_file", "job_args", "sources", "marks", "key_marks", "added_args",
-                 "infra_files", "notes")
-
-    def __init__(self, infra: InfraSpec, recipe: dict[str, Any], recipe_file: str, job_args: list[str],
-                 sources: list[str], marks: dict[Path, Mark], key_marks: dict[Path, Mark],
-                 added_args: tuple[str, ...] = (), infra_files: tuple[str, ...] = (),
-                 notes: tuple[str, ...] = ()) -> None:
-        self.infra = infra  # the infra spec, every default filled in, validated
-        self.recipe = recipe  # the recipe with parents merged and overrides applied
-        self.recipe_file = recipe_file
-        self.job_args = job_args  # overrides as the job receives them (idempotent form)
-        self.sources = sources  # files merged, lowest layer first
-        self.marks = marks  # where each infra value was written
-        self.key_marks = key_marks  # where each infra key was written
-        self.added_args = added_args  # the job_args the launcher added (not the user's overrides)
-        self.infra_files = infra_files  # the infra files given (or found beside the recipe), in order
-        self.notes = notes  # what the loader decided for the user and wants said
+    infra: InfraSpec  # the infra spec, every default filled in, validated
+    recipe: dict[str, Any]  # the recipe with parents merged and overrides applied
+    recipe_file: str
+    job_args: list[str]  # overrides as the job receives them (idempotent form)
+    sources: list[str]  # files merged, lowest layer first
+    marks: dict[Path, Mark]  # where each infra value was written
+    key_marks: dict[Path, Mark]  # where each infra key was written
+    added_args: tuple[str, ...] = ()  # the job_args the launcher added (not the user's overrides)
+    infra_files: tuple[str, ...] = ()  # the infra files given (or found beside the recipe), in order
+    notes: tuple[str, ...] = ()  # what the loader decided for the user and wants said
 
     @property
     def name(self) -> str:

@@ -14,14 +14,12 @@ user wrote, the renderers (``render/network.py``) and ``check`` read the same ta
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.plain import Record
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxNetworkPolicy
+
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -74,15 +72,13 @@ DEFAULT_RAY_VERSION = "2.52.1"  # kuberay.rayVersion when the image's tag does n
 RAY_REPOSITORIES = ("ray", "ray-ml", "ray-llm")
 
 
-class AllowedCidr(Record):
+@dataclass(frozen=True, slots=True)
+class AllowedCidr:
     """One entry of ``sandbox.networkPolicy.allowedEgressCidrs``, either form."""
 
-    __slots__ = ("cidr", "ports", "private")
-
-    def __init__(self, cidr: str, ports: list[Any], private: bool) -> None:
-        self.cidr = cidr
-        self.ports = ports  # NetworkPolicyPort-like entries; [] = every port
-        self.private = private  # the explicit opt-in into private space
+    cidr: str
+    ports: list[Any]  # NetworkPolicyPort-like entries; [] = every port
+    private: bool  # the explicit opt-in into private space
 
 
 def allowed_cidr(entry: Any) -> AllowedCidr:

@@ -10,30 +10,26 @@ same YAML 1.2 rules as files (``4`` is an int, ``null`` is null, ``[a, b]`` a li
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.yamlio import Path, format_path, parse_value
-from dockyard_k8s.plain import Record
 from dockyard_k8s.suggest import closest
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 _KEY_PART = re.compile(r"((?:[^.\[\]\\]|\\.)+)|\[(\d+)\]")
 
 
-class Override(Record):
+@dataclass(frozen=True, slots=True)
+class Override:
     """One recipe override. ``op`` is ``=`` (change an existing key), ``+`` (add a new
     key), ``++`` (add or change) or ``~`` (delete)."""
 
-    __slots__ = ("op", "path", "value", "text")
-
-    def __init__(self, op: str, path: Path, value: Any, text: str) -> None:
-        self.op = op
-        self.path = path
-        self.value = value
-        self.text = text
+    op: str
+    path: Path
+    value: Any
+    text: str
 
 
 def parse_key(text: str) -> Path | None:
@@ -307,7 +303,6 @@ def _hydra_value(value: Any) -> str:
         if re.fullmatch(r"[\w./:@%+-]+", value) and not _looks_typed(value):
             return value
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra quoted string
-    import json
 
     return json.dumps(value, separators=(",", ":"))
 

@@ -20,33 +20,30 @@ docs read it; nothing here does I/O.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.kube import parse_quantity, split_image
-from dockyard_k8s.plain import Record, clone
+from dockyard_k8s.plain import clone
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import Fleet
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 
 
-class InstancePreset(Record):
+@dataclass(frozen=True, slots=True)
+class InstancePreset:
     """Sizing of one GPU pod that takes a whole node of this instance type."""
 
-    __slots__ = ("gpus", "efa", "cpu", "memory", "cpu_limit", "memory_limit", "source")
-
-    def __init__(self, gpus: int, efa: int, cpu: str, memory: str, cpu_limit: str | None, memory_limit: str | None,
-                 source: str) -> None:
-        self.gpus = gpus
-        self.efa = efa  # vpc.amazonaws.com/efa devices
-        self.cpu = cpu
-        self.memory = memory
-        self.cpu_limit = cpu_limit
-        self.memory_limit = memory_limit
-        self.source = source
+    gpus: int
+    efa: int  # vpc.amazonaws.com/efa devices
+    cpu: str
+    memory: str
+    cpu_limit: str | None
+    memory_limit: str | None
+    source: str
 
 
 # instance type -> per-pod sizing preset. One GPU pod per node, so the pod takes the node.

@@ -27,32 +27,27 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.layering import Layers, find_file, merge_docs
 from dockyard_k8s.config.yamlio import Doc, Path
-from dockyard_k8s.plain import Record, show_typed
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.plain import show_typed
 
 _PACKAGE_HEADER = re.compile(r"^\s*#\s*@package\s+(\S+)", re.MULTILINE)
 _SELF = "_self_"
 
 
-class _Entry(Record):
-    __slots__ = ("kind", "path", "package", "optional", "at", "doc", "directory", "group")
-
-    def __init__(self, kind: str, path: str, package: str | None, optional: bool, at: Path, doc: Doc, directory: str,
-                 group: str = "") -> None:
-        self.kind = kind  # "self" | "file" | "config" | "group" | "override"
-        self.path = path  # a file (kind file) or a config path below the root, without extension
-        self.package = package  # dotted package, "" for the top level, None: the config's default
-        self.optional = optional
-        self.at = at  # where the entry is written in ``doc``
-        self.doc = doc  # the config the entry is written in
-        self.directory = directory  # that config's directory
-        self.group = group  # GROUP[@PACKAGE] of a group default: what an ``override`` names
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    kind: str  # "self" | "file" | "config" | "group" | "override"
+    path: str  # a file (kind file) or a config path below the root, without extension
+    package: str | None  # dotted package, "" for the top level, None: the config's default
+    optional: bool
+    at: Path  # where the entry is written in ``doc``
+    doc: Doc  # the config the entry is written in
+    directory: str  # that config's directory
+    group: str = ""  # GROUP[@PACKAGE] of a group default: what an ``override`` names
 
 
 class RecipeComposer:

@@ -8,8 +8,9 @@ fit of each pod on one node of its declared instance type is checked on the rend
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
 from dockyard_k8s.config.model import RunConfig, layer_name
@@ -19,12 +20,11 @@ from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plan import catalog
+from dockyard_k8s.render.platform import gpu_instance_types
 from dockyard_k8s.suggest import did_you_mean
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.model import Group
 
 # Image references as the container runtime parses them (distribution/reference grammar):
@@ -66,23 +66,21 @@ def image_problem(image: Any) -> str:
             "or ...@sha256:<64 hex digits>")
 
 
-def run_rules(run: RunConfig, *, empty: Sequence[str] = ()) -> tuple[list[ConfigProblem], list[str]]:
-    """Every problem of the merged run, and notes on what was decided for the user.
+def run_rules(run: RunConfig, *, missing_infra: str = "") -> tuple[list[ConfigProblem], list[str]]:
+    """Every problem of the merged run, and notes on what was decided for the user;
+    ``missing_infra`` is the loader's word on why no infra file set a required key.
 
     May adjust ``run.infra`` in place where a default gives way to what the user wrote (a
     profile's limit below the user's request follows the request)."""
-    from dockyard_k8s.config.loader import missing_infra_hint
-
     infra = run.infra
     problems: list[ConfigProblem] = []
     notes: list[str] = []
     if not infra["infra"]["image"]:
-        hint = missing_infra_hint(run.recipe_file, run.infra_files, empty)
         message = "is required (got nothing, expected an image like registry.example.com/ubuntu-swe:vllm-1.4.2)"
-        problem = run.locate(("infra", "image"), message + hint)
+        problem = run.locate(("infra", "image"), message + missing_infra)
         if problem.file == "<shipped defaults>":  # nothing wrote it: say where it should go
             where = run.infra_files[-1] if run.infra_files else run.recipe_file
-            problem = problem.replace(file=where)
+            problem = dataclasses.replace(problem, file=where)
         problems.append(problem)
     launch = infra["launch"]
     attach = launch["attach"]
@@ -144,7 +142,7 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
 def _unechoed(problem: ConfigProblem) -> ConfigProblem:
     """``problem`` located at a ``--set`` without the value it set (a file is named by its line)."""
     if problem.file.startswith("--set"):
-        return problem.replace(file=redact_assignment(problem.file, always=True))
+        return dataclasses.replace(problem, file=redact_assignment(problem.file, always=True))
     return problem
 
 
@@ -158,8 +156,6 @@ def override_secret_message(name: str, what: str) -> str:
 def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
     """A pod that requests no GPU but selects what only GPU nodes have would never schedule once
     infra.cpuScheduling keeps it off them (render/platform.py)."""
-    from dockyard_k8s.render.platform import gpu_instance_types
-
     infra = run.infra
     cs, kr, mode = infra["infra"]["cpuScheduling"], infra["kuberay"], infra["launch"]["mode"]
     if not cs["avoidGpuNodes"]:
@@ -251,8 +247,6 @@ def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
 
 def node_gpus(run: RunConfig, selector: dict[str, str]) -> tuple[str, int] | None:
     """(instance type, GPUs of one node) of a GPU fleet's declared instance type, if known."""
-    from dockyard_k8s.plan import catalog
-
     itype = selector.get(INSTANCE_TYPE_LABEL) or run.infra["infra"]["instanceType"]
     if not itype:
         return None

@@ -18,15 +18,13 @@ Integers are int32 unless they say otherwise, as the API server stores most of t
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
+from typing import Any
 
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 from dockyard_k8s.suggest import did_you_mean
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 Schema = dict[str, "Any"]
 _NO_DEFAULT = object()
@@ -52,8 +50,6 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def _is_cidr(value: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_network(value, strict=True)
     except ValueError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dockyard_k8s.config.loader import InfraDoc, Setting, load_infra_doc, run_name_from
@@ -23,7 +24,6 @@ from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
 from dockyard_k8s.credentials import secret_by_value
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Record
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, Serve
@@ -39,18 +39,15 @@ MANAGED_ENV = {"HF_HOME": "serve.cache.mountPath", "HF_TOKEN": "serve.model.hubT
 _TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
 
-class ServeConfig(Record):
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
     """An endpoint, fully resolved: what ``render/serve.py`` and the serve commands work from."""
 
-    __slots__ = ("infra", "spec_file", "sources", "marks", "key_marks")
-
-    def __init__(self, infra: InfraSpec, spec_file: str, sources: list[str], marks: dict[Path, Mark],
-                 key_marks: dict[Path, Mark]) -> None:
-        self.infra = infra  # the whole infra spec (namespace, platform...), serve's derived defaults filled
-        self.spec_file = spec_file
-        self.sources = sources
-        self.marks = marks
-        self.key_marks = key_marks
+    infra: InfraSpec  # the whole infra spec (namespace, platform...), serve's derived defaults filled
+    spec_file: str
+    sources: list[str]
+    marks: dict[Path, Mark]
+    key_marks: dict[Path, Mark]
 
     @property
     def serve(self) -> Serve:

@@ -14,6 +14,9 @@ checks the cross-field rules; ``render/serve.py`` renders.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from dockyard_k8s.config.network import INTERNAL_CIDRS
 from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
@@ -30,28 +33,23 @@ from dockyard_k8s.config.schema import (
     string,
     string_map,
 )
-from dockyard_k8s.plain import Record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve
 
 
-class Backend(Record):
+@dataclass(frozen=True, slots=True)
+class Backend:
     """What one model server needs from us; ``flags`` maps our options to its command line."""
 
-    __slots__ = ("image", "port", "health_path", "metric", "command", "flags", "extra", "source")
-
-    def __init__(self, image: str, port: int, health_path: str, metric: str, command: tuple[str, ...],
-                 flags: dict[str, str], extra: tuple[str, ...], source: str) -> None:
-        self.image = image
-        self.port = port
-        self.health_path = health_path  # liveness, readiness and start-up probes
-        self.metric = metric  # Prometheus gauge of queued requests (KEDA's default trigger)
-        self.command = command
-        self.flags = flags  # option -> flag
-        self.extra = extra  # always passed
-        self.source = source
+    image: str
+    port: int
+    health_path: str  # liveness, readiness and start-up probes
+    metric: str  # Prometheus gauge of queued requests (KEDA's default trigger)
+    command: tuple[str, ...]
+    flags: dict[str, str]  # option -> flag
+    extra: tuple[str, ...]  # always passed
+    source: str
 
 
 # backend -> facts. Images are pinned release tags; override with serve.image.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 
+from dockyard_k8s.config.infra_schema import INFRA
 from dockyard_k8s.config.schema import QUANTITY, Schema
 
 HEADER = '''\
@@ -118,8 +119,6 @@ def generate(schema: Schema, root: str = "InfraSpec") -> str:
 
 
 def main() -> None:
-    from dockyard_k8s.config.infra_schema import INFRA
-
     print(generate(INFRA), end="")
 
 

@@ -9,30 +9,6 @@
     entries.py   public ways into pods (LoadBalancer/NodePort, KubeRay's head Service and Ingress, Ingress)
     output.py    text, JSON and SARIF
 
-The names below are imported on first use: ``check`` imports ``isolation.py`` (and
-``reach.py``) alone, without what the ``lint`` command needs.
+Import from the module that defines a name (``lint.engine``, ``lint.model``...): ``check`` imports
+``isolation.py`` (and ``reach.py``) alone, without what the ``lint`` command needs.
 """
-
-from __future__ import annotations
-
-import importlib
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-# name -> the module that defines it
-_HOMES = {
-    "LintReport": "engine", "PodSecurity": "engine", "lint_objects": "engine", "unknown_rules": "engine",
-    "Finding": "model", "LintConfig": "model", "Rule": "model",
-    "BY_ID": "registry", "RULES": "registry",
-}
-
-__all__ = ["BY_ID", "RULES", "Finding", "LintConfig", "LintReport", "PodSecurity", "Rule", "lint_objects",
-           "unknown_rules"]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import MALFORMED_DATA
@@ -22,34 +23,27 @@ from dockyard_k8s.lint.model import (
 from dockyard_k8s.lint.pss import evaluate
 from dockyard_k8s.lint.registry import BY_ID, INVALID_SUPPRESSION, RULES
 from dockyard_k8s.manifests import Manifest, line_numbers
-from dockyard_k8s.plain import Record
 
 
-class PodSecurity(Record):
+@dataclass(frozen=True, slots=True)
+class PodSecurity:
     """The Pod Security Standards level one pod template meets."""
 
-    __slots__ = ("object", "path", "group", "level", "baseline", "restricted", "untrusted")
-
-    def __init__(self, object: str, path: Path, group: str, level: str, baseline: list[str], restricted: list[str],
-                 untrusted: bool) -> None:
-        self.object = object
-        self.path = path
-        self.group = group
-        self.level = level
-        self.baseline = baseline  # violations keeping it from baseline
-        self.restricted = restricted  # violations keeping it from restricted
-        self.untrusted = untrusted
+    object: str
+    path: Path
+    group: str
+    level: str
+    baseline: list[str]  # violations keeping it from baseline
+    restricted: list[str]  # violations keeping it from restricted
+    untrusted: bool
 
 
-class LintReport(Record):
-    __slots__ = ("findings", "suppressed", "pod_security", "objects")
-
-    def __init__(self, findings: list[Finding], suppressed: list[Suppression], pod_security: list[PodSecurity],
-                 objects: int) -> None:
-        self.findings = findings
-        self.suppressed = suppressed
-        self.pod_security = pod_security
-        self.objects = objects
+@dataclass(frozen=True, slots=True)
+class LintReport:
+    findings: list[Finding]
+    suppressed: list[Suppression]
+    pod_security: list[PodSecurity]
+    objects: int
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

@@ -23,17 +23,15 @@ The reachability itself, worst case on every CNI-specific point, is ``lint/reach
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
 from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
-from dockyard_k8s.lint import reach
-from dockyard_k8s.plain import Path, Record
+from dockyard_k8s.lint import entries, reach
+from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
 from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
@@ -43,34 +41,29 @@ ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so 
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
 
 
-class Template(Record):
+@dataclass(frozen=True, slots=True)
+class Template:
     """A pod template of an object, as the analysis sees it."""
 
-    __slots__ = ("obj", "group", "spec_path", "target", "untrusted", "gpu_side")
-
-    def __init__(self, obj: str, group: str, spec_path: Path, target: reach.Target, untrusted: bool,
-                 gpu_side: bool) -> None:
-        self.obj = obj  # "Kind namespace/name"
-        self.group = group  # head, a worker group, submitter; "" for single-template objects
-        self.spec_path = spec_path  # JSON path of the pod spec inside the object
-        self.target = target
-        self.untrusted = untrusted
-        self.gpu_side = gpu_side
+    obj: str  # "Kind namespace/name"
+    group: str  # head, a worker group, submitter; "" for single-template objects
+    spec_path: Path  # JSON path of the pod spec inside the object
+    target: reach.Target
+    untrusted: bool
+    gpu_side: bool
 
     @property
     def where(self) -> str:
         return self.obj + (f" ({self.group})" if self.group else "")
 
 
-class Exposure(Record):
+@dataclass(frozen=True, slots=True)
+class Exposure:
     """A way out of the sandbox the policies leave open (an error), or hold shut by one side only."""
 
-    __slots__ = ("template", "severity", "message")
-
-    def __init__(self, template: Template, severity: str, message: str) -> None:
-        self.template = template  # the untrusted pod template it is about
-        self.severity = severity
-        self.message = message
+    template: Template  # the untrusted pod template it is about
+    severity: str
+    message: str
 
 
 def _str_map(value: Any) -> dict[str, str]:
@@ -175,7 +168,6 @@ def _public_exposures(src: Template, objects: list[dict[str, Any]], all_template
     """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
     if not _may_open_a_way_in(objects):
         return []
-    from dockyard_k8s.lint import entries  # dataclasses: only for inputs that may have one
 
     found = [e for e in entries.public_entries(objects)
              if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]

@@ -16,9 +16,17 @@ from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.config.platforms import KNOWN_GPU_NODE_LABELS
-from dockyard_k8s.kube import GPU_RESOURCES, PodTemplate, format_ref, pod_requests, pod_templates, selector_matches
+from dockyard_k8s.kube import (
+    GPU_RESOURCES,
+    PodTemplate,
+    format_ref,
+    parse_quantity,
+    pod_requests,
+    pod_templates,
+    selector_matches,
+)
 from dockyard_k8s.manifests import Source
-from dockyard_k8s.plain import Path, Record
+from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
 from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
 
@@ -33,16 +41,14 @@ IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
-class Hit(Record):
+@dataclass(frozen=True, slots=True)
+class Hit:
     """What a check reports: where (JSON path in the object), what, and optionally a
     severity other than the rule's default."""
 
-    __slots__ = ("path", "message", "severity")
-
-    def __init__(self, path: Path, message: str, severity: str | None = None) -> None:
-        self.path = path
-        self.message = message
-        self.severity = severity
+    path: Path
+    message: str
+    severity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,13 +77,11 @@ class Finding:
         return (*src, self.object, SEVERITY_RANK[self.severity], self.rule, _path_key(self.path), self.message)
 
 
-class Suppression(Record):
-    __slots__ = ("rule", "object", "by")
-
-    def __init__(self, rule: str, object: str, by: str) -> None:
-        self.rule = rule
-        self.object = object
-        self.by = by  # "lint.ignore" or "annotation on <object>"
+@dataclass(frozen=True, slots=True)
+class Suppression:
+    rule: str
+    object: str
+    by: str  # "lint.ignore" or "annotation on <object>"
 
 
 def _path_key(path: Path) -> tuple[tuple[int, str], ...]:
@@ -97,8 +101,6 @@ class LintConfig:
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> LintConfig:
-        from dockyard_k8s.kube import parse_quantity
-
         shm = parse_quantity(section.get("shmPerGpu", "8Gi"))
         labels = {**KNOWN_GPU_NODE_LABELS, **(section.get("gpuNodeLabels") or {})}
         return cls(ignore=tuple(section.get("ignore") or ()),
@@ -111,21 +113,18 @@ class LintConfig:
 # --- the objects under lint ----------------------------------------------------------------
 
 
-class Pod(Record):
+@dataclass(frozen=True, slots=True)
+class Pod:
     """A pod template of an object, with what rules ask of it precomputed."""
 
-    __slots__ = ("template", "spec_path", "labels", "annotations", "namespace", "untrusted", "gpus", "requests")
-
-    def __init__(self, template: PodTemplate, spec_path: Path, labels: dict[str, str], annotations: dict[str, str],
-                 namespace: str, untrusted: bool, gpus: Fraction, requests: dict[str, Fraction]) -> None:
-        self.template = template
-        self.spec_path = spec_path  # JSON path of the pod spec inside the object
-        self.labels = labels
-        self.annotations = annotations
-        self.namespace = namespace
-        self.untrusted = untrusted
-        self.gpus = gpus
-        self.requests = requests
+    template: PodTemplate
+    spec_path: Path  # JSON path of the pod spec inside the object
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    namespace: str
+    untrusted: bool
+    gpus: Fraction
+    requests: dict[str, Fraction]
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from itertools import groupby
 from typing import Any
@@ -68,7 +69,7 @@ def as_json(report: LintReport) -> dict[str, Any]:
         "summary": {s: report.count(s) for s in ("error", "warning", "info")} | {
             "objects": report.objects, "suppressed": len(report.suppressed), "exitCode": report.exit_code},
         "findings": [_finding_json(f) for f in report.findings],
-        "suppressed": [s.as_dict() for s in report.suppressed],
+        "suppressed": [dataclasses.asdict(s) for s in report.suppressed],
         "podSecurity": [{"object": p.object, "path": format_path(p.path), "group": p.group, "level": p.level,
                          "untrusted": p.untrusted, "baselineViolations": p.baseline,
                          "restrictedViolations": p.restricted} for p in report.pod_security],
@@ -126,7 +127,7 @@ def sarif(report: LintReport, version: str, uri_prefix: str = "") -> dict[str, A
                                 "rules": [_rule_sarif(i) for i in rule_ids]}},
             "results": results,
             "columnKind": "unicodeCodePoints",
-            "properties": {"suppressed": [s.as_dict() for s in report.suppressed],
+            "properties": {"suppressed": [dataclasses.asdict(s) for s in report.suppressed],
                            "podSecurity": [{"object": p.object, "group": p.group, "level": p.level}
                                            for p in report.pod_security]},
         }],

@@ -14,10 +14,10 @@ checks replace their baseline counterparts (capabilities, seccomp, hostPath -> v
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import MALFORMED_DATA
-from dockyard_k8s.plain import Record
 
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
 
@@ -41,25 +41,21 @@ RESTRICTED_VOLUMES = frozenset({
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 
-class Violation(Record):
-    __slots__ = ("check", "reason", "detail")
-
-    def __init__(self, check: str, reason: str, detail: str) -> None:
-        self.check = check  # upstream check id
-        self.reason = reason
-        self.detail = detail
+@dataclass(frozen=True, slots=True)
+class Violation:
+    check: str  # upstream check id
+    reason: str
+    detail: str
 
     def __str__(self) -> str:
         return f"{self.reason} ({self.detail})"
 
 
-class PssResult(Record):
-    __slots__ = ("level", "baseline", "restricted")
-
-    def __init__(self, level: str, baseline: list[Violation], restricted: list[Violation]) -> None:
-        self.level = level  # the highest level the pod meets
-        self.baseline = baseline  # what keeps it from baseline
-        self.restricted = restricted  # what keeps it from restricted (baseline violations included)
+@dataclass(frozen=True, slots=True)
+class PssResult:
+    level: str  # the highest level the pod meets
+    baseline: list[Violation]  # what keeps it from baseline
+    restricted: list[Violation]  # what keeps it from restricted (baseline violations included)
 
     def warning(self, level: str = RESTRICTED) -> str:
         """The admission warning for ``level``, "" when the pod meets it."""

@@ -20,14 +20,11 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.network import POD_CIDRS
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.plain import Record
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
@@ -38,25 +35,21 @@ FULL_PORTS: Spans = [(1, 65535)]
 _MAX = {4: 2**32 - 1, 6: 2**128 - 1}
 
 
-class Target(Record):
+@dataclass(frozen=True, slots=True)
+class Target:
     """A pod as policies see it."""
 
-    __slots__ = ("namespace", "labels", "ports")
-
-    def __init__(self, namespace: str, labels: dict[str, str], ports: tuple[tuple[str, int, str], ...] = ()) -> None:
-        self.namespace = namespace
-        self.labels = labels
-        self.ports = ports  # (name, number, protocol) of its container ports
+    namespace: str
+    labels: dict[str, str]
+    ports: tuple[tuple[str, int, str], ...] = ()  # (name, number, protocol) of its container ports
 
 
-class Opening(Record):
+@dataclass(frozen=True, slots=True)
+class Opening:
     """What a source may reach on one side, and the rules that allow it."""
 
-    __slots__ = ("ports", "rules")
-
-    def __init__(self, ports: Ports, rules: tuple[str, ...]) -> None:
-        self.ports = ports  # empty: nothing
-        self.rules = rules  # "NetworkPolicy ns/name egress[1]", or "not isolated"
+    ports: Ports  # empty: nothing
+    rules: tuple[str, ...]  # "NetworkPolicy ns/name egress[1]", or "not isolated"
 
 
 # --- spans ------------------------------------------------------------------------------------

@@ -19,26 +19,7 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
-    from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
-
-# Loaded on first use: ``check`` imports plan/fit.py (and the inventory and filters it needs) for
-# its fit test, never the scheduler loop.
-_EXPORTS = {"Inventory": "inventory", "from_objects": "inventory", "from_pools": "inventory",
-            "inventory_from_cluster": "inventory", "GroupResult": "schedule", "PlanResult": "schedule",
-            "plan": "schedule"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-
+from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools, inventory_from_cluster
+from dockyard_k8s.plan.schedule import GroupResult, PlanResult, plan
 
 __all__ = ["GroupResult", "Inventory", "PlanResult", "from_objects", "from_pools", "inventory_from_cluster", "plan"]

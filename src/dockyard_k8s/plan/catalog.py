@@ -12,9 +12,8 @@ nodes -o yaml`` and pass ``--nodes``, or declare your own type in ``plan.instanc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-
-from dockyard_k8s.plain import Record
 
 GPU = "nvidia.com/gpu"
 EFA = "vpc.amazonaws.com/efa"
@@ -22,16 +21,14 @@ MI = 2**20
 GI = 2**30
 
 
-class Capacity(Record):
-    __slots__ = ("vcpu", "memory_mib", "gpus", "efa", "max_pods", "gpu_name")
-
-    def __init__(self, vcpu: int, memory_mib: int, gpus: int, efa: int, max_pods: int, gpu_name: str) -> None:
-        self.vcpu = vcpu
-        self.memory_mib = memory_mib  # as EC2 describes it (karpenter.k8s.aws/instance-memory)
-        self.gpus = gpus
-        self.efa = efa
-        self.max_pods = max_pods  # VPC CNI limit (ENIs x (IPs per ENI - 1) + 2), as Karpenter computes it
-        self.gpu_name = gpu_name
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    vcpu: int
+    memory_mib: int  # as EC2 describes it (karpenter.k8s.aws/instance-memory)
+    gpus: int
+    efa: int
+    max_pods: int  # VPC CNI limit (ENIs x (IPs per ENI - 1) + 2), as Karpenter computes it
+    gpu_name: str
 
 
 # name -> capacity. Source: Karpenter instance-type reference (see module docstring).

@@ -13,33 +13,29 @@ many nodes there are is ``plan``'s question, not this one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from dockyard_k8s.kube import container_requests, pod_requests, pod_templates
-from dockyard_k8s.plain import Path, Record
+from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
 from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason
 from dockyard_k8s.plan.units import format_amount, parse_units, to_units
 from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
 # The pool of the one catalogue node a type gets when plan.nodePools declares none of it.
 CATALOGUE_POOL = "fit"
 
 
-class Misfit(Record):
+@dataclass(frozen=True, slots=True)
+class Misfit:
     """A pod template of object ``index`` that no node of its instance type can take."""
 
-    __slots__ = ("object_index", "path", "message")
-
-    def __init__(self, object_index: int, path: Path, message: str) -> None:
-        self.object_index = object_index
-        self.path = path  # the field to blame (a container's request, a node selector key, the tolerations)
-        self.message = message
+    object_index: int
+    path: Path  # the field to blame (a container's request, a node selector key, the tolerations)
+    message: str
 
 
 def known_type(name: str, plan: Mapping[str, Any]) -> bool:
@@ -121,17 +117,15 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
                   f"{format_amount(resource, have)} allocatable, so it never schedules ({said_text})")
 
 
-class Unchecked(Record):
+@dataclass(frozen=True, slots=True)
+class Unchecked:
     """A GPU pod template the one-node fit test cannot judge: it selects no instance type the
     catalogue or ``plan.instanceTypes`` knows."""
 
-    __slots__ = ("object_index", "group", "gpus", "instance_type")
-
-    def __init__(self, object_index: int, group: str, gpus: int, instance_type: str) -> None:
-        self.object_index = object_index
-        self.group = group  # the fleet label (head, trainer...), or "job" for launch.mode job's one pod
-        self.gpus = gpus  # GPUs one pod asks for (every */gpu resource)
-        self.instance_type = instance_type  # what it selects ("" for none)
+    object_index: int
+    group: str  # the fleet label (head, trainer...), or "job" for launch.mode job's one pod
+    gpus: int  # GPUs one pod asks for (every */gpu resource)
+    instance_type: str  # what it selects ("" for none)
 
 
 def unchecked(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Unchecked]:

@@ -12,23 +12,20 @@ Three sources, one shape (:class:`Inventory`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.config.platforms import GPU_PRESENT_LABEL
 from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
 from dockyard_k8s.kube import pod_requests
-from dockyard_k8s.plain import Path, Record, format_path, show
+from dockyard_k8s.plain import Path, format_path, show
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.units import parse_units, to_units
 from dockyard_k8s.suggest import did_you_mean
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-    # (an object of the inventory, a path in it, what is wrong) -> the problem, at its file:line
-    Locate = Callable[[dict[str, Any], Path, str], ConfigProblem]
+# (an object of the inventory, a path in it, what is wrong) -> the problem, at its file:line
+Locate = Callable[[dict[str, Any], Path, str], ConfigProblem]
 
 HOSTNAME = "kubernetes.io/hostname"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -37,21 +34,18 @@ POOL_LABELS = ("eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool", "cloud.go
                "kubernetes.azure.com/agentpool", "dockyard-k8s/pool", INSTANCE_TYPE)
 
 
-class PlacedPod(Record):
+@dataclass(frozen=True, slots=True)
+class PlacedPod:
     """A pod on a node (existing or simulated), as affinity and spread rules see it."""
 
-    __slots__ = ("namespace", "labels", "anti_affinity")
-
-    def __init__(self, namespace: str, labels: dict[str, str], anti_affinity: list[dict[str, Any]]) -> None:
-        self.namespace = namespace
-        self.labels = labels
-        self.anti_affinity = anti_affinity  # required terms
+    namespace: str
+    labels: dict[str, str]
+    anti_affinity: list[dict[str, Any]]  # required terms
 
 
 class Node:
     """A node, and what the simulation has placed on it so far (``requested``, ``pods`` and
-    ``host_ports`` grow as pods are placed). Not a dataclass: ``check`` builds nodes for its fit
-    test and does not import ``dataclasses`` (bench/README.md)."""
+    ``host_ports`` grow as pods are placed): state, not a value."""
 
     def __init__(self, name: str, pool: str, labels: dict[str, str], taints: list[dict[str, Any]], unschedulable: bool,
                  allocatable: dict[str, int], requested: dict[str, int] | None = None,
@@ -66,25 +60,21 @@ class Node:
         return f"Node({self.name!r}, pool={self.pool!r}, pods={len(self.pods)})"
 
 
-class Quota(Record):
+@dataclass(frozen=True, slots=True)
+class Quota:
     """A namespace ResourceQuota: hard limits and what is already used (scheduler units)."""
 
-    __slots__ = ("name", "namespace", "hard", "used")
-
-    def __init__(self, name: str, namespace: str, hard: dict[str, int], used: dict[str, int]) -> None:
-        self.name = name
-        self.namespace = namespace
-        self.hard = hard
-        self.used = used
+    name: str
+    namespace: str
+    hard: dict[str, int]
+    used: dict[str, int]
 
 
-class Inventory(Record):
-    __slots__ = ("nodes", "quotas", "source")
-
-    def __init__(self, nodes: list[Node], quotas: list[Quota], source: str) -> None:
-        self.nodes = nodes
-        self.quotas = quotas
-        self.source = source  # how it was built, for the report
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    nodes: list[Node]
+    quotas: list[Quota]
+    source: str  # how it was built, for the report
 
     def pools(self) -> dict[str, list[Node]]:
         out: dict[str, list[Node]] = {}

@@ -7,11 +7,11 @@ RayCluster form a gang: the run can start only when all of them (and the head) a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.kube import GPU_RESOURCES, container_requests, parse_quantity, pod_templates
-from dockyard_k8s.plain import Record
 from dockyard_k8s.plan.inventory import pod_units
 from dockyard_k8s.plan.predicates import Requirements
 from dockyard_k8s.plan.units import to_units
@@ -19,21 +19,18 @@ from dockyard_k8s.plan.units import to_units
 GANG_KINDS = ("RayJob", "RayCluster", "MPIJob")
 
 
-class Group(Record):
-    __slots__ = ("name", "object", "kind", "template", "namespace", "replicas", "spec", "req", "gpus", "gang")
-
-    def __init__(self, name: str, object: str, kind: str, template: str, namespace: str, replicas: int,
-                 spec: dict[str, Any], req: Requirements, gpus: int, gang: str | None) -> None:
-        self.name = name  # "RayJob rl/grpo-swe trainer"
-        self.object = object  # "RayJob rl/grpo-swe"
-        self.kind = kind
-        self.template = template  # group name inside the object ("" for single-template kinds)
-        self.namespace = namespace
-        self.replicas = replicas
-        self.spec = spec
-        self.req = req
-        self.gpus = gpus
-        self.gang = gang  # the object ref when the group is part of a RayCluster gang
+@dataclass(frozen=True, slots=True)
+class Group:
+    name: str  # "RayJob rl/grpo-swe trainer"
+    object: str  # "RayJob rl/grpo-swe"
+    kind: str
+    template: str  # group name inside the object ("" for single-template kinds)
+    namespace: str
+    replicas: int
+    spec: dict[str, Any]
+    req: Requirements
+    gpus: int
+    gang: str | None  # the object ref when the group is part of a RayCluster gang
 
     @property
     def is_gpu(self) -> bool:

@@ -10,13 +10,10 @@ sorted ``<count> <reason>`` strings (Go string sort), as ``kubectl describe pod`
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.plan.inventory import Node, PlacedPod
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.plan.inventory import Node, PlacedPod, host_ports, required_anti_affinity
 
 # Reason strings, verbatim from the plugins.
 UNSCHEDULABLE = "node(s) were unschedulable"
@@ -76,8 +73,8 @@ def _term_matches(term: dict[str, Any], node: Node) -> bool:
 
 
 class Requirements:
-    """What the filters ask of a pod, compiled once per pod template (not a dataclass: see
-    :class:`.inventory.Node`)."""
+    """What the filters ask of a pod, compiled once per pod template (mutable: ``check``'s fit
+    test drops ``affinity_terms`` it cannot judge)."""
 
     def __init__(self, namespace: str, labels: dict[str, str], requests: dict[str, int],
                  tolerations: list[dict[str, Any]] | None = None, node_selector: dict[str, str] | None = None,
@@ -94,8 +91,6 @@ class Requirements:
     @classmethod
     def from_pod(cls, spec: dict[str, Any], labels: dict[str, str], namespace: str,
                  requests: dict[str, int]) -> Requirements:
-        from dockyard_k8s.plan.inventory import host_ports, required_anti_affinity
-
         node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution")
         terms = node_aff.get("nodeSelectorTerms") if isinstance(node_aff, dict) else None

@@ -14,6 +14,7 @@ the rest of the template's replicas, so identical replicas cost O(nodes + replic
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,7 +164,7 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
             q = quota_of(o)
             live = next((i for i, x in enumerate(quotas) if (x.name, x.namespace) == (q.name, q.namespace)), None)
             if live is not None:
-                quotas[live] = quotas[live].replace(hard=q.hard)
+                quotas[live] = dataclasses.replace(quotas[live], hard=q.hard)
             else:
                 quotas.append(q)
     state = _State(inventory, groups)

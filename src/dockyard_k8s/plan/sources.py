@@ -16,12 +16,17 @@ Nothing here talks to a cluster: ``live/`` lists the objects (``live.doctor.clus
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import MALFORMED_DATA, ConfigProblem, UsageError
-from dockyard_k8s.plain import Record
+from dockyard_k8s.kube import object_ref
+from dockyard_k8s.manifests import read_objects
+from dockyard_k8s.plain import format_path
 from dockyard_k8s.plan.inventory import Inventory, from_objects, from_pools
-from dockyard_k8s.plan.kueue_plan import queued_jobs, team_objects
+from dockyard_k8s.plan.kueue_plan import plan_with_kueue, queued_jobs, run_snapshot, team_objects
+from dockyard_k8s.plan.schedule import plan
+from dockyard_k8s.validate.engine import ValidateOptions, validate_files
 
 if TYPE_CHECKING:
     from dockyard_k8s.manifests import Manifest
@@ -36,25 +41,21 @@ NO_INVENTORY = ("no node inventory: declare plan.nodePools in the infra spec, or
                 "(kubectl get nodes -o yaml)")
 
 
-class KueueInput(Record):
+@dataclass(frozen=True, slots=True)
+class KueueInput:
     """The Kueue objects a queued run is admitted against, and where they came from (for the report)."""
 
-    __slots__ = ("objects", "source")
-
-    def __init__(self, objects: list[dict[str, Any]], source: str) -> None:
-        self.objects = objects
-        self.source = source
+    objects: list[dict[str, Any]]
+    source: str
 
 
-class Sources(Record):
+@dataclass(frozen=True, slots=True)
+class Sources:
     """What the command line chose, checked before anything is fetched from a cluster."""
 
-    __slots__ = ("inventory", "node_files", "kueue")
-
-    def __init__(self, inventory: str, node_files: tuple[str, ...], kueue: KueueInput | None) -> None:
-        self.inventory = inventory  # LIVE, NODE_FILES, NODE_POOLS or NO_NODES
-        self.node_files = node_files
-        self.kueue = kueue  # the --kueue files' objects, when some were given
+    inventory: str  # LIVE, NODE_FILES, NODE_POOLS or NO_NODES
+    node_files: tuple[str, ...]
+    kueue: KueueInput | None  # the --kueue files' objects, when some were given
 
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),
@@ -85,8 +86,6 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
 
 def kueue_from_files(files: Sequence[str]) -> KueueInput:
     """The objects of ``--kueue`` files (``kubectl get clusterqueues,... -o yaml`` output)."""
-    from dockyard_k8s.manifests import read_objects
-
     return KueueInput([o.data for o in read_objects(list(files))], ", ".join(files))
 
 
@@ -110,8 +109,6 @@ def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inve
 def node_file_inventory(files: Sequence[str]) -> Inventory:
     """Nodes (and pods, ResourceQuotas) read from ``kubectl get ... -o yaml`` files; a problem of an
     object is reported at its file:line, a malformed object as ``validate`` reports it."""
-    from dockyard_k8s.manifests import read_objects
-
     nodes = read_objects(list(files))
     try:
         return from_objects([o.data for o in nodes], source=", ".join(files), locate=node_locator(nodes))
@@ -121,9 +118,6 @@ def node_file_inventory(files: Sequence[str]) -> Inventory:
 
 def node_locator(nodes: list[Manifest]) -> Locate:
     """A problem of a node file's object at its file:line (``inventory.from_objects``' ``locate``)."""
-    from dockyard_k8s.kube import object_ref
-    from dockyard_k8s.plain import format_path
-
     by_id = {id(m.data): m for m in nodes}
 
     def locate(obj: dict[str, Any], path: tuple[Any, ...], message: str) -> ConfigProblem:
@@ -201,8 +195,6 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
             inventory and nothing of the run queued (no verdict to give).
         ConfigError: Kueue objects with unreadable quantities.
     """
-    from dockyard_k8s.plan.schedule import plan
-
     if kueue is not None and (inventory is not None or queued_jobs(objects)):
         return _plan_with_kueue(objects, inventory, kueue, atomic_gangs=atomic_gangs,
                                 manifest_files=manifest_files, kueue_files=kueue_files)
@@ -225,8 +217,6 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
 def _plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: KueueInput, *,
                      atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str]
                      ) -> KueuePlan:
-    from dockyard_k8s.plan.kueue_plan import plan_with_kueue, run_snapshot
-
     team = team_objects(objects)
     run = [o for o in objects if o not in team]
     try:
@@ -241,8 +231,6 @@ def _plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None,
 def malformed(paths: list[str], error: Exception) -> Exception:
     """The planner met a malformed manifest: say where, as ``validate`` does (or give back
     ``error``, a bug, when ``validate`` finds nothing wrong with the files)."""
-    from dockyard_k8s.validate.engine import ValidateOptions, validate_files
-
     problems = [p for p in validate_files(paths, ValidateOptions(ignore_missing_schemas=True)).problems
                 if p.rule in ("yaml", "object", "schema")]
     if not problems:

@@ -25,17 +25,17 @@ inputs give byte-identical output. One module per object family:
 
 from __future__ import annotations
 
+from typing import Any
+
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.render.governance import governance_objects
+from dockyard_k8s.render.kueue import apply_kueue, queue_objects
 from dockyard_k8s.render.network import network_policies
 from dockyard_k8s.render.platform import apply_platform, prepull_daemonset, priority_class, storage_claim
 from dockyard_k8s.render.ray import gpu_pdb, raycluster, rayjob
 from dockyard_k8s.render.recipe import recipe_configmap
 from dockyard_k8s.render.sandbox import sandbox_objects
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
+from dockyard_k8s.render.shapes import job_objects, statefulset_objects
 
 __all__ = ["render_run"]
 
@@ -58,13 +58,11 @@ def render_run(run: RunConfig) -> list[dict[str, Any]]:
     elif mode == "bringup":
         objects.append(raycluster(infra))
     elif mode in ("job", "statefulset"):  # the operator-free shapes: their module only for them
-        from dockyard_k8s.render.shapes import job_objects, statefulset_objects
 
         objects += (job_objects if mode == "job" else statefulset_objects)(infra, run.job_args)
     apply_platform(infra, objects)
     if not infra["infra"]["kueue"]["queueName"]:  # not queued: no Kueue label, no queue objects
         return objects
-    from dockyard_k8s.render.kueue import apply_kueue, queue_objects
 
     apply_kueue(infra, objects)
     return queue_objects(infra, objects) + objects  # the team's queue objects first, render-only

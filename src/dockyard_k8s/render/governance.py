@@ -7,12 +7,11 @@ too-tight quota applied mid-run would block the run's own pods).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.render.meta import metadata, name_of, quantity
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 

@@ -21,7 +21,9 @@ ClusterQueue sized from the run's pod sets (with that check) and the LocalQueue.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
@@ -30,11 +32,7 @@ from dockyard_k8s.plan.units import format_amount, to_units
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)

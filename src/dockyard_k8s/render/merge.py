@@ -8,12 +8,10 @@ by ``groupName``, containers/env/volumes/ports by ``name``, volume mounts by
 
 from __future__ import annotations
 
+from typing import Any
+
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render import provenance
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 # Merge keys tried in order; the first that every item of both lists carries is used.
 MERGE_KEYS = ("groupName", "name", "mountPath")

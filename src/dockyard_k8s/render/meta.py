@@ -8,12 +8,11 @@ label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.render import provenance
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import Fleet
 

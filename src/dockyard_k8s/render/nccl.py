@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import env_list, metadata, name_of, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.platform import (
     add_gpu_scheduling,
@@ -156,34 +156,27 @@ def nccl_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
 _TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")  # mpirun --tag-output prefix
 
 
-class BusBandwidth(Record):
+@dataclass(frozen=True, slots=True)
+class BusBandwidth:
     """One row of all_reduce_perf: a message size, out-of-place and in-place."""
 
-    __slots__ = ("size", "elements", "dtype", "oop_time_us", "oop_busbw", "oop_wrong", "ip_time_us", "ip_busbw",
-                 "ip_wrong")
-
-    def __init__(self, size: int, elements: int, dtype: str, oop_time_us: float, oop_busbw: float,
-                 oop_wrong: int | None, ip_time_us: float, ip_busbw: float, ip_wrong: int | None) -> None:
-        self.size = size  # bytes
-        self.elements = elements  # the count column
-        self.dtype = dtype
-        self.oop_time_us = oop_time_us
-        self.oop_busbw = oop_busbw  # GB/s
-        self.oop_wrong = oop_wrong  # None: N/A (run with -c 0)
-        self.ip_time_us = ip_time_us
-        self.ip_busbw = ip_busbw
-        self.ip_wrong = ip_wrong
+    size: int  # bytes
+    elements: int  # the count column
+    dtype: str
+    oop_time_us: float
+    oop_busbw: float  # GB/s
+    oop_wrong: int | None  # None: N/A (run with -c 0)
+    ip_time_us: float
+    ip_busbw: float
+    ip_wrong: int | None
 
 
-class NcclSummary(Record):
-    __slots__ = ("rows", "ranks", "avg_busbw", "out_of_bounds")
-
-    def __init__(self, rows: list[BusBandwidth], ranks: int, avg_busbw: float | None,
-                 out_of_bounds: int | None) -> None:
-        self.rows = rows
-        self.ranks = ranks
-        self.avg_busbw = avg_busbw
-        self.out_of_bounds = out_of_bounds
+@dataclass(frozen=True, slots=True)
+class NcclSummary:
+    rows: list[BusBandwidth]
+    ranks: int
+    avg_busbw: float | None
+    out_of_bounds: int | None
 
     @property
     def peak(self) -> BusBandwidth | None:

@@ -24,6 +24,8 @@ its sources by label.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.config.network import (
     DNS_PORT,
     INTERNAL_CIDRS,
@@ -40,11 +42,9 @@ from dockyard_k8s.config.network import (
 )
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.rayauth import enabled, secret_name
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 RAY_DASHBOARD_PORT = 8265
@@ -344,8 +344,6 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
 
 def ray_ports_line(infra: InfraSpec) -> str:
     """Who may reach the GPU pods' Ray ports, and whether Ray asks for a token."""
-    from dockyard_k8s.render.rayauth import enabled, secret_name
-
     kr = infra["kuberay"]
     if infra["launch"]["mode"] == "attach":
         return ("Ray ports: the attached cluster is not covered by this run: give its pods a NetworkPolicy that "

@@ -15,6 +15,8 @@ is left alone, except where noted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s import kube
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.plain import clone
@@ -29,10 +31,7 @@ from dockyard_k8s.render.meta import (
     selector,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import Fleet, Group
 

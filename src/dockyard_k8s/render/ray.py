@@ -14,8 +14,10 @@ Built in three steps, in this order:
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
@@ -36,12 +38,9 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_url
+from dockyard_k8s.render.serialize import dump_yaml
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 
@@ -180,8 +179,6 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
     writes back itself, works for both: the older documented ``"{\\"name\\": 1}"`` leaves escaped
     quotes its JSON parse refuses ("failed to add accelerator resources to rayStartParams").
     """
-    import json
-
     current: dict[str, Any] = {}
     if existing:
         text = existing.strip().strip("'")
@@ -290,8 +287,6 @@ def rayjob(infra: InfraSpec, job_args: list[str]) -> dict[str, Any]:
     if launch["suspend"]:
         spec["suspend"] = True
     if launch["runtimeEnv"]:
-        from dockyard_k8s.render.serialize import dump_yaml
-
         spec["runtimeEnvYAML"] = dump_yaml(launch["runtimeEnv"])
     if launch["deletionRules"]:
         spec["deletionStrategy"] = {"deletionRules": launch["deletionRules"]}

@@ -24,12 +24,11 @@ name, key and run label), to run once before the first apply (docs/security.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from dockyard_k8s.render.meta import RUN_LABEL, name_of, run_name
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 TOKEN_KEY = "auth_token"  # the key KubeRay reads (utils.RAY_AUTH_TOKEN_SECRET_KEY)

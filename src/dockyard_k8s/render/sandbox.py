@@ -20,16 +20,14 @@ Hardening beyond the spec's baseline, because the pool runs untrusted code:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 
 

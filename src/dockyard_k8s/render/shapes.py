@@ -19,8 +19,10 @@ image and pull secrets, the run and fleet labels, Ray token authentication. Pod 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.kube import parse_quantity
@@ -42,10 +44,7 @@ from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource,
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any, Literal
-
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
     from dockyard_k8s.config.model import Group, PodSizing
 
@@ -68,8 +67,6 @@ def bootstrap_script() -> str:
     """The bootstrap script shipped as package data (render/scripts/ray-bootstrap.sh), read
     beside this module: importlib.resources imports tempfile, shutil... on every check of a
     job/statefulset run (their cost: bench/README.md), and the package is always installed as files."""
-    import os
-
     with open(os.path.join(os.path.dirname(__file__), "scripts", SCRIPT_NAME), encoding="utf-8") as f:
         return f.read()
 

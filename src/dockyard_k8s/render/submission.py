@@ -15,27 +15,24 @@ travel with the job, in its ``runtime_env``:
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import run_name
 from dockyard_k8s.render.ray import entrypoint
 from dockyard_k8s.render.sandbox import sandbox_url
+from dockyard_k8s.render.serialize import dump_yaml
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.config.infra_types import InfraSpec
 
 ATTACH_RECIPE_DIR = "/tmp/dockyard-k8s"  # on the attached cluster's head, one directory per run
 
 
-class Submission(Record):
-    __slots__ = ("entrypoint", "runtime_env")
-
-    def __init__(self, entrypoint: str, runtime_env: dict[str, Any] | None) -> None:
-        self.entrypoint = entrypoint
-        self.runtime_env = runtime_env
+@dataclass(frozen=True, slots=True)
+class Submission:
+    entrypoint: str
+    runtime_env: dict[str, Any] | None
 
 
 def attach_recipe_path(infra: InfraSpec) -> str:
@@ -49,7 +46,6 @@ def submission(infra: InfraSpec, recipe: dict[str, Any], job_args: list[str], *,
     user_env = dict(infra["launch"]["runtimeEnv"])
     if infra["launch"]["mode"] != "attach":
         return Submission(command or entrypoint(infra, job_args), user_env or None)
-    from dockyard_k8s.render.serialize import dump_yaml
 
     path = attach_recipe_path(infra)
     env_vars = {**(user_env.get("env_vars") or {}), "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",

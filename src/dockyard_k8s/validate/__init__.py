@@ -22,51 +22,5 @@
     output.py     text / json / junit / tap
     fetch.py      ``schemas fetch``: KubeRay CRDs for a release into the user cache
 
-Everything here is importable without cost: heavy work happens on first use.
+Import from the module that defines a name (``validate.engine``, ``validate.problem``...).
 """
-
-from __future__ import annotations
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from dockyard_k8s.validate.engine import (
-        ValidateOptions,
-        validate_documents,
-        validate_files,
-        validate_objects,
-        validate_report,
-    )
-    from dockyard_k8s.validate.problem import Document, Problem, Report, format_json_path
-    from dockyard_k8s.validate.reader import read_manifests
-
-_LAZY = {
-    "Document": "problem", "Problem": "problem", "Report": "problem", "format_json_path": "problem",
-    "read_manifests": "reader",
-    "ValidateOptions": "engine", "validate_documents": "engine", "validate_files": "engine",
-    "validate_objects": "engine", "validate_report": "engine",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy so that importing one submodule (bundle.py imports .kuberay) loads nothing else.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"dockyard_k8s.validate.{_LAZY[name]}"), name)
-    raise AttributeError(name)
-
-
-__all__ = [
-    "Document",
-    "Problem",
-    "Report",
-    "ValidateOptions",
-    "format_json_path",
-    "read_manifests",
-    "validate_documents",
-    "validate_files",
-    "validate_objects",
-    "validate_report",
-]

@@ -19,15 +19,13 @@ Conversion (``CONVERTER``) — each change bumps the version so caches are rebui
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 CONVERTER = "builtin-3"
 DEFAULT_KUBERNETES_VERSION = "1.29"
@@ -82,8 +80,6 @@ class SchemaSet:
         return f"k8s-{self.kubernetes_version}-kv{self.package_version}-{definition}-{CONVERTER}"
 
     def _definitions(self) -> dict[str, Any]:
-        import json
-
         with open(os.path.join(self.directory, "_definitions.json"), encoding="utf-8") as f:
             data: dict[str, Any] = json.load(f)["$defs"]
         return data

@@ -20,6 +20,7 @@ for small inputs and for ``--exit-on-error``, :func:`.engine.validate_files` run
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import os
@@ -27,8 +28,8 @@ import pickle
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
-from dockyard_k8s.plain import Record
 from dockyard_k8s.validate.cross import CrossObjects
 from dockyard_k8s.validate.engine import (
     DEFAULT_OPTIONS,
@@ -52,19 +53,16 @@ MAX_WORKERS = 8
 Span = tuple[str, int, int]  # (file, start, end): the documents of text[start:end]; (file, 0, -1): the whole file
 
 
-class _Part(Record):
-    __slots__ = ("problems", "objects", "skipped", "missing", "sources", "cross", "counts", "lines")
-
-    def __init__(self, problems: list[Problem], objects: int, skipped: int, missing: list[str],
-                 sources: dict[str, str], cross: CrossObjects, counts: dict[str, int], lines: dict[str, int]) -> None:
-        self.problems = problems  # YAML problems first, then the objects', in order
-        self.objects = objects
-        self.skipped = skipped
-        self.missing = missing
-        self.sources = sources
-        self.cross = cross  # the part's facts for the cross-object rules, Services by identity
-        self.counts = counts  # documents in each file's region (read whole: not counted)
-        self.lines = lines  # newlines in each file's region: its lines are counted from its start
+@dataclass(frozen=True, slots=True)
+class _Part:
+    problems: list[Problem]  # YAML problems first, then the objects', in order
+    objects: int
+    skipped: int
+    missing: list[str]
+    sources: dict[str, str]
+    cross: CrossObjects  # the part's facts for the cross-object rules, Services by identity
+    counts: dict[str, int]  # documents in each file's region (read whole: not counted)
+    lines: dict[str, int]  # newlines in each file's region: its lines are counted from its start
 
 
 def default_workers() -> int:
@@ -293,7 +291,7 @@ def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:
         for file, n in r.lines.items():
             seen_lines[file] = lines[file] + n
         if any(base.values()) or any(lines.values()):
-            r = r.replace(problems=[_shift(p, base, lines) for p in r.problems])
+            r = dataclasses.replace(r, problems=[_shift(p, base, lines) for p in r.problems])
             cross.merge(r.cross, functools.partial(_base_of, base))
         else:
             cross.merge(r.cross)
@@ -307,4 +305,4 @@ def _base_of(base: dict[str, int], who: Problem) -> int:
 
 def _shift(p: Problem, base: dict[str, int], lines: dict[str, int]) -> Problem:
     docs, down = base.get(p.file, 0), lines.get(p.file, 0) if p.line else 0
-    return p.replace(doc_index=p.doc_index + docs, line=p.line + down) if docs or down else p
+    return dataclasses.replace(p, doc_index=p.doc_index + docs, line=p.line + down) if docs or down else p

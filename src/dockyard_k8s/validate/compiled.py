@@ -14,14 +14,12 @@ import marshal
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
+from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    Gate = Callable[[Any], bool]  # True when the object is valid
+Gate = Callable[[Any], bool]  # True when the object is valid
 
 _GENERATOR = "fjs-2"  # part of every cached validator's file name: bump it when generate() changes
 _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
@@ -93,7 +91,6 @@ class ValidatorCache:
         try:
             import fastjsonschema
         except ImportError as e:  # pragma: no cover - a declared dependency
-            from dockyard_k8s.errors import UsageError
 
             raise UsageError("validating needs the fastjsonschema package: pip install fastjsonschema") from e
         schema = dict(self.schema(key, build))

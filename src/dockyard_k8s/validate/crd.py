@@ -5,7 +5,7 @@ downloaded into the user cache by ``schemas fetch``, then the KubeRay, KEDA and 
 bundled with dockyard-k8s. A bundled CRD is registered by its files alone: copy them verbatim
 into ``validate/crds/<project>-<version>/`` with a ``PROVENANCE.json`` (see the KubeRay one),
 and name the project in :data:`PROJECTS` for its label (``Kueue v0.19.2 CRD (bundled)``).
-How a CRD's versions become strict JSON schemas is :mod:`.crd_convert`, loaded only when a
+How a CRD's versions become strict JSON schemas is :mod:`.crd_convert`, used only when a
 schema must be converted (a cold validator cache).
 """
 
@@ -13,28 +13,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.plain import Record
-from dockyard_k8s.validate import cache
+from dockyard_k8s.validate import cache, crd_convert
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
-    from typing import Any
-
     from dockyard_k8s.validate.crd_convert import Version
 
 CONVERTER = "crd-6"  # in every cache key: bump it when crd_convert.py's output changes
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
-class CrdSchema(Record):
+@dataclass(frozen=True, slots=True)
+class CrdSchema:
     """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""
 
-    __slots__ = ("api_kind", "key", "source")
-
-    def __init__(self, api_kind: str, key: str, source: str) -> None:
-        self.api_kind = api_kind
-        self.key = key
-        self.source = source  # one line: which file (and, for bundled or fetched ones, which release)
+    api_kind: str
+    key: str
+    source: str  # one line: which file (and, for bundled or fetched ones, which release)
 
 
 def _crd_files(path: str) -> list[str]:
@@ -136,9 +132,7 @@ class CrdRegistry:
         if entry and entry.get("sha") == content and entry.get("converter") == CONVERTER:
             kinds = dict(entry["kinds"])  # touched, not changed
         else:
-            from dockyard_k8s.validate.crd_convert import served_versions
-
-            versions = served_versions(data.decode("utf-8"), file)
+            versions = crd_convert.served_versions(data.decode("utf-8"), file)
             if not versions and origin == "--crd":
                 raise UsageError(f"--crd {file}: no CustomResourceDefinition in the file")
             kinds = {}
@@ -190,7 +184,6 @@ class CrdRegistry:
                 version = self._versions.get(key)
             if version is None:
                 raise RuntimeError(f"CRD schema {key} vanished from its source files")
-            from dockyard_k8s.validate.crd_convert import convert_version_schema
 
-            schema = self._built[key] = convert_version_schema(*version)
+            schema = self._built[key] = crd_convert.convert_version_schema(*version)
         return schema

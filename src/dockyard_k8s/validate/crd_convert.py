@@ -27,16 +27,15 @@ imports it then): a warm ``check`` does not load it.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache
+from dockyard_k8s.validate.reader import documents_of
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
+Version = tuple[dict[str, Any], str, str, str]  # openAPIV3Schema, group, version, kind: convert_version_schema's
 
 _HOIST_MIN = 200  # characters of canonical JSON: smaller repeats stay inline (bench/README.md, "hoisting")
 _DROP = frozenset({"description", "format", "default", "example", "x-kubernetes-validations",
@@ -126,8 +125,6 @@ def python_pattern(go: str) -> str:
 
 def _hoist(root: dict[str, Any]) -> dict[str, Any]:
     """Replace large repeated sub-schemas by ``$ref``s to one shared definition."""
-    import json
-
     counts: dict[str, int] = {}
     canon: dict[int, str] = {}
 
@@ -171,8 +168,6 @@ def _hoist(root: dict[str, Any]) -> dict[str, Any]:
 
 def _load_crd_documents(text: str, origin: str) -> list[dict[str, Any]]:
     """The CustomResourceDefinitions of a file, read as kubectl reads it (:mod:`.reader`)."""
-    from dockyard_k8s.validate.reader import documents_of
-
     docs, problems = documents_of(origin, text)
     if problems:
         first = problems[0]

@@ -12,20 +12,17 @@ input sends facts, not objects); :class:`CrossObjects` indexes them and judges t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_mapping, pod_templates, selector_matches
 from dockyard_k8s.plain import show
 from dockyard_k8s.validate.names import show_labels
 from dockyard_k8s.validate.problem import JsonPath
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    # What the cross-object rules need of one object:
-    #   ("pods", namespace, [(labels, declared container port names), ...])   a workload
-    #   ("service", namespace, selector, [(port index, named targetPort), ...])  a Service
-    CrossFacts = tuple[Any, ...]
+# What the cross-object rules need of one object:
+#   ("pods", namespace, [(labels, declared container port names), ...])   a workload
+#   ("service", namespace, selector, [(port index, named targetPort), ...])  a Service
+CrossFacts = tuple[Any, ...]
 
 
 def facts_of(obj: Any, templates: list[PodTemplate] | None = None) -> CrossFacts | None:

@@ -19,16 +19,21 @@ Every entry point takes one :class:`ValidateOptions`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import pod_templates
-from dockyard_k8s.plain import Record, show_typed
+from dockyard_k8s.plain import show_typed
 from dockyard_k8s.validate import builtin, cache
+from dockyard_k8s.validate.collect import Collector
 from dockyard_k8s.validate.compiled import ValidatorCache
 from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.cross import CrossObjects, facts_of
 from dockyard_k8s.validate.kuberay import kuberay_problems
+from dockyard_k8s.validate.kueue import kueue_problems
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
     RULE_KUEUE,
@@ -42,14 +47,12 @@ from dockyard_k8s.validate.problem import (
     count_objects,
     object_key,
 )
+from dockyard_k8s.validate.reader import read_manifests
 from dockyard_k8s.validate.semantic import object_problems
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
-
-class ValidateOptions(Record):
+@dataclass(frozen=True, slots=True)
+class ValidateOptions:
     """What one validation run checks against, and how (immutable: ``options.replace(...)``
     for a variant).
 
@@ -65,50 +68,40 @@ class ValidateOptions(Record):
         exit_on_error: stop after the first object with a problem.
     """
 
-    __slots__ = ("kubernetes_version", "crd_sources", "skip", "reject", "ignore_missing_schemas", "use_fetched",
-                 "use_bundled", "cache_dir", "exit_on_error")
-
-    def __init__(self, kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION, crd_sources: tuple[str, ...] = (),
-                 skip: tuple[str, ...] = (), reject: tuple[str, ...] = (), ignore_missing_schemas: bool = False,
-                 use_fetched: bool = True, use_bundled: bool = True, cache_dir: str | None = None,
-                 exit_on_error: bool = False) -> None:
-        self.kubernetes_version = kubernetes_version
-        self.crd_sources = crd_sources
-        self.skip = skip
-        self.reject = reject
-        self.ignore_missing_schemas = ignore_missing_schemas
-        self.use_fetched = use_fetched
-        self.use_bundled = use_bundled
-        self.cache_dir = cache_dir
-        self.exit_on_error = exit_on_error
+    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION
+    crd_sources: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    reject: tuple[str, ...] = ()
+    ignore_missing_schemas: bool = False
+    use_fetched: bool = True
+    use_bundled: bool = True
+    cache_dir: str | None = None
+    exit_on_error: bool = False
 
 
 DEFAULT_OPTIONS = ValidateOptions()
 
 
-class Result(Record):
+@dataclass(frozen=True, slots=True)
+class Result:
     """What one validation of files found: every problem (lines filled in, in report order),
     the run's report (its ``problems`` are the same list) and the number of files read."""
 
-    __slots__ = ("problems", "report", "files")
-
-    def __init__(self, problems: list[Problem], report: Report, files: int) -> None:
-        self.problems = problems
-        self.report = report
-        self.files = files
+    problems: list[Problem]
+    report: Report
+    files: int
 
 
-class _SchemaRef(Record):
-    __slots__ = ("key", "build", "label", "crd")
-
-    def __init__(self, key: str, build: Callable[[], dict[str, Any]], label: str, crd: bool) -> None:
-        self.key = key
-        self.build = build
-        self.label = label
-        self.crd = crd
+@dataclass(frozen=True, slots=True)
+class _SchemaRef:
+    key: str
+    build: Callable[[], dict[str, Any]]
+    label: str
+    crd: bool
 
 
-class Checked(Record):
+@dataclass(frozen=True, slots=True)
+class Checked:
     """Documents checked one by one (:meth:`Engine.check`): everything but the cross-object rules.
 
     ``bad`` maps an index into ``checked`` (the objects not skipped or rejected, in input order)
@@ -116,20 +109,15 @@ class Checked(Record):
     Service by its index there.
     """
 
-    __slots__ = ("objects", "problems", "checked", "bad", "cross", "skipped", "missing", "sources", "exit_on_error")
-
-    def __init__(self, objects: int, problems: list[Problem], checked: list[Document], bad: dict[int, list[Problem]],
-                 cross: CrossObjects, skipped: int, missing: list[str], sources: dict[str, str],
-                 exit_on_error: bool = False) -> None:
-        self.objects = objects  # documents given
-        self.problems = problems  # documents that are not objects, rejected kinds
-        self.checked = checked
-        self.bad = bad
-        self.cross = cross
-        self.skipped = skipped
-        self.missing = missing
-        self.sources = sources
-        self.exit_on_error = exit_on_error
+    objects: int  # documents given
+    problems: list[Problem]  # documents that are not objects, rejected kinds
+    checked: list[Document]
+    bad: dict[int, list[Problem]]
+    cross: CrossObjects
+    skipped: int
+    missing: list[str]
+    sources: dict[str, str]
+    exit_on_error: bool = False
 
     def judge_cross(self) -> None:
         """Add the cross-object rules' problems over these documents alone."""
@@ -239,7 +227,6 @@ class Engine:
             found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
             found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
             if kueue.judged(obj):  # its rules' module only for a queued job or a Kueue object
-                from dockyard_k8s.validate.kueue import kueue_problems
 
                 found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
             if found_here:
@@ -262,7 +249,6 @@ class Engine:
             failed |= {m for m, doc in members if not meta_gate(doc.obj.get("metadata"))}
         if not failed:
             return
-        from dockyard_k8s.validate.collect import Collector  # only for objects that fail
 
         collector = Collector(self._cache.schema(found.key, found.build))
         meta_collector = Collector(self._cache.schema(*meta)) if meta is not None else None
@@ -307,8 +293,6 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
     Raises:
         UsageError: a missing path, an unreadable file, a bad option.
     """
-    from dockyard_k8s.validate.reader import read_manifests
-
     manifests = read_manifests(list(paths), texts)
     documents = manifests.documents
     if options.exit_on_error and manifests.problems:
@@ -320,7 +304,7 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
     problems = manifests.add_lines(problems)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
-    return Result(problems, report.replace(problems=problems, objects=objects), manifests.files)
+    return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 
 
 # Problems sort by file, document, and List item (stable: an object's own order is kept).
@@ -335,7 +319,7 @@ def identity(doc: Document) -> Problem:
 def cross_object_problems(cross: CrossObjects) -> list[Problem]:
     """The cross-object rules over facts whose Services are named by :func:`identity` (several
     parts' facts merged, each Service's document index shifted)."""
-    return [who.replace(doc_index=who.doc_index + shift, path=(*who.path, *path), message=message)
+    return [dataclasses.replace(who, doc_index=who.doc_index + shift, path=(*who.path, *path), message=message)
             for who, shift, path, message in cross.problems()]
 
 

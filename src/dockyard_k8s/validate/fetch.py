@@ -12,6 +12,9 @@ import os
 import re
 import shutil
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 
 from dockyard_k8s.errors import DockyardError, UsageError
 from dockyard_k8s.validate import cache
@@ -33,8 +36,6 @@ def normalize_version(text: str) -> str:
 
 def _local(url: str) -> str | None:
     """The file a ``--from`` location names when it is local (a path, or a ``file://`` URL)."""
-    import urllib.parse
-
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         return urllib.parse.unquote(parsed.path)
@@ -45,9 +46,6 @@ def _local(url: str) -> str | None:
 
 def _get(url: str) -> bytes | None:
     """The body, None when it does not exist (HTTP 404, no such file); DockyardError on any other failure."""
-    import urllib.error
-    import urllib.request
-
     path = _local(url)
     if path is not None:
         try:

@@ -12,13 +12,10 @@ Works on any RayJob / RayCluster object (ours or a user's manifest) and returns 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
 from dockyard_k8s.plain import Path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
 MAX_RAYCLUSTER_NAME = 53

@@ -14,15 +14,12 @@ pairs; an object without the queue-name label costs one dict lookup.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import as_mapping
+from dockyard_k8s.kube import as_mapping, parse_quantity
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.validate.names import is_dns1123_subdomain
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 _NAME_PART = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?").fullmatch
 # apimachinery IsDNS1123Subdomain's message, as Kueue returns it for a bad queue name.
@@ -216,8 +213,6 @@ def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str, *, len
 
 
 def _amount(value: Any) -> Any:
-    from dockyard_k8s.kube import parse_quantity
-
     return None if value is None else parse_quantity(value)
 
 

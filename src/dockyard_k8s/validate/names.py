@@ -13,12 +13,9 @@ the verdicts of those found fine are remembered (:func:`remember`, bounded).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dockyard_k8s.plain import show
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?").fullmatch
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*").fullmatch

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from xml.etree import ElementTree as ET
 
 from dockyard_k8s.validate.problem import Problem, Report, format_json_path, object_key
 
@@ -23,8 +25,6 @@ def _problem_dict(p: Problem) -> dict[str, Any]:
 def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
     """The whole report in ``fmt`` (text ends with the summary when asked)."""
     if fmt == "json":
-        import json
-
         doc: dict[str, Any] = {"problems": [_problem_dict(p) for p in report.problems],
                                "missing_schemas": report.missing, "schemas": report.sources}
         doc["summary"] = {"objects": report.objects, "files": files, "valid": report.valid,
@@ -48,8 +48,6 @@ def _grouped(report: Report) -> dict[tuple[str, int, tuple[Any, ...]], list[Prob
 
 
 def _junit(report: Report, files: int) -> str:
-    from xml.etree import ElementTree as ET
-
     groups = _grouped(report)
     suites = ET.Element("testsuites", name="dockyard-k8s validate", tests=str(report.objects),
                         failures=str(len(groups)))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.plain import Path as JsonPath
-from dockyard_k8s.plain import Record
 from dockyard_k8s.plain import format_path as format_json_path  # the name validate's modules use
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 # Where a problem comes from (Problem.rule), stable strings for --output json and filters.
 RULE_YAML = "yaml"  # the file could not be read as YAML/JSON (syntax, duplicate key)
@@ -20,20 +19,19 @@ RULE_KUBERAY = "kuberay"  # what the KubeRay operator rejects at reconcile time
 RULE_KUEUE = "kueue"  # what Kueue's admission webhook refuses on a queued job
 
 
-class Document(Record):
+@dataclass(frozen=True, slots=True)
+class Document:
     """One object to validate: ``path`` is its place inside the document (``("items", 3)``)."""
 
-    __slots__ = ("file", "doc_index", "path", "obj", "line")
-
-    def __init__(self, file: str, doc_index: int, path: JsonPath, obj: Any, line: int) -> None:
-        self.file = file
-        self.doc_index = doc_index
-        self.path = path
-        self.obj = obj
-        self.line = line  # 1-based line where the document starts in the file (0 for in-memory objects)
+    file: str
+    doc_index: int
+    path: JsonPath
+    obj: Any
+    line: int  # 1-based line where the document starts in the file (0 for in-memory objects)
 
 
-class Problem(Record):
+@dataclass(frozen=True, slots=True)
+class Problem:
     """One thing wrong with one document.
 
     ``file`` is the manifest file ("-" for stdin, "" for in-memory objects); ``doc_index``
@@ -42,19 +40,15 @@ class Problem(Record):
     document; ``line`` the 1-based line of ``path`` in the file when known, else 0.
     """
 
-    __slots__ = ("file", "doc_index", "kind", "name", "path", "message", "namespace", "rule", "line")
-
-    def __init__(self, file: str, doc_index: int, kind: str, name: str, path: JsonPath, message: str,
-                 namespace: str = "", rule: str = RULE_SCHEMA, line: int = 0) -> None:
-        self.file = file
-        self.doc_index = doc_index
-        self.kind = kind
-        self.name = name
-        self.path = path
-        self.message = message
-        self.namespace = namespace
-        self.rule = rule
-        self.line = line
+    file: str
+    doc_index: int
+    kind: str
+    name: str
+    path: JsonPath
+    message: str
+    namespace: str = ""
+    rule: str = RULE_SCHEMA
+    line: int = 0
 
     @property
     def where(self) -> str:
@@ -68,12 +62,17 @@ class Problem(Record):
         """``Kind namespace/name`` as kubectl prints it, or ``document`` when unknown."""
         return format_ref(self.kind, self.namespace, self.name)
 
+    def replace(self, **changes: Any) -> Problem:
+        """``dataclasses.replace(self, **changes)``, for the YAML readers that call it as a method."""
+        return dataclasses.replace(self, **changes)
+
     def __str__(self) -> str:
         at = format_json_path(self.path)
         return f"{self.where}: {self.object_ref}: {at + ': ' if at else ''}{self.message}"
 
 
-class Report(Record):
+@dataclass(frozen=True, slots=True)
+class Report:
     """Everything one validation run found.
 
     ``objects`` counts the objects looked at; ``skipped`` those matched by ``skip``;
@@ -82,15 +81,11 @@ class Report(Record):
     ``apiVersion/Kind`` validated to a one-line description of its schema.
     """
 
-    __slots__ = ("problems", "objects", "skipped", "missing", "sources")
-
-    def __init__(self, problems: list[Problem], objects: int, skipped: int, missing: list[str],
-                 sources: dict[str, str]) -> None:
-        self.problems = problems
-        self.objects = objects
-        self.skipped = skipped
-        self.missing = missing
-        self.sources = sources
+    problems: list[Problem]
+    objects: int
+    skipped: int
+    missing: list[str]
+    sources: dict[str, str]
 
     def coverage(self) -> str:
         """One line: which schemas the objects were validated against, and which had none."""

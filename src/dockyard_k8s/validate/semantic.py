@@ -14,7 +14,9 @@ to one list; a new rule goes next to the field it checks, with its source.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.plain import show
@@ -30,10 +32,6 @@ from dockyard_k8s.validate.names import (
     show_labels,
 )
 from dockyard_k8s.validate.problem import JsonPath
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 Found = list[tuple[JsonPath, str]]
 
@@ -530,7 +528,6 @@ def _network(text: str) -> Any:
         return _CIDRS[text]
     except KeyError:
         pass
-    import ipaddress
 
     try:
         net: Any = ipaddress.ip_network(text, strict=False)

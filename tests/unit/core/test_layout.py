@@ -1,5 +1,5 @@
-"""Guards of the layout (issue 12): small modules, a thin CLI, docstrings and the README map
-that describe what is there."""
+"""Guards of the layout (issues 12 and 23): small modules, a thin CLI, docstrings and the README map
+that describe what is there, no import circles."""
 
 from __future__ import annotations
 
@@ -69,12 +69,51 @@ def test_the_readme_map_names_every_top_level_module_and_package():
     assert [m for m in _members(PACKAGE) if m not in named and m != "__main__"] == []
 
 
-def test_value_classes_are_records_not_namedtuples():
-    """One idiom for small value classes: ``plain.Record`` (a NamedTuple class compiles code when
-    it is defined, at every start-up: bench/README.md)."""
-    found = []
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("NamedTuple") for b in node.bases):
-                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
-    assert found == []
+
+def _module_imports(path, modules):
+    """The package's modules that ``path`` imports when it is imported (top-level statements, not
+    under ``if TYPE_CHECKING:``); ``from pkg import sub`` names the submodule, not the package."""
+    found = set()
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.If | ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                subs = {f"{node.module}.{a.name}" for a in node.names} & modules
+                found.update(subs)
+                if node.module in modules and len(subs) < len(node.names):
+                    found.add(node.module)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def test_no_import_circles():
+    """Imports sit at the top of the module (issue 23): a circle among them fails at import time,
+    depending on which module comes first, so none may exist."""
+    paths = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in _modules()}
+    graph = {name: _module_imports(path, set(paths)) for name, path in paths.items()}
+    circles, done = [], set()
+
+    def walk(name, trail):
+        if name in trail:
+            circles.append(" -> ".join([*trail[trail.index(name):], name]))
+            return
+        if name in done:
+            return
+        for dep in sorted(graph[name]):
+            walk(dep, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        walk(name, [])
+    assert circles == []

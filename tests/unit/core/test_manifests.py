@@ -43,14 +43,14 @@ def test_documents_keep_file_index_and_lines(tmp_path):
 
 def test_the_lines_of_a_file_are_found_in_one_pass(tmp_path, monkeypatch):
     """Many findings in one file: one locator call, not one per finding (that was quadratic)."""
-    from dockyard_k8s.validate import locate
+    from dockyard_k8s import manifests
 
     f = tmp_path / "m.yaml"
     f.write_text("---\n".join([TWO] * 3))
     objs = read_objects([str(f)])
     calls = []
-    real = locate.locate
-    monkeypatch.setattr(locate, "locate", lambda *a: calls.append(a) or real(*a))
+    real = manifests.locate
+    monkeypatch.setattr(manifests, "locate", lambda *a: calls.append(a) or real(*a))
     wanted = [(o, ("metadata", "name")) for o in objs] + [(objs[5], ("spec", "template", "spec", "containers", 0))]
     assert line_numbers(wanted) == [4, 13, 24, 33, 44, 53, 58]
     assert len(calls) == 1

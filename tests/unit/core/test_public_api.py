@@ -42,4 +42,4 @@ def test_every_exported_name_resolves_and_import_is_cheap():
         assert getattr(dockyard_k8s, name) is not None, name
     code = "import sys, dockyard_k8s; print(sorted(m for m in sys.modules if m.startswith('dockyard_k8s')))"
     loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert loaded.strip() == "['dockyard_k8s', 'dockyard_k8s.errors', 'dockyard_k8s.plain']"
+    assert loaded.strip() == "['dockyard_k8s', 'dockyard_k8s.errors']"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dockyard_k8s.validate import validate_report
 from dockyard_k8s.validate.crd import BUNDLED_DIR
+from dockyard_k8s.validate.engine import validate_report
 from support.paths import shared_crds
 
 FOLDER = os.path.join(BUNDLED_DIR, "kueue-v0.19.2")

@@ -183,7 +183,7 @@ def test_the_priority_class_and_multikueue_are_rendered_with_the_queue_objects(k
 
 def test_the_rendered_admin_objects_are_valid_kueue_v0_19_objects(kueue_run):
     """Against the real CRDs (the bundled copies of ../shared/crds/kueue, equal byte for byte)."""
-    from dockyard_k8s.validate import validate_report
+    from dockyard_k8s.validate.engine import validate_report
 
     team = team_objects_of(kueue_run(QUEUED + ADMIN))
     report = validate_report(team)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dockyard_k8s.lint import LintConfig, lint_objects
-from dockyard_k8s.lint.model import Obj
+from dockyard_k8s.lint.engine import lint_objects
+from dockyard_k8s.lint.model import LintConfig, Obj
 
 DIGEST = "sha256:" + "a" * 64
 IMAGE = f"registry.example.com/app:1.0@{DIGEST}"

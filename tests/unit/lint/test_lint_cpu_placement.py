@@ -10,7 +10,7 @@ import pytest
 from lintkit import clean_set, run_lint
 
 from dockyard_k8s.bundle import build_bundle
-from dockyard_k8s.lint import LintConfig
+from dockyard_k8s.lint.model import LintConfig
 from support.paths import REPO
 
 EX = os.path.join(REPO, "examples")

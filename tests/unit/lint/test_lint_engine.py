@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from lintkit import clean_set, run_lint
 
-from dockyard_k8s.lint import LintConfig
-from dockyard_k8s.lint.model import Suppression
+from dockyard_k8s.lint.model import LintConfig, Suppression
 
 
 def _broken():

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from lintkit import C0, POD, clean_set, gpu_job, run_lint
 
-from dockyard_k8s.lint import RULES, LintConfig
+from dockyard_k8s.lint.model import LintConfig
+from dockyard_k8s.lint.registry import RULES
 
 DEP = "Deployment team/web"
 GJOB = "Job team/train"

@@ -27,7 +27,7 @@ def mpijob_crd() -> str:
 
 def problems(mpijob: dict, crd: str) -> list[str]:
     """The project's validator, strict (unknown fields rejected at every level), on the real CRD."""
-    from dockyard_k8s.validate import ValidateOptions, validate_objects
+    from dockyard_k8s.validate.engine import ValidateOptions, validate_objects
 
     options = ValidateOptions(crd_sources=(crd,), use_bundled=False, use_fetched=False)
     return [f"{'.'.join(map(str, p.path))}: {p.message}" for p in validate_objects([mpijob], options)]

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from dockyard_k8s.validate import ValidateOptions, validate_objects, validate_report
 from dockyard_k8s.validate.crd_convert import convert_version_schema
+from dockyard_k8s.validate.engine import ValidateOptions, validate_objects, validate_report
 
 WIDGET_CRD = """\
 apiVersion: apiextensions.k8s.io/v1

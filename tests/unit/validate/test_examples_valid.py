@@ -9,7 +9,7 @@ import pytest
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.render import render_run
-from dockyard_k8s.validate import ValidateOptions, validate_report
+from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 from support.paths import REPO
 
 INFRAS = sorted(glob.glob(str(REPO / "examples" / "*.infra.yaml")))

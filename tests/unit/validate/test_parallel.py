@@ -11,9 +11,9 @@ from validate_samples import DEPLOYMENT
 
 from dockyard_k8s.cli import main
 from dockyard_k8s.render.serialize import dump_documents
-from dockyard_k8s.validate import ValidateOptions, bulk
+from dockyard_k8s.validate import bulk
 from dockyard_k8s.validate.bulk import validate_paths
-from dockyard_k8s.validate.engine import validate_files
+from dockyard_k8s.validate.engine import ValidateOptions, validate_files
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork only on Linux")
 

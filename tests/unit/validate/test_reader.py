@@ -1,4 +1,6 @@
 
+import dataclasses
+
 import pytest
 
 from dockyard_k8s.validate.goyaml import resolve_go_yaml
@@ -272,7 +274,7 @@ def test_two_regions_of_a_file_read_as_the_whole_file(text):
         first, first_problems, chunks = region_documents_of("f.yaml", text, 0, cut)
         second, second_problems, _ = region_documents_of("f.yaml", text, cut, len(text))
         shift = len(chunks)
-        assert [*first, *(d.replace(doc_index=d.doc_index + shift) for d in second)] == whole[0], cut
+        assert [*first, *(dataclasses.replace(d, doc_index=d.doc_index + shift) for d in second)] == whole[0], cut
         assert [*first_problems, *(p.replace(doc_index=p.doc_index + shift) for p in second_problems)] == whole[1]
 
 

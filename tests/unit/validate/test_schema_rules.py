@@ -6,7 +6,7 @@ import copy
 import pytest
 from validate_samples import DEPLOYMENT
 
-from dockyard_k8s.validate import ValidateOptions, validate_objects, validate_report
+from dockyard_k8s.validate.engine import ValidateOptions, validate_objects, validate_report
 
 
 def _with(path, value):

@@ -5,7 +5,7 @@ import copy
 import pytest
 from validate_samples import DEPLOYMENT
 
-from dockyard_k8s.validate import validate_objects
+from dockyard_k8s.validate.engine import validate_objects
 
 C = ("spec", "template", "spec", "containers", 0)
 
@@ -130,7 +130,7 @@ def test_rules_never_raise_on_odd_values(seed):
     strings go): the rules report or ignore, never raise (they run before nothing else guards)."""
     from validate_samples import DEPLOYMENT as D
 
-    from dockyard_k8s.validate import validate_report
+    from dockyard_k8s.validate.engine import validate_report
     from odd_values import mutated, rendered
 
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
