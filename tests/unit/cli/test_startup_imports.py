@@ -1,11 +1,8 @@
 """`check` on a plain config starts without the modules it does not need.
 
-PyYAML (its import cost: bench/README.md) is left to inputs outside the subset parser and to output the
-fast emitter declines; shutil comes with argparse's default help formatter; the collecting
-validator only runs for objects that fail their schema gate; dataclasses brings inspect, ast and
-dis (the fit test's nodes and filters are plain classes, the scheduler loop is plan's alone);
-typing is costly to import (bench/README.md; its names are imported for type checkers only, and
-value classes are ``plain.Record``s, not NamedTuples); output.py and render/submission.py serve
+shutil comes with argparse's default help formatter; the collecting
+validator only runs for objects that fail their schema gate; the scheduler loop is plan's alone;
+output.py and render/submission.py serve
 ``--output-file`` and attach runs only; Kueue's webhook rules only objects Kueue judges.
 """
 
@@ -16,8 +13,8 @@ import sys
 
 from support.paths import EXAMPLES
 
-AVOIDED = ("yaml", "shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab", "dataclasses",
-           "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue", "typing", "dockyard_k8s.output",
+AVOIDED = ("shutil", "dockyard_k8s.validate.collect", "fastjsonschema", "shtab",
+           "dockyard_k8s.plan.schedule", "dockyard_k8s.render.kueue", "dockyard_k8s.output",
            "dockyard_k8s.render.submission", "dockyard_k8s.validate.kueue",
            "dockyard_k8s.validate.crd_convert")
 # and for a RayJob run, the operator-free shapes (a StatefulSet run needs them)
@@ -52,13 +49,8 @@ def test_check_of_a_statefulset_run_reads_its_bootstrap_script_cheaply() -> None
     assert _loaded("grpo_swe.yaml", "eks_p5.infra.yaml") == []
 
 
-def test_the_probe_sees_pyyaml_when_a_file_needs_it() -> None:
-    """Not vacuous: a block scalar (kind_cpu's entrypoint) is read by PyYAML."""
-    assert "yaml" in _loaded("grpo_tiny.yaml", "kind_cpu.infra.yaml")
-
-
-def test_check_of_a_queued_run_loads_kueues_modules_but_not_typing() -> None:
-    """A Kueue run needs render/kueue.py and Kueue's rules, and still no typing or dataclasses."""
-    avoided = ("typing", "dataclasses", "fastjsonschema", "dockyard_k8s.plan.schedule",
+def test_check_of_a_queued_run_loads_kueues_modules() -> None:
+    """A Kueue run needs render/kueue.py and Kueue's rules."""
+    avoided = ("fastjsonschema", "dockyard_k8s.plan.schedule",
                "dockyard_k8s.render.kueue")
     assert _loaded("grpo_swe.yaml", "grpo_swe_kueue.infra.yaml", avoided) == ["dockyard_k8s.render.kueue"]
