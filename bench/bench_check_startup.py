@@ -6,9 +6,7 @@ reports the median wall time and CPU time (user + system) of each:
 
 * ``python -c pass``                      the interpreter alone
 * ``dockyard-k8s check``                  what users run
-* the same with one fast path switched off, each on its own:
-  - the subset YAML parser (``config.yamlio._Subset``): PyYAML reads the config files
-  - the fast YAML writer (``render.serialize._fast_dump``): PyYAML writes the recipe ConfigMap
+* the same with one fast path switched off:
   - the collector frozen at exit (``cli.run``): the interpreter traces every object at shutdown
 * in-process: importing + running the validation of the rendered objects, vs
   ``kubernetes_validate.validate`` (the alternative) on the same built-in objects.
@@ -42,10 +40,6 @@ run()
 """
 PATCHES = {
     "dockyard-k8s check": "",
-    "  without the subset parser": "from dockyard_k8s.config import yamlio\n"
-                                   "yamlio._Subset.document = lambda self, text: None",
-    "  without the fast writer": "from dockyard_k8s.render import serialize\n"
-                                 "serialize._fast_dump = lambda data: None",
     "  without the freeze at exit": "import gc\ngc.freeze = lambda: None",
 }
 
