@@ -361,15 +361,18 @@ class _Dumper(_SafeDumper):  # type: ignore[misc,valid-type]
 
 
 def _represent_str(dumper: _Dumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar(STR, value, style="|" if "\n" in value else None)
+    # PyYAML quotes the strings YAML 1.1 types; go-yaml v2 (kubectl) also types y/n, 1e3, 0o17...:
+    # quoted the same way (PyYAML's own choice for them, so its output is otherwise unchanged).
+    style = "|" if "\n" in value else "'" if resolve_go_yaml(value) is not value else None
+    return dumper.represent_scalar(STR, value, style=style)
 
 
 _Dumper.add_representer(str, _represent_str)
 
 
 def dump(data: Any) -> str:
-    """One YAML document, block style, keys in their order. Every string a YAML 1.1 reader would
-    type differently is quoted (``'no'``, ``'0755'``), so kubectl reads back what was written."""
+    """One YAML document, block style, keys in their order. Every string a YAML 1.1 reader or
+    kubectl would type is quoted (``'no'``, ``'0755'``, ``'y'``), so both read back what was written."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
                      width=4096)  # type: ignore[no-any-return]
 

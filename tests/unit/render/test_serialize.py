@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import load_data
 from support.paths import EXAMPLES
 
 words = st.sampled_from([
@@ -24,14 +25,20 @@ values = st.recursive(scalars, lambda inner: st.one_of(
 
 @settings(max_examples=500, deadline=None)
 @given(data=st.dictionaries(keys, values, max_size=4))
-def test_what_is_written_reads_back_the_same(data):
-    assert yaml.safe_load(dump_yaml(data)) == data  # YAML 1.1 (PyYAML)
+def test_what_is_written_reads_back_the_same_as_pyyaml_and_kubectl_read_it(data):
+    text = dump_yaml(data)
+    assert yaml.safe_load(text) == data  # YAML 1.1 (PyYAML)
+    assert load_data(text) == data  # go-yaml v2 (kubectl), where y and n are booleans
+
+
+def test_y_and_n_are_quoted():
+    assert dump_yaml({"y": "n", "Y": ["N", "yy"]}) == "'y': 'n'\n'Y':\n- 'N'\n- yy\n"
 
 
 def test_block_style_keys_in_order_multi_line_strings_as_literals():
-    data = {"b": 1, "a": {"script": "set -e\necho hi\n", "on": "yes", "list": [{"x": 1}, "y"], "e": {}, "l": []}}
+    data = {"b": 1, "a": {"script": "set -e\necho hi\n", "on": "yes", "list": [{"x": 1}, "z"], "e": {}, "l": []}}
     assert dump_yaml(data) == ("b: 1\na:\n  script: |\n    set -e\n    echo hi\n  'on': 'yes'\n  list:\n"
-                               "  - x: 1\n  - y\n  e: {}\n  l: []\n")
+                               "  - x: 1\n  - z\n  e: {}\n  l: []\n")
 
 
 def test_a_shared_value_is_written_in_full_never_as_an_anchor_and_alias():
