@@ -14,6 +14,7 @@ from functools import partial
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Path, Record, format_path
+from dockyard_k8s.yamlfile import load_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
 if TYPE_CHECKING:
@@ -117,19 +118,11 @@ def looks_like_manifests(path: str) -> bool:
     or a file whose first document has both apiVersion and kind."""
     if path == "-" or os.path.isdir(path):
         return True
-    import yaml
-
-    from dockyard_k8s.pyyaml import safe_loader
-
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read(65536)
-        loader = safe_loader()(text)
-        try:
-            first = loader.get_node() if loader.check_node() else None
-            data = loader.construct_document(first) if first is not None else None
-        finally:
-            loader.dispose()
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError):
         return False
+    documents = load_all(text, path).documents
+    data = documents[0].data if documents else None
     return isinstance(data, dict) and "apiVersion" in data and "kind" in data

@@ -81,7 +81,7 @@ def test_a_missing_subcommand_or_stray_argument_is_a_usage_error(tmp_path: Path)
 
 
 def test_serve_check_starts_without_heavy_modules() -> None:
-    avoided = ("yaml", "shutil", "fastjsonschema", "jsonschema_rs", "httpx2", "lightkube",
+    avoided = ("shutil", "fastjsonschema", "jsonschema_rs", "httpx2", "lightkube",
                "dockyard_k8s.validate.collect", "dockyard_k8s.live.client")
     probe = ("import sys\nfrom dockyard_k8s.cli import main\n"
              f"code = main(['serve', 'check', {str(EXAMPLES / 'llama3_70b_eks_keda.serve.yaml')!r}])\n"
