@@ -57,23 +57,14 @@ class Mark:
 
 
 @dataclass(frozen=True, slots=True)
-class Scalar:
-    """A scalar as written: its text, its explicit tag (None: untagged) and whether it is plain
-    (not quoted, not a block scalar)."""
-
-    text: str
-    tag: str | None
-    plain: bool
-
-
-@dataclass(frozen=True, slots=True)
 class Schema:
-    """What scalars mean: ``value`` types one and says what is wrong with it; ``key`` gives the
-    mapping key a key scalar stands for, and what is wrong with it; ``tags``: the tags a mapping
-    or sequence may have (None: any)."""
+    """What scalars mean. Each function is given a scalar as written: its text, its explicit tag
+    (None: untagged) and whether it is plain (not quoted, not a block scalar); ``value`` types it
+    and says what is wrong with it; ``key`` gives the mapping key it stands for, and what is wrong
+    with it. ``tags``: the tags a mapping or sequence may have (None: any)."""
 
-    value: Callable[[Scalar], tuple[Any, tuple[str, ...]]]
-    key: Callable[[Scalar], tuple[str, tuple[str, ...]]]
+    value: Callable[[str, str | None, bool], tuple[Any, tuple[str, ...]]]
+    key: Callable[[str, str | None, bool], tuple[str, tuple[str, ...]]]
     tags: frozenset[str] | None = None
 
 
@@ -96,15 +87,6 @@ class Document:
     data: Any
     marks: dict[Path, Mark] = field(default_factory=dict)
     key_marks: dict[Path, Mark] = field(default_factory=dict)
-
-    def line(self, path: Path) -> int:
-        """The line ``path`` is written on (its key's, for a mapping entry), else its nearest
-        enclosing value's (a field that is not there); 0 when none is known."""
-        for end in range(len(path), -1, -1):
-            mark = self.key_marks.get(path[:end]) or self.marks.get(path[:end])
-            if mark is not None:
-                return mark.line
-        return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +163,45 @@ def load_data(text: str, file: str = "<string>") -> Any:
     return loaded.documents[0].data if loaded.documents else None
 
 
+def marks_along(text: str, file: str, paths: list[Path], offset: int = 0) -> dict[Path, Mark] | None:
+    """Where ``paths`` and their ancestors are in the one document of ``text`` (a mapping entry's
+    key, an item's or the root's value), keys read as :data:`KUBECTL` reads them: the node tree
+    is composed but only walked along ``paths`` (locating a few problems of a large document).
+    None when the text does not compose or a merge key is on the way: :func:`load_all` then."""
+    wanted = {p[:k] for p in paths for k in range(len(p) + 1)}
+    loader = _Composer(text)
+    try:
+        root = loader.get_node() if loader.check_node() else None
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    if root is None:
+        return None
+    walker = _Walker(file, KUBECTL, False, offset)
+    out: dict[Path, Mark] = {}
+    todo: list[tuple[Any, Path]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if path not in out:
+            out[path] = walker.mark(node)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                if key_node.value == "<<" and key_node.tag == UNTAGGED and not key_node.style:
+                    return None
+                key, _ = _go_key(key_node.value, None if key_node.tag == UNTAGGED else key_node.tag,
+                                 not key_node.style)
+                child = (*path, key)
+                if child in wanted and child not in out:
+                    out[child] = walker.mark(key_node)
+                    todo.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            todo += [(item, (*path, i)) for i, item in enumerate(node.value) if (*path, i) in wanted]
+    return out
+
+
 class _Walker:
     """Node tree -> data and marks, one document after the other."""
 
@@ -204,7 +225,7 @@ class _Walker:
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.marks[path] = self.mark(node)
         if isinstance(node, yaml.ScalarNode):
-            value, why = self.schema.value(_scalar(node))
+            value, why = self.schema.value(node.value, None if node.tag == UNTAGGED else node.tag, not node.style)
             for message in why:
                 self.problem(node, path, message)
             return value
@@ -233,7 +254,8 @@ class _Walker:
             if key_node.value == "<<" and key_node.tag == UNTAGGED and not key_node.style:
                 self.merge(value_node, path, out)
                 continue
-            key, why = self.schema.key(_scalar(key_node))
+            key, why = self.schema.key(key_node.value, None if key_node.tag == UNTAGGED else key_node.tag,
+                                       not key_node.style)
             at = (*path, key)
             mark = self.mark(key_node)
             self.problems += [Problem(mark, at, message, self.doc) for message in why]
@@ -261,10 +283,6 @@ class _Walker:
                         out.setdefault(k, v)
                 finally:
                     self._active.discard(id(src))
-
-
-def _scalar(node: yaml.ScalarNode) -> Scalar:
-    return Scalar(node.value, None if node.tag == UNTAGGED else node.tag, not node.style)
 
 
 # --- kubectl's scalars: go-yaml v2, keys as sigs.k8s.io/yaml makes them ----------------------
@@ -320,20 +338,20 @@ def json_key(key: Any) -> str:
     return str(key)
 
 
-def _go_value(s: Scalar) -> tuple[Any, tuple[str, ...]]:
-    if s.tag is None:
-        return (resolve_go_yaml(s.text) if s.plain else s.text), NO_PROBLEM
-    if s.tag == STR:
-        return s.text, NO_PROBLEM
-    if s.tag == "tag:yaml.org,2002:binary":
-        return s.text.replace("\n", "").replace(" ", ""), NO_PROBLEM
-    if s.tag.rsplit(":", 1)[-1] in ("int", "float", "bool", "null"):
-        return resolve_go_yaml(s.text), NO_PROBLEM
-    return s.text, (f"unsupported tag {s.tag}",)
+def _go_value(text: str, tag: str | None, plain: bool) -> tuple[Any, tuple[str, ...]]:
+    if tag is None:
+        return (resolve_go_yaml(text) if plain else text), NO_PROBLEM
+    if tag == STR:
+        return text, NO_PROBLEM
+    if tag == "tag:yaml.org,2002:binary":
+        return text.replace("\n", "").replace(" ", ""), NO_PROBLEM
+    if tag.rsplit(":", 1)[-1] in ("int", "float", "bool", "null"):
+        return resolve_go_yaml(text), NO_PROBLEM
+    return text, (f"unsupported tag {tag}",)
 
 
-def _go_key(s: Scalar) -> tuple[str, tuple[str, ...]]:
-    value, why = _go_value(s)
+def _go_key(text: str, tag: str | None, plain: bool) -> tuple[str, tuple[str, ...]]:
+    value, why = _go_value(text, tag, plain)
     return json_key(value), why
 
 
@@ -384,13 +402,13 @@ __all__ = [
     "Mark",
     "Path",
     "Problem",
-    "Scalar",
     "Schema",
     "YamlError",
     "dump",
     "json_key",
     "load_all",
     "load_data",
+    "marks_along",
     "resolve_go_yaml",
     "yaml_rs",
 ]

@@ -29,7 +29,7 @@ from typing import Any
 
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.yamlfile import NO_PROBLEM, STR, Document, Mark, Scalar, Schema, load_all
+from dockyard_k8s.yamlfile import NO_PROBLEM, STR, Document, Mark, Schema, load_all
 
 Doc = Document  # the name config's modules use
 
@@ -135,11 +135,10 @@ def malformed_variable(text: str) -> str | None:
 # --- reading ----------------------------------------------------------------------------
 
 
-def _value(env: Mapping[str, str] | None, s: Scalar) -> tuple[Any, tuple[str, ...]]:
+def _value(env: Mapping[str, str] | None, value: str, tag: str | None, plain: bool) -> tuple[Any, tuple[str, ...]]:
     """A scalar under the YAML 1.2 core schema, ``${VAR}`` substituted when ``env`` is given."""
-    if s.tag is not None and s.tag not in _KNOWN_TAGS:
-        return None, (f"unsupported tag {s.tag!r} (plain YAML only)",)
-    value = s.text
+    if tag is not None and tag not in _KNOWN_TAGS:
+        return None, (f"unsupported tag {tag!r} (plain YAML only)",)
     if env is not None and "$" in value:
         bad = malformed_variable(value)
         why: list[str] = []
@@ -153,23 +152,23 @@ def _value(env: Mapping[str, str] | None, s: Scalar) -> tuple[Any, tuple[str, ..
                 f"${{{name}:-default}})" for name in missing]
         if why:
             return value, tuple(why)  # one problem per reference: the value itself is unknown, check nothing else
-    if s.tag is None:  # quoted or block scalar: always a string
-        typed, ambiguous = _untagged(value, s.plain)
+    if tag is None:  # quoted or block scalar: always a string
+        typed, ambiguous = _untagged(value, plain)
         return typed, (ambiguous,) if ambiguous else NO_PROBLEM
-    if s.tag == STR:
+    if tag == STR:
         return value, NO_PROBLEM
     kind, typed = _resolve_plain(value)
-    wanted = s.tag.rsplit(":", 1)[-1]
+    wanted = tag.rsplit(":", 1)[-1]
     if kind != wanted and not (wanted == "float" and kind == "int"):
         return value, (f"got {value!r}, expected a value of tag !!{wanted}",)
     return (float(typed) if wanted == "float" else typed), NO_PROBLEM
 
 
-def _key(s: Scalar) -> tuple[str, tuple[str, ...]]:
-    if s.plain and s.tag is None and _AMBIGUOUS[0][0].match(s.text):
-        return s.text, (f"unquoted key {s.text!r} is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in "
-                        "YAML 1.2; quote it",)
-    return s.text, NO_PROBLEM
+def _key(text: str, tag: str | None, plain: bool) -> tuple[str, tuple[str, ...]]:
+    if plain and tag is None and _AMBIGUOUS[0][0].match(text):
+        return text, (f"unquoted key {text!r} is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in "
+                      "YAML 1.2; quote it",)
+    return text, NO_PROBLEM
 
 
 _PLAIN_SCHEMA = Schema(partial(_value, None), _key, _KNOWN_TAGS)

@@ -1,9 +1,10 @@
 """The line of a JSON path in a manifest file: where a problem is written.
 
 Problems are found on parsed data and located afterwards, only for the documents that have
-one: each is read again by :func:`.goyaml.parse_slow`, whose documents know where every value
-and key is (:meth:`dockyard_k8s.yamlfile.Document.line`). A path that is not in the file (a
-missing field) gets the line of its nearest enclosing value.
+one: each is composed again, its node tree walked along the problems' paths only
+(:func:`dockyard_k8s.yamlfile.marks_along`), or, with merge keys, read whole by
+:func:`.goyaml.parse_slow`. A problem gets its key's line (an item's, in a list); a path that
+is not in the file (a missing field) gets the line of its nearest enclosing value.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dockyard_k8s.validate.goyaml import parse_slow
 from dockyard_k8s.validate.problem import JsonPath, Problem
 from dockyard_k8s.validate.split import Chunk, split_documents
-from dockyard_k8s.yamlfile import Document
+from dockyard_k8s.yamlfile import Mark, marks_along
 
 
 def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500,
@@ -42,14 +43,25 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
         text = text[1:]
     if chunks is None:
         chunks = split_documents(text, file)
-    read: dict[int, Document] = {}
+    found: dict[int, dict[JsonPath, Mark]] = {}
     if chunks is None:  # a file read whole
-        read = dict(enumerate(parse_slow(text, file)[0]))
+        found = {i: {**d.marks, **d.key_marks} for i, d in enumerate(parse_slow(text, file)[0])}
     else:
-        for i in wanted:
+        for i, paths in wanted.items():
             if i < len(chunks):
                 chunk, first = chunks[i]
-                docs = parse_slow(chunk, file, first - 1)[0]
-                if docs:
-                    read[i] = docs[0]
-    return {(i, path): read[i].line(path) for i, paths in wanted.items() if i in read for path in paths}
+                marks = marks_along(chunk, file, paths, first - 1)
+                if marks is None:  # merge keys, a syntax error...: the whole document
+                    docs = parse_slow(chunk, file, first - 1)[0]
+                    marks = {**docs[0].marks, **docs[0].key_marks} if docs else None
+                if marks is not None:
+                    found[i] = marks
+    return {(i, path): _line(found[i], path) for i, paths in wanted.items() if i in found for path in paths}
+
+
+def _line(marks: dict[JsonPath, Mark], path: JsonPath) -> int:
+    """The line of ``path``, else of its nearest enclosing value's."""
+    for end in range(len(path), -1, -1):
+        if path[:end] in marks:
+            return marks[path[:end]].line
+    return 0
