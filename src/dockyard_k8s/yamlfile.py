@@ -42,8 +42,6 @@ except ImportError:  # PyYAML built without libyaml: the same results, slower
 
 UNTAGGED = "tag:dockyard-k8s,untagged"  # the tag the composer gives a scalar written without one
 STR = "tag:yaml.org,2002:str"
-MAP = "tag:yaml.org,2002:map"
-SEQ = "tag:yaml.org,2002:seq"
 NO_PROBLEM: tuple[str, ...] = ()
 
 
