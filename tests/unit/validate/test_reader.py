@@ -289,3 +289,10 @@ def test_a_region_counts_its_lines_from_the_line_it_is_given(plain):
     before = text.count("\n", 0, start)
     assert [d.line for d in absolute] == [d.line + before for d in relative] and relative[0].line == 2
     assert [line for _, line in region_documents(text, start, len(text), line=1)] == [d.line for d in relative]
+
+
+@pytest.mark.parametrize("text", ["kind: A\ndata: &x\n  a: b\n  <<: *x\n", "kind: A\nspec: &x [1, *x]\n"])
+def test_a_recursive_alias_is_a_problem_at_its_line_not_a_crash(text, monkeypatch):
+    monkeypatch.setenv("DOCKYARD_K8S_YAML", "pyyaml")
+    _, problems = documents_of("f.yaml", text)
+    assert [(p.line, p.message) for p in problems] == [(2, "recursive alias (an anchor that contains itself)")]
