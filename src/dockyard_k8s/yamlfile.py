@@ -143,6 +143,8 @@ def load_all(text: str, file: str = "<string>", schema: Schema | None = None, *,
         error = Problem(Mark(file, m.line + 1 + offset, m.column + 1) if m else Mark(file), (), what, len(documents))
     except yaml.YAMLError as e:  # the reader's: bad encoding, control characters
         error = Problem(Mark(file), (), str(e), len(documents))
+    except RecursionError:  # libyaml nests 1,000 levels deep, the walk fewer
+        error = Problem(Mark(file), (), "collections nested too deeply (hundreds of levels)", len(documents))
     finally:
         loader.dispose()
     return Loaded(documents, walker.problems, error)

@@ -30,3 +30,12 @@ def test_the_check_sees_imports_in_functions_and_from_forms() -> None:
     """Not vacuous: each import form is found."""
     code = "import yaml\ndef f():\n    from yaml import CSafeLoader\n    import yaml_rs as y\nfrom . import yaml\n"
     assert _yaml_imports(ast.parse(code)) == ["yaml", "yaml", "yaml_rs"]
+
+
+def test_collections_nested_too_deeply_are_an_error_not_a_crash() -> None:
+    from dockyard_k8s.yamlfile import load_all
+
+    deep = load_all("a: " + "[" * 900 + "]" * 900 + "\n", "f.yaml")
+    assert deep.error is not None and deep.documents == []
+    assert deep.error.message == "collections nested too deeply (hundreds of levels)"
+    assert load_all("a: " + "[" * 100 + "]" * 100 + "\n").error is None
