@@ -131,9 +131,8 @@ def load_all(text: str, file: str = "<string>", schema: Schema | None = None, *,
             if single and documents:
                 walker.problem(node, (), "expected a single YAML document, found several ('---')")
                 break
-            if not single and isinstance(node, yaml.ScalarNode) and node.tag == UNTAGGED and not node.value \
-                    and not node.style:
-                continue
+            if not single and isinstance(node, yaml.ScalarNode) and _written(node) == ("", None, True):
+                continue  # an empty document
             walker.doc = len(documents)
             walker.marks, walker.key_marks = {}, {}
             documents.append(Document(walker.build(node, ()), walker.marks, walker.key_marks))
@@ -189,17 +188,24 @@ def marks_along(text: str, file: str, paths: list[Path], offset: int = 0) -> dic
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     continue
-                if key_node.value == "<<" and key_node.tag == UNTAGGED and not key_node.style:
+                if _is_merge(key_node):
                     return None
-                key, _ = _go_key(key_node.value, None if key_node.tag == UNTAGGED else key_node.tag,
-                                 not key_node.style)
-                child = (*path, key)
+                child = (*path, _go_key(*_written(key_node))[0])
                 if child in wanted and child not in out:
                     out[child] = walker.mark(key_node)
                     todo.append((value_node, child))
         elif isinstance(node, yaml.SequenceNode):
             todo += [(item, (*path, i)) for i, item in enumerate(node.value) if (*path, i) in wanted]
     return out
+
+
+def _written(node: yaml.ScalarNode) -> tuple[str, str | None, bool]:
+    """A scalar as a :class:`Schema`'s functions are given it: text, explicit tag, plain or not."""
+    return node.value, None if node.tag == UNTAGGED else node.tag, not node.style
+
+
+def _is_merge(key: yaml.ScalarNode) -> bool:
+    return key.value == "<<" and key.tag == UNTAGGED and not key.style
 
 
 class _Walker:
@@ -225,7 +231,7 @@ class _Walker:
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.marks[path] = self.mark(node)
         if isinstance(node, yaml.ScalarNode):
-            value, why = self.schema.value(node.value, None if node.tag == UNTAGGED else node.tag, not node.style)
+            value, why = self.schema.value(*_written(node))
             for message in why:
                 self.problem(node, path, message)
             return value
@@ -251,11 +257,10 @@ class _Walker:
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problem(key_node, path, "mapping keys must be scalars (a string, a number)")
                 continue
-            if key_node.value == "<<" and key_node.tag == UNTAGGED and not key_node.style:
+            if _is_merge(key_node):
                 self.merge(value_node, path, out)
                 continue
-            key, why = self.schema.key(key_node.value, None if key_node.tag == UNTAGGED else key_node.tag,
-                                       not key_node.style)
+            key, why = self.schema.key(*_written(key_node))
             at = (*path, key)
             mark = self.mark(key_node)
             self.problems += [Problem(mark, at, message, self.doc) for message in why]
