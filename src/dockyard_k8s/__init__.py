@@ -21,7 +21,7 @@ Layout, inputs first (each package's docstring lists its modules)::
     kueue.py         Kueue's names and its view of a job
     credentials.py   what is a credential (names, token shapes): refused by value, redacted, linted
     suggest.py       the one "did you mean" of every near-miss name (one cutoff)
-    pyyaml.py        PyYAML's loaders, made once, imported on first use
+    yamlfile.py      YAML in and out, the only module that reads or writes it: marks, one dump
     config/          recipe + infra files and flags -> one resolved RunConfig
     render/          pure renderers: RunConfig -> objects, in apply order
     bundle.py        load, render, check: what every run-shaped command builds on

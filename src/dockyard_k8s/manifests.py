@@ -16,10 +16,10 @@ from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.pyyaml import safe_loader
 from dockyard_k8s.render.serialize import dump_yaml, object_file_name
 from dockyard_k8s.validate.locate import locate
 from dockyard_k8s.validate.reader import read_manifests
+from dockyard_k8s.yamlfile import load_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,17 +109,11 @@ def looks_like_manifests(path: str) -> bool:
     or a file whose first document has both apiVersion and kind."""
     if path == "-" or os.path.isdir(path):
         return True
-    import yaml
-
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read(65536)
-        loader = safe_loader()(text)
-        try:
-            first = loader.get_node() if loader.check_node() else None
-            data = loader.construct_document(first) if first is not None else None
-        finally:
-            loader.dispose()
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError):
         return False
+    documents = load_all(text, path).documents
+    data = documents[0].data if documents else None
     return isinstance(data, dict) and "apiVersion" in data and "kind" in data

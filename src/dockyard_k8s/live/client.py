@@ -512,7 +512,7 @@ def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc
         named = missing or named
         why = f"{named[0][3] if len(named) == 1 else e.filename or 'a file'}: {e.strerror or e}"
     sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
-    at = config.where.get((sec, name, field)) or config.where.get((sec, name)) or kc.Where(config.files[0])
+    at = config.locate(sec, name, field)
     what = field if len(named) <= 1 else "/".join(n[2] for n in named)
     return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
                                                 f"cannot load the TLS file: {why}")])

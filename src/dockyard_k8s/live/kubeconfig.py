@@ -17,19 +17,20 @@ the first file that sets one. Relative paths (``certificate-authority``,
 
 Malformed content is a :class:`KubeconfigError` (exit 2) naming file:line:col and the key
 ("clusters: got a mapping, expected a list"), never a Python exception. Pure except for
-reading the files named; no cluster library is imported here.
+reading the files named (with :func:`dockyard_k8s.yamlfile.load_all`: go-yaml's scalars, a
+repeated key keeping its last value, as client-go reads them); no cluster library is imported here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Record, show_typed
+from dockyard_k8s.plain import Path, show_typed
+from dockyard_k8s.yamlfile import Document, Mark, load_all
 
 SECTIONS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -49,36 +50,25 @@ class KubeconfigError(ConfigError):
         return "\n".join(lines)
 
 
-class Where(Record):
-    __slots__ = ("file", "line", "col")
-
-    def __init__(self, file: str, line: int = 0, col: int = 0) -> None:
-        self.file = file
-        self.line = line
-        self.col = col
-
-
-class Kubeconfig(Record):
+@dataclass(frozen=True, slots=True)
+class Kubeconfig:
     """The merged configuration (kubeconfig shape: lists of named entries) and where each
     entry came from."""
 
-    __slots__ = ("data", "files", "where")
-
-    def __init__(self, data: dict[str, Any], files: list[str], where: dict[tuple[str, ...], Where]) -> None:
-        self.data = data
-        self.files = files  # the files merged, in order
-        self.where = where  # (section, name[, field]) or ("current-context",) -> its place
+    data: dict[str, Any]
+    files: list[str]  # the files merged, in order
+    where: dict[tuple[str, ...], Mark]  # (section, name[, field]) or ("current-context",) -> its place
 
     def names(self, section: str) -> list[str]:
         return [str(e["name"]) for e in self.data.get(section) or []]
 
-    def locate(self, section: str, name: str, *fields: str) -> Where:
+    def locate(self, section: str, name: str, *fields: str) -> Mark:
         """Where the first of ``fields`` found in entry ``name`` is, else the entry, else the
         first file (an error is always located somewhere)."""
         for key in [*((section, name, f) for f in fields if f), (section, name)]:
             if key in self.where:
                 return self.where[key]
-        return Where(self.files[0] if self.files else "kubeconfig")
+        return Mark(self.files[0] if self.files else "kubeconfig")
 
     def entry(self, section: str, name: str) -> dict[str, Any] | None:
         key = dict(SECTIONS)[section]
@@ -88,18 +78,15 @@ class Kubeconfig(Record):
         return None
 
 
-class Selected(Record):
+@dataclass(frozen=True, slots=True)
+class Selected:
     """One context resolved: what a client connects with."""
 
-    __slots__ = ("name", "context", "cluster", "user", "namespace")
-
-    def __init__(self, name: str, context: dict[str, Any], cluster: dict[str, Any], user: dict[str, Any] | None,
-                 namespace: str | None) -> None:
-        self.name = name
-        self.context = context
-        self.cluster = cluster
-        self.user = user
-        self.namespace = namespace  # the context's namespace, None when it sets none
+    name: str
+    context: dict[str, Any]
+    cluster: dict[str, Any]
+    user: dict[str, Any] | None
+    namespace: str | None  # the context's namespace, None when it sets none
 
 
 def kubeconfig_files(explicit: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
@@ -118,19 +105,13 @@ def kubeconfig_files(explicit: str | None = None, env: Mapping[str, str] | None 
     return [default] if os.path.exists(default) else []
 
 
-def _mark(node: yaml.Node | None, file: str) -> Where:
-    return Where(file, node.start_mark.line + 1, node.start_mark.column + 1) if node is not None else Where(file)
-
-
-def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
-    """The node under ``key`` of a mapping node (or index of a sequence node)."""
-    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-        return node.value[key]
-    return None
+def _at(doc: Document, file: str, *path: str | int) -> Mark:
+    """Where the value at ``path`` is written, else its nearest enclosing value (else the file)."""
+    for end in range(len(path), -1, -1):
+        mark = doc.marks.get(path[:end])
+        if mark is not None:
+            return mark
+    return Mark(file)
 
 
 def _what(value: Any) -> str:
@@ -143,76 +124,76 @@ class _Reader:
     def __init__(self) -> None:
         self.problems: list[ConfigProblem] = []
 
-    def problem(self, where: Where, path: str, message: str) -> None:
+    def problem(self, where: Mark, path: str, message: str) -> None:
         self.problems.append(ConfigProblem(where.file, where.line, where.col, path, message))
 
-    def read(self, file: str) -> tuple[dict[str, Any], yaml.Node | None] | None:
-        """(data, node) of one file; None (with a problem) when it cannot be used at all.
+    def read(self, file: str) -> Document | None:
+        """One file (its data a mapping); None (with a problem) when it cannot be used at all.
         An empty file is ``{}``: kubectl treats it as a kubeconfig that sets nothing."""
         try:
             with open(file, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            self.problem(Where(file), "", f"cannot read kubeconfig: {e.strerror or e}")
+            self.problem(Mark(file), "", f"cannot read kubeconfig: {e.strerror or e}")
             return None
         except UnicodeDecodeError as e:
-            self.problem(Where(file), "", f"not UTF-8 text (byte {e.start}): is this a kubeconfig?")
+            self.problem(Mark(file), "", f"not UTF-8 text (byte {e.start}): is this a kubeconfig?")
             return None
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
-            self.problem(where, "", f"not valid YAML: {getattr(e, 'problem', None) or e}")
+        loaded = load_all(text, file, single=True, last_key_wins=True)
+        if loaded.error is not None or loaded.problems:
+            for p in loaded.problems if loaded.error is None else [loaded.error]:
+                self.problem(p.mark, _dotted(p.path), f"not valid YAML: {p.message}")
             return None
-        if data is None:
-            return {}, None
-        if not isinstance(data, dict):
-            self.problem(_mark(node, file), "", f"got {_what(data)}, expected a mapping (a kubeconfig: apiVersion, "
-                                                "clusters, contexts, users, current-context)")
+        doc = loaded.documents[0] if loaded.documents else Document(None)
+        if doc.data is None:
+            return Document({})
+        if not isinstance(doc.data, dict):
+            self.problem(_at(doc, file), "", f"got {_what(doc.data)}, expected a mapping (a kubeconfig: apiVersion, "
+                                             "clusters, contexts, users, current-context)")
             return None
-        return data, node
+        return doc
 
-    def entries(self, file: str, data: dict[str, Any], node: yaml.Node | None, section: str,
-                key: str) -> list[tuple[str, dict[str, Any], dict[tuple[str, ...], Where]]]:
+    def entries(self, file: str, doc: Document, section: str,
+                key: str) -> list[tuple[str, dict[str, Any], dict[tuple[str, ...], Mark]]]:
         """Valid ``{name, <key>: {...}}`` entries of a section (name, body, where the entry and
         each of its fields are), problems for the others."""
-        value = data.get(section)
-        snode = _child(node, section)
+        value = doc.data.get(section)
         if value is None:
             return []
         if not isinstance(value, list):
-            self.problem(_mark(snode, file), section, f"got {_what(value)}, expected a list of "
-                                                      f"{{name: ..., {key}: {{...}}}} entries")
+            self.problem(_at(doc, file, section), section, f"got {_what(value)}, expected a list of "
+                                                           f"{{name: ..., {key}: {{...}}}} entries")
             return []
         out = []
         for i, item in enumerate(value):
-            inode = _child(snode, i)
             path = f"{section}[{i}]"
             if not isinstance(item, dict):
-                self.problem(_mark(inode, file), path, f"got {_what(item)}, expected a mapping with name and {key}")
+                self.problem(_at(doc, file, section, i), path, f"got {_what(item)}, expected a mapping with name "
+                                                               f"and {key}")
                 continue
             name = item.get("name")
             if not isinstance(name, str) or not name:
-                self.problem(_mark(_child(inode, "name") or inode, file), f"{path}.name",
+                self.problem(_at(doc, file, section, i, "name"), f"{path}.name",
                              f"got {_what(name)}, expected the entry's name (a string)")
                 continue
             body = item.get(key)
             if body is None and key != "user":
-                self.problem(_mark(inode, file), f"{path}.{key}", f"{key} of '{name}' is missing or empty "
-                                                                  "(expected a mapping)")
+                self.problem(_at(doc, file, section, i), f"{path}.{key}", f"{key} of '{name}' is missing or empty "
+                                                                           "(expected a mapping)")
                 continue
             if body is not None and not isinstance(body, dict):
-                self.problem(_mark(_child(inode, key), file), f"{path}.{key}",
+                self.problem(_at(doc, file, section, i, key), f"{path}.{key}",
                              f"got {_what(body)}, expected a mapping")
                 continue
-            fields = _child(inode, key)
-            places: dict[tuple[str, ...], Where] = {(section, name): _mark(inode, file)}
+            places: dict[tuple[str, ...], Mark] = {(section, name): _at(doc, file, section, i)}
             for field in body or {}:
-                places[(section, name, str(field))] = _mark(_child(fields, str(field)), file)
+                places[(section, name, str(field))] = _at(doc, file, section, i, key, str(field))
             out.append((name, dict(body or {}), places))
         return out
+
+
+def _dotted(path: Path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def _resolve_paths(kind: str, body: dict[str, Any], base: str) -> dict[str, Any]:
@@ -234,26 +215,26 @@ def merge_files(files: Sequence[str]) -> Kubeconfig:
     """Read and merge ``files`` in order (first wins). Raises KubeconfigError on malformed content."""
     reader = _Reader()
     merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
-    where: dict[tuple[str, ...], Where] = {}
+    where: dict[tuple[str, ...], Mark] = {}
     for file in files:
-        read = reader.read(file)
-        if read is None:
+        doc = reader.read(file)
+        if doc is None:
             continue
-        data, node = read
+        data = doc.data
         base = os.path.dirname(os.path.abspath(file))
         for section, key in SECTIONS:
-            for name, body, places in reader.entries(file, data, node, section, key):
+            for name, body, places in reader.entries(file, doc, section, key):
                 if (section, name) in where:
                     continue  # first file wins, the whole entry
                 where.update(places)
                 merged[section].append({"name": name, key: _resolve_paths(key, body, base)})
         current = data.get("current-context")
         if current is not None and not isinstance(current, str):
-            reader.problem(_mark(_child(node, "current-context"), file), "current-context",
+            reader.problem(_at(doc, file, "current-context"), "current-context",
                            f"got {_what(current)}, expected a context name")
         elif current and "current-context" not in merged:
             merged["current-context"] = current
-            where[("current-context",)] = _mark(_child(node, "current-context"), file)
+            where[("current-context",)] = _at(doc, file, "current-context")
     if reader.problems:
         raise KubeconfigError(reader.problems)
     return Kubeconfig(merged, list(files), where)
@@ -289,7 +270,7 @@ def select(config: Kubeconfig, context: str | None = None) -> Selected:
                                              f"is not set: pass --context (contexts: {names})")])
     ctx = config.entry("contexts", name)
     if ctx is None:
-        at = config.where.get(("current-context",), Where(files)) if not context else Where(files)
+        at = config.where.get(("current-context",), Mark(files)) if not context else Mark(files)
         what = "--context" if context else "current-context"
         raise KubeconfigError([ConfigProblem(at.file, at.line, at.col, what,
                                              f"context '{name}' is not in the kubeconfig "
@@ -297,7 +278,7 @@ def select(config: Kubeconfig, context: str | None = None) -> Selected:
     problems = []
     for field, section in (("cluster", "clusters"), ("user", "users")):
         ref = ctx.get(field)
-        at = config.where.get(("contexts", name, field)) or config.where.get(("contexts", name), Where(files))
+        at = config.where.get(("contexts", name, field)) or config.where.get(("contexts", name), Mark(files))
         if ref is None or ref == "":
             if field == "cluster":
                 problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.cluster",
@@ -312,12 +293,12 @@ def select(config: Kubeconfig, context: str | None = None) -> Selected:
                                           f"({section}: {', '.join(config.names(section)) or 'none'})"))
     cluster = config.entry("clusters", str(ctx.get("cluster"))) or {}
     if not problems and not cluster.get("server"):
-        at = config.where.get(("clusters", str(ctx["cluster"])), Where(files))
+        at = config.where.get(("clusters", str(ctx["cluster"])), Mark(files))
         problems.append(ConfigProblem(at.file, at.line, at.col, f"clusters.{ctx['cluster']}.server",
                                       "is missing: the cluster has no server URL"))
     namespace = ctx.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
-        at = config.where.get(("contexts", name, "namespace"), Where(files))
+        at = config.where.get(("contexts", name, "namespace"), Mark(files))
         problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.namespace",
                                       f"got {_what(namespace)}, expected a namespace name"))
     if problems:

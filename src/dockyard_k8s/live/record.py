@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s import __version__, plain
 from dockyard_k8s.credentials import ENV_KEYS, REDACTED, looks_like_credential
 from dockyard_k8s.credentials import redact_assignment as redact_assignment  # re-exported
+from dockyard_k8s.yamlfile import YamlError, load_data
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -147,15 +148,13 @@ class Record(plain.Record):
 
 def read_record(configmap: dict[str, Any] | None) -> Record | None:
     """The record of a ``<run>-launch`` ConfigMap (None when absent or unreadable)."""
-    import yaml
-
     if not configmap:
         return None
     data = configmap.get("data") or {}
     try:
-        launch = yaml.safe_load(data.get("launch.yaml") or "") or {}
-        infra = yaml.safe_load(data.get("infra.yaml") or "") or {}
-    except yaml.YAMLError:
+        launch = load_data(data.get("launch.yaml") or "") or {}
+        infra = load_data(data.get("infra.yaml") or "") or {}
+    except YamlError:
         return None
     if not isinstance(launch, dict) or not isinstance(infra, dict):
         return None

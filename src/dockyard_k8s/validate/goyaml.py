@@ -1,180 +1,39 @@
-"""YAML as kubectl reads it: go-yaml v2's scalars and keys, and a reader that applies them.
+"""YAML as kubectl reads it: the go-yaml reader of ``validate``, and the pre-scan for yaml-rs.
 
 ``kubectl`` reads YAML through go-yaml v2 (YAML 1.1-ish: ``yes``/``on``/``y`` are booleans,
 ``0755`` is octal, timestamps stay strings; ``sigs.k8s.io/yaml`` then makes every key a
-string) and rejects duplicate keys. yaml-rs, the fast reader (:mod:`.reader`), implements
-YAML 1.2, so this module holds the difference:
+string) and rejects duplicate keys: :data:`dockyard_k8s.yamlfile.KUBECTL`. yaml-rs, the fast
+reader (:mod:`.reader`), implements YAML 1.2, so this module holds the difference:
 
-* :func:`resolve_go_yaml` and :func:`json_key`: what go-yaml makes of a plain scalar, and of a key;
 * :func:`may_differ`: the pre-scan that finds the documents where the two readers may
   disagree (it may over-match, never under-match);
-* :func:`parse_slow`: PyYAML's C composer plus go-yaml resolution, with the line of every
-  path and duplicate keys as problems: for those documents, for syntax errors (it says
-  where), and without yaml-rs.
+* :func:`parse_slow`: :func:`dockyard_k8s.yamlfile.load_all` with kubectl's scalars, its
+  problems (duplicate keys, tags, syntax errors: it says where) as validate's: for those
+  documents, for syntax errors, and without yaml-rs.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
-from dockyard_k8s.pyyaml import PLAIN_TAG, compose_loader
-from dockyard_k8s.validate.problem import RULE_YAML, JsonPath, Problem
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-_TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
-_FALSE = frozenset(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
-_NULL = frozenset(("", "~", "null", "Null", "NULL"))
-_GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
-_INF = {".inf": math.inf, ".Inf": math.inf, ".INF": math.inf, "+.inf": math.inf, "+.Inf": math.inf,
-        "+.INF": math.inf, "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf}
+from dockyard_k8s.validate.problem import RULE_YAML, Problem
+from dockyard_k8s.yamlfile import Document, load_all
 
 
-def resolve_go_yaml(text: str) -> Any:
-    """What go-yaml v2 (kubectl) makes of an untagged plain scalar, as JSON-able data."""
-    if text in _NULL:
-        return None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    first = text[0]
-    if not (first.isdigit() or first in "+-."):
-        return text
-    if text in _INF:
-        return _INF[text]
-    if text in (".nan", ".NaN", ".NAN"):
-        return math.nan
-    plain = text.replace("_", "")
-    if _GO_INT.match(plain):  # strconv.ParseInt(plain, 0, 64): 0x, 0o, 0b and leading-0 octal
-        sign = -1 if plain[0] == "-" else 1
-        digits = plain.lstrip("+-")
-        low = digits.lower()
-        if low.startswith(("0x", "0o", "0b")):
-            return sign * int(digits[2:], {"x": 16, "o": 8, "b": 2}[low[1]])
-        if len(digits) > 1 and digits[0] == "0":
-            return sign * int(digits, 8)
-        return sign * int(digits)
-    if _GO_FLOAT.match(plain):
-        value = float(plain)
-        return int(value) if value.is_integer() and "." not in plain and "e" not in plain.lower() else value
-    return text
-
-
-# --- PyYAML's composer + go-yaml resolution, with lines -------------------------------------
-
-_STR = "tag:yaml.org,2002:str"
-
-
-class _Builder:
-    """Node tree -> data with go-yaml v2 semantics, duplicate keys and line marks."""
-
-    def __init__(self, offset: int = 0) -> None:
-        self.errors: list[tuple[JsonPath, int, str]] = []  # (path, line, message)
-        self.lines: dict[JsonPath, int] = {}
-        self.offset = offset  # lines before the parsed text in its file
-
-    def build(self, node: Any, path: JsonPath) -> Any:
-        import yaml
-
-        self.lines.setdefault(path, node.start_mark.line + 1 + self.offset)  # an entry already has its key line
-        if isinstance(node, yaml.ScalarNode):
-            value, why = scalar_value(node)
-            if why:
-                self.errors.append((path, node.start_mark.line + 1 + self.offset, why))
-            return value
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        out: dict[str, Any] = {}
-        first: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == "<<" and not key_node.style:
-                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-                for src in sources:
-                    merged = self.build(src, path)
-                    if isinstance(merged, dict):
-                        for k, v in merged.items():
-                            out.setdefault(k, v)
-                continue
-            key = self.build(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
-            if not isinstance(key_node, yaml.ScalarNode):
-                self.errors.append((path, key_node.start_mark.line + 1 + self.offset, "mapping keys must be scalars"))
-                continue
-            name = json_key(key)
-            line = key_node.start_mark.line + 1 + self.offset
-            if name in first:
-                self.errors.append(((*path, name), line,
-                                    f"duplicate key {name!r} (first defined on line {first[name]})"))
-                continue
-            first[name] = line
-            self.lines[(*path, name)] = line
-            out[name] = self.build(value_node, (*path, name))
-        return out
-
-
-def scalar_value(node: Any) -> tuple[Any, str | None]:
-    """What go-yaml makes of a scalar node (composed by :func:`compose_loader`), and the problem
-    with it (an unsupported tag: the node's text is kept) or None."""
-    if node.tag == PLAIN_TAG and not node.style:
-        return resolve_go_yaml(node.value), None
-    if node.tag in (_STR, PLAIN_TAG):
-        return node.value, None
-    if node.tag == "tag:yaml.org,2002:binary":
-        return node.value.replace("\n", "").replace(" ", ""), None
-    if node.tag.rsplit(":", 1)[-1] in ("int", "float", "bool", "null"):
-        return resolve_go_yaml(node.value), None
-    return node.value, f"unsupported tag {node.tag}"
-
-
-def json_key(key: Any) -> str:
-    """sigs.k8s.io/yaml turns non-string keys into their JSON text (``true``, ``1``)."""
-    if isinstance(key, str):
-        return key
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)
-
-
-def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[tuple[Any, int, dict[JsonPath, int]]],
-                                                                list[Problem]]:
-    """Every document of ``text``: (data, first line, line of each path), and YAML problems.
+def parse_slow(text: str, file: str, offset: int = 0) -> tuple[list[Document], list[Problem]]:
+    """Every document of ``text`` (empty ones skipped), and its YAML problems.
 
     ``offset`` is the number of lines before ``text`` in its file (for one document of many).
     """
-    import yaml
-
-    docs: list[tuple[Any, int, dict[JsonPath, int]]] = []
-    problems: list[Problem] = []
-    loader = compose_loader()(text)
-    index = 0
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if isinstance(node, yaml.ScalarNode) and node.value == "" and node.tag == PLAIN_TAG and not node.style:
-                continue  # an empty document ("---" twice): the fast splitter skips it too
-            builder = _Builder(offset)
-            data = builder.build(node, ())
-            for path, line, message in builder.errors:
-                problems.append(Problem(file, index, "", "", path, message, rule=RULE_YAML, line=line))
-            docs.append((data, node.start_mark.line + 1 + offset, builder.lines))
-            index += 1
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        what = " ".join(x for x in (e.context, e.problem) if x) or "invalid YAML"
-        col = f", column {mark.column + 1}" if mark else ""
-        problems.append(Problem(file, index, "", "", (), f"invalid YAML: {what}{col}", rule=RULE_YAML,
-                                line=mark.line + 1 + offset if mark else 0))
-    except yaml.YAMLError as e:
-        problems.append(Problem(file, index, "", "", (), f"invalid YAML: {e}", rule=RULE_YAML))
-    finally:
-        loader.dispose()
-    return docs, problems
+    loaded = load_all(text, file, offset=offset)
+    problems = [Problem(file, p.doc, "", "", p.path, p.message, rule=RULE_YAML, line=p.mark.line)
+                for p in loaded.problems]
+    if loaded.error is not None:
+        m = loaded.error.mark
+        col = f", column {m.col}" if m.line else ""
+        problems.append(Problem(file, loaded.error.doc, "", "", (), f"invalid YAML: {loaded.error.message}{col}",
+                                rule=RULE_YAML, line=m.line))
+    return loaded.documents, problems
 
 
 # --- which documents need this reader: the pre-scan -----------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
 from dockyard_k8s.plain import Path
+from dockyard_k8s.yamlfile import YamlError, load_data
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
 MAX_RAYCLUSTER_NAME = 53
@@ -120,11 +121,9 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
             out.append((("spec", key), f"got {value}, expected a number >= {low}"))
     runtime_env = spec.get("runtimeEnvYAML")
     if isinstance(runtime_env, str) and runtime_env.strip():
-        import yaml
-
         try:
-            yaml.safe_load(runtime_env)
-        except yaml.YAMLError as e:
+            load_data(runtime_env)
+        except YamlError as e:
             out.append((("spec", "runtimeEnvYAML"), f"is not valid YAML: {str(e).splitlines()[0]}"))
     if has_cluster:
         _cluster_spec(as_mapping(spec["rayClusterSpec"]), ("spec", "rayClusterSpec"), out)

@@ -20,34 +20,29 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.plain import Record
-from dockyard_k8s.validate.goyaml import json_key, may_differ, parse_slow
+from dockyard_k8s.validate.goyaml import may_differ, parse_slow
 from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
 from dockyard_k8s.validate.split import Chunk, json_like, region_documents, split_documents
+from dockyard_k8s.yamlfile import json_key, yaml_rs
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (plain.py says why)
-if TYPE_CHECKING:
-    from typing import Any
-
-    Parsed = tuple[Any, int, int]  # (data, document index, first line)
+Parsed = tuple[Any, int, int]  # (data, document index, first line)
 
 
-class Manifests(Record):
-    __slots__ = ("documents", "problems", "files", "texts", "chunks")
-
-    def __init__(self, documents: list[Document], problems: list[Problem], files: int, texts: dict[str, str],
-                 chunks: dict[str, list[Chunk] | None]) -> None:
-        self.documents = documents
-        self.problems = problems
-        self.files = files
-        self.texts = texts  # file -> text, to locate problems afterwards
-        self.chunks = chunks  # file -> its documents as split (None: read whole)
+@dataclass(frozen=True, slots=True)
+class Manifests:
+    documents: list[Document]
+    problems: list[Problem]
+    files: int
+    texts: dict[str, str]  # file -> text, to locate problems afterwards
+    chunks: dict[str, list[Chunk] | None]  # file -> its documents as split (None: read whole)
 
     def add_lines(self, problems: list[Problem]) -> list[Problem]:
         """``problems`` (of these files) with their lines found."""
@@ -147,17 +142,6 @@ def parse_text(text: str, file: str) -> tuple[list[Parsed], list[Problem]]:
     return parsed, problems
 
 
-def yaml_rs() -> Any:
-    """The yaml-rs module, or None (not installed, or ``DOCKYARD_K8S_YAML=pyyaml``)."""
-    if os.environ.get("DOCKYARD_K8S_YAML") == "pyyaml":  # force the go-yaml reader (tests, debugging)
-        return None
-    try:
-        import yaml_rs  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    return yaml_rs
-
-
 def _parse_file(text: str, file: str) -> tuple[list[Parsed], list[Problem], list[Chunk] | None]:
     """:func:`parse_text`, and the file's documents as split (None: read whole)."""
     if text.startswith("\ufeff"):
@@ -172,7 +156,7 @@ def _parse_file(text: str, file: str) -> tuple[list[Parsed], list[Problem], list
         except Exception:  # a syntax error or duplicate key: the go-yaml reader says where
             pass
     docs, problems = parse_slow(text, file)  # the whole file at once
-    return [(data, i, line) for i, (data, line, _) in enumerate(docs)], problems, chunks
+    return [(d.data, i, d.marks[()].line) for i, d in enumerate(docs)], problems, chunks
 
 
 _SLOW = object()  # a document yaml-rs could not read
@@ -218,7 +202,7 @@ def _parse_chunks(chunks: list[Chunk], file: str, fast: Any) -> tuple[list[Parse
         docs, found = parse_slow(chunk, file, line - 1)
         problems += [p.replace(doc_index=i) for p in found]
         if docs:
-            out.append((docs[0][0], i, line))
+            out.append((docs[0].data, i, line))
     if slow:
         out.sort(key=lambda d: d[1])
     return out, problems

@@ -150,3 +150,9 @@ def test_format_path_quotes_odd_keys():
     assert format_path(("a", "b", 0, "c")) == "a.b[0].c"
     assert format_path(("nodeSelector", "node.kubernetes.io/instance-type")) == \
         'nodeSelector["node.kubernetes.io/instance-type"]'
+
+
+def test_a_recursive_merge_is_a_problem_not_a_crash():
+    doc, problems = parse("a: &x\n  b: 1\n  <<: *x\n")
+    assert problems == ["f.yaml:1:4: a: recursive alias (an anchor that contains itself)"]
+    assert doc.data == {"a": {"b": 1}}

@@ -21,6 +21,7 @@ import pytest
 
 from dockyard_k8s.errors import EXIT_BAD_INPUT
 from dockyard_k8s.live import kubeconfig as kc
+from dockyard_k8s.yamlfile import Mark
 from support.paths import EXAMPLES
 
 
@@ -212,3 +213,26 @@ def test_context_namespace_is_quiet_on_problems(tmp_path: Path, split: dict[str,
     assert kc.context_namespace(None, "only-b", split["env"]) is None
     bad = write(tmp_path / "bad.yaml", "- not a config\n")
     assert kc.context_namespace(bad, None, {}) is None  # connecting reports the problem
+
+
+def test_scalars_and_repeated_keys_read_as_client_go_reads_them(tmp_path: Path) -> None:
+    """go-yaml v2: ``y`` is a boolean, a timestamp stays a string; a repeated key keeps its last
+    value (client-go's decoding is not strict); every place is the value's line and column."""
+    path = write(tmp_path / "config", """\
+        current-context: old
+        current-context: dev
+        contexts:
+        - {name: dev, context: {cluster: c, namespace: 2024-01-01}}
+        clusters:
+        - name: c
+          cluster:
+            server: https://x
+            insecure-skip-tls-verify: y
+        """)
+    config = kc.merge_files([path])
+    selected = kc.select(config)
+    assert (selected.name, selected.namespace, selected.cluster["insecure-skip-tls-verify"]) == (
+        "dev", "2024-01-01", True)
+    assert config.where[("current-context",)] == Mark(path, 2, 18)
+    assert config.locate("clusters", "c", "server") == Mark(path, 8, 13)
+    assert config.locate("contexts", "dev", "missing") == Mark(path, 4, 3)

@@ -47,9 +47,9 @@ def test_the_pre_scan_flags_every_document_the_two_readers_read_differently():
         if problems or len(docs) != 1:
             return
         seen["compared"] += 1
-        if not _same(fast, docs[0][0]):
+        if not _same(fast, docs[0].data):
             seen["differ"] += 1
-            assert may_differ(text), (text, fast, docs[0][0])
+            assert may_differ(text), (text, fast, docs[0].data)
 
     check()
     assert seen["differ"] > 100 and seen["compared"] > 200, seen

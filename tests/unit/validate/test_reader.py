@@ -3,9 +3,9 @@ import dataclasses
 
 import pytest
 
-from dockyard_k8s.validate.goyaml import resolve_go_yaml
 from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.reader import documents_of, parse_text, read_manifests
+from dockyard_k8s.yamlfile import resolve_go_yaml
 
 BOTH = pytest.mark.parametrize("parser", ["fast", "pyyaml"])
 
@@ -192,41 +192,23 @@ spec:
 """
 
 
-def test_locating_from_the_text_agrees_with_pyyaml_or_abstains():
-    """The text locator answers most paths without a parse; where it answers, it is PyYAML's line."""
-    from glob import glob
-    from pathlib import Path
+@pytest.mark.parametrize(("path", "line"), [
+    (("spec", "containers", 0, "image"), 22),
+    (("spec", "containers", 1), 24),  # "-" alone: the item starts on the next line
+    (("spec", "containers", 1, "image"), 25),
+    (("spec", "containers", 0, "env", 1, "value"), 18),  # a flow mapping
+    (("spec", "tolerations", 1, "operator"), 40),
+    (("metadata", "labels", "b"), 5),  # a quoted key in a flow mapping
+    (("spec", "quoted key"), 32),
+    (("spec", "nodeSelector"), 41),  # an empty value
+    (("spec", "missing"), 9),  # not there: its nearest enclosing value
+    (("metadata", "name", "deeper"), 4),
+])
+def test_problems_are_located_on_the_line_of_their_key_or_item(path, line):
+    from dockyard_k8s.validate.locate import locate
 
-    from dockyard_k8s.validate.goyaml import parse_slow
-    from dockyard_k8s.validate.locate import _block_style, _text_line
-    from dockyard_k8s.validate.split import split_documents
-    from odd_values import leaves
-    from support.paths import REPO
-
-    texts = [TRICKY] + [Path(f).read_text() for f in sorted(glob(f"{REPO}/tests/golden/expected/**/*.yaml",
-                                                                 recursive=True))]
-    asked = answered = 0
-    for text in texts:
-        for chunk, first in split_documents(text, "f.yaml") or []:
-            docs, _ = parse_slow(chunk, "f.yaml", first - 1)
-            if not docs:
-                continue
-            data, _, lines = docs[0]
-            split = chunk.split("\n")
-            for path in [(), *leaves(data), ("spec", "missing"), ("metadata", "name", "deeper")]:
-                want = next(lines[path[:end]] for end in range(len(path), -1, -1) if path[:end] in lines)
-                got = _text_line(split, path) if _block_style(chunk) else None
-                asked += 1
-                if got is not None:
-                    answered += 1
-                    assert (path, got + first) == (path, want)
-    assert answered > asked * 0.8
-    tricky = TRICKY.split("\n")
-    assert _text_line(tricky, ("spec", "containers", 0, "image")) == 21
-    assert _text_line(tricky, ("spec", "containers", 1, "image")) is None  # "-" alone: the item starts later
-    assert _text_line(tricky, ("spec", "tolerations", 1, "operator")) == 39
-    assert _text_line(tricky, ("metadata", "labels", "app")) is None  # flow style: PyYAML says
-    assert _text_line(tricky, ("spec", "missing")) is None
+    text = "kind: A\n---\n" + TRICKY  # the second document of its file: lines count from the file's start
+    assert locate(text, "f.yaml", {1: [path]}) == {(1, path): line + 2}
 
 
 WHOLE_OR_NOT = [
@@ -309,3 +291,10 @@ def test_a_region_counts_its_lines_from_the_line_it_is_given(plain):
     before = text.count("\n", 0, start)
     assert [d.line for d in absolute] == [d.line + before for d in relative] and relative[0].line == 2
     assert [line for _, line in region_documents(text, start, len(text), line=1)] == [d.line for d in relative]
+
+
+@pytest.mark.parametrize("text", ["kind: A\ndata: &x\n  a: b\n  <<: *x\n", "kind: A\nspec: &x [1, *x]\n"])
+def test_a_recursive_alias_is_a_problem_at_its_line_not_a_crash(text, monkeypatch):
+    monkeypatch.setenv("DOCKYARD_K8S_YAML", "pyyaml")
+    _, problems = documents_of("f.yaml", text)
+    assert [(p.line, p.message) for p in problems] == [(2, "recursive alias (an anchor that contains itself)")]
