@@ -252,3 +252,17 @@ def test_cluster_list(cli: Any, fake: FakeKube) -> None:
     assert line.split() == [NS, RUN, RUN, "ready", "3/3", "24"]
     r = cli("cluster", "list", "-n", "default")
     assert "no RayCluster" in r.out
+
+
+def test_cluster_list_says_not_ready_when_the_head_pod_is_not_ready(cli: Any, fake: FakeKube) -> None:
+    """KubeRay sets ``state: ready`` once and never clears it; its HeadPodReady condition follows the head pod."""
+    cli("cluster", "up", *ARGS, "--detach")
+    fake.set_status("ray.io/v1", "RayCluster", NS, RUN, {
+        "state": "ready", "readyWorkerReplicas": 3, "desiredWorkerReplicas": 3, "desiredGPU": "24",
+        "conditions": [{"type": "HeadPodReady", "status": "False", "reason": "ContainersNotReady",
+                        "message": "containers with unready status: [ray-head]"}]})
+    r = cli("cluster", "list")
+    assert r.code == 0, r.err
+    line = next(line for line in r.out.splitlines() if line.startswith(NS))
+    assert line.split() == [NS, RUN, RUN, "not", "ready", "3/3", "24"]
+    assert f"{NS}/{RUN}: provisioning: head pod not ready (ContainersNotReady)" in r.out

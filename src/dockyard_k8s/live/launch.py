@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.dashboard import RayTarget, ray_jobs
 from dockyard_k8s.live.kinds import kind_of, ref
@@ -210,12 +210,14 @@ def status(client: KubeClient, bundle: Bundle) -> RunView:
 
 
 def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
-         dry_run: bool = False, wait: float | None = None, say: Say = print) -> list[str]:
-    """Delete everything labelled with the run; returns what was deleted (empty: nothing left).
+         dry_run: bool = False, wait: float | None = None, timeout: float = teardown.PODS_TIMEOUT,
+         say: Say = print) -> list[str]:
+    """Delete everything labelled with the run, its NetworkPolicies once its pods are gone
+    (``timeout`` seconds at most); returns what was deleted (empty: nothing left).
     ``wait``: seconds to wait until it is all gone (finalizers released, pods collected)."""
     ns, run = bundle.run.namespace, bundle.run.name
-    deleted = orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
-                               keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+    deleted = teardown.down(client, ns, run, bundle.objects, include_governance=include_governance,
+                            keep_volumes=keep_volumes, dry_run=dry_run, say=say, pods_timeout=timeout)
     if wait is not None and not dry_run:
         wait_run_gone(client, ns, run, bundle.objects, include_governance=include_governance,
                       keep_volumes=keep_volumes, timeout=wait, say=say)
@@ -228,7 +230,7 @@ def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[di
     keep = set() if include_governance else set(orchestrate.RENDER_ONLY)
     if keep_volumes:
         keep |= orchestrate.KEEP_BY_DEFAULT
-    orchestrate.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
+    teardown.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
 def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
