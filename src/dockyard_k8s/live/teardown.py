@@ -82,20 +82,22 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
                    policies: int, say: Callable[[str], None] = print,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
-    delete, pods in their grace period). A ClusterError when some are still there after
+    delete, pods in their grace period; a bare pod nothing deletes aside). A ClusterError when some are still there after
     ``timeout``; a user who may not list pods is told the wait was skipped."""
     pods: dict[str, dict[str, Any]] = {}
+    synced = False
     try:
         with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector,
                                clock=clock)) as events:
             for ev in events:
                 if ev.type == "SYNC":
-                    pods = {str(p["metadata"]["name"]): p for p in ev.items}
+                    synced = True
+                    pods = {str(p["metadata"]["name"]): p for p in ev.items if _going(p)}
                     if pods:
                         say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting its "
                             f"{policies} NetworkPolic{'y' if policies == 1 else 'ies'} (they stay in force while a "
                             "pod runs its grace period) ...")
-                elif ev.type == "DELETED":
+                elif ev.type == "DELETED" or not _going(ev.obj):
                     pods.pop(str(ev.obj["metadata"]["name"]), None)
                 else:
                     pods[str(ev.obj["metadata"]["name"])] = ev.obj
@@ -108,11 +110,20 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
             "waiting for the run's pods to be gone")
         return
     names = ", ".join(sorted(pods)[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
-    raise ClusterError(f"{len(pods)} pod(s) still there after {int(timeout)}s ({names}): the NetworkPolicies "
-                       "were kept, so that no pod of the run runs without them", obj=f"run {namespace}/{run}",
+    left = f"{len(pods)} pod(s) still there after {timeout:g}s ({names})" if synced else \
+        f"its pods were not listed within {timeout:g}s"
+    raise ClusterError(f"{left}: the NetworkPolicies were kept, so that no pod of the run runs without them",
+                       obj=f"run {namespace}/{run}",
                        hint=f"`kubectl get pods -n {namespace} -l {selector}` shows them (a finalizer or a lost "
                             "node holds a pod); `down` again deletes the policies once they are gone, "
                             "`--timeout SECONDS` waits longer")
+
+
+def _going(pod: dict[str, Any]) -> bool:
+    """A pod on its way out: being deleted, or owned (its owner, deleted above, takes it with it).
+    A bare pod that merely carries the label is not deleted by ``down`` and is not waited for."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp") or meta.get("ownerReferences"))
 
 
 def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
