@@ -82,8 +82,8 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
                    policies: int, say: Callable[[str], None] = print,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
-    delete, pods in their grace period; a bare pod nothing deletes aside). A ClusterError when some are still there after
-    ``timeout``; a user who may not list pods is told the wait was skipped."""
+    delete, pods in their grace period; a bare pod nothing deletes aside). A ClusterError when
+    some are still there after ``timeout``; a user who may not list pods is told the wait was skipped."""
     pods: dict[str, dict[str, Any]] = {}
     synced = False
     try:
