@@ -30,8 +30,9 @@ def all_running(cluster: Any, ns: str) -> bool:
 
 class Observer:
     """Lists the run's NetworkPolicies, then its pods, again and again (the launcher's own client,
-    no output) while `down` runs: a list of policies that finds none, followed by a list of pods that
-    finds some, is a moment when a pod of the run ran without its policies."""
+    no output) while `down` runs and until the pods are gone: a list of policies that finds none,
+    followed by a list of pods that finds some, is a moment when a pod of the run ran without its
+    policies."""
 
     def __init__(self, cluster: Any, ns: str) -> None:
         from dockyard_k8s.live.client import connect
@@ -75,11 +76,13 @@ def test_down_deletes_the_network_policies_only_once_the_run_s_pods_are_gone(
 
     with Observer(cluster, ns) as seen:
         down = e2e_cli("down", *example())
+        # and after `down` returned, until the last pod of the run is gone
+        cluster.wait("every pod of the run gone", lambda: seen.snapshots[-1][1] == 0)
     assert down.code == 0, down.out + down.err
     assert seen.snapshots[0][0] == 2 and seen.snapshots[0][1] > 0  # before `down`: the policies and the pods
-    assert "pod(s) of grpo-swe to be gone before deleting its 2 NetworkPolicies" in down.out
     with_pods = [s for s in seen.snapshots if s[1]]
-    assert with_pods and all(policies == 2 for policies, _ in with_pods), seen.snapshots
+    assert all(policies == 2 for policies, _ in with_pods), seen.snapshots  # no pod ever without its policies
+    assert "pod(s) of grpo-swe to be gone before deleting its 2 NetworkPolicies" in down.out
     assert run_pods(cluster, ns) == []  # `down` returned once they were gone
     assert cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"] == []
     lines = [line for line in down.out.splitlines() if line.startswith("deleted ") and "object(s)" not in line]

@@ -30,16 +30,17 @@ def test_a_rerun_after_kuberay_s_delete_self_says_it_finished_and_starts_no_seco
     assert "✔ succeeded" in first.out
     cluster.wait("KubeRay's DeleteSelf rule deleting the RayJob",
                  lambda: cluster.kubectl("-n", ns, "get", "rayjob", RUN, check=False).returncode != 0)
-    assert cluster.get("-n", ns, "configmap", f"{RUN}-launch")["metadata"]["annotations"]["dockyard-k8s/submitted"]
     assert len(ray_jobs(cluster, ns, start)) == 1
 
     again = e2e_cli("run", *example(*DELETE_SELF, "--timeout", "60"))  # the timeout: a safety net
     assert again.code == 0, again.out + again.err
+    assert len(ray_jobs(cluster, ns, start)) == 1, again.out  # no second Ray job
     assert (f"RayJob {ns}/{RUN} already succeeded: KubeRay deleted it when it ended (deletionRules: DeleteSelf "
             "on jobStatus SUCCEEDED)") in again.out
     assert "nothing was re-run. --replace starts it again." in again.out
     assert cluster.kubectl("-n", ns, "get", "rayjob", RUN, check=False).returncode != 0  # not created again
-    assert len(ray_jobs(cluster, ns, start)) == 1  # no second Ray job
+    record = cluster.get("-n", ns, "configmap", f"{RUN}-launch")  # what remembers the spec
+    assert record["metadata"]["annotations"]["dockyard-k8s/submitted"]
 
     replaced = e2e_cli("run", *example(*DELETE_SELF, "--replace", "--timeout", "120"))
     assert replaced.code == 0, replaced.out + replaced.err
