@@ -1,4 +1,4 @@
-"""The flows behind ``run``, ``status`` and ``down``, generic over kinds.
+"""The flows behind ``run`` and ``status`` (and what ``down``, in teardown.py, finds), generic over kinds.
 
 Everything of a run is found by the label ``dockyard-k8s/run=<run>`` (one LIST per kind,
 never one request per pod); what to apply is exactly the bundle ``render`` prints, minus
