@@ -2,9 +2,10 @@
 RayJob, on the real control plane (issue 22 item 7).
 
 KubeRay (deletionRules since v1.5.0; feature gate RayJobDeletionPolicy, beta and on by default in
-v1.6.2, which the stack's operator runs with its default gates) deletes a RayJob whose status matches a DeleteSelf rule once the rule's
-ttlSeconds passed (rayjob_controller.go handleDeletionRules / executeDeletionPolicy). The launch
-record stays (it has no owner), and remembers the spec `run` created the RayJob from.
+v1.6.2, which the stack's operator runs with its default gates) deletes a RayJob whose status
+matches a DeleteSelf rule once the rule's ttlSeconds passed (rayjob_controller.go
+handleDeletionRules / executeDeletionPolicy). The launch record stays (it has no owner), and
+remembers the spec `run` created the RayJob from.
 """
 
 from __future__ import annotations
