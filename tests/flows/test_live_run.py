@@ -287,6 +287,27 @@ def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cli: Any, fake: Fa
     assert "timeout" not in r.out
 
 
+def test_run_ends_when_the_rayjob_starts_deleting_while_it_follows(cli: Any, fake: FakeKube) -> None:
+    """A finalizer holds the deleted RayJob (the operator stopping its Ray job, or not running):
+    its deletionTimestamp is enough to know the run is being taken down."""
+    def operator() -> None:
+        job = fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        job["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]
+        fake.put(job)
+        wait_following(fake)
+        set_job(fake, "Running", "RUNNING")
+        wait_output(fake, "jobDeploymentStatus Running, jobStatus RUNNING")
+        fake.remove("ray.io/v1", "RayJob", NS, RUN)
+
+    t = in_background(operator)
+    r = cli("run", *ARGS, "--timeout", "30")
+    t.join(5)
+    assert not t.errors
+    assert r.code == 1, r.out + r.err
+    assert f"✖ deleted: RayJob {NS}/{RUN} was deleted while it was followed" in r.out
+    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["deletionTimestamp"]
+
+
 def test_stopping_the_watches_shares_one_deadline() -> None:
     """Threads still blocked when following ends are joined within one deadline, not one each:
     five stuck watch threads cost JOIN_SECONDS in all, not five times a per-thread timeout."""

@@ -428,9 +428,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 if fail_fast and f.fatal:
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
-            if phase is None and seen is not None:  # the main object was there and is gone
-                return deleted_outcome(seen, view.pods, namespace)
-            seen = view.main() or seen
+            main = view.main()
+            if (phase is None and seen is not None) or ((main or {}).get("metadata") or {}).get("deletionTimestamp"):
+                # the main object was there and is gone, or is going (a finalizer holds it)
+                return deleted_outcome(main or seen or {}, view.pods, namespace)
+            seen = main or seen
             if phase is not None:
                 if phase.terminal:
                     for f in _drain(inbox, view):
