@@ -268,11 +268,16 @@ def test_cluster_list_says_not_ready_when_the_head_pod_is_not_ready(cli: Any, fa
     assert f"{NS}/{RUN}: provisioning: head pod not ready (ContainersNotReady)" in r.out
 
 
-def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cli: Any, fake: FakeKube) -> None:
+@pytest.mark.parametrize("held", [False, True], ids=["gone", "held-by-a-finalizer"])
+def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cli: Any, fake: FakeKube, held: bool) -> None:
     """`kubectl delete rayjob` (or a `down` elsewhere) while `run` follows: said at once, exit 1,
-    not a silent wait until --timeout (the safety net here)."""
+    not a silent wait until --timeout (the safety net here). A finalizer may hold the deleted RayJob
+    (the operator stopping its Ray job, or not running): its deletionTimestamp is enough."""
     def operator() -> None:
-        fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        job = fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        if held:
+            job["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]
+            fake.put(job)
         wait_following(fake)
         set_job(fake, "Running", "RUNNING")
         wait_output(fake, "jobDeploymentStatus Running, jobStatus RUNNING")
@@ -285,27 +290,7 @@ def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cli: Any, fake: Fa
     assert r.code == 1, r.out + r.err
     assert f"✖ deleted: RayJob {NS}/{RUN} was deleted while it was followed" in r.out
     assert "timeout" not in r.out
-
-
-def test_run_ends_when_the_rayjob_starts_deleting_while_it_follows(cli: Any, fake: FakeKube) -> None:
-    """A finalizer holds the deleted RayJob (the operator stopping its Ray job, or not running):
-    its deletionTimestamp is enough to know the run is being taken down."""
-    def operator() -> None:
-        job = fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
-        job["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]
-        fake.put(job)
-        wait_following(fake)
-        set_job(fake, "Running", "RUNNING")
-        wait_output(fake, "jobDeploymentStatus Running, jobStatus RUNNING")
-        fake.remove("ray.io/v1", "RayJob", NS, RUN)
-
-    t = in_background(operator)
-    r = cli("run", *ARGS, "--timeout", "30")
-    t.join(5)
-    assert not t.errors
-    assert r.code == 1, r.out + r.err
-    assert f"✖ deleted: RayJob {NS}/{RUN} was deleted while it was followed" in r.out
-    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["metadata"]["deletionTimestamp"]
+    assert (fake.get("ray.io/v1", "RayJob", NS, RUN) is not None) == held
 
 
 def test_stopping_the_watches_shares_one_deadline() -> None:
