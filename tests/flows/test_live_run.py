@@ -276,3 +276,62 @@ def test_cluster_list(cli: Any, fake: FakeKube) -> None:
     assert line.split() == [NS, RUN, RUN, "ready", "3/3", "24"]
     r = cli("cluster", "list", "-n", "default")
     assert "no RayCluster" in r.out
+
+
+def test_cluster_list_says_not_ready_when_the_head_pod_is_not_ready(cli: Any, fake: FakeKube) -> None:
+    """KubeRay sets ``state: ready`` once and never clears it; its HeadPodReady condition follows the head pod."""
+    cli("cluster", "up", *ARGS, "--detach")
+    fake.set_status("ray.io/v1", "RayCluster", NS, RUN, {
+        "state": "ready", "readyWorkerReplicas": 3, "desiredWorkerReplicas": 3, "desiredGPU": "24",
+        "conditions": [{"type": "HeadPodReady", "status": "False", "reason": "ContainersNotReady",
+                        "message": "containers with unready status: [ray-head]"}]})
+    r = cli("cluster", "list")
+    assert r.code == 0, r.err
+    line = next(line for line in r.out.splitlines() if line.startswith(NS))
+    assert line.split() == [NS, RUN, RUN, "not", "ready", "3/3", "24"]
+    assert f"{NS}/{RUN}: provisioning: head pod not ready (ContainersNotReady)" in r.out
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["gone", "held-by-a-finalizer"])
+def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cli: Any, fake: FakeKube, held: bool) -> None:
+    """`kubectl delete rayjob` (or a `down` elsewhere) while `run` follows: said at once, exit 1,
+    not a silent wait until --timeout (the safety net here). A finalizer may hold the deleted RayJob
+    (the operator stopping its Ray job, or not running): its deletionTimestamp is enough."""
+    def operator() -> None:
+        job = fake.wait_for(lambda: fake.get("ray.io/v1", "RayJob", NS, RUN))
+        if held:
+            job["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]
+            fake.put(job)
+        wait_following(fake)
+        set_job(fake, "Running", "RUNNING")
+        wait_output(fake, "jobDeploymentStatus Running, jobStatus RUNNING")
+        fake.remove("ray.io/v1", "RayJob", NS, RUN)
+
+    t = in_background(operator)
+    r = cli("run", *ARGS, "--timeout", "30")
+    t.join(5)
+    assert not t.errors
+    assert r.code == 1, r.out + r.err
+    assert f"✖ deleted: RayJob {NS}/{RUN} was deleted while it was followed" in r.out
+    assert "timeout" not in r.out
+    assert (fake.get("ray.io/v1", "RayJob", NS, RUN) is not None) == held
+
+
+def test_stopping_the_watches_shares_one_deadline() -> None:
+    """Threads still blocked when following ends are joined within one deadline, not one each:
+    five stuck watch threads cost JOIN_SECONDS in all, not five times a per-thread timeout."""
+    import threading
+
+    from dockyard_k8s.live import orchestrate
+
+    now = [0.0]
+    waits: list[float] = []
+
+    class Stuck(threading.Thread):
+        def join(self, timeout: float | None = None) -> None:
+            waits.append(float(timeout if timeout is not None else -1))
+            now[0] += waits[-1]  # blocked for all of it: the thread does not end
+
+    orchestrate.join_all([Stuck() for _ in range(5)], clock=lambda: now[0])
+    assert now[0] == orchestrate.JOIN_SECONDS and all(w >= 0 for w in waits)
+    assert orchestrate.JOIN_SECONDS <= 1.0

@@ -92,6 +92,7 @@ def cluster_down(args: argparse.Namespace) -> int:
 
 def cluster_list(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.launch import list_clusters
+    from dockyard_k8s.live.progress import raycluster_phase
 
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
@@ -103,14 +104,31 @@ def cluster_list(args: argparse.Namespace) -> int:
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
         return 0
-    rows = []
+    rows, why = [], []
     for rc in items:
         meta, st = rc.get("metadata") or {}, rc.get("status") or {}
+        state = cluster_state(rc)
+        if state not in ("ready", "suspended", "-"):
+            why.append(f"  {meta.get('namespace')}/{meta.get('name')}: {raycluster_phase(rc, []).summary}")
         rows.append([meta.get("namespace"), meta.get("name"), (meta.get("labels") or {}).get(RUN_LABEL, "-"),
-                     st.get("state") or "-", f"{st.get('readyWorkerReplicas', 0)}/{st.get('desiredWorkerReplicas', 0)}",
+                     state, f"{st.get('readyWorkerReplicas', 0)}/{st.get('desiredWorkerReplicas', 0)}",
                      st.get("desiredGPU", "-")])
     say(table(rows, ["namespace", "name", "run", "state", "workers", "gpus"]))
+    for line in why:
+        say(line)
     return 0
+
+
+def cluster_state(rc: dict[str, Any]) -> str:
+    """The STATE column: ready only when it is ready now (live/progress ``raycluster_phase``: the
+    head pod Ready, the workers up). KubeRay's ``status.state: ready`` is set once and never
+    cleared, so it stays while the head pod is not Ready (restarting, failing its probe)."""
+    from dockyard_k8s.live.progress import raycluster_phase
+
+    if not rc.get("status"):
+        return "-"
+    phase = raycluster_phase(rc, [])
+    return phase.state if phase.state in ("ready", "suspended") else "not ready"
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:

@@ -23,7 +23,8 @@ examples:
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("down",
                        description="Find every object labelled dockyard-k8s/run=<run> (one LIST per kind) and delete "
-                                   "it, workloads first and NetworkPolicies last; owned objects (a RayJob's cluster, "
+                                   "it, workloads first and the NetworkPolicies once the run's pods are gone (so no "
+                                   "pod runs its grace period without them); owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
                        epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
@@ -41,7 +42,8 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", action="store_true",
                    help="return only when everything of the run is gone (finalizers released, pods collected)")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                   help="with --wait: give up after SECONDS (default 600; exit 1)")
+                   help="wait at most SECONDS for the run's pods to be gone before deleting its NetworkPolicies "
+                        "(then they are kept), and with --wait for everything (default 600; exit 1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +62,7 @@ def execute_by_name(args: argparse.Namespace, name: str) -> int:
         ns = args.namespace or client.default_namespace
         ref = runs.find_run(client, ns, name)
         deleted = runs.down(client, ref, include_governance=args.include_governance,
-                            keep_volumes=not args.delete_volumes, dry_run=args.dry_run, say=say)
+                            keep_volumes=not args.delete_volumes, dry_run=args.dry_run, timeout=args.timeout, say=say)
         if args.wait and not args.dry_run:
             wait_run_gone(client, ns, name, [*ref.objects, *(ref.record.objects if ref.record else [])],
                           include_governance=args.include_governance, keep_volumes=not args.delete_volumes,
@@ -88,5 +90,5 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,
                        keep_volumes=not args.delete_volumes, dry_run=args.dry_run,
-                       wait=args.timeout if args.wait else None, say=say)
+                       wait=args.timeout if args.wait else None, timeout=args.timeout, say=say)
     return _said(args, deleted, run_name, ns)

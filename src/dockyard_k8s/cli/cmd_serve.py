@@ -122,10 +122,13 @@ def _register_live(sub_parser: Any) -> None:
     logs.set_defaults(func=_live("logs"))
 
     down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
-                              "Deployment first, NetworkPolicies last. The cache claim and the (shared) "
-                              "PriorityClass are kept unless asked. Idempotent.", live=True)
+                              "Deployment first, the NetworkPolicies once the server pods are gone. The cache claim "
+                              "and the (shared) PriorityClass are kept unless asked. Idempotent.", live=True)
     down.add_argument("--delete-cache", action="store_true", help="also delete the model cache claim (weights)")
     down.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
+    down.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                      help="wait at most SECONDS for the pods to be gone before the NetworkPolicies are deleted "
+                           "(default 600; then they are kept, exit 1)")
     down.set_defaults(func=_live("down"))
 
     test = sub_parser("test", "Send one OpenAI completion request to the endpoint (through kubectl port-forward "

@@ -164,7 +164,8 @@ def run_down(args: argparse.Namespace) -> int:
     bundle = load_serve_bundle(args)
     cfg = bundle.config
     with connect(args) as client:
-        deleted = serve.down(client, bundle, delete_cache=args.delete_cache, dry_run=args.dry_run, say=say)
+        deleted = serve.down(client, bundle, delete_cache=args.delete_cache, dry_run=args.dry_run,
+                             timeout=args.timeout, say=say)
     if not deleted:
         say(f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
     else:

@@ -11,7 +11,8 @@ Layout, pure first, I/O second::
     diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
     kueue.py       the run's Kueue Workload: queued, admitted, evicted, and doctor's queue checks
-    orchestrate.py apply / follow / snapshot / down: the flows behind run, status, down
+    orchestrate.py apply / follow / snapshot: the flows behind run and status
+    teardown.py    down: workloads first, NetworkPolicies once the run's pods are gone; down --wait
     scaling.py     an autoscaled RayCluster re-applied with its live replicas; worker-group conflicts (pure)
     record.py      the launch record ConfigMap: what a run was launched with
     rayauth.py     the Ray token's Secret and the credentials of every Ray Jobs request

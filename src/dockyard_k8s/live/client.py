@@ -105,6 +105,9 @@ def _backoff(attempt: int, retry_after: str | None = None) -> float:
 # A server-side apply the schema refuses is answered 500 (structured-merge-diff's conversion
 # error is not an API status): permanent, never worth a retry.
 SCHEMA_REFUSED = "failed to create typed patch object"
+# The API server's refusal of a create in a namespace being deleted (apiserver's namespace
+# lifecycle admission): 403 Forbidden, cause NamespaceTerminating.
+_TERMINATING = re.compile(r"unable to create new content in namespace (\S+) because it is being terminated")
 # RFC 7234 warning-values: 299 - "text" (several per header, comma separated)
 _WARNING = re.compile(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 
@@ -152,6 +155,16 @@ def api_error(status: int, body: bytes, req: rq.Request) -> ClusterError:
         return ClusterError(f"namespace {ns} does not exist", obj=req.obj, status=status,
                             hint=f"create it (kubectl create namespace {ns}) or choose another with -n / "
                                  "infra.namespace")
+    terminating = _TERMINATING.search(message)
+    if status == 403 and (terminating or any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating"
+                                             for c in details.get("causes") or [])):
+        # the namespace lifecycle admission plugin's answer, not an RBAC denial
+        ns = terminating.group(1) if terminating else str(req.obj).partition(" ")[2].partition("/")[0] or "?"
+        return ClusterError(f"unable to create new content in namespace {ns} because it is being terminated",
+                            obj=req.obj, status=status,
+                            hint=f"namespace {ns} is being deleted: wait until `kubectl get namespace {ns}` says "
+                                 "NotFound (its finalizers and the objects in it must go first), create it again, "
+                                 "then run again; or choose another namespace with -n / infra.namespace")
     fields = crdfields.undeclared_in_message(message) if SCHEMA_REFUSED in message else []
     if fields:
         kind = req.obj.split(" ")[0]

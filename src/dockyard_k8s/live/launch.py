@@ -19,13 +19,24 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.live import orchestrate, references
+from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.dashboard import RayTarget, ray_jobs
-from dockyard_k8s.live.kinds import kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, kind_of, ref
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
-from dockyard_k8s.live.record import NO_INVOCATION, Invocation, launch_record
+from dockyard_k8s.live.record import (
+    NO_INVOCATION,
+    SUBMITTED_ANNOTATION,
+    SUBMITTED_MANAGER,
+    Invocation,
+    condition_text,
+    delete_self_conditions,
+    ended_as,
+    launch_record,
+    record_name,
+    spec_digest,
+)
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -90,6 +101,9 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
         raise ValueError("a client dry run contacts no cluster: use preview()")
     from dockyard_k8s.live.rayauth import launch_secret
 
+    deleted = deleted_when_finished(client, bundle, options, say=say)
+    if deleted is not None:
+        return deleted
     # First: a Secret the infra file names but the cluster lacks fails before anything changes.
     secret, existing = launch_secret(client, bundle.run.infra)
     # Then anything else the pods need and the run does not create (a PriorityClass, an env Secret):
@@ -112,6 +126,8 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
                                          dry_run=options.dry_run == "server", force=options.force_conflicts,
                                          on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
     say(f"run {run} in {ns}: {orchestrate.tally(applied)}")
+    if not options.dry_run:
+        mark_submitted(client, bundle, options, applied)
     if options.dry_run == "server":
         return Outcome(True, "dry-run", "server dry run: nothing was persisted")
     if bundle.run.infra["launch"]["mode"] == "attach":
@@ -147,6 +163,61 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
         say(f"{what} already finished ({phase.summary}); nothing was re-run. --replace starts it again.")
         return Outcome(phase.ok, "already-finished", phase.summary)
     return None
+
+
+def _self_deleting(bundle: Bundle, options: LaunchOptions) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """(the RayJob, its DeleteSelf conditions) when the run's job deletes itself when it ends."""
+    main = main_object(bundle.objects)
+    if main is None or main["kind"] != "RayJob" or not options.record:
+        return None
+    conditions = delete_self_conditions(main)
+    return (main, conditions) if conditions else None
+
+
+def _digest(bundle: Bundle, options: LaunchOptions) -> str:
+    to_apply, _ = split_apply(bundle.objects)
+    return spec_digest(launch_record(bundle, to_apply, options.invocation))
+
+
+def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
+                          say: Say = print) -> Outcome | None:
+    """Re-running an unchanged spec whose RayJob a DeleteSelf rule removed when it ended: its
+    launch record says `run` created the RayJob of this very spec, and the RayJob is gone. Says
+    so (nothing applied, nothing re-run) instead of starting the training again."""
+    found = _self_deleting(bundle, options)
+    if found is None or options.replace:
+        return None
+    main, conditions = found
+    ns, run = bundle.run.namespace, bundle.run.name
+    record = client.get(KINDS["ConfigMap"], ns, record_name(run))
+    marker = (((record or {}).get("metadata") or {}).get("annotations") or {}).get(SUBMITTED_ANNOTATION)
+    if not marker or marker != _digest(bundle, options):
+        return None
+    kind, name = kind_of(main), main["metadata"]["name"]
+    if client.get(kind, ns, name) is not None:
+        return None  # still there: applied and judged as usual (already_finished)
+    state, ok = ended_as(conditions)
+    say(f"{ref(kind.kind, ns, name)} already {state}: KubeRay deleted it when it ended (deletionRules: DeleteSelf "
+        f"on {condition_text(conditions)}), and this spec is the one `run` created it from (launch record "
+        f"{ns}/{record_name(run)}); nothing was re-run. --replace starts it again.")
+    return Outcome(ok, "already-finished", f"{state}; deleted by its DeleteSelf rule")
+
+
+def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, applied: list[Applied]) -> None:
+    """After `run` created a RayJob that deletes itself when it ends: the digest of its spec on the
+    launch record (a field manager of its own: the record's next apply keeps it and stays unchanged)."""
+    from dockyard_k8s.live import requests as rq
+
+    found = _self_deleting(bundle, options)
+    if found is None:
+        return
+    main = found[0]
+    ns = bundle.run.namespace
+    if next((a.action for a in applied if a.ref == ref("RayJob", ns, main["metadata"]["name"])), "") != "created":
+        return
+    client.call(rq.prepare_apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": record_name(bundle.run.name), "namespace": ns,
+        "annotations": {SUBMITTED_ANNOTATION: _digest(bundle, options)}}}, field_manager=SUBMITTED_MANAGER))
 
 
 def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,
@@ -225,12 +296,14 @@ def status(client: KubeClient, bundle: Bundle) -> RunView:
 
 
 def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
-         dry_run: bool = False, wait: float | None = None, say: Say = print) -> list[str]:
-    """Delete everything labelled with the run; returns what was deleted (empty: nothing left).
+         dry_run: bool = False, wait: float | None = None, timeout: float = teardown.PODS_TIMEOUT,
+         say: Say = print) -> list[str]:
+    """Delete everything labelled with the run, its NetworkPolicies once its pods are gone
+    (``timeout`` seconds at most); returns what was deleted (empty: nothing left).
     ``wait``: seconds to wait until it is all gone (finalizers released, pods collected)."""
     ns, run = bundle.run.namespace, bundle.run.name
-    deleted = orchestrate.down(client, ns, run, bundle.objects, include_governance=include_governance,
-                               keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+    deleted = teardown.down(client, ns, run, bundle.objects, include_governance=include_governance,
+                            keep_volumes=keep_volumes, dry_run=dry_run, say=say, pods_timeout=timeout)
     if wait is not None and not dry_run:
         wait_run_gone(client, ns, run, bundle.objects, include_governance=include_governance,
                       keep_volumes=keep_volumes, timeout=wait, say=say)
@@ -243,7 +316,7 @@ def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[di
     keep = set() if include_governance else set(orchestrate.RENDER_ONLY)
     if keep_volumes:
         keep |= orchestrate.KEEP_BY_DEFAULT
-    orchestrate.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
+    teardown.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
 def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, str, dict[str, Any] | None]:

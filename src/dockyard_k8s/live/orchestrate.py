@@ -1,4 +1,4 @@
-"""The flows behind ``run``, ``status`` and ``down``, generic over kinds.
+"""The flows behind ``run`` and ``status`` (and what ``down``, in teardown.py, finds), generic over kinds.
 
 Everything of a run is found by the label ``dockyard-k8s/run=<run>`` (one LIST per kind,
 never one request per pod); what to apply is exactly the bundle ``render`` prints, minus
@@ -17,7 +17,6 @@ from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import object_ref
 from dockyard_k8s.live.client import KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
 from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
@@ -29,6 +28,7 @@ from dockyard_k8s.live.progress import (
     RunView,
     desired_pods,
     main_object,
+    phase_of,
     pre_running_state,
 )
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
@@ -201,7 +201,22 @@ def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout:
     finally:
         stop.set()
         client.close_streams()
-        thread.join(timeout=2)
+        join_all([thread])
+
+
+# How long stopping a command's watch threads may take, all of them together: close_streams
+# ends every open watch at once; a thread still inside a request it cannot end (a LIST) is a
+# daemon and is left behind rather than waited for (one join each, in turn, made the verdict
+# and Ctrl-C late by seconds).
+JOIN_SECONDS = 0.5
+
+
+def join_all(threads: Iterable[threading.Thread], seconds: float = JOIN_SECONDS,
+             clock: Callable[[], float] = time.monotonic) -> None:
+    """Join ``threads`` within one shared deadline of ``seconds``."""
+    deadline = clock() + seconds
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - clock()))
 
 
 def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
@@ -358,6 +373,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     for t in threads:
         t.start()
     synced: set[str] = set()
+    seen: dict[str, Any] | None = None  # the main object, once it was there
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
 
     def stamp() -> str:
@@ -412,6 +428,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 if fail_fast and f.fatal:
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
+            main = view.main()
+            if (phase is None and seen is not None) or ((main or {}).get("metadata") or {}).get("deletionTimestamp"):
+                # the main object was there and is gone, or is going (a finalizer holds it)
+                return deleted_outcome(main or seen or {}, view.pods, namespace)
+            seen = main or seen
             if phase is not None:
                 if phase.terminal:
                     for f in _drain(inbox, view):
@@ -428,8 +449,19 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     finally:
         stop.set()
         client.close_streams()
-        for t in threads:
-            t.join(timeout=2)
+        join_all(threads)
+
+
+def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace: str) -> Outcome:
+    """The main object went while it was followed (``kubectl delete``, another ``down``, a
+    deletion rule): its verdict when it had ended before (a DeleteSelf rule acting at once),
+    else ``deleted``; nothing is left to wait for."""
+    phase = phase_of(last, pods)
+    if phase.terminal:
+        return Outcome(phase.ok, phase.state, f"{phase.summary} (then deleted)")
+    meta = last.get("metadata") or {}
+    return Outcome(False, "deleted", f"{ref(str(last.get('kind')), namespace, str(meta.get('name')))} was deleted "
+                                     "while it was followed")
 
 
 def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Diagnosis]:
@@ -466,7 +498,7 @@ def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterab
 
 def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     """Kinds to look for, in deletion order: the reverse of apply order (workloads first),
-    NetworkPolicy last so pods never run a moment without their policy."""
+    NetworkPolicy last (``teardown.down`` deletes it once the run's pods are gone)."""
     order: list[Kind] = []
     for kind in [RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
                  *(KINDS[name] for name in RUN_KINDS),
@@ -474,54 +506,6 @@ def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
         if kind not in order:
             order.append(kind)
     return [k for k in order if k.kind != "NetworkPolicy"] + [k for k in order if k.kind == "NetworkPolicy"]
-
-
-def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
-         include_governance: bool = False, keep_volumes: bool = True, dry_run: bool = False,
-         say: Callable[[str], None] = print, selector: str | None = None,
-         volumes_flag: str = "--delete-volumes") -> list[str]:
-    """Delete everything labelled with the run (or ``selector``); returns what was deleted
-    (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept."""
-    deleted = []
-    found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
-                             rendered={str(o.get("kind")) for o in objects}, note=say)
-    for obj in found:
-        kind, ns, name = _name(obj)
-        what = ref(kind.kind, ns, name)
-        if kind.kind in RENDER_ONLY and not include_governance:
-            say(f"kept {what} (governance; --include-governance deletes it)")
-            continue
-        if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
-            say(f"kept {what} (data; {volumes_flag} deletes it)")
-            continue
-        if (obj.get("metadata") or {}).get("ownerReferences"):
-            continue  # its owner's deletion removes it (garbage collection)
-        if client.delete(kind, ns, name, dry_run=dry_run):
-            deleted.append(what)
-            say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
-    return deleted
-
-
-def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
-              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print,
-              clock: Callable[[], float] = time.monotonic) -> None:
-    """``down --wait``: until nothing labelled with the run is left (finalizers released,
-    owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
-    deadline = clock() + timeout
-    kinds = [*down_kinds(objects), POD]
-    left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
-            if o.get("kind") not in keep]
-    if not left:
-        return
-    held = [o for o in left if (o.get("metadata") or {}).get("finalizers")]
-    say(f"waiting for {len(left)} object(s) to be gone" + (": " + ", ".join(
-        f"{object_ref(o)} ({', '.join(o['metadata']['finalizers'])})" for o in held) if held else "") + " ...")
-    for obj in left:
-        kind, ns, name = _name(obj)
-        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - clock())):
-            raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
-                               hint="a finalizer holds it (is its operator running?): `kubectl get "
-                                    f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")
 
 
 def status_doc(view: RunView, namespace: str) -> dict[str, Any]:

@@ -159,3 +159,53 @@ def read_record(configmap: dict[str, Any] | None) -> Record | None:
     if not isinstance(launch, dict) or not isinstance(infra, dict):
         return None
     return Record(launch, infra, str((configmap.get("metadata") or {}).get("creationTimestamp") or ""))
+
+
+# --- a RayJob that deletes itself when it ends (KubeRay deletionRules, policy DeleteSelf) ------
+# The RayJob is gone once it ended, so re-running the unchanged spec would find nothing and start
+# the training again. `run` marks the record (this annotation, under a field manager of its own, so
+# the next apply of the record neither removes it nor counts as a change) with the digest of the
+# spec whose RayJob it created; a re-run whose spec has the same digest, finding no RayJob, says
+# it already finished instead of creating it again.
+SUBMITTED_ANNOTATION = "dockyard-k8s/submitted"
+SUBMITTED_MANAGER = "dockyard-k8s-launch"
+
+
+def spec_digest(configmap: dict[str, Any]) -> str:
+    """What a record says was launched (resolved infra, recipe, overrides), as a short digest:
+    the same spec gives the same digest whatever the files were called or the launcher's version."""
+    import hashlib
+    import json
+
+    import yaml
+
+    data = configmap.get("data") or {}
+    try:
+        launch = yaml.safe_load(data.get("launch.yaml") or "") or {}
+    except yaml.YAMLError:
+        launch = {}
+    overrides = launch.get("overrides") if isinstance(launch, dict) else None
+    text = json.dumps([data.get("infra.yaml") or "", data.get("recipe.yaml") or "", overrides or []])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def delete_self_conditions(rayjob: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conditions of a RayJob's DeleteSelf deletion rules ([] when it has none)."""
+    rules = ((rayjob.get("spec") or {}).get("deletionStrategy") or {}).get("deletionRules") or []
+    return [dict(r.get("condition") or {}) for r in rules if isinstance(r, dict) and r.get("policy") == "DeleteSelf"]
+
+
+def ended_as(conditions: list[dict[str, Any]]) -> tuple[str, bool]:
+    """(state, ok) of a RayJob that a DeleteSelf rule with one of ``conditions`` removed: KubeRay
+    acts on a rule only when its condition matches the job's status (rayjob_controller.go,
+    isDeletionRuleMatched), so rules on SUCCEEDED alone mean it succeeded."""
+    statuses = {str(c.get("jobStatus") or c.get("jobDeploymentStatus") or "") for c in conditions}
+    if statuses <= {"SUCCEEDED"}:
+        return "succeeded", True
+    if statuses <= {"FAILED", "Failed"}:
+        return "failed", False
+    return "ended", True
+
+
+def condition_text(conditions: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{k} {c[k]}" for c in conditions for k in ("jobStatus", "jobDeploymentStatus") if c.get(k))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dockyard_k8s import plain
-from dockyard_k8s.live import orchestrate
+from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.dashboard import RayTarget
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
@@ -80,11 +80,13 @@ def status(client: KubeClient, ref: RunRef) -> RunView:
 
 
 def down(client: KubeClient, ref: RunRef, *, include_governance: bool = False, keep_volumes: bool = True,
-         dry_run: bool = False, say: Callable[[str], None] = print) -> list[str]:
-    """Delete everything of the run, every kind it applied included (from the record)."""
+         dry_run: bool = False, timeout: float = teardown.PODS_TIMEOUT,
+         say: Callable[[str], None] = print) -> list[str]:
+    """Delete everything of the run, every kind it applied included (from the record); its
+    NetworkPolicies once its pods are gone (``timeout`` seconds at most)."""
     kinds_of = [*ref.objects, *(ref.record.objects if ref.record else [])]
-    return orchestrate.down(client, ref.namespace, ref.run, kinds_of, include_governance=include_governance,
-                            keep_volumes=keep_volumes, dry_run=dry_run, say=say)
+    return teardown.down(client, ref.namespace, ref.run, kinds_of, include_governance=include_governance,
+                         keep_volumes=keep_volumes, dry_run=dry_run, say=say, pods_timeout=timeout)
 
 
 def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: str | None = None,

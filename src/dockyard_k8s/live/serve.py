@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from dockyard_k8s.live import orchestrate, references
+from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD
 from dockyard_k8s.live.orchestrate import Outcome
@@ -175,14 +175,15 @@ def status(client: KubeClient, bundle: ServeBundle) -> ServeStatus:
 
 
 def down(client: KubeClient, bundle: ServeBundle, *, delete_cache: bool = False, dry_run: bool = False,
-         say: Say = print) -> list[str]:
+         timeout: float = teardown.PODS_TIMEOUT, say: Say = print) -> list[str]:
     """Delete everything labelled with the endpoint, the ScaledObject and Deployment first and
-    the NetworkPolicies last; the cache claim only with ``delete_cache``; never the PriorityClass.
-    Returns what was deleted (empty: nothing left)."""
+    the NetworkPolicies once its pods are gone (``timeout`` seconds at most); the cache claim
+    only with ``delete_cache``; never the PriorityClass. Returns what was deleted (empty: nothing left)."""
     cfg = bundle.config
     objects = [o for o in bundle.objects if o["kind"] not in SHARED_KINDS]
-    deleted = orchestrate.down(client, cfg.namespace, cfg.name, objects, keep_volumes=not delete_cache,
-                               dry_run=dry_run, say=say, selector=selector(bundle), volumes_flag="--delete-cache")
+    deleted = teardown.down(client, cfg.namespace, cfg.name, objects, keep_volumes=not delete_cache,
+                            dry_run=dry_run, say=say, selector=selector(bundle), volumes_flag="--delete-cache",
+                            pods_timeout=timeout)
     for obj in bundle.objects:
         if obj["kind"] in SHARED_KINDS:
             say(f"kept {obj['kind']} {obj['metadata']['name']} (cluster-scoped, other endpoints may use it; "

@@ -204,3 +204,22 @@ def test_list_restarts_whole_when_the_continue_token_expired(make_client: Any) -
     assert "limit" not in dict(handler.calls[2].url.params)
     with pytest.raises(ClusterError):
         make_client(scripted(status(410, "Expired", "too old"))).list(KINDS["Pod"], "ns")
+
+
+def test_a_terminating_namespace_403_says_so_not_rbac(make_client: Any) -> None:
+    """The namespace lifecycle admission plugin's 403 (k8s.io/apiserver
+    pkg/admission/plugin/namespace/lifecycle): the namespace is going away, no permission is missing."""
+    body = {"kind": "Status", "status": "Failure", "code": 403, "reason": "Forbidden",
+            "message": 'configmaps "grpo-swe-launch" is forbidden: unable to create new content in namespace '
+                       "old because it is being terminated",
+            "details": {"name": "grpo-swe-launch", "kind": "configmaps", "causes": [
+                {"reason": "NamespaceTerminating", "message": "namespace old is being terminated",
+                 "field": "metadata.namespace"}]}}
+    handler = scripted(httpx2.Response(403, json=body))
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "grpo-swe-launch", "namespace": "old"}}
+    with pytest.raises(ClusterError) as e:
+        make_client(handler).apply(obj)
+    assert e.value.status == 403
+    assert str(e.value) == "unable to create new content in namespace old because it is being terminated"
+    assert "RBAC" not in e.value.render() and "doctor" not in e.value.hint
+    assert "namespace old is being deleted" in e.value.hint and "kubectl get namespace old" in e.value.hint

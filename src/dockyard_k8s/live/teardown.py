@@ -1,0 +1,148 @@
+"""``down`` (and ``cluster down``, ``serve down``): delete everything labelled with the run,
+workloads first and its NetworkPolicies only once its pods are gone, then (``--wait``) until
+nothing of it is left.
+
+The policies go last because a pod being deleted still runs through its grace period (the
+kubelet sends SIGTERM, the container may run for ``terminationGracePeriodSeconds``): a sandbox
+pod whose default-deny policy went first would have the network open until it stops. So after
+the workloads are deleted, ``down`` watches the run's pods (one watch by label, no polling)
+until none is left, and only then deletes the policies; when they do not go in time the
+policies are kept and ``down`` says so (exit 1): a second ``down`` deletes them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import object_ref
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import POD, ref
+from dockyard_k8s.live.orchestrate import (
+    KEEP_BY_DEFAULT,
+    RENDER_ONLY,
+    _name,
+    down_kinds,
+    find_run_objects,
+    run_selector,
+    wait_deleted,
+    watch_for,
+)
+
+# How long `down` waits for the run's pods before it deletes the NetworkPolicies, by default
+# (the CLI's --timeout): Kubernetes' default grace period is 30 s, a Ray pod's preStop may take longer.
+PODS_TIMEOUT = 600.0
+
+
+def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
+         include_governance: bool = False, keep_volumes: bool = True, dry_run: bool = False,
+         say: Callable[[str], None] = print, selector: str | None = None,
+         volumes_flag: str = "--delete-volumes", pods_timeout: float = PODS_TIMEOUT) -> list[str]:
+    """Delete everything labelled with the run (or ``selector``); returns what was deleted
+    (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept. The
+    NetworkPolicies are deleted once no pod of the run is left (``pods_timeout`` seconds at
+    most; then they are kept and a ClusterError says why)."""
+    deleted: list[str] = []
+    found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
+                             rendered={str(o.get("kind")) for o in objects}, note=say)
+    policies = [o for o in found if o.get("kind") == "NetworkPolicy"]
+    for obj in [o for o in found if o.get("kind") != "NetworkPolicy"]:
+        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
+                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+    if policies and not dry_run:
+        wait_pods_gone(client, namespace, run, selector=selector or run_selector(run), timeout=pods_timeout,
+                       policies=len(policies), say=say)
+    for obj in policies:
+        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
+                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+    return deleted
+
+
+def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, include_governance: bool,
+            keep_volumes: bool, dry_run: bool, say: Callable[[str], None], volumes_flag: str) -> None:
+    kind, ns, name = _name(obj)
+    what = ref(kind.kind, ns, name)
+    if kind.kind in RENDER_ONLY and not include_governance:
+        say(f"kept {what} (governance; --include-governance deletes it)")
+        return
+    if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
+        say(f"kept {what} (data; {volumes_flag} deletes it)")
+        return
+    if (obj.get("metadata") or {}).get("ownerReferences"):
+        return  # its owner's deletion removes it (garbage collection)
+    if client.delete(kind, ns, name, dry_run=dry_run):
+        deleted.append(what)
+        say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
+
+
+def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
+                   policies: int, say: Callable[[str], None] = print,
+                   clock: Callable[[], float] = time.monotonic) -> None:
+    """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
+    delete, pods in their grace period; a bare pod nothing deletes aside). A ClusterError when
+    some are still there after ``timeout``; a user who may not list pods is told the wait was skipped."""
+    pods: dict[str, dict[str, Any]] = {}
+    synced = False
+    try:
+        with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector,
+                               clock=clock)) as events:
+            for ev in events:
+                if ev.type == "SYNC":
+                    synced = True
+                    pods = {str(p["metadata"]["name"]): p for p in ev.items if _going(p)}
+                    if pods:
+                        say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting its "
+                            f"{policies} NetworkPolic{'y' if policies == 1 else 'ies'} (they stay in force while a "
+                            "pod runs its grace period) ...")
+                elif ev.type == "DELETED" or not _going(ev.obj):
+                    pods.pop(str(ev.obj["metadata"]["name"]), None)
+                else:
+                    pods[str(ev.obj["metadata"]["name"])] = ev.obj
+                if not pods:
+                    return
+    except ClusterError as e:
+        if e.status != 403:
+            raise
+        say(f"warning: not allowed to list pods in {namespace} (403): the NetworkPolicies are deleted without "
+            "waiting for the run's pods to be gone")
+        return
+    names = ", ".join(sorted(pods)[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
+    left = f"{len(pods)} pod(s) still there after {timeout:g}s ({names})" if synced else \
+        f"its pods were not listed within {timeout:g}s"
+    raise ClusterError(f"{left}: the NetworkPolicies were kept, so that no pod of the run runs without them",
+                       obj=f"run {namespace}/{run}",
+                       hint=f"`kubectl get pods -n {namespace} -l {selector}` shows them (a finalizer or a lost "
+                            "node holds a pod); `down` again deletes the policies once they are gone, "
+                            "`--timeout SECONDS` waits longer")
+
+
+def _going(pod: dict[str, Any]) -> bool:
+    """A pod on its way out: being deleted, or owned (its owner, deleted above, takes it with it).
+    A bare pod that merely carries the label is not deleted by ``down`` and is not waited for."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp") or meta.get("ownerReferences"))
+
+
+def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
+              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print,
+              clock: Callable[[], float] = time.monotonic) -> None:
+    """``down --wait``: until nothing labelled with the run is left (finalizers released,
+    owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
+    deadline = clock() + timeout
+    kinds = [*down_kinds(objects), POD]
+    left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
+            if o.get("kind") not in keep]
+    if not left:
+        return
+    held = [o for o in left if (o.get("metadata") or {}).get("finalizers")]
+    say(f"waiting for {len(left)} object(s) to be gone" + (": " + ", ".join(
+        f"{object_ref(o)} ({', '.join(o['metadata']['finalizers'])})" for o in held) if held else "") + " ...")
+    for obj in left:
+        kind, ns, name = _name(obj)
+        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - clock())):
+            raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+                               hint="a finalizer holds it (is its operator running?): `kubectl get "
+                                    f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")

@@ -1,0 +1,64 @@
+"""`cluster list` and a namespace being deleted, on the real control plane (issue 22 item 9).
+
+KubeRay sets a RayCluster's ``status.state: ready`` once every pod first runs and never clears it
+(raycluster_controller.go calculateStatus); its ``HeadPodReady`` condition follows the head pod.
+kwok leaves a Running pod's status alone (its pod-ready stage acts on Pending pods), so a test can
+make the head pod not Ready by writing its status, as a failing readiness probe would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from e2e_helpers import RUN, example_args
+
+pytestmark = pytest.mark.e2e
+
+
+def head_ready_condition(cluster: Any, ns: str, name: str) -> str:
+    rc = cluster.get("-n", ns, "raycluster", name)
+    return next((c["status"] for c in rc.get("status", {}).get("conditions", []) if c["type"] == "HeadPodReady"), "")
+
+
+def test_cluster_list_says_not_ready_while_the_head_pod_is_not_ready(cluster: Any, e2e_cli: Any, example: Any,
+                                                                     ns: str) -> None:
+    up = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    assert up.code == 0, up.out + up.err
+    listed = e2e_cli("cluster", "list", "-n", ns)
+    assert [line.split()[3] for line in listed.out.splitlines()[1:] if line.startswith(ns)] == ["ready"]
+
+    head = cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN},ray.io/node-type=head")["items"][0]
+    cluster.kubectl("-n", ns, "patch", "pod", head["metadata"]["name"], "--subresource=status", "-p", json.dumps(
+        {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                                    "message": "containers with unready status: [ray-head]"}]}}))
+    cluster.wait("KubeRay's HeadPodReady condition False", lambda: head_ready_condition(cluster, ns, RUN) == "False")
+    assert cluster.get("-n", ns, "raycluster", RUN)["status"]["state"] == "ready"  # KubeRay's: never cleared
+
+    listed = e2e_cli("cluster", "list", "-n", ns)
+    assert listed.code == 0, listed.err
+    row = next(line for line in listed.out.splitlines() if line.startswith(ns))
+    assert row.split()[3:5] == ["not", "ready"], listed.out
+    assert f"{ns}/{RUN}: provisioning: head pod not ready" in listed.out
+
+
+def test_a_run_into_a_namespace_being_deleted_says_so_not_rbac(cluster: Any, e2e_cli: Any) -> None:
+    name = f"e2e-terminating-{os.getpid()}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "hold", "namespace": name, "finalizers": ["e2e.dockyard-k8s.dev/hold"]}})
+    cluster.kubectl("delete", "namespace", name, "--wait=false")
+    try:
+        cluster.wait("the namespace Terminating",
+                     lambda: cluster.get("namespace", name).get("status", {}).get("phase") == "Terminating")
+        r = e2e_cli("run", *example_args(name, "--detach"))
+        assert r.code == 1, r.out + r.err
+        assert f"unable to create new content in namespace {name} because it is being terminated" in r.err
+        assert f"namespace {name} is being deleted" in r.err
+        assert "RBAC" not in r.err and "doctor" not in r.err
+        assert "nothing was applied" in r.err
+    finally:
+        cluster.kubectl("-n", name, "patch", "configmap", "hold", "--type=merge", "-p",
+                        '{"metadata":{"finalizers":null}}', check=False)

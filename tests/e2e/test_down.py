@@ -1,0 +1,113 @@
+"""`down` and a deletion while `run` follows, on the real control plane (issue 22 items 5 and 6).
+
+kwok's fake kubelet ends a deleted pod's containers after its graceful-deletion stage
+(manifests/stages.yaml ``pod-delete``: 1 s), and the real garbage collector deletes a RayJob's
+RayCluster and its pods after the RayJob: a run's pods outlive the `down` that deleted their owners.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from e2e_helpers import RUN
+
+pytestmark = pytest.mark.e2e
+
+
+def run_pods(cluster: Any, ns: str) -> list[dict[str, Any]]:
+    return list(cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN}")["items"])
+
+
+def all_running(cluster: Any, ns: str) -> bool:
+    pods = run_pods(cluster, ns)
+    fleets = {p["metadata"]["labels"].get("dockyard-k8s/fleet") for p in pods}
+    return {"head", "trainer", "inference", "sandbox"} <= fleets and all(
+        p["status"].get("phase") == "Running" for p in pods)
+
+
+class Observer:
+    """Lists the run's NetworkPolicies, then its pods, again and again (the launcher's own client,
+    no output) while `down` runs and until the pods are gone: a list of policies that finds none,
+    followed by a list of pods that finds some, is a moment when a pod of the run ran without its
+    policies."""
+
+    def __init__(self, cluster: Any, ns: str) -> None:
+        from dockyard_k8s.live.client import connect
+        from dockyard_k8s.live.kinds import KINDS, POD
+
+        self.client = connect(kubeconfig=cluster.kubeconfig)
+        self.ns = ns
+        self.kinds = (KINDS["NetworkPolicy"], POD)
+        self.snapshots: list[tuple[int, int]] = []  # (policies, pods)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.observe, daemon=True)
+
+    def observe(self) -> None:
+        selector = f"dockyard-k8s/run={RUN}"
+        while not self.stop.is_set():
+            policies, _ = self.client.list(self.kinds[0], self.ns, label_selector=selector)
+            pods, _ = self.client.list(self.kinds[1], self.ns, label_selector=selector)
+            self.snapshots.append((len(policies), len(pods)))
+            time.sleep(0.05)
+
+    def __enter__(self) -> Observer:
+        self.thread.start()
+        while not self.snapshots:  # one snapshot of the run as it was, before `down`
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.client.close()
+
+
+def test_down_deletes_the_network_policies_only_once_the_run_s_pods_are_gone(
+        cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    cluster.script(RUN, {"steps": [["RUNNING", 600]]}, namespace=ns)
+    r = e2e_cli("run", *example("--detach"))
+    assert r.code == 0, r.out + r.err
+    cluster.wait("every pod of the run running", lambda: all_running(cluster, ns))
+    policies = cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"]
+    assert len(policies) == 2
+
+    with Observer(cluster, ns) as seen:
+        down = e2e_cli("down", *example())
+        # and after `down` returned, until the last pod of the run is gone
+        cluster.wait("every pod of the run gone", lambda: seen.snapshots[-1][1] == 0)
+    assert down.code == 0, down.out + down.err
+    assert seen.snapshots[0][0] == 2 and seen.snapshots[0][1] > 0  # before `down`: the policies and the pods
+    with_pods = [s for s in seen.snapshots if s[1]]
+    assert all(policies == 2 for policies, _ in with_pods), seen.snapshots  # no pod ever without its policies
+    assert "pod(s) of grpo-swe to be gone before deleting its 2 NetworkPolicies" in down.out
+    assert run_pods(cluster, ns) == []  # `down` returned once they were gone
+    assert cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"] == []
+    lines = [line for line in down.out.splitlines() if line.startswith("deleted ") and "object(s)" not in line]
+    assert [line.split()[1] for line in lines[-2:]] == ["NetworkPolicy", "NetworkPolicy"]
+
+
+def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cluster: Any, e2e_cli: Any, example: Any,
+                                                                ns: str) -> None:
+    cluster.script(RUN, {"steps": [["RUNNING", 600]]}, namespace=ns)
+
+    def running() -> bool:
+        got = cluster.kubectl("-n", ns, "get", "rayjob", RUN, "-o", "jsonpath={.status.jobDeploymentStatus}",
+                              check=False)
+        return got.returncode == 0 and got.stdout == "Running"
+
+    def delete_when_running() -> None:
+        cluster.wait("the RayJob running", running, timeout=120)
+        cluster.kubectl("-n", ns, "delete", "rayjob", RUN, "--wait=false")
+
+    deleter = threading.Thread(target=delete_when_running, daemon=True)
+    deleter.start()
+    r = e2e_cli("run", *example("--timeout", "150"))  # the timeout: a safety net, never reached
+    deleter.join(10)
+    assert r.code == 1, r.out + r.err
+    assert f"✖ deleted: RayJob {ns}/{RUN} was deleted while it was followed" in r.out
+    assert "stopped following" not in r.out
+    # `run` ended on the deletionTimestamp; KubeRay stops the Ray job and releases its finalizer
+    cluster.wait("the RayJob gone", lambda: cluster.kubectl("-n", ns, "get", "rayjob", RUN, check=False).returncode)
