@@ -1,0 +1,107 @@
+"""`serve up/status/down` on the real control plane (issue 21 §4): the real Deployment and
+ReplicaSet controllers roll the endpoint out on kwok's GPU nodes, the real PersistentVolume
+controller binds its cache claim, the API server validates the KEDA ScaledObject and the
+PodMonitor against their real CRDs.
+
+The bundled kind example is used as written but for its namespace; what a cluster admin creates
+before the first `serve up` (the hub token Secret, the nvidia RuntimeClass, a volume for the cache
+claim: the stack has no provisioner) is created by the test, after `serve up` has refused without it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from support.paths import EXAMPLES
+
+pytestmark = pytest.mark.e2e
+
+KIND_SPEC = str(EXAMPLES / "llama3_8b_kind.serve.yaml")
+EKS_SPEC = str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")
+NAME = "llama-8b"
+
+
+def endpoint_objects(cluster: Any, ns: str, name: str = NAME) -> dict[str, str]:
+    """kind/name -> resourceVersion of what carries the endpoint label, read by kubectl."""
+    items = cluster.get("-n", ns, "deployments,services,networkpolicies,poddisruptionbudgets,"
+                        "persistentvolumeclaims,scaledobjects,podmonitors", "-l",
+                        f"dockyard-k8s/endpoint={name}")["items"]
+    return {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"] for o in items}
+
+
+def admin_prerequisites(cluster: Any, ns: str) -> None:
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": ns},
+         "stringData": {"token": "e2e-not-a-token"}},
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"},
+        # a volume for the cache claim (the kind profile's StorageClass "standard" has no provisioner here)
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{ns}-llama-cache"},
+         "spec": {"capacity": {"storage": "100Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
+                  "hostPath": {"path": f"/tmp/{ns}-llama-cache"},
+                  "claimRef": {"namespace": ns, "name": f"{NAME}-cache"}}},
+    )
+
+
+def test_serve_up_refuses_before_applying_then_rolls_out_and_down_keeps_the_weights(cluster: Any, e2e_cli: Any,
+                                                                                    ns: str) -> None:
+    args = [KIND_SPEC, "-n", ns]
+    refused = e2e_cli("serve", "up", *args, "--timeout", "30")
+    assert refused.code == 1, refused.out + refused.err
+    assert f"error: endpoint {NAME} refers to" in refused.err and "nothing was applied" in refused.err
+    assert f"  Secret {ns}/hf-token, used as key token (env HF_TOKEN); create: kubectl -n {ns} create secret " \
+           "generic hf-token --from-literal=token=..." in refused.err
+    assert endpoint_objects(cluster, ns) == {}  # the cluster agrees: nothing half-applied
+
+    admin_prerequisites(cluster, ns)
+    up = e2e_cli("serve", "up", *args, "--timeout", "180")
+    assert up.code == 0, up.out + up.err
+    assert f"created    Deployment {ns}/{NAME}" in up.out
+    deploy = cluster.get("-n", ns, "deployment", NAME)
+    assert deploy["status"].get("readyReplicas") == 1  # the real rollout, read back by kubectl
+    claim = cluster.get("-n", ns, "pvc", f"{NAME}-cache")
+    assert claim["status"]["phase"] == "Bound"
+
+    status = e2e_cli("serve", "status", *args, "-o", "json")
+    assert status.code == 0, status.out + status.err
+    doc = json.loads(status.out)
+    assert doc["main"]["state"] == "ready"
+    assert doc["claims"] == [{"name": f"{NAME}-cache", "phase": "Bound"}]
+    text = e2e_cli("serve", "status", *args).out
+    assert f"Deployment {NAME}: ready 1/1" in text and "problems" not in text, text
+
+    before = endpoint_objects(cluster, ns)
+    again = e2e_cli("serve", "up", *args, "--detach")
+    assert again.code == 0 and "7 unchanged" in again.out, again.out + again.err
+    assert endpoint_objects(cluster, ns) == before  # an unchanged spec writes nothing
+
+    down = e2e_cli("serve", "down", *args)
+    assert down.code == 0, down.out + down.err
+    left = endpoint_objects(cluster, ns)
+    assert left == {f"PersistentVolumeClaim/{NAME}-cache": before[f"PersistentVolumeClaim/{NAME}-cache"]}, left
+    assert not cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/endpoint={NAME}")["items"]
+    assert cluster.get("priorityclass", "gpu-inference")["metadata"]["name"] == "gpu-inference"  # shared: kept
+
+
+def test_the_keda_endpoint_s_scaled_object_and_pod_monitor_pass_the_real_crds(cluster: Any, e2e_cli: Any,
+                                                                               ns: str) -> None:
+    """The eks example as rendered: the API server validates the ScaledObject and the PodMonitor
+    against the KEDA v2.20.2 and prometheus-operator CRDs (a server dry run persists nothing)."""
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": ns},
+         "stringData": {"token": "e2e-not-a-token"}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fsx-claim", "namespace": ns},
+         "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "fsx", "resources": {"requests": {
+             "storage": "1Ti"}}}},
+    )
+    if cluster.kubectl("get", "priorityclass", "gpu-inference", check=False).returncode:  # the kind test may make it
+        cluster.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": "gpu-inference"}, "value": 1000})
+    r = e2e_cli("serve", "up", EKS_SPEC, "-n", ns, "--dry-run=server")
+    assert r.code == 0, r.out + r.err
+    assert f"ScaledObject {ns}/llama-70b" in r.out and f"PodMonitor {ns}/llama-70b" in r.out
+    assert endpoint_objects(cluster, ns, "llama-70b") == {}
+    bad = e2e_cli("serve", "up", EKS_SPEC, "-n", ns, "--dry-run=server", "--set", "serve.autoscaling.maxReplicas=1")
+    assert bad.code == 2 and "Traceback" not in bad.err, bad.out + bad.err  # minReplicas 2 > 1: refused offline
