@@ -17,6 +17,8 @@ Pure: builds and reads plain data.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -174,15 +176,10 @@ SUBMITTED_MANAGER = "dockyard-k8s-launch"
 def spec_digest(configmap: dict[str, Any]) -> str:
     """What a record says was launched (resolved infra, recipe, overrides), as a short digest:
     the same spec gives the same digest whatever the files were called or the launcher's version."""
-    import hashlib
-    import json
-
-    import yaml
-
     data = configmap.get("data") or {}
     try:
-        launch = yaml.safe_load(data.get("launch.yaml") or "") or {}
-    except yaml.YAMLError:
+        launch = load_data(data.get("launch.yaml") or "") or {}
+    except YamlError:
         launch = {}
     overrides = launch.get("overrides") if isinstance(launch, dict) else None
     text = json.dumps([data.get("infra.yaml") or "", data.get("recipe.yaml") or "", overrides or []])
