@@ -131,15 +131,18 @@ def missing_fixes(objects: list[dict[str, Any]], found: dict[tuple[str, str, str
 def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, creates: dict[str, str]) -> list[str]:
     """``run``'s and ``serve up``'s check before anything is applied: every object the pods name
     and ``objects`` do not hold must exist (``objects`` include what the command creates itself,
-    the run's token Secret). A namespace that does not exist is left to the apply to say.
+    the run's token Secret). A namespace that does not exist or is being deleted is left to the
+    apply to say.
     Returns a note per kind the user may not read (not a refusal: the pods may be fine).
 
     Raises:
         ClusterError: one line per missing object; nothing was applied.
     """
     namespaces = {name for kind, _, name, _ in unheld_references(objects) if kind == "Namespace"}
-    if any(client.get(KINDS["Namespace"], None, ns) is None for ns in namespaces):
-        return []  # the apply says so, once for every object (orchestrate.apply_objects)
+    for ns in namespaces:
+        found_ns = client.get(KINDS["Namespace"], None, ns)
+        if found_ns is None or (found_ns.get("status") or {}).get("phase") == "Terminating":
+            return []  # the apply says so, once for every object (orchestrate.apply_objects)
     found = read_references(client, objects, None)
     lines = missing_fixes(objects, found, creates)
     if lines:
