@@ -198,23 +198,15 @@ def test_runs_lists_every_run_with_mode_state_gpus_age_and_queue(cli: Any, fake:
     assert cli("runs", "-n", "default", "-l", "team=nobody", "-o", "name").out == ""
 
 
-@pytest.mark.parametrize("argv", [
-    ["logs", "grpo-swe", "-f"],  # old follow at the end
-    ["logs", "-f", "grpo-swe"],  # old follow before the run: the run is not an infra file
-    ["logs", "grpo-swe", "-f", "--tail", "1"],
-    ["logs", RECIPE, "-f", str(EXAMPLES / "grpo_swe.infra.yaml"), "--follow"],  # -f FILE + --follow: the new way
-])
-def test_logs_follow_old_and_new_forms(cli: Any, fake: FakeKube, argv: list[str]) -> None:
+def test_logs_follow_with_an_infra_file(cli: Any, fake: FakeKube) -> None:
     assert cli("run", *ARGS, "--detach").code == 0
     start_cluster(fake, workers={"trainer": 1})
     fake.add_log(NS, "grpo-swe-submit-q2", "main", ["job says hi"])
     fake.end_logs(NS, "grpo-swe-submit-q2", "main")
-    r = cli(*argv)
+    r = cli("logs", RECIPE, "-f", str(EXAMPLES / "grpo_swe.infra.yaml"), "--follow")
     assert r.code == 0, r.err
     assert r.out == "job says hi\n"
     assert any(q.params.get("follow") == "true" for q in fake.requests if q.path.endswith("/log"))
-    old = "-f" in argv and "--follow" not in argv
-    assert ("note: -f meaning follow is deprecated: use --follow" in r.err) is old
 
 
 def test_cluster_list_takes_selector_and_output(cli: Any, fake: FakeKube) -> None:

@@ -6,7 +6,7 @@ What several commands share:
 
     _runargs.py   RECIPE [-f FILE] [--set K=V] [-n NS]: the run-shaped arguments -> a Bundle
     _targets.py   lint's and plan's inputs: a run, manifest files, or serve specs
-    _flags.py     -o/--output, the deprecated forms, --follow
+    _flags.py     -o/--output (one meaning everywhere)
     _live.py      cluster flags, connecting, follow-up hints
     _output.py    tables, check marks, the output flags, rendered objects out
 

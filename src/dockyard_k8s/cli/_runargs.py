@@ -8,7 +8,6 @@ import re
 from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
-from dockyard_k8s.cli._flags import add_infra_or_follow_arg
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import UsageError
 
@@ -22,15 +21,10 @@ recipe overrides after RECIPE, Hydra style (also passed to the job):
 """
 
 
-def add_layer_args(parser: argparse.ArgumentParser, *, old_follow: bool = False, example: str) -> None:
-    """-f/--infra (repeatable), --set, --set-string, --set-file: the infra layers. ``old_follow``:
-    ``-f`` alone still means follow (``logs``, ``job logs``; cli/_flags.py)."""
-    what = "infra spec YAML (where to run it); repeatable, later files win"
-    if old_follow:
-        parser.add_argument("--infra", metavar="FILE", action="append", default=[], help=what)
-        add_infra_or_follow_arg(parser, "same as --infra")
-    else:
-        parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[], help=what)
+def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """-f/--infra (repeatable), --set, --set-string, --set-file: the infra layers."""
+    parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[],
+                        help="infra spec YAML (where to run it); repeatable, later files win")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help=f"override an infra key, e.g. --set {example} (repeatable; YAML-typed value, "
                              "null unsets)")
@@ -48,19 +42,16 @@ RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lis
 _RUN_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
-def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, old_follow: bool = False,
-                 by_name: bool = False) -> None:
-    """``-f/--infra`` is an infra file in every command (helm's -f); ``old_follow``: ``logs`` and
-    ``job logs``, where ``-f`` alone used to mean follow, still accept that (with a note, see
-    cli/_flags.py). ``by_name``: the positional may name a run on the cluster
-    (:func:`run_name_arg`)."""
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False) -> None:
+    """``-f/--infra`` is an infra file in every command (helm's -f). ``by_name``: the positional
+    may name a run on the cluster (:func:`run_name_arg`)."""
     parser.add_argument("recipe", metavar="RECIPE|RUN" if by_name else "RECIPE",
-                        nargs=None if recipe_required and not old_follow else "?",  # `-f RUN`: settle_follow
+                        nargs=None if recipe_required else "?",
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
                         "recipe YAML (what to train)")
     parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE",  # default: not "required"
                         help="recipe overrides (Hydra style)")
-    add_layer_args(parser, old_follow=old_follow, example="kuberay.trainer.replicas=4")
+    add_layer_args(parser, example="kuberay.trainer.replicas=4")
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 

@@ -38,7 +38,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "one-page summary. Nothing is sent to a cluster.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
-    add_output_arg(p, ("text", "json", "yaml"), legacy_path="file",
+    add_output_arg(p, ("text", "json", "yaml"), writes="file",
                    help_extra="; json/yaml print the resolved config and the rendered objects")
     p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")

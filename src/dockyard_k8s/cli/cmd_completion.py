@@ -124,7 +124,7 @@ def script(shell: str) -> str:
     for p in _walk(parser):
         for action in p._actions:
             if isinstance(action, OutputAction):
-                action.choices = action.formats  # what completes: argparse does not check them (-o PATH still parses)
+                action.choices = action.formats  # what completes: OutputAction checks them
             if action.metavar == "RECIPE|RUN":
                 action.complete = RECIPE_OR_RUN  # type: ignore[attr-defined]
             elif action.dest in FILE_DESTS:

@@ -7,7 +7,6 @@ import argparse
 import contextlib
 from typing import Any
 
-from dockyard_k8s.cli._flags import settle_follow
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
@@ -24,8 +23,8 @@ examples:
 """
 
 
-def _target_args(p: argparse.ArgumentParser, *, old_follow: bool = False) -> None:
-    add_run_args(p, recipe_required=False, old_follow=old_follow, by_name=True)
+def _target_args(p: argparse.ArgumentParser) -> None:
+    add_run_args(p, recipe_required=False, by_name=True)
     add_cluster_args(p)
     p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
@@ -49,8 +48,9 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     ls.set_defaults(func=job_list)
     logs = js.add_parser("logs", help="logs of one job", formatter_class=formatter)
-    _target_args(logs, old_follow=True)
+    _target_args(logs)
     logs.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
+    logs.add_argument("--follow", action="store_true", help="stream new lines until the job ends")
     logs.set_defaults(func=job_logs)
     stop = js.add_parser("stop", help="stop a job", formatter_class=formatter)
     _target_args(stop)
@@ -151,7 +151,6 @@ def job_list(args: argparse.Namespace) -> int:
 
 
 def job_logs(args: argparse.Namespace) -> int:
-    settle_follow(args)
 
     def action(ray: Any, bundle: Any) -> int:
         job = _job_id(args, bundle, ray)

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s import __version__
-from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.lint import output as out
@@ -38,8 +38,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "Standards level of every pod template.",
                        epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_target_args(p)
-    add_output_arg(p, ("text", "json", "sarif"), legacy_path="file", help_extra=" of the report")
-    add_legacy_format_arg(p, ("text", "json", "sarif"))
+    add_output_arg(p, ("text", "json", "sarif"), writes="file", help_extra=" of the report")
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--min-severity", choices=("error", "warning", "info"), default=None,
                    help="lowest severity shown (default: warning for text, info for json/sarif)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._flags import settle_follow
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, log_window, print_logs
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
@@ -26,7 +25,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "(it holds the job's output after the cluster is gone), else the head.",
                        epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
                        formatter_class=formatter)
-    add_run_args(p, old_follow=True, by_name=True)
+    add_run_args(p, by_name=True)
     add_cluster_args(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--fleet", choices=("head", "trainer", "inference", "sandbox", "submitter"))
@@ -34,6 +33,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("-c", "--container", help="container (default: the pod's default or first container)")
     p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
                    help="only the run's pods with these labels too (kubectl syntax), e.g. -l app=x")
+    p.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
     p.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
@@ -43,7 +43,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import runs
 
-    settle_follow(args)
     if not args.recipe:
         raise UsageError("logs needs RECIPE or RUN (`dockyard-k8s runs` lists the runs)")
     since = log_window(args)

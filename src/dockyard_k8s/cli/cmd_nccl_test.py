@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
@@ -39,8 +39,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
     p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
-    add_output_arg(p, ("yaml", "json"), legacy_path="file", help_extra=" of the MPIJob")
-    add_legacy_format_arg(p, ("yaml", "json"))
+    add_output_arg(p, ("yaml", "json"), writes="file", help_extra=" of the MPIJob")
     p.add_argument("--output-file", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
     p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
     p.add_argument("--min-busbw", type=float, metavar="GB/s",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.plan import catalog, kueue_report, report, sources
@@ -59,7 +59,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="all-or-nothing GPU gangs (as Volcano/YuniKorn/Kueue): a gang that does not fully fit "
                         "binds no pod")
     add_output_arg(p, ("text", "json"), help_extra=" of the report")
-    add_legacy_format_arg(p, ("text", "json"))
     p.add_argument("--wide", action="store_true", help="list node names instead of pools")
     p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
     p.set_defaults(func=run)

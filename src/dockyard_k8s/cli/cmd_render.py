@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.render.rayauth import token_prerequisite
@@ -25,8 +25,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
-    add_output_arg(p, ("yaml", "json"), legacy_path="file-or-dir", help_extra="; json: a v1 List")
-    add_legacy_format_arg(p, ("yaml", "json"))
+    add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
     p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
     p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     p.set_defaults(func=run)

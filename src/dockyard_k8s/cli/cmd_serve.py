@@ -11,7 +11,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli import cmd_serve_live
-from dockyard_k8s.cli._flags import add_deprecated_follow, add_legacy_format_arg, add_output_arg
+from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import (
     OK,
@@ -72,15 +72,14 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
     check = sub_parser("check", "Validate the serve spec, render every object, validate them strictly (Kubernetes "
                                 "schemas, KEDA CRDs) and print a one-page summary. Nothing is sent to a cluster.")
-    add_output_arg(check, ("text",), legacy_path="file")
+    add_output_arg(check, ("text",), writes="file")
     check.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                        help="also write the resolved config and the rendered objects to FILE")
     check.set_defaults(func=run_check)
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
                                   "PVC, Deployment, Service, PDB, ScaledObject). With --output-dir DIR, one file per "
                                   "object plus a kustomization.yaml.")
-    add_output_arg(render, ("yaml", "json"), legacy_path="file-or-dir", help_extra="; json: a v1 List")
-    add_legacy_format_arg(render, ("yaml", "json"))
+    add_output_arg(render, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
     render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
     render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
@@ -115,7 +114,6 @@ def _register_live(sub_parser: Any) -> None:
     logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
     logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
     logs.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    add_deprecated_follow(logs)
     logs.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     logs.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
     logs.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")

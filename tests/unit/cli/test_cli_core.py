@@ -49,7 +49,7 @@ def test_check_bad_input_exits_2_with_every_problem_and_no_traceback(capsys, wri
 def test_check_writes_the_bundle(capsys, tmp_path):
     for ext, load in ((".yaml", yaml.safe_load), (".json", json.loads)):
         out_file = tmp_path / f"bundle{ext}"
-        code, out, _ = run_cli("check", RECIPE, "--infra", INFRA, "-o", str(out_file))
+        code, out, _ = run_cli("check", RECIPE, "--infra", INFRA, "--output-file", str(out_file))
         assert code == 0 and f"wrote {out_file}" in out
         doc = load(out_file.read_text())
         assert doc["config"]["infra"]["namespace"] == "rl-research"
@@ -58,7 +58,7 @@ def test_check_writes_the_bundle(capsys, tmp_path):
 
 
 def test_check_output_needs_a_known_extension(capsys):
-    code, _, err = run_cli("check", RECIPE, "-o", "bundle.txt")
+    code, _, err = run_cli("check", RECIPE, "--output-file", "bundle.txt")
     assert code == 2 and "expected a file name ending in .yaml or .json" in err
 
 
@@ -81,7 +81,7 @@ def test_render_to_directory_with_kustomization_in_apply_order(capsys, tmp_path)
     out_dir.mkdir()
     (out_dir / "99-stale-old.yaml").write_text("stale")
     (out_dir / "notes.txt").write_text("mine")
-    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))
+    code, out, _ = run_cli("render", RECIPE, "--infra", INFRA, "--output-dir", str(out_dir))
     assert code == 0 and out == f"wrote 8 objects + kustomization.yaml to {out_dir}\n"
     kust = yaml.safe_load((out_dir / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
@@ -195,7 +195,7 @@ def test_check_does_not_import_heavy_modules():
 
 def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys, tmp_path):
     out_dir = tmp_path / "out"
-    assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
+    assert main(["render", RECIPE, "--infra", INFRA, "--output-dir", str(out_dir)]) == 0
     capsys.readouterr()
     assert main(["validate", str(out_dir), "--summary"]) == 0
     assert capsys.readouterr().out.strip() == ("Summary: 8 object(s) in 8 file(s): 8 valid, 0 invalid, 0 skipped, "
@@ -245,7 +245,7 @@ def test_render_emits_the_token_generator_without_any_token(capsys, tmp_path):
     assert "kind: Secret" not in out and "auth_token:" not in out
     assert run_cli("render", RECIPE, "--infra", INFRA)[1] == out  # deterministic
     out_dir = tmp_path / "out"
-    assert run_cli("render", RECIPE, "--infra", INFRA, "-o", str(out_dir))[0] == 0
+    assert run_cli("render", RECIPE, "--infra", INFRA, "--output-dir", str(out_dir))[0] == 0
     kust = (out_dir / "kustomization.yaml").read_text()
     assert kust.startswith("# Before the first `kubectl apply`") and "create secret generic grpo-swe-ray-auth" in kust
     assert yaml.safe_load(kust)["sortOptions"] == {"order": "fifo"}

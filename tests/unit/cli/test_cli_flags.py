@@ -1,6 +1,6 @@
 """One meaning per flag across commands: -o is the output format everywhere, files go to
---output-file/--output-dir, -f is an infra file (helm's -f) and never follow; the old forms
-keep working with a deprecation note on stderr."""
+--output-file/--output-dir, -f is an infra file (helm's -f) and never follow. The old forms
+(`--format`, `-o PATH`, `-f` meaning follow) are gone (issue 23 §6: no released users had them)."""
 
 from __future__ import annotations
 
@@ -48,31 +48,32 @@ def test_files_go_to_output_file_and_output_dir(capsys: pytest.CaptureFixture[st
     assert json.loads(report.read_text())["version"] == "2.1.0" and NOTE not in err
 
 
-@pytest.mark.parametrize(("argv", "note"), [
-    (["render", RECIPE, "-f", INFRA, "--format", "json"], "note: --format json is deprecated: use -o json"),
-    (["lint", RECIPE, "-f", INFRA, "--format", "json"], "note: --format json is deprecated: use -o json"),
-    (["plan", "--list-instance-types", "--format", "json"], "note: --format json is deprecated: use -o json"),
+@pytest.mark.parametrize("argv", [
+    ["render", RECIPE, "-f", INFRA, "--format", "json"],
+    ["lint", RECIPE, "-f", INFRA, "--format", "json"],
+    ["plan", "--list-instance-types", "--format", "json"],
 ])
-def test_old_format_flag_works_with_a_note(capsys: pytest.CaptureFixture[str], argv: list[str], note: str) -> None:
-    _, out, err = run_cli(*argv)
-    assert note in err
-    if argv[0] != "plan":
-        json.loads(out)
+def test_the_old_format_flag_is_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == ""
+    assert "unrecognized arguments: --format" in err
 
 
-def test_old_o_path_forms_work_with_a_note(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle.yaml"
-    code, out, err = run_cli("check", RECIPE, "-f", INFRA, "-o", str(bundle))
-    assert code == 0 and bundle.exists() and "✔" in out
-    assert f"note: -o {bundle} is deprecated: -o is the output format everywhere (text|json|yaml); write to a " \
-           f"file with --output-file {bundle}" in err
-    directory = tmp_path / "build" / "run"
-    code, out, err = run_cli("render", RECIPE, "-f", INFRA, "-o", str(directory))
-    assert code == 0 and (directory / "kustomization.yaml").exists()
-    assert f"--output-dir {directory}" in err
-    mpijob = tmp_path / "nccl.yaml"
-    code, out, err = run_cli("nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", str(mpijob))
-    assert code == 0 and mpijob.exists() and "--output-file" in err
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["check", RECIPE, "-f", INFRA, "-o", "bundle.yaml"], "; a file goes to --output-file FILE"),
+    (["render", RECIPE, "-f", INFRA, "-o", "build/run"], "; a file goes to --output-file FILE, a directory to "
+                                                          "--output-dir DIR"),
+    (["nccl-test", RECIPE, "-f", str(EXAMPLES / "eks_p5.infra.yaml"), "-o", "nccl.yaml"],
+     "; a file goes to --output-file FILE"),
+])
+def test_o_with_a_path_is_refused_with_the_flag_that_takes_one(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, argv: list[str],
+                                                               hint: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == ""
+    assert f"argument -o/--output: invalid choice: {argv[-1]!r}" in err and hint in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 def test_a_mistyped_format_is_not_taken_for_a_file(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +84,7 @@ def test_a_mistyped_format_is_not_taken_for_a_file(capsys: pytest.CaptureFixture
 
 
 def test_f_is_the_infra_file_of_every_run_shaped_command() -> None:
-    """logs and job logs take -f FILE as the others do (it meant follow there)."""
+    """logs and job logs take -f FILE as the others do (it meant follow there); -f alone is refused."""
     from dockyard_k8s.cli import build_parser
 
     for argv in (["status", RECIPE, "-f", INFRA], ["logs", RECIPE, "-f", INFRA], ["down", RECIPE, "-f", INFRA],
@@ -92,3 +93,6 @@ def test_f_is_the_infra_file_of_every_run_shaped_command() -> None:
         args, _ = build_parser(argv[0]).parse_known_args(argv)
         assert args.infra == [INFRA], argv  # repeatable: a list (later files win)
         assert not getattr(args, "follow", False), argv
+    for argv in (["logs", RECIPE, "-f"], ["job", "logs", RECIPE, "-f"]):
+        code, _, err = run_cli(*argv)
+        assert code == 2 and "-f/--infra: expected one argument" in err, err

@@ -1,6 +1,6 @@
 """What `--help` and the docs teach works (issue 22 item 30): every example of every command's
-help and of README.md and docs/*.md parses with the real parser and uses no deprecated form
-(`-o PATH`, `--format`, `-f` meaning follow); every one that can run offline runs, exit 0, in a
+help and of README.md and docs/*.md parses with the real parser (the removed `-o PATH`,
+`--format` and `-f`-meaning-follow forms no longer parse); every one that can run offline runs, exit 0, in a
 scratch directory with the repository's examples; the flags a command's help names are flags it
 takes; the docs cite only files that are in the repository."""
 
@@ -105,12 +105,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str]:
 
 
 @pytest.mark.parametrize(("where", "argv"), PARSED, ids=[w for w, _ in PARSED])
-def test_every_example_parses_and_teaches_no_deprecated_form(where: str, argv: list[str]) -> None:
+def test_every_example_parses(where: str, argv: list[str]) -> None:
     args, err = _parse(argv)
     assert args is not None, f"{where}: does not parse: {err}"
-    assert "deprecated" not in err, f"{where}: {err}"
-    assert not getattr(args, "old_follow", False) and getattr(args, "after_f", None) is None, \
-        f"{where}: -f meaning follow (use --follow)"
 
 
 def _command(argv: list[str]) -> str:
@@ -161,7 +158,7 @@ def test_every_offline_example_runs(scratch: Path, monkeypatch: pytest.MonkeyPat
         ran.append(where)
         # 1 is a verdict (a plan that does not fit, lint errors): what a docs example may show; 2 is a broken example
         allowed = (0, 1) if _command(argv) in ("plan", "lint", "validate") else (0,)
-        if code not in allowed or "deprecated" in err.getvalue():
+        if code not in allowed:
             failed.append(f"{where}: exit {code}: {err.getvalue().strip()[-400:]}")
     assert failed == []
     assert len(ran) >= 40, ran  # not vacuous: most examples name real files

@@ -278,7 +278,7 @@ def test_render_to_one_file_and_clear_output_errors(tmp_path, capsys, monkeypatc
     assert main(["render", "examples/grpo_swe.yaml", "--output-file", str(out)]) == 0
     text = out.read_text()  # what must exist first (comments), then the eight objects
     assert out.is_file() and text.count("\n---\n") == 8 and text.startswith("# Before the first `kubectl apply`")
-    assert main(["render", "examples/grpo_swe.yaml", "-o", str(tmp_path / "run.json")]) == 0  # the old form
+    assert main(["render", "examples/grpo_swe.yaml", "-o", "json", "--output-file", str(tmp_path / "run.json")]) == 0
     assert '"kind": "List"' in (tmp_path / "run.json").read_text()
     assert main(["render", "examples/grpo_swe.yaml", "--output-dir", str(out / "x")]) == 2
     assert main(["render", "examples/grpo_swe.yaml", "--output-dir", str(out)]) == 2

@@ -111,7 +111,7 @@ def test_bad_recipe_input_exits_2(tmp_path, capsys):
 
 def test_rendered_directory_and_recipe_give_the_same_findings_and_lines(tmp_path, capsys):
     out_dir = tmp_path / "run"
-    assert main(["render", RECIPE, "--infra", INFRA, "-o", str(out_dir)]) == 0
+    assert main(["render", RECIPE, "--infra", INFRA, "--output-dir", str(out_dir)]) == 0
     capsys.readouterr()
     main(["lint", str(out_dir), "-o", "json"])
     from_dir = json.loads(capsys.readouterr().out)["findings"]

@@ -48,7 +48,7 @@ def test_set_and_namespace_flags(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_render_to_a_directory_writes_a_kustomization_in_apply_order(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert main(["serve", "render", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"), "-o", str(out)]) == 0
+    assert main(["serve", "render", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"), "--output-dir", str(out)]) == 0
     kust = yaml.safe_load((out / "kustomization.yaml").read_text())
     assert kust["sortOptions"] == {"order": "fifo"}
     assert kust["resources"][-2:] == ["05-podmonitor-llama-70b.yaml", "06-scaledobject-llama-70b.yaml"]
@@ -64,7 +64,7 @@ def test_render_json_is_a_v1_list(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_check_writes_the_resolved_config(tmp_path: Path) -> None:
     target = tmp_path / "resolved.json"
-    assert main(["serve", "check", write_spec(tmp_path), "-o", str(target)]) == 0
+    assert main(["serve", "check", write_spec(tmp_path), "--output-file", str(target)]) == 0
     doc = json.loads(target.read_text())
     assert doc["config"]["serve"]["image"] == "vllm/vllm-openai:v0.11.0" and len(doc["objects"]) == 6
 
