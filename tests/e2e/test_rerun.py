@@ -10,6 +10,7 @@ remembers the spec `run` created the RayJob from.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -42,6 +43,16 @@ def test_a_rerun_after_kuberay_s_delete_self_says_it_finished_and_starts_no_seco
     assert cluster.kubectl("-n", ns, "get", "rayjob", RUN, check=False).returncode != 0  # not created again
     record = cluster.get("-n", ns, "configmap", f"{RUN}-launch")  # what remembers the spec
     assert record["metadata"]["annotations"]["dockyard-k8s/submitted"]
+    # runs and status RUN: how it ended, from the record and its rules (the RayJob is gone)
+    listed = e2e_cli("runs", "-n", ns, "-o", "json")
+    assert listed.code == 0, listed.out + listed.err
+    row = next(r for r in json.loads(listed.out) if r["name"] == RUN)
+    assert row["state"] == "succeeded (deleted by DeleteSelf)", row
+    assert row["summary"] == "KubeRay deleted it when it ended (deletionRules: DeleteSelf on jobStatus SUCCEEDED)"
+    status = e2e_cli("status", RUN, "-n", ns)
+    assert status.code == 0, status.out + status.err
+    assert (f"RayJob {RUN}: succeeded; KubeRay deleted it when it ended (deletionRules: DeleteSelf on jobStatus "
+            f"SUCCEEDED); launched {record['metadata']['creationTimestamp']}") in status.out.splitlines()
 
     replaced = e2e_cli("run", *example(*DELETE_SELF, "--replace", "--timeout", "120"))
     assert replaced.code == 0, replaced.out + replaced.err

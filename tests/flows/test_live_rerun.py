@@ -3,6 +3,7 @@ the launch record remembers the spec `run` created it from, so the re-run says i
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fakekube import FakeKube
@@ -57,3 +58,55 @@ def test_a_rayjob_that_was_never_created_is_created(cli: Any, fake: FakeKube) ->
     fake.put(cm)
     r = cli("run", *ARGS, "--detach")
     assert r.code == 0 and "created    RayJob" in r.out, r.out + r.err
+
+
+# --- runs and status RUN after DeleteSelf: the record and its rules say how the run ended ------
+
+def test_runs_and_status_say_how_a_self_deleted_run_ended(cli: Any, fake: FakeKube) -> None:
+    assert cli("run", *ARGS, "--detach").code == 0
+    finished_and_deleted(fake)
+    listed = cli("runs", "-o", "wide")
+    assert listed.code == 0, listed.out + listed.err
+    row = next(line for line in listed.out.splitlines() if line.startswith(f"{RUN} "))
+    assert "succeeded (deleted by DeleteSelf)" in row
+    assert "KubeRay deleted it when it ended (deletionRules: DeleteSelf on jobStatus SUCCEEDED)" in row
+    docs = json.loads(cli("runs", "-o", "json").out)
+    assert next(d for d in docs if d["name"] == RUN)["state"] == "succeeded (deleted by DeleteSelf)"
+    created = fake.get("v1", "ConfigMap", NS, f"{RUN}-launch")["metadata"]["creationTimestamp"]
+    st = cli("status", RUN)
+    assert st.code == 0, st.out + st.err  # as for a RayJob that is still there and succeeded
+    assert (f"RayJob {RUN}: succeeded; KubeRay deleted it when it ended (deletionRules: DeleteSelf on jobStatus "
+            f"SUCCEEDED); launched {created}") in st.out.splitlines()
+    doc = json.loads(cli("status", RUN, "-o", "json").out)
+    assert doc["endedBy"] == {"policy": "DeleteSelf", "state": "succeeded", "ok": True,
+                              "conditions": [{"jobStatus": "SUCCEEDED", "ttlSeconds": 0}]}
+    by_files = cli("status", *ARGS)  # by the launch files: the same line
+    assert by_files.code == 0 and by_files.out.splitlines()[:6] == st.out.splitlines()[:6], by_files.out
+
+
+def test_a_failed_rule_says_failed_and_status_exits_as_for_a_failed_rayjob(cli: Any, fake: FakeKube) -> None:
+    failed = [*ARGS[:-1], "launch.deletionRules=[{policy: DeleteSelf, condition: {jobStatus: FAILED}}]"]
+    assert cli("run", *failed, "--detach").code == 0
+    set_job(fake, "Failed", "FAILED")
+    live_code = cli("status", RUN).code  # what a failed RayJob that is still there exits with
+    fake.remove("ray.io/v1", "RayJob", NS, RUN)
+    assert "failed (deleted by DeleteSelf)" in cli("runs").out
+    st = cli("status", RUN)
+    assert st.code == live_code, st.out + st.err
+    assert f"RayJob {RUN}: failed; KubeRay deleted it when it ended (deletionRules: DeleteSelf on jobStatus FAILED)" \
+        in st.out
+
+
+def test_a_rayjob_deleted_before_it_was_submitted_or_of_another_spec_stays_unknown(cli: Any, fake: FakeKube) -> None:
+    """No marker, or a record whose spec is not the one `run` created the RayJob from (a re-run
+    with a changed spec that stopped before its RayJob): nothing says how it ended."""
+    assert cli("run", *ARGS, "--detach").code == 0
+    fake.remove("ray.io/v1", "RayJob", NS, RUN)
+    cm = fake.get("v1", "ConfigMap", NS, f"{RUN}-launch")
+    cm["metadata"]["annotations"]["dockyard-k8s/submitted"] = "0123456789abcdef"
+    fake.put(cm)
+    assert "deleted" not in cli("runs", "-o", "wide").out
+    assert "deleted it" not in cli("status", RUN).out
+    del cm["metadata"]["annotations"]["dockyard-k8s/submitted"]
+    fake.put(cm)
+    assert "deleted" not in cli("runs", "-o", "wide").out

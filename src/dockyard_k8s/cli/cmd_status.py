@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import runs
     from dockyard_k8s.live.kinds import KINDS
     from dockyard_k8s.live.orchestrate import status_doc
-    from dockyard_k8s.live.record import read_record, record_name
+    from dockyard_k8s.live.record import read_record, record_name, self_deleted
 
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)
@@ -58,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
             view = status(client, bundle)
             record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
     found = any(view.objects.get(k) for k in view.objects) or record is not None
+    ended = self_deleted(record, view.of_kind("RayJob"))  # gone: its DeleteSelf rules say how it ended
     for note in view.notes:
         print(note, file=sys.stderr)
     if args.output in ("json", "yaml"):
-        doc = {**status_doc(view, ns), "launch": record.launch if record else None}
+        doc = {**status_doc(view, ns), "launch": record.launch if record else None,
+               "endedBy": ended.as_dict() if ended else None}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if found else EXIT_FAILURE
     if not found:
@@ -72,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     say(f"run {run_name} in {ns}" + (f" (context {client.context})" if client.context else ""))
     if record is not None:
         say(launched_with(record, ns, run_name))
+    if ended is not None and record is not None:  # instead of the RayJob's own line: exit 0, as for one still there
+        say(f"RayJob {ended.name}: {ended.state}; {ended.summary}; launched {record.created or 'at a time unknown'}")
     print_view(view)
     return 0
 

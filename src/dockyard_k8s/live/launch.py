@@ -30,8 +30,8 @@ from dockyard_k8s.live.record import (
     SUBMITTED_ANNOTATION,
     SUBMITTED_MANAGER,
     Invocation,
-    condition_text,
     delete_self_conditions,
+    deleted_text,
     ended_as,
     launch_record,
     record_name,
@@ -197,9 +197,8 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     if client.get(kind, ns, name) is not None:
         return None  # still there: applied and judged as usual (already_finished)
     state, ok = ended_as(conditions)
-    say(f"{ref(kind.kind, ns, name)} already {state}: KubeRay deleted it when it ended (deletionRules: DeleteSelf "
-        f"on {condition_text(conditions)}), and this spec is the one `run` created it from (launch record "
-        f"{ns}/{record_name(run)}); nothing was re-run. --replace starts it again.")
+    say(f"{ref(kind.kind, ns, name)} already {state}: {deleted_text(conditions)}, and this spec is the one `run` "
+        f"created it from (launch record {ns}/{record_name(run)}); nothing was re-run. --replace starts it again.")
     return Outcome(ok, "already-finished", f"{state}; deleted by its DeleteSelf rule")
 
 

@@ -134,12 +134,13 @@ def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation:
 class Record(plain.Record):
     """A record read back from the cluster."""
 
-    __slots__ = ("launch", "infra", "created")
+    __slots__ = ("launch", "infra", "created", "submitted")
 
-    def __init__(self, launch: dict[str, Any], infra: dict[str, Any], created: str) -> None:
+    def __init__(self, launch: dict[str, Any], infra: dict[str, Any], created: str, submitted: bool = False) -> None:
         self.launch = launch
         self.infra = infra
         self.created = created  # the ConfigMap's creationTimestamp
+        self.submitted = submitted  # `run` created the RayJob of this very spec (SUBMITTED_ANNOTATION)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -160,7 +161,10 @@ def read_record(configmap: dict[str, Any] | None) -> Record | None:
         return None
     if not isinstance(launch, dict) or not isinstance(infra, dict):
         return None
-    return Record(launch, infra, str((configmap.get("metadata") or {}).get("creationTimestamp") or ""))
+    meta = configmap.get("metadata") or {}
+    marker = (meta.get("annotations") or {}).get(SUBMITTED_ANNOTATION)
+    return Record(launch, infra, str(meta.get("creationTimestamp") or ""),
+                  submitted=bool(marker) and marker == spec_digest(configmap))
 
 
 # --- a RayJob that deletes itself when it ends (KubeRay deletionRules, policy DeleteSelf) ------
@@ -206,3 +210,50 @@ def ended_as(conditions: list[dict[str, Any]]) -> tuple[str, bool]:
 
 def condition_text(conditions: list[dict[str, Any]]) -> str:
     return ", ".join(f"{k} {c[k]}" for c in conditions for k in ("jobStatus", "jobDeploymentStatus") if c.get(k))
+
+
+def deleted_text(conditions: list[dict[str, Any]]) -> str:
+    """How `run`, `runs` and `status` say a DeleteSelf rule removed the RayJob."""
+    return f"KubeRay deleted it when it ended (deletionRules: DeleteSelf on {condition_text(conditions)})"
+
+
+class SelfDeleted(plain.Record):
+    """A run's RayJob that its DeleteSelf rule removed, and how it ended (from the rules)."""
+
+    __slots__ = ("name", "state", "ok", "conditions")
+
+    def __init__(self, name: str, state: str, ok: bool, conditions: list[dict[str, Any]]) -> None:
+        self.name = name  # the RayJob's
+        self.state = state  # succeeded, failed, ended (ended_as)
+        self.ok = ok
+        self.conditions = conditions
+
+    @property
+    def state_text(self) -> str:
+        """The STATE column of ``runs``."""
+        return f"{self.state} (deleted by DeleteSelf)"
+
+    @property
+    def summary(self) -> str:
+        return deleted_text(self.conditions)
+
+    def as_dict(self) -> dict[str, Any]:
+        """As ``status -o json`` gives it (``endedBy``)."""
+        return {"policy": "DeleteSelf", "state": self.state, "ok": self.ok, "conditions": self.conditions}
+
+
+def self_deleted(record: Record | None, live: Sequence[dict[str, Any]]) -> SelfDeleted | None:
+    """The record's RayJob, gone from ``live`` (the run's objects on the cluster), when its DeleteSelf
+    rules removed it: the record is of the very spec `run` created the RayJob from (a record of
+    another spec, or of a launch that stopped before its RayJob, says nothing of how it ended)."""
+    if record is None or not record.submitted or record.launch.get("mode") != "rayjob":
+        return None
+    rules = (record.infra.get("launch") or {}).get("deletionRules") if isinstance(record.infra, dict) else None
+    conditions = delete_self_conditions({"spec": {"deletionStrategy": {"deletionRules": rules or []}}})
+    name = next((o["metadata"]["name"] for o in record.objects if o.get("kind") == "RayJob"), None)
+    if not conditions or not name:
+        return None
+    if any(o.get("kind") == "RayJob" and (o.get("metadata") or {}).get("name") == name for o in live):
+        return None  # still there: its own status says how it is
+    state, ok = ended_as(conditions)
+    return SelfDeleted(str(name), state, ok, conditions)

@@ -27,6 +27,7 @@ from dockyard_k8s.live.record import (
     Record,
     read_record,
     record_name,
+    self_deleted,
     total_gpus,
 )
 from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
@@ -202,8 +203,10 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
         mode = annotations.get(MODE_ANNOTATION) or ref.mode
         created = _created(cm) if cm else _created(main or {})
         queue = queue_text(queues, main)
-        state = phase.state if phase else ("submitted" if mode == "attach" else "-")
-        rows.append(RunRow(ns, run, mode, state, gpus, created, queue, phase.summary if phase else ""))
+        ended = None if main else self_deleted(ref.record, ref.objects)  # a RayJob its DeleteSelf rule removed
+        state = phase.state if phase else (ended.state_text if ended else "submitted" if mode == "attach" else "-")
+        summary = phase.summary if phase else (ended.summary if ended else "")
+        rows.append(RunRow(ns, run, mode, state, gpus, created, queue, summary))
     return rows
 
 
