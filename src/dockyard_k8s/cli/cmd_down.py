@@ -77,8 +77,8 @@ def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str) 
     elif not deleted:
         say(f"nothing left of run {run_name} in {ns}")
     else:
-        say(f"deleted {len(deleted)} object(s) of run {run_name}; pods and operator-made objects follow "
-            "(garbage collection): `--wait` waits for them")
+        say(f"deleted {len(deleted)} object(s) of run {run_name}; what the operators made from them (a RayCluster, "
+            "pods still terminating) follows by garbage collection: `--wait` waits for it")
     return 0
 
 
