@@ -15,13 +15,12 @@ Layout, pure first, I/O second::
     teardown.py    down: workloads first, NetworkPolicies once the run's pods are gone; down --wait
     scaling.py     an autoscaled RayCluster re-applied with its live replicas; worker-group conflicts (pure)
     record.py      the launch record ConfigMap: what a run was launched with
-    rayauth.py     the Ray token's Secret and the credentials of every Ray Jobs request
     launch.py      the facade the CLI calls: launch / status / wait / down / preview (typed options)
     runs.py        runs found by name (no launch files) and ``runs``' list of every run
     serve.py       a model endpoint: launch.py's sequence for ``serve up|status|down``
     logs.py        pod selection and merged, prefixed log streams
-    rayjobs.py     the Ray Jobs REST API (dashboard :8265, /api/jobs/)
-    dashboard.py   where a run's Ray dashboard is (address, cluster, port-forward) and a Jobs client on it
+    rayhead.py     Ray head access: where its dashboard is (address, cluster, port-forward), the Ray token
+                   (its Secret, credentials, does the head refuse without it), the Ray Jobs REST client
     portforward.py ``kubectl port-forward`` as a context manager
     websocket.py   a receive-only WebSocket client (following Ray job logs)
     openai.py      one timed OpenAI completion against an endpoint (``serve test``)

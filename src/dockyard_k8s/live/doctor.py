@@ -128,7 +128,7 @@ def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     for k in down_kinds(objects):
         for verb in ("list", "delete"):
             need(verb, k, False, TOLERATED)
-    from dockyard_k8s.live.rayauth import reads_token
+    from dockyard_k8s.live.rayhead import reads_token
 
     if any(reads_token(o) for o in applied):  # the Ray token Secret: run reads or creates it
         need("get", ("", "secrets"), True, "run, job, dashboard")
