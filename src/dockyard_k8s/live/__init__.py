@@ -10,7 +10,7 @@ Layout, pure first, I/O second::
     crdfields.py   fields the run renders that the cluster's CRDs lack, and the release that has them
     diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
-    kueue.py       the run's Kueue Workload: queued, admitted, evicted, and doctor's queue checks
+    kueue.py       the run's Kueue Workload: queued, admitted, evicted; the Kueue objects doctor reads
     orchestrate.py apply / follow / snapshot: the flows behind run and status
     teardown.py    down: workloads first, NetworkPolicies once the run's pods are gone; down --wait
     scaling.py     an autoscaled RayCluster re-applied with its live replicas; worker-group conflicts (pure)
@@ -25,7 +25,8 @@ Layout, pure first, I/O second::
     websocket.py   a receive-only WebSocket client (following Ray job logs)
     openai.py      one timed OpenAI completion against an endpoint (``serve test``)
     dev.py         the CPU dev pod and its Secret (builders are pure)
-    doctor.py      preflight checks (evaluation is pure; fetching is separate)
+    checks.py      Check: one line of doctor's report (✔ ✖ !), below every module that makes them
+    doctor.py      preflight checks, Kueue's among them (evaluation is pure; fetching is separate)
     references.py  doctor: what the pods name (Secrets, PVCs, classes, ServiceAccount) must exist
     operator.py    doctor: the KubeRay operator Deployment, ready and watching the namespace
     netpol.py      whether the network plugin enforces NetworkPolicy (doctor; run's warning)

@@ -95,8 +95,8 @@ def test_json_rows_show_every_field_in_order() -> None:
     (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
     import datetime as dt
 
+    from dockyard_k8s.live.checks import Check
     from dockyard_k8s.live.diagnose import Diagnosis
-    from dockyard_k8s.live.doctor import Check
     from dockyard_k8s.live.kueue import WorkloadState
     from dockyard_k8s.live.progress import FleetRow
     from dockyard_k8s.live.runs import RunRow
