@@ -370,7 +370,7 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
     checks += check_references(unheld_references(objects), facts.references, token)
     checks += check_access(facts.access, needed_access(objects))
     checks.append(check_cni(facts.netpol, any(o.get("kind") == "NetworkPolicy" for o in objects)))
-    if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (live/kueue.py)
+    if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (kueue_checks)
         checks += kueue_checks(objects, facts.kueue[1], facts.kueue[0], namespace)
     return checks
 
