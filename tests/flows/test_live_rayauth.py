@@ -121,8 +121,7 @@ def test_no_secret_without_token_auth_or_in_attach_mode(cli: Any, fake: FakeKube
 
 
 def test_where_the_token_comes_from() -> None:
-    from dockyard_k8s.live.dashboard import RayTarget
-    from dockyard_k8s.live.rayauth import cluster_secret, token_source
+    from dockyard_k8s.live.rayhead import RayTarget, cluster_secret, token_source
 
     assert cluster_secret({"metadata": {"name": "rc"}, "spec": {"authOptions": {"mode": "token"}}}) == \
         ("rc", "auth_token")  # the operator's own Secret is named after the cluster
@@ -140,7 +139,7 @@ def test_where_the_token_comes_from() -> None:
 def test_doctor_checks_the_secret_verbs_only_when_the_run_reads_a_token() -> None:
     from dockyard_k8s.bundle import build_bundle
     from dockyard_k8s.live.doctor import needed_access
-    from dockyard_k8s.live.rayauth import reads_token
+    from dockyard_k8s.live.rayhead import reads_token
 
     for mode, expected in (("token", True), ("disabled", False)):
         objects = build_bundle(ARGS[0], ARGS[2], sets=[f"kuberay.auth.mode={mode}"], env={"HOME": "/x"}).objects

@@ -17,7 +17,7 @@ from dockyard_k8s.render.meta import RUN_LABEL
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
     from dockyard_k8s.live.client import KubeClient
-    from dockyard_k8s.live.dashboard import RayTarget
+    from dockyard_k8s.live.rayhead import RayTarget
 
 CLUSTER_HELP = """\
 cluster access: the current kubeconfig context ($KUBECONFIG files merged as kubectl merges them,
@@ -90,7 +90,7 @@ def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, comm
 
 def ray_target(args: argparse.Namespace) -> RayTarget:
     """The Ray dashboard the flags name (--address, --cluster with -n, the kubeconfig flags)."""
-    from dockyard_k8s.live.dashboard import RayTarget
+    from dockyard_k8s.live.rayhead import RayTarget
 
     return RayTarget(address=getattr(args, "address", None), cluster=getattr(args, "cluster", None),
                      namespace=getattr(args, "namespace", None), context=getattr(args, "context", None),

@@ -132,8 +132,7 @@ def cluster_state(rc: dict[str, Any]) -> str:
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.dashboard import ray_jobs
-    from dockyard_k8s.live.rayauth import token_source
+    from dockyard_k8s.live.rayhead import ray_jobs, token_source
 
     bundle = load_bundle(args) if args.recipe else None
     target = ray_target(args)

@@ -64,7 +64,7 @@ def _bundle(args: argparse.Namespace) -> Any:
 
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
-    from dockyard_k8s.live.rayjobs import latest_job
+    from dockyard_k8s.live.rayhead import latest_job
 
     if args.job_id:
         return str(args.job_id)
@@ -85,7 +85,7 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
-    from dockyard_k8s.live.dashboard import ray_jobs
+    from dockyard_k8s.live.rayhead import ray_jobs
 
     name = run_name_arg(args)
     bundle = None if name else _bundle(args)
@@ -108,7 +108,7 @@ def job_submit(args: argparse.Namespace) -> int:
             if not args.entrypoint:
                 raise UsageError(f"job submit {ref.run} needs --entrypoint (the run's own entrypoint comes with "
                                  "its RECIPE)" if ref else "job submit needs RECIPE (its entrypoint) or --entrypoint")
-            from dockyard_k8s.live.rayjobs import submission_id
+            from dockyard_k8s.live.rayhead import submission_id
 
             prefix = ref.run if ref else "job"  # by run name: `job logs RUN` finds it again
             sub_id, command, runtime_env = submission_id(prefix, args.entrypoint, None), args.entrypoint, None
@@ -134,7 +134,7 @@ def job_submit(args: argparse.Namespace) -> int:
 
 
 def job_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.rayjobs import job_row
+    from dockyard_k8s.live.rayhead import job_row
 
     def action(ray: Any, bundle: Any) -> int:
         jobs = sorted(ray.list(), key=lambda j: j.get("start_time") or 0)

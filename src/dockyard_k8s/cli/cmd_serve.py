@@ -1,8 +1,9 @@
 """``dockyard-k8s serve check|render|up|down|status|test SPEC``: a model endpoint.
 
-SPEC is an infra file with a ``serve:`` section (docs/serve.md). ``check`` and ``render`` are
-offline and import nothing heavy; the live subcommands' code is in ``cmd_serve_live.py``,
-which imports the cluster client only when one of them runs.
+SPEC is an infra file with a ``serve:`` section (docs/serve.md). This module is the offline side:
+the ``serve`` parser, the SPEC arguments, ``check`` and ``render`` (they import nothing heavy). The
+live subcommands (``up``, ``status``, ``logs``, ``down``, ``test``), their flags and handlers, are
+``cmd_serve_live.py``'s, which imports the cluster client only when one of them runs.
 """
 
 from __future__ import annotations
@@ -83,69 +84,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
     render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
-    _register_live(sub_parser)
-
-
-def _register_live(sub_parser: Any) -> None:
-    up = sub_parser("up", "Apply with server-side apply (field manager dockyard-k8s), then follow until the "
-                          "endpoint is Ready (its rollout complete), explaining every pod problem (image pull, "
-                          "scheduling, OOM, crash loop, PVC pending, failing probes) as it happens. Re-running an "
-                          "unchanged spec changes nothing; Ctrl-C stops following only.", live=True)
-    mode = up.add_mutually_exclusive_group()
-    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
-                      help="follow until Ready (default)")
-    mode.add_argument("--detach", action="store_true", help="return after applying")
-    up.add_argument("--timeout", type=float, metavar="SECONDS",
-                    help="stop following after SECONDS (exit 1; the endpoint keeps starting)")
-    up.add_argument("--fail-fast", action="store_true",
-                    help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
-    up.add_argument("--dry-run", choices=("client", "server"),
-                    help="client: list what would be applied (no cluster contact); server: dryRun=All")
-    up.add_argument("--force-conflicts", action="store_true",
-                    help="take over fields another manager owns (server-side apply force)")
-    up.set_defaults(func=_live("up"))
-
-    status = sub_parser("status", "The endpoint on one screen: Deployment rollout, pods, cache claim, autoscaler, "
-                                  "and the problems explaining anything not ready. Exit 1 when nothing exists.",
-                        live=True)
-    status.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
-    status.set_defaults(func=_live("status"))
-
-    logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
-    logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
-    logs.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    logs.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    logs.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
-    logs.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
-    logs.set_defaults(func=_live("logs"))
-
-    down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
-                              "Deployment first, the NetworkPolicies once the server pods are gone. The cache claim "
-                              "and the (shared) PriorityClass are kept unless asked. Idempotent.", live=True)
-    down.add_argument("--delete-cache", action="store_true", help="also delete the model cache claim (weights)")
-    down.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
-    down.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                      help="wait at most SECONDS for the pods to be gone before the NetworkPolicies are deleted "
-                           "(default 600; then they are kept, exit 1)")
-    down.set_defaults(func=_live("down"))
-
-    test = sub_parser("test", "Send one OpenAI completion request to the endpoint (through kubectl port-forward "
-                              "to its Service, or --address) and print latency and tokens. Exit 0 only on a valid "
-                              "answer.", live=True)
-    test.add_argument("--address", metavar="URL", help="the server's base URL (no port-forward), e.g. "
-                                                       "http://127.0.0.1:8000")
-    test.add_argument("--prompt", default="The capital of France is", help="prompt text")
-    test.add_argument("--max-tokens", type=int, default=16, metavar="N", help="tokens to generate (default 16)")
-    test.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                      help="how long to wait for the answer (default 120)")
-    test.set_defaults(func=_live("test"))
-
-
-def _live(name: str) -> Any:
-    def handler(args: argparse.Namespace) -> int:
-        return int(getattr(cmd_serve_live, f"run_{name}")(args))
-
-    return handler
+    cmd_serve_live.register(sub_parser)
 
 
 def add_spec_args(parser: argparse.ArgumentParser) -> None:

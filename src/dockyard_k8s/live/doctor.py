@@ -13,34 +13,29 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import parse_quantity, pod_templates, unheld_references
+from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
+from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.crdfields import explain, since, undeclared_fields
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
-from dockyard_k8s.live.netpol import Enforcement
+from dockyard_k8s.live.kueue import kueue_installed, kueue_objects, queued
+from dockyard_k8s.live.netpol import Enforcement, enforcement, list_daemonsets
+from dockyard_k8s.live.operator import check_operator, operator_deployments
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
+from dockyard_k8s.live.rayhead import reads_token
+from dockyard_k8s.live.references import check_references, read_references
 from dockyard_k8s.plain import Record
+from dockyard_k8s.plan import inventory_from_cluster, plan
+from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
+from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
-
-
-class Check(Record):
-    __slots__ = ("name", "ok", "detail", "hint", "fatal")
-
-    def __init__(self, name: str, ok: bool | None, detail: str, hint: str = "", fatal: bool = True) -> None:
-        self.name = name
-        self.ok = ok  # None: could not tell (permission, not applicable)
-        self.detail = detail
-        self.hint = hint
-        self.fatal = fatal  # a failure means the run cannot work
-
-    @property
-    def mark(self) -> str:
-        return "✔" if self.ok else ("!" if self.ok is None else "✖")
 
 
 class Facts(Record):
@@ -128,8 +123,6 @@ def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     for k in down_kinds(objects):
         for verb in ("list", "delete"):
             need(verb, k, False, TOLERATED)
-    from dockyard_k8s.live.rayauth import reads_token
-
     if any(reads_token(o) for o in applied):  # the Ray token Secret: run reads or creates it
         need("get", ("", "secrets"), True, "run, job, dashboard")
         need("patch", ("", "secrets"), True, "run")
@@ -187,8 +180,6 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
                      needed: bool) -> Check:
     """The installed CRDs declare every field the run renders (an older operator's do not:
     its server-side apply fails on them, a plain create drops them)."""
-    from dockyard_k8s.live.crdfields import explain, since, undeclared_fields
-
     if not needed or not crds:
         return Check("KubeRay CRD fields", None, "not checked (CRDs not needed or not readable)", fatal=False)
     lacking: list[str] = []
@@ -226,8 +217,6 @@ def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] |
     if not nodes:
         return Check("placement", False, "the cluster reports no nodes: no pod of the run can be placed",
                      "check the cluster's node pools (`kubectl get nodes`); a managed cluster may be scaled to zero")
-    from dockyard_k8s.plan import inventory_from_cluster, plan
-
     result = plan(objects, inventory_from_cluster(nodes, pods or [], quotas))
     usage = "" if pods is not None else " (running pods unknown: cannot list pods, so nodes look empty)"
     if result.fits:
@@ -369,9 +358,6 @@ def check_cni(found: Enforcement | None, needed: bool) -> Check:
 def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
              token: tuple[str, str, bool] | None = None) -> list[Check]:
     """Every check on what ``gather`` read; ``token``: the Ray token Secret (``references.token_secret_ref``)."""
-    from dockyard_k8s.live.operator import check_operator
-    from dockyard_k8s.live.references import check_references
-
     checks = [check_version(facts.version, facts.unreachable, facts.unreachable_hint)]
     if facts.version is None:
         return checks
@@ -384,11 +370,80 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
     checks += check_references(unheld_references(objects), facts.references, token)
     checks += check_access(facts.access, needed_access(objects))
     checks.append(check_cni(facts.netpol, any(o.get("kind") == "NetworkPolicy" for o in objects)))
-    if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (live/kueue.py)
-        from dockyard_k8s.live.kueue import kueue_checks
-
+    if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (kueue_checks)
         checks += kueue_checks(objects, facts.kueue[1], facts.kueue[0], namespace)
     return checks
+
+
+# --- Kueue (a queued run: LocalQueue -> ClusterQueue, coverage, fit with plan's admission engine) ----
+
+def kueue_checks(objects: list[dict[str, Any]], found: list[dict[str, Any]] | None, installed: bool | None,
+                 namespace: str) -> list[Check]:
+    """doctor's Kueue checks for a queued run: Kueue installed, LocalQueue -> ClusterQueue (active,
+    admitting the namespace), every requested resource covered, and the run fits the quota at all.
+    ``found`` is :func:`~dockyard_k8s.live.kueue.kueue_objects` (None: not allowed to read them)."""
+    jobs = [o for o in objects if o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o)]
+    if not jobs:
+        return []
+    queue = kueue.queue_name(jobs[0])
+    if installed is False:
+        return [Check("Kueue", False, f"the run is queued (LocalQueue {queue}) but the cluster serves no "
+                                      "ClusterQueue: Kueue is not installed",
+                      "install Kueue (its webhook is what suspends and queues the job; without it the job runs "
+                      "unqueued), or remove infra.kueue.queueName")]
+    if installed is None or found is None:
+        return [Check("Kueue", None, "cannot read Kueue's objects (permission)", fatal=False)]
+    checks = [Check("Kueue", True, "installed (ClusterQueue served)")]
+    mine = [w for w in found if w.get("kind") != "Workload" or not any(kueue.owned_by(w, j) for j in jobs)]
+    snap = snapshot_from_objects(mine, "live cluster")
+    lq = snap.local_queues.get((namespace, queue))
+    if lq is None:
+        return [*checks, Check("LocalQueue", False, f"LocalQueue {queue} doesn't exist in namespace {namespace}",
+                               f"kubectl get localqueues -n {namespace}; ask the platform admin for one "
+                               "(`render` with infra.kueue.queueObjects.render prints an example)")]
+    cq_name = str(as_mapping(lq.get("spec")).get("clusterQueue", ""))
+    checks.append(Check("LocalQueue", True, f"{namespace}/{queue} -> ClusterQueue {cq_name}"))
+    cq = snap.queues.get(cq_name)
+    if cq is None:
+        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} doesn't exist",
+                               "ask the platform admin: the LocalQueue points to a ClusterQueue that is not there")]
+    why = inactive_reason(snap, cq)
+    if why:
+        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} is inactive: {why}",
+                               "ask the platform admin to fix the ClusterQueue")]
+    requests, _ = workload_requests(snap, jobs)
+    wanted = sorted({r for wl in requests for ps in wl.pod_sets for r, v in ps.total.items() if v})
+    uncovered = [r for r in wanted if cq.group_of(r) is None]
+    if uncovered:
+        checks.append(Check("ClusterQueue", False, f"{cq_name} covers no {', '.join(uncovered)} (the run requests "
+                                                   f"{', '.join(wanted)}): resource ... unavailable in ClusterQueue",
+                            "ask the admin to add them to a resource group, or drop them from the run"))
+        return checks
+    checks.append(Check("ClusterQueue", True, f"{cq_name}" + (f" (cohort {cq.cohort})" if cq.cohort else "")
+                        + f" covers {', '.join(wanted)}"))
+    checks.append(_fit_check(snap, requests))
+    return checks
+
+
+def _fit_check(snap: Snapshot, requests: list[WorkloadRequest]) -> Check:
+    verdicts = []
+    for wl in requests:
+        verdicts.append(assign(snap, wl))
+        admit(snap, verdicts[-1])
+    worst = next((v for v in verdicts if v.state in ("never", "misconfigured", "inactive")), None)
+    if worst is not None:
+        return Check("Kueue quota", False, f"{worst.workload.ref} can never be admitted ({worst.reason}): "
+                                           f"{worst.message}",
+                     "lower the run's request or ask for more nominal quota (`dockyard-k8s plan --live` shows the "
+                     "quota per flavor)")
+    waiting = next((v for v in verdicts if v.state in ("waiting", "preempt")), None)
+    if waiting is not None:
+        what = "would preempt" if waiting.state == "preempt" else "must wait"
+        return Check("Kueue quota", None, f"{waiting.workload.ref} fits the quota but {what} now "
+                                          f"({waiting.reason}): {waiting.message}", fatal=False)
+    flavors = ", ".join(sorted({f for v in verdicts for ps in v.pod_sets for f in ps.flavors.values()}))
+    borrow = " (borrowing from the cohort)" if any(v.borrowing for v in verdicts) else ""
+    return Check("Kueue quota", True, f"admitted now in flavors {flavors}{borrow}")
 
 
 def verdict(checks: list[Check]) -> str:
@@ -427,9 +482,6 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
         namespace_fact = None
     crd_kind = KINDS["CustomResourceDefinition"]
     crds = _allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
-    from dockyard_k8s.live.operator import operator_deployments
-    from dockyard_k8s.live.references import read_references
-
     operators = None
     if ray_needed:
         operators = _allowed(lambda: operator_deployments(client))
@@ -446,13 +498,9 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
     netpol = None
     if any(o.get("kind") == "NetworkPolicy" for o in objects):
-        from dockyard_k8s.live.netpol import enforcement, list_daemonsets
-
         netpol = enforcement(list_daemonsets(client), nodes, version)
     pods = _allowed(lambda: running_pods(client))
     kueue_facts = None
-    from dockyard_k8s.live.kueue import kueue_installed, kueue_objects, queued
-
     if queued(objects):
         installed = _allowed(lambda: kueue_installed(client))
         kueue_facts = (installed, _allowed(lambda: kueue_objects(client, [namespace])) if installed else None)

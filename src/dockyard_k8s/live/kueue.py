@@ -1,4 +1,4 @@
-"""Kueue on the live cluster: the run's Workload, what it says, and what ``doctor`` checks.
+"""Kueue on the live cluster: the run's Workload, what it says, and the Kueue objects ``doctor`` reads.
 
 * :func:`workload_state` (pure) reads a Workload the way Kueue writes it (v0.19.2
   ``apis/kueue/v1beta2/workload_types.go``): ``Finished``, ``Evicted`` (and ``Preempted``),
@@ -8,8 +8,8 @@
 * :func:`workload_of` finds the run's Workload among a namespace's by ownerReference (Kueue
   names it ``<kind>-<job>-<hash>``, owned by the job);
 * :func:`queue_position` asks Kueue's visibility API for the pending Workload's place;
-* :func:`kueue_objects` / :func:`kueue_checks` are what ``plan --live`` and ``doctor`` read and
-  judge (LocalQueue -> ClusterQueue, covered resources, fit), with ``plan``'s admission engine.
+* :func:`kueue_objects` is what ``plan --live`` and ``doctor`` read (``doctor.kueue_checks`` judges
+  it: LocalQueue -> ClusterQueue, covered resources, fit, with ``plan``'s admission engine).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s import kueue
+from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.live.requests import Request
 from dockyard_k8s.plain import Record
 
 # Cluster-scoped Kueue kinds a snapshot needs, then the namespaced ones.
@@ -161,9 +163,6 @@ def list_workloads(client: KubeClient, namespace: str) -> list[dict[str, Any]]:
 def queue_position(client: KubeClient, namespace: str, local_queue: str, workload: str) -> tuple[int, int] | None:
     """(position in the LocalQueue, in the ClusterQueue) from Kueue's visibility API, or None when the
     API is not served, not allowed, or the Workload is not pending."""
-    from dockyard_k8s.errors import ClusterError
-    from dockyard_k8s.live.requests import Request
-
     path = f"/apis/{VISIBILITY}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads"
     try:
         doc = client.call(Request("GET", path, obj=f"LocalQueue {namespace}/{local_queue} pending workloads"))
@@ -178,8 +177,6 @@ def queue_position(client: KubeClient, namespace: str, local_queue: str, workloa
 
 def queue_counts(client: KubeClient, namespace: str, local_queue: str) -> tuple[int, int] | None:
     """(pending, admitted) Workloads of a LocalQueue, from its status (None when unreadable)."""
-    from dockyard_k8s.errors import ClusterError
-
     try:
         lq = client.get(KINDS["LocalQueue"], namespace, local_queue)
     except ClusterError:
@@ -210,82 +207,3 @@ def kueue_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, A
             out.append({"apiVersion": "v1", "kind": "Namespace", **namespace})
     out += client.list(KINDS["PriorityClass"], None, missing_ok=True)[0]
     return out
-
-
-# --- doctor (pure) ----------------------------------------------------------------------------------
-
-
-def kueue_checks(objects: list[dict[str, Any]], found: list[dict[str, Any]] | None, installed: bool | None,
-                 namespace: str) -> list[Any]:
-    """doctor's Kueue checks for a queued run: Kueue installed, LocalQueue -> ClusterQueue (active,
-    admitting the namespace), every requested resource covered, and the run fits the quota at all.
-    ``found`` is :func:`kueue_objects` (None: not allowed to read them)."""
-    from dockyard_k8s.live.doctor import Check
-    from dockyard_k8s.plan.kueue_assign import inactive_reason, workload_requests
-    from dockyard_k8s.plan.kueue_model import snapshot_from_objects
-
-    jobs = [o for o in objects if o.get("kind") in kueue.INTEGRATED_KINDS and kueue.queue_name(o)]
-    if not jobs:
-        return []
-    queue = kueue.queue_name(jobs[0])
-    if installed is False:
-        return [Check("Kueue", False, f"the run is queued (LocalQueue {queue}) but the cluster serves no "
-                                      "ClusterQueue: Kueue is not installed",
-                      "install Kueue (its webhook is what suspends and queues the job; without it the job runs "
-                      "unqueued), or remove infra.kueue.queueName")]
-    if installed is None or found is None:
-        return [Check("Kueue", None, "cannot read Kueue's objects (permission)", fatal=False)]
-    checks = [Check("Kueue", True, "installed (ClusterQueue served)")]
-    mine = [w for w in found if w.get("kind") != "Workload" or not any(kueue.owned_by(w, j) for j in jobs)]
-    snap = snapshot_from_objects(mine, "live cluster")
-    lq = snap.local_queues.get((namespace, queue))
-    if lq is None:
-        return [*checks, Check("LocalQueue", False, f"LocalQueue {queue} doesn't exist in namespace {namespace}",
-                               f"kubectl get localqueues -n {namespace}; ask the platform admin for one "
-                               "(`render` with infra.kueue.queueObjects.render prints an example)")]
-    cq_name = str(as_mapping(lq.get("spec")).get("clusterQueue", ""))
-    checks.append(Check("LocalQueue", True, f"{namespace}/{queue} -> ClusterQueue {cq_name}"))
-    cq = snap.queues.get(cq_name)
-    if cq is None:
-        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} doesn't exist",
-                               "ask the platform admin: the LocalQueue points to a ClusterQueue that is not there")]
-    why = inactive_reason(snap, cq)
-    if why:
-        return [*checks, Check("ClusterQueue", False, f"ClusterQueue {cq_name} is inactive: {why}",
-                               "ask the platform admin to fix the ClusterQueue")]
-    requests, _ = workload_requests(snap, jobs)
-    wanted = sorted({r for wl in requests for ps in wl.pod_sets for r, v in ps.total.items() if v})
-    uncovered = [r for r in wanted if cq.group_of(r) is None]
-    if uncovered:
-        checks.append(Check("ClusterQueue", False, f"{cq_name} covers no {', '.join(uncovered)} (the run requests "
-                                                   f"{', '.join(wanted)}): resource ... unavailable in ClusterQueue",
-                            "ask the admin to add them to a resource group, or drop them from the run"))
-        return checks
-    checks.append(Check("ClusterQueue", True, f"{cq_name}" + (f" (cohort {cq.cohort})" if cq.cohort else "")
-                        + f" covers {', '.join(wanted)}"))
-    checks.append(_fit_check(snap, requests))
-    return checks
-
-
-def _fit_check(snap: Any, requests: list[Any]) -> Any:
-    from dockyard_k8s.live.doctor import Check
-    from dockyard_k8s.plan.kueue_assign import admit, assign
-
-    verdicts = []
-    for wl in requests:
-        verdicts.append(assign(snap, wl))
-        admit(snap, verdicts[-1])
-    worst = next((v for v in verdicts if v.state in ("never", "misconfigured", "inactive")), None)
-    if worst is not None:
-        return Check("Kueue quota", False, f"{worst.workload.ref} can never be admitted ({worst.reason}): "
-                                           f"{worst.message}",
-                     "lower the run's request or ask for more nominal quota (`dockyard-k8s plan --live` shows the "
-                     "quota per flavor)")
-    waiting = next((v for v in verdicts if v.state in ("waiting", "preempt")), None)
-    if waiting is not None:
-        what = "would preempt" if waiting.state == "preempt" else "must wait"
-        return Check("Kueue quota", None, f"{waiting.workload.ref} fits the quota but {what} now "
-                                          f"({waiting.reason}): {waiting.message}", fatal=False)
-    flavors = ", ".join(sorted({f for v in verdicts for ps in v.pod_sets for f in ps.flavors.values()}))
-    borrow = " (borrowing from the cohort)" if any(v.borrowing for v in verdicts) else ""
-    return Check("Kueue quota", True, f"admitted now in flavors {flavors}{borrow}")

@@ -21,10 +21,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.dashboard import RayTarget, ray_jobs
 from dockyard_k8s.live.kinds import KINDS, kind_of, ref
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
+from dockyard_k8s.live.rayhead import (
+    TERMINAL,
+    RayTarget,
+    head_pod,
+    latest_job,
+    launch_secret,
+    proxy_status,
+    ray_jobs,
+    refused,
+    replacement_id,
+    require_refused,
+    submission_id,
+    unauthenticated,
+)
 from dockyard_k8s.live.record import (
     NO_INVOCATION,
     SUBMITTED_ANNOTATION,
@@ -37,6 +50,7 @@ from dockyard_k8s.live.record import (
     record_name,
     spec_digest,
 )
+from dockyard_k8s.render.rayauth import enabled
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -99,8 +113,6 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     ns, run = bundle.run.namespace, bundle.run.name
     if options.dry_run == "client":
         raise ValueError("a client dry run contacts no cluster: use preview()")
-    from dockyard_k8s.live.rayauth import launch_secret
-
     deleted = deleted_when_finished(client, bundle, options, say=say)
     if deleted is not None:
         return deleted
@@ -242,7 +254,6 @@ def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> 
     exit 1 (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it
     is. When the API server will not proxy (no ``pods/proxy`` right), a note says it was not checked."""
     from dockyard_k8s.errors import ClusterError
-    from dockyard_k8s.live.rayauth import enabled, head_pod, proxy_status, refused, unauthenticated
 
     infra, ns = bundle.run.infra, bundle.run.namespace
     done: list[str] = []  # the pod checked
@@ -322,7 +333,6 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
     """(submission id, command, runtime_env) of the run's Ray job (``entrypoint`` instead of the
     run's own): the same run gives the same id, so a second submission finds the first. The
     attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job."""
-    from dockyard_k8s.live.rayjobs import submission_id
     from dockyard_k8s.render.submission import submission
 
     job = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
@@ -332,9 +342,6 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
 def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *, say: Say = print,
                   write: Callable[[str], None] = _write, note: Say | None = None) -> Outcome:
     """attach mode: nothing GPU-side was applied; the entrypoint goes to the Ray Jobs API."""
-    from dockyard_k8s.live.rayauth import enabled, require_refused
-    from dockyard_k8s.live.rayjobs import TERMINAL, latest_job, replacement_id
-
     run = bundle.run.name
     base, command, runtime_env = run_submission(bundle)
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.live.doctor import Check
+from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.netpol import flag_value
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from dockyard_k8s import kube
 from dockyard_k8s.live.diagnose import Diagnosis, event_finding, fleet_of, object_findings, pod_findings
+from dockyard_k8s.live.kueue import workload_of, workload_state
 from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -433,8 +434,6 @@ class RunView:
 
     def workload(self) -> dict[str, Any] | None:
         """The Kueue Workload of the main object (a queued run), when Kueue made one."""
-        from dockyard_k8s.live.kueue import workload_of
-
         main = self.main()
         return workload_of(self.of_kind("Workload"), main) if main is not None and "Workload" in self.objects \
             else None
@@ -522,8 +521,6 @@ class RunView:
             lines["main"] = f"{main.get('kind')} {(main.get('metadata') or {}).get('name')}: {phase.summary}"
             workload = self.workload()
             if workload is not None:  # Kueue's own words on why it waits (or where it was admitted)
-                from dockyard_k8s.live.kueue import workload_state
-
                 lines["kueue"] = workload_state(workload).summary()
         for row in self.fleets():
             lines[row.fleet] = fleet_line(row)

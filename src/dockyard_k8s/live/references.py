@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref, unheld_references
-from dockyard_k8s.live.doctor import Check
+from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.kinds import KINDS
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from typing import Any
 from dockyard_k8s import plain
 from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.dashboard import RayTarget
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
+from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
 from dockyard_k8s.live.record import (
     GPUS_ANNOTATION,
     MODE_ANNOTATION,
@@ -121,8 +121,6 @@ def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget)
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
     """(RayCluster name, dashboard address) the run's Ray jobs go to: the RayJob's cluster,
     the bringup cluster, or what attach mode names (from the record)."""
-    from dockyard_k8s.live.dashboard import ray_cluster_of
-
     attach = ((ref.record.infra.get("launch") or {}).get("attach") or {}) if ref.record else {}
     return ray_cluster_of(main_object(ref.objects), attach)
 

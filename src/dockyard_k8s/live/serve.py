@@ -22,6 +22,7 @@ from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD
 from dockyard_k8s.live.orchestrate import Outcome
 from dockyard_k8s.live.progress import RunView
+from dockyard_k8s.live.rayhead import read_token
 from dockyard_k8s.plain import Record, clone
 from dockyard_k8s.render.meta import ENDPOINT_LABEL
 
@@ -205,8 +206,6 @@ def api_key(client: KubeClient, cfg: ServeConfig) -> str | None:
     Raises:
         ClusterError: the Secret or its key is missing.
     """
-    from dockyard_k8s.live.rayauth import read_token
-
     keys = cfg.serve["apiKeySecret"]
     if not keys["name"]:
         return None

@@ -17,7 +17,7 @@ port (10001) answer anyone who reaches them. With ``mode: token``:
 The operator only adds ``RAY_AUTH_*`` variables a container does not have yet, so ours are
 never duplicated. The token itself is never rendered (``render``'s output is deterministic and
 ends up in files and git): ``run``/``cluster up`` create the Secret with a random token when it
-is missing and never rewrite it (``live/rayauth.py``); for ``render | kubectl apply``,
+is missing and never rewrite it (``live/rayhead.py``); for ``render | kubectl apply``,
 ``render`` and ``check`` print :func:`create_command`, the generator of the same Secret (its
 name, key and run label), to run once before the first apply (docs/security.md).
 """

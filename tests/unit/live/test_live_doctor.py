@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.doctor import (
-    Check,
     Facts,
     check_access,
     check_capacity,

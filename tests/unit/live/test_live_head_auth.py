@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.rayauth import head_pod, proxy_status, refused, require_refused
+from dockyard_k8s.live.rayhead import head_pod, proxy_status, refused, require_refused
 
 
 def pod(name: str, fleet: str, ready: bool) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
 from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
-from dockyard_k8s.live.rayjobs import prepare_stop, prepare_submit, submission_id
+from dockyard_k8s.live.rayhead import prepare_stop, prepare_submit, submission_id
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -95,8 +95,8 @@ def test_json_rows_show_every_field_in_order() -> None:
     (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
     import datetime as dt
 
+    from dockyard_k8s.live.checks import Check
     from dockyard_k8s.live.diagnose import Diagnosis
-    from dockyard_k8s.live.doctor import Check
     from dockyard_k8s.live.kueue import WorkloadState
     from dockyard_k8s.live.progress import FleetRow
     from dockyard_k8s.live.runs import RunRow

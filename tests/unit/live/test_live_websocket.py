@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from dockyard_k8s.live import websocket
-from dockyard_k8s.live.rayjobs import RayJobsClient
+from dockyard_k8s.live.rayhead import RayJobsClient
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 

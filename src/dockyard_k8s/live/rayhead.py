@@ -1,0 +1,598 @@
+"""Ray head access: where a run's Ray dashboard is, the Ray token, and the Ray Jobs REST client on it.
+
+**Where** (:func:`dashboard_url`, :func:`ray_jobs`: ``job``, ``cluster dashboard``, attach-mode ``run``),
+first match wins: ``--address``, ``launch.attach.address``, a RayCluster named by ``--cluster``, or the
+run's own cluster (``launch.attach.cluster``, the bringup cluster, or the RayJob's
+``status.rayClusterName``), reached through ``kubectl port-forward`` to ``<cluster>-head-svc:8265``.
+
+**The Jobs API** (Ray docs, "Ray Jobs REST API"): ``POST /api/jobs/`` submit, ``GET /api/jobs/``
+list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST /api/jobs/{id}/stop``,
+``DELETE /api/jobs/{id}``. ``prepare_*`` are pure; :class:`RayJobsClient` sends.
+
+**The token** (Ray >= 2.52: ``Authorization: Bearer <token>`` on every request;
+``GET /api/authentication_mode``, public, says whether the head requires it):
+
+* ``run``/``cluster up`` call :func:`launch_secret` before applying anything: the run's
+  Secret (``kuberay.auth.secretName`` or ``<run>-ray-auth``, key ``auth_token``) is created
+  with a random token when it is missing, and never rewritten when it exists (a running
+  cluster keeps its token). A Secret the user named must exist already. ``down`` deletes
+  the launcher's Secret with the run (it carries the run label).
+* ``run`` checks, in every launch mode, that the head refuses a request without the token
+  (``GET /api/jobs/``: 401 or 403): attach mode before submitting (:func:`require_refused`),
+  the other modes once the head pod is Ready, through the API server's pod proxy, which drops
+  the caller's credentials (:func:`proxy_status`). An answer is a run with token auth OFF —
+  an image with Ray < 2.52 ignores ``RAY_AUTH_MODE`` — and ends ``run`` with exit 1.
+* :func:`dashboard_token`: ``$RAY_AUTH_TOKEN`` if set, else the Secret of the run, of the
+  attached cluster or of ``--cluster`` (its ``spec.authOptions``, or the ``RAY_AUTH_TOKEN``
+  reference of its head container); :func:`check_head` asks the head whether it requires a
+  token, so a head without authentication is reported, never silently used.
+
+The token is only ever in a request header (set once on the HTTP client) or the Secret's body:
+never printed, logged or put into an error message.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+
+from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.live import websocket
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
+from dockyard_k8s.live.portforward import port_forward
+from dockyard_k8s.plain import Record
+from dockyard_k8s.render.meta import FLEET_LABEL, labels
+from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
+from dockyard_k8s.render.shapes import head_pod_name
+
+if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle
+    from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.live.client import KubeClient
+
+DASHBOARD_PORT = 8265
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+SECRET = KINDS["Secret"]
+ENV_TOKEN = TOKEN_VAR  # the variable Ray's own CLI reads: an explicit token wins
+ANONYMOUS_PATH = "/api/jobs/"  # the Jobs API's list: what an intruder asks first; needs the token with auth on
+log = logging.getLogger("dockyard_k8s.live")
+
+
+# --- the Ray Jobs REST API ---------------------------------------------------------------------
+
+
+class RayRequest(Record):
+    __slots__ = ("method", "path", "body", "what")
+
+    def __init__(self, method: str, path: str, body: dict[str, Any] | None = None, what: str = "") -> None:
+        self.method = method
+        self.path = path
+        self.body = body
+        self.what = what
+
+
+def submission_id(run: str, entrypoint: str, runtime_env: dict[str, Any] | None) -> str:
+    """Deterministic id: submitting the same run twice finds the first job instead of
+    starting a duplicate (Ray rejects a reused submission_id)."""
+    digest = hashlib.sha256(json.dumps([entrypoint, runtime_env or {}], sort_keys=True).encode()).hexdigest()
+    return f"{run}-{digest[:10]}"
+
+
+def replacement_id(base: str) -> str:
+    """The id of a ``--replace`` submission: the run's id and a fresh suffix."""
+    return f"{base}-{secrets.token_hex(3)}"
+
+
+def latest_job(ray: RayJobsClient, base: str) -> dict[str, Any] | None:
+    """The newest job of a run's submission id: ``base`` itself or a replacement of it."""
+    found = ray.get(base)
+    candidates = [j for j in ray.list() if str(j.get("submission_id") or "").startswith(base + "-")]
+    if found:
+        candidates.append(found)
+    return max(candidates, key=lambda j: j.get("start_time") or 0, default=None)
+
+
+def prepare_submit(entrypoint: str, *, sub_id: str | None = None, runtime_env: dict[str, Any] | None = None,
+                   metadata: dict[str, str] | None = None, entrypoint_num_cpus: float | None = None,
+                   entrypoint_num_gpus: float | None = None) -> RayRequest:
+    body: dict[str, Any] = {"entrypoint": entrypoint}
+    if sub_id:
+        body["submission_id"] = sub_id
+    if runtime_env:
+        body["runtime_env"] = runtime_env
+    if metadata:
+        body["metadata"] = metadata
+    if entrypoint_num_cpus is not None:
+        body["entrypoint_num_cpus"] = entrypoint_num_cpus
+    if entrypoint_num_gpus is not None:
+        body["entrypoint_num_gpus"] = entrypoint_num_gpus
+    return RayRequest("POST", "/api/jobs/", body, "submit job")
+
+
+def prepare_list() -> RayRequest:
+    return RayRequest("GET", "/api/jobs/", None, "list jobs")
+
+
+def prepare_get(job: str) -> RayRequest:
+    return RayRequest("GET", f"/api/jobs/{job}", None, f"job {job}")
+
+
+def prepare_logs(job: str) -> RayRequest:
+    return RayRequest("GET", f"/api/jobs/{job}/logs", None, f"job {job}")
+
+
+def prepare_stop(job: str) -> RayRequest:
+    return RayRequest("POST", f"/api/jobs/{job}/stop", None, f"job {job}")
+
+
+def prepare_delete(job: str) -> RayRequest:
+    return RayRequest("DELETE", f"/api/jobs/{job}", None, f"job {job}")
+
+
+AUTH_HINT = {
+    401: "the head requires a Ray token: pass RECIPE (its Secret) or --cluster NAME, or export RAY_AUTH_TOKEN",
+    403: "the Ray token was refused: the head was started with another one (RAY_AUTH_TOKEN, or the run's Secret "
+         "changed after the cluster started)",
+}
+
+
+class RayJobsClient:
+    def __init__(self, address: str, *, token: str | None = None, transport: httpx2.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep, retries: int = 3) -> None:
+        self.address = address.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx2.Client(base_url=self.address, transport=transport, timeout=httpx2.Timeout(30.0),
+                                  headers=headers)
+        self.sleep = sleep
+        self.retries = retries
+
+    def close(self) -> None:
+        self.http.close()
+
+    def call(self, req: RayRequest, *, missing_ok: bool = False) -> Any:
+        for attempt in range(self.retries + 1):
+            try:
+                resp = self.http.request(req.method, req.path, json=req.body)
+            except httpx2.TransportError as e:
+                if attempt < self.retries:
+                    self.sleep(0.5 * 2 ** attempt)
+                    continue
+                raise ClusterError(f"cannot reach the Ray dashboard at {self.address}: {e}", obj=req.what,
+                                   hint="is the head running? `dockyard-k8s status` / check --address") from e
+            if resp.status_code in (502, 503, 504) and attempt < self.retries:
+                self.sleep(0.5 * 2 ** attempt)
+                continue
+            if resp.status_code == 404 and missing_ok:
+                return None
+            if resp.status_code >= 400:
+                raise ClusterError(f"Ray dashboard answered {resp.status_code}: {resp.text.strip()[:300]}",
+                                   obj=req.what, status=resp.status_code, hint=AUTH_HINT.get(resp.status_code, ""))
+            try:
+                return resp.json()
+            except ValueError as e:
+                raise ClusterError(f"unexpected answer from the Ray dashboard: {resp.text[:200]}",
+                                   obj=req.what) from e
+        raise AssertionError("unreachable")
+
+    def auth_mode(self) -> str | None:
+        """``token`` or ``disabled`` as the head reports it; None when it cannot say (Ray < 2.52)."""
+        found = self.call(RayRequest("GET", "/api/authentication_mode", None, "authentication mode"), missing_ok=True)
+        mode = found.get("authentication_mode") if isinstance(found, dict) else None
+        return str(mode) if mode else None
+
+    def submit(self, entrypoint: str, **kwargs: Any) -> str:
+        return str(self.call(prepare_submit(entrypoint, **kwargs))["submission_id"])
+
+    def list(self) -> list[dict[str, Any]]:
+        return list(self.call(prepare_list()))
+
+    def get(self, job: str) -> dict[str, Any] | None:
+        found = self.call(prepare_get(job), missing_ok=True)
+        return dict(found) if found else None
+
+    def logs(self, job: str) -> str:
+        return str(self.call(prepare_logs(job)).get("logs", ""))
+
+    def stop(self, job: str) -> bool:
+        return bool(self.call(prepare_stop(job)).get("stopped"))
+
+    def delete(self, job: str) -> bool:
+        return bool(self.call(prepare_delete(job)).get("deleted"))
+
+    def wait(self, job: str, *, poll: float = 1.0, timeout: float | None = None,
+             clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+        """Until the job is terminal. The Jobs REST API has no watch: this polls."""
+        start = clock()
+        while True:
+            info = self.get(job) or {}
+            if info.get("status") in TERMINAL:
+                return info
+            if timeout is not None and clock() - start > timeout:
+                return info
+            self.sleep(poll)
+
+    def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:
+        """The job's log as it grows, each part once, until the job ends: the dashboard's
+        ``logs/tail`` WebSocket; where it is not served (a proxy, an old Ray), the whole log
+        polled every ``poll`` seconds and only its new part yielded."""
+        seen = 0
+        try:
+            for text in websocket.messages(f"{self.address}/api/jobs/{job}/logs/tail", headers=self._ws_headers()):
+                seen += len(text)
+                yield text
+            return
+        except (websocket.WebSocketError, OSError) as e:
+            log.debug("job %s: logs/tail unavailable (%s); polling the log", job, e)
+        while True:
+            info = self.get(job) or {}
+            text = self.logs(job)
+            if len(text) > seen:
+                yield text[seen:]
+                seen = len(text)
+            if info.get("status") in TERMINAL:
+                return
+            self.sleep(poll)
+
+    def _ws_headers(self) -> dict[str, str]:
+        """The client's own headers (credentials among them) for the WebSocket handshake."""
+        skip = {"accept", "accept-encoding", "connection", "user-agent", "host", "content-length"}
+        return {k: v for k, v in self.http.headers.items() if k.lower() not in skip}
+
+
+def job_row(info: dict[str, Any]) -> list[str]:
+    return [str(info.get("submission_id") or info.get("job_id") or "-"), str(info.get("status", "-")),
+            str(info.get("entrypoint", ""))[:60], str(info.get("message") or "")[:60]]
+
+
+# --- the Ray token: its Secret, and where a dashboard's token comes from -------------------------
+
+
+def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
+    """The run's token Secret (pure: the token is passed in)."""
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret_name(infra), "namespace": infra["infra"]["namespace"],
+                     "labels": labels(infra, "ray-auth")},
+        "type": "Opaque",
+        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+    }
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def launch_secret(client: KubeClient, infra: InfraSpec, *,
+                  make_token: Callable[[], str] = new_token) -> tuple[dict[str, Any] | None, str | None]:
+    """What ``run`` does about the token Secret: (the Secret to apply with the run, with a random
+    token) when it is missing; (None, its ref) when it exists and stays as it is; (None, None)
+    when the run needs none (auth disabled, attach mode).
+
+    Raises:
+        ClusterError: a Secret named by ``kuberay.auth.secretName`` is missing, or a Secret has no
+            ``auth_token`` key (nothing is applied then).
+    """
+    if not enabled(infra) or infra["launch"]["mode"] == "attach":
+        return None, None
+    ns, name = infra["infra"]["namespace"], secret_name(infra)
+    what = ref("Secret", ns, name)
+    have = client.get(SECRET, ns, name)
+    if have is not None:
+        if TOKEN_KEY not in (have.get("data") or {}):
+            raise ClusterError(f"has no key {TOKEN_KEY!r}, which every Ray container reads its token from",
+                               obj=what, hint=f"delete it and let `run` create it, or: {create_command(ns, name)}")
+        return None, what
+    if infra["kuberay"]["auth"]["secretName"]:
+        raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
+                           f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
+                           hint=create_command(ns, name))
+    return token_secret(infra, make_token()), None
+
+
+def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
+               hint: str = "") -> str:
+    """The token stored in Secret ``namespace/name`` (``what`` names it in errors: the Ray token,
+    or another credential such as an endpoint's API key, with its own ``hint``).
+
+    Raises:
+        ClusterError: the Secret or its key is missing, or the value is not base64.
+    """
+    obj = ref("Secret", namespace, name)
+    secret = client.get(SECRET, namespace, name)
+    if secret is None:
+        raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
+                           hint=hint or f"`dockyard-k8s run` creates it; or {create_command(namespace, name)}")
+    value = (secret.get("data") or {}).get(key)
+    if not value:
+        raise ClusterError(f"has no key {key!r} ({what})", obj=obj, hint=hint or create_command(namespace, name))
+    try:
+        return base64.b64decode(value, validate=True).decode().strip()
+    except (binascii.Error, UnicodeDecodeError) as e:
+        raise ClusterError(f"key {key!r} is not base64-encoded text", obj=obj) from e
+
+
+def reads_token(obj: dict[str, Any]) -> bool:
+    """Whether a rendered object's Ray containers read their token from a Secret (``run`` then
+    reads or creates it: doctor checks those verbs)."""
+    for t in pod_templates(obj):
+        for c in (t.spec.get("containers") or []):
+            for e in (c.get("env") or []) if isinstance(c, dict) else []:
+                if isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e:
+                    return True
+    return False
+
+
+def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
+    """(Secret, key) a RayCluster's Ray containers read their token from, or None (no token auth):
+    ``spec.authOptions`` (KubeRay >= 1.5.1, secretName >= 1.6.0; without secretName the operator's Secret is named
+    after the cluster), else the head container's ``RAY_AUTH_TOKEN`` reference."""
+    spec = rc.get("spec") or {}
+    options = spec.get("authOptions") or {}
+    if options.get("mode") == "token" and not options.get("enableK8sTokenAuth"):
+        return str(options.get("secretName") or (rc.get("metadata") or {}).get("name")), TOKEN_KEY
+    head = (((spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    for e in head[0].get("env") or []:
+        ref_ = ((e.get("valueFrom") or {}).get("secretKeyRef") or {}) if e.get("name") == TOKEN_VAR else {}
+        if ref_.get("name"):
+            return str(ref_["name"]), str(ref_.get("key") or TOKEN_KEY)
+    return None
+
+
+class TokenSource(Record):
+    """Where a dashboard's token comes from: the environment, or a Secret key."""
+
+    __slots__ = ("env", "namespace", "secret", "key")
+
+    def __init__(self, env: bool = False, namespace: str = "", secret: str = "", key: str = TOKEN_KEY) -> None:
+        self.env = env
+        self.namespace = namespace
+        self.secret = secret
+        self.key = key
+
+    def how_to_read(self) -> str:
+        """A command that prints the token (for the web dashboard's login), never the token."""
+        if self.env:
+            return f"it is ${ENV_TOKEN}"
+        return (f"kubectl -n {self.namespace} get secret {self.secret} -o jsonpath='{{.data.{self.key}}}' "
+                "| base64 -d")
+
+
+def _of_cluster(client: KubeClient | None, namespace: str, cluster: str) -> TokenSource | None:
+    rc = client.get(RAYCLUSTER, namespace, cluster) if client is not None else None
+    found = cluster_secret(rc) if rc else None
+    return TokenSource(False, namespace, *found) if found else None
+
+
+def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                 env: Mapping[str, str] | None = None) -> TokenSource | None:
+    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN``; ``--cluster``'s
+    Secret; the run's Secret (attach mode: ``kuberay.auth.secretName``, else the attached
+    RayCluster's); None when nothing says (``--address`` alone, auth disabled)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_TOKEN):
+        return TokenSource(env=True)
+    if target.address and bundle is None:
+        return None
+    if target.cluster:
+        ns = target.namespace or (client.default_namespace if client else "default")
+        return _of_cluster(client, ns, target.cluster)
+    if bundle is None:
+        return None
+    infra = bundle.run.infra
+    ns = infra["infra"]["namespace"]
+    if infra["launch"]["mode"] != "attach":
+        return TokenSource(False, ns, secret_name(infra)) if enabled(infra) else None
+    if infra["kuberay"]["auth"]["secretName"]:
+        return TokenSource(False, ns, infra["kuberay"]["auth"]["secretName"])
+    cluster = infra["launch"]["attach"]["cluster"]
+    return _of_cluster(client, ns, cluster) if cluster else None
+
+
+def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                    env: Mapping[str, str] | None = None) -> str | None:
+    """The token for the target's Ray dashboard, or None when none is known (see :func:`token_source`)."""
+    env = os.environ if env is None else env
+    source = token_source(target, bundle, client, env=env)
+    if source is None:
+        return None
+    if source.env:
+        return env[ENV_TOKEN].strip()
+    if client is None:
+        return None
+    return read_token(client, source.namespace, source.secret, source.key)
+
+
+def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], None] | None = None) -> None:
+    """Ask the head whether it requires a token (``/api/authentication_mode``, public).
+
+    Raises:
+        ClusterError: it requires one and none is known (instead of a 401 on the first call).
+    """
+    mode = ray.auth_mode()
+    if mode == "token" and not token:
+        raise ClusterError(f"the Ray head at {ray.address} requires a token and none was found", obj="Ray dashboard",
+                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {ENV_TOKEN}")
+    if mode != "token" and note is not None:
+        why = "Ray < 2.52 or RAY_AUTH_MODE unset on the head" if mode is None else f"authentication_mode: {mode}"
+        note(f"warning: the Ray head at {ray.address} does not require a token ({why}): whoever reaches its "
+             "dashboard can run code on the cluster")
+
+
+# --- does the head refuse a request without the token? ------------------------------------------
+
+
+def refused(status: int) -> bool:
+    return status in (401, 403)
+
+
+def unauthenticated(where: str, status: int) -> str:
+    """What an answer to a request without the token means."""
+    return (f"{where} answered a request without the token (GET {ANONYMOUS_PATH}: HTTP {status}): Ray token "
+            "authentication is OFF (the image's Ray is older than 2.52, which ignores RAY_AUTH_MODE, or the "
+            "variable did not reach the head), so whoever reaches port 8265 can run code on the cluster")
+
+
+def anonymous_status(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """The HTTP status of ``GET /api/jobs/`` sent to a dashboard without any credential.
+
+    Raises:
+        ClusterError: the dashboard cannot be reached.
+    """
+    try:
+        with httpx2.Client(base_url=address, timeout=30.0, transport=transport) as http:
+            return http.get(ANONYMOUS_PATH).status_code
+    except httpx2.TransportError as e:
+        raise ClusterError(f"cannot reach the Ray dashboard at {address}: {e}", obj="Ray dashboard") from e
+
+
+def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """attach mode, before anything is submitted: the head refuses a request without the token.
+
+    Raises:
+        ClusterError: it answered (token auth is off on the attached cluster).
+    """
+    status = anonymous_status(address, transport=transport)
+    if not refused(status):
+        raise ClusterError(unauthenticated(f"the Ray head at {address}", status) + "; nothing was submitted",
+                           obj="Ray dashboard", hint="give the attached cluster an image with Ray >= 2.52 and "
+                                                     "RAY_AUTH_MODE=token on its pods, or set kuberay.auth.mode: "
+                                                     "disabled to submit to it anyway")
+    return status
+
+
+def head_pod(infra: InfraSpec, pods: Iterable[dict[str, Any]]) -> str | None:
+    """The name of the run's Ready head pod, whose dashboard serves the Jobs API: the pod of fleet
+    ``head`` (KubeRay's head, the job shape's one pod), or trainer pod 0 of the statefulset shape."""
+    named = head_pod_name(infra) if infra["launch"]["mode"] == "statefulset" else None
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if not (meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"):
+            continue
+        if any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or []):
+            return str(meta.get("name"))
+    return None
+
+
+def proxy_status(client: KubeClient, namespace: str, pod: str) -> tuple[int, bool]:
+    """(HTTP status, whether the head answered it) of ``GET /api/jobs/`` sent to the head pod's
+    dashboard through the API server's pod proxy: kube-apiserver drops the caller's credentials
+    once it has authenticated them, so the head sees a request without any token. An answer
+    that is the API server's own (a ``Status``: no right to ``pods/proxy``, the pod not
+    serving yet) says nothing about the head."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}:{DASHBOARD_PORT}/proxy{ANONYMOUS_PATH}"
+    try:
+        resp = client.http.get(path, timeout=30.0)
+    except httpx2.TransportError as e:
+        raise ClusterError(f"cannot reach the API server at {client.server}: {e}", obj=f"Pod {namespace}/{pod}") from e
+    try:
+        doc = json.loads(resp.content) if resp.content else None
+    except ValueError:
+        doc = None
+    own = isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("apiVersion") == "v1"
+    return resp.status_code, not own
+
+
+# --- where a run's Ray dashboard is, and a Jobs client on it ---------------------------------------
+
+
+class RayTarget(Record):
+    """What the user named on the command line (all optional)."""
+
+    __slots__ = ("address", "cluster", "namespace", "context", "kubeconfig")
+
+    def __init__(self, address: str | None = None, cluster: str | None = None, namespace: str | None = None,
+                 context: str | None = None, kubeconfig: str | None = None) -> None:
+        self.address = address  # a dashboard URL: no port-forward
+        self.cluster = cluster  # a RayCluster by name
+        self.namespace = namespace  # the namespace of ``cluster`` (default: the context's)
+        self.context = context  # kubeconfig context and file, for kubectl port-forward
+        self.kubeconfig = kubeconfig
+
+
+def ray_cluster_of(main: dict[str, Any] | None, attach: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(RayCluster, dashboard address) a run's Ray jobs go to, from its main object as the cluster
+    has it: the RayJob's ``status.rayClusterName``, the bringup RayCluster, or what attach mode names."""
+    if main is not None and main.get("kind") == "RayJob":
+        return (main.get("status") or {}).get("rayClusterName"), None
+    if main is not None and main.get("kind") == "RayCluster":
+        return str(main["metadata"]["name"]), None
+    return attach.get("cluster"), attach.get("address")
+
+
+def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
+    """The RayCluster a run's Ray jobs go to: attach.cluster, the bringup cluster, or the RayJob's."""
+    launch = bundle.run.infra["launch"]
+    ns, run = bundle.run.namespace, bundle.run.name
+    if launch["mode"] == "attach":
+        cluster, _ = ray_cluster_of(None, launch["attach"])
+        if cluster:
+            return str(cluster)
+        raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
+    if launch["mode"] == "rayjob" and client is not None:
+        cluster, _ = ray_cluster_of(client.get(RAYJOB, ns, run) or {"kind": "RayJob"}, {})
+        if not cluster:
+            raise ClusterError("the RayJob has no RayCluster (yet)", obj=f"RayJob {ns}/{run}",
+                               hint="`dockyard-k8s status` shows where it is")
+        return str(cluster)
+    return run
+
+
+@contextlib.contextmanager
+def dashboard_url(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+                  on_forward: Callable[[str], None] | None = None) -> Iterator[str]:
+    """A Ray dashboard URL for ``target``; a port-forward, when needed, lives as long as the block.
+    ``on_forward`` hears about the tunnel (the CLI prints it to stderr)."""
+    if target.address:
+        yield target.address
+        return
+    launch = bundle.run.infra["launch"] if bundle is not None else None
+    if launch is not None and launch["mode"] == "attach" and launch["attach"]["address"]:
+        yield str(launch["attach"]["address"])
+        return
+    if target.cluster:
+        cluster = target.cluster
+        ns = target.namespace or (client.default_namespace if client else "default")
+    elif bundle is not None:
+        cluster = ray_cluster_name(client, bundle)
+        ns = bundle.run.namespace
+    else:
+        raise UsageError("say which Ray cluster: RECIPE, --cluster NAME or --address URL")
+    service = f"svc/{cluster}-head-svc"
+    if client is not None and client.get(KINDS["Service"], ns, f"{cluster}-head-svc") is None:
+        # asked first through the launcher's client: an unreachable API server or a wrong name is
+        # said plainly, not through kubectl's retries and memcache.go lines
+        raise ClusterError(f"no Service {cluster}-head-svc in namespace {ns}: no RayCluster {cluster} there, or "
+                           "KubeRay has not made its head Service yet", obj=f"RayCluster {ns}/{cluster}",
+                           hint=f"`dockyard-k8s cluster list -n {ns}` lists the RayClusters")
+    with port_forward(ns, service, DASHBOARD_PORT, context=target.context, kubeconfig=target.kubeconfig,
+                      checked=client is not None) as url:
+        if on_forward:
+            on_forward(f"port-forward: {url} -> {ns}/{service}:{DASHBOARD_PORT}")
+        yield url
+
+
+@contextlib.contextmanager
+def ray_jobs(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
+             on_forward: Callable[[str], None] | None = None) -> Iterator[RayJobsClient]:
+    """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block.
+    It carries the Ray token (:func:`dashboard_token`); ``on_forward`` also hears a head that asks for none."""
+    token = dashboard_token(target, bundle, client)
+    with dashboard_url(target, bundle, client, on_forward=on_forward) as url:
+        ray = RayJobsClient(url, token=token)
+        try:
+            check_head(ray, token, note=on_forward)
+            yield ray
+        finally:
+            ray.close()
