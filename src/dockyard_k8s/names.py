@@ -24,6 +24,8 @@ DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"
 DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"  # a label key's name part, a label value
+# A non-empty label value with its 63-character bound in the regex: for JSON-Schema patterns editors read.
+BOUNDED_LABEL_VALUE_FMT = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 ENV_VAR_NAME_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"
 DNS1123_LABEL_MAX = 63
@@ -38,17 +40,13 @@ match_dns1035_label = re.compile(DNS1035_LABEL_FMT).fullmatch
 match_qualified_name = re.compile(QUALIFIED_NAME_FMT).fullmatch
 match_env_var_name = re.compile(ENV_VAR_NAME_FMT).fullmatch
 _CONFIG_KEY = re.compile(CONFIG_KEY_FMT).fullmatch
-_DNS1123_LABEL = match_dns1123_label
-_DNS1123_SUBDOMAIN = match_dns1123_subdomain
-_DNS1035_LABEL = match_dns1035_label
-_QUALIFIED_PART = match_qualified_name
 
 # Name formats: (maximum length, grammar, how to say it).
 NAME_FORMATS = {
-    "dns1035": (DNS1123_LABEL_MAX, _DNS1035_LABEL,
+    "dns1035": (DNS1123_LABEL_MAX, match_dns1035_label,
                 "a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"),
-    "dns1123label": (DNS1123_LABEL_MAX, _DNS1123_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')"),
-    "dns1123subdomain": (DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN,
+    "dns1123label": (DNS1123_LABEL_MAX, match_dns1123_label, "a DNS-1123 label (lowercase letters, digits, '-')"),
+    "dns1123subdomain": (DNS1123_SUBDOMAIN_MAX, match_dns1123_subdomain,
                          "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')"),
 }
 # Object names whose format differs from the default (DNS-1123 subdomain), by kind.
@@ -68,17 +66,17 @@ def remember(memo: dict[Any, Any], key: Any, value: Any = True) -> None:
 
 def is_dns1123_label(text: str) -> bool:
     """``IsDNS1123Label``: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
-    return len(text) <= DNS1123_LABEL_MAX and _DNS1123_LABEL(text) is not None
+    return len(text) <= DNS1123_LABEL_MAX and match_dns1123_label(text) is not None
 
 
 def is_dns1123_subdomain(text: str) -> bool:
     """``IsDNS1123Subdomain``: dot-separated DNS-1123 labels, at most 253 characters."""
-    return len(text) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN(text) is not None
+    return len(text) <= DNS1123_SUBDOMAIN_MAX and match_dns1123_subdomain(text) is not None
 
 
 def is_dns1035_label(text: str) -> bool:
     """``IsDNS1035Label``: ``[a-z]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
-    return len(text) <= DNS1123_LABEL_MAX and _DNS1035_LABEL(text) is not None
+    return len(text) <= DNS1123_LABEL_MAX and match_dns1035_label(text) is not None
 
 
 def is_qualified_name(text: str) -> bool:
@@ -137,7 +135,7 @@ def qualified_name_problem(key: str) -> str | None:
         why = f"key {show(key)}: the prefix before '/' is empty"
     elif prefix and not is_dns1123_subdomain(prefix):
         why = f"key {show(key)}: prefix {show(prefix)} is not a DNS-1123 subdomain"
-    elif not name or len(name) > QUALIFIED_NAME_MAX or _QUALIFIED_PART(name) is None:
+    elif not name or len(name) > QUALIFIED_NAME_MAX or match_qualified_name(name) is None:
         why = (f"key {show(key)} is not a qualified name (at most 63 letters, digits, '-', '_', '.', "
                "starting and ending with a letter or digit, optionally prefixed by a DNS subdomain and '/')")
     remember(_KEY_VERDICT, key, why)
@@ -148,7 +146,7 @@ def label_value_problem(value: str) -> str | None:
     """Why a label value is not valid, or None (the empty value is valid)."""
     if not value or value in _VALUE_OK:
         return None
-    if len(value) > QUALIFIED_NAME_MAX or _QUALIFIED_PART(value) is None:
+    if len(value) > QUALIFIED_NAME_MAX or match_qualified_name(value) is None:
         return (f"label value {show(value)} is not valid (at most 63 letters, digits, "
                 "'-', '_', '.', starting and ending with a letter or digit)")
     remember(_VALUE_OK, value)
@@ -159,7 +157,7 @@ def port_name_problem(name: str) -> str | None:
     """Why a port name is not an IANA service name (``IsValidPortName``), or None."""
     if name in _PORT_NAME_OK:
         return None
-    if not (0 < len(name) <= 15 and _DNS1123_LABEL(name) is not None and "--" not in name
+    if not (0 < len(name) <= 15 and match_dns1123_label(name) is not None and "--" not in name
             and any(c.isalpha() for c in name)):
         return (f"port name {show(name)} is not an IANA service name (at most 15 lowercase letters, digits "
                 "and '-', with at least one letter)")
@@ -173,6 +171,7 @@ def show_labels(labels: dict[str, Any]) -> str:
 
 
 __all__ = [
+    "BOUNDED_LABEL_VALUE_FMT",
     "CONFIG_KEY_FMT",
     "CONFIG_KEY_MAX",
     "DNS1035_LABEL_FMT",
