@@ -21,6 +21,7 @@ Layout, inputs first (each package's docstring lists its modules)::
     kueue.py         Kueue's names and its view of a job
     credentials.py   what is a credential (names, token shapes): refused by value, redacted, linted
     suggest.py       the one "did you mean" of every near-miss name (one cutoff)
+    names.py         the one home of Kubernetes name grammars: DNS labels, subdomains, label keys and values
     yamlfile.py      YAML in and out, the only module that reads or writes it: marks, one dump
     config/          recipe + infra files and flags -> one resolved RunConfig
     render/          pure renderers: RunConfig -> objects, in apply order

@@ -1,6 +1,8 @@
 """Pure helpers about Kubernetes objects that validate, lint and plan all need.
 
-* :func:`parse_quantity` — apimachinery ``resource.Quantity`` grammar, exact (Fraction).
+* :func:`parse_quantity` — apimachinery ``resource.Quantity`` grammar, exact (Fraction);
+  :func:`format_quantity` its canonical text (``Quantity.String()``): the one parse and the one
+  format of quantities.
 * :func:`pod_templates` — every pod template inside a workload object, with its path and
   replica count (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod,
   RayJob, RayCluster, MPIJob).
@@ -77,6 +79,33 @@ def _parse_text(value: str) -> Fraction | None:
     if m.group("exp") is not None:
         return number * Fraction(10) ** int(m.group("exp"))
     return number * _DECIMAL[m.group("dec") or ""]
+
+
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def format_quantity(value: Fraction | int, binary: bool = False) -> str:
+    """The canonical text of an amount, as apimachinery's ``Quantity.String()`` writes it.
+
+    ``binary`` (BinarySI: memory, storage): the largest power of 1024 that divides it exactly
+    (``64Gi``, ``1536Mi``); below 1024 or not an integer, the decimal form. Decimal (DecimalSI: cpu,
+    devices): the largest power of 1000 that leaves an integer (``500m``, ``8``, ``1k``, ``1G``). Finer
+    than a nano is rounded up, as the API server does."""
+    q = Fraction(value)
+    sign, q = ("-", -q) if q < 0 else ("", q)
+    if binary and q >= 1024 and q.denominator == 1:
+        n, exp = q.numerator, 0
+        while n % 1024 == 0 and exp < len(_BINARY_SUFFIXES) - 1:
+            n, exp = n // 1024, exp + 1
+        return f"{sign}{n}{_BINARY_SUFFIXES[exp]}"
+    nanos = -(-q.numerator * 10**9 // q.denominator)  # rounded up to a nano
+    if nanos == 0:
+        return "0"
+    exp = -9
+    while nanos % 1000 == 0 and exp < 18:
+        nanos, exp = nanos // 1000, exp + 3
+    return f"{sign}{nanos}{_DECIMAL_SUFFIXES[exp]}"
 
 
 @dataclass(frozen=True, slots=True)

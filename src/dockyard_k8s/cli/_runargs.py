@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.names import is_dns1123_label
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
@@ -38,8 +38,6 @@ RUN_NAME_HELP = """\
 RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lists them), found by
   its label in -n NS (default: the context's namespace); no launch files needed
 """
-# A DNS-1123 label: what a run name is (launch.name); a recipe is a file.
-_RUN_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False) -> None:
@@ -91,7 +89,7 @@ def run_name_arg(args: argparse.Namespace) -> str | None:
     value = getattr(args, "recipe", None)
     if not value or os.path.isfile(value) or value.endswith((".yaml", ".yml", ".json")) or "/" in value:
         return None
-    if not _RUN_NAME.fullmatch(value):
+    if not is_dns1123_label(value):  # a run name (launch.name, a DNS-1035 label) is one; a recipe is a file
         raise UsageError(f"{value!r} is neither a recipe file (no such file) nor a run name (lower-case letters, "
                          "digits and '-': `dockyard-k8s runs` lists the runs)")
     layers = [flag for flag, given in (("--infra", getattr(args, "infra", None)), ("--set", getattr(args, "sets", [])),

@@ -7,6 +7,7 @@ schema`` prints it for editors, and ``docs/infra-spec.md`` is generated from it.
 
 from __future__ import annotations
 
+from dockyard_k8s import names
 from dockyard_k8s.config.network import INTERNAL_CIDRS
 from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_NODE_LABELS, PLATFORMS
 from dockyard_k8s.config.schema import (
@@ -42,8 +43,7 @@ _NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).",
 _GPU_NODE_LABELS = {**string_map("Labels that mark a GPU node (label: value): a value excludes nodes whose label "
                                  "has it (NotIn), \"*\" nodes that carry the label at all (DoesNotExist). null "
                                  "removes one.",
-                                 values={"type": "string", "pattern": r"^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}"
-                                                                      r"[A-Za-z0-9])?)$"},
+                                 values={"type": "string", "pattern": rf"^(\*|{names.BOUNDED_LABEL_VALUE_FMT})$"},
                                  keys="label-key"),
                     "default": dict(GPU_NODE_LABELS)}
 

@@ -244,14 +244,6 @@ def _merge(base: Any, over: Any) -> Any:
     return over
 
 
-# --- quantities (for cross-field rules) ---------------------------------------------------
-
-def quantity_value(value: Any) -> float | None:
-    """``64Gi`` -> bytes as a float; None when it is not a quantity."""
-    q = parse_quantity(value)
-    return None if q is None else float(q)
-
-
 # --- images --------------------------------------------------------------------------------
 
 
@@ -312,10 +304,10 @@ def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
                                                f"{platform!r}); set infra.platform: eks or remove instanceType"))
     gpu_fleets = [r for r in GPU_FLEETS if kr[r]["replicas"] > 0 and kr[r]["gpus"] > 0]
     if platform == "eks":
-        floor = quantity_value(EKS_MIN_SHM) or 0
+        floor = parse_quantity(EKS_MIN_SHM) or 0
         for role in gpu_fleets:
             shm = kr[role]["shmSize"]
-            size = quantity_value(shm) if shm is not None else 0
+            size = parse_quantity(shm) if shm is not None else 0
             if kr[role]["gpus"] > 1 and (size is None or size < floor):
                 out.append((("kuberay", role, "shmSize"),
                             f"got {shm!r}, expected at least {EKS_MIN_SHM}: multi-GPU pods on eks need a large "

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from dockyard_k8s import names
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 from dockyard_k8s.suggest import did_you_mean
 
@@ -33,9 +34,10 @@ NO_DEFAULT = _NO_DEFAULT  # what defaults_of gives for a key without a default
 # Kubernetes quantity grammar (apimachinery resource.Quantity).
 QUANTITY = (r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
             r"(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
-DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DNS1035_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# The name grammars as JSON-Schema patterns (apimachinery's text, see dockyard_k8s.names).
+DNS1123_LABEL = f"^{names.DNS1123_LABEL_FMT}$"
+DNS1035_LABEL = f"^{names.DNS1035_LABEL_FMT}$"
+DNS1123_SUBDOMAIN = f"^{names.DNS1123_SUBDOMAIN_FMT}$"
 # A model hub repository id: ``name`` or ``org/name`` (Hugging Face's repo id characters).
 HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"
 # all_reduce_perf's -b/-e sizes: a count of bytes with an optional K, M or G.
@@ -44,9 +46,6 @@ NCCL_SIZE = r"^[0-9]+[KMG]?$"
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
-_DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN)
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def _is_cidr(value: str) -> bool:
@@ -57,33 +56,18 @@ def _is_cidr(value: str) -> bool:
     return True
 
 
-def is_dns_subdomain(value: str) -> bool:
-    """A DNS-1123 subdomain: most object names (Secrets, PriorityClasses, label key prefixes)."""
-    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
-
-
-def is_label_key(value: str) -> bool:
-    """A label / annotation key: ``[prefix/]name``, prefix a DNS subdomain, name <= 63 characters."""
-    prefix, _, name = value.rpartition("/")
-    return (not prefix or is_dns_subdomain(prefix)) and len(name) <= 63 and bool(_LABEL_NAME.match(name))
-
-
-def is_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and bool(_LABEL_NAME.match(value)))
-
-
 # x-format name -> (check, what is expected)
 FORMATS: dict[str, tuple[Callable[[str], bool], str]] = {
     "cidr": (_is_cidr, "a CIDR block like 10.0.0.0/8 (host bits zero)"),
-    "dns-subdomain": (is_dns_subdomain, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most "
-                                        "253 characters)"),
-    "label-key": (is_label_key, "a label key: [prefix/]name, the name at most 63 letters, digits, '-', '_' or "
-                                "'.' between letters or digits, the prefix a DNS subdomain"),
-    "label-value": (is_label_value, "a label value: at most 63 letters, digits, '-', '_' or '.', starting and "
-                                    "ending with a letter or digit (or empty)"),
-    "env-name": (lambda v: bool(_ENV_NAME.match(v)), "an environment variable name: letters, digits, '_', '-' "
-                                                     "or '.', not starting with a digit"),
-    "resource-name": (is_label_key, "a resource name like vpc.amazonaws.com/efa ([prefix/]name)"),
+    "dns-subdomain": (names.is_dns1123_subdomain, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+                                                  "at most 253 characters)"),
+    "label-key": (names.is_qualified_name, "a label key: [prefix/]name, the name at most 63 letters, digits, '-', "
+                                           "'_' or '.' between letters or digits, the prefix a DNS subdomain"),
+    "label-value": (names.is_label_value, "a label value: at most 63 letters, digits, '-', '_' or '.', starting and "
+                                          "ending with a letter or digit (or empty)"),
+    "env-name": (names.is_env_var_name, "an environment variable name: letters, digits, '_', '-' or '.', not "
+                                        "starting with a digit"),
+    "resource-name": (names.is_qualified_name, "a resource name like vpc.amazonaws.com/efa ([prefix/]name)"),
     "absolute-path": (lambda v: v.startswith("/") and ":" not in v, "an absolute path like /data (no ':')"),
     "http-url": (lambda v: bool(re.fullmatch(r"https?://[^\s/:]+(:[0-9]{1,5})?(/\S*)?", v)),
                  "an http(s) URL like http://ray-head.team.svc:8265"),

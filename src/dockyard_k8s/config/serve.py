@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dockyard_k8s.config.loader import InfraDoc, Setting, load_infra_doc, run_name_from
-from dockyard_k8s.config.platforms import image_pin_problem, quantity_value
+from dockyard_k8s.config.platforms import image_pin_problem
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
 from dockyard_k8s.credentials import secret_by_value
 from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.kube import format_quantity, parse_quantity
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, Serve
@@ -158,19 +159,14 @@ def fill_derived(infra: InfraSpec, spec_file: str) -> None:
     if s["engine"]["tensorParallelSize"] is None:
         s["engine"]["tensorParallelSize"] = max(int(s["gpus"]), 1)
     if s["shmSize"] is None:
-        per_gpu = quantity_value(infra["lint"]["shmPerGpu"]) or 8 * 2**30
-        s["shmSize"] = _gib(per_gpu * s["gpus"]) if s["gpus"] else "1Gi"
+        per_gpu = parse_quantity(infra["lint"]["shmPerGpu"]) or 8 * 2**30
+        s["shmSize"] = format_quantity(per_gpu * s["gpus"], binary=True) if s["gpus"] else "1Gi"
     auto = s["autoscaling"]
     if auto["metric"] is None:
         auto["metric"] = backend.metric
     if auto["query"] is None:
         ns = infra["infra"]["namespace"]
         auto["query"] = f'sum({auto["metric"]}{{namespace="{ns}",model_name="{model["servedName"]}"}})'
-
-
-def _gib(size: float) -> str:
-    gib = size / 2**30
-    return f"{int(gib)}Gi" if gib == int(gib) else f"{int(size / 2**20)}Mi"
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -380,7 +376,7 @@ def serve_problems(infra: InfraSpec, *,
                                        "(it names the Service and is a label value)"))
     for request, limit, low, high in (("memory", "memoryLimit", s["memory"], s["memoryLimit"]),
                                       ("cpu", "cpuLimit", s["cpu"], s["cpuLimit"])):
-        below = high is not None and (quantity_value(high) or 0) < (quantity_value(low) or 0)
+        below = high is not None and (parse_quantity(high) or 0) < (parse_quantity(low) or 0)
         if below:
             at = ("serve", limit) if written(("serve", limit)) else ("serve", request)
             out.append((at, f"serve.{limit} {high} is below the request serve.{request} {low} (the API server "

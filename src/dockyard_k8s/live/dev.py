@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.names import is_config_key  # a Secret data key, as the API server checks it
 from dockyard_k8s.render.meta import MANAGED_BY
 
 DEV_NAME = "dockyard-dev"
@@ -70,10 +71,6 @@ def decode_secret_data(secret: dict[str, Any] | None) -> dict[str, str]:
     return {k: base64.b64decode(v).decode(errors="replace") for k, v in (secret.get("data") or {}).items()}
 
 
-def _valid_key(key: str) -> bool:
-    return bool(key) and all(c.isalnum() or c in "-._" for c in key)
-
-
 def parse_dotenv(text: str, source: str) -> dict[str, str]:
     out = {}
     for number, raw in enumerate(text.splitlines(), 1):
@@ -83,7 +80,7 @@ def parse_dotenv(text: str, source: str) -> dict[str, str]:
         if line.startswith("export "):
             line = line[len("export "):]
         key, sep, value = line.partition("=")
-        if not sep or not _valid_key(key.strip()):
+        if not sep or not is_config_key(key.strip()):
             raise UsageError(f"{source}:{number}: expected KEY=VALUE")  # no value echoed
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -98,7 +95,7 @@ def parse_secret_args(pairs: Iterable[str], files: Iterable[str], *,
     out: dict[str, str] = {}
     for spec in files:
         key, sep, path = spec.partition("=")
-        if sep and _valid_key(key) and os.path.exists(path):
+        if sep and is_config_key(key) and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 out[key] = f.read()
             continue
@@ -109,7 +106,7 @@ def parse_secret_args(pairs: Iterable[str], files: Iterable[str], *,
             raise UsageError(f"--from-file {spec}: cannot read: {e.strerror}") from e
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not _valid_key(key):
+        if not is_config_key(key):
             raise UsageError(f"secret key {key!r}: expected letters, digits, '-', '_' or '.'")
         out[key] = value if sep else prompt(f"{key}: ")
     if not out:

@@ -23,31 +23,25 @@ from admitted Workloads, else the ClusterQueues' ``status.flavorsReservation``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.kube import as_mapping
+from dockyard_k8s.kube import as_mapping, format_quantity
 from dockyard_k8s.plan.units import parse_units
 
 FR = tuple[str, str]  # (flavor, resource)
 KUEUE_GROUP = "kueue.x-k8s.io"
-_BINARY = ((2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki"))
-_DECIMAL = ((10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
 
 
 def kueue_amount(resource: str, amount: int) -> str:
-    """An amount as Kueue prints it (its ResourceFormatter): cpu from millicores (``16``, ``500m``),
-    memory and ephemeral-storage in binary units when exact (``64Gi``), the rest as integers."""
+    """An amount as Kueue prints it (``resources.ResourceQuantity``, then apimachinery's canonical
+    text): cpu from millicores, DecimalSI (``16``, ``500m``); memory, ephemeral-storage and
+    hugepages BinarySI (``64Gi``); the rest DecimalSI."""
     if resource == "cpu":
-        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        for size, suffix in _BINARY:
-            if amount and amount % size == 0:
-                return f"{amount // size}{suffix}"
-        for size, suffix in _DECIMAL:
-            if amount and amount % size == 0:
-                return f"{amount // size}{suffix}"
-    return str(amount)
+        return format_quantity(Fraction(amount, 1000))
+    return format_quantity(amount, binary=resource in ("memory", "ephemeral-storage")
+                           or resource.startswith("hugepages-"))
 
 
 @dataclass

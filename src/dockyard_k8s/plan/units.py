@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import format_quantity, parse_quantity
 
 BYTES = ("memory", "ephemeral-storage", "storage")
-_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 def to_units(resource: str, q: Fraction) -> int:
@@ -27,11 +26,8 @@ def parse_units(resource: str, value: object) -> int | None:
 
 
 def format_amount(resource: str, amount: int) -> str:
-    """Canonical text of an amount: ``90``, ``500m``, ``1000Gi``, ``8``."""
+    """Canonical text of an amount in scheduler units (:func:`.kube.format_quantity`): ``90``,
+    ``500m``, ``1000Gi``, ``8``; bytes in binary units."""
     if resource == "cpu" or resource.endswith(".cpu"):
-        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
-    if resource.split(".")[-1] in BYTES or resource in BYTES:
-        for suffix, size in _BINARY:
-            if amount and amount % size == 0:
-                return f"{amount // size}{suffix}"
-    return str(amount)
+        return format_quantity(Fraction(amount, 1000))
+    return format_quantity(amount, binary=resource.split(".")[-1] in BYTES or resource in BYTES)

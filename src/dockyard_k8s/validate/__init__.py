@@ -13,7 +13,6 @@
                   the generated code imports instead of fastjsonschema)
     collect.py    every schema problem of an object that failed, with its JSON path
     semantic.py   what the API server rejects that schemas cannot say, object by object
-    names.py      name grammars: DNS labels and subdomains, qualified names, label values
     cross.py      rules across objects: a Service must select pods of the input
     kuberay.py    what the KubeRay operator rejects at reconcile time
     kueue.py      what Kueue's admission webhook refuses on a queued job

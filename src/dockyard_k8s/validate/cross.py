@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_mapping, pod_templates, selector_matches
+from dockyard_k8s.names import show_labels
 from dockyard_k8s.plain import show
-from dockyard_k8s.validate.names import show_labels
 from dockyard_k8s.validate.problem import JsonPath
 
 # What the cross-object rules need of one object:

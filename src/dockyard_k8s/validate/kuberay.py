@@ -11,10 +11,10 @@ Works on any RayJob / RayCluster object (ours or a user's manifest) and returns 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
+from dockyard_k8s.names import match_dns1035_label
 from dockyard_k8s.plain import Path
 from dockyard_k8s.yamlfile import YamlError, load_data
 
@@ -22,7 +22,6 @@ MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster 
 MAX_RAYCLUSTER_NAME = 53
 SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 REMOVED_LABELS = {"ray.io/scheduler-name": "removed in KubeRay v1.6; the batch scheduler is chosen operator-wide"}
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 
 
@@ -39,7 +38,7 @@ def kuberay_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = 
     if len(name) > limit:
         out.append((("metadata", "name"), f"{kind} name {name!r} has {len(name)} characters, "
                                           f"KubeRay allows at most {limit}"))
-    if name and not _DNS1035.match(name):
+    if name and match_dns1035_label(name) is None:
         out.append((("metadata", "name"), f"{kind} name {name!r} is not a DNS-1035 label "
                                           "(lowercase letters, digits, '-', starting with a letter)"))
     _removed_labels(obj, pod_templates(obj) if templates is None else templates, out)

@@ -13,20 +13,23 @@ pairs; an object without the queue-name label costs one dict lookup.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.kube import as_mapping, parse_quantity
+from dockyard_k8s.names import (
+    DNS1123_SUBDOMAIN_FMT,
+    QUALIFIED_NAME_FMT,
+    QUALIFIED_NAME_MAX,
+    is_dns1123_subdomain,
+    match_qualified_name,
+)
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.validate.names import is_dns1123_subdomain
 
-_NAME_PART = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?").fullmatch
 # apimachinery IsDNS1123Subdomain's message, as Kueue returns it for a bad queue name.
 DNS1123_SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                              "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-                             "'example.com', regex used for validation is "
-                             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+                             f"'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')")
 ELASTIC_MESSAGE = ("a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the "
                    "ElasticJobsViaWorkloadSlices feature gate and set the \"kueue.x-k8s.io/elastic-job\": \"true\" "
                    "annotation")
@@ -44,7 +47,7 @@ def kueue_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
         return []
     out: list[tuple[Path, str]] = []
     at_label: Path = ("metadata", "labels", kueue.QUEUE_LABEL)
-    if not isinstance(queue, str) or len(queue) > 253 or not is_dns1123_subdomain(queue):
+    if not isinstance(queue, str) or not is_dns1123_subdomain(queue):
         out.append((at_label, f"Invalid value: {queue!r}: {DNS1123_SUBDOMAIN_MESSAGE}"))
     kind, spec = obj.get("kind"), as_mapping(obj.get("spec"))
     elastic = as_mapping(as_mapping(obj.get("metadata")).get("annotations")).get(kueue.ELASTIC_JOB_ANNOTATION) == "true"
@@ -103,13 +106,15 @@ def _raycluster_spec(spec: dict[str, Any], at: Path, elastic: bool, out: list[tu
 
 def _label_name_problem(value: str) -> str | None:
     """apimachinery ValidateLabelName, in short: a qualified name (optional DNS prefix + '/')."""
-    prefix, _, name = value.rpartition("/")
-    if prefix and (len(prefix) > 253 or not is_dns1123_subdomain(prefix)):
+    prefix, slash, name = value.rpartition("/")
+    if slash and not prefix:
+        return "prefix part must be non-empty"
+    if prefix and not is_dns1123_subdomain(prefix):
         return f"prefix part {DNS1123_SUBDOMAIN_MESSAGE}"
-    if not name or len(name) > 63 or _NAME_PART(name) is None:
+    if not name or len(name) > QUALIFIED_NAME_MAX or match_qualified_name(name) is None:
         return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
                 "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+                f"validation is '{QUALIFIED_NAME_FMT}')")
     return None
 
 

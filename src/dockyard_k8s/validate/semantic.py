@@ -15,15 +15,14 @@ to one list; a new rule goes next to the field it checks, with its source.
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
-from dockyard_k8s.plain import show
-from dockyard_k8s.validate.names import (
+from dockyard_k8s.names import (
     NAME_FORMAT,
     check_name,
     is_config_key,
+    is_env_var_name,
     is_percent,
     label_value_problem,
     port_name_problem,
@@ -31,6 +30,7 @@ from dockyard_k8s.validate.names import (
     remember,
     show_labels,
 )
+from dockyard_k8s.plain import show
 from dockyard_k8s.validate.problem import JsonPath
 
 Found = list[tuple[JsonPath, str]]
@@ -71,8 +71,6 @@ _PROBE_INT32 = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "succe
 _SECURITY_INT64 = ("runAsUser", "runAsGroup", "fsGroup")
 _RAYJOB_INT32 = ("backoffLimit", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "preRunningDeadlineSeconds")
 _RAY_GROUP_INT32 = ("replicas", "minReplicas", "maxReplicas", "numOfHosts")
-# pkg/apis/core/validation: an env var name is a C identifier extended with '-' and '.'.
-_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _ENV_NAME_OK: dict[str, bool] = {}
 
 
@@ -235,7 +233,7 @@ def _env_names(out: Found, env: Any, at: JsonPath) -> None:
         name = _dict(item).get("name")
         if name.__class__ is not str or name in _ENV_NAME_OK:
             continue
-        if _ENV_NAME.fullmatch(name):
+        if is_env_var_name(name):
             remember(_ENV_NAME_OK, name)
         else:
             out.append(((*at, i, "name"), f"env name {show(name)} is not valid (letters, digits, '_', '-' and '.', "

@@ -187,7 +187,7 @@ def test_single_node_model_cache_claim_is_local_path_rwo(bundle_of: BundleOf) ->
 
 @pytest.mark.parametrize("mode", SHAPES)
 def test_single_node_sizing_fits_one_24gb_gpu_and_32gb_host(bundle_of: BundleOf, mode: str) -> None:
-    from dockyard_k8s.config.platforms import quantity_value
+    from dockyard_k8s.kube import parse_quantity
 
     objects = bundle_of(with_mode(KIND, mode)).objects
     gpus = memory = 0.0
@@ -196,7 +196,7 @@ def test_single_node_sizing_fits_one_24gb_gpu_and_32gb_host(bundle_of: BundleOf,
             limits = (c.get("resources") or {}).get("limits", {})
             gpus += float(limits.get(GPU, 0)) * replicas
             if fleet != "submitter":  # KubeRay's submitter only runs `ray job submit`, next to the gang
-                memory += (quantity_value(limits.get("memory", 0)) or 0) * replicas
+                memory += (parse_quantity(limits.get("memory", 0)) or 0) * replicas
     assert gpus == 1
     assert memory <= 29 * 2**30  # the single-node text: ~2-3 GB of a 32 GB host go to the control plane
 

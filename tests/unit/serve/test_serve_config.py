@@ -58,6 +58,14 @@ def test_shm_and_tensor_parallelism_follow_the_gpus(tmp_path: Path) -> None:
     assert load(tmp_path, {"gpus": 0}).serve["shmSize"] == "1Gi"
 
 
+def test_serve_derived_shm_is_exact(tmp_path: Path) -> None:
+    """serve.shmSize from lint.shmPerGpu x gpus was cut down to whole MiB ("1.5G" -> 1430Mi, less
+    than asked); it is now the exact amount."""
+    s = load(tmp_path, {"gpus": 1}, lint={"shmPerGpu": "1.5G"}).serve
+    assert s["shmSize"] == "1500000000"
+    assert load(tmp_path, {"gpus": 2}, lint={"shmPerGpu": "768Mi"}).serve["shmSize"] == "1536Mi"
+
+
 def test_a_path_model_uses_the_runs_storage_claim_and_no_cache(tmp_path: Path) -> None:
     s = load(tmp_path, {"model": {"path": "/fsx/ckpt/step-10"}},
              infra={"namespace": "rl",

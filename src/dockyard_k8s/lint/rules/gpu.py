@@ -9,15 +9,10 @@ from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import format_quantity, parse_quantity
 from dockyard_k8s.lint.model import EFA_RESOURCE, ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.lint.rules._util import cname, volumes
 from dockyard_k8s.plan import catalog
-
-
-def _gib(q: Fraction) -> str:
-    value = q / 2**30
-    return f"{value}Gi" if value.denominator == 1 else f"{float(value):.2f}Gi"
 
 
 def shm(o: Obj, c: Context) -> Iterator[Hit]:
@@ -42,9 +37,11 @@ def shm(o: Obj, c: Context) -> Iterator[Hit]:
         for i, v in memory_volumes.values():
             size = parse_quantity(v["emptyDir"].get("sizeLimit"))
             if size is not None and size < wanted:
+                per_gpu = format_quantity(c.config.shm_per_gpu, binary=True)
                 yield Hit(pod.at("volumes", i, "emptyDir", "sizeLimit"),
-                          f"/dev/shm sizeLimit {v['emptyDir'].get('sizeLimit')} is below {_gib(wanted)} "
-                          f"({pod.gpus} GPU(s) x lint.shmPerGpu {_gib(c.config.shm_per_gpu)})", WARNING)
+                          f"/dev/shm sizeLimit {v['emptyDir'].get('sizeLimit')} is below "
+                          f"{format_quantity(wanted, binary=True)} ({pod.gpus} GPU(s) x lint.shmPerGpu {per_gpu})",
+                          WARNING)
 
 
 def runtime_class(o: Obj, c: Context) -> Iterator[Hit]:
