@@ -88,7 +88,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m:
+        if m and not ("goes to --output-" in message and any(c in m.group(1) for c in "./")):
+            # (a path given to -o gets the --output-file hint, not "did you mean 'yaml'" for out.yaml)
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
             message = f"{message}{did_you_mean(m.group(1), choices)}"
         elif message.startswith("unrecognized arguments: "):

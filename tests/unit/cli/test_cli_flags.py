@@ -73,6 +73,7 @@ def test_o_with_a_path_is_refused_with_the_flag_that_takes_one(capsys: pytest.Ca
     code, out, err = run_cli(*argv)
     assert code == 2 and out == ""
     assert f"argument -o/--output: invalid choice: {argv[-1]!r}" in err and hint in err
+    assert "did you mean" not in err  # not 'yaml' for out.yaml: the path's flag is the answer
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
