@@ -1,5 +1,5 @@
 """The cases where `check` said ✔ (or printed a traceback) and the cluster or the trainer would
-fail later (issue 16): each one refused at the key that causes it, or made to work."""
+fail later: each one refused at the key that causes it, or made to work."""
 
 from __future__ import annotations
 
