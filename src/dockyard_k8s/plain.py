@@ -98,9 +98,9 @@ class Record:
     as ``Name(field=value, ...)``, read as a mapping by :meth:`as_dict` and are copied with changes
     by :meth:`replace`.
 
-    Deprecated (issue 23 §1): new value classes are ``@dataclass(frozen=True, slots=True)``.
-    Only live/ and the YAML readers (config/yamlio.py, validate/locate.py, validate/reader.py)
-    still subclass it, until issue 23 §2 and §4 rewrite them; then this class goes.
+    Deprecated (issue 23 §1): value classes are ``@dataclass(frozen=True, slots=True)``.
+    Only live/client.py still uses it (WatchEvent, ApplyResult); this class goes when that
+    module becomes frozen dataclasses too (issue 23 §4 rewrites it on lightkube's client).
     """
 
     __slots__: tuple[str, ...] = ()  # in a subclass: its fields, in order

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     ok = exit_ok(checks)
     if args.output in ("json", "yaml"):
         doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
-               "checks": [{**c.as_dict(), "mark": c.mark} for c in checks]}
+               "checks": [{**dataclasses.asdict(c), "mark": c.mark} for c in checks]}
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if ok else EXIT_FAILURE
     say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))

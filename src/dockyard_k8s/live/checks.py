@@ -7,18 +7,16 @@ Every module that contributes checks (``doctor.py`` and its helpers ``operator.p
 
 from __future__ import annotations
 
-from dockyard_k8s.plain import Record
+from dataclasses import dataclass
 
 
-class Check(Record):
-    __slots__ = ("name", "ok", "detail", "hint", "fatal")
-
-    def __init__(self, name: str, ok: bool | None, detail: str, hint: str = "", fatal: bool = True) -> None:
-        self.name = name
-        self.ok = ok  # None: could not tell (permission, not applicable)
-        self.detail = detail
-        self.hint = hint
-        self.fatal = fatal  # a failure means the run cannot work
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool | None  # None: could not tell (permission, not applicable)
+    detail: str
+    hint: str = ""
+    fatal: bool = True  # a failure means the run cannot work
 
     @property
     def mark(self) -> str:

@@ -19,9 +19,9 @@ Sources of the reasons (Kubernetes docs "Debug Pods", kubelet ``images`` and
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 # Where a fleet's settings live in the infra spec, for hints.
@@ -35,18 +35,16 @@ FLEET_KEYS = {
 }
 
 
-class Diagnosis(Record):
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
     """What is wrong with a pod or an object of the run, and what to do (``fleet/pod: reason — hint``)."""
 
-    __slots__ = ("fleet", "pod", "reason", "message", "hint", "fatal")
-
-    def __init__(self, fleet: str, pod: str, reason: str, message: str, hint: str, fatal: bool) -> None:
-        self.fleet = fleet  # head | trainer | inference | sandbox | submitter | "-" (not a pod of a fleet)
-        self.pod = pod  # pod (or object) name
-        self.reason = reason  # the Kubernetes reason: ImagePullBackOff, FailedScheduling, OOMKilled...
-        self.message = message  # what Kubernetes said, one line
-        self.hint = hint  # what to do, one line
-        self.fatal = fatal  # will not heal by waiting (bad image, missing secret, crash loop)
+    fleet: str  # head | trainer | inference | sandbox | submitter | "-" (not a pod of a fleet)
+    pod: str  # pod (or object) name
+    reason: str  # the Kubernetes reason: ImagePullBackOff, FailedScheduling, OOMKilled...
+    message: str  # what Kubernetes said, one line
+    hint: str  # what to do, one line
+    fatal: bool  # will not heal by waiting (bad image, missing secret, crash loop)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -10,6 +10,7 @@ delegate to the capacity planner.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -27,7 +28,6 @@ from dockyard_k8s.live.operator import check_operator, operator_deployments
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
 from dockyard_k8s.live.references import check_references, read_references
-from dockyard_k8s.plain import Record
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
@@ -38,33 +38,24 @@ MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this wa
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
 
 
-class Facts(Record):
+@dataclass(frozen=True, slots=True)
+class Facts:
     """What doctor read from the cluster (None: not allowed to read it)."""
 
-    __slots__ = ("version", "namespace", "crds", "operators", "nodes", "references", "access", "quotas",
-                 "netpol", "pods", "kueue", "unreachable", "unreachable_hint")
-
-    def __init__(self, version: dict[str, Any] | None, namespace: dict[str, Any] | bool | None = None,
-                 crds: dict[str, dict[str, Any] | None] | None = None, operators: list[dict[str, Any]] | None = None,
-                 nodes: list[dict[str, Any]] | None = None,
-                 references: dict[tuple[str, str, str], bool | None] | None = None,
-                 access: dict[tuple[str, str, str], bool] | None = None, quotas: list[dict[str, Any]] | None = None,
-                 netpol: Enforcement | None = None, pods: list[dict[str, Any]] | None = None,
-                 kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None, unreachable: str = "",
-                 unreachable_hint: str = "") -> None:
-        self.version = version
-        self.namespace = namespace  # False: does not exist
-        self.crds = crds
-        self.operators = operators
-        self.nodes = nodes
-        self.references = references  # (kind, namespace, name) -> exists (None: not allowed to look)
-        self.access = access
-        self.quotas = quotas
-        self.netpol = netpol  # whether the network plugin enforces NetworkPolicy (live/netpol.py)
-        self.pods = pods  # running pods of every namespace: what is already requested
-        self.kueue = kueue  # (installed, objects) for a queued run
-        self.unreachable = unreachable  # why /version failed: the URL and the reason
-        self.unreachable_hint = unreachable_hint
+    version: dict[str, Any] | None
+    namespace: dict[str, Any] | bool | None = None  # False: does not exist
+    crds: dict[str, dict[str, Any] | None] | None = None
+    operators: list[dict[str, Any]] | None = None
+    nodes: list[dict[str, Any]] | None = None
+    # (kind, namespace, name) -> exists (None: not allowed to look)
+    references: dict[tuple[str, str, str], bool | None] | None = None
+    access: dict[tuple[str, str, str], bool] | None = None
+    quotas: list[dict[str, Any]] | None = None
+    netpol: Enforcement | None = None  # whether the network plugin enforces NetworkPolicy (live/netpol.py)
+    pods: list[dict[str, Any]] | None = None  # running pods of every namespace: what is already requested
+    kueue: tuple[bool | None, list[dict[str, Any]] | None] | None = None  # (installed, objects) for a queued run
+    unreachable: str = ""  # why /version failed: the URL and the reason
+    unreachable_hint: str = ""
 
 
 # --- what the run needs (pure) --------------------------------------------------------------

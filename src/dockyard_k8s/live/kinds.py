@@ -7,20 +7,18 @@ without touching this table (add an entry only for irregular plurals).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.plain import Record
 
 
-class Kind(Record):
-    __slots__ = ("api_version", "kind", "plural", "namespaced")
-
-    def __init__(self, api_version: str, kind: str, plural: str, namespaced: bool = True) -> None:
-        self.api_version = api_version  # "v1", "apps/v1", "ray.io/v1"
-        self.kind = kind
-        self.plural = plural
-        self.namespaced = namespaced
+@dataclass(frozen=True, slots=True)
+class Kind:
+    api_version: str  # "v1", "apps/v1", "ray.io/v1"
+    kind: str
+    plural: str
+    namespaced: bool = True
 
     @property
     def group(self) -> str:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import kueue
@@ -22,33 +23,27 @@ from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.requests import Request
-from dockyard_k8s.plain import Record
 
 # Cluster-scoped Kueue kinds a snapshot needs, then the namespaced ones.
 CLUSTER_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "Topology", "WorkloadPriorityClass", "AdmissionCheck")
 VISIBILITY = "visibility.kueue.x-k8s.io/v1beta2"  # the on-demand visibility API (beta, on by default)
 
 
-class WorkloadState(Record):
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
     """One Workload, read: ``state`` is finished | evicted | admitted | reserved | pending."""
 
-    __slots__ = ("name", "state", "reason", "message", "queue", "cluster_queue", "flavors", "worker_cluster", "checks",
-                 "requeues", "requeue_at")
-
-    def __init__(self, name: str, state: str, reason: str, message: str, queue: str, cluster_queue: str,
-                 flavors: dict[str, dict[str, str]], worker_cluster: str, checks: list[tuple[str, str, str]],
-                 requeues: int, requeue_at: str) -> None:
-        self.name = name
-        self.state = state
-        self.reason = reason
-        self.message = message
-        self.queue = queue
-        self.cluster_queue = cluster_queue
-        self.flavors = flavors  # pod set -> resource -> flavor
-        self.worker_cluster = worker_cluster  # MultiKueue: where it runs ("" otherwise)
-        self.checks = checks  # admission checks: (name, state, message)
-        self.requeues = requeues
-        self.requeue_at = requeue_at
+    name: str
+    state: str
+    reason: str
+    message: str
+    queue: str
+    cluster_queue: str
+    flavors: dict[str, dict[str, str]]  # pod set -> resource -> flavor
+    worker_cluster: str  # MultiKueue: where it runs ("" otherwise)
+    checks: list[tuple[str, str, str]]  # admission checks: (name, state, message)
+    requeues: int
+    requeue_at: str
 
     def summary(self) -> str:
         """One progress line, in Kueue's words."""

@@ -23,10 +23,10 @@ flags of those that can run either way, and k3s's node annotation:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.plain import Record
 
 ENFORCING = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "romana", "kube-network-policies")
 GKE_DATAPLANE_V2 = "anetd"
@@ -43,13 +43,11 @@ AWS_HINT = ("turn on the VPC CNI's network policy agent: aws eks update-addon --
             "amazon-vpc-cni ConfigMap), or install Calico or Cilium")
 
 
-class Enforcement(Record):
-    __slots__ = ("enforced", "detail", "hint")
-
-    def __init__(self, enforced: bool | None, detail: str, hint: str = "") -> None:
-        self.enforced = enforced  # None: no plugin recognised (or nothing readable)
-        self.detail = detail
-        self.hint = hint
+@dataclass(frozen=True, slots=True)
+class Enforcement:
+    enforced: bool | None  # None: no plugin recognised (or nothing readable)
+    detail: str
+    hint: str = ""
 
 
 def _where(ds: dict[str, Any]) -> str:

@@ -11,28 +11,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-from dockyard_k8s.plain import Record
 
-
-class Completion(Record):
+@dataclass(frozen=True, slots=True)
+class Completion:
     """What came back, checked."""
 
-    __slots__ = ("ok", "text", "prompt_tokens", "completion_tokens", "seconds", "model", "problem", "hint")
-
-    def __init__(self, ok: bool, text: str, prompt_tokens: int, completion_tokens: int, seconds: float, model: str,
-                 problem: str, hint: str) -> None:
-        self.ok = ok
-        self.text = text
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.seconds = seconds  # request sent -> answer read
-        self.model = model
-        self.problem = problem  # why it is not a valid answer ("" when ok)
-        self.hint = hint
+    ok: bool
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float  # request sent -> answer read
+    model: str
+    problem: str  # why it is not a valid answer ("" when ok)
+    hint: str
 
     @property
     def tokens_per_second(self) -> float:

@@ -9,11 +9,13 @@ Deployment as the main object.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable
 from contextlib import closing
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
@@ -32,7 +34,6 @@ from dockyard_k8s.live.progress import (
     pre_running_state,
 )
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import RUN_LABEL
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
@@ -45,12 +46,10 @@ RUN_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment", "Servic
 KEEP_BY_DEFAULT = frozenset({"PersistentVolumeClaim"})
 
 
-class Applied(Record):
-    __slots__ = ("ref", "action")
-
-    def __init__(self, ref: str, action: str) -> None:
-        self.ref = ref
-        self.action = action  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
+@dataclass(frozen=True, slots=True)
+class Applied:
+    ref: str
+    action: str  # created | configured | unchanged | skipped (render-only) | would create... (dry run)
 
 
 def tally(applied: list[Applied]) -> str:
@@ -309,17 +308,14 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
     return view
 
 
-class Outcome(Record):
+@dataclass(frozen=True, slots=True)
+class Outcome:
     """How a launch or a follow ended."""
 
-    __slots__ = ("ok", "reason", "message", "submission_id")
-
-    def __init__(self, ok: bool, reason: str, message: str, submission_id: str = "") -> None:
-        self.ok = ok
-        # succeeded | failed | ready | timeout | pre-running-deadline | fatal | applied | detached ...
-        self.reason = reason
-        self.message = message
-        self.submission_id = submission_id  # attach mode: the Ray job
+    ok: bool
+    reason: str  # succeeded | failed | ready | timeout | pre-running-deadline | fatal | applied | detached ...
+    message: str
+    submission_id: str = ""  # attach mode: the Ray job
 
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
@@ -523,11 +519,11 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
         },
         "objects": [{"kind": k, "name": (o.get("metadata") or {}).get("name")}
                     for k in sorted(view.objects) if k != "Pod" for o in view.of_kind(k)],
-        "fleets": [row.as_dict() for row in view.fleets()],
+        "fleets": [dataclasses.asdict(row) for row in view.fleets()],
         "pods": [{"name": (p.get("metadata") or {}).get("name"), "fleet": ((p.get("metadata") or {}).get(
             "labels") or {}).get("dockyard-k8s/fleet"), "phase": (p.get("status") or {}).get("phase")}
                  for p in view.pods],
-        "findings": [f.as_dict() for f in findings],
+        "findings": [dataclasses.asdict(f) for f in findings],
         "kueue": _kueue_doc(view),
         "notes": list(view.notes),
     }
@@ -538,7 +534,7 @@ def _kueue_doc(view: RunView) -> dict[str, Any] | None:
     if workload is None:
         return None
     state = workload_state(workload)
-    return {**state.as_dict(), "summary": state.summary(), "position": view.queue_position,
+    return {**dataclasses.asdict(state), "summary": state.summary(), "position": view.queue_position,
             "queueCounts": view.queue_counts}
 
 

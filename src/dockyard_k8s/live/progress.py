@@ -12,13 +12,14 @@ run reached a terminal state.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import kube
 from dockyard_k8s.live.diagnose import Diagnosis, event_finding, fleet_of, object_findings, pod_findings
 from dockyard_k8s.live.kueue import workload_of, workload_state
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -29,15 +30,13 @@ RAYJOB_TERMINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"
 MAIN_KINDS = ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet")
 
 
-class Phase(Record):
-    __slots__ = ("state", "summary", "terminal", "ok", "details")
-
-    def __init__(self, state: str, summary: str, terminal: bool, ok: bool, details: tuple[str, ...] = ()) -> None:
-        self.state = state  # pending | running | ready | suspended | succeeded | failed
-        self.summary = summary  # one line for progress and status
-        self.terminal = terminal  # the run will not change by itself any more (or, for a cluster, it is up)
-        self.ok = ok  # with terminal: success
-        self.details = details  # extra lines for `status` (reason, message, conditions)
+@dataclass(frozen=True, slots=True)
+class Phase:
+    state: str  # pending | running | ready | suspended | succeeded | failed
+    summary: str  # one line for progress and status
+    terminal: bool  # the run will not change by itself any more (or, for a cluster, it is up)
+    ok: bool  # with terminal: success
+    details: tuple[str, ...] = ()  # extra lines for `status` (reason, message, conditions)
 
 
 def _status(obj: dict[str, Any]) -> dict[str, Any]:
@@ -270,17 +269,15 @@ def desired_pods(objects: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 # --- the run view ---------------------------------------------------------------------------
 
-class FleetRow(Record):
-    __slots__ = ("fleet", "desired", "pods", "scheduled", "ready", "done", "failed")
-
-    def __init__(self, fleet: str, desired: int, pods: int, scheduled: int, ready: int, done: int, failed: int) -> None:
-        self.fleet = fleet
-        self.desired = desired
-        self.pods = pods  # pods that exist
-        self.scheduled = scheduled
-        self.ready = ready
-        self.done = done  # pods that completed (Succeeded)
-        self.failed = failed
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    fleet: str
+    desired: int
+    pods: int  # pods that exist
+    scheduled: int
+    ready: int
+    done: int  # pods that completed (Succeeded)
+    failed: int
 
 
 def _cond_true(pod: dict[str, Any], kind: str) -> bool:
@@ -343,8 +340,8 @@ def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
     if retries is None or not finding.fatal or retries[0] > retries[1]:
         return finding
     failed, limit = retries
-    return finding.replace(fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of {limit + 1} "
-                                             f"submissions failed; the submission is idempotent); {finding.hint}")
+    return dataclasses.replace(finding, fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of "
+                               f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
 
 
 def _second(stamp: Any) -> str:

@@ -42,6 +42,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -51,7 +52,6 @@ from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.live import websocket
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
-from dockyard_k8s.plain import Record
 from dockyard_k8s.render.meta import FLEET_LABEL, labels
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 from dockyard_k8s.render.shapes import head_pod_name
@@ -72,14 +72,12 @@ log = logging.getLogger("dockyard_k8s.live")
 # --- the Ray Jobs REST API ---------------------------------------------------------------------
 
 
-class RayRequest(Record):
-    __slots__ = ("method", "path", "body", "what")
-
-    def __init__(self, method: str, path: str, body: dict[str, Any] | None = None, what: str = "") -> None:
-        self.method = method
-        self.path = path
-        self.body = body
-        self.what = what
+@dataclass(frozen=True, slots=True)
+class RayRequest:
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    what: str = ""
 
 
 def submission_id(run: str, entrypoint: str, runtime_env: dict[str, Any] | None) -> str:
@@ -349,16 +347,14 @@ def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-class TokenSource(Record):
+@dataclass(frozen=True, slots=True)
+class TokenSource:
     """Where a dashboard's token comes from: the environment, or a Secret key."""
 
-    __slots__ = ("env", "namespace", "secret", "key")
-
-    def __init__(self, env: bool = False, namespace: str = "", secret: str = "", key: str = TOKEN_KEY) -> None:
-        self.env = env
-        self.namespace = namespace
-        self.secret = secret
-        self.key = key
+    env: bool = False
+    namespace: str = ""
+    secret: str = ""
+    key: str = TOKEN_KEY
 
     def how_to_read(self) -> str:
         """A command that prints the token (for the web dashboard's login), never the token."""
@@ -507,18 +503,15 @@ def proxy_status(client: KubeClient, namespace: str, pod: str) -> tuple[int, boo
 # --- where a run's Ray dashboard is, and a Jobs client on it ---------------------------------------
 
 
-class RayTarget(Record):
+@dataclass(frozen=True, slots=True)
+class RayTarget:
     """What the user named on the command line (all optional)."""
 
-    __slots__ = ("address", "cluster", "namespace", "context", "kubeconfig")
-
-    def __init__(self, address: str | None = None, cluster: str | None = None, namespace: str | None = None,
-                 context: str | None = None, kubeconfig: str | None = None) -> None:
-        self.address = address  # a dashboard URL: no port-forward
-        self.cluster = cluster  # a RayCluster by name
-        self.namespace = namespace  # the namespace of ``cluster`` (default: the context's)
-        self.context = context  # kubeconfig context and file, for kubectl port-forward
-        self.kubeconfig = kubeconfig
+    address: str | None = None  # a dashboard URL: no port-forward
+    cluster: str | None = None  # a RayCluster by name
+    namespace: str | None = None  # the namespace of ``cluster`` (default: the context's)
+    context: str | None = None  # kubeconfig context and file, for kubectl port-forward
+    kubeconfig: str | None = None
 
 
 def ray_cluster_of(main: dict[str, Any] | None, attach: Mapping[str, Any]) -> tuple[str | None, str | None]:

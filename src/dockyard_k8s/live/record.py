@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s import __version__, plain
+from dockyard_k8s import __version__
 from dockyard_k8s.credentials import ENV_KEYS, REDACTED, looks_like_credential
 from dockyard_k8s.credentials import redact_assignment as redact_assignment  # re-exported
 from dockyard_k8s.yamlfile import YamlError, load_data
@@ -81,16 +82,13 @@ def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
     return total
 
 
-class Invocation(plain.Record):
+@dataclass(frozen=True, slots=True)
+class Invocation:
     """What the command line said (files as given), for the record."""
 
-    __slots__ = ("infra_files", "sets", "set_files")
-
-    def __init__(self, infra_files: tuple[str, ...] = (), sets: tuple[str, ...] = (),
-                 set_files: tuple[str, ...] = ()) -> None:
-        self.infra_files = infra_files
-        self.sets = sets  # --set (and --set-string) as typed
-        self.set_files = set_files  # --set-file KEY=PATH: the path is recorded, never the content
+    infra_files: tuple[str, ...] = ()
+    sets: tuple[str, ...] = ()  # --set (and --set-string) as typed
+    set_files: tuple[str, ...] = ()  # --set-file KEY=PATH: the path is recorded, never the content
 
 
 NO_INVOCATION = Invocation()
@@ -131,16 +129,14 @@ def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation:
     }
 
 
-class Record(plain.Record):
+@dataclass(frozen=True, slots=True)
+class Record:
     """A record read back from the cluster."""
 
-    __slots__ = ("launch", "infra", "created", "submitted")
-
-    def __init__(self, launch: dict[str, Any], infra: dict[str, Any], created: str, submitted: bool = False) -> None:
-        self.launch = launch
-        self.infra = infra
-        self.created = created  # the ConfigMap's creationTimestamp
-        self.submitted = submitted  # `run` created the RayJob of this very spec (SUBMITTED_ANNOTATION)
+    launch: dict[str, Any]
+    infra: dict[str, Any]
+    created: str  # the ConfigMap's creationTimestamp
+    submitted: bool = False  # `run` created the RayJob of this very spec (SUBMITTED_ANNOTATION)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -217,16 +213,14 @@ def deleted_text(conditions: list[dict[str, Any]]) -> str:
     return f"KubeRay deleted it when it ended (deletionRules: DeleteSelf on {condition_text(conditions)})"
 
 
-class SelfDeleted(plain.Record):
+@dataclass(frozen=True, slots=True)
+class SelfDeleted:
     """A run's RayJob that its DeleteSelf rule removed, and how it ended (from the rules)."""
 
-    __slots__ = ("name", "state", "ok", "conditions")
-
-    def __init__(self, name: str, state: str, ok: bool, conditions: list[dict[str, Any]]) -> None:
-        self.name = name  # the RayJob's
-        self.state = state  # succeeded, failed, ended (ended_as)
-        self.ok = ok
-        self.conditions = conditions
+    name: str  # the RayJob's
+    state: str  # succeeded, failed, ended (ended_as)
+    ok: bool
+    conditions: list[dict[str, Any]]
 
     @property
     def state_text(self) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.live.kinds import Kind, collection_path, kind_for, kind_of, object_path, ref
-from dockyard_k8s.plain import Record
 
 FIELD_MANAGER = "dockyard-k8s"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
@@ -28,21 +28,17 @@ APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 WATCH_TIMEOUT_SECONDS = 290
 
 
-class Request(Record):
+@dataclass(frozen=True, slots=True)
+class Request:
     """One HTTP request to the API server, relative to the cluster URL."""
 
-    __slots__ = ("method", "path", "params", "headers", "body", "obj", "stream")
-
-    def __init__(self, method: str, path: str, params: tuple[tuple[str, str], ...] = (),
-                 headers: tuple[tuple[str, str], ...] = (), body: bytes | None = None, obj: str = "",
-                 stream: bool = False) -> None:
-        self.method = method
-        self.path = path
-        self.params = params
-        self.headers = headers
-        self.body = body
-        self.obj = obj  # the object named in errors ("RayJob ns/name")
-        self.stream = stream  # a watch or a followed log: read line by line
+    method: str
+    path: str
+    params: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    obj: str = ""  # the object named in errors ("RayJob ns/name")
+    stream: bool = False  # a watch or a followed log: read line by line
 
     def param(self, key: str) -> str | None:
         return dict(self.params).get(key)

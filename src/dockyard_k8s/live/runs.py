@@ -10,11 +10,12 @@ adds what the run was launched with. ``status RUN``, ``logs RUN``, ``down RUN`` 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s import plain
 from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
@@ -39,16 +40,14 @@ MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "Stat
                 "MPIJob": "mpijob"}
 
 
-class RunRef(plain.Record):
+@dataclass(frozen=True, slots=True)
+class RunRef:
     """A run found on the cluster."""
 
-    __slots__ = ("namespace", "run", "objects", "record")
-
-    def __init__(self, namespace: str, run: str, objects: list[dict[str, Any]], record: Record | None) -> None:
-        self.namespace = namespace
-        self.run = run
-        self.objects = objects  # what the launcher applied (live objects, owned by nothing)
-        self.record = record
+    namespace: str
+    run: str
+    objects: list[dict[str, Any]]  # what the launcher applied (live objects, owned by nothing)
+    record: Record | None
 
     @property
     def found(self) -> bool:
@@ -114,8 +113,8 @@ def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget)
     if not (target.address or target.cluster or cluster or address):
         raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {namespace}/{name}",
                            hint=f"`dockyard-k8s status {name} -n {namespace}` shows where it is")
-    return ref, target.replace(address=target.address or address, cluster=target.cluster or cluster,
-                               namespace=namespace)
+    return ref, dataclasses.replace(target, address=target.address or address, cluster=target.cluster or cluster,
+                                    namespace=namespace)
 
 
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
@@ -127,23 +126,20 @@ def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None
 
 # --- every run of a namespace ---------------------------------------------------------------
 
-class RunRow(plain.Record):
-    __slots__ = ("namespace", "name", "mode", "state", "gpus", "created", "queue", "summary")
-
-    def __init__(self, namespace: str, name: str, mode: str, state: str, gpus: int | None, created: str, queue: str,
-                 summary: str) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.mode = mode
-        self.state = state
-        self.gpus = gpus
-        self.created = created  # creationTimestamp (RFC 3339)
-        self.queue = queue  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
-        self.summary = summary
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    namespace: str
+    name: str
+    mode: str
+    state: str
+    gpus: int | None
+    created: str  # creationTimestamp (RFC 3339)
+    queue: str  # Kueue: the Workload's state ("" when the run is not queued or Kueue is absent)
+    summary: str
 
     def as_dict(self, now: dt.datetime | None = None) -> dict[str, Any]:
         """The row as ``runs -o json`` shows it: the fields in order, then ``age`` (at ``now``)."""
-        return {**super().as_dict(), "age": age(self.created, now or dt.datetime.now(dt.UTC))}
+        return {**dataclasses.asdict(self), "age": age(self.created, now or dt.datetime.now(dt.UTC))}
 
 
 def _created(obj: dict[str, Any]) -> str:

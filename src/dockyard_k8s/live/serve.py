@@ -23,7 +23,7 @@ from dockyard_k8s.live.kinds import KINDS, POD
 from dockyard_k8s.live.orchestrate import Outcome
 from dockyard_k8s.live.progress import RunView
 from dockyard_k8s.live.rayhead import read_token
-from dockyard_k8s.plain import Record, clone
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import ENDPOINT_LABEL
 
 if TYPE_CHECKING:
@@ -135,22 +135,19 @@ def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions
     outcome = orchestrate.follow(client, cfg.namespace, cfg.name, _watched(bundle), say=say, timeout=options.timeout,
                                  fail_fast=options.fail_fast, selector=selector(bundle), main_kind=MAIN_KIND)
     if outcome.reason == "timeout":
-        return outcome.replace(message=f"stopped following after {int(options.timeout or 0)}s; the endpoint keeps "
-                                       "starting")
+        return dataclasses.replace(outcome, message=f"stopped following after {int(options.timeout or 0)}s; the "
+                                   "endpoint keeps starting")
     return outcome
 
 
-class ServeStatus(Record):
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServeStatus:
     """The endpoint right now."""
 
-    __slots__ = ("view", "claims", "scalers", "service")
-
-    def __init__(self, view: RunView, claims: list[dict[str, Any]], scalers: list[dict[str, Any]],
-                 service: dict[str, Any] | None) -> None:
-        self.view = view  # Deployment, pods, Warning events (findings)
-        self.claims = claims  # the cache claim (and per-replica claims) with their phase
-        self.scalers = scalers  # the KEDA ScaledObject, when there is one
-        self.service = service
+    view: RunView  # Deployment, pods, Warning events (findings)
+    claims: list[dict[str, Any]]  # the cache claim (and per-replica claims) with their phase
+    scalers: list[dict[str, Any]]  # the KEDA ScaledObject, when there is one
+    service: dict[str, Any] | None
 
     @property
     def found(self) -> bool:

@@ -53,7 +53,7 @@ from dockyard_k8s.validate.semantic import object_problems
 
 @dataclass(frozen=True, slots=True)
 class ValidateOptions:
-    """What one validation run checks against, and how (immutable: ``options.replace(...)``
+    """What one validation run checks against, and how (immutable: ``dataclasses.replace(options, ...)``
     for a variant).
 
     Attributes:

@@ -9,6 +9,7 @@ is not in the file (a missing field) gets the line of its nearest enclosing valu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from dockyard_k8s.validate.goyaml import parse_slow
@@ -31,7 +32,7 @@ def add_lines(problems: list[Problem], texts: dict[str, str], limit: int = 500,
                 docs.setdefault(p.doc_index, []).append(p.path)
     found: dict[str, dict[tuple[int, JsonPath], int]] = {
         file: locate(texts[file], file, docs, (chunked or {}).get(file)) for file, docs in wanted.items()}
-    return [p.replace(line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
+    return [dataclasses.replace(p, line=found.get(p.file, {}).get((p.doc_index, p.path), 0)) if not p.line else p
             for p in problems]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,10 +60,6 @@ class Problem:
     def object_ref(self) -> str:
         """``Kind namespace/name`` as kubectl prints it, or ``document`` when unknown."""
         return format_ref(self.kind, self.namespace, self.name)
-
-    def replace(self, **changes: Any) -> Problem:
-        """``dataclasses.replace(self, **changes)``, for the YAML readers that call it as a method."""
-        return dataclasses.replace(self, **changes)
 
     def __str__(self) -> str:
         at = format_json_path(self.path)

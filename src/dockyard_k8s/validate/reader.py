@@ -17,6 +17,7 @@ rule ``yaml``. :mod:`.split` cuts files into documents, :mod:`.locate` finds pro
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -200,7 +201,7 @@ def _parse_chunks(chunks: list[Chunk], file: str, fast: Any) -> tuple[list[Parse
     for i in sorted(slow):
         chunk, line = chunks[i]
         docs, found = parse_slow(chunk, file, line - 1)
-        problems += [p.replace(doc_index=i) for p in found]
+        problems += [dataclasses.replace(p, doc_index=i) for p in found]
         if docs:
             out.append((docs[0].data, i, line))
     if slow:
@@ -232,8 +233,8 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
         if data is not None and not p.kind:
             raw = data.get("metadata")
             meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            problems[n] = p.replace(kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
-                                    namespace=str(meta.get("namespace") or ""))
+            problems[n] = dataclasses.replace(p, kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
+                                              namespace=str(meta.get("namespace") or ""))
     out: list[Document] = []
     for data, index, line in parsed:
         if data is None:

@@ -1,4 +1,4 @@
-"""plain.Record (what live/ and the YAML readers keep until issue 23 §2/§4 rewrite them), and what
+"""plain.Record (what only live/client.py keeps until issue 23 §4 rewrites it), and what
 validate's workers rely on of the frozen dataclasses that replaced it elsewhere."""
 
 from __future__ import annotations

@@ -91,8 +91,9 @@ def test_ray_job_requests_and_ids() -> None:
 
 
 def test_json_rows_show_every_field_in_order() -> None:
-    """status/doctor/runs -o json write these rows with as_dict(): every field, in declaration order
-    (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
+    """status/doctor/runs -o json write these rows with dataclasses.asdict(): every field, in declaration
+    order (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
+    import dataclasses
     import datetime as dt
 
     from dockyard_k8s.live.checks import Check
@@ -102,13 +103,16 @@ def test_json_rows_show_every_field_in_order() -> None:
     from dockyard_k8s.live.runs import RunRow
 
     for cls in (FleetRow, Diagnosis, WorkloadState, Check):
-        values = [f"v{i}" for i in range(len(cls.__slots__))]
-        assert cls(*values).as_dict() == dict(zip(cls.__slots__, values, strict=True))
-        assert list(cls(*values).as_dict()) == list(cls.__slots__)
+        names = [f.name for f in dataclasses.fields(cls)]
+        values = [f"v{i}" for i in range(len(names))]
+        assert dataclasses.asdict(cls(*values)) == dict(zip(names, values, strict=True))
+        assert list(dataclasses.asdict(cls(*values))) == names
     row = RunRow("ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok")
     doc = row.as_dict(dt.datetime(2026, 12, 1, 0, 5, tzinfo=dt.UTC))
-    assert list(doc) == [*RunRow.__slots__, "age"]
-    assert [doc[k] for k in RunRow.__slots__] == ["ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok"]
+    names = [f.name for f in dataclasses.fields(RunRow)]
+    assert list(doc) == [*names, "age"]
+    assert [doc[k] for k in names] == ["ns", "r", "rayjob", "running", 8, "2026-12-01T00:00:00Z", "", "ok"]
+    assert doc["age"] == "5m"
 
 
 def test_the_local_pre_running_deadline_comes_after_kuberay_s_own_checks() -> None:

@@ -257,7 +257,8 @@ def test_two_regions_of_a_file_read_as_the_whole_file(text):
         second, second_problems, _ = region_documents_of("f.yaml", text, cut, len(text))
         shift = len(chunks)
         assert [*first, *(dataclasses.replace(d, doc_index=d.doc_index + shift) for d in second)] == whole[0], cut
-        assert [*first_problems, *(p.replace(doc_index=p.doc_index + shift) for p in second_problems)] == whole[1]
+        moved = [dataclasses.replace(p, doc_index=p.doc_index + shift) for p in second_problems]
+        assert [*first_problems, *moved] == whole[1]
 
 
 @pytest.mark.parametrize("size", [10, 1_200_000])
