@@ -71,7 +71,8 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit
 
         namespace = cluster_target(args).namespace
         if namespace:
-            under.append(Setting(("infra", "namespace"), namespace, f"<the kubeconfig context's namespace {namespace}>"))
+            origin = f"<the kubeconfig context's namespace {namespace}>"  # <...>: not the user's layer
+            under.append(Setting(("infra", "namespace"), namespace, origin))
     return build_bundle(args.recipe, args.infra, sets=args.sets, set_strings=getattr(args, "set_strings", []),
                         set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ,
                         values=typed, under=under, fit=fit)
