@@ -60,10 +60,13 @@ def build_bundle(
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     values: Sequence[Setting] = (),
+    under: Sequence[Setting] = (),
     fit: bool = True,
 ) -> Bundle:
-    """Load, render and check a run. ``fit``: refuse pods that cannot run on one node of the
-    instance type they select (off for ``plan`` and ``lint``, which report on the run as it is).
+    """Load, render and check a run (``values`` and ``under``: see
+    :func:`~dockyard_k8s.config.loader.resolve_run`). ``fit``: refuse pods that cannot run on
+    one node of the instance type they select (off for ``plan`` and ``lint``, which report on
+    the run as it is).
 
     Raises:
         ConfigError: bad input, including config that KubeRay or the API server would reject.
@@ -71,7 +74,7 @@ def build_bundle(
             (fail closed: a renderer bug).
     """
     run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
-                                overrides=overrides, env=env, values=values)
+                                overrides=overrides, env=env, values=values, under=under)
     if run is None:
         raise ConfigError(problems)
     # The recipe's own problems (an override, its defaults list) leave the infra spec whole: the

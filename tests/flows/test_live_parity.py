@@ -51,6 +51,61 @@ def test_context_namespace_when_no_one_names_one(cli: Any, fake: FakeKube, bare_
     assert namespaces_of_run(fake) == {"default"}  # a user layer wins over the context
 
 
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch, kubeconfig: str) -> dict[str, int]:
+    """How often the kubeconfig file is opened and a run is resolved (a bundle built)."""
+    import builtins
+
+    from dockyard_k8s import bundle
+
+    counts = {"kubeconfig": 0, "builds": 0}
+    real_open, real_resolve = builtins.open, bundle.resolve_run
+
+    def opening(file: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["kubeconfig"] += str(file) == kubeconfig
+        return real_open(file, *args, **kwargs)
+
+    def resolving(*args: Any, **kwargs: Any) -> Any:
+        counts["builds"] += 1
+        return real_resolve(*args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", opening)
+    monkeypatch.setattr(bundle, "resolve_run", resolving)
+    return counts
+
+
+@pytest.mark.parametrize("argv", [["run", "--dry-run=client"], ["run", "--detach"], ["status"], ["down"]])
+def test_one_kubeconfig_read_and_one_build(cli: Any, fake: FakeKube, bare_infra: str, counted: dict[str, int],
+                                           argv: list[str]) -> None:
+    """The target is resolved once: the context's namespace (a layer under the user's) and the
+    client come from one read of the kubeconfig, and one build gives the run in that namespace
+    (the bundle was built twice and the kubeconfig read twice when the context named one)."""
+    r = cli(*argv[:1], RECIPE, "--infra", bare_infra, *argv[1:])
+    assert r.code in (0, 1), r.err  # status/down of a run not there yet: 1
+    assert counted == {"kubeconfig": 1, "builds": 1}
+    assert "rl-research" in r.out + r.err
+
+
+def test_context_namespace_is_below_every_user_layer(cli: Any, bare_infra: str, tmp_path: Path,
+                                                     counted: dict[str, int]) -> None:
+    """A user layer naming the namespace wins over the context, with one build."""
+    named = tmp_path / "named.infra.yaml"
+    named.write_text("infra:\n  image: ghcr.io/acme/trainer:1.0\n  namespace: default\n")
+    r = cli("run", RECIPE, "--infra", str(named), "--dry-run=client")
+    assert r.code == 0 and "default/" in r.out and "rl-research" not in r.out, r.out + r.err
+    assert counted["builds"] == 1
+
+
+def test_bad_context_namespace_is_the_contexts(cli: Any, bare_infra: str, kubeconfig: str) -> None:
+    """A namespace the context names that is no DNS label is said as the context's (exit 2),
+    not blamed on a file the user wrote."""
+    Path(kubeconfig).write_text(Path(kubeconfig).read_text().replace("namespace: rl-research", "namespace: Bad_NS"))
+    r = cli("run", RECIPE, "--infra", bare_infra, "--dry-run=client")
+    assert r.code == 2
+    assert "<the kubeconfig context's namespace Bad_NS>: infra.namespace: got 'Bad_NS'" in r.err
+    assert bare_infra not in r.err
+
+
 def test_offline_commands_ignore_the_context(cli: Any, bare_infra: str) -> None:
     """render output is the same on every machine: the kubeconfig is never read."""
     r = cli("render", RECIPE, "--infra", bare_infra)

@@ -17,6 +17,7 @@ from dockyard_k8s.render.meta import RUN_LABEL
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
     from dockyard_k8s.live.client import KubeClient
+    from dockyard_k8s.live.kubeconfig import Target
     from dockyard_k8s.live.rayhead import RayTarget
 
 CLUSTER_HELP = """\
@@ -42,10 +43,22 @@ def warn(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def cluster_target(args: argparse.Namespace) -> Target:
+    """The kubeconfig and context the flags name, read once per command and kept on ``args``:
+    the namespace default (``load_bundle``) and the client (:func:`connect`) both come from it."""
+    target = getattr(args, "cluster_target", None)
+    if target is None:
+        from dockyard_k8s.live.kubeconfig import resolve
+
+        target = args.cluster_target = resolve(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+    return target
+
+
 def connect(args: argparse.Namespace) -> KubeClient:
     from dockyard_k8s.live import client as client_mod
 
-    return client_mod.connect(context=getattr(args, "context", None), kubeconfig=getattr(args, "kubeconfig", None))
+    return client_mod.connect(context=getattr(args, "context", None), kubeconfig=getattr(args, "kubeconfig", None),
+                              target=cluster_target(args))
 
 
 def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:

@@ -54,29 +54,28 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
 
 
 def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit: bool = True) -> Bundle:
-    """The run of RECIPE with every layer; ``values`` are what the command itself forces
-    (typed, on top of ``--set``), then ``-n``.
+    """The run of RECIPE with every layer, built once; ``values`` are what the command itself
+    forces (typed, on top of ``--set``), then ``-n``.
 
     Live commands (their parser has the cluster flags) use the kubeconfig context's namespace,
     as kubectl does, when neither ``-n`` nor a user layer (defaults file, infra file, ``--set``)
-    names one; offline commands never read the kubeconfig (``render`` output stays the same
-    on every machine)."""
+    names one: it is a layer below the user's, read with the target the client connects to
+    (:func:`~dockyard_k8s.cli._live.cluster_target`). Offline commands never read the
+    kubeconfig (``render`` output stays the same on every machine)."""
     typed = list(values)
+    under: list[Setting] = []
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
-    layers = dict(sets=args.sets, set_strings=getattr(args, "set_strings", []),
-                  set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ, fit=fit)
-    bundle = build_bundle(args.recipe, args.infra, **layers, values=typed)
-    if args.namespace or not getattr(args, "live", False) or bundle.run.written_by_user(("infra", "namespace")):
-        return bundle
-    from dockyard_k8s.live.kubeconfig import context_namespace
+    elif getattr(args, "live", False):
+        from dockyard_k8s.cli._live import cluster_target
 
-    namespace = context_namespace(getattr(args, "kubeconfig", None), getattr(args, "context", None))
-    if not namespace or namespace == bundle.run.namespace:
-        return bundle
-    typed.append(Setting(("infra", "namespace"), namespace, f"the kubeconfig context's namespace {namespace}"))
-    return build_bundle(args.recipe, args.infra, **layers,
-                        values=typed)
+        namespace = cluster_target(args).namespace
+        if namespace:
+            origin = f"<the kubeconfig context's namespace {namespace}>"  # <...>: not the user's layer
+            under.append(Setting(("infra", "namespace"), namespace, origin))
+    return build_bundle(args.recipe, args.infra, sets=args.sets, set_strings=getattr(args, "set_strings", []),
+                        set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ,
+                        values=typed, under=under, fit=fit)
 
 
 def run_name_arg(args: argparse.Namespace) -> str | None:

@@ -291,9 +291,21 @@ def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ())
     for doc in docs:
         out = merge_docs(out, doc)
     out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
-    short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
-    if short:
-        settings = [dataclasses.replace(s, value=_expand(s.value, s.path, short)[0]) for s in settings]
-    problems = apply_settings(out, settings)
+    problems = apply_settings(out, _expanded(schema, settings))
     resolve_nulls(schema, out.data)
     return out, problems
+
+
+def settings_layer(schema: Schema, settings: Sequence[Setting]) -> tuple[Doc, list[ConfigProblem]]:
+    """``settings`` as a layer of their own, to stack below the user's files (what a command
+    knows but the user did not write: the kubeconfig context's namespace), each value marked
+    with its origin."""
+    out = Doc({}, {}, {})
+    return out, apply_settings(out, _expanded(schema, settings))
+
+
+def _expanded(schema: Schema, settings: Sequence[Setting]) -> Sequence[Setting]:
+    short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
+    if not short:
+        return settings
+    return [dataclasses.replace(s, value=_expand(s.value, s.path, short)[0]) for s in settings]

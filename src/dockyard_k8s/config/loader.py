@@ -2,8 +2,9 @@
 
 Layering of the infra spec, last wins (``layering.py`` has the one merge rule)::
 
-    shipped defaults (infra_schema) < platform profile < user defaults file
-      < -f/--infra FILE ... < --set < --set-string < --set-file < what the command sets (-n ...)
+    shipped defaults (infra_schema) < platform profile < what the command knows (``under``: the
+      kubeconfig context's namespace) < user defaults file < -f/--infra FILE ... < --set
+      < --set-string < --set-file < what the command sets (-n ...)
 
 The user defaults file is ``$DOCKYARD_K8S_DEFAULTS`` or
 ``$XDG_CONFIG_HOME/dockyard-k8s/defaults.yaml`` (``~/.config/...``). Infra files may name
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
-from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, stack
+from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, settings_layer, stack
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
@@ -120,8 +121,10 @@ def resolve_run(
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     values: Sequence[Setting] = (),
+    under: Sequence[Setting] = (),
 ) -> tuple[RunConfig | None, list[ConfigProblem]]:
-    """:func:`load_run` without raising: the run and every problem found.
+    """:func:`load_run` without raising: the run and every problem found. ``values`` go on top
+    of every layer; ``under`` below the user's (above the shipped defaults and the profile).
 
     The problems of independent inputs come together: the recipe overrides, the recipe's
     composition, the infra layers' schema, and the run rules (on what the schema accepted, see
@@ -138,7 +141,8 @@ def resolve_run(
     composed = composer.compose(recipe_file)
     if {"infra", "kuberay"} & set(composed.data) and set(composed.data) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
         return None, [_infra_as_recipe(recipe_file, composed)]
-    infra, sources, broken = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, composed.data))
+    infra, sources, broken = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, composed.data),
+                                           under=under)
     recipe_problems = [*composer.layers.problems, *_empty_recipe(recipe_file, composed, composer)]
     recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, overrides)
     recipe_problems += override_problems
@@ -279,11 +283,17 @@ def _sandbox_urls_key(data: Any) -> Path | None:
 
 
 def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setting], *,
-                  recipe: tuple[str, dict[str, Any]] | None = None) -> tuple[Doc, list[str], list[Path]]:
+                  recipe: tuple[str, dict[str, Any]] | None = None,
+                  under: Sequence[Setting] = ()) -> tuple[Doc, list[str], list[Path]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
-    document, the names of its sources, lowest first, and the keys the schema check refused."""
+    document, the names of its sources, lowest first, and the keys the schema check refused.
+    ``under``: values below the user's files (not a source: the user did not write them)."""
     user = user_defaults_file(layers.env)
     docs = [layers.load_chain(f) for f in ([user] if user else []) + list(files)]
+    if under:
+        below, problems = settings_layer(INFRA, under)
+        layers.problems.extend(problems)
+        docs.insert(0, below)
     sources = [SHIPPED, *layers.files]
     # The platform profile sits between the shipped defaults and the user defaults, and is
     # chosen from the merged layers: stack once without it to read infra.platform.

@@ -531,11 +531,12 @@ def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc
                                                 f"cannot load the TLS file: {why}")])
 
 
-def connect(*, context: str | None = None, kubeconfig: str | None = None,
+def connect(*, context: str | None = None, kubeconfig: str | None = None, target: kc.Target | None = None,
             transport: httpx2.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> KubeClient:
     """A client for the current (or named) context of the kubeconfig kubectl would use
     (``--kubeconfig``, else ``$KUBECONFIG`` merged, else ``~/.kube/config``, else the
-    in-cluster service account). Nothing is sent yet.
+    in-cluster service account). ``target``: that kubeconfig and context already resolved
+    (:func:`~dockyard_k8s.live.kubeconfig.resolve`; the files are not read again). Nothing is sent yet.
 
     Raises:
         KubeconfigError: a malformed kubeconfig or an unusable context (exit 2), located.
@@ -545,9 +546,9 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None,
     from lightkube.config.client_adapter import ConnectionParams
     from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-    config = kc.load(kubeconfig)
+    found = (target if target is not None else kc.resolve(kubeconfig, context)).usable()
     single: SingleConfig | None
-    if config is None:
+    if found is None:
         try:
             single = KubeConfig.from_service_account().get()
         except Exception as e:  # not in a pod: no token file, no KUBERNETES_SERVICE_HOST
@@ -555,19 +556,19 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None,
             raise ClusterError(f"no kubeconfig: {where} does not exist and this is not a pod with a service account",
                                hint=kc.HINT) from e
     else:
-        selected = kc.select(config, context)
+        config, selected = found
         single = _lightkube_config(config, selected)
     assert single is not None
     try:
         http = http_client(single, ConnectionParams(timeout=httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT),
                                                     transport=transport))
     except OSError as e:  # a certificate or key file missing (FileNotFoundError) or not PEM (ssl.SSLError)
-        if config is None:
+        if found is None:
             raise ClusterError(f"in-cluster service account: {e}") from e
         raise _tls_problem(config, selected, e) from e
     except Exception as e:  # lightkube's ConfigError (an unsupported auth-provider...)
         raise ClusterError(f"context {single.context_name}: {e}", hint=kc.HINT) from e
-    if config is not None and selected.user and str(single.cluster.server).startswith("https://"):
+    if found is not None and selected.user and str(single.cluster.server).startswith("https://"):
         # exec plugins and token files: ours, whose failures are located (credentials.py)
         from dockyard_k8s.live.credentials import user_auth
 

@@ -307,12 +307,48 @@ def select(config: Kubeconfig, context: str | None = None) -> Selected:
     return Selected(name, ctx, cluster, user, namespace or None)
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The cluster a live command talks to, resolved once per command: the merged kubeconfig
+    (None: no file at all, in-cluster or nothing) and the context selected from it, or the
+    problem that makes them unusable, kept until connecting raises it (the namespace default
+    is quiet about it: the run's own problems are reported first)."""
+
+    config: Kubeconfig | None = None
+    selected: Selected | None = None
+    error: KubeconfigError | None = None
+
+    @property
+    def namespace(self) -> str | None:
+        """The context's namespace (None: it sets none, or there is no usable kubeconfig)."""
+        return self.selected.namespace if self.selected is not None else None
+
+    def usable(self) -> tuple[Kubeconfig, Selected] | None:
+        """The kubeconfig and its context; None when there is no kubeconfig file.
+
+        Raises:
+            KubeconfigError: the problem :func:`resolve` found.
+        """
+        if self.error is not None:
+            raise self.error
+        if self.config is None or self.selected is None:
+            return None
+        return self.config, self.selected
+
+
+def resolve(explicit: str | None = None, context: str | None = None,
+            env: Mapping[str, str] | None = None) -> Target:
+    """The target of ``--kubeconfig`` / ``--context`` (:func:`load`, then :func:`select`):
+    every file is read here, once."""
+    try:
+        config = load(explicit, env)
+        return Target(config, select(config, context) if config is not None else None)
+    except KubeconfigError as e:
+        return Target(error=e)
+
+
 def context_namespace(explicit: str | None = None, context: str | None = None,
                       env: Mapping[str, str] | None = None) -> str | None:
     """The namespace of the context a live command would use (None: it sets none, or there
     is no usable kubeconfig; connecting reports why)."""
-    try:
-        config = load(explicit, env)
-        return select(config, context).namespace if config is not None else None
-    except KubeconfigError:
-        return None
+    return resolve(explicit, context, env).namespace

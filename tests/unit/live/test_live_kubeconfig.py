@@ -215,6 +215,21 @@ def test_context_namespace_is_quiet_on_problems(tmp_path: Path, split: dict[str,
     assert kc.context_namespace(bad, None, {}) is None  # connecting reports the problem
 
 
+def test_a_target_keeps_its_problem_for_connecting(tmp_path: Path, split: dict[str, Any]) -> None:
+    """resolve reads once; the namespace default is quiet, usable() (what connect calls) raises
+    the problem found then, located."""
+    target = kc.resolve(None, None, split["env"])
+    found = target.usable()
+    assert target.namespace == "from-a" and found is not None and found[1].name == "shared"
+    bad = write(tmp_path / "bad.yaml", "- not a config\n")
+    target = kc.resolve(bad, None, {})
+    assert target.namespace is None
+    with pytest.raises(kc.KubeconfigError) as e:
+        target.usable()
+    assert f"{bad}:1:1" in e.value.render()
+    assert kc.resolve(None, None, {"KUBECONFIG": str(tmp_path / "none.yaml")}).usable() is None  # no file: in-cluster
+
+
 def test_scalars_and_repeated_keys_read_as_client_go_reads_them(tmp_path: Path) -> None:
     """go-yaml v2: ``y`` is a boolean, a timestamp stays a string; a repeated key keeps its last
     value (client-go's decoding is not strict); every place is the value's line and column."""
