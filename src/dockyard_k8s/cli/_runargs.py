@@ -13,7 +13,8 @@ from dockyard_k8s.names import is_dns1123_label
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
-  shipped defaults < ~/.config/dockyard-k8s/defaults.yaml ($DOCKYARD_K8S_DEFAULTS)
+  shipped defaults < the kubeconfig context's namespace (live commands)
+  < ~/.config/dockyard-k8s/defaults.yaml ($DOCKYARD_K8S_DEFAULTS)
   < -f/--infra FILE... (default: RECIPE's sibling <name>.infra.yaml; later files win)
   < --set KEY=VALUE < --set-string KEY=VALUE < --set-file KEY=PATH < -n
 recipe overrides after RECIPE, Hydra style (also passed to the job):
