@@ -98,8 +98,8 @@ def preview(bundle: Bundle, options: LaunchOptions = LaunchOptions()) -> tuple[l
 
 
 # The infra keys that render what a run's pods may refer to, said before kubectl's way.
-RUN_CREATES = {"PriorityClass": "infra.priorityClass.create: true, or kubectl create priorityclass {name} --value=1000",
-               "PersistentVolumeClaim": "infra.storage.create: true, or create the claim {name} in {ns}"}
+RUN_CREATES = {"PriorityClass": "infra.priorityClass.create: true",
+               "PersistentVolumeClaim": "infra.storage.create: true"}
 
 
 def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,

@@ -111,19 +111,21 @@ def read_references(client: KubeClient, objects: list[dict[str, Any]],
     return out
 
 
+# The kubectl way to create what a spec key can also render, said after that key.
+_BY_HAND = {"PriorityClass": "kubectl create priorityclass {name} --value=1000",
+            "PersistentVolumeClaim": "create the claim {name} in {ns}"}
+
+
 def missing_fixes(objects: list[dict[str, Any]], found: dict[tuple[str, str, str], bool | None],
                   creates: dict[str, str]) -> list[str]:
     """One line per reference ``found`` says is missing: what it is, how the pods use it, how to
-    create it (``creates``: kind -> the command's own fix, ``{ns}``/``{name}`` filled in, said instead)."""
+    create it (``creates``: kind -> the spec key that renders it, said first)."""
     lines = []
     for kind, ns, name, how in unheld_references(objects):
         if found.get((kind, ns, name)) is not False:
             continue
-        fix = (_secret_fix(ns, name, how) if kind == "Secret" else
-               f"kubectl create namespace {name}" if kind == "Namespace" else
-               REFERENCE_FIXES[kind].format(ns=ns, name=name))
-        if kind in creates:  # the spec's own way first, then kubectl's
-            fix = creates[kind].format(ns=ns, name=name)
+        fix = (f"{creates[kind]}, or {_BY_HAND[kind].format(ns=ns, name=name)}" if kind in creates else
+               _secret_fix(ns, name, how) if kind == "Secret" else REFERENCE_FIXES[kind].format(ns=ns, name=name))
         lines.append(f"  {format_ref(kind, ns, name)}" + (f", used as {how}" if how else "") + f"; create: {fix}")
     return lines
 

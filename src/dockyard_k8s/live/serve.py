@@ -34,9 +34,8 @@ __all__ = ["Outcome", "ServeStatus", "UpOptions", "down", "log_pods", "status", 
 
 Say = Callable[[str], None]
 MAIN_KIND = "Deployment"
-SERVE_CREATES = {"PriorityClass": "serve.priorityClass.create: true, or kubectl create priorityclass {name} "
-                                  "--value=1000",
-                 "PersistentVolumeClaim": "serve.cache.create: true, or create the claim {name} in {ns}"}
+SERVE_CREATES = {"PriorityClass": "serve.priorityClass.create: true",
+                 "PersistentVolumeClaim": "serve.cache.create: true"}
 SHARED_KINDS = frozenset({"PriorityClass"})  # cluster-scoped, shared by endpoints: never deleted by down
 
 
