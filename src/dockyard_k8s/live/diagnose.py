@@ -88,15 +88,19 @@ def fleet_of(obj: dict[str, Any]) -> str:
 
 # --- hints ---------------------------------------------------------------------------------
 
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
     """Hint for a FailedScheduling / Unschedulable message; (hint, fatal)."""
     m = message.lower()
     if "insufficient nvidia.com/gpu" in m:
-        return (f"no node has enough free GPUs for a {fleet} pod: lower {_key(fleet, 'gpus')} or "
+        return (f"no node has enough free GPUs for {_a(fleet)} pod: lower {_key(fleet, 'gpus')} or "
                 f"{_key(fleet, 'replicas')}, or free GPUs (`dockyard-k8s doctor` shows allocatable GPUs)", False)
     for res, field in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral-storage", "ephemeralStorage")):
         if f"insufficient {res}" in m:
-            return (f"no node has {res} left for a {fleet} pod: lower {_key(fleet, field)} or add nodes", False)
+            return (f"no node has {res} left for {_a(fleet)} pod: lower {_key(fleet, field)} or add nodes", False)
     if "insufficient " in m:
         return (f"an extended resource the {fleet} pod requests is exhausted or absent on every node: "
                 f"check {_key(fleet, 'extendedResources')}", False)

@@ -13,6 +13,7 @@ run reached a terminal state.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -344,6 +345,34 @@ def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
                                f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
 
 
+_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
+
+
+def _requests(pod: dict[str, Any]) -> set[str]:
+    return {str(r) for c in (pod.get("spec") or {}).get("containers") or []
+            for r in ((c.get("resources") or {}).get("requests") or {})}
+
+
+def _waiting_for_terminating(findings: list[Diagnosis], pods: list[dict[str, Any]]) -> list[Diagnosis]:
+    """A pod refused for a resource that terminating pods of the run request (KubeRay's next
+    attempt starts while the failed one's pods have their grace period; a rollout's old pods)
+    waits for them: the scheduler counts a terminating pod's requests until it is gone."""
+    going = [p for p in pods if (p.get("metadata") or {}).get("deletionTimestamp")]
+    if not going:
+        return findings
+    out = []
+    for f in findings:
+        short = set(_INSUFFICIENT.findall(f.message)) if f.reason == "FailedScheduling" else set()
+        holding = sum(1 for p in going if short & _requests(p))
+        if holding:
+            f = dataclasses.replace(f, hint=(
+                f"{holding} pod{'s' if holding > 1 else ''} of the run {'are' if holding > 1 else 'is'} still "
+                f"terminating and hold{'' if holding > 1 else 's'} {', '.join(sorted(short))} until "
+                f"{'they are' if holding > 1 else 'it is'} gone; the scheduler places this pod then"))
+        out.append(f)
+    return out
+
+
 def _second(stamp: Any) -> str:
     """An RFC 3339 time (the API server's, UTC) to the second: conditions carry no more."""
     return str(stamp or "")[:19]
@@ -501,7 +530,7 @@ class RunView:
                     continue
                 pulling.add(f.pod)
             out[f.key] = f
-        return list(out.values())
+        return _waiting_for_terminating(list(out.values()), pods)
 
     def new_findings(self) -> list[Diagnosis]:
         """Findings not reported before (each pod + reason once)."""

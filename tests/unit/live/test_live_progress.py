@@ -342,3 +342,25 @@ def test_an_event_after_the_pod_s_condition_still_counts() -> None:
     view.sync("Event", [warning("e1", "Unhealthy", "w0", lastTimestamp="2026-12-03T10:00:41Z",
                                 message="Readiness probe failed")])
     assert [f.reason for f in view.findings()] == ["Unhealthy"]
+
+
+def test_a_pod_waiting_for_the_run_s_terminating_pods_is_told_so_not_to_lower_its_request() -> None:
+    """Seen on the real control plane: KubeRay's next attempt creates its cluster while the failed
+    attempt's pods are still terminating (30 s of grace on a real cluster), and the scheduler refuses
+    the new pods for resources those still hold. "lower kuberay.inference.cpu or add nodes" was false."""
+    view = RunView("grpo-swe", {"inference": 1}, "RayJob")
+    old = pod("grpo-swe-a-inference", "inference", "Running", ready=True)
+    old["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z"
+    old["spec"] = {"containers": [{"name": "ray-worker", "resources": {"requests": {"cpu": "8"}}}]}
+    sandbox = pod("grpo-swe-sandbox-x", "sandbox", "Running", ready=True)  # terminating, holds no cpu request
+    sandbox["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z"
+    new = pod("grpo-swe-b-inference", "inference", "Pending")
+    new["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": "0/8 nodes are available: 3 Insufficient cpu, 5 node(s) didn't "
+                                               "match Pod's node affinity/selector."}]
+    view.sync("Pod", [old, sandbox, new])
+    [found] = view.findings()
+    assert (found.pod, found.reason, found.fatal) == ("grpo-swe-b-inference", "FailedScheduling", False)
+    assert found.hint.startswith("1 pod of the run is still terminating and holds cpu until it is gone")
+    view.sync("Pod", [sandbox, new])  # once they are gone, the capacity hint is the true one again
+    assert "lower kuberay.inference.cpu" in view.findings()[0].hint
