@@ -392,26 +392,27 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 return Outcome(False, "pre-running-deadline",
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
-            try:
-                kind, ev = inbox.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            if isinstance(ev, BaseException):
-                raise ev
-            if ev.type == "SYNC":
-                view.sync(kind, ev.items)
-                if kind == "Event" and "Event" not in synced:
-                    # warnings from before this command about objects the run does not watch
-                    # (ReplicaSets...) are history; those about pods and watched objects count
-                    # while they concern the live ones (matched by uid)
-                    for key, event in list(view.events.items()):
-                        if (event.get("involvedObject") or {}).get("kind") not in tracked:
-                            view.events.pop(key)
-                synced.add(kind)
-            else:
-                view.update(kind, ev.type, ev.obj)
-            deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
-            if len(synced) < len(sources):
+            batch = _burst(inbox)
+            for kind, ev in batch:
+                if isinstance(ev, BaseException):
+                    raise ev
+                if ev.type == "SYNC":
+                    view.sync(kind, ev.items)
+                    if kind == "Event" and "Event" not in synced:
+                        # warnings from before this command about objects the run does not watch
+                        # (ReplicaSets...) are history; those about pods and watched objects count
+                        # while they concern the live ones (matched by uid)
+                        for key, event in list(view.events.items()):
+                            if (event.get("involvedObject") or {}).get("kind") not in tracked:
+                                view.events.pop(key)
+                    synced.add(kind)
+                else:
+                    view.update(kind, ev.type, ev.obj)
+                deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
+                if len(synced) == len(sources):
+                    for line in view.changes(fleets=False):  # each state of the main object
+                        say(f"{stamp()} {line}")
+            if not batch or len(synced) < len(sources):
                 continue  # print once every first list is in
             for line in view.changes():
                 say(f"{stamp()} {line}")
@@ -446,6 +447,27 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
         stop.set()
         client.close_streams()
         join_all(threads)
+
+
+# A burst of watch events (16 sandbox pods turning Ready within milliseconds) is taken in whole
+# before the fleets' lines print, so it reads as one line per fleet instead of one per pod (the main
+# object's states are each said): after the first event, more are taken while they come within
+# QUIET seconds of each other, for at most BURST.
+QUIET, BURST = 0.05, 0.2
+
+
+def _burst(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]]) -> list[tuple[str, WatchEvent | BaseException]]:
+    try:
+        out = [inbox.get(timeout=0.25)]
+    except queue.Empty:
+        return []
+    end = time.monotonic() + BURST
+    while not isinstance(out[-1][1], BaseException) and (left := end - time.monotonic()) > 0:
+        try:
+            out.append(inbox.get(timeout=min(QUIET, left)))
+        except queue.Empty:
+            break
+    return out
 
 
 def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace: str) -> Outcome:

@@ -538,8 +538,9 @@ class RunView:
         self.reported.update(f.key for f in fresh)
         return fresh
 
-    def changes(self) -> list[str]:
-        """Progress lines that changed since the last call (main object, each fleet)."""
+    def changes(self, *, fleets: bool = True) -> list[str]:
+        """Progress lines that changed since the last call (main object, each fleet unless not
+        ``fleets``: a burst of pod changes is said once, the main object's every state)."""
         lines: dict[str, str] = {}
         main = self.main()
         if main is not None:
@@ -548,7 +549,7 @@ class RunView:
             workload = self.workload()
             if workload is not None:  # Kueue's own words on why it waits (or where it was admitted)
                 lines["kueue"] = workload_state(workload).summary()
-        for row in self.fleets():
+        for row in self.fleets() if fleets else ():
             lines[row.fleet] = fleet_line(row)
         out = [text for key, text in lines.items() if self._last_lines.get(key) != text]
         self._last_lines.update(lines)

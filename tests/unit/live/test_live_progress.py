@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import queue
 from typing import Any
 
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.live.orchestrate import _burst
 from dockyard_k8s.live.progress import (
     FleetRow,
     RunView,
@@ -364,3 +366,17 @@ def test_a_pod_waiting_for_the_run_s_terminating_pods_is_told_so_not_to_lower_it
     assert found.hint.startswith("1 pod of the run is still terminating and holds cpu until it is gone")
     view.sync("Pod", [sandbox, new])  # once they are gone, the capacity hint is the true one again
     assert "lower kuberay.inference.cpu" in view.findings()[0].hint
+
+
+def test_a_burst_of_pod_changes_is_said_once_per_fleet_and_every_state_of_the_main_object() -> None:
+    queued: queue.Queue[Any] = queue.Queue()
+    for i in range(16):  # kwok turns 16 sandbox pods Ready within milliseconds
+        queued.put(("Pod", i))
+    assert [ev for _, ev in _burst(queued)] == list(range(16))  # taken in whole, then the lines print
+    assert _burst(queued) == []  # nothing came within the wait
+
+    view = RunView("grpo-swe", {"sandbox": 2}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Initializing"})])
+    view.sync("Pod", [pod("a", "sandbox", "Running", ready=True), pod("b", "sandbox", "Pending")])
+    assert view.changes(fleets=False) == ["RayJob x: jobDeploymentStatus Initializing, jobStatus -"]
+    assert view.changes() == ["sandbox: 2/2 scheduled, 1/2 ready"]  # the fleets at the burst's end
