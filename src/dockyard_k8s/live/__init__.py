@@ -6,8 +6,9 @@ Layout, pure first, I/O second::
     kubeconfig.py  kubeconfig files read (and merged) as kubectl reads them
     credentials.py a kubeconfig user's credentials (token, tokenFile, exec plugin) and the context as
                    lightkube's SingleConfig, each failure one located error
+    answers.py     the API server's answers in our words: errors naming the object, Warning headers
     client.py      KubeClient: the one place that sends, on lightkube's request pipeline; retries,
-                   error wording, server-side apply, watches that re-list on 410
+                   server-side apply, watches that re-list on 410
     crdfields.py   fields the run renders that the cluster's CRDs lack, and the release that has them
     diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)

@@ -259,7 +259,8 @@ class KubeClient:
             return resp
 
     def get_json(self, path: str, what: str) -> Any:
-        """The JSON answer of GET ``path`` (relative to the server)."""
+        """The JSON answer of GET ``path`` (relative to the server, without a query: lightkube's
+        request has its parameters apart)."""
         resp = self._get(BasicRequest("GET", path), what)
         with worded(what):
             return msgspec.json.decode(resp.content)
