@@ -103,19 +103,6 @@ def kind_of(obj: dict[str, Any]) -> Kind:
     return kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
 
 
-def collection_path(kind: Kind, namespace: str | None) -> str:
-    """``/api/v1/namespaces/NS/pods``; cluster-wide when ``namespace`` is None or the kind is cluster-scoped."""
-    root = f"/api/{kind.api_version}" if "/" not in kind.api_version else f"/apis/{kind.api_version}"
-    if kind.namespaced and namespace:
-        return f"{root}/namespaces/{namespace}/{kind.plural}"
-    return f"{root}/{kind.plural}"
-
-
-def object_path(kind: Kind, namespace: str | None, name: str, subresource: str = "") -> str:
-    path = f"{collection_path(kind, namespace)}/{name}"
-    return f"{path}/{subresource}" if subresource else path
-
-
 def ref(kind: str, namespace: str | None, name: str) -> str:
     """How errors and progress name an object: ``RayJob ns/name`` (``Node name`` if cluster-scoped)."""
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

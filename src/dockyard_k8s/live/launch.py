@@ -217,8 +217,6 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
 def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, applied: list[Applied]) -> None:
     """After `run` created a RayJob that deletes itself when it ends: the digest of its spec on the
     launch record (a field manager of its own: the record's next apply keeps it and stays unchanged)."""
-    from dockyard_k8s.live import requests as rq
-
     found = _self_deleting(bundle, options)
     if found is None:
         return
@@ -226,9 +224,9 @@ def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, a
     ns = bundle.run.namespace
     if next((a.action for a in applied if a.ref == ref("RayJob", ns, main["metadata"]["name"])), "") != "created":
         return
-    client.call(rq.prepare_apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+    client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,
-        "annotations": {SUBMITTED_ANNOTATION: _digest(bundle, options)}}}, field_manager=SUBMITTED_MANAGER))
+        "annotations": {SUBMITTED_ANNOTATION: _digest(bundle, options)}}}, field_manager=SUBMITTED_MANAGER)
 
 
 def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,

@@ -91,7 +91,6 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
             if e.status == 0:  # not an answer of the API server (unreachable): as it is
                 raise
             refused.append(explain_conflict(e, obj))
-    client.take_warnings()  # the real apply answers with the same ones
     if not refused:
         return
     if len({(str(r), r.hint) for r in refused}) == 1:  # one reason (a namespace missing): said once
@@ -163,8 +162,8 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         out.append(item)
         if on_applied:
             on_applied(item)
-        for what, text in client.take_warnings():
-            say(f"warning: {what}: {text}")
+        for text in result.warnings:
+            say(f"warning: {item.ref}: {text}")
     return out
 
 

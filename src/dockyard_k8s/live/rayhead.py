@@ -49,7 +49,6 @@ import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import pod_templates
-from dockyard_k8s.live import websocket
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.render.meta import FLEET_LABEL, labels
@@ -221,17 +220,10 @@ class RayJobsClient:
             self.sleep(poll)
 
     def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:
-        """The job's log as it grows, each part once, until the job ends: the dashboard's
-        ``logs/tail`` WebSocket; where it is not served (a proxy, an old Ray), the whole log
-        polled every ``poll`` seconds and only its new part yielded."""
+        """The job's log as it grows, each part once, until the job ends: the whole log
+        (``GET /api/jobs/{id}/logs``) read every ``poll`` seconds, only its new part yielded. The
+        status is read first, so the log read after a terminal one is complete."""
         seen = 0
-        try:
-            for text in websocket.messages(f"{self.address}/api/jobs/{job}/logs/tail", headers=self._ws_headers()):
-                seen += len(text)
-                yield text
-            return
-        except (websocket.WebSocketError, OSError) as e:
-            log.debug("job %s: logs/tail unavailable (%s); polling the log", job, e)
         while True:
             info = self.get(job) or {}
             text = self.logs(job)
@@ -241,11 +233,6 @@ class RayJobsClient:
             if info.get("status") in TERMINAL:
                 return
             self.sleep(poll)
-
-    def _ws_headers(self) -> dict[str, str]:
-        """The client's own headers (credentials among them) for the WebSocket handshake."""
-        skip = {"accept", "accept-encoding", "connection", "user-agent", "host", "content-length"}
-        return {k: v for k, v in self.http.headers.items() if k.lower() not in skip}
 
 
 def job_row(info: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import warnings_of
+from dockyard_k8s.live.answers import warnings_of
 from dockyard_k8s.live.crdfields import explain, since, undeclared_fields, undeclared_in_message
 
 REFUSAL = ("failed to create typed patch object (rl-research/grpo-swe; ray.io/v1, Kind=RayJob): errors:\n"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 from fractions import Fraction
 
+import httpx2
 import pytest
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
 from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
-from dockyard_k8s.live.rayhead import prepare_stop, prepare_submit, submission_id
+from dockyard_k8s.live.rayhead import RayJobsClient, prepare_stop, prepare_submit, submission_id
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -88,6 +89,27 @@ def test_ray_job_requests_and_ids() -> None:
     assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []},
                         "entrypoint_num_gpus": 0}
     assert prepare_stop("j").path == "/api/jobs/j/stop"
+
+
+def test_follow_logs_polls_the_whole_log_and_yields_each_part_once() -> None:
+    """`job logs --follow`: the Jobs API has no stream, so the whole log is read again until the
+    job is terminal (its status read first: the last log read is complete)."""
+    answers = [("RUNNING", "line 1\n"), ("RUNNING", "line 1\n"), ("RUNNING", "line 1\nline 2\n"),
+               ("SUCCEEDED", "line 1\nline 2\nline 3\n")]
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        status, text = answers[0]
+        if request.url.path.endswith("/logs"):
+            answers.pop(0)
+            return httpx2.Response(200, json={"logs": text})
+        return httpx2.Response(200, json={"submission_id": "j", "status": status})
+
+    sleeps: list[float] = []
+    ray = RayJobsClient("http://head:8265", transport=httpx2.MockTransport(handler), sleep=sleeps.append)
+    assert list(ray.follow_logs("j", poll=2.0)) == ["line 1\n", "line 2\n", "line 3\n"]
+    assert seen[:2] == ["/api/jobs/j", "/api/jobs/j/logs"] and len(seen) == 8 and sleeps == [2.0] * 3
 
 
 def test_json_rows_show_every_field_in_order() -> None:
