@@ -74,6 +74,8 @@ WATCH_READ = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=WATCH_TIMEOUT_SE
 FOLLOW_READ = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=None)
 # Statuses worth retrying: throttling and transient server/load-balancer errors.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
     """``SYNC`` carries the full list (first list or a re-list after 410): objects not in
