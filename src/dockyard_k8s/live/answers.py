@@ -108,8 +108,13 @@ def api_error(status: int, body: bytes, obj: str) -> ClusterError:
                                  "NotFound (its finalizers and the objects in it must go first), create it again, "
                                  "then run again; or choose another namespace with -n / infra.namespace")
     fields = crdfields.undeclared_in_message(message) if SCHEMA_REFUSED in message else []
-    if fields:
-        text, hint = crdfields.explain(obj.split(" ")[0], fields)
+    kind = obj.split(" ")[0]
+    if fields and kind in crdfields.KUBERAY_KINDS:
+        text, hint = crdfields.explain(kind, fields)
+    elif fields:  # a built-in kind, or another operator's: not KubeRay's release history
+        text = f"the API server's schema for {kind} has no field {', '.join(fields)}"
+        hint = (f"this cluster serves {kind} without it (an older Kubernetes or CRD than the run was checked "
+                f"against): `kubectl explain {kind.lower()}` shows what it serves; `dockyard-k8s doctor`")
     elif SCHEMA_REFUSED in message:
         hint = "the cluster's schema for this kind does not accept the object: compare `dockyard-k8s doctor`"
     elif status == 400 and "HTTP request to an HTTPS server" in message:
