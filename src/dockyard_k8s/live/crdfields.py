@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+KUBERAY_KINDS = frozenset({"RayJob", "RayCluster", "RayService"})
 # (kind, field path) -> (first KubeRay release whose CRD has it, the infra key that renders it).
 # Read in ray-project/kuberay's ray-operator/config/crd/bases/ at every v1.x tag; a RayJob's
 # rayClusterSpec has the RayCluster's spec fields.
-KUBERAY_KINDS = frozenset({"RayJob", "RayCluster", "RayService"})
 KUBERAY_FIELDS_SINCE: dict[tuple[str, str], tuple[str, str]] = {
     ("RayJob", "spec.activeDeadlineSeconds"): ("1.1.0", "launch.activeDeadlineSeconds"),
     ("RayJob", "spec.backoffLimit"): ("1.2.0", "launch.backoffLimit"),
