@@ -521,7 +521,14 @@ def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
             return str(cluster)
         raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
     if launch["mode"] == "rayjob" and client is not None:
-        cluster, _ = ray_cluster_of(client.get(RAYJOB, ns, run) or {"kind": "RayJob"}, {})
+        job = client.get(RAYJOB, ns, run)
+        if job is None:
+            up = client.get(RAYCLUSTER, ns, run) is not None  # `cluster up` of the same recipe: bringup mode
+            raise ClusterError(f"no RayJob {ns}/{run} (the recipe's launch.mode is rayjob)", obj=f"RayJob {ns}/{run}",
+                               hint=f"RayCluster {run} is up (bringup mode, `cluster up`): add --set "
+                                    "launch.mode=bringup" if up else "`dockyard-k8s run RECIPE` starts it; "
+                                    "`dockyard-k8s cluster up RECIPE` brings up a cluster for `job submit`")
+        cluster, _ = ray_cluster_of(job, {})
         if not cluster:
             raise ClusterError("the RayJob has no RayCluster (yet)", obj=f"RayJob {ns}/{run}",
                                hint="`dockyard-k8s status` shows where it is")

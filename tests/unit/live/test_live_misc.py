@@ -8,11 +8,13 @@ from fractions import Fraction
 import httpx2
 import pytest
 
+from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
 from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
-from dockyard_k8s.live.rayhead import RayJobsClient, prepare_stop, prepare_submit, submission_id
+from dockyard_k8s.live.rayhead import RayJobsClient, prepare_stop, prepare_submit, ray_cluster_name, submission_id
+from support.paths import EXAMPLES
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -147,3 +149,28 @@ def test_the_local_pre_running_deadline_comes_after_kuberay_s_own_checks() -> No
     assert KUBERAY_RECHECK_SECONDS == 3.0
     assert deadline_margin(5) > KUBERAY_RECHECK_SECONDS and deadline_margin(1) > KUBERAY_RECHECK_SECONDS
     assert deadline_margin(300) == 30 and deadline_margin(2700) == 60  # 10%, at most a minute
+
+
+class _Objects:
+    """A client's ``get`` over a few objects by kind and name."""
+
+    def __init__(self, *objects: dict[str, object]) -> None:
+        self.objects = {(o["kind"], o["name"]): o for o in objects}
+
+    def get(self, kind: object, namespace: str, name: str) -> dict[str, object] | None:
+        return self.objects.get((getattr(kind, "kind", ""), name))
+
+
+@pytest.mark.parametrize(("objects", "said", "hint"), [
+    # `cluster up` of the recipe made a bringup RayCluster; `job submit` without the mode looked for a RayJob
+    ([{"kind": "RayCluster", "name": "grpo-swe"}], "no RayJob rl-research/grpo-swe (the recipe's launch.mode is "
+     "rayjob)", "RayCluster grpo-swe is up (bringup mode, `cluster up`): add --set launch.mode=bringup"),
+    ([], "no RayJob rl-research/grpo-swe", "`dockyard-k8s run RECIPE` starts it"),
+    ([{"kind": "RayJob", "name": "grpo-swe"}], "the RayJob has no RayCluster (yet)", "`dockyard-k8s status`"),
+])
+def test_the_ray_cluster_of_a_rayjob_run_that_is_not_there_is_said_as_it_is(
+        objects: list[dict[str, object]], said: str, hint: str) -> None:
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env={})
+    with pytest.raises(ClusterError) as e:
+        ray_cluster_name(_Objects(*objects), bundle)  # type: ignore[arg-type]
+    assert str(e.value).startswith(said) and hint in e.value.hint
