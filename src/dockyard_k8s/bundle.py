@@ -11,11 +11,11 @@ renderer bug, and nothing is printed or applied (exit 1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.loader import Setting, resolve_run
+from dockyard_k8s.config.loader import Layers, resolve_run
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
@@ -50,31 +50,18 @@ class RenderedProblem:
     key: Path | None = None  # the infra key, when the check knows it better than provenance does
 
 
-def build_bundle(
-    recipe_file: str,
-    infra_file: str | Sequence[str] | None = None,
-    *,
-    sets: Sequence[str] = (),
-    set_strings: Sequence[str] = (),
-    set_files: Sequence[str] = (),
-    overrides: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    values: Sequence[Setting] = (),
-    under: Sequence[Setting] = (),
-    fit: bool = True,
-) -> Bundle:
-    """Load, render and check a run (``values`` and ``under``: see
-    :func:`~dockyard_k8s.config.loader.resolve_run`). ``fit``: refuse pods that cannot run on
-    one node of the instance type they select (off for ``plan`` and ``lint``, which report on
-    the run as it is).
+def build_bundle(recipe_file: str, infra_file: str | Sequence[str] | None = None, layers: Layers = Layers(), *,
+                 fit: bool = True) -> Bundle:
+    """Load, render and check a run (see :func:`~dockyard_k8s.config.loader.load_run`). ``fit``:
+    refuse pods that cannot run on one node of the instance type they select (off for ``plan``
+    and ``lint``, which report on the run as it is).
 
     Raises:
         ConfigError: bad input, including config that KubeRay or the API server would reject.
         ManifestError: a rendered object fails offline validation for no reason in the input
             (fail closed: a renderer bug).
     """
-    run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
-                                overrides=overrides, env=env, values=values, under=under)
+    run, problems = resolve_run(recipe_file, infra_file, layers)
     if run is None:
         raise ConfigError(problems)
     # The recipe's own problems (an override, its defaults list) leave the infra spec whole: the

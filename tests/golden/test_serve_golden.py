@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.render.serialize import dump_documents
 from dockyard_k8s.serve_bundle import build_serve_bundle
 from support.paths import REPO
@@ -23,7 +24,7 @@ def _render(example: str) -> str:
     cwd = os.getcwd()
     os.chdir(REPO)  # paths relative to the repository, as a user types them
     try:
-        bundle = build_serve_bundle(f"examples/{example}.serve.yaml", env={"HOME": "/nonexistent"})
+        bundle = build_serve_bundle(f"examples/{example}.serve.yaml", Layers(env={"HOME": "/nonexistent"}))
     finally:
         os.chdir(cwd)
     assert not bundle.validation.missing  # every kind validated against a schema (KEDA CRD included)

@@ -9,6 +9,7 @@ import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.cli import main
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
 from support.paths import REPO
@@ -18,9 +19,9 @@ INFRA = "infra:\n  image: reg.example.com/img:1.0\n"
 RECIPE_WITH_URLS = "model: m\nenv:\n  code:\n    sandbox_urls: [http://localhost:9090]\n"
 
 
-def problems(*args, **kwargs) -> list[str]:
+def problems(recipe, infra=None, **layers) -> list[str]:
     with pytest.raises(ConfigError) as e:
-        build_bundle(*args, **kwargs)
+        build_bundle(recipe, infra, Layers(**layers))
     return [str(p) for p in e.value.problems]
 
 
@@ -90,7 +91,7 @@ def test_a_selected_label_the_node_lacks_says_what_the_node_has(recipe, write, c
 def test_no_sandbox_urls_override_for_a_recipe_without_that_key(write, clean_env, capsys, monkeypatch):
     plain = write("train.yaml", "lr: 1\n")
     infra = write("i.yaml", INFRA + "launch:\n  entrypoint: python train.py\n")
-    run = load_run(plain, infra, env=clean_env)
+    run = load_run(plain, infra, Layers(env=clean_env))
     assert run.job_args == [] and run.added_args == ()
     monkeypatch.chdir(os.path.dirname(plain))
     assert main(["check", plain, "-f", infra]) == 0
@@ -100,16 +101,16 @@ def test_no_sandbox_urls_override_for_a_recipe_without_that_key(write, clean_env
 
 def test_sandbox_urls_override_is_said_and_switchable(recipe, write, clean_env, capsys):
     infra = write("i.yaml", INFRA)
-    run = load_run(recipe, infra, env=clean_env)
+    run = load_run(recipe, infra, Layers(env=clean_env))
     assert run.job_args == ["++env.code.sandbox_urls=null"] and run.recipe["env"]["code"]["sandbox_urls"] is None
     assert main(["check", recipe, "-f", infra]) == 0
     out = capsys.readouterr().out
     assert "(+" not in out.split("\n")[1]  # the user passed no override
     assert "job gets   ++env.code.sandbox_urls=null (appended: the recipe has env.code.sandbox_urls" in out
-    off = load_run(recipe, infra, sets=["launch.sandboxUrlsKey=null"], env=clean_env)
+    off = load_run(recipe, infra, Layers(sets=["launch.sandboxUrlsKey=null"], env=clean_env))
     assert off.job_args == [] and off.recipe["env"]["code"]["sandbox_urls"] == ["http://localhost:9090"]
     other = write("o.yaml", "sandbox:\n  urls: [x]\n")
-    assert load_run(other, infra, sets=["launch.sandboxUrlsKey=sandbox.urls"], env=clean_env).job_args == \
+    assert load_run(other, infra, Layers(sets=["launch.sandboxUrlsKey=sandbox.urls"], env=clean_env)).job_args == \
         ["++sandbox.urls=null"]
 
 
@@ -121,7 +122,7 @@ def test_attach_mode_sends_the_recipe_and_sandbox_urls_with_the_job(recipe, writ
                                     "  runtimeEnv: {env_vars: {A: b}}\n  entrypoint: python t.py --config {recipe}\n")
     from dockyard_k8s.render.submission import submission
 
-    run = load_run(recipe, infra, env=clean_env)
+    run = load_run(recipe, infra, Layers(env=clean_env))
     job = submission(run.infra, run.recipe, run.job_args)
     command, env = job.entrypoint, job.runtime_env
     assert env is not None
@@ -181,7 +182,7 @@ def test_invalid_image_references_are_refused(recipe, write, clean_env, image):
 
 def test_a_profile_limit_follows_the_users_request(clean_env):
     run = load_run(f"{EX}/grpo_tiny.yaml", f"{EX}/kind_single_gpu.infra.yaml",
-                   sets=["kuberay.trainer.memory=30Gi"], env=clean_env)
+                   Layers(sets=["kuberay.trainer.memory=30Gi"], env=clean_env))
     assert run.infra["kuberay"]["trainer"]["memoryLimit"] == "30Gi"
     assert run.notes == ("kuberay.trainer.memoryLimit follows kuberay.trainer.memory: 30Gi (the 24Gi of the kind "
                          "profile is below the request you set)",)
@@ -301,15 +302,16 @@ def test_repeatable_infra_files_later_wins_each_with_its_own_parents(recipe, wri
     write("base/p.yaml", "sandbox:\n  replicas: 3\n  env: {A: '1'}\n")
     a = write("a.yaml", "defaults: base/p\n" + INFRA)
     b = write("b.yaml", "sandbox:\n  env: {B: '2'}\n  replicas: 5\n")
-    run = load_run(recipe, [a, b], env=clean_env)
+    run = load_run(recipe, [a, b], Layers(env=clean_env))
     assert run.infra["sandbox"]["replicas"] == 5 and run.infra["sandbox"]["env"] == {"A": "1", "B": "2"}
     assert run.sources[1:] == [write("base/p.yaml", "sandbox:\n  replicas: 3\n  env: {A: '1'}\n"), a, b]
 
 
 def test_set_string_and_set_file(recipe, write, clean_env):
     cmd = write("cmd.txt", "python train.py --config {recipe}")
-    run = load_run(recipe, write("i.yaml", INFRA), set_strings=["infra.labels.build=0755"],
-                   set_files=[f"launch.entrypoint={cmd}"], env=clean_env)
+    run = load_run(recipe, write("i.yaml", INFRA),
+                   Layers(set_strings=["infra.labels.build=0755"], set_files=[f"launch.entrypoint={cmd}"],
+                          env=clean_env))
     assert run.infra["infra"]["labels"]["build"] == "0755"
     assert run.infra["launch"]["entrypoint"] == "python train.py --config {recipe}"
     assert problems(recipe, write("j.yaml", INFRA), set_files=["launch.entrypoint=/nonexistent"], env=clean_env) == [
@@ -321,18 +323,18 @@ def test_null_unsets_in_files_and_set_alike_and_maps_merge(recipe, write, clean_
                                      "    env: {A: '1', B: '2'}\n")
     child = write("c.yaml", "defaults: p.yaml\nkuberay:\n  trainer:\n    nodeSelector: null\n    memoryLimit: null\n"
                             "    env: {A: null}\n")
-    run = load_run(recipe, child, env=clean_env)
+    run = load_run(recipe, child, Layers(env=clean_env))
     trainer = run.infra["kuberay"]["trainer"]
     assert trainer["nodeSelector"] == {}  # not nullable: back to the shipped default
     assert trainer["memoryLimit"] is None  # nullable: null (= the request)
     assert trainer["env"] == {"B": "2"}  # an entry of a free map: deleted
-    by_set = load_run(recipe, parent, sets=["kuberay.trainer.nodeSelector=null", "kuberay.trainer.env.A=null"],
-                      env=clean_env)
+    by_set = load_run(recipe, parent,
+                      Layers(sets=["kuberay.trainer.nodeSelector=null", "kuberay.trainer.env.A=null"], env=clean_env))
     assert by_set.infra["kuberay"]["trainer"]["nodeSelector"] == {}
     assert by_set.infra["kuberay"]["trainer"]["env"] == {"B": "2"}
-    kept = load_run(recipe, parent, sets=["kuberay.trainer.nodeSelector={}"], env=clean_env)
+    kept = load_run(recipe, parent, Layers(sets=["kuberay.trainer.nodeSelector={}"], env=clean_env))
     assert kept.infra["kuberay"]["trainer"]["nodeSelector"] == {"pool": "gpu"}  # {} merges, in --set as in files
-    shm = load_run(recipe, parent, sets=["kuberay.trainer.shmSize=null"], env=clean_env)
+    shm = load_run(recipe, parent, Layers(sets=["kuberay.trainer.shmSize=null"], env=clean_env))
     assert shm.infra["kuberay"]["trainer"]["shmSize"] is None  # documented: null drops the volume
 
 

@@ -1,15 +1,16 @@
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run, run_name_from
 from dockyard_k8s.errors import ConfigError
 
 INFRA = "infra:\n  image: reg/img:1.0\n"
 
 
-def problems_of(fn, *args, **kwargs):
+def problems_of(fn, recipe, infra, **layers):
     with pytest.raises(ConfigError) as e:
-        fn(*args, **kwargs)
+        fn(recipe, infra, Layers(**layers))
     return [str(p) for p in e.value.problems]
 
 
@@ -19,7 +20,7 @@ def recipe(write):
 
 
 def test_shipped_defaults_fill_every_section(recipe, write, clean_env):
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env)
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env=clean_env))
     assert run.infra["sandbox"]["resources"]["cpu"] == "1"
     assert run.infra["sandbox"]["resources"]["memory"] == "2Gi"
     assert run.infra["sandbox"]["pdb"] == {"enabled": True, "maxUnavailable": 1}
@@ -34,7 +35,7 @@ def test_layering_last_wins(recipe, write, tmp_path):
                                       "sandbox:\n  replicas: 7\n")
     infra = write("i.yaml", INFRA + "  namespace: from-infra\n")
     env = {"DOCKYARD_K8S_DEFAULTS": user, "HOME": str(tmp_path)}
-    run = load_run(recipe, infra, sets=["sandbox.replicas=9"], env=env)
+    run = load_run(recipe, infra, Layers(sets=["sandbox.replicas=9"], env=env))
     assert run.infra["infra"]["namespace"] == "from-infra"
     assert run.infra["infra"]["imagePullSecrets"] == ["u"]
     assert run.infra["sandbox"]["replicas"] == 9
@@ -43,7 +44,7 @@ def test_layering_last_wins(recipe, write, tmp_path):
 
 def test_user_defaults_found_in_xdg_config_home(recipe, write, tmp_path):
     write("cfg/dockyard-k8s/defaults.yaml", "infra:\n  namespace: xdg\n")
-    run = load_run(recipe, write("i.yaml", INFRA), env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")}))
     assert run.infra["infra"]["namespace"] == "xdg"
 
 
@@ -51,7 +52,7 @@ def test_infra_defaults_chain_parent_first(recipe, write, clean_env):
     write("base/grand.yaml", "infra:\n  namespace: grand\n  image: reg/g:1\nsandbox:\n  replicas: 1\n")
     write("base/parent.yaml", "defaults: grand.yaml\ninfra:\n  namespace: parent\n")
     child = write("child.yaml", "defaults: base/parent.yaml\nsandbox:\n  replicas: 3\n")
-    run = load_run(recipe, child, env=clean_env)
+    run = load_run(recipe, child, Layers(env=clean_env))
     assert (run.infra["infra"]["namespace"], run.infra["infra"]["image"], run.infra["sandbox"]["replicas"]) == \
         ("parent", "reg/g:1", 3)
 
@@ -74,7 +75,7 @@ def test_missing_parent_is_reported_at_the_defaults_key(recipe, write, clean_env
 def test_recipe_defaults_chain(write, clean_env):
     write("common.yaml", "optimizer:\n  lr: 1\n  wd: 0.1\n")
     recipe = write("r.yaml", "defaults: common.yaml\noptimizer:\n  lr: 2\n")
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env)
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env=clean_env))
     assert run.recipe["optimizer"] == {"lr": 2, "wd": 0.1}
     assert "defaults" not in run.recipe
 
@@ -145,10 +146,10 @@ def test_set_errors_name_the_flag(recipe, write, clean_env):
 
 
 def test_set_escaped_dots_and_lists(recipe, write, clean_env):
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env, sets=[
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env=clean_env, sets=[
         r"kuberay.trainer.nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge",
         "infra.imagePullSecrets=[a, b]",
-    ])
+    ]))
     assert run.infra["kuberay"]["trainer"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge"}
     assert run.infra["infra"]["imagePullSecrets"] == ["a", "b"]
 
@@ -156,14 +157,15 @@ def test_set_escaped_dots_and_lists(recipe, write, clean_env):
 def test_env_interpolation_in_infra_and_recipe(write, tmp_path):
     recipe = write("r.yaml", "run: ${RUN_ID}\n")
     infra = write("i.yaml", "infra:\n  image: reg/img:${TAG:-1.0}\n")
-    run = load_run(recipe, infra, env={"RUN_ID": "abc", "HOME": str(tmp_path)})
+    run = load_run(recipe, infra, Layers(env={"RUN_ID": "abc", "HOME": str(tmp_path)}))
     assert run.recipe == {"run": "abc"}  # no env.code.sandbox_urls in the recipe: nothing appended
     assert run.infra["infra"]["image"] == "reg/img:1.0"
 
 
 def test_hydra_overrides_apply_and_reach_the_job(recipe, write, clean_env):
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env,
-                   overrides=["optimizer.lr=3e-6", "+optimizer.beta=0.9", "++model=n", "~optimizer.lr"])
+    run = load_run(recipe, write("i.yaml", INFRA),
+                   Layers(env=clean_env,
+                          overrides=["optimizer.lr=3e-6", "+optimizer.beta=0.9", "++model=n", "~optimizer.lr"]))
     # the job starts from the changes applied and deletes what ~ names (its Hydra replays every argument)
     assert run.recipe["optimizer"] == {"lr": 3e-6, "beta": 0.9}
     assert run.recipe["model"] == "n"
@@ -181,14 +183,14 @@ def test_hydra_override_of_a_missing_key_suggests_the_right_one(recipe, write, c
 
 
 def test_no_sandbox_url_override_when_injection_is_off(recipe, write, clean_env):
-    run = load_run(recipe, write("i.yaml", INFRA + "sandbox:\n  injectUrls: false\n"), env=clean_env)
+    run = load_run(recipe, write("i.yaml", INFRA + "sandbox:\n  injectUrls: false\n"), Layers(env=clean_env))
     assert run.job_args == [] and run.recipe["env"]["code"]["sandbox_urls"] == ["x"]
 
 
 def test_sibling_infra_file_is_the_default(write, clean_env):
     recipe = write("exp.yaml", "a: 1\n")
     write("exp.infra.yaml", INFRA + "  namespace: sibling\n")
-    assert load_run(recipe, env=clean_env).infra["infra"]["namespace"] == "sibling"
+    assert load_run(recipe, layers=Layers(env=clean_env)).infra["infra"]["namespace"] == "sibling"
 
 
 def test_unreadable_files_are_problems_not_tracebacks(write, clean_env):
@@ -276,7 +278,7 @@ def test_an_infra_spec_given_as_the_recipe_is_said_once_at_its_first_key(write, 
     infra = write("x.infra.yaml", "# team infra\ninfra:\n  image: r/i:1\nkuberay:\n  trainer: {gpus: 1}\n")
     for files in (None, infra):
         with pytest.raises(ConfigError) as e:
-            load_run(infra, files, env=clean_env)
+            load_run(infra, files, Layers(env=clean_env))
         (p,) = e.value.problems
         assert (p.file, p.line, p.col) == (infra, 2, 1)
         assert p.message.startswith("this is an infra spec, not a training recipe (its top-level keys infra, kuberay")
@@ -290,4 +292,4 @@ def test_a_recipe_whose_keys_are_not_all_infra_sections_is_a_recipe(write, clean
     for text, data in (("trainer: {lr: 1}\nlaunch_notes: x\n", {"trainer": {"lr": 1}, "launch_notes": "x"}),
                        ("sandbox: {urls: [x]}\n", {"sandbox": {"urls": ["x"]}}),
                        ("infra: {gpus: 1}\nmodel: m\n", {"infra": {"gpus": 1}, "model": "m"})):
-        assert load_run(write("r.yaml", text), infra, env=clean_env).recipe == data
+        assert load_run(write("r.yaml", text), infra, Layers(env=clean_env)).recipe == data

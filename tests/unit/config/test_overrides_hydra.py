@@ -11,6 +11,7 @@ import os
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
 from support.cli import run_cli
@@ -20,9 +21,9 @@ EX = os.path.join(REPO, "examples")
 INFRA = "infra:\n  image: reg.example.com/img:1.0\n"
 
 
-def problems(*args, **kwargs) -> list[str]:
+def problems(recipe, infra, **layers) -> list[str]:
     with pytest.raises(ConfigError) as e:
-        build_bundle(*args, **kwargs)
+        build_bundle(recipe, infra, Layers(**layers))
     return [str(p) for p in e.value.problems]
 
 
@@ -57,7 +58,7 @@ def test_a_group_is_also_a_directory_beside_the_recipe(write, clean_env):
 
 
 def test_a_key_inside_the_group_is_an_ordinary_override(grouped, write, clean_env):
-    run = load_run(grouped, write("i.yaml", INFRA), env=clean_env, overrides=["model.size=4"])
+    run = load_run(grouped, write("i.yaml", INFRA), Layers(env=clean_env, overrides=["model.size=4"]))
     assert run.recipe["model"] == {"size": 4, "layers": 2}
     assert run.job_args == ["++model.size=4"]
 
@@ -89,7 +90,7 @@ def test_what_hydras_grammar_refuses_is_refused(write, clean_env, override, why)
 ])
 def test_quoted_and_escaped_values_pass(write, clean_env, override, value):
     recipe = write("r.yaml", "a: 1\ntrainer:\n  lr: 1\n")
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env, overrides=[override])
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env=clean_env, overrides=[override]))
     key = override.partition("=")[0]
     node = run.recipe
     for part in key.split("."):
@@ -99,7 +100,7 @@ def test_quoted_and_escaped_values_pass(write, clean_env, override, value):
 
 def test_a_list_item_is_written_as_hydra_writes_it(write, clean_env):
     recipe = write("r.yaml", "stages:\n  - {steps: 1}\n  - {steps: 2}\n")
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env, overrides=["stages.1.steps=5"])
+    run = load_run(recipe, write("i.yaml", INFRA), Layers(env=clean_env, overrides=["stages.1.steps=5"]))
     assert run.recipe["stages"] == [{"steps": 1}, {"steps": 5}]
     assert run.job_args == ["++stages.1.steps=5"]
 
@@ -112,16 +113,16 @@ def test_a_deletion_is_passed_to_the_job_which_deletes_it(write, clean_env):
     the key, so the mounted recipe keeps it (Hydra cannot delete a key that is not there:
     "Could not delete from config")."""
     recipe = write("r.yaml", "optimizer:\n  lr: 1\n  beta: 2\n")
-    run = load_run(recipe, write("i.yaml", INFRA), env=clean_env,
-                   overrides=["optimizer.lr=3", "~optimizer.beta", "+optimizer.gamma=1"])
+    run = load_run(recipe, write("i.yaml", INFRA),
+                   Layers(env=clean_env, overrides=["optimizer.lr=3", "~optimizer.beta", "+optimizer.gamma=1"]))
     assert run.job_args == ["++optimizer.lr=3", "~optimizer.beta", "++optimizer.gamma=1"]
     assert run.recipe["optimizer"] == {"lr": 3, "beta": 2, "gamma": 1}  # what the job starts from
 
 
 def test_a_deletion_with_a_value_deletes_only_that_value(write, clean_env):
     recipe = write("r.yaml", "optimizer:\n  lr: 1\n")
-    assert load_run(recipe, write("i.yaml", INFRA), env=clean_env,
-                    overrides=["~optimizer.lr=1"]).job_args == ["~optimizer.lr=1"]
+    assert load_run(recipe, write("i.yaml", INFRA),
+                    Layers(env=clean_env, overrides=["~optimizer.lr=1"])).job_args == ["~optimizer.lr=1"]
     found = problems(recipe, write("i.yaml", INFRA), env=clean_env, overrides=["~optimizer.lr=2"])
     assert found == ["override ~optimizer.lr=2: optimizer.lr: the value of optimizer.lr is 1, not 2 (Hydra "
                      "deletes a key given with a value only when it has that value)"]

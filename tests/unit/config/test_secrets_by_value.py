@@ -11,6 +11,7 @@ import os
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 from support.cli import run_cli
 from support.paths import REPO
@@ -23,7 +24,7 @@ WANDB = "0123456789abcdef0123456789abcdef01234567"  # a W&B API key is 40 hex di
 
 def problems(**kwargs) -> list[str]:
     with pytest.raises(ConfigError) as e:
-        build_bundle(RECIPE, INFRA, env={"HOME": "/nonexistent"}, **kwargs)
+        build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, **kwargs))
     return [str(p) for p in e.value.problems]
 
 
@@ -40,7 +41,7 @@ def test_a_token_set_into_a_fleet_env_is_refused_without_echoing_it():
 def test_a_credential_named_env_is_refused_in_a_file_too(write):
     infra = write("i.yaml", "defaults: " + INFRA + "\nkuberay:\n  head:\n    env:\n      WANDB_API_KEY: abc123\n")
     with pytest.raises(ConfigError) as e:
-        build_bundle(RECIPE, infra, env={"HOME": "/nonexistent"})
+        build_bundle(RECIPE, infra, Layers(env={"HOME": "/nonexistent"}))
     found = [str(p) for p in e.value.problems]
     assert found == [f"{infra}:5:22: kuberay.head.env.WANDB_API_KEY: a credential by value would be stored in the "
                      "rendered objects (the files you render, etcd, `kubectl get -o yaml`): expected a reference "
@@ -80,7 +81,7 @@ def test_a_token_in_the_entrypoint_is_refused():
     ["++logging.wandb_api_key=null"],  # nothing by value
 ])
 def test_what_is_not_a_secret_still_passes(ok):
-    build_bundle(RECIPE, INFRA, env={"HOME": "/nonexistent"}, overrides=ok)
+    build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, overrides=ok))
 
 
 def test_the_cli_exits_2_and_never_prints_the_value():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from support.paths import EXAMPLES
 
 
@@ -25,7 +26,8 @@ def test_kuberay_and_kueue_rules_run_once_per_object(monkeypatch, clean_env):
         for loaded in list(sys.modules.values()):  # every module that imported it by name
             if getattr(loaded, name, None) is real:
                 monkeypatch.setattr(loaded, name, counted)
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe_kueue.infra.yaml"), env=clean_env)
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe_kueue.infra.yaml"),
+                          Layers(env=clean_env))
     judged = [o for o in bundle.objects if names.judged(o)]
     assert 0 < len(judged) < len(bundle.objects)  # the sandbox, its policies... are not Kueue's
     assert (calls.count("kuberay_problems"), calls.count("kueue_problems")) == (len(bundle.objects), len(judged))

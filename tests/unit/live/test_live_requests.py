@@ -10,6 +10,7 @@ import pytest
 from live_helpers import Recorder
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.kinds import KINDS, collection_path, kind_for, object_path
 from support.paths import EXAMPLES
@@ -70,8 +71,8 @@ def test_prepare_list_watch_delete_logs() -> None:
 
 
 def _bundle(*sets: str) -> Any:
-    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), sets=sets,
-                        env=os.environ)
+    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                        Layers(sets=sets, env=os.environ))
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -13,6 +13,7 @@ import pytest
 from serve_support import bundle
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.serve_bundle import build_serve_bundle
 from support.netpol import Address, Network, Pod, Port
 from support.paths import REPO
@@ -40,7 +41,7 @@ def example(name: str) -> list[dict[str, Any]]:
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        return build_serve_bundle(f"examples/{name}.serve.yaml", env={"HOME": "/nonexistent"}).objects
+        return build_serve_bundle(f"examples/{name}.serve.yaml", Layers(env={"HOME": "/nonexistent"})).objects
     finally:
         os.chdir(cwd)
 
@@ -51,7 +52,7 @@ def run_objects(namespace: str, *sets: str) -> list[dict[str, Any]]:
     os.chdir(REPO)
     try:
         return build_bundle("examples/grpo_swe.yaml", "examples/grpo_swe.infra.yaml",
-                            sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"}).objects
+                            Layers(sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"})).objects
     finally:
         os.chdir(cwd)
 

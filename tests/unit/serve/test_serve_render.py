@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from serve_support import bundle, env_of, find, server
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ManifestError
 from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.serve_bundle import build_serve_bundle
@@ -163,7 +164,7 @@ def test_a_renderer_bug_never_leaves_the_machine(tmp_path: Path, monkeypatch: py
     spec.write_text("serve:\n  model: {id: a/b}\n  autoscaling: {enabled: true}\n  cache: {accessMode: ReadWriteMany}\n"
                     "  network: {ingress: [{namespace: monitoring}]}\n")
     with pytest.raises(ManifestError) as info:
-        build_serve_bundle(str(spec), env={})
+        build_serve_bundle(str(spec), Layers(env={}))
     assert 'unknown field "maxReplicas"' in info.value.render()
     assert info.value.exit_code == 1
 
