@@ -10,6 +10,7 @@ from dockyard_k8s.bundle import Bundle, build_bundle
 from dockyard_k8s.config.loader import Layers, Setting
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.names import is_dns1123_label
+from dockyard_k8s.render.record import Invocation
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
@@ -81,6 +82,13 @@ def layers_of(args: argparse.Namespace, values: Sequence[Setting] = (), under: S
     """The layers the command line gives (serve's commands have ``--set`` alone)."""
     return Layers(args.sets, getattr(args, "set_strings", ()), getattr(args, "set_files", ()),
                   getattr(args, "overrides", ()), os.environ, values, under)
+
+
+def invocation_of(args: argparse.Namespace) -> Invocation:
+    """The files and ``--set`` layers as given, for the launch record."""
+    infra = getattr(args, "infra", None) or []
+    return Invocation(tuple([infra] if isinstance(infra, str) else infra),
+                      (*args.sets, *getattr(args, "set_strings", ())), tuple(getattr(args, "set_files", ())))
 
 
 def run_name_arg(args: argparse.Namespace) -> str | None:

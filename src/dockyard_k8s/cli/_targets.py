@@ -14,10 +14,11 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, layers_of, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, invocation_of, layers_of, load_bundle
 from dockyard_k8s.config.loader import Setting, load_infra_doc
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.manifests import Manifest, looks_like_manifests, objects_from_bundle, read_objects
+from dockyard_k8s.render.record import launch_objects
 from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def load_targets(args: argparse.Namespace) -> Targets:
                        False)
 
     bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
-    return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)
+    objects = launch_objects(bundle.run, bundle.objects, invocation_of(args))  # named as `render` names them
+    return Targets([*objects_from_bundle(objects), *endpoints], _sections(bundle.run.infra), True)
 
 
 def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:

@@ -277,8 +277,8 @@ def test_render_to_one_file_and_clear_output_errors(tmp_path, capsys, monkeypatc
     monkeypatch.chdir(REPO)
     out = tmp_path / "run.yaml"
     assert main(["render", "examples/grpo_swe.yaml", "--output-file", str(out)]) == 0
-    text = out.read_text()  # what must exist first (comments), then the eight objects
-    assert out.is_file() and text.count("\n---\n") == 8 and text.startswith("# Before the first `kubectl apply`")
+    text = out.read_text()  # what must exist first (comments), then the launch record and the eight objects
+    assert out.is_file() and text.count("\n---\n") == 9 and text.startswith("# Before the first `kubectl apply`")
     assert main(["render", "examples/grpo_swe.yaml", "-o", "json", "--output-file", str(tmp_path / "run.json")]) == 0
     assert '"kind": "List"' in (tmp_path / "run.json").read_text()
     assert main(["render", "examples/grpo_swe.yaml", "--output-dir", str(out / "x")]) == 2

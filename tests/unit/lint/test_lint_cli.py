@@ -23,7 +23,7 @@ def _write(tmp_path, objs, name="m.yaml"):
 def test_example_run_has_no_errors(capsys):
     assert main(["lint", RECIPE, "--infra", INFRA]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "Deployment rl-research/grpo-swe-sandbox  (03-deployment-grpo-swe-sandbox.yaml)"
+    assert out.splitlines()[0] == "Deployment rl-research/grpo-swe-sandbox  (04-deployment-grpo-swe-sandbox.yaml)"
     assert "0 errors, 3 warnings, 31 info" in out
     assert "sandbox-isolation" not in out and "ray-token-auth" not in out
 
