@@ -8,7 +8,6 @@ from typing import Any
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
-from dockyard_k8s.render.rayauth import token_prerequisite
 from dockyard_k8s.render.record import launch_objects
 
 EXAMPLES = """\
@@ -37,10 +36,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_paths(args)
     bundle = load_bundle(args)
     objects = launch_objects(bundle.run, bundle.objects, invocation_of(args))  # what `run` applies, no token
-    token = token_prerequisite(bundle.run.infra)
-    generated = [token] if token else []
-    header = prerequisite_header(objects, "dockyard-k8s check lists them; `dockyard-k8s run` creates the Ray "
-                                          "token Secret itself", generated)
+    token = bundle.findings.token
+    header = prerequisite_header(bundle.findings.prerequisites, "dockyard-k8s check lists them; `dockyard-k8s run` "
+                                                                "creates the Ray token Secret itself", token)
     # a pipe into kubectl shows stderr: the one object the pods need that no apply creates
     notes = [f"{token[0]} (the Ray token) is not rendered: create it before `kubectl apply`: {token[2]}"] if token \
         else []
