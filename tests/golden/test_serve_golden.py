@@ -44,6 +44,6 @@ def test_serve_example_renders_as_golden(example: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{path.name} differs from its golden file (`make golden`)"
 
 
-def test_the_three_examples_of_the_issue_exist_and_no_golden_file_is_stale() -> None:
+def test_every_serve_example_has_a_golden_file_and_none_is_stale() -> None:
     assert EXAMPLES == ["grpo_swe_checkpoint", "llama3_70b_eks_keda", "llama3_8b_kind"]
     assert sorted(p.name for p in EXPECTED.glob("*.yaml")) == [f"{e}.yaml" for e in EXAMPLES]

@@ -216,7 +216,7 @@ def test_a_missing_recipe_names_only_the_recipe(command, missing, capsys):
 
 
 def test_check_lists_what_must_already_exist(capsys):
-    """Issue 22 item 26: render | kubectl apply needs these first; run creates the token Secret."""
+    """`render | kubectl apply` needs these first; run creates the token Secret."""
     code, out, _ = run_cli("check", RECIPE, "--infra", INFRA)
     assert code == 0
     section = out.split("\nmust exist before `render | kubectl apply`", 1)[1].split("\n\n", 1)[0]

@@ -303,7 +303,7 @@ def test_cooldown_period_says_where_the_scale_in_delay_went(tmp_path: Path) -> N
 
 
 def test_a_sandbox_admitted_to_the_endpoint_needs_an_api_key(tmp_path: Path) -> None:
-    """Issue 22 item 23: agents' code reaching an endpoint without a key may use all of it."""
+    """Agents' code reaching an endpoint without a key may use all of it."""
     found = one_problem(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]}})
     assert "serve.network.runs[0].sandbox: admits the run's sandbox pool (untrusted code) to an endpoint without an " \
            "API key" in found

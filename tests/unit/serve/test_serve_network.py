@@ -191,7 +191,7 @@ def test_pod_labels_narrow_a_namespace_and_extra_rules_add(tmp_path: Path) -> No
 
 
 def test_default_deny_can_cover_the_whole_namespace(tmp_path: Path) -> None:
-    """Issue 22 item 19: as runs' infra.networkPolicy.scope: namespace, every pod of the endpoint's
+    """As runs' infra.networkPolicy.scope: namespace, every pod of the endpoint's
     namespace is denied, and only the server pods get the allows."""
     objects = bundle(tmp_path, {"network": {"scope": "namespace", "ingress": [{"namespace": "monitoring"}]}}).objects
     deny, allow = [o for o in objects if o["kind"] == "NetworkPolicy"]
