@@ -26,7 +26,7 @@ from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.plan.fit import Unchecked, misfits, most_gpus, unchecked
 from dockyard_k8s.render import provenance, render_run
 from dockyard_k8s.render.meta import FLEET_LABEL
-from dockyard_k8s.render.rayauth import token_prerequisite
+from dockyard_k8s.render.rayauth import TokenSecret, token_prerequisite
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
 
@@ -43,7 +43,7 @@ class Findings:
     most_gpus: tuple[int, list[str]]  # the most GPUs one node of a known instance type has, and those types
     exposures: list[Exposure]  # ways out of the sandbox the NetworkPolicies leave open (lint.isolation)
     prerequisites: list[tuple[str, str]]  # (Kind ns/name, how the pods use it): must exist before an apply
-    token: tuple[str, str, str] | None  # the Ray token Secret, never rendered: (Kind ns/name, what, generator)
+    token: TokenSecret | None  # the Ray token Secret, never rendered, and its generator
 
 
 def findings(run: RunConfig, objects: list[dict[str, Any]]) -> Findings:

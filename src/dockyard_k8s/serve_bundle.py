@@ -15,13 +15,14 @@ from dockyard_k8s.config.serve import ServeConfig, load_serve
 from dockyard_k8s.errors import ManifestError
 from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
+from dockyard_k8s.validate.problem import Report
 
 
 @dataclass(frozen=True, slots=True)
 class ServeBundle:
     config: ServeConfig
     objects: list[dict[str, Any]]
-    validation: Any = None  # validate.Report
+    validation: Report  # what the rendered objects were checked against
 
 
 def build_serve_bundle(spec_file: str, layers: Layers = Layers()) -> ServeBundle:

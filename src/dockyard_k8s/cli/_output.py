@@ -9,6 +9,7 @@ from typing import Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.output import objects_text, write_file, write_objects
+from dockyard_k8s.render.rayauth import TokenSecret
 
 OK = "✔"
 FAIL = "✖"
@@ -43,24 +44,22 @@ def check_output_paths(args: Any) -> None:
                          "writes every object into one file)")
 
 
-Generated = tuple[str, str, str] | None  # (Kind ns/name, what, the command creating it): the Ray token Secret
-
-
-def prerequisite_section(missing: Sequence[tuple[str, str]], title: str, generated: Generated = None) -> list[str]:
+def prerequisite_section(missing: Sequence[tuple[str, str]], title: str,
+                         generated: TokenSecret | None = None) -> list[str]:
     """``check``'s and ``serve check``'s list of what must already exist: ``missing``, (``Kind
     ns/name``, how it is used) from ``kube.missing_references``; ``generated`` said with its command."""
-    rows = [[ref, f"{generated[1]}: {generated[2]}" if generated and ref == generated[0] else how]
+    rows = [[ref, f"{generated.what}: {generated.command}" if generated and ref == generated.ref else how]
             for ref, how in missing]
     return [f"\n{title}", table(rows, indent="  ")] if rows else []
 
 
-def prerequisite_header(missing: Sequence[tuple[str, str]], intro: str, generated: Generated = None) -> str:
+def prerequisite_header(missing: Sequence[tuple[str, str]], intro: str, generated: TokenSecret | None = None) -> str:
     """The YAML comment ``render`` puts before the objects: what must exist, the generator whole."""
     lines = [f"# Before the first `kubectl apply`, these must exist ({intro}):"]
     for ref, how in missing:
-        if generated and ref == generated[0]:
-            lines += [f"#   {ref} ({generated[1].split(' (')[0]}, never rendered), created once with:",
-                      f"#   {generated[2]}"]
+        if generated and ref == generated.ref:
+            lines += [f"#   {ref} ({generated.what.split(' (')[0]}, never rendered), created once with:",
+                      f"#   {generated.command}"]
         else:
             lines.append(f"#   {ref}" + (f": {how}" if how else ""))
     return "\n".join(lines) + "\n" if len(lines) > 1 else ""
@@ -71,7 +70,7 @@ def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any, *, 
     """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``;
     ``header`` (YAML comments) before YAML and in kustomization.yaml, ``notes`` on stderr."""
 
-    if validation is not None and validation.missing:  # stdout is the YAML: say it on stderr
+    if validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {validation.coverage()}", file=sys.stderr)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -107,8 +107,7 @@ def run_check(args: argparse.Namespace) -> int:
         write_document(out, {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
                              "objects": bundle.objects})
     print(summary(bundle.config, bundle.objects))
-    if bundle.validation is not None:
-        print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
+    print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
     if out:
         print(f"wrote {out}")
     return 0

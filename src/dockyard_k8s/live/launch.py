@@ -85,8 +85,7 @@ def preview(bundle: Bundle, options: LaunchOptions = LaunchOptions()) -> tuple[l
                                                                                 list[dict[str, Any]]]:
     """(objects ``launch`` would apply in order, render-only objects it would skip): the run's own
     token Secret first, which ``launch`` applies only when it is missing."""
-    infra = bundle.run.infra
-    own = enabled(infra) and infra["launch"]["mode"] != "attach" and not infra["kuberay"]["auth"]["secretName"]
+    own = bundle.findings.token is not None and bundle.findings.token.own
     return split_apply(launch_objects(bundle.run, bundle.objects, options.invocation,
                                       PREVIEW_TOKEN if own else None))
 

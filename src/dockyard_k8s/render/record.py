@@ -1,22 +1,15 @@
 """What a launch applies, in order: the Ray token Secret ``run`` creates, the launch record, the run.
 
 :func:`launch_objects` is the one list ``render`` prints, ``run --dry-run=client`` lists and
-``run``/``cluster up`` apply. The token is passed in: ``run`` passes a random one when the
-run's own Secret is missing, ``--dry-run=client`` a stand-in (it lists the Secret, never
-prints it), ``render`` none (its output is deterministic and never holds a token: it prints
-the Secret's generator instead, ``rayauth.create_command``).
+``run``/``cluster up`` apply. The token is passed in: ``run`` passes a random one when the run's
+own Secret is missing, ``--dry-run=client`` a stand-in, ``render`` none (its output never holds a
+token: it prints the Secret's generator, ``rayauth.create_command``).
 
-The launch record is one ConfigMap, ``<run>-launch``, labelled like every object of the run
-(so ``down`` deletes it), with:
-
-* ``launch.yaml``: the launcher version, the recipe file and infra files as given, the
-  ``--set`` layers and recipe overrides, the launch mode, and every object applied
-  (apiVersion, kind, name) — what ``status RUN``/``down RUN`` work from without the files;
-* ``infra.yaml`` / ``recipe.yaml``: the resolved infra spec and recipe.
-
-**Never a secret value** (``credentials.redact``): every value of an environment map, every
-value under a key that names a credential, and ``--set``/override values of such keys are
-redacted before anything is written. Reading records back is ``live/record.py``'s.
+The launch record, ConfigMap ``<run>-launch`` labelled like the run (``down`` deletes it), holds
+``launch.yaml`` (launcher version, recipe and infra files as given, ``--set`` layers, overrides,
+mode, every object applied: what ``status RUN``/``down RUN`` work from without the files) and the
+resolved ``infra.yaml``/``recipe.yaml``, **never a secret value** (``credentials.redact``). Reading
+records back is ``live/record.py``'s.
 """
 
 from __future__ import annotations

@@ -42,6 +42,6 @@ def test_the_bundle_carries_what_check_reports() -> None:
     assert [(u.group, u.gpus, u.instance_type) for u in found.unchecked] == [("trainer", 1, "")]
     assert found.most_gpus[0] == 8 and "p5.48xlarge" in found.most_gpus[1]
     assert {e.severity for e in found.exposures} == {"error"}
-    assert found.token is not None and found.token[0] == "Secret dockyard/grpo-tiny-ray-auth"
+    assert found.token is not None and found.token.ref == "Secret dockyard/grpo-tiny-ray-auth"
     assert ("RuntimeClass nvidia", "runtimeClassName") in found.prerequisites
-    assert found.token[0] in dict(found.prerequisites)
+    assert found.token.ref in dict(found.prerequisites)
