@@ -27,7 +27,7 @@ from dockyard_k8s.render.record import GPUS_ANNOTATION, MODE_ANNOTATION, RECORD_
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 RECORDS = f"app.kubernetes.io/component={RECORD_COMPONENT},{MANAGED}"
-# The launch mode a main kind means, for runs without a record (applied with `render | kubectl apply`).
+# The launch mode a main kind means, for runs without a record (manifests applied without it).
 MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "StatefulSet": "statefulset",
                 "MPIJob": "mpijob"}
 
