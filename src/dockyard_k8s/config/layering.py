@@ -43,6 +43,26 @@ class Setting:
     origin: str
 
 
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """What goes on top of the files: the user's ``--set``, ``--set-string`` and ``--set-file``
+    (in Helm's order) and Hydra-style recipe ``overrides``; the environment ``${VAR}`` reads
+    (None: this process's); what a command forces on top of them all (``values``: ``-n``, ``cluster
+    up``'s mode) and what it knows below the user's layers (``under``: the kubeconfig context's
+    namespace, not a source: the user did not write it)."""
+
+    sets: Sequence[str] = ()
+    set_strings: Sequence[str] = ()
+    set_files: Sequence[str] = ()
+    overrides: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    values: Sequence[Setting] = ()
+    under: Sequence[Setting] = ()
+
+    def environ(self) -> Mapping[str, str]:
+        return dict(os.environ) if self.env is None else self.env
+
+
 # --- reading files ------------------------------------------------------------------------
 
 
@@ -62,7 +82,7 @@ def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
                                                         f"0x{raw[e.start]:02x}); save it as UTF-8")
 
 
-class Layers:
+class LayerReader:
     """Reads files (each over its ``defaults:`` chain) and collects every problem. With the
     files' ``schema``, a string that stands for an object (``x-shorthand``) is expanded as the
     file is read, so it merges with parents as the object would."""
@@ -157,13 +177,13 @@ def merge_docs(base: Doc, over: Doc) -> Doc:
     return Doc(merge(base.data, over.data), {**base.marks, **over.marks}, {**base.key_marks, **over.key_marks})
 
 
-def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = (),
-                       set_files: Sequence[str] = ()) -> tuple[list[Setting], list[ConfigProblem]]:
+def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
     """``--set KEY=VALUE`` (typed as YAML), ``--set-string KEY=VALUE`` (always a string) and
-    ``--set-file KEY=PATH`` (the file's text), in Helm's order."""
+    ``--set-file KEY=PATH`` (the file's text), in Helm's order, then the command's ``values``."""
     out: list[Setting] = []
     problems: list[ConfigProblem] = []
-    for flag, texts in (("--set", sets), ("--set-string", set_strings), ("--set-file", set_files)):
+    for flag, texts in (("--set", layers.sets), ("--set-string", layers.set_strings),
+                        ("--set-file", layers.set_files)):
         for text in texts:
             origin = f"{flag} {text}"
             if flag == "--set":
@@ -182,7 +202,7 @@ def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = ()
             else:
                 out.append(Setting(path, value, redact_assignment(origin, always=True)
                                    if secret_values(value, path) else origin))
-    return out, problems
+    return [*out, *layers.values], problems
 
 
 def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s import kueue
-
 
 @dataclass(frozen=True, slots=True)
 class Kind:
@@ -76,9 +74,6 @@ POD = KINDS["Pod"]
 EVENT = KINDS["Event"]
 RAYJOB = KINDS["RayJob"]
 RAYCLUSTER = KINDS["RayCluster"]
-# Rendered but never applied by the live path (namespace governance and the team's Kueue queue
-# objects are cluster-admin territory).
-RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange", *kueue.TEAM_KINDS})
 
 
 def _plural(kind: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -35,6 +35,7 @@ from dockyard_k8s.live.progress import (
 )
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 from dockyard_k8s.render.meta import RUN_LABEL
+from dockyard_k8s.render.record import RENDER_ONLY
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
 # (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and

@@ -51,7 +51,7 @@ from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
-from dockyard_k8s.render.meta import FLEET_LABEL, labels
+from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 from dockyard_k8s.render.shapes import head_pod_name
 
@@ -243,26 +243,15 @@ def job_row(info: dict[str, Any]) -> list[str]:
 # --- the Ray token: its Secret, and where a dashboard's token comes from -------------------------
 
 
-def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
-    """The run's token Secret (pure: the token is passed in)."""
-    return {
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name(infra), "namespace": infra["infra"]["namespace"],
-                     "labels": labels(infra, "ray-auth")},
-        "type": "Opaque",
-        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
-    }
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
 def launch_secret(client: KubeClient, infra: InfraSpec, *,
-                  make_token: Callable[[], str] = new_token) -> tuple[dict[str, Any] | None, str | None]:
-    """What ``run`` does about the token Secret: (the Secret to apply with the run, with a random
-    token) when it is missing; (None, its ref) when it exists and stays as it is; (None, None)
-    when the run needs none (auth disabled, attach mode).
+                  make_token: Callable[[], str] = new_token) -> tuple[str | None, str | None]:
+    """What ``run`` does about the token Secret: (a random token for the Secret it applies with the
+    run, ``render.record.launch_objects``) when it is missing; (None, its ref) when it exists and
+    stays as it is; (None, None) when the run needs none (auth disabled, attach mode).
 
     Raises:
         ClusterError: a Secret named by ``kuberay.auth.secretName`` is missing, or a Secret has no
@@ -282,7 +271,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
         raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
                            f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
                            hint=create_command(ns, name))
-    return token_secret(infra, make_token()), None
+    return make_token(), None
 
 
 def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",

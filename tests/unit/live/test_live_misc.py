@@ -9,6 +9,7 @@ import httpx2
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
@@ -170,7 +171,7 @@ class _Objects:
 ])
 def test_the_ray_cluster_of_a_rayjob_run_that_is_not_there_is_said_as_it_is(
         objects: list[dict[str, object]], said: str, hint: str) -> None:
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env={})
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), Layers(env={}))
     with pytest.raises(ClusterError) as e:
         ray_cluster_name(_Objects(*objects), bundle)  # type: ignore[arg-type]
     assert str(e.value).startswith(said) and hint in e.value.hint

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.live.orchestrate import _burst
 from dockyard_k8s.live.progress import (
     FleetRow,
@@ -126,8 +127,8 @@ def test_a_rendered_statefulset_run_waits_on_its_head_pod_trainer_0() -> None:
     """The statefulset shape's head is pod 0 of the trainer StatefulSet, a trainer pod: the run
     is over when its entrypoint exits, and the trainer StatefulSet is what it waits on (not the
     first by name, inference)."""
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ,
-                          sets=["launch.mode=statefulset", "kuberay.head.nodeSelector=null"])
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(env=os.environ, sets=["launch.mode=statefulset", "kuberay.head.nodeSelector=null"]))
     sets = [o for o in bundle.objects if o["kind"] == "StatefulSet"]
     assert main_object(sets)["metadata"]["name"] == "grpo-swe-trainer"
     assert main_object(list(reversed(sets)))["metadata"]["name"] == "grpo-swe-trainer"
@@ -151,15 +152,16 @@ def test_unknown_kinds_use_conditions() -> None:
 
 
 def test_desired_pods_from_the_example_bundle() -> None:
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ)
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(env=os.environ))
     assert desired_pods(bundle.objects) == {"sandbox": 16, "head": 1, "trainer": 2, "inference": 1, "submitter": 1}
     assert main_object(bundle.objects)["kind"] == "RayJob"
     bringup = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
-                           sets=["launch.mode=bringup"], env=os.environ)
+                           Layers(sets=["launch.mode=bringup"], env=os.environ))
     assert "submitter" not in desired_pods(bringup.objects)
     assert main_object(bringup.objects)["kind"] == "RayCluster"
     attach = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
-                          sets=["launch.mode=attach", "launch.attach.cluster=c"], env=os.environ)
+                          Layers(sets=["launch.mode=attach", "launch.attach.cluster=c"], env=os.environ))
     assert main_object(attach.objects) is None
 
 

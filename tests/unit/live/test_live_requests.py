@@ -13,6 +13,7 @@ import pytest
 from live_helpers import Recorder
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.live import client as client_mod
 from dockyard_k8s.live.kinds import KINDS, kind_for
 from support.paths import EXAMPLES
@@ -96,8 +97,8 @@ def test_list_watch_delete_logs_and_access_review_requests(make_client: Any) -> 
 
 
 def _bundle(*sets: str) -> Any:
-    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), sets=sets,
-                        env=os.environ)
+    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                        Layers(sets=sets, env=os.environ))
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
