@@ -108,7 +108,8 @@ def _fit_lines(found: Findings) -> list[str]:
     most, names = found.most_gpus
     for u in unchecked:
         if u.gpus > most:
-            one = "the Job's one pod" if u.group == "job" else f"{'an' if u.group[:1] in 'aeiou' else 'a'} {u.group} pod"
+            article = "an" if u.group[:1] in "aeiou" else "a"
+            one = "the Job's one pod" if u.group == "job" else f"{article} {u.group} pod"
             known = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
             lines.append(f"{WARN} {one} asks for {u.gpus} GPUs: no instance type dockyard-k8s knows has more than "
                          f"{most} ({known}), so it runs only on a node with {u.gpus} (declare that node under "
