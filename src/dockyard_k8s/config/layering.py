@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s import yamlfile
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
@@ -69,17 +70,12 @@ class Layers:
 def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
     """A config file's text, or the problem reading it (missing, unreadable, not UTF-8)."""
     try:
-        with open(file, "rb") as f:
-            raw = f.read()
+        return yamlfile.read_text(file), None
     except OSError as e:
         return None, ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        return None, ConfigProblem(file, line, col, "", f"not UTF-8 text ({e.reason} at byte {e.start}: "
-                                                        f"0x{raw[e.start]:02x}); save it as UTF-8")
+    except yamlfile.YamlError as e:
+        at = e.problem.mark
+        return None, ConfigProblem(file, at.line, at.col, "", e.problem.message)
 
 
 class LayerReader:
