@@ -11,15 +11,10 @@ from __future__ import annotations
 
 
 class JsonSchemaValueException(ValueError):
-    """Raised by a generated validator on the first violation (fast-fail mode)."""
+    """Raised by a generated validator on the first violation (fast-fail mode); the gate only catches it."""
 
-    def __init__(self, message: str, value: object = None, name: str | None = None,
-                 definition: object = None, rule: str | None = None) -> None:
+    def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
-        self.message = message
-        self.name = name
-        self.rule = rule
 
 
-class JsonSchemaValuesException(ValueError):
-    """Never raised in fast-fail mode; present because the generated import names it."""
+JsonSchemaValuesException = JsonSchemaValueException  # never raised in fast-fail mode; the import names it

@@ -245,17 +245,3 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
         else:
             out.append(Document(file, index, (), data, line))
     return out, problems
-
-
-__all__ = [
-    "MANIFEST_SUFFIXES",
-    "Manifests",
-    "chunk_documents_of",
-    "documents_of",
-    "manifest_files",
-    "parse_text",
-    "read_manifests",
-    "read_text",
-    "region_documents_of",
-    "yaml_rs",
-]
