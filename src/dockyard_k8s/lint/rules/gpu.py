@@ -60,11 +60,9 @@ _EFA_ENV = ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "FI_EFA
 
 
 def _env(k: dict[str, Any]) -> dict[str, tuple[int, str]]:
-    out = {}
-    for i, e in enumerate(k.get("env") or []):
-        if isinstance(e, dict) and "value" in e:
-            out[str(e.get("name"))] = (i, str(e.get("value")))
-    return out
+    """name -> (index, value) of the literal env values (the last of a name wins, as in the container)."""
+    return {str(e.get("name")): (i, str(e.get("value"))) for i, e in enumerate(k.get("env") or [])
+            if isinstance(e, dict) and "value" in e}
 
 
 def nccl_efa(o: Obj, c: Context) -> Iterator[Hit]:

@@ -96,17 +96,16 @@ def job_deadline(o: Obj, c: Context) -> Iterator[Hit]:
 
 
 def deadline_cold_pull(o: Obj, c: Context) -> Iterator[Hit]:
-    pull = c.config.cold_pull_seconds
-    fields = ["activeDeadlineSeconds"] + (["preRunningDeadlineSeconds"] if o.kind == "RayJob" else [])
     if o.kind not in ("Job", "RayJob"):
         return
-    for field in fields:
+    pull = c.config.cold_pull_seconds
+    for field in ["activeDeadlineSeconds"] + (["preRunningDeadlineSeconds"] if o.kind == "RayJob" else []):
         value: Any = o.get("spec", field)
         if isinstance(value, int) and not isinstance(value, bool) and value < pull:
             yield Hit(("spec", field), f"{field} {value}s is shorter than a cold image pull ({pull}s, "
                                        "lint.coldPullSeconds): the run can fail before its image is on the node")
-    pod_deadline = [(p, p.spec.get("activeDeadlineSeconds")) for p in o.pods]
-    for p, value in pod_deadline:
+    for p in o.pods:
+        value = p.spec.get("activeDeadlineSeconds")
         if isinstance(value, int) and not isinstance(value, bool) and value < pull:
             yield Hit(p.at("activeDeadlineSeconds"), f"pod activeDeadlineSeconds {value}s is shorter than a cold "
                                                      f"image pull ({pull}s)")
