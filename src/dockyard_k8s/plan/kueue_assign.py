@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import as_mapping, pod_requests, selector_matches
+from dockyard_k8s.kube import as_mapping, selector_matches
+from dockyard_k8s.plan.inventory import Node, pod_units
 from dockyard_k8s.plan.kueue_model import (
     FR,
     Admitted,
@@ -49,7 +50,7 @@ from dockyard_k8s.plan.kueue_preempt import (
     preemption_targets,
     simulate,
 )
-from dockyard_k8s.plan.units import to_units
+from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
 
 # QuotaReserved reasons (apis/kueue/v1beta2/workload_types.go), most severe last.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
@@ -145,10 +146,6 @@ class Verdict:
 # --- the workloads of a run ----------------------------------------------------------------------
 
 
-def _units(spec: dict[str, Any]) -> dict[str, int]:
-    return {k: to_units(k, v) for k, v in pod_requests(spec).items() if v}
-
-
 def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> tuple[int, str, list[str]]:
     labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
     wpc = labels.get(kueue.PRIORITY_LABEL)
@@ -193,7 +190,7 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
         notes += [n for n in said if n not in notes]
         pod_sets = []
         for ps in sets:
-            per_pod = _units(ps.spec)
+            per_pod = pod_units(ps.spec)
             group = as_mapping(ps.metadata.get("annotations")).get(kueue.POD_SET_GROUP)
             pod_sets.append(PodSetRequest(ps.name, ps.count, {k: v * ps.count for k, v in per_pod.items()}, ps.spec,
                                           kueue.topology_request(ps.metadata), str(group) if group else None,
@@ -262,9 +259,6 @@ def _taint_text(taint: dict[str, Any]) -> str:
 def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: list[str],
                      pod_sets: list[PodSetRequest]) -> str | None:
     """checkFlavorForPodSets: TAS support, taints, node selector and affinity on the flavor's labels."""
-    from dockyard_k8s.plan.inventory import Node
-    from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
-
     tas_only = all(snap.flavors[f].topology for _, fl in cq.groups for f in fl if f in snap.flavors)
     for ps in pod_sets:
         # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
