@@ -118,6 +118,9 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
         return []
     all_templates = templates(objects)
     policies = reach.Policies(o for o in objects if o.get("kind") == "NetworkPolicy")
+    gpu_side = {(t.obj, t.spec_path): t for t in all_templates if t.gpu_side}
+    ways_in = [(e, gpu_side[e.obj, e.spec_path]) for e in entries.public_entries(objects)
+               if (e.obj, e.spec_path) in gpu_side]
     out: list[Exposure] = []
     for src in sources:
         one_sided = []
@@ -143,39 +146,18 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
                                              "(enable kuberay.networkPolicy)"))
         out += _address_exposures(src, policies)
         out += _unseen_pod_exposures(src, policies)
-        out += _public_exposures(src, objects, all_templates, policies)
+        out += _public_exposures(src, ways_in, policies)
     return out
 
 
-def _may_open_a_way_in(objects: list[dict[str, Any]]) -> bool:
-    """Whether an object could be a public way in (what ``lint/entries.py`` reads): a rendered run
-    has none, and ``check`` then loads nothing more."""
-    for o in objects:
-        spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
-        if o.get("kind") == "Ingress" or (o.get("kind") == "Service" and (spec or {}).get("type") in
-                                          ("LoadBalancer", "NodePort")):
-            return True
-        for cluster in ((spec or {}), (spec or {}).get("rayClusterSpec"), (spec or {}).get("rayClusterConfig")):
-            head = cluster.get("headGroupSpec") if isinstance(cluster, dict) and o.get("kind") in RAY_KINDS else None
-            if isinstance(head, dict) and {"serviceType", "headService", "enableIngress"} & set(head):
-                return True
-    return False
-
-
-def _public_exposures(src: Template, objects: list[dict[str, Any]], all_templates: list[Template],
+def _public_exposures(src: Template, ways_in: list[tuple[entries.Entry, Template]],
                       policies: reach.Policies) -> list[Exposure]:
     """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
-    if not _may_open_a_way_in(objects):
-        return []
-
-    found = [e for e in entries.public_entries(objects)
-             if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]
-    if not found:
+    if not ways_in:
         return []
     egress, rules = entries.public_egress(src.target, policies)
     out = []
-    for entry in found:
-        dst = next(t for t in all_templates if (t.obj, t.spec_path) == (entry.obj, entry.spec_path))
+    for entry, dst in ways_in:
         ports = reach.ports_and(entry.ports, egress)
         if not ports:
             continue

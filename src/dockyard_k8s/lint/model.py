@@ -131,9 +131,9 @@ class Pod:
     def at(self, *parts: str | int) -> Path:
         return (*self.spec_path, *parts)
 
-    def containers(self) -> Iterator[tuple[Path, dict[str, Any]]]:
-        """(path, container) for init, app and ephemeral containers."""
-        for field_name in ("initContainers", "containers", "ephemeralContainers"):
+    def containers(self, *fields: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """(path, container) for init, app and ephemeral containers (those of ``fields`` when given)."""
+        for field_name in fields or ("initContainers", "containers", "ephemeralContainers"):
             items = self.spec.get(field_name)
             for i, c in enumerate(items if isinstance(items, list) else []):
                 if isinstance(c, dict):

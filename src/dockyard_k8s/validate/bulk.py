@@ -100,14 +100,13 @@ def _collector_paused() -> Iterator[None]:
     """No cyclic garbage collection while a large input is parsed and checked: its documents
     are millions of dicts, lists and strings with no reference cycles, which the collector
     would scan again and again as they accumulate (measured in bench/README.md)."""
-    if not gc.isenabled():
-        yield
-        return
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def _validate_parts(texts: dict[str, str], options: ValidateOptions, workers: int, files: int) -> Result:

@@ -114,9 +114,7 @@ def seccomp(o: Obj, c: Context) -> Iterator[Hit]:
 
 def read_only_root(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
-        for path, k in pod.containers():
-            if path[-2] == "ephemeralContainers":
-                continue
+        for path, k in pod.containers("initContainers", "containers"):
             if ctx(k).get("readOnlyRootFilesystem") is not True:
                 yield Hit((*path, "securityContext", "readOnlyRootFilesystem"),
                           f"container {cname(k)!r} can write to its root filesystem",

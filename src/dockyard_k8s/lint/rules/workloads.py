@@ -21,9 +21,7 @@ def probes(o: Obj, c: Context) -> Iterator[Hit]:
     if o.kind not in LONG_RUNNING:
         return
     for pod in o.pods:
-        for path, k in pod.containers():
-            if path[-2] != "containers":
-                continue
+        for path, k in pod.containers("containers"):
             missing = [p for p in ("readinessProbe", "livenessProbe") if not isinstance(k.get(p), dict)]
             if missing:
                 yield Hit((*path, missing[0]), f"container {cname(k)!r} has no {' and no '.join(missing)}",
