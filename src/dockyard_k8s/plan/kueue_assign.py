@@ -206,29 +206,29 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
 # --- queue lookup --------------------------------------------------------------------------------
 
 
-def _blocker(snap: Snapshot, wl: WorkloadRequest) -> tuple[Verdict | None, ClusterQueue | None]:
-    """Kueue's reasons not to consider a workload at all (missing or stopped queues...)."""
+def _queue(snap: Snapshot, wl: WorkloadRequest) -> Verdict | ClusterQueue:
+    """The workload's ClusterQueue, or Kueue's reason not to consider it at all (missing or stopped queues...)."""
     lq = snap.local_queues.get((wl.namespace, wl.queue))
     if lq is None:
-        return Verdict(wl, None, "misconfigured", MISCONFIGURED, f"LocalQueue {wl.queue} doesn't exist"), None
+        return Verdict(wl, None, "misconfigured", MISCONFIGURED, f"LocalQueue {wl.queue} doesn't exist")
     spec = as_mapping(lq.get("spec"))
     cq_name = str(spec.get("clusterQueue", ""))
     if (spec.get("stopPolicy") or "None") != "None":
-        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"LocalQueue {wl.queue} is inactive"), None
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"LocalQueue {wl.queue} is inactive")
     cq = snap.queues.get(cq_name)
     if cq is None:
-        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist"), None
+        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
     why = inactive_reason(snap, cq)
     if why:
-        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"ClusterQueue {cq_name} is inactive", notes=[why]), None
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"ClusterQueue {cq_name} is inactive", notes=[why])
     labels = snap.namespaces.get(wl.namespace) or {"kubernetes.io/metadata.name": wl.namespace}
     if cq.namespace_selector is None or not selector_matches(cq.namespace_selector, labels):
         note = ("the ClusterQueue has no namespaceSelector, which admits no namespace (set {} for all, or match "
                 f"kubernetes.io/metadata.name: {wl.namespace})") if cq.namespace_selector is None else (
             f"namespace {wl.namespace} (labels {dict(sorted(labels.items()))}) is not selected")
         return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED,
-                       "workload namespace doesn't match ClusterQueue selector", notes=[note]), None
-    return None, cq
+                       "workload namespace doesn't match ClusterQueue selector", notes=[note])
+    return cq
 
 
 def inactive_reason(snap: Snapshot, cq: ClusterQueue) -> str:
@@ -401,10 +401,9 @@ def _requests(ps: PodSetRequest, covers_pods: bool) -> dict[str, int]:
 
 def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
     """What Kueue does with ``wl`` on ``snap`` now (``snap`` is not changed)."""
-    blocked, cq = _blocker(snap, wl)
-    if blocked is not None or cq is None:
-        assert blocked is not None
-        return blocked
+    cq = _queue(snap, wl)
+    if isinstance(cq, Verdict):
+        return cq
     covers_pods = cq.group_of("pods") is not None
     groups: dict[str, list[PodSetRequest]] = {}
     for i, ps in enumerate(wl.pod_sets):
