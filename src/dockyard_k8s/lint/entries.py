@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.network import METADATA_CIDRS, POD_CIDRS
-from dockyard_k8s.kube import pod_templates, selector_matches
+from dockyard_k8s.kube import object_ref, pod_templates, selector_matches
 from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path
 
@@ -31,10 +31,7 @@ NODE_PORTS = (30000, 32767)  # the API server's default --service-node-port-rang
 RAY_HEAD_PORTS = (6379, 8265, 10001)  # GCS, dashboard, client: KubeRay's head Service without declared ports
 INGRESS_PORTS: reach.Ports = {"TCP": [(80, 80), (443, 443)]}
 RAY_KINDS = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"), "RayService": ("spec", "rayClusterConfig")}
-INTERNAL: reach.Addresses = {}
-for _cidr in (*POD_CIDRS, *METADATA_CIDRS):
-    for _v, _spans in reach.cidr_spans(_cidr).items():
-        INTERNAL[_v] = reach.merge(INTERNAL.get(_v, []) + _spans)
+INTERNAL: reach.Addresses = reach.union(reach.cidr_spans(c) for c in (*POD_CIDRS, *METADATA_CIDRS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +49,6 @@ def _get(node: Any, *path: Any) -> Any:
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
     return node
-
-
-def _ref(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    ns, name = (meta or {}).get("namespace"), (meta or {}).get("name", "")
-    return f"{obj.get('kind')} {ns}/{name}" if ns else f"{obj.get('kind')} {name}"
 
 
 def _tcp(numbers: Iterable[Any]) -> reach.Ports:
@@ -98,7 +89,7 @@ def _selected(objects: list[dict[str, Any]], namespace: str, selector: Any) -> I
         for t in pod_templates(obj):
             labels = t.metadata.get("labels") if isinstance(t.metadata.get("labels"), dict) else {}
             if selector_matches({"matchLabels": selector}, {str(k): str(v) for k, v in (labels or {}).items()}):
-                yield _ref(obj), (*t.path, "spec")
+                yield object_ref(obj), (*t.path, "spec")
 
 
 def _ingress_backends(ing: dict[str, Any]) -> list[str]:
@@ -128,15 +119,15 @@ def public_entries(objects: Iterable[dict[str, Any]]) -> list[Entry]:
         if found is None:
             continue
         head, path = found
-        heads[ns, f"{_get(obj, 'metadata', 'name')}-head-svc"] = (_ref(obj), path)
+        heads[ns, f"{_get(obj, 'metadata', 'name')}-head-svc"] = (object_ref(obj), path)
         for where, typ in (("headGroupSpec.serviceType", head.get("serviceType")),
                            ("headGroupSpec.headService.spec.type", _get(head, "headService", "spec", "type"))):
             if typ in PUBLIC_TYPES:
                 ports = _head_ports(head) if typ == "LoadBalancer" else {"TCP": [NODE_PORTS]}
-                out.append(Entry(_ref(obj), path, f"its head Service is type {typ} ({where}), a public address",
+                out.append(Entry(object_ref(obj), path, f"its head Service is type {typ} ({where}), a public address",
                                  ports, False))
         if head.get("enableIngress") is True:
-            out.append(Entry(_ref(obj), path, "KubeRay's dashboard Ingress (headGroupSpec.enableIngress)",
+            out.append(Entry(object_ref(obj), path, "KubeRay's dashboard Ingress (headGroupSpec.enableIngress)",
                              INGRESS_PORTS, True))
     for ing in (o for o in objects if o.get("kind") == "Ingress"):
         ns = str(_get(ing, "metadata", "namespace") or "")
@@ -153,15 +144,9 @@ def public_entries(objects: Iterable[dict[str, Any]]) -> list[Entry]:
 
 def public_egress(src: reach.Target, policies: reach.Policies) -> tuple[reach.Ports, list[str]]:
     """The ports on which ``src`` may open connections to public addresses, and the rules."""
-    acc: reach.Ports = {}
-    rules: list[str] = []
-    for cidr in ("0.0.0.0/0", "::/0"):
-        for addrs, ports, rule in policies.egress_to(src, cidr):
-            if any(reach.minus(spans, INTERNAL.get(v, [])) for v, spans in addrs.items()):
-                rules.append(rule)
-                for proto, spans in ports.items():
-                    acc[proto] = reach.merge(acc.get(proto, []) + spans)
-    return acc, list(dict.fromkeys(rules))
+    opened = [(ports, rule) for cidr in ("0.0.0.0/0", "::/0") for addrs, ports, rule in policies.egress_to(src, cidr)
+              if any(reach.minus(spans, INTERNAL.get(v, [])) for v, spans in addrs.items())]
+    return reach.union(p for p, _ in opened), list(dict.fromkeys(r for _, r in opened))
 
 
 def controller_rules(dst: reach.Target, policies: reach.Policies) -> list[str]:

@@ -22,12 +22,13 @@ The reachability itself, worst case on every CNI-specific point, is ``lint/reach
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
-from dockyard_k8s.kube import GPU_RESOURCES, pod_requests, pod_templates
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, object_ref, pod_requests, pod_templates
 from dockyard_k8s.lint import entries, reach
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
@@ -66,24 +67,25 @@ class Exposure:
     message: str
 
 
-def _str_map(value: Any) -> dict[str, str]:
+def str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def runs_untrusted(labels: dict[str, str], annotations: dict[str, str], object_annotations: dict[str, str]) -> bool:
+    """Our sandbox fleet's label, or the untrusted annotation on the pod template or on its object."""
+    return labels.get(FLEET_LABEL) == "sandbox" or "true" in (annotations.get(UNTRUSTED_ANNOTATION),
+                                                              object_annotations.get(UNTRUSTED_ANNOTATION))
 
 
 def templates(objects: Iterable[dict[str, Any]]) -> list[Template]:
     out = []
     for obj in objects:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        meta = meta or {}
-        ns = str(meta.get("namespace") or "")
-        kind = str(obj.get("kind", ""))
-        ref = f"{kind} {ns}/{meta.get('name', '')}" if ns else f"{kind} {meta.get('name', '')}"
-        obj_notes = _str_map(meta.get("annotations"))
+        meta = as_mapping(obj.get("metadata"))
+        ns, kind, ref = str(meta.get("namespace") or ""), str(obj.get("kind", "")), object_ref(obj)
+        obj_notes = str_map(meta.get("annotations"))
         for t in pod_templates(obj):
-            labels = _str_map(t.metadata.get("labels"))
-            notes = _str_map(t.metadata.get("annotations"))
-            untrusted = labels.get(FLEET_LABEL) == "sandbox" or "true" in (notes.get(UNTRUSTED_ANNOTATION),
-                                                                           obj_notes.get(UNTRUSTED_ANNOTATION))
+            labels = str_map(t.metadata.get("labels"))
+            untrusted = runs_untrusted(labels, str_map(t.metadata.get("annotations")), obj_notes)
             requests = pod_requests(t.spec)
             gpus = any(requests.get(r, 0) > 0 for r in GPU_RESOURCES)
             ports = []
@@ -98,16 +100,13 @@ def templates(objects: Iterable[dict[str, Any]]) -> list[Template]:
 
 
 def _opted_in(src: reach.Target, policies: reach.Policies) -> reach.Addresses:
-    out: reach.Addresses = {}
+    found = []
     for np in policies.selecting(src, "Egress"):
         note = ((np.get("metadata") or {}).get("annotations") or {}).get(PRIVATE_EGRESS_ANNOTATION) or ""
         for r in (x.strip() for x in str(note).split(",") if x.strip()):
-            try:
-                for v, spans in reach.cidr_spans(r).items():
-                    out[v] = reach.merge(out.get(v, []) + spans)
-            except ValueError:
-                continue
-    return out
+            with contextlib.suppress(ValueError):
+                found.append(reach.cidr_spans(r))
+    return reach.union(found)
 
 
 def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = None) -> list[Exposure]:
@@ -119,6 +118,9 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
         return []
     all_templates = templates(objects)
     policies = reach.Policies(o for o in objects if o.get("kind") == "NetworkPolicy")
+    gpu_side = {(t.obj, t.spec_path): t for t in all_templates if t.gpu_side}
+    ways_in = [(e, gpu_side[e.obj, e.spec_path]) for e in entries.public_entries(objects)
+               if (e.obj, e.spec_path) in gpu_side]
     out: list[Exposure] = []
     for src in sources:
         one_sided = []
@@ -144,39 +146,18 @@ def exposures(objects: Iterable[dict[str, Any]], of: dict[str, Any] | None = Non
                                              "(enable kuberay.networkPolicy)"))
         out += _address_exposures(src, policies)
         out += _unseen_pod_exposures(src, policies)
-        out += _public_exposures(src, objects, all_templates, policies)
+        out += _public_exposures(src, ways_in, policies)
     return out
 
 
-def _may_open_a_way_in(objects: list[dict[str, Any]]) -> bool:
-    """Whether an object could be a public way in (what ``lint/entries.py`` reads): a rendered run
-    has none, and ``check`` then loads nothing more."""
-    for o in objects:
-        spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
-        if o.get("kind") == "Ingress" or (o.get("kind") == "Service" and (spec or {}).get("type") in
-                                          ("LoadBalancer", "NodePort")):
-            return True
-        for cluster in ((spec or {}), (spec or {}).get("rayClusterSpec"), (spec or {}).get("rayClusterConfig")):
-            head = cluster.get("headGroupSpec") if isinstance(cluster, dict) and o.get("kind") in RAY_KINDS else None
-            if isinstance(head, dict) and {"serviceType", "headService", "enableIngress"} & set(head):
-                return True
-    return False
-
-
-def _public_exposures(src: Template, objects: list[dict[str, Any]], all_templates: list[Template],
+def _public_exposures(src: Template, ways_in: list[tuple[entries.Entry, Template]],
                       policies: reach.Policies) -> list[Exposure]:
     """The untrusted pods out to a public address, and back in through a public way to a GPU pod."""
-    if not _may_open_a_way_in(objects):
-        return []
-
-    found = [e for e in entries.public_entries(objects)
-             if any(t.gpu_side and (t.obj, t.spec_path) == (e.obj, e.spec_path) for t in all_templates)]
-    if not found:
+    if not ways_in:
         return []
     egress, rules = entries.public_egress(src.target, policies)
     out = []
-    for entry in found:
-        dst = next(t for t in all_templates if (t.obj, t.spec_path) == (entry.obj, entry.spec_path))
+    for entry, dst in ways_in:
         ports = reach.ports_and(entry.ports, egress)
         if not ports:
             continue

@@ -25,10 +25,9 @@ from dockyard_k8s.kube import (
     pod_templates,
     selector_matches,
 )
+from dockyard_k8s.lint.isolation import runs_untrusted, str_map
 from dockyard_k8s.manifests import Source
 from dockyard_k8s.plain import Path
-from dockyard_k8s.render.meta import FLEET_LABEL  # the label our renderers put on every pod template
-from dockyard_k8s.render.meta import UNTRUSTED_ANNOTATION as UNTRUSTED_ANNOTATION  # re-exported
 
 ERROR = "error"
 WARNING = "warning"
@@ -36,7 +35,6 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
-# Where a pod says it runs untrusted code: our sandbox pool's fleet label, or UNTRUSTED_ANNOTATION.
 IGNORE_ANNOTATION = "dockyard-k8s/lint-ignore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
@@ -133,17 +131,13 @@ class Pod:
     def at(self, *parts: str | int) -> Path:
         return (*self.spec_path, *parts)
 
-    def containers(self) -> Iterator[tuple[Path, dict[str, Any]]]:
-        """(path, container) for init, app and ephemeral containers."""
-        for field_name in ("initContainers", "containers", "ephemeralContainers"):
+    def containers(self, *fields: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """(path, container) for init, app and ephemeral containers (those of ``fields`` when given)."""
+        for field_name in fields or ("initContainers", "containers", "ephemeralContainers"):
             items = self.spec.get(field_name)
             for i, c in enumerate(items if isinstance(items, list) else []):
                 if isinstance(c, dict):
                     yield self.at(field_name, i), c
-
-
-def _str_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 class Obj:
@@ -157,15 +151,12 @@ class Obj:
         self.kind = str(data.get("kind", ""))
         self.name = str(self.meta.get("name", ""))
         self.namespace = str(self.meta.get("namespace") or "")
-        self.labels = _str_map(self.meta.get("labels"))
-        self.annotations = _str_map(self.meta.get("annotations"))
+        self.labels = str_map(self.meta.get("labels"))
+        self.annotations = str_map(self.meta.get("annotations"))
         self.pods: list[Pod] = []
         for t in pod_templates(data):
-            tmeta = t.metadata
-            labels = _str_map(tmeta.get("labels"))
-            annotations = _str_map(tmeta.get("annotations"))
-            marked = (annotations.get(UNTRUSTED_ANNOTATION), self.annotations.get(UNTRUSTED_ANNOTATION))
-            untrusted = labels.get(FLEET_LABEL) == "sandbox" or "true" in marked
+            labels, annotations = str_map(t.metadata.get("labels")), str_map(t.metadata.get("annotations"))
+            untrusted = runs_untrusted(labels, annotations, self.annotations)
             requests = pod_requests(t.spec)
             gpus = sum((requests.get(r, Fraction(0)) for r in GPU_RESOURCES), Fraction(0))
             self.pods.append(Pod(t, (*t.path, "spec"), labels, annotations, self.namespace, untrusted, gpus, requests))

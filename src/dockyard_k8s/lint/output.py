@@ -17,13 +17,6 @@ SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 INFORMATION_URI = "https://github.com/dockyard-rl/dockyard-k8s/blob/main/docs/lint.md"
 
 
-def _where(f: Finding) -> str:
-    if f.source is None:
-        return ""
-    doc = f" doc {f.source.document}" if f.source.document and not f.source.rendered else ""
-    return f"{f.source.file}{':' + str(f.line) if f.line else ''}{doc}"
-
-
 def text(report: LintReport, min_severity: str = "info") -> str:
     """Findings grouped by object, then the Pod Security levels, then the summary."""
     shown = [f for f in report.findings if SEVERITY_RANK[f.severity] <= SEVERITY_RANK[min_severity]]

@@ -75,7 +75,8 @@ def _containers(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield c
 
 
-def _ctx(obj: dict[str, Any]) -> dict[str, Any]:
+def ctx(obj: dict[str, Any]) -> dict[str, Any]:
+    """The securityContext of a pod spec or container ({} when unset)."""
     sc = obj.get("securityContext")
     return sc if isinstance(sc, dict) else {}
 
@@ -86,6 +87,17 @@ def _quote(names: list[str]) -> str:
 
 def _containers_phrase(names: list[str]) -> str:
     return f"{'container' if len(names) == 1 else 'containers'} {_quote(names)}"
+
+
+def _bad(spec: dict[str, Any], test: Callable[[dict[str, Any]], bool]) -> list[str]:
+    """Names of the containers whose securityContext passes ``test``."""
+    return [_name(c) for c in _containers(spec) if test(ctx(c))]
+
+
+def _owners(spec: dict[str, Any], test: Callable[[dict[str, Any]], bool]) -> list[str]:
+    """``pod`` when the pod's securityContext passes ``test``, then the containers whose does."""
+    bad = _bad(spec, test)
+    return (["pod"] if test(ctx(spec)) else []) + ([_containers_phrase(bad)] if bad else [])
 
 
 def _name(c: dict[str, Any]) -> str:
@@ -110,7 +122,7 @@ Check = Callable[[dict[str, Any], dict[str, Any]], "Violation | None"]
 def allow_privilege_escalation(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
     if _windows(spec):
         return None
-    bad = [_name(c) for c in _containers(spec) if _ctx(c).get("allowPrivilegeEscalation") is not False]
+    bad = _bad(spec, lambda sc: sc.get("allowPrivilegeEscalation") is not False)
     if bad:
         return Violation("allowPrivilegeEscalation", "allowPrivilegeEscalation != false",
                          f"{_containers_phrase(bad)} must set securityContext.allowPrivilegeEscalation=false")
@@ -124,8 +136,8 @@ def app_armor(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
         if str(key).startswith(APPARMOR_ANNOTATION) and not (
                 value == "runtime/default" or str(value).startswith("localhost/")):
             bad.append(f'{key}="{value}"')
-    for owner, ctx in [("pod", _ctx(spec))] + [(f'container "{_name(c)}"', _ctx(c)) for c in _containers(spec)]:
-        profile = ctx.get("appArmorProfile")
+    for owner, sc in [("pod", ctx(spec))] + [(f'container "{_name(c)}"', ctx(c)) for c in _containers(spec)]:
+        profile = sc.get("appArmorProfile")
         if isinstance(profile, dict) and profile.get("type") not in (None, "RuntimeDefault", "Localhost"):
             bad.append(f'{owner} must not set securityContext.appArmorProfile.type to "{profile.get("type")}"')
     if bad:
@@ -137,7 +149,7 @@ def app_armor(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
 def capabilities_baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
     bad, caps = [], set()
     for c in _containers(spec):
-        added = (_ctx(c).get("capabilities") or {}).get("add") or []
+        added = (ctx(c).get("capabilities") or {}).get("add") or []
         extra = {str(x) for x in added if x not in BASELINE_CAPABILITIES}
         if extra:
             bad.append(_name(c))
@@ -154,7 +166,7 @@ def capabilities_restricted(meta: dict[str, Any], spec: dict[str, Any]) -> Viola
         return None
     missing_drop, adding, caps = [], [], set()
     for c in _containers(spec):
-        cap = _ctx(c).get("capabilities")
+        cap = ctx(c).get("capabilities")
         if not isinstance(cap, dict):
             missing_drop.append(_name(c))
             continue
@@ -201,12 +213,7 @@ def host_ports(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
 
 
 def host_process(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
-    owners = []
-    if (_ctx(spec).get("windowsOptions") or {}).get("hostProcess") is True:
-        owners.append("pod")
-    bad = [_name(c) for c in _containers(spec) if (_ctx(c).get("windowsOptions") or {}).get("hostProcess") is True]
-    if bad:
-        owners.append(_containers_phrase(bad))
+    owners = _owners(spec, lambda sc: (sc.get("windowsOptions") or {}).get("hostProcess") is True)
     if owners:
         return Violation("hostProcess", "hostProcess",
                          f"{' and '.join(owners)} must not set securityContext.windowsOptions.hostProcess=true")
@@ -214,7 +221,7 @@ def host_process(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None
 
 
 def privileged(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
-    bad = [_name(c) for c in _containers(spec) if _ctx(c).get("privileged") is True]
+    bad = _bad(spec, lambda sc: sc.get("privileged") is True)
     if bad:
         return Violation("privileged", "privileged",
                          f"{_containers_phrase(bad)} must not set securityContext.privileged=true")
@@ -226,7 +233,7 @@ def proc_mount(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
         return None
     bad, kinds = [], set()
     for c in _containers(spec):
-        kind = _ctx(c).get("procMount")
+        kind = ctx(c).get("procMount")
         if kind not in (None, "Default"):
             bad.append(_name(c))
             kinds.add(str(kind))
@@ -257,11 +264,11 @@ def run_as_non_root(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | N
     if _user_namespace(spec):
         return None
     setters, explicit, implicit = [], [], []
-    pod_value = _ctx(spec).get("runAsNonRoot")
+    pod_value = ctx(spec).get("runAsNonRoot")
     if pod_value is False:
         setters.append("pod")
     for c in _containers(spec):
-        value = _ctx(c).get("runAsNonRoot")
+        value = ctx(c).get("runAsNonRoot")
         if value is False:
             explicit.append(_name(c))
         elif value is None and pod_value is not True:
@@ -280,18 +287,15 @@ def run_as_non_root(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | N
 def run_as_user(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
     if _user_namespace(spec):
         return None
-    setters = ["pod"] if _ctx(spec).get("runAsUser") == 0 else []
-    bad = [_name(c) for c in _containers(spec) if _ctx(c).get("runAsUser") == 0]
-    if bad:
-        setters.append(_containers_phrase(bad))
+    setters = _owners(spec, lambda sc: sc.get("runAsUser") == 0)
     if setters:
         return Violation("runAsUser", "runAsUser=0", f"{' and '.join(setters)} must not set runAsUser=0")
     return None
 
 
 def se_linux_options(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
-    def bad_fields(ctx: dict[str, Any]) -> list[str]:
-        opts = ctx.get("seLinuxOptions")
+    def bad_fields(sc: dict[str, Any]) -> list[str]:
+        opts = sc.get("seLinuxOptions")
         if not isinstance(opts, dict):
             return []
         out = []
@@ -303,12 +307,12 @@ def se_linux_options(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | 
         return out
 
     owners, fields = [], []
-    if pod_fields := bad_fields(_ctx(spec)):
+    if pod_fields := bad_fields(ctx(spec)):
         owners.append("pod")
         fields += pod_fields
     bad = []
     for c in _containers(spec):
-        if cf := bad_fields(_ctx(c)):
+        if cf := bad_fields(ctx(c)):
             bad.append(_name(c))
             fields += [f for f in cf if f not in fields]
     if bad:
@@ -320,12 +324,7 @@ def se_linux_options(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | 
 
 
 def seccomp_baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
-    setters = []
-    if (_ctx(spec).get("seccompProfile") or {}).get("type") == "Unconfined":
-        setters.append("pod")
-    bad = [_name(c) for c in _containers(spec) if (_ctx(c).get("seccompProfile") or {}).get("type") == "Unconfined"]
-    if bad:
-        setters.append(_containers_phrase(bad))
+    setters = _owners(spec, lambda sc: (sc.get("seccompProfile") or {}).get("type") == "Unconfined")
     if setters:
         return Violation("seccompProfile_baseline", "seccompProfile",
                          f'{" and ".join(setters)} must not set securityContext.seccompProfile.type to "Unconfined"')
@@ -337,7 +336,7 @@ def seccomp_restricted(meta: dict[str, Any], spec: dict[str, Any]) -> Violation 
         return None
     valid = ("RuntimeDefault", "Localhost")
     setters, bad_values, explicit, implicit = [], set(), [], []
-    pod_profile = _ctx(spec).get("seccompProfile")
+    pod_profile = ctx(spec).get("seccompProfile")
     pod_ok = False
     if isinstance(pod_profile, dict):
         if pod_profile.get("type") in valid:
@@ -346,7 +345,7 @@ def seccomp_restricted(meta: dict[str, Any], spec: dict[str, Any]) -> Violation 
             setters.append("pod")
             bad_values.add(str(pod_profile.get("type")))
     for c in _containers(spec):
-        profile = _ctx(c).get("seccompProfile")
+        profile = ctx(c).get("seccompProfile")
         if isinstance(profile, dict):
             if profile.get("type") not in valid:
                 explicit.append(_name(c))
@@ -367,7 +366,7 @@ def seccomp_restricted(meta: dict[str, Any], spec: dict[str, Any]) -> Violation 
 
 
 def sysctls(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
-    bad = [str(s.get("name")) for s in _ctx(spec).get("sysctls") or []
+    bad = [str(s.get("name")) for s in ctx(spec).get("sysctls") or []
            if isinstance(s, dict) and s.get("name") not in SAFE_SYSCTLS]
     return Violation("sysctls", "forbidden sysctls", ", ".join(bad)) if bad else None
 

@@ -21,7 +21,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dockyard_k8s.config.network import POD_CIDRS
 from dockyard_k8s.kube import selector_matches
@@ -32,7 +32,7 @@ Spans = list[tuple[int, int]]  # sorted, disjoint, inclusive
 Ports = dict[str, Spans]  # protocol -> port spans
 Addresses = dict[int, Spans]  # IP version -> address spans
 FULL_PORTS: Spans = [(1, 65535)]
-_MAX = {4: 2**32 - 1, 6: 2**128 - 1}
+K = TypeVar("K", str, int)  # a protocol (Ports) or an IP version (Addresses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,15 @@ def minus(a: Spans, b: Spans) -> Spans:
     return out
 
 
+def union(items: Iterable[dict[K, Spans]]) -> dict[K, Spans]:
+    """Port sets (or address sets) merged, key by key, keys in the order they first appear."""
+    acc: dict[K, Spans] = {}
+    for item in items:
+        for k, spans in item.items():
+            acc[k] = merge(acc.get(k, []) + spans)
+    return acc
+
+
 def ports_and(a: Ports, b: Ports) -> Ports:
     return {p: s for p in PROTOCOLS if (s := overlap(a.get(p, []), b.get(p, [])))}
 
@@ -112,23 +121,11 @@ def show_ports(ports: Ports) -> str:
 # --- addresses --------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
 def cidr_spans(cidr: str) -> Addresses:
     """A CIDR as address spans (callers never mutate the result: it is memoized)."""
-    return _cidr_spans(str(cidr))
-
-
-@functools.lru_cache(maxsize=1024)
-def _cidr_spans(cidr: str) -> Addresses:
     net = ipaddress.ip_network(cidr, strict=False)
     return {net.version: [(int(net.network_address), int(net.broadcast_address))]}
-
-
-def _addr_union(items: Iterable[Addresses]) -> Addresses:
-    acc: dict[int, Spans] = {}
-    for item in items:
-        for v, spans in item.items():
-            acc[v] = merge(acc.get(v, []) + spans)
-    return acc
 
 
 def _addr_and(a: Addresses, b: Addresses) -> Addresses:
@@ -146,11 +143,11 @@ def _block_spans(block: Any) -> Addresses:
 @functools.lru_cache(maxsize=1024)
 def _block_key(cidr: str, excepts: tuple[str, ...]) -> Addresses:
     whole = cidr_spans(cidr)
-    cut = _addr_union(cidr_spans(e) for e in excepts)
+    cut = union(cidr_spans(e) for e in excepts)
     return {v: s for v, spans in whole.items() if (s := minus(spans, cut.get(v, [])))}
 
 
-POD_SPACE: Addresses = _addr_union(cidr_spans(c) for c in POD_CIDRS)
+POD_SPACE: Addresses = union(cidr_spans(c) for c in POD_CIDRS)
 
 
 def show_addresses(addrs: Addresses, limit: int = 3) -> str:
@@ -165,7 +162,8 @@ def show_addresses(addrs: Addresses, limit: int = 3) -> str:
 # --- policies ---------------------------------------------------------------------------------
 
 
-def _types(policy: dict[str, Any]) -> set[str]:
+def policy_types(policy: dict[str, Any]) -> set[str]:
+    """policyTypes as the API server defaults them: Ingress always, Egress when egress rules exist."""
     spec = policy.get("spec") or {}
     types = spec.get("policyTypes")
     if isinstance(types, list) and types:
@@ -219,7 +217,7 @@ def _rule_ports(ports: Any, dst: Target | None) -> Ports:
     """The ports a rule admits towards ``dst`` (None: an address, which has no named ports)."""
     if not ports:
         return {p: list(FULL_PORTS) for p in PROTOCOLS}
-    acc: dict[str, Spans] = {}
+    found: list[Ports] = []
     for entry in ports if isinstance(ports, list) else []:
         if not isinstance(entry, dict):
             continue
@@ -236,8 +234,8 @@ def _rule_ports(ports: Any, dst: Target | None) -> Ports:
             except (TypeError, ValueError):
                 continue
             spans = [(lo, hi)] if lo <= hi else []
-        acc[proto] = merge(acc.get(proto, []) + spans)
-    return {p: s for p, s in acc.items() if s}
+        found.append({proto: spans})
+    return {p: s for p, s in union(found).items() if s}
 
 
 class Policies:
@@ -247,7 +245,7 @@ class Policies:
         self.policies = [p for p in policies if isinstance(p.get("spec"), dict)]
 
     def selecting(self, pod: Target, direction: str) -> list[dict[str, Any]]:
-        return [p for p in self.policies if _ns(p) == pod.namespace and direction in _types(p)
+        return [p for p in self.policies if _ns(p) == pod.namespace and direction in policy_types(p)
                 and selector_matches(p["spec"].get("podSelector", {}), pod.labels)]
 
     def _side(self, pod: Target, direction: str, other: Target, ports_of: Target) -> Opening:
@@ -255,7 +253,7 @@ class Policies:
         selecting = self.selecting(pod, direction)
         if not selecting:
             return Opening({p: list(FULL_PORTS) for p in PROTOCOLS}, (f"no policy restricts its {key}",))
-        acc: dict[str, Spans] = {}
+        opened: list[Ports] = []
         rules = []
         for policy in selecting:
             for i, rule in enumerate(policy["spec"].get(key) or []):
@@ -267,9 +265,8 @@ class Policies:
                 ports = _rule_ports(rule.get("ports"), ports_of)
                 if ports:
                     rules.append(f"{_ref(policy)} {key}[{i}]")
-                    for proto, spans in ports.items():
-                        acc[proto] = merge(acc.get(proto, []) + spans)
-        return Opening(acc, tuple(rules))
+                    opened.append(ports)
+        return Opening(union(opened), tuple(rules))
 
     def pod_to_pod(self, src: Target, dst: Target) -> tuple[Ports, Opening, Opening]:
         """Ports on which ``src`` may connect to ``dst``: (ports, src's egress, dst's ingress)."""
@@ -299,7 +296,7 @@ class Policies:
                 peers = rule.get("to")
                 if peers:
                     parts = [_peer_admits(peer, want, _ns(policy)) for peer in peers]
-                    addrs = _addr_union(p for p in parts if isinstance(p, dict))
+                    addrs = union(p for p in parts if isinstance(p, dict))
                 else:
                     addrs = want
                 ports = _rule_ports(rule.get("ports"), None)

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from dockyard_k8s.lint.model import WARNING, Context, Hit, Obj, Rule
+from dockyard_k8s.lint.model import WARNING, Rule
 from dockyard_k8s.lint.rules import env, gpu, images, network, resources, security, workloads
-
-
-def _no_check(o: Obj, c: Context) -> Iterator[Hit]:
-    return iter(())
-
 
 # Reported by the engine itself when a suppression annotation names an unknown rule.
 INVALID_SUPPRESSION = Rule(
     "invalid-suppression", WARNING, "Suppression annotations must name existing rules",
     "The dockyard-k8s/lint-ignore annotation takes a comma-separated list of rule ids; an id that is not a rule "
     "(a typo, a renamed rule) suppresses nothing. Fix: use the ids `dockyard-k8s lint --list-rules` prints.",
-    ("dockyard-k8s",), _no_check)
+    ("dockyard-k8s",), lambda o, c: ())
 
 # (family, its rules), in --list-rules order. The family is also the SARIF tag.
 FAMILIES: tuple[tuple[str, tuple[Rule, ...]], ...] = (
@@ -44,14 +37,15 @@ def rules_markdown() -> str:
         lines.append(f"| [`{r.id}`](#{r.id}) | {FAMILY_OF[r.id]} | {sev} | {r.title} | {', '.join(r.anchors)} |")
     lines.append("")
     for r in RULES:
-        lines += [f"### {r.id}", "", f"**{r.title}** ({r.severity}"
-                  + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
-                  + ")", "", r.doc, ""]
+        lines += [f"### {r.id}", "", f"**{r.title}** ({_severity(r)})", "", r.doc, ""]
     return "\n".join(lines)
+
+
+def _severity(r: Rule) -> str:
+    return r.severity + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
 
 
 def explain(rule_id: str) -> str:
     """The text of ``--explain RULE``."""
     r = BY_ID[rule_id]
-    sev = r.severity + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
-    return f"{r.id} ({sev})\n{r.title}\n\n{r.doc}\n\nfollows: {', '.join(r.anchors)}\n"
+    return f"{r.id} ({_severity(r)})\n{r.title}\n\n{r.doc}\n\nfollows: {', '.join(r.anchors)}\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dockyard_k8s.kube import container_requests, pod_requests, pod_templates
+from dockyard_k8s.kube import as_mapping, container_requests, pod_requests, pod_templates
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
@@ -65,8 +65,7 @@ def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misf
     out: list[Misfit] = []
     for index, obj in enumerate(objects):
         for t in pod_templates(obj):
-            selector = t.spec.get("nodeSelector")
-            itype = str(selector.get(INSTANCE_TYPE) or "") if isinstance(selector, dict) else ""
+            itype = str(as_mapping(t.spec.get("nodeSelector")).get(INSTANCE_TYPE) or "")
             if t.replicas is None or not itype or not known_type(itype, plan):
                 continue
             ns = str((obj.get("metadata") or {}).get("namespace") or "default")
@@ -134,8 +133,7 @@ def unchecked(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Un
     out: list[Unchecked] = []
     for index, obj in enumerate(objects):
         for t in pod_templates(obj):
-            selector = t.spec.get("nodeSelector")
-            itype = str(selector.get(INSTANCE_TYPE) or "") if isinstance(selector, dict) else ""
+            itype = str(as_mapping(t.spec.get("nodeSelector")).get(INSTANCE_TYPE) or "")
             if not t.replicas or (itype and known_type(itype, plan)):
                 continue
             gpus = sum(v for k, v in pod_requests(t.spec).items() if k.endswith("/gpu"))

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import as_mapping, pod_requests, selector_matches
+from dockyard_k8s.kube import as_mapping, selector_matches
+from dockyard_k8s.plan.inventory import Node, pod_units
 from dockyard_k8s.plan.kueue_model import (
     FR,
     Admitted,
@@ -49,7 +50,7 @@ from dockyard_k8s.plan.kueue_preempt import (
     preemption_targets,
     simulate,
 )
-from dockyard_k8s.plan.units import to_units
+from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
 
 # QuotaReserved reasons (apis/kueue/v1beta2/workload_types.go), most severe last.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
@@ -145,10 +146,6 @@ class Verdict:
 # --- the workloads of a run ----------------------------------------------------------------------
 
 
-def _units(spec: dict[str, Any]) -> dict[str, int]:
-    return {k: to_units(k, v) for k, v in pod_requests(spec).items() if v}
-
-
 def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> tuple[int, str, list[str]]:
     labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
     wpc = labels.get(kueue.PRIORITY_LABEL)
@@ -193,7 +190,7 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
         notes += [n for n in said if n not in notes]
         pod_sets = []
         for ps in sets:
-            per_pod = _units(ps.spec)
+            per_pod = pod_units(ps.spec)
             group = as_mapping(ps.metadata.get("annotations")).get(kueue.POD_SET_GROUP)
             pod_sets.append(PodSetRequest(ps.name, ps.count, {k: v * ps.count for k, v in per_pod.items()}, ps.spec,
                                           kueue.topology_request(ps.metadata), str(group) if group else None,
@@ -209,29 +206,29 @@ def workload_requests(snap: Snapshot, objects: list[dict[str, Any]]) -> tuple[li
 # --- queue lookup --------------------------------------------------------------------------------
 
 
-def _blocker(snap: Snapshot, wl: WorkloadRequest) -> tuple[Verdict | None, ClusterQueue | None]:
-    """Kueue's reasons not to consider a workload at all (missing or stopped queues...)."""
+def _queue(snap: Snapshot, wl: WorkloadRequest) -> Verdict | ClusterQueue:
+    """The workload's ClusterQueue, or Kueue's reason not to consider it at all (missing or stopped queues...)."""
     lq = snap.local_queues.get((wl.namespace, wl.queue))
     if lq is None:
-        return Verdict(wl, None, "misconfigured", MISCONFIGURED, f"LocalQueue {wl.queue} doesn't exist"), None
+        return Verdict(wl, None, "misconfigured", MISCONFIGURED, f"LocalQueue {wl.queue} doesn't exist")
     spec = as_mapping(lq.get("spec"))
     cq_name = str(spec.get("clusterQueue", ""))
     if (spec.get("stopPolicy") or "None") != "None":
-        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"LocalQueue {wl.queue} is inactive"), None
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"LocalQueue {wl.queue} is inactive")
     cq = snap.queues.get(cq_name)
     if cq is None:
-        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist"), None
+        return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
     why = inactive_reason(snap, cq)
     if why:
-        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"ClusterQueue {cq_name} is inactive", notes=[why]), None
+        return Verdict(wl, cq_name, "inactive", SUSPENDED, f"ClusterQueue {cq_name} is inactive", notes=[why])
     labels = snap.namespaces.get(wl.namespace) or {"kubernetes.io/metadata.name": wl.namespace}
     if cq.namespace_selector is None or not selector_matches(cq.namespace_selector, labels):
         note = ("the ClusterQueue has no namespaceSelector, which admits no namespace (set {} for all, or match "
                 f"kubernetes.io/metadata.name: {wl.namespace})") if cq.namespace_selector is None else (
             f"namespace {wl.namespace} (labels {dict(sorted(labels.items()))}) is not selected")
         return Verdict(wl, cq_name, "misconfigured", MISCONFIGURED,
-                       "workload namespace doesn't match ClusterQueue selector", notes=[note]), None
-    return None, cq
+                       "workload namespace doesn't match ClusterQueue selector", notes=[note])
+    return cq
 
 
 def inactive_reason(snap: Snapshot, cq: ClusterQueue) -> str:
@@ -262,9 +259,6 @@ def _taint_text(taint: dict[str, Any]) -> str:
 def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: list[str],
                      pod_sets: list[PodSetRequest]) -> str | None:
     """checkFlavorForPodSets: TAS support, taints, node selector and affinity on the flavor's labels."""
-    from dockyard_k8s.plan.inventory import Node
-    from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
-
     tas_only = all(snap.flavors[f].topology for _, fl in cq.groups for f in fl if f in snap.flavors)
     for ps in pod_sets:
         # checkPodSetAndFlavorMatchForTAS: only an implied request (none given, a TAS-only queue) matches any
@@ -407,10 +401,9 @@ def _requests(ps: PodSetRequest, covers_pods: bool) -> dict[str, int]:
 
 def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
     """What Kueue does with ``wl`` on ``snap`` now (``snap`` is not changed)."""
-    blocked, cq = _blocker(snap, wl)
-    if blocked is not None or cq is None:
-        assert blocked is not None
-        return blocked
+    cq = _queue(snap, wl)
+    if isinstance(cq, Verdict):
+        return cq
     covers_pods = cq.group_of("pods") is not None
     groups: dict[str, list[PodSetRequest]] = {}
     for i, ps in enumerate(wl.pod_sets):

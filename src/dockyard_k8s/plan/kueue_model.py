@@ -132,10 +132,9 @@ def within_nominal(node: QuotaNode, frs: set[FR]) -> bool:
 
 def _accumulate(node: QuotaNode) -> None:
     """Subtree quota and usage of a cohort from its children (updateCohortResourceNode)."""
-    if node.cq:
-        node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
-        return
     node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+    if node.cq:
+        return
     node.usage = {}
     for child in node.children:
         _accumulate(child)

@@ -35,6 +35,7 @@ from dockyard_k8s.plan.kueue_model import (
     potential_available,
     snapshot_from_objects,
 )
+from dockyard_k8s.plan.predicates import Requirements, static_reason
 from dockyard_k8s.plan.schedule import PlanResult, plan
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
@@ -112,8 +113,6 @@ def _capacity(node: Node, per_pod: dict[str, int], empty: bool) -> int:
 
 def topology_failure(snap: Snapshot, verdict: Verdict, inventory: Inventory) -> tuple[str, str, bool] | None:
     """The first pod set Kueue's TAS cannot place: (pod set, Kueue's message, never even on empty nodes)."""
-    from dockyard_k8s.plan.predicates import Requirements, static_reason
-
     for ps, result in zip(verdict.workload.pod_sets, verdict.pod_sets, strict=False):
         if ps.topology is None or not result.flavors:
             continue

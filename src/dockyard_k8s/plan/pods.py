@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dockyard_k8s.kube import GPU_RESOURCES, container_requests, parse_quantity, pod_templates
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, container_requests, parse_quantity, pod_templates
 from dockyard_k8s.plan.inventory import pod_units
 from dockyard_k8s.plan.predicates import Requirements
 from dockyard_k8s.plan.units import to_units
@@ -32,18 +32,11 @@ class Group:
     gpus: int
     gang: str | None  # the object ref when the group is part of a RayCluster gang
 
-    @property
-    def is_gpu(self) -> bool:
-        return self.gpus > 0
-
 
 def _limits(spec: dict[str, Any]) -> dict[str, Fraction]:
     """Effective pod limits (quota's limits.*): like requests, without request defaulting."""
     def lim(c: dict[str, Any]) -> dict[str, Fraction]:
-        res = c.get("resources")
-        values = res.get("limits") if isinstance(res, dict) else None
-        if not isinstance(values, dict):
-            return {}
+        values = as_mapping(as_mapping(c.get("resources")).get("limits"))
         return {str(k): q for k, v in values.items() if (q := parse_quantity(v)) is not None}
 
     total: dict[str, Fraction] = {}
@@ -74,9 +67,8 @@ def missing_for_quota(spec: dict[str, Any], tracked: set[str]) -> dict[str, list
     for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if not isinstance(c, dict):
             continue
-        res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
         requests = container_requests(c)
-        limits = (res or {}).get("limits") or {}
+        limits = as_mapping(as_mapping(c.get("resources")).get("limits"))
         for r in ("cpu", "memory"):
             if ({r, f"requests.{r}"} & tracked) and r not in requests:
                 out.setdefault(f"requests.{r}", []).append(str(c.get("name")))

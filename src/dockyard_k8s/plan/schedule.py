@@ -23,6 +23,8 @@ from dockyard_k8s.plan.inventory import Inventory, Node, PlacedPod, Quota, quota
 from dockyard_k8s.plan.pods import Group, groups_of, missing_for_quota, quota_usage, scaled_replicas
 from dockyard_k8s.plan.predicates import (
     PORTS,
+    SPREAD,
+    SPREAD_LABEL,
     Requirements,
     Spread,
     Topology,
@@ -197,13 +199,9 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
                 if dead[j]:
                     continue
                 node = nodes[candidates[j]]
-                if not ports_free(req, node) or resource_reasons(req, node):
-                    dead[j] = True  # monotone: later replicas will not fit either
-                    continue
-                if spread is not None and spread.reason(node):
-                    continue
-                if (state.topology.anti or req.anti_affinity) and state.topology.anti_affinity_reason(req, node):
-                    dead[j] = True
+                blocked = state.dynamic_reasons(req, node, spread)
+                if blocked:  # all but spreading are monotone: later replicas will not fit either
+                    dead[j] = blocked[0] not in (SPREAD, SPREAD_LABEL)
                     continue
                 chosen = node
                 break

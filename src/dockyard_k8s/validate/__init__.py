@@ -9,8 +9,7 @@
     crd.py        which CRD defines a kind: --crd, fetched and bundled CRDs (crds/), memoized
     crd_convert.py CRD YAML -> strict JSON schemas (only when a validator must be built)
     cache.py      the on-disk cache of converted schemas and compiled validators
-    compiled.py   compiled yes/no validators (fastjsonschema code, cached; _runtime.py is what
-                  the generated code imports instead of fastjsonschema)
+    compiled.py   compiled yes/no validators (fastjsonschema code, cached, run without importing it)
     collect.py    every schema problem of an object that failed, with its JSON path
     semantic.py   what the API server rejects that schemas cannot say, object by object
     cross.py      rules across objects: a Service must select pods of the input

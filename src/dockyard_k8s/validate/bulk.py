@@ -38,13 +38,13 @@ from dockyard_k8s.validate.engine import (
     ValidateOptions,
     cross_object_problems,
     identity,
-    problem_order,
     validate_files,
 )
 from dockyard_k8s.validate.locate import add_lines
-from dockyard_k8s.validate.problem import Document, Problem, Report, count_objects
-from dockyard_k8s.validate.reader import documents_of, manifest_files, read_text, region_documents_of, yaml_rs
+from dockyard_k8s.validate.problem import Document, Problem, Report, count_objects, object_key
+from dockyard_k8s.validate.reader import documents_of, manifest_files, read_text, region_documents_of
 from dockyard_k8s.validate.split import read_whole
+from dockyard_k8s.yamlfile import yaml_rs
 
 # Below this much YAML (~1,200 typical objects) a second process costs more than it saves.
 MIN_PARALLEL_BYTES = 1_000_000
@@ -100,14 +100,13 @@ def _collector_paused() -> Iterator[None]:
     """No cyclic garbage collection while a large input is parsed and checked: its documents
     are millions of dicts, lists and strings with no reference cycles, which the collector
     would scan again and again as they accumulate (measured in bench/README.md)."""
-    if not gc.isenabled():
-        yield
-        return
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def _validate_parts(texts: dict[str, str], options: ValidateOptions, workers: int, files: int) -> Result:
@@ -119,7 +118,7 @@ def _validate_parts(texts: dict[str, str], options: ValidateOptions, workers: in
     problems = [p for r in results for p in r.problems]
     object_problems = [p for p in problems if p.rule != "yaml"]
     object_problems += add_lines(cross_object_problems(cross), texts)
-    object_problems.sort(key=problem_order)
+    object_problems.sort(key=object_key)
     everything = [*(p for p in problems if p.rule == "yaml"), *object_problems]
     missing = sorted({m for r in results for m in r.missing})
     sources = dict(sorted({k: v for r in results for k, v in r.sources.items()}.items()))

@@ -78,11 +78,8 @@ def read_bytes(path: str) -> bytes | None:
 
 def read_json(path: str) -> Any:
     data = read_bytes(path)
-    if data is None:
-        return None
-
     try:
-        return json.loads(data)
+        return None if data is None else json.loads(data)
     except ValueError:  # a truncated or foreign file: treat as a miss, it will be rewritten
         return None
 
@@ -92,12 +89,10 @@ def write_json(path: str, value: Any) -> bool:
 
 
 def read_marshal(path: str) -> Any:
-    """A small index written by :func:`write_marshal` (plain dicts/lists/str/int), or None."""
+    """What :func:`write_marshal` wrote (a small index, a compiled validator), or None."""
     data = read_bytes(path)
-    if data is None:
-        return None
     try:
-        return marshal.loads(data)
+        return None if data is None else marshal.loads(data)
     except (EOFError, ValueError, TypeError):  # truncated, or written by another Python: a miss
         return None
 

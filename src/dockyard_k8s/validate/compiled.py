@@ -10,7 +10,6 @@ two to the same verdict).
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 from collections.abc import Callable
@@ -21,9 +20,12 @@ from dockyard_k8s.validate import cache
 
 Gate = Callable[[Any], bool]  # True when the object is valid
 
-_GENERATOR = "fjs-2"  # part of every cached validator's file name: bump it when generate() changes
-_IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
-_RUNTIME_LINE = "from dockyard_k8s.validate._runtime import JsonSchemaValueException, JsonSchemaValuesException"
+_GENERATOR = "fjs-3"  # part of every cached validator's file name: bump it when generate() changes
+# The generated code imports its exception from fastjsonschema, whose import (it pulls in urllib.request)
+# costs more than loading a cached validator: the line goes, and the code raises ValueError in its place
+# (without detailed exceptions it only ever constructs one from a message).
+_IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException\n"
+_STAND_INS = {"JsonSchemaValueException": ValueError, "JsonSchemaValuesException": ValueError}
 
 
 # Gates built and schemas read in this process, by (cache dir, schema key): keys are content
@@ -61,26 +63,18 @@ class ValidatorCache:
 
     def _code_gate(self, key: str, build: Callable[[], dict[str, Any]]) -> Gate:
         path = os.path.join(self.dir, "code", f"{key}-{_GENERATOR}-{self._tag}.marshal")
-        blob = cache.read_bytes(path)
-        code = None
-        if blob is not None:
-            try:
-                code = marshal.loads(blob)
-            except (EOFError, ValueError, TypeError):  # truncated or from another Python: rebuild
-                code = None
+        code = cache.read_marshal(path)  # None: missing, truncated or from another Python: rebuild
         if code is None:
             code = compile(self.generate(key, build), f"<validator {key}>", "exec")
-            cache.write_atomic(path, marshal.dumps(code))
-        namespace: dict[str, Any] = {"__name__": f"dockyard_k8s_validator_{key}"}
+            cache.write_marshal(path, code)
+        namespace: dict[str, Any] = {"__name__": f"dockyard_k8s_validator_{key}", **_STAND_INS}
         exec(code, namespace)
         validate = namespace["validate"]
 
         def gate(obj: Any) -> bool:
             try:
                 validate(obj)
-            except ValueError:  # JsonSchemaValueException, or a schema regex the data trips on
-                return False
-            except (TypeError, RecursionError):
+            except (ValueError, TypeError, RecursionError):  # a violation, or data a schema regex trips on
                 return False
             return True
 
@@ -97,8 +91,7 @@ class ValidatorCache:
         schema["$schema"] = "http://json-schema.org/draft-07/schema#"
         source: str = fastjsonschema.compile_to_code(schema, use_default=False, use_formats=False,
                                                      detailed_exceptions=False)
-        if _IMPORT_LINE in source:
-            source = source.replace(_IMPORT_LINE, _RUNTIME_LINE, 1)
+        source = source.replace(_IMPORT_LINE, "", 1)
         # The generated code names each array item it descends into for its error messages,
         # `"...[{data__x}]".format(**locals())`: a dict of every local per item, most of the
         # gate's time on a pod spec. A gate only answers yes or no (the collector says where),
@@ -111,6 +104,3 @@ class ValidatorCache:
             return sum(1 for f in os.listdir(os.path.join(self.dir, "code")) if f.endswith(".marshal"))
         except OSError:
             return 0
-
-
-__all__ = ["Gate", "ValidatorCache"]

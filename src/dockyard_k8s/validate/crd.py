@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 CONVERTER = "crd-6"  # in every cache key: bump it when crd_convert.py's output changes
 BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
+
+
 @dataclass(frozen=True, slots=True)
 class CrdSchema:
     """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""
@@ -161,12 +163,6 @@ class CrdRegistry:
                 table.setdefault(api_kind, found)
         return table
 
-    def reload(self) -> None:
-        """Forget what this registry knows of its CRD files (the on-disk memo included): the next
-        lookup reads them again."""
-        self._memo = {}
-        self._kinds = {}
-
     def schema(self, key: str) -> dict[str, Any]:
         """The converted schema of a key :meth:`find` gave, for a validator cache that does not
         have it: converted now from the file as read in this run, or after reading the CRD files
@@ -178,8 +174,8 @@ class CrdRegistry:
         schema = self._built.get(key)
         if schema is None:
             version = self._versions.get(key)
-            if version is None:
-                self.reload()
+            if version is None:  # forget the memo and read every file again
+                self._memo, self._kinds = {}, {}
                 self.table()
                 version = self._versions.get(key)
             if version is None:

@@ -86,15 +86,10 @@ class CrossObjects:
             return
         _, ns, templates = fact
         self.namespaces.add(ns)
-        by_pair = self.by_pair
         for labels, ports in templates:
             for key, value in labels.items():
                 if value.__class__ is str:
-                    found = by_pair.get((ns, key, value))
-                    if found is None:
-                        by_pair[(ns, key, value)] = [(labels, ports)]
-                    else:
-                        found.append((labels, ports))
+                    self.by_pair.setdefault((ns, key, value), []).append((labels, ports))
 
     def merge(self, other: CrossObjects, shift: Callable[[Any], int] | None = None) -> None:
         """Add another part's index; ``shift(who)`` is added to its Services' shifts."""
@@ -104,11 +99,7 @@ class CrossObjects:
             self.services += [(who, n + shift(who), ns, sel, targets) for who, n, ns, sel, targets in other.services]
         self.namespaces |= other.namespaces
         for pair, templates in other.by_pair.items():
-            found = self.by_pair.get(pair)
-            if found is None:
-                self.by_pair[pair] = templates
-            else:
-                found += templates
+            self.by_pair.setdefault(pair, []).extend(templates)
 
     def relabel(self, name: Callable[[Any], Any]) -> None:
         """Replace each Service's ``who`` by ``name(who)`` (a part's local index by the object's identity)."""

@@ -132,7 +132,7 @@ class Checked:
             problems.extend(self.bad[m])
             if self.exit_on_error:
                 break
-        problems.sort(key=problem_order)
+        problems.sort(key=object_key)  # stable: an object's own order is kept
         return Report(problems, self.objects, self.skipped, sorted(self.missing), dict(sorted(self.sources.items())))
 
 
@@ -305,10 +305,6 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
     problems = manifests.add_lines(problems)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
-
-
-# Problems sort by file, document, and List item (stable: an object's own order is kept).
-problem_order = object_key
 
 
 def identity(doc: Document) -> Problem:

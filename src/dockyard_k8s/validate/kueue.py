@@ -162,12 +162,8 @@ def _topology(pod_sets: list[kueue.PodSet], out: list[tuple[Path, str]]) -> None
         if ra != rb:
             for at, other in ((paths[0], paths[1]), (paths[1], paths[0])):
                 out.append((at, f"Invalid value: must specify '{kueue.REQUIRED_TOPOLOGY}' or "
-                                f"'{kueue.PREFERRED_TOPOLOGY}' topology consistent with '{_dotted(other)}' in "
+                                f"'{kueue.PREFERRED_TOPOLOGY}' topology consistent with '{format_path(other)}' in "
                                 f"group '{name}'"))
-
-
-def _dotted(path: Path) -> str:
-    return format_path(path)
 
 
 # --- Kueue's own objects: the CRDs' CEL rules (which offline schema checks drop) and the webhook's ---

@@ -6,7 +6,8 @@ import json
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from dockyard_k8s.validate.problem import Problem, Report, format_json_path, object_key
+from dockyard_k8s.plain import format_path
+from dockyard_k8s.validate.problem import Problem, Report, object_key
 
 FORMATS = ("text", "json", "junit", "tap")
 
@@ -18,7 +19,7 @@ def summary_line(report: Report, files: int) -> str:
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
     return {"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
-            "name": p.name, "path": format_json_path(p.path), "json_path": list(p.path), "rule": p.rule,
+            "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
             "message": p.message}
 
 
@@ -75,7 +76,7 @@ def _tap(report: Report) -> str:
         lines.append(f"not ok {i} - {first.where} {first.object_ref}")
         lines.append("  ---")
         lines.append("  problems:")
-        lines += [f"    - {format_json_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
+        lines += [f"    - {format_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
         lines.append("  ...")
     lines.append(f"ok {len(groups) + 1} - {report.valid} valid object(s), {report.skipped} skipped")
     return "\n".join(lines) + "\n"

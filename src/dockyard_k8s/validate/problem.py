@@ -7,7 +7,7 @@ from typing import Any
 
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.plain import Path as JsonPath
-from dockyard_k8s.plain import format_path as format_json_path  # the name validate's modules use
+from dockyard_k8s.plain import format_path
 
 # Where a problem comes from (Problem.rule), stable strings for --output json and filters.
 RULE_YAML = "yaml"  # the file could not be read as YAML/JSON (syntax, duplicate key)
@@ -62,7 +62,7 @@ class Problem:
         return format_ref(self.kind, self.namespace, self.name)
 
     def __str__(self) -> str:
-        at = format_json_path(self.path)
+        at = format_path(self.path)
         return f"{self.where}: {self.object_ref}: {at + ': ' if at else ''}{self.message}"
 
 

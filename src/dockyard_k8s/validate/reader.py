@@ -127,12 +127,7 @@ def region_documents_of(file: str, text: str, start: int, end: int,
     its documents, for locating problems. Lines count from the file's start, or from ``line``
     for the region's first line (a worker's lines then shift like its document indexes)."""
     chunks = region_documents(text, start, end, line)
-    return (*chunk_documents_of(file, chunks), chunks)
-
-
-def chunk_documents_of(file: str, chunks: list[Chunk]) -> tuple[list[Document], list[Problem]]:
-    """:func:`documents_of` for documents already split, numbered from 0 in ``chunks``."""
-    return _documents(file, *_parse_chunks(chunks, file, yaml_rs()))
+    return (*_documents(file, *_parse_chunks(chunks, file, yaml_rs())), chunks)
 
 
 def parse_text(text: str, file: str) -> tuple[list[Parsed], list[Problem]]:
@@ -243,17 +238,3 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
         else:
             out.append(Document(file, index, (), data, line))
     return out, problems
-
-
-__all__ = [
-    "MANIFEST_SUFFIXES",
-    "Manifests",
-    "chunk_documents_of",
-    "documents_of",
-    "manifest_files",
-    "parse_text",
-    "read_manifests",
-    "read_text",
-    "region_documents_of",
-    "yaml_rs",
-]

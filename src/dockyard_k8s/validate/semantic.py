@@ -14,6 +14,7 @@ to one list; a new rule goes next to the field it checks, with its source.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Any
 
@@ -27,7 +28,6 @@ from dockyard_k8s.names import (
     label_value_problem,
     port_name_problem,
     qualified_name_problem,
-    remember,
     show_labels,
 )
 from dockyard_k8s.plain import show
@@ -36,8 +36,7 @@ from dockyard_k8s.validate.problem import JsonPath
 Found = list[tuple[JsonPath, str]]
 
 # These rules run on every object of `validate` (10,000 objects in a benchmark) and on every
-# `check`: each appends to one list instead of yielding, and builds a problem's path only when
-# there is a problem.
+# `check`: each appends to one list instead of yielding.
 
 # restartPolicy a pod template may use, by owner kind (None: any of the three).
 RESTART_POLICIES = {
@@ -53,9 +52,6 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SECCOMP_TYPES = ("RuntimeDefault", "Localhost", "Unconfined")
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
-# Resources the node accounts natively; anything else with a '/' (nvidia.com/gpu) is an
-# extended resource: integer, not overcommittable (requests == limits).
-NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage")
 WORKLOADS_WITH_SELECTOR = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
 
 _EMPTY: dict[str, Any] = {}
@@ -71,7 +67,6 @@ _PROBE_INT32 = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "succe
 _SECURITY_INT64 = ("runAsUser", "runAsGroup", "fsGroup")
 _RAYJOB_INT32 = ("backoffLimit", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "preRunningDeadlineSeconds")
 _RAY_GROUP_INT32 = ("replicas", "minReplicas", "maxReplicas", "numOfHosts")
-_ENV_NAME_OK: dict[str, bool] = {}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -129,88 +124,37 @@ def _int_or_percent(out: Found, value: Any, at: JsonPath) -> None:
         out.append((at, f"got {show(value)}, expected an integer or a percentage such as '25%'"))
 
 
-# (resource name, written quantity) -> parsed quantity, for those fine on their own: the same
-# few ("cpu", "32"), ("nvidia.com/gpu", 8) recur in every container of a large input.
-_GOOD: dict[tuple[str, Any], Any] = {}
-_HASHABLE_QUANTITY = (str, int, float)
-
-
-# Resource blocks found fine, by their limits' and requests' items: containers of a large input
-# repeat a few blocks ({cpu: "32", memory: 256Gi, nvidia.com/gpu: 8}), each checked once.
-_RESOURCES_OK: dict[tuple[Any, ...], bool] = {}
-
-
-def _resources_key(res: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What a block's verdict depends on, hashable; None when a value is not a plain str, int or
-    float (equal int and float values are the same quantity; a bool is not one)."""
-    key: list[tuple[Any, ...] | None] = []
-    for section in ("limits", "requests"):
-        values = res.get(section)
-        if values.__class__ is dict:
-            for value in values.values():
-                if value.__class__ not in _HASHABLE_QUANTITY:
-                    return None
-            key.append(tuple(values.items()))
-        elif values is not None:
-            return None
-        else:
-            key.append(None)
-    return tuple(key)
-
-
-def _resources(out: Found, resources: Any, at: JsonPath) -> None:
-    if resources.__class__ is not dict or not resources:
+def _resources(out: Found, res: Any, at: JsonPath) -> None:
+    """Quantities, requests <= limits; a domain-prefixed name outside kubernetes.io (nvidia.com/gpu) is an
+    extended resource: whole, not overcommitted (requests == limits)."""
+    if res.__class__ is not dict or not res:
         return
-    res = resources
-    key = _resources_key(res)
-    if key is not None:
-        if key in _RESOURCES_OK:
-            return
-        before = len(out)
-        _check_resources(out, res, at)
-        if len(out) == before:
-            remember(_RESOURCES_OK, key)
-        return
-    _check_resources(out, res, at)
-
-
-def _check_resources(out: Found, res: dict[str, Any], at: JsonPath) -> None:
     parsed: dict[str, dict[str, Any]] = {"limits": {}, "requests": {}}
     for section in ("limits", "requests"):
         values = res.get(section)
         if values.__class__ is not dict:
             continue
-        into = parsed[section]
         for name, raw in values.items():
             if name.__class__ is not str:
                 continue  # only an in-memory object can have one (the reader makes keys strings, as kubectl)
-            if raw.__class__ in _HASHABLE_QUANTITY:
-                q = _GOOD.get((name, raw))
-                if q is not None:  # seen before, and fine on its own
-                    into[name] = q
-                    continue
             q = parse_quantity(raw)
             if q is None:
                 if isinstance(raw, str | int | float) and not isinstance(raw, bool):
                     out.append(((*at, section, name), f"got {show(raw)}, expected a quantity such as 500m, 2, 16Gi"))
                 continue
-            if ((raw.__class__ is str and raw[:1] == "-") or (raw.__class__ is not str and raw < 0)) and q < 0:
+            if q < 0:
                 out.append(((*at, section, name), f"got {show(raw)}, expected a quantity >= 0"))
             elif "/" in name and not name.startswith("kubernetes.io/") and q.denominator != 1:
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
-            elif raw.__class__ in _HASHABLE_QUANTITY:
-                remember(_GOOD, (name, raw), q)
-            into[name] = q
+            parsed[section][name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
     for name, q in requests.items():
-        if name in limits and res["requests"][name] == raw_limits[name]:
-            continue  # the same text or number: equal, nothing to compare (the common case)
         extended = "/" in name and not name.startswith("kubernetes.io/")
         if name in limits and q > limits[name]:
             out.append(((*at, "requests", name), f"request {show(_dict(res['requests'])[name])} is greater than "
-                                                 f"limit {show(_dict(res['limits'])[name])}"))
+                                                 f"limit {show(raw_limits[name])}"))
         elif extended and name in limits and q != limits[name]:
             out.append(((*at, "requests", name), f"{name} is an extended resource: requests must equal limits"))
         elif extended and name not in raw_limits:
@@ -231,11 +175,7 @@ def _ints(out: Found, d: dict[str, Any], at: JsonPath, fields: tuple[str, ...], 
 def _env_names(out: Found, env: Any, at: JsonPath) -> None:
     for i, item in enumerate(_list(env)):
         name = _dict(item).get("name")
-        if name.__class__ is not str or name in _ENV_NAME_OK:
-            continue
-        if is_env_var_name(name):
-            remember(_ENV_NAME_OK, name)
-        else:
+        if name.__class__ is str and not is_env_var_name(name):
             out.append(((*at, i, "name"), f"env name {show(name)} is not valid (letters, digits, '_', '-' and '.', "
                                           "not starting with a digit)"))
 
@@ -257,18 +197,11 @@ def _security(out: Found, ctx: Any, at: JsonPath) -> None:
 
 def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> None:
     get = spec.get
-    # (each rule is tested inline first: most fields are absent or fine, and a call costs more)
     _ints(out, spec, at, _POD_INT64, INT64_MAX)
     _ints(out, spec, at, ("priority",), INT32_MAX)
-    restart = get("restartPolicy")
-    if restart is not None:
-        _enum(out, restart, RESTART_POLICIES.get(owner, POD_RESTART_POLICIES), at, "restartPolicy")
-    dns = get("dnsPolicy")
-    if dns is not None:
-        _enum(out, dns, DNS_POLICIES, at, "dnsPolicy")
-    ctx = get("securityContext")
-    if ctx:
-        _security(out, ctx, (*at, "securityContext"))
+    _enum(out, get("restartPolicy"), RESTART_POLICIES.get(owner, POD_RESTART_POLICIES), at, "restartPolicy")
+    _enum(out, get("dnsPolicy"), DNS_POLICIES, at, "dnsPolicy")
+    _security(out, get("securityContext"), (*at, "securityContext"))
     for i, tol in enumerate(_list(get("tolerations"))):
         t = _dict(tol)
         op = t.get("operator")
@@ -318,12 +251,8 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
         names.add(name)
     if field != "ephemeralContainers" and not get("image"):
         out.append(((*at, "image"), "missing image"))
-    env = get("env")
-    if env:
-        _env_names(out, env, (*at, "env"))
-    pull = get("imagePullPolicy")
-    if pull is not None and pull not in IMAGE_PULL_POLICIES:
-        _enum(out, pull, IMAGE_PULL_POLICIES, at, "imagePullPolicy")
+    _env_names(out, get("env"), (*at, "env"))
+    _enum(out, get("imagePullPolicy"), IMAGE_PULL_POLICIES, at, "imagePullPolicy")
     restart = get("restartPolicy")
     if restart is not None:
         if field != "initContainers":
@@ -334,15 +263,9 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
     port_names: set[str] = set()
     for i, port in enumerate(_list(get("ports"))):
         p = _dict(port)
-        number = p.get("containerPort")
-        if number.__class__ is int and not 1 <= number <= 65535:
-            _port(out, number, at, "containerPort", "ports", i, "containerPort")
-        host = p.get("hostPort")
-        if host is not None:
-            _port(out, host, at, "hostPort", "ports", i, "hostPort", low=0)
-        protocol = p.get("protocol")
-        if protocol is not None and protocol not in PROTOCOLS:
-            _enum(out, protocol, PROTOCOLS, at, "ports", i, "protocol")
+        _port(out, p.get("containerPort"), at, "containerPort", "ports", i, "containerPort")
+        _port(out, p.get("hostPort"), at, "hostPort", "ports", i, "hostPort", low=0)
+        _enum(out, p.get("protocol"), PROTOCOLS, at, "ports", i, "protocol")
         pname = p.get("name")
         if pname.__class__ is str:
             why = port_name_problem(pname)
@@ -351,12 +274,8 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
             if pname in port_names:
                 out.append(((*at, "ports", i, "name"), f"duplicate port name {show(pname)}"))
             port_names.add(pname)
-    resources = get("resources")
-    if resources:
-        _resources(out, resources, (*at, "resources"))
-    ctx = get("securityContext")
-    if ctx:
-        _security(out, ctx, (*at, "securityContext"))
+    _resources(out, get("resources"), (*at, "resources"))
+    _security(out, get("securityContext"), (*at, "securityContext"))
     for i, mount in enumerate(_list(get("volumeMounts"))):
         vname = _dict(mount).get("name")
         if vname.__class__ is str and vname not in volumes:
@@ -376,9 +295,6 @@ def _container(out: Found, c: dict[str, Any], at: JsonPath, field: str, volumes:
                 out.append(((*at, probe, action, "port"), f"no container port named {show(port)}"))
 
 
-_NAMESPACE_OK: dict[str, bool] = {}
-
-
 def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> Found:
     """Every semantic problem of one object on its own (no cross-object rules); ``templates``
     are its :func:`.kube.pod_templates` when the caller has them."""
@@ -393,13 +309,9 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
         why = check_name(name, fmt, f"{kind} name")
         if why:
             out.append((("metadata", "name"), why))
-    namespace = meta.get("namespace")
-    if namespace.__class__ is str and namespace not in _NAMESPACE_OK:
-        why = check_name(namespace, "dns1123label", "namespace")
-        if why:
-            out.append((("metadata", "namespace"), why))
-        else:
-            remember(_NAMESPACE_OK, namespace)
+    why = check_name(meta.get("namespace"), "dns1123label", "namespace")
+    if why:
+        out.append((("metadata", "namespace"), why))
     _labels(out, meta.get("labels"), ("metadata", "labels"))
     annotations = meta.get("annotations")
     if annotations.__class__ is dict:
@@ -518,21 +430,13 @@ def _network_policy(out: Found, spec: dict[str, Any]) -> None:
                     _ip_block(out, block, (*where, peers_key, j, "ipBlock"))
 
 
-_CIDRS: dict[str, Any] = {}  # CIDR text -> parsed network, or None when invalid
-
-
+@functools.lru_cache(maxsize=1024)  # the same few blocks recur in every policy of a large input
 def _network(text: str) -> Any:
+    """The network a CIDR names, or None."""
     try:
-        return _CIDRS[text]
-    except KeyError:
-        pass
-
-    try:
-        net: Any = ipaddress.ip_network(text, strict=False)
+        return ipaddress.ip_network(text, strict=False)
     except ValueError:
-        net = None
-    remember(_CIDRS, text, net)
-    return net
+        return None
 
 
 def _ip_block(out: Found, block: dict[str, Any], at: JsonPath) -> None:
@@ -545,17 +449,6 @@ def _ip_block(out: Found, block: dict[str, Any], at: JsonPath) -> None:
         if sub is None:
             out.append(((*at, "except", i), f"got {show(item)}, expected a CIDR"))
             continue
-        if not _inside(sub, net):
+        if sub.version != net.version or not sub.subnet_of(net):
             out.append(((*at, "except", i), f"{item} is not inside cidr {block.get('cidr')}"))
 
-
-_INSIDE: dict[tuple[Any, Any], bool] = {}
-
-
-def _inside(sub: Any, net: Any) -> bool:
-    """``sub`` is a subnet of ``net`` (same IP version), memoized: the same blocks recur."""
-    found = _INSIDE.get((sub, net))
-    if found is None:
-        found = sub.version == net.version and sub.subnet_of(net)
-        remember(_INSIDE, (sub, net), found)
-    return found

@@ -17,19 +17,6 @@ Chunk = tuple[str, int]  # (a document's text, its first line)
 _BLANK = re.compile(r"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*\Z")
 
 
-def _chunks(text: str) -> list[Chunk] | None:
-    """Split a YAML stream at ``---`` lines: (document text, first line), blank chunks dropped.
-
-    None when the file needs the whole-file slow path: directives (``%``), explicit document
-    ends (``...``) or content on a ``---`` line (a document-level flow or block scalar).
-    Plain string searches, not ``^``-anchored multi-line regexes: those test every position
-    of the text.
-    """
-    if _directive_or_end(text):
-        return None
-    return _split(text, 0, len(text), 1)
-
-
 def _markers(text: str, start: int, stop: int) -> list[int]:
     """Where the lines starting with ``---`` begin in ``text[start:stop]``."""
     markers = [start] if text.startswith("---", start, stop) else []
@@ -41,7 +28,8 @@ def _markers(text: str, start: int, stop: int) -> list[int]:
 
 
 def _split(text: str, start: int, stop: int, line: int) -> list[Chunk] | None:
-    """:func:`_chunks` of ``text[start:stop]`` (whose first line is ``line``), without copying it."""
+    """:func:`split_documents` of ``text[start:stop]`` (whose first line is ``line``), without copying it.
+    Plain string searches, not ``^``-anchored multi-line regexes: those test every position of the text."""
     out: list[Chunk] = []
     for at in _markers(text, start, stop):
         end = text.find("\n", at, stop)
@@ -98,8 +86,9 @@ def region_documents(text: str, start: int, end: int, line: int = 0) -> list[Chu
 
 
 def split_documents(text: str, file: str) -> list[Chunk] | None:
-    """The documents of a file: (text, first line) each, blank ones dropped (see :func:`_chunks`);
-    None when the file is read whole (JSON, directives, document-level scalars)."""
+    """The documents of a file, split at ``---`` lines: (text, first line) each, blank ones dropped.
+    None when the file is read whole: JSON, directives (``%``), explicit document ends (``...``) or
+    content on a ``---`` line (a document-level flow or block scalar)."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return None if json_like(text, file) else _chunks(text)
+    return None if json_like(text, file) or _directive_or_end(text) else _split(text, 0, len(text), 1)

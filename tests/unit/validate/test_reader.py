@@ -120,9 +120,9 @@ def test_add_lines_locates_nested_paths_and_missing_fields():
     ],
 )
 def test_document_splitter(text, expected):
-    from dockyard_k8s.validate.split import _chunks
+    from dockyard_k8s.validate.split import split_documents
 
-    assert _chunks(text) == expected
+    assert split_documents(text, "f.yaml") == expected
 
 
 @pytest.mark.parametrize("text", [

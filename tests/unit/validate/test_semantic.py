@@ -141,7 +141,7 @@ def test_rules_never_raise_on_odd_values(seed):
     assert report.objects == len(objects) and report.problems
 
 
-def test_resource_blocks_found_fine_are_remembered_and_nothing_else():
+def test_resource_blocks_are_judged_every_time():
     from dockyard_k8s.validate import semantic
 
     def pod(resources):
@@ -152,18 +152,13 @@ def test_resource_blocks_found_fine_are_remembered_and_nothing_else():
         return [(p, m) for p, m in semantic.object_problems(pod(resources)) if p[2:3] == ("resources",) or
                 p[:4] == ("spec", "containers", 0, "resources")]
 
-    semantic._RESOURCES_OK.clear()
     fine = {"limits": {"cpu": "2", "nvidia.com/gpu": 8}, "requests": {"cpu": 1, "nvidia.com/gpu": 8}}
     assert found(fine) == [] and found(copy.deepcopy(fine)) == []
-    assert ((("cpu", "2"), ("nvidia.com/gpu", 8)), (("cpu", 1), ("nvidia.com/gpu", 8))) in semantic._RESOURCES_OK
-    bad = {"limits": {"cpu": "1"}, "requests": {"cpu": "2"}}  # a problem: never remembered, found every time
+    bad = {"limits": {"cpu": "1"}, "requests": {"cpu": "2"}}
     for _ in range(2):
         assert found(bad) == [(("spec", "containers", 0, "resources", "requests", "cpu"),
                                "request '2' is greater than limit '1'")]
-    # equal to a remembered block under == (True == 1), but a bool is not a quantity: never looked up
-    assert semantic._resources_key({"limits": {"cpu": "2", "nvidia.com/gpu": 8},
-                                    "requests": {"cpu": True, "nvidia.com/gpu": 8}}) is None
-    # a float equal to a remembered int is the same quantity: fine either way
+    # a float equal to an int is the same quantity
     assert found({"limits": {"cpu": "2", "nvidia.com/gpu": 8.0}, "requests": {"cpu": 1.0, "nvidia.com/gpu": 8}}) == []
     assert found({"limits": {"cpu": "2", "nvidia.com/gpu": 8.5}, "requests": {"cpu": 1, "nvidia.com/gpu": 8.5}})
 

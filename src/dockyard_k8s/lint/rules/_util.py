@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s.lint.model import Pod
-
-
-def ctx(obj: dict[str, Any]) -> dict[str, Any]:
-    """The securityContext of a pod spec or container ({} when unset)."""
-    sc = obj.get("securityContext")
-    return sc if isinstance(sc, dict) else {}
+from dockyard_k8s.lint.pss import ctx
 
 
 def cname(container: dict[str, Any]) -> str:
@@ -26,7 +21,3 @@ def effective(pod: Pod, container: dict[str, Any], field: str) -> Any:
 def volumes(pod: Pod) -> list[tuple[int, dict[str, Any]]]:
     items = pod.spec.get("volumes")
     return [(i, v) for i, v in enumerate(items if isinstance(items, list) else []) if isinstance(v, dict)]
-
-
-def quantity_text(value: Any) -> str:
-    return str(value)

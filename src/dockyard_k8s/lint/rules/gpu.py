@@ -22,14 +22,8 @@ def shm(o: Obj, c: Context) -> Iterator[Hit]:
         memory_volumes = {str(v.get("name")): (i, v) for i, v in volumes(pod)
                           if isinstance(v.get("emptyDir"), dict) and v["emptyDir"].get("medium") == "Memory"}
         wanted = pod.gpus * c.config.shm_per_gpu
-        mounted = False
-        for path, k in pod.containers():
-            if path[-2] != "containers":
-                continue
-            for m in k.get("volumeMounts") or []:
-                if isinstance(m, dict) and m.get("mountPath") == "/dev/shm" and str(m.get("name")) in memory_volumes:
-                    mounted = True
-        if not mounted:
+        if not any(isinstance(m, dict) and m.get("mountPath") == "/dev/shm" and str(m.get("name")) in memory_volumes
+                   for _, k in pod.containers("containers") for m in k.get("volumeMounts") or []):
             yield Hit(pod.at("volumes"), f"pod uses {pod.gpus} GPU(s) without a memory-backed /dev/shm (the "
                                          "container default is 64Mi: NCCL and DataLoader workers fail with 'Bus "
                                          "error')", WARNING)
@@ -60,19 +54,15 @@ _EFA_ENV = ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "FI_EFA
 
 
 def _env(k: dict[str, Any]) -> dict[str, tuple[int, str]]:
-    out = {}
-    for i, e in enumerate(k.get("env") or []):
-        if isinstance(e, dict) and "value" in e:
-            out[str(e.get("name"))] = (i, str(e.get("value")))
-    return out
+    """name -> (index, value) of the literal env values (the last of a name wins, as in the container)."""
+    return {str(e.get("name")): (i, str(e.get("value"))) for i, e in enumerate(k.get("env") or [])
+            if isinstance(e, dict) and "value" in e}
 
 
 def nccl_efa(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
         efa = pod.requests.get(EFA_RESOURCE, Fraction(0))
-        for path, k in pod.containers():
-            if path[-2] != "containers":
-                continue
+        for path, k in pod.containers("containers"):
             env = _env(k)
             provider = env.get("FI_PROVIDER")
             efa_vars = [n for n in _EFA_ENV if n in env and (n != "FI_PROVIDER" or env[n][1] == "efa")]

@@ -12,25 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.lint import isolation
+from dockyard_k8s.lint import isolation, reach
 from dockyard_k8s.lint.isolation import RAY_KINDS
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.render.meta import FLEET_LABEL
-
-
-def _policy_types(np: Obj) -> set[str]:
-    """policyTypes as the API server defaults them: Ingress always, Egress when egress rules exist."""
-    types = np.get("spec", "policyTypes")
-    if isinstance(types, list) and types:
-        return {str(t) for t in types}
-    return {"Ingress", "Egress"} if np.get("spec", "egress") else {"Ingress"}
 
 
 def coverage(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
         covered: set[str] = set()
         for np in c.selecting("NetworkPolicy", pod, lambda n: n.get("spec", "podSelector")):
-            covered |= _policy_types(np)
+            covered |= reach.policy_types(np.data)
         missing = [d for d in ("Ingress", "Egress") if d not in covered]
         if missing:
             what = " and ".join(d.lower() for d in missing)

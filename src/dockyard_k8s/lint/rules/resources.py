@@ -26,9 +26,7 @@ def _extended(name: str) -> bool:
 
 def container_resources(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
-        for path, k in pod.containers():
-            if path[-2] == "ephemeralContainers":
-                continue  # ephemeral containers cannot have resources
+        for path, k in pod.containers("initContainers", "containers"):  # ephemeral containers have no resources
             req, lim = _resources(k)
             missing = [f"{r} request" for r in ("cpu", "memory") if r not in req and r not in lim]
             if "memory" not in lim:
@@ -41,9 +39,7 @@ def ephemeral_storage(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
         if not pod.untrusted:
             continue
-        for path, k in pod.containers():
-            if path[-2] != "containers":
-                continue
+        for path, k in pod.containers("containers"):
             req, lim = _resources(k)
             missing = [w for w, d in (("request", req), ("limit", lim)) if "ephemeral-storage" not in d]
             if missing:

@@ -12,13 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Rule
-from dockyard_k8s.lint.pss import BASELINE_CAPABILITIES, RESTRICTED_VOLUMES, SAFE_SYSCTLS, SELINUX_TYPES
+from dockyard_k8s.lint.pss import BASELINE_CAPABILITIES, RESTRICTED_VOLUMES, SAFE_SYSCTLS, SELINUX_TYPES, ctx
 from dockyard_k8s.lint.pss import evaluate as pss_evaluate
-from dockyard_k8s.lint.rules._util import cname, ctx, effective, volumes
-
-
-def _raise(untrusted: bool, normal: str, raised: str) -> str:
-    return raised if untrusted else normal
+from dockyard_k8s.lint.rules._util import cname, effective, volumes
 
 
 def privileged(o: Obj, c: Context) -> Iterator[Hit]:
@@ -35,7 +31,7 @@ def escalation(o: Obj, c: Context) -> Iterator[Hit]:
             if ctx(k).get("allowPrivilegeEscalation") is not False:
                 yield Hit((*path, "securityContext", "allowPrivilegeEscalation"),
                           f"container {cname(k)!r} does not set allowPrivilegeEscalation: false",
-                          _raise(pod.untrusted, INFO, ERROR))
+                          ERROR if pod.untrusted else INFO)
 
 
 def host_namespaces(o: Obj, c: Context) -> Iterator[Hit]:
@@ -52,7 +48,7 @@ def host_path(o: Obj, c: Context) -> Iterator[Hit]:
                 path = (v.get("hostPath") or {}).get("path", "?")
                 yield Hit(pod.at("volumes", i, "hostPath"),
                           f"volume {v.get('name')!r} mounts the node's {path}",
-                          _raise(pod.untrusted, WARNING, ERROR))
+                          ERROR if pod.untrusted else WARNING)
 
 
 def host_port(o: Obj, c: Context) -> Iterator[Hit]:
@@ -62,7 +58,7 @@ def host_port(o: Obj, c: Context) -> Iterator[Hit]:
                 if isinstance(p, dict) and p.get("hostPort"):
                     yield Hit((*path, "ports", j, "hostPort"),
                               f"container {cname(k)!r} binds hostPort {p['hostPort']} on the node",
-                              _raise(pod.untrusted, WARNING, ERROR))
+                              ERROR if pod.untrusted else WARNING)
 
 
 def capabilities(o: Obj, c: Context) -> Iterator[Hit]:
@@ -73,7 +69,7 @@ def capabilities(o: Obj, c: Context) -> Iterator[Hit]:
             at = (*path, "securityContext", "capabilities")
             if "ALL" not in (cap.get("drop") or []):
                 yield Hit((*at, "drop"), f"container {cname(k)!r} does not drop ALL capabilities",
-                          _raise(pod.untrusted, INFO, ERROR))
+                          ERROR if pod.untrusted else INFO)
             added = [str(x) for x in cap.get("add") or []]
             dangerous = sorted(x for x in added if x not in BASELINE_CAPABILITIES)
             extra = sorted(x for x in added if x in BASELINE_CAPABILITIES and x != "NET_BIND_SERVICE")
@@ -92,11 +88,11 @@ def run_as_root(o: Obj, c: Context) -> Iterator[Hit]:
         for path, k in pod.containers():
             if effective(pod, k, "runAsUser") == 0:
                 yield Hit((*path, "securityContext", "runAsUser"),
-                          f"container {cname(k)!r} runs as UID 0 (root)", _raise(pod.untrusted, WARNING, ERROR))
+                          f"container {cname(k)!r} runs as UID 0 (root)", ERROR if pod.untrusted else WARNING)
             elif effective(pod, k, "runAsNonRoot") is not True:
                 yield Hit((*path, "securityContext", "runAsNonRoot"),
                           f"container {cname(k)!r} may run as root (runAsNonRoot is not true)",
-                          _raise(pod.untrusted, INFO, WARNING))
+                          WARNING if pod.untrusted else INFO)
 
 
 def seccomp(o: Obj, c: Context) -> Iterator[Hit]:
@@ -113,18 +109,16 @@ def seccomp(o: Obj, c: Context) -> Iterator[Hit]:
             elif own is None and pod_type not in ("RuntimeDefault", "Localhost", "Unconfined"):
                 yield Hit((*path, "securityContext", "seccompProfile"),
                           f"container {cname(k)!r} has no seccomp profile (set RuntimeDefault)",
-                          _raise(pod.untrusted, INFO, ERROR))
+                          ERROR if pod.untrusted else INFO)
 
 
 def read_only_root(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
-        for path, k in pod.containers():
-            if path[-2] == "ephemeralContainers":
-                continue
+        for path, k in pod.containers("initContainers", "containers"):
             if ctx(k).get("readOnlyRootFilesystem") is not True:
                 yield Hit((*path, "securityContext", "readOnlyRootFilesystem"),
                           f"container {cname(k)!r} can write to its root filesystem",
-                          _raise(pod.untrusted, INFO, WARNING))
+                          WARNING if pod.untrusted else INFO)
 
 
 def sa_token(o: Obj, c: Context) -> Iterator[Hit]:

@@ -21,9 +21,7 @@ def probes(o: Obj, c: Context) -> Iterator[Hit]:
     if o.kind not in LONG_RUNNING:
         return
     for pod in o.pods:
-        for path, k in pod.containers():
-            if path[-2] != "containers":
-                continue
+        for path, k in pod.containers("containers"):
             missing = [p for p in ("readinessProbe", "livenessProbe") if not isinstance(k.get(p), dict)]
             if missing:
                 yield Hit((*path, missing[0]), f"container {cname(k)!r} has no {' and no '.join(missing)}",
@@ -96,17 +94,16 @@ def job_deadline(o: Obj, c: Context) -> Iterator[Hit]:
 
 
 def deadline_cold_pull(o: Obj, c: Context) -> Iterator[Hit]:
-    pull = c.config.cold_pull_seconds
-    fields = ["activeDeadlineSeconds"] + (["preRunningDeadlineSeconds"] if o.kind == "RayJob" else [])
     if o.kind not in ("Job", "RayJob"):
         return
-    for field in fields:
+    pull = c.config.cold_pull_seconds
+    for field in ["activeDeadlineSeconds"] + (["preRunningDeadlineSeconds"] if o.kind == "RayJob" else []):
         value: Any = o.get("spec", field)
         if isinstance(value, int) and not isinstance(value, bool) and value < pull:
             yield Hit(("spec", field), f"{field} {value}s is shorter than a cold image pull ({pull}s, "
                                        "lint.coldPullSeconds): the run can fail before its image is on the node")
-    pod_deadline = [(p, p.spec.get("activeDeadlineSeconds")) for p in o.pods]
-    for p, value in pod_deadline:
+    for p in o.pods:
+        value = p.spec.get("activeDeadlineSeconds")
         if isinstance(value, int) and not isinstance(value, bool) and value < pull:
             yield Hit(p.at("activeDeadlineSeconds"), f"pod activeDeadlineSeconds {value}s is shorter than a cold "
                                                      f"image pull ({pull}s)")
