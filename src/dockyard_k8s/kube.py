@@ -332,12 +332,6 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
     return {k: out[k] for k in sorted(out)}
 
 
-def gpu_count(pod_spec: dict[str, Any]) -> Fraction:
-    """GPUs a pod requests (any vendor's device-plugin resource)."""
-    req = pod_requests(pod_spec)
-    return sum((req.get(r, Fraction(0)) for r in GPU_RESOURCES), Fraction(0))
-
-
 # Kinds in the order they must exist: the namespace, then cluster-scoped, then namespaced.
 _REFERENCE_ORDER = ("Namespace", "PriorityClass", "RuntimeClass", "ServiceAccount", "Secret", "ConfigMap",
                     "PersistentVolumeClaim")

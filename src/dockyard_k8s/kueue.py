@@ -25,7 +25,6 @@ API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 still 
 QUEUE_LABEL = f"{GROUP}/queue-name"  # metadata.labels: the LocalQueue
 PRIORITY_LABEL = f"{GROUP}/priority-class"  # metadata.labels: a WorkloadPriorityClass
 ELASTIC_JOB_ANNOTATION = f"{GROUP}/elastic-job"  # "true": workload slicing (in-tree autoscaling allowed)
-JOB_UID_LABEL = f"{GROUP}/job-uid"  # on the Workload: the owner job's uid
 # --- on a pod template: topology-aware scheduling (TAS) ------------------------------------------
 REQUIRED_TOPOLOGY = f"{GROUP}/podset-required-topology"
 PREFERRED_TOPOLOGY = f"{GROUP}/podset-preferred-topology"

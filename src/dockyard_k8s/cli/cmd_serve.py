@@ -120,10 +120,6 @@ def run_render(args: argparse.Namespace) -> int:
     return print_objects(args, bundle.objects, bundle.validation, header=header)
 
 
-def _peers(items: list[dict[str, Any]], fmt: Any) -> str:
-    return ", ".join(fmt(i) for i in items) or "-"
-
-
 def _network_line(cfg: ServeConfig) -> str:
     s = cfg.serve
     net = s["network"]

@@ -114,11 +114,6 @@ def parse_override(text: str) -> tuple[Override | None, str]:
     return Override(op, path, value, text), ""
 
 
-def is_group_key(path: Path) -> bool:
-    """Whether an override's key is a config group's (``db/mysql``, ``model@policy``)."""
-    return len(path) == 1 and isinstance(path[0], str) and ("/" in path[0] or "@" in path[0])
-
-
 def _hydra_key(key: str) -> tuple[Path, str]:
     if _HYDRA_KEY.fullmatch(key):
         return tuple(key.split(".")), ""

@@ -160,19 +160,6 @@ def _mount_hint(message: str) -> tuple[str, bool]:
     return "a volume cannot be mounted: read the message (storage driver, node plugin)", False
 
 
-# Waiting reasons of a container, most specific first: reason -> fatal (heals by itself?).
-WAITING_REASONS = {
-    "ErrImagePull": None,  # decided by the message
-    "ImagePullBackOff": None,
-    "InvalidImageName": True,
-    "ErrImageNeverPull": True,
-    "CrashLoopBackOff": True,
-    "CreateContainerConfigError": True,
-    "CreateContainerError": True,
-    "RunContainerError": True,
-}
-
-
 def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]) -> list[Diagnosis]:
     out = []
     for cs in statuses:

@@ -32,7 +32,6 @@ from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
 # RayJob status values (KubeRay v1 rayjob_types.go).
-RAYJOB_TERMINAL_JOB = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 RAYJOB_TERMINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"})
 # The kind a run waits on, first match in the rendered objects wins.
 MAIN_KINDS = ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet")

@@ -79,12 +79,6 @@ def head_pod_name(infra: InfraSpec) -> str:
     return f"{name_of(infra, 'trainer')}-0"
 
 
-def head_address(infra: InfraSpec) -> str:
-    """Where the statefulset head's GCS answers (what the script builds from POD_NAMESPACE)."""
-    return (f"{head_pod_name(infra)}.{headless_service_name(infra)}.{infra['infra']['namespace']}"
-            f".svc.{infra['infra']['clusterDomain']}:6379")
-
-
 # --- quantities -----------------------------------------------------------------------------
 
 # Suffixes a sum may be written with, largest first per kind (binary for bytes, decimal otherwise).
