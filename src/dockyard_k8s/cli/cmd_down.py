@@ -43,7 +43,7 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
                    help="return only when everything of the run is gone (finalizers released, pods collected)")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="wait at most SECONDS for the run's pods to be gone before deleting its NetworkPolicies "
-                        "(then they are kept), and with --wait for everything (default 600; exit 1)")
+                        "and token Secret (then they are kept), and with --wait for everything (default 600; exit 1)")
 
 
 def run(args: argparse.Namespace) -> int:
