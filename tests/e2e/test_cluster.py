@@ -4,17 +4,22 @@ issue 22 item 9).
 KubeRay sets a RayCluster's ``status.state: ready`` once every pod first runs and never clears it
 (raycluster_controller.go calculateStatus); its ``HeadPodReady`` condition follows the head pod.
 kwok leaves a Running pod's status alone (its pod-ready stage acts on Pending pods), so a test can
-make the head pod not Ready by writing its status, as a failing readiness probe would.
+make the head pod not Ready by writing its status, as a failing readiness probe would. A pod
+KubeRay cannot create (a ResourceQuota) is its ``ReplicaFailure`` condition, which it clears
+once a later reconcile creates the pod.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 import pytest
 from e2e_helpers import RUN, example_args
+
+from support.cli import printed
 
 pytestmark = pytest.mark.e2e
 
@@ -26,9 +31,26 @@ def head_ready_condition(cluster: Any, ns: str, name: str) -> str:
 
 def test_cluster_up_scales_list_says_not_ready_while_the_head_pod_is_not_ready_and_down_deletes_it(
         cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    # a ResourceQuota with room for the sandbox and the head only: KubeRay cannot create the workers
+    # (its ReplicaFailure condition), then retries once the quota is gone
+    cluster.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods", "namespace": ns},
+                   "spec": {"hard": {"pods": "2"}}})
+
+    def lift_quota() -> None:
+        try:
+            cluster.wait("`cluster up` saying KubeRay could not create a pod", lambda: "ReplicaFailure" in printed())
+        finally:
+            cluster.kubectl("-n", ns, "delete", "resourcequota", "pods")
+
+    lifter = threading.Thread(target=lift_quota, daemon=True)
+    lifter.start()
     up = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    lifter.join(10)
     assert up.code == 0, up.out + up.err
-    assert "✔ ready: ready, workers ready 2/2" in up.out
+    assert f"✖ -/{RUN}: ReplicaFailure: FailedCreateWorkerPod" in up.out and "exceeded quota: pods" in up.out
+    assert "✔ ready: ready, workers ready 2/2" in up.out  # a finding, not the end
+    rc = cluster.get("-n", ns, "raycluster", RUN)
+    assert "ReplicaFailure" not in {c["type"] for c in rc["status"]["conditions"]}  # KubeRay cleared it
     listed = e2e_cli("cluster", "list", "-n", ns)
     assert [line.split()[3] for line in listed.out.splitlines()[1:] if line.startswith(ns)] == ["ready"]
 
