@@ -21,17 +21,17 @@ NO_DEADLINE = ["--set", "launch.preRunningDeadlineSeconds=null", "--set", "kuber
 
 
 def refused(fake: FakeKube, message: str, *, status: bool) -> None:
-    """KubeRay refuses the RayJob once `run` follows it: the Warning event of every version
-    (v1.4.2: "The RayJob spec is invalid NS/NAME: ..."), and on v1.5+ its status
-    (rayjob_controller.go validateRayJob)."""
+    """KubeRay refuses the RayJob once `run` follows it (rayjob_controller.go validateRayJob):
+    v1.4.2 with a Warning event only ("The RayJob spec is invalid NS/NAME: ..."), v1.5+ with the
+    event and then its status, and `run` ends on whichever it reads first: each test writes one."""
     wait_following(fake)
-    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
-    head, _, rest = message.partition(": ")
-    fake.add_event(NS, job, "InvalidRayJobSpec", f"{NS}/{RUN}: {message}" if status else f"{head} {NS}/{RUN}: {rest}")
     if status:
         fake.set_status("ray.io/v1", "RayJob", NS, RUN, {"jobDeploymentStatus": "ValidationFailed",
                                                          "reason": "ValidationFailed", "message": message},
                         manager="kuberay-operator")
+        return
+    head, _, rest = message.partition(": ")
+    fake.add_event(NS, fake.get("ray.io/v1", "RayJob", NS, RUN), "InvalidRayJobSpec", f"{head} {NS}/{RUN}: {rest}")
 
 
 @pytest.mark.parametrize("fake", ["1.4.2"], indirect=True)
@@ -53,9 +53,8 @@ def test_validation_failed_prints_the_operator_message(cli: Any, fake: FakeKube)
     t.join(10)
     assert not t.errors, t.errors
     assert r.code == 1
-    final = r.out.strip().splitlines()
-    assert any(line.startswith("✖ failed") and "K8s token auth mode is currently not supported" in line
-               for line in final)
+    assert any(line.startswith("✖ failed: jobDeploymentStatus ValidationFailed") and "K8s token auth mode is "
+               "currently not supported" in line for line in r.out.splitlines()), r.out
 
 
 AUTOSCALING = """\
