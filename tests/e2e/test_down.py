@@ -140,8 +140,8 @@ def test_a_rayjob_held_by_a_finalizer_keeps_its_pods_policies_and_token_until_it
     cluster.script(RUN, {"steps": [["RUNNING", 600]]}, namespace=ns)
     assert e2e_cli("run", *example("--detach")).code == 0
     cluster.wait("every pod of the run running", lambda: all_running(cluster, ns))
-    cluster.wait("the Ray job running", lambda: cluster.get("-n", ns, "rayjob", RUN)["status"].get("jobStatus") ==
-                 "RUNNING")
+    cluster.wait("the Ray job running", lambda: cluster.get("-n", ns, "rayjob", RUN).get("status", {}).get(
+        "jobStatus") == "RUNNING")
     old = cluster.get("-n", ns, "rayjob", RUN)["metadata"]["uid"]
     hold(cluster, ns)
     try:
