@@ -84,11 +84,12 @@ def test_down_deletes_the_network_policies_only_once_the_run_s_pods_are_gone(
     assert seen.snapshots[0][0] == 2 and seen.snapshots[0][1] > 0  # before `down`: the policies and the pods
     with_pods = [s for s in seen.snapshots if s[1]]
     assert all(policies == 2 for policies, _ in with_pods), seen.snapshots  # no pod ever without its policies
-    assert "pod(s) of grpo-swe to be gone before deleting its 2 NetworkPolicies" in down.out
+    last = f"Secret {RUN}-ray-auth, NetworkPolicy {RUN}-gpu-ingress, NetworkPolicy {RUN}-sandbox"
+    assert f"pod(s) of grpo-swe to be gone before deleting {last} (they stay in force" in down.out
     assert run_pods(cluster, ns) == []  # `down` returned once they were gone
     assert cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"] == []
     lines = [line for line in down.out.splitlines() if line.startswith("deleted ") and "object(s)" not in line]
-    assert [line.split()[1] for line in lines[-2:]] == ["NetworkPolicy", "NetworkPolicy"]
+    assert [line.split()[1] for line in lines[-3:]] == ["Secret", "NetworkPolicy", "NetworkPolicy"]
 
 
 def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cluster: Any, e2e_cli: Any, example: Any,
@@ -148,8 +149,8 @@ def test_a_rayjob_held_by_a_finalizer_keeps_its_pods_policies_and_token_until_it
         down = e2e_cli("down", *example("--timeout", "3"))
         assert down.code == 1, down.out + down.err
         assert cluster.kubectl("-n", ns, "get", "secret", f"{RUN}-ray-auth", check=False).returncode == 0, down.out
-        assert f"the NetworkPolicies and Secret {RUN}-ray-auth were kept, so that no pod of the run runs without " \
-               "them" in down.err
+        assert f"kept Secret {RUN}-ray-auth, NetworkPolicy {RUN}-gpu-ingress, NetworkPolicy {RUN}-sandbox, so " \
+               "that no pod of the run runs without them" in down.err
         job = cluster.get("-n", ns, "rayjob", RUN)
         assert job["metadata"]["deletionTimestamp"] and job["metadata"]["finalizers"] == [HOLD]  # KubeRay's is gone
         (stopped,) = ray_jobs(cluster, ns, start)

@@ -332,7 +332,8 @@ def test_serve_down_keeps_the_policies_while_a_server_pod_terminates(cli: Any, f
     assert policies
     r = cli("serve", "down", KIND_SPEC, "--timeout", "0.2")
     assert r.code == 1, r.out + r.err
-    assert "the NetworkPolicies were kept" in r.err and pod["metadata"]["name"] in r.err
+    assert "kept NetworkPolicy llama-8b-allow, NetworkPolicy llama-8b-default-deny, so that no pod" in r.err, r.err
+    assert pod["metadata"]["name"] in r.err
     assert len(fake.all("networking.k8s.io/v1", "NetworkPolicy")) == policies
     fake.finish_pod(NS, pod["metadata"]["name"])
     r = cli("serve", "down", KIND_SPEC)

@@ -2,16 +2,12 @@
 workloads first and its NetworkPolicies and Ray token Secret only once its pods are gone, then
 (``--wait``) until nothing of it is left.
 
-The policies go last because a pod being deleted still runs through its grace period (the
-kubelet sends SIGTERM, the container may run for ``terminationGracePeriodSeconds``): a sandbox
-pod whose default-deny policy went first would have the network open until it stops. The token
-Secret goes last because KubeRay reads it to stop the Ray job of a RayJob being deleted, before
-it releases the RayJob's finalizer: gone first, the RayJob stays for ever, and its cluster's pods
-with it (ray-operator v1.6.2 rayjob_controller.go: "failed to get auth secret", requeued). The
-pods go only once their owners are. So after the workloads are deleted, ``down`` watches the
-run's pods (one watch by label, no polling) until none is left, and only then deletes the rest;
-when the pods do not go in time it is kept and ``down`` says so (exit 1): a second ``down``
-deletes it.
+A pod being deleted still runs its grace period (SIGTERM, ``terminationGracePeriodSeconds``): a
+sandbox pod whose default-deny policy went first would have the network open until it stops.
+KubeRay reads the token Secret to stop the Ray job of a RayJob being deleted, then releases its
+finalizer (gone first, the RayJob and its pods stay for ever: v1.6.2 "failed to get auth secret").
+So ``down`` watches the run's pods (one watch by label) until none is left, then deletes those;
+pods still there after the timeout keep them, ``down`` says so (exit 1) and a second one deletes them.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
          volumes_flag: str = "--delete-volumes", pods_timeout: float = PODS_TIMEOUT) -> list[str]:
     """Delete everything labelled with the run (or ``selector``); returns what was deleted
     (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept. The
-    NetworkPolicies are deleted once no pod of the run is left (``pods_timeout`` seconds at
+    NetworkPolicies and Secret go once no pod of the run is left (``pods_timeout`` seconds at
     most; then they are kept and a ClusterError says why)."""
     deleted: list[str] = []
     found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
@@ -58,7 +54,7 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
                 dry_run=dry_run, say=say, volumes_flag=volumes_flag)
     if last and not dry_run:
         wait_pods_gone(client, namespace, run, selector=selector or run_selector(run), timeout=pods_timeout,
-                       last=last, say=say)
+                       then=", ".join(f"{o['kind']} {o['metadata']['name']}" for o in last), say=say)
     for obj in last:
         _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
                 dry_run=dry_run, say=say, volumes_flag=volumes_flag)
@@ -83,18 +79,12 @@ def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, incl
 
 
 def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
-                   last: list[dict[str, Any]], say: Callable[[str], None] = print,
+                   then: str, say: Callable[[str], None] = print,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
-    delete, pods in their grace period; a bare pod nothing deletes aside) before ``last`` (the
-    NetworkPolicies, the token Secret) is deleted. A ClusterError when some are still there after
-    ``timeout``; a user who may not list pods is told the wait was skipped."""
-    secrets = [f"Secret {o['metadata']['name']}" for o in last if o.get("kind") == "Secret"]
-    policies = len(last) - len(secrets)
-    what = " and ".join([*([f"its {policies} NetworkPolic{'y' if policies == 1 else 'ies'} (they stay in force "
-                            "while a pod runs its grace period)"] if policies else []), *secrets])
-    kept = " and ".join([*(["the NetworkPolicies"] if policies else []), *secrets]) + (
-        " were" if policies or len(secrets) > 1 else " was")
+    delete, pods in their grace period; a bare pod nothing deletes aside) before ``then`` (``Kind
+    name, ...``) is deleted. A ClusterError when some are still there after ``timeout``; a user who
+    may not list pods is told the wait was skipped."""
     pods: dict[str, dict[str, Any]] = {}
     synced = False
     try:
@@ -105,7 +95,8 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
                     synced = True
                     pods = {str(p["metadata"]["name"]): p for p in ev.items if _going(p)}
                     if pods:
-                        say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting {what} ...")
+                        say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting {then} (they stay "
+                            "in force while a pod runs its grace period) ...")
                 elif ev.type == "DELETED" or not _going(ev.obj):
                     pods.pop(str(ev.obj["metadata"]["name"]), None)
                 else:
@@ -115,13 +106,13 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
     except ClusterError as e:
         if e.status != 403:
             raise
-        say(f"warning: not allowed to list pods in {namespace} (403): {kept} deleted without waiting for the "
+        say(f"warning: not allowed to list pods in {namespace} (403): deleting {then} without waiting for the "
             "run's pods to be gone")
         return
     names = ", ".join(sorted(pods)[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
     left = f"{len(pods)} pod(s) still there after {timeout:g}s ({names})" if synced else \
         f"its pods were not listed within {timeout:g}s"
-    raise ClusterError(f"{left}: {kept} kept, so that no pod of the run runs without them",
+    raise ClusterError(f"{left}: kept {then}, so that no pod of the run runs without them",
                        obj=f"run {namespace}/{run}",
                        hint=f"`kubectl get pods -n {namespace} -l {selector}` shows them (a finalizer or a lost "
                             "node holds a pod); `down` again deletes the rest once they are gone, "
