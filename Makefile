@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-# Regenerate golden files after an intended rendering change; review `git diff tests/golden`.
+# Regenerate golden files after an intended rendering or message change; review `git diff tests/golden`.
 golden: $(STAMP)
 	DOCKYARD_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/golden -q
 

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from dockyard_k8s.config.layering import Layers
+
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "generic": ("grpo_swe.yaml", "grpo_swe.infra.yaml"),
@@ -46,7 +48,8 @@ def main() -> None:
         inproc = []
         for _ in range(m):
             t = time.perf_counter()
-            build_bundle(str(REPO / "examples" / recipe), str(REPO / "examples" / infra), env={"HOME": "/nonexistent"})
+            build_bundle(str(REPO / "examples" / recipe), str(REPO / "examples" / infra),
+                         Layers(env={"HOME": "/nonexistent"}))
             inproc.append(time.perf_counter() - t)
         print(f"{name:10} {statistics.median(walls) * 1000:8.1f} ms{'':30} {statistics.median(inproc) * 1000:8.2f} ms")
 

@@ -5,6 +5,7 @@ The public surface is small, plain data in and out (the CLI is built on it)::
     run = load_run("grpo_swe.yaml", "grpo_swe.infra.yaml")   # config.loader: RunConfig, or ConfigError
     objects = render_run(run)                                 # render: the objects, in apply order
     bundle = build_bundle("grpo_swe.yaml")                    # both, and every offline check (what check does)
+    bundle = build_bundle("grpo_swe.yaml", None, Layers(sets=["kuberay.trainer.replicas=4"]))  # + --set and more
     problems = validate_objects(objects)                      # validate: Kubernetes + CRD schemas, API rules
     report = lint_objects(objects)                            # lint: policy findings, Pod Security levels
     result = plan_objects(objects, from_pools(run.infra["plan"]))  # plan: the scheduler's verdict per pod
@@ -44,6 +45,7 @@ from dockyard_k8s.errors import ClusterError, ConfigError, DockyardError, Manife
 
 if TYPE_CHECKING:  # the rest is imported on first use (__getattr__ below): `import dockyard_k8s` stays cheap
     from dockyard_k8s.bundle import Bundle, build_bundle
+    from dockyard_k8s.config.layering import Layers
     from dockyard_k8s.config.loader import load_run
     from dockyard_k8s.config.model import RunConfig
     from dockyard_k8s.lint.engine import lint_objects
@@ -58,7 +60,8 @@ __version__ = "0.1.0"
 # name -> (the module that defines it, its name there); `plan` is the package's name, hence plan_objects
 _HOMES = {
     "Bundle": ("bundle", "Bundle"), "build_bundle": ("bundle", "build_bundle"),
-    "load_run": ("config.loader", "load_run"), "RunConfig": ("config.model", "RunConfig"),
+    "load_run": ("config.loader", "load_run"), "Layers": ("config.layering", "Layers"),
+    "RunConfig": ("config.model", "RunConfig"),
     "render_run": ("render", "render_run"),
     "validate_objects": ("validate.engine", "validate_objects"),
     "lint_objects": ("lint.engine", "lint_objects"),
@@ -74,6 +77,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'dockyard_k8s' has no attribute {name!r}")
 
 
-__all__ = ["Bundle", "ClusterError", "ConfigError", "DockyardError", "ManifestError", "RunConfig", "UsageError",
-           "__version__", "build_bundle", "from_pools", "lint_objects", "load_run", "plan_objects",
+__all__ = ["Bundle", "ClusterError", "ConfigError", "DockyardError", "Layers", "ManifestError", "RunConfig",
+           "UsageError", "__version__", "build_bundle", "from_pools", "lint_objects", "load_run", "plan_objects",
            "read_objects", "render_run", "validate_objects"]

@@ -1,4 +1,5 @@
-"""A run's bundle: resolve the config, render the objects, check them, fail closed.
+"""A run's bundle: resolve the config, render the objects, check them, fail closed; what ``check``
+reports of a valid run (:class:`Findings`) is found here too, so commands only format it.
 
 Every command that needs the objects of a run (check, render, lint, plan, run...) goes
 through :func:`build_bundle`, so what ``render`` prints is exactly what ``run`` applies.
@@ -11,19 +12,21 @@ renderer bug, and nothing is printed or applied (exit 1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.config.loader import Setting, resolve_run
+from dockyard_k8s.config.loader import Layers, resolve_run
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
-from dockyard_k8s.kube import parse_quantity, pod_templates
+from dockyard_k8s.kube import missing_references, parse_quantity, pod_templates
+from dockyard_k8s.lint.isolation import Exposure, exposures
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.plan.fit import misfits
+from dockyard_k8s.plan.fit import Unchecked, misfits, most_gpus, unchecked
 from dockyard_k8s.render import provenance, render_run
 from dockyard_k8s.render.meta import FLEET_LABEL
+from dockyard_k8s.render.rayauth import TokenSecret, token_prerequisite
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
 from dockyard_k8s.validate.problem import RULE_KUBERAY, RULE_KUEUE
 
@@ -33,10 +36,28 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class Findings:
+    """What ``check`` reports of a valid run besides its objects, found once as it is built."""
+
+    unchecked: list[Unchecked]  # GPU pods the one-node fit test cannot judge (no known instance type)
+    most_gpus: tuple[int, list[str]]  # the most GPUs one node of a known instance type has, and those types
+    exposures: list[Exposure]  # ways out of the sandbox the NetworkPolicies leave open (lint.isolation)
+    prerequisites: list[tuple[str, str]]  # (Kind ns/name, how the pods use it): must exist before an apply
+    token: TokenSecret | None  # the Ray token Secret, never rendered, and its generator
+
+
+def findings(run: RunConfig, objects: list[dict[str, Any]]) -> Findings:
+    infra = run.infra
+    return Findings(unchecked(objects, infra["plan"]), most_gpus(infra["plan"]), exposures(objects),
+                    missing_references(objects), token_prerequisite(infra))
+
+
+@dataclass(frozen=True, slots=True)
 class Bundle:
     run: RunConfig
     objects: list[dict[str, Any]]
-    validation: Report | None = None  # what the rendered objects were checked against
+    validation: Report  # what the rendered objects were checked against
+    findings: Findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,31 +71,18 @@ class RenderedProblem:
     key: Path | None = None  # the infra key, when the check knows it better than provenance does
 
 
-def build_bundle(
-    recipe_file: str,
-    infra_file: str | Sequence[str] | None = None,
-    *,
-    sets: Sequence[str] = (),
-    set_strings: Sequence[str] = (),
-    set_files: Sequence[str] = (),
-    overrides: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    values: Sequence[Setting] = (),
-    under: Sequence[Setting] = (),
-    fit: bool = True,
-) -> Bundle:
-    """Load, render and check a run (``values`` and ``under``: see
-    :func:`~dockyard_k8s.config.loader.resolve_run`). ``fit``: refuse pods that cannot run on
-    one node of the instance type they select (off for ``plan`` and ``lint``, which report on
-    the run as it is).
+def build_bundle(recipe_file: str, infra_file: str | Sequence[str] | None = None, layers: Layers = Layers(), *,
+                 fit: bool = True) -> Bundle:
+    """Load, render and check a run (see :func:`~dockyard_k8s.config.loader.load_run`). ``fit``:
+    refuse pods that cannot run on one node of the instance type they select (off for ``plan``
+    and ``lint``, which report on the run as it is).
 
     Raises:
         ConfigError: bad input, including config that KubeRay or the API server would reject.
         ManifestError: a rendered object fails offline validation for no reason in the input
             (fail closed: a renderer bug).
     """
-    run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
-                                overrides=overrides, env=env, values=values, under=under)
+    run, problems = resolve_run(recipe_file, infra_file, layers)
     if run is None:
         raise ConfigError(problems)
     # The recipe's own problems (an override, its defaults list) leave the infra spec whole: the
@@ -96,7 +104,7 @@ def build_bundle(
         raise_blamed(run, rendered, problems)
     if problems:
         raise ConfigError(problems)
-    return Bundle(run, objects, report)
+    return Bundle(run, objects, report, findings(run, objects))
 
 
 def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[RenderedProblem]:

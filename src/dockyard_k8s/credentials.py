@@ -1,7 +1,7 @@
 """What counts as a credential: names that announce one, values shaped like one.
 
 The one home of it: lint's ``secret-in-env`` rule (rendered env values), the launch record's
-redaction (``live/record.py``), ``check``'s refusal of secrets by value (an infra env, a recipe
+redaction (:func:`redact`, ``render/record.py``), ``check``'s refusal of secrets by value (an infra env, a recipe
 override, the entrypoint: ``config/rules.py``, ``config/loader.py``) and ``serve check``'s
 (``config/serve.py``). Pure and cheap to import (``check`` imports it).
 """
@@ -123,3 +123,26 @@ def secret_assignment(text: str) -> bool:
 def env_name(name: str) -> str:
     """The environment variable a config key would be read from: ``wandb_api_key`` -> ``WANDB_API_KEY``."""
     return re.sub(r"[^A-Za-z0-9_]", "_", name).upper() or "TOKEN"
+
+
+def redact(value: Any, *, env: bool = False) -> Any:
+    """A copy of plain data with every secret-bearing value replaced by ``<redacted>``: every value
+    of an environment map (names are kept; ``valueFrom`` references too) and every value under a
+    key that names a credential."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if env and not isinstance(v, (dict, list)):
+                out[key] = REDACTED if v is not None else None
+            elif looks_like_credential(key) and not isinstance(v, (dict, list)) and v is not None:
+                out[key] = REDACTED
+            else:
+                out[key] = redact(v, env=key in ENV_KEYS)
+        return out
+    if isinstance(value, list):
+        if env:  # [{name, value}] as Kubernetes writes env
+            return [{**item, "value": REDACTED} if isinstance(item, dict) and "value" in item else redact(item)
+                    for item in value]
+        return [redact(v) for v in value]
+    return value

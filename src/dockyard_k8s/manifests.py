@@ -110,9 +110,9 @@ def looks_like_manifests(path: str) -> bool:
     if path == "-" or os.path.isdir(path):
         return True
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # not UTF-8: the reader says where
             text = f.read(65536)
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         return False
     documents = load_all(text, path).documents
     data = documents[0].data if documents else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any
 
 # A location inside plain data: mapping keys and list indexes (``("spec", "containers", 0)``).
 Path = tuple[str | int, ...]
@@ -91,43 +91,3 @@ def show_typed(value: Any) -> str:
         return show(value)
     return f"{show(value)} ({type_name(value)})"
 
-
-class Record:
-    """A small value: a subclass lists its fields in ``__slots__`` and sets them in its
-    ``__init__``. Records of one class are equal (and hash alike) when their fields are, show
-    as ``Name(field=value, ...)``, read as a mapping by :meth:`as_dict` and are copied with changes
-    by :meth:`replace`.
-
-    Deprecated (issue 23 §1): value classes are ``@dataclass(frozen=True, slots=True)``.
-    Only live/client.py still uses it (WatchEvent, ApplyResult); this class goes when that
-    module becomes frozen dataclasses too (issue 23 §4 rewrites it on lightkube's client).
-    """
-
-    __slots__: tuple[str, ...] = ()  # in a subclass: its fields, in order
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__name__}({fields})"
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields by name, in order (what a NamedTuple's ``_asdict`` gave): JSON output."""
-        return dict(zip(self.__slots__, self._values(), strict=True))
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with the fields named in ``changes`` set to their new values."""
-        unknown = changes.keys() - set(self.__slots__)
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
-        new = object.__new__(type(self))
-        for name in self.__slots__:
-            setattr(new, name, changes[name] if name in changes else getattr(self, name))
-        return new

@@ -7,26 +7,25 @@ needs the objects goes through :func:`build_serve_bundle`, as run commands go th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.config.loader import Layers
 from dockyard_k8s.config.serve import ServeConfig, load_serve
 from dockyard_k8s.errors import ManifestError
 from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
+from dockyard_k8s.validate.problem import Report
 
 
 @dataclass(frozen=True, slots=True)
 class ServeBundle:
     config: ServeConfig
     objects: list[dict[str, Any]]
-    validation: Any = None  # validate.Report
+    validation: Report  # what the rendered objects were checked against
 
 
-def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                       values: Sequence[Setting] = ()) -> ServeBundle:
+def build_serve_bundle(spec_file: str, layers: Layers = Layers()) -> ServeBundle:
     """Load, render and validate an endpoint.
 
     Raises:
@@ -34,7 +33,7 @@ def build_serve_bundle(spec_file: str, *, sets: Sequence[str] = (), env: Mapping
         ManifestError: a rendered object fails offline validation against the Kubernetes
             schemas or the bundled KEDA CRDs (a renderer bug never reaches a cluster).
     """
-    config = load_serve(spec_file, sets=sets, env=env, values=values)
+    config = load_serve(spec_file, layers)
     objects = render_serve(config)
 
     report = validate_report(objects, ValidateOptions(ignore_missing_schemas=True))

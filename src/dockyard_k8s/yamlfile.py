@@ -113,6 +113,24 @@ class _Composer(_SafeLoader):  # type: ignore[misc,valid-type]
     DEFAULT_SCALAR_TAG = UNTAGGED  # type: ignore[misc]
 
 
+def read_text(file: str) -> str:
+    """A file's text, which must be UTF-8 (as kubectl and YAML 1.2 want).
+
+    Raises:
+        OSError: it cannot be read.
+        YamlError: it is not UTF-8, at the line and column of the first bad byte.
+    """
+    with open(file, "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise YamlError(Problem(Mark(file, line, col), (), f"not UTF-8 text ({e.reason} at byte {e.start}: "
+                                                          f"0x{raw[e.start]:02x}); save it as UTF-8")) from None
+
+
 def load_all(text: str, file: str = "<string>", schema: Schema | None = None, *, single: bool = False,
              last_key_wins: bool = False, offset: int = 0) -> Loaded:
     """Every document of ``text`` (``schema``: :data:`KUBECTL` unless given), with marks.

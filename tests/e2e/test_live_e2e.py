@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from dockyard_k8s.config.layering import Layers
 from support.paths import EXAMPLES
 
 pytestmark = pytest.mark.e2e
@@ -55,7 +56,8 @@ def lacking(cluster: Any) -> list[str]:
     from dockyard_k8s.live.crdfields import undeclared_fields
     from dockyard_k8s.live.kinds import KINDS
 
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ)
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(env=os.environ))
     job = next(o for o in bundle.objects if o["kind"] == "RayJob")
     with connect(kubeconfig=cluster.kubeconfig) as client:
         crd = client.get(KINDS["CustomResourceDefinition"], None, "rayjobs.ray.io")

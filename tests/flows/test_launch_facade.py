@@ -11,14 +11,15 @@ from fakekube import FakeKube
 from states import NS, RUN, set_job
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import ConfigError
 from support.paths import EXAMPLES
 
 
 def bundle(*values: Setting) -> Any:
-    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ,
-                        values=values)
+    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                        Layers(env=os.environ, values=values))
 
 
 def test_launch_status_wait_down_as_a_library(client: Any, fake: FakeKube) -> None:
@@ -49,8 +50,9 @@ def test_client_dry_run_is_preview_only(client: Any) -> None:
 
 
 def test_typed_settings_win_over_set_and_keep_their_type() -> None:
-    b = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ,
-                     sets=["launch.mode=rayjob"], values=[Setting(("launch", "mode"), "bringup", "cluster up")])
+    b = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                     Layers(env=os.environ, sets=["launch.mode=rayjob"],
+                            values=[Setting(("launch", "mode"), "bringup", "cluster up")]))
     assert [o["kind"] for o in b.objects][-1] == "RayCluster"
     with pytest.raises(ConfigError) as e:
         bundle(Setting(("launch", "preRunningDeadlineSeconds"), 0, "--pre-running-deadline 0"))

@@ -17,6 +17,7 @@ from fakekube import FakeKube
 from states import NS, RUN
 
 from conftest import RAY_TOKEN
+from dockyard_k8s.config.layering import Layers
 from support.paths import EXAMPLES
 
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
@@ -142,7 +143,7 @@ def test_doctor_checks_the_secret_verbs_only_when_the_run_reads_a_token() -> Non
     from dockyard_k8s.live.rayhead import reads_token
 
     for mode, expected in (("token", True), ("disabled", False)):
-        objects = build_bundle(ARGS[0], ARGS[2], sets=[f"kuberay.auth.mode={mode}"], env={"HOME": "/x"}).objects
+        objects = build_bundle(ARGS[0], ARGS[2], Layers(sets=[f"kuberay.auth.mode={mode}"], env={"HOME": "/x"})).objects
         assert any(reads_token(o) for o in objects) is expected
         verbs = {(v, res) for v, _, res, sub, _, _ in needed_access(objects) if not sub}
         assert (("get", "secrets") in verbs and ("patch", "secrets") in verbs) is expected

@@ -206,13 +206,14 @@ def test_api_error_names_the_object_without_traceback(cli: Any, fake: FakeKube) 
 
 
 def test_missing_kuberay_crds_is_explained(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import httpx2
+    from lightkube import KubeConfig
+    from lightkube.config.models import Cluster, User
 
     from dockyard_k8s.live import client as client_mod
 
     bare = seed(FakeKube(crds=False, namespaces=("rl-research",)))
-    monkeypatch.setattr(client_mod, "connect", lambda **kw: client_mod.KubeClient(
-        httpx2.Client(transport=bare, base_url="https://x"), namespace="rl-research"))
+    config = KubeConfig.from_one(cluster=Cluster(server="https://x"), user=User(), namespace="rl-research").get()
+    monkeypatch.setattr(client_mod, "connect", lambda **kw: client_mod.KubeClient(config, transport=bare))
     r = cli("run", *ARGS, "--detach")
     bare.shutdown()
     assert r.code == 1

@@ -18,22 +18,16 @@ import pytest
 from dockyard_k8s.render.nccl import nccl_mpijob
 from dockyard_k8s.render.serialize import dump_documents
 from support.examples import CASES, EXAMPLES, example_bundle, mode_sets
+from support.golden import compare
 from support.paths import REPO
 
 EXPECTED = Path(__file__).parent / "expected"
-UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 
 NCCL_SETS = {"eks_p5": [], "kind_single_gpu": ["ncclTest.image=registry.example.com/nccl-tests:2.16.9"]}
 
 
 def _compare(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"no golden file {path}; run `make golden` to create it"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file (`make golden`, review)"
+    compare(EXPECTED / name, text)
 
 
 @pytest.mark.parametrize(("example", "mode"), CASES, ids=[f"{e}-{m}" for e, m in CASES])

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.render.serialize import dump_documents
 from dockyard_k8s.serve_bundle import build_serve_bundle
+from support.golden import compare
 from support.paths import REPO
 
 EXPECTED = Path(__file__).parent / "expected" / "serve"
-UPDATE = os.environ.get("DOCKYARD_UPDATE_GOLDEN") == "1"
 EXAMPLES = sorted(p.name.removesuffix(".serve.yaml") for p in (REPO / "examples").glob("*.serve.yaml"))
 
 
@@ -23,7 +24,7 @@ def _render(example: str) -> str:
     cwd = os.getcwd()
     os.chdir(REPO)  # paths relative to the repository, as a user types them
     try:
-        bundle = build_serve_bundle(f"examples/{example}.serve.yaml", env={"HOME": "/nonexistent"})
+        bundle = build_serve_bundle(f"examples/{example}.serve.yaml", Layers(env={"HOME": "/nonexistent"}))
     finally:
         os.chdir(cwd)
     assert not bundle.validation.missing  # every kind validated against a schema (KEDA CRD included)
@@ -34,15 +35,9 @@ def _render(example: str) -> str:
 def test_serve_example_renders_as_golden(example: str) -> None:
     text = _render(example)
     assert str(REPO) not in text
-    path = EXPECTED / f"{example}.yaml"
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"no golden file {path}; run `make golden` to create it"
-    assert text == path.read_text(encoding="utf-8"), f"{path.name} differs from its golden file (`make golden`)"
+    compare(EXPECTED / f"{example}.yaml", text)
 
 
-def test_the_three_examples_of_the_issue_exist_and_no_golden_file_is_stale() -> None:
+def test_every_serve_example_has_a_golden_file_and_none_is_stale() -> None:
     assert EXAMPLES == ["grpo_swe_checkpoint", "llama3_70b_eks_keda", "llama3_8b_kind"]
     assert sorted(p.name for p in EXPECTED.glob("*.yaml")) == [f"{e}.yaml" for e in EXAMPLES]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from dockyard_k8s.config.layering import Layers
 from support.paths import REPO
 
 if TYPE_CHECKING:
@@ -51,6 +52,6 @@ def example_bundle(example: str, sets: list[str]) -> Bundle:
     os.chdir(REPO)
     try:
         return build_bundle(f"examples/{EXAMPLES[example]}.yaml", f"examples/{example}.infra.yaml",
-                            sets=sets, env={"HOME": "/nonexistent"})
+                            Layers(sets=sets, env={"HOME": "/nonexistent"}))
     finally:
         os.chdir(cwd)

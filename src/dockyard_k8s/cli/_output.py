@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.kube import missing_references
 from dockyard_k8s.output import objects_text, write_file, write_objects
+from dockyard_k8s.render.rayauth import TokenSecret
 
 OK = "✔"
 FAIL = "✖"
@@ -44,31 +44,22 @@ def check_output_paths(args: Any) -> None:
                          "writes every object into one file)")
 
 
-def prerequisite_rows(objects: list[dict[str, Any]],
-                      generated: Sequence[tuple[str, str, str]] = ()) -> list[list[str]]:
-    """What must exist before a ``kubectl apply`` of ``objects`` (``kube.missing_references``), as
-    (``Kind ns/name``, how it is used); ``generated``: (ref, what, command) of those with a
-    generator (the Ray token Secret), said with it."""
-    known = {ref: f"{what}: {cmd}" for ref, what, cmd in generated}
-    return [[ref, known.get(ref, how)] for ref, how in missing_references(objects)]
-
-
-def prerequisite_section(objects: list[dict[str, Any]], title: str,
-                         generated: Sequence[tuple[str, str, str]] = ()) -> list[str]:
-    """``check``'s and ``serve check``'s list of what must already exist."""
-    rows = prerequisite_rows(objects, generated)
+def prerequisite_section(missing: Sequence[tuple[str, str]], title: str,
+                         generated: TokenSecret | None = None) -> list[str]:
+    """``check``'s and ``serve check``'s list of what must already exist: ``missing``, (``Kind
+    ns/name``, how it is used) from ``kube.missing_references``; ``generated`` said with its command."""
+    rows = [[ref, f"{generated.what}: {generated.command}" if generated and ref == generated.ref else how]
+            for ref, how in missing]
     return [f"\n{title}", table(rows, indent="  ")] if rows else []
 
 
-def prerequisite_header(objects: list[dict[str, Any]], intro: str,
-                        generated: Sequence[tuple[str, str, str]] = ()) -> str:
-    """The YAML comment ``render`` puts before the objects: what must exist, generators whole."""
-    commands = {ref: (what, cmd) for ref, what, cmd in generated}
+def prerequisite_header(missing: Sequence[tuple[str, str]], intro: str, generated: TokenSecret | None = None) -> str:
+    """The YAML comment ``render`` puts before the objects: what must exist, the generator whole."""
     lines = [f"# Before the first `kubectl apply`, these must exist ({intro}):"]
-    for ref, how in missing_references(objects):
-        if ref in commands:
-            lines += [f"#   {ref} ({commands[ref][0].split(' (')[0]}, never rendered), created once with:",
-                      f"#   {commands[ref][1]}"]
+    for ref, how in missing:
+        if generated and ref == generated.ref:
+            lines += [f"#   {ref} ({generated.what.split(' (')[0]}, never rendered), created once with:",
+                      f"#   {generated.command}"]
         else:
             lines.append(f"#   {ref}" + (f": {how}" if how else ""))
     return "\n".join(lines) + "\n" if len(lines) > 1 else ""
@@ -79,7 +70,7 @@ def print_objects(args: Any, objects: list[dict[str, Any]], validation: Any, *, 
     """``render`` and ``serve render``: the objects on stdout, in ``--output-file`` or ``--output-dir``;
     ``header`` (YAML comments) before YAML and in kustomization.yaml, ``notes`` on stderr."""
 
-    if validation is not None and validation.missing:  # stdout is the YAML: say it on stderr
+    if validation.missing:  # stdout is the YAML: say it on stderr
         print(f"warning: {validation.coverage()}", file=sys.stderr)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

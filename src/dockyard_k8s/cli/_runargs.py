@@ -7,9 +7,10 @@ import os
 from collections.abc import Sequence
 
 from dockyard_k8s.bundle import Bundle, build_bundle
-from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.config.loader import Layers, Setting
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.names import is_dns1123_label
+from dockyard_k8s.render.record import Invocation
 
 RUN_ARGS_HELP = """\
 configuration layers, last wins (helm style: maps merge, anything else replaces, null unsets):
@@ -74,9 +75,20 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit
         if namespace:
             origin = f"<the kubeconfig context's namespace {namespace}>"  # <...>: not the user's layer
             under.append(Setting(("infra", "namespace"), namespace, origin))
-    return build_bundle(args.recipe, args.infra, sets=args.sets, set_strings=getattr(args, "set_strings", []),
-                        set_files=getattr(args, "set_files", []), overrides=args.overrides, env=os.environ,
-                        values=typed, under=under, fit=fit)
+    return build_bundle(args.recipe, args.infra, layers_of(args, typed, under), fit=fit)
+
+
+def layers_of(args: argparse.Namespace, values: Sequence[Setting] = (), under: Sequence[Setting] = ()) -> Layers:
+    """The layers the command line gives (serve's commands have ``--set`` alone)."""
+    return Layers(args.sets, getattr(args, "set_strings", ()), getattr(args, "set_files", ()),
+                  getattr(args, "overrides", ()), os.environ, values, under)
+
+
+def invocation_of(args: argparse.Namespace) -> Invocation:
+    """The files and ``--set`` layers as given, for the launch record."""
+    infra = getattr(args, "infra", None) or []
+    return Invocation(tuple([infra] if isinstance(infra, str) else infra),
+                      (*args.sets, *getattr(args, "set_strings", ())), tuple(getattr(args, "set_files", ())))
 
 
 def run_name_arg(args: argparse.Namespace) -> str | None:

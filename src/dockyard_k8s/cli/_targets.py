@@ -11,14 +11,14 @@ alone, or beside the run or the manifests, so ``plan`` places the endpoint with 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
-from dockyard_k8s.config.loader import Setting, load_infra
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, invocation_of, layers_of, load_bundle
+from dockyard_k8s.config.loader import Setting, load_infra_doc
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.manifests import Manifest, looks_like_manifests, objects_from_bundle, read_objects
+from dockyard_k8s.render.record import launch_objects
 from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
 
 def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
     """The lint and plan sections of the infra files, layered and checked like a run's."""
-    return _sections(load_infra(args.infra, sets=args.sets, set_strings=args.set_strings, set_files=args.set_files))
+    return _sections(load_infra_doc(args.infra, layers_of(args)).data)
 
 
 def _sections(infra: InfraSpec) -> dict[str, Any]:
@@ -91,10 +91,11 @@ def load_targets(args: argparse.Namespace) -> Targets:
                        False)
 
     bundle = load_bundle(args, fit=False)  # plan says what fits where; lint judges the objects as they are
-    return Targets([*objects_from_bundle(bundle.objects), *endpoints], _sections(bundle.run.infra), True)
+    objects = launch_objects(bundle.run, bundle.objects, invocation_of(args))  # named as `render` names them
+    return Targets([*objects_from_bundle(objects), *endpoints], _sections(bundle.run.infra), True)
 
 
 def load_serve_bundle(args: argparse.Namespace) -> ServeBundle:
     """The model endpoint of ``serve``'s SPEC argument, with its --set and -n."""
     values = [Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}")] if args.namespace else []
-    return build_serve_bundle(args.spec, sets=args.sets, env=os.environ, values=values)
+    return build_serve_bundle(args.spec, layers_of(args, values))

@@ -9,17 +9,15 @@ from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
-from dockyard_k8s.lint.isolation import exposures
 from dockyard_k8s.output import document_path, write_document
-from dockyard_k8s.plan.fit import most_gpus, unchecked
 from dockyard_k8s.render.kueue import kueue_summary
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
-from dockyard_k8s.render.rayauth import token_prerequisite
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:
+    from dockyard_k8s.bundle import Bundle, Findings
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 
@@ -59,11 +57,10 @@ def run(args: argparse.Namespace) -> int:
             write_document(out, doc)
         if args.output != "text":
             return 0
-    print(summary(bundle.run.infra, bundle.objects, bundle.run))
+    print(summary(bundle))
     for note in bundle.run.notes:
         print(f"note: {note}")
-    if bundle.validation is not None:
-        print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
+    print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
     if out:
         print(f"wrote {out}")
     return 0
@@ -90,29 +87,29 @@ def _urls(infra: InfraSpec) -> str:
     return "injected into GPU pods as DOCKYARD_SANDBOX_URLS"
 
 
-def _fit_lines(objects: list[dict[str, Any]], infra: InfraSpec) -> list[str]:
+def _fit_lines(found: Findings) -> list[str]:
     """What the one-node fit test could not judge (docs/hardware-deferred-validation.md HV-PLAN-7):
     GPU pods without a known instance type, and one that asks for more GPUs than any known node has."""
-    found = unchecked(objects, infra["plan"])
-    if not found:
+    if not found.unchecked:
         return []
-    why = ["no instance type declared"] if any(not u.instance_type for u in found) else []
+    unchecked = found.unchecked
+    why = ["no instance type declared"] if any(not u.instance_type for u in unchecked) else []
     why += [f"{t} is neither in the catalogue nor under plan.instanceTypes"
-            for t in sorted({u.instance_type for u in found if u.instance_type})]
-    groups = [g for g in dict.fromkeys(u.group for u in found) if g != "job"]
-    who = " and ".join([*(["the Job's one pod"] if any(u.group == "job" for u in found) else []),
+            for t in sorted({u.instance_type for u in unchecked if u.instance_type})]
+    groups = [g for g in dict.fromkeys(u.group for u in unchecked) if g != "job"]
+    who = " and ".join([*(["the Job's one pod"] if any(u.group == "job" for u in unchecked) else []),
                         *([f"the {', '.join(groups)} pods"] if groups else [])])
     how = ("With node.kubernetes.io/instance-type in a fleet's nodeSelector (eks: infra.instanceType), check tests "
-           "each pod against one node of that type" if any(not u.instance_type for u in found) else
+           "each pod against one node of that type" if any(not u.instance_type for u in unchecked) else
            "Declared under plan.instanceTypes (allocatable as `kubectl describe node` shows it), check tests each "
            "pod against one node of it")
     lines = [f"  node fit: not checked for {who} ({'; '.join(why)}). {how}; `dockyard-k8s plan` places them on "
              "plan.nodePools or --nodes"]
-    most, names = most_gpus(infra["plan"])
-    for u in found:
+    most, names = found.most_gpus
+    for u in unchecked:
         if u.gpus > most:
-            who = "the Job's one pod" if u.group == "job" else f"a {u.group} pod"
-            one = "the Job's one pod" if u.group == "job" else f"a {u.group} pod"
+            article = "an" if u.group[:1] in "aeiou" else "a"
+            one = "the Job's one pod" if u.group == "job" else f"{article} {u.group} pod"
             known = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
             lines.append(f"{WARN} {one} asks for {u.gpus} GPUs: no instance type dockyard-k8s knows has more than "
                          f"{most} ({known}), so it runs only on a node with {u.gpus} (declare that node under "
@@ -120,7 +117,9 @@ def _fit_lines(objects: list[dict[str, Any]], infra: InfraSpec) -> list[str]:
     return lines
 
 
-def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
+def summary(bundle: Bundle) -> str:
+    run, objects, found = bundle.run, bundle.objects, bundle.findings
+    infra = run.infra
     launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
     lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
     mine = len(run.job_args) - len(run.added_args)
@@ -158,7 +157,7 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
         if job is not None:  # the one pod: what the scheduler sees, summed from the rows above
             requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
             lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))
-        lines += _fit_lines(objects, infra)
+        lines += _fit_lines(found)
     lines.append(f"  {ray_ports_line(infra)}")
     lines.append(f"  {cpu_placement_line(infra)}")
     if sb["enabled"]:
@@ -193,10 +192,10 @@ def summary(infra: InfraSpec, objects: list[dict[str, Any]], run: Any) -> str:
                      + (", DOCKYARD_SANDBOX_URLS" if sb["enabled"] and sb["injectUrls"] else "")
                      + " in runtime_env.env_vars; nothing GPU-side is rendered")
 
-    lines += [f"{WARN} sandbox-isolation ({e.severity}): {e.template.obj}: {e.message}" for e in exposures(objects)]
-    token = token_prerequisite(infra)
-    lines += prerequisite_section(objects, "must exist before `render | kubectl apply` (`run` creates the Ray token "
-                                           "Secret and stops on anything else missing)", [token] if token else [])
+    lines += [f"{WARN} sandbox-isolation ({e.severity}): {e.template.obj}: {e.message}" for e in found.exposures]
+    lines += prerequisite_section(found.prerequisites, "must exist before `render | kubectl apply` (`run` creates "
+                                                       "the Ray token Secret and stops on anything else missing)",
+                                  found.token)
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -64,9 +64,8 @@ def _namespace(args: argparse.Namespace, client: Any, bundle: Any) -> str:
 
 
 def dev_connect(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.dev import dev_pod
+    from dockyard_k8s.live.dev import dev_pod, wait_pod_running
     from dockyard_k8s.live.kinds import POD
-    from dockyard_k8s.live.orchestrate import wait_pod_running
     from dockyard_k8s.live.portforward import kubectl_base
 
     bundle = load_bundle(args) if args.recipe else None

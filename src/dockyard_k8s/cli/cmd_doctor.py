@@ -36,14 +36,13 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
-    from dockyard_k8s.live.references import token_secret_ref
 
     bundle = load_bundle(args)
     ns, run_name = bundle.run.namespace, bundle.run.name
     launch = bundle.run.infra["launch"]
     ray_needed = launch["mode"] in ("rayjob", "bringup") or (launch["mode"] == "attach" and
                                                              bool(launch["attach"]["cluster"]))
-    token = token_secret_ref(bundle.run.infra)
+    token = bundle.findings.token
     with connect(args) as client:
         facts = gather(client, bundle.objects, ns, ray_needed=ray_needed, token=token)
     checks = evaluate(facts, bundle.objects, ns, ray_needed=ray_needed, token=token)

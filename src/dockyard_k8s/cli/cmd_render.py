@@ -7,8 +7,8 @@ from typing import Any
 
 from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
-from dockyard_k8s.render.rayauth import token_prerequisite
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
+from dockyard_k8s.render.record import launch_objects
 
 EXAMPLES = """\
 examples:
@@ -20,9 +20,10 @@ examples:
 
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("render",
-                       description="Render every object of the run in apply order. Output is byte-for-byte "
-                                   "deterministic. With --output-dir DIR, one file per object plus a "
-                                   "kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
+                       description="Render every object of the run in apply order, as `run` applies them "
+                                   "(the launch record first; the Ray token Secret never: a comment says how to "
+                                   "create it). Output is byte-for-byte deterministic. With --output-dir DIR, one "
+                                   "file per object plus a kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
     add_run_args(p)
     add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
@@ -34,11 +35,11 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output_paths(args)
     bundle = load_bundle(args)
-    token = token_prerequisite(bundle.run.infra)
-    generated = [token] if token else []
-    header = prerequisite_header(bundle.objects, "dockyard-k8s check lists them; `dockyard-k8s run` creates the Ray "
-                                                 "token Secret itself", generated)
+    objects = launch_objects(bundle.run, bundle.objects, invocation_of(args))  # what `run` applies, no token
+    token = bundle.findings.token
+    header = prerequisite_header(bundle.findings.prerequisites, "dockyard-k8s check lists them; `dockyard-k8s run` "
+                                                                "creates the Ray token Secret itself", token)
     # a pipe into kubectl shows stderr: the one object the pods need that no apply creates
-    notes = [f"{token[0]} (the Ray token) is not rendered: create it before `kubectl apply`: {token[2]}"] if token \
-        else []
-    return print_objects(args, bundle.objects, bundle.validation, header=header, notes=notes)
+    notes = [f"{token.ref} (the Ray token) is not rendered: create it before `kubectl apply`: {token.command}"] \
+        if token else []
+    return print_objects(args, objects, bundle.validation, header=header, notes=notes)

@@ -15,11 +15,11 @@ from dockyard_k8s.cli._live import (
     say,
     warn,
 )
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
-from dockyard_k8s.kube import object_ref
-from dockyard_k8s.render.rayauth import enabled, secret_name
+from dockyard_k8s.kube import format_ref, object_ref
+from dockyard_k8s.render.rayauth import secret_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -80,28 +80,20 @@ def deadline_setting(args: argparse.Namespace) -> list[Setting]:
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
     from dockyard_k8s.live.launch import LaunchOptions
-    from dockyard_k8s.live.record import Invocation
 
-    infra = getattr(args, "infra", None) or []
-    invocation = Invocation(tuple([infra] if isinstance(infra, str) else infra),
-                            tuple([*args.sets, *getattr(args, "set_strings", [])]),
-                            tuple(getattr(args, "set_files", [])))
     return LaunchOptions(dry_run=args.dry_run or "", replace=args.replace, force_conflicts=args.force_conflicts,
                          detach=args.detach, timeout=args.timeout, pre_running_deadline=args.pre_running_deadline,
-                         fail_fast=args.fail_fast, ray=ray_target(args), invocation=invocation)
+                         fail_fast=args.fail_fast, ray=ray_target(args), invocation=invocation_of(args))
 
 
 def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
     from dockyard_k8s.live.launch import preview
 
     to_apply, skipped = preview(bundle, launch_options(args))
-
-    infra = bundle.run.infra
-    if enabled(infra) and infra["launch"]["mode"] != "attach":
-        say(f"would create Secret {infra['infra']['namespace']}/{secret_name(infra)} with a random Ray token, "
-            "unless it exists")
+    token = format_ref("Secret", bundle.run.namespace, secret_name(bundle.run.infra))
     for obj in to_apply:
-        say(f"would apply {object_ref(obj)}")
+        say(f"would create {token} with a random Ray token, unless it exists" if object_ref(obj) == token else
+            f"would apply {object_ref(obj)}")
     for obj in skipped:
         say(f"would skip  {object_ref(obj)} (render-only)")
     if bundle.run.infra["launch"]["mode"] == "attach":

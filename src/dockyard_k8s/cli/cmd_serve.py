@@ -26,7 +26,7 @@ from dockyard_k8s.cli._output import (
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.config.serve import rollout_strategy, scrape_mechanism
 from dockyard_k8s.config.serve_schema import backend_of
-from dockyard_k8s.kube import object_ref
+from dockyard_k8s.kube import missing_references, object_ref
 from dockyard_k8s.output import document_path, write_document
 from dockyard_k8s.render.serve import service_url, spread_constraints
 
@@ -107,8 +107,7 @@ def run_check(args: argparse.Namespace) -> int:
         write_document(out, {"config": {"infra": bundle.config.infra["infra"], "serve": bundle.config.serve},
                              "objects": bundle.objects})
     print(summary(bundle.config, bundle.objects))
-    if bundle.validation is not None:
-        print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
+    print(f"\n{WARN if bundle.validation.missing else OK} {bundle.validation.coverage()}")
     if out:
         print(f"wrote {out}")
     return 0
@@ -117,7 +116,7 @@ def run_check(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     check_output_paths(args)
     bundle = load_serve_bundle(args)
-    header = prerequisite_header(bundle.objects, "dockyard-k8s serve check lists them")
+    header = prerequisite_header(missing_references(bundle.objects), "dockyard-k8s serve check lists them")
     return print_objects(args, bundle.objects, bundle.validation, header=header)
 
 
@@ -263,8 +262,8 @@ def summary(cfg: ServeConfig, objects: list[dict[str, Any]]) -> str:
     if s["network"]["runs"]:
         lines.append("  note: a run under infra.networkPolicy.defaultDeny also needs egress to this endpoint "
                      "(its infra.networkPolicy.extraEgress; docs/serve.md, \"Runs calling the endpoint\")")
-    lines += prerequisite_section(objects, "must exist before `serve render | kubectl apply` (`serve up` stops on "
-                                           "any missing)")
+    lines += prerequisite_section(missing_references(objects), "must exist before `serve render | kubectl apply` "
+                                                               "(`serve up` stops on any missing)")
     lines.append("\nobjects (apply order)")
     lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
     return "\n".join(lines)

@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import runs
     from dockyard_k8s.live.kinds import KINDS
     from dockyard_k8s.live.orchestrate import status_doc
-    from dockyard_k8s.live.record import read_record, record_name, self_deleted
+    from dockyard_k8s.live.record import read_record, self_deleted
+    from dockyard_k8s.render.record import record_name
 
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)

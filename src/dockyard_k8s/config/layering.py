@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s import yamlfile
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.model import locate
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
@@ -43,26 +44,41 @@ class Setting:
     origin: str
 
 
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """What goes on top of the files: the user's ``--set``, ``--set-string`` and ``--set-file``
+    (in Helm's order) and Hydra-style recipe ``overrides``; the environment ``${VAR}`` reads
+    (None: this process's); what a command forces on top of them all (``values``: ``-n``, ``cluster
+    up``'s mode) and what it knows below the user's layers (``under``: the kubeconfig context's
+    namespace, not a source: the user did not write it)."""
+
+    sets: Sequence[str] = ()
+    set_strings: Sequence[str] = ()
+    set_files: Sequence[str] = ()
+    overrides: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    values: Sequence[Setting] = ()
+    under: Sequence[Setting] = ()
+
+    def environ(self) -> Mapping[str, str]:
+        return dict(os.environ) if self.env is None else self.env
+
+
 # --- reading files ------------------------------------------------------------------------
 
 
 def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
     """A config file's text, or the problem reading it (missing, unreadable, not UTF-8)."""
     try:
-        with open(file, "rb") as f:
-            raw = f.read()
+        return yamlfile.read_text(file), None
     except OSError as e:
         return None, ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        return None, ConfigProblem(file, line, col, "", f"not UTF-8 text ({e.reason} at byte {e.start}: "
-                                                        f"0x{raw[e.start]:02x}); save it as UTF-8")
+    except yamlfile.YamlError as e:
+        at = e.problem.mark
+        return None, ConfigProblem(file, at.line, at.col, "", e.problem.message)
 
 
-class Layers:
+class LayerReader:
     """Reads files (each over its ``defaults:`` chain) and collects every problem. With the
     files' ``schema``, a string that stands for an object (``x-shorthand``) is expanded as the
     file is read, so it merges with parents as the object would."""
@@ -157,13 +173,13 @@ def merge_docs(base: Doc, over: Doc) -> Doc:
     return Doc(merge(base.data, over.data), {**base.marks, **over.marks}, {**base.key_marks, **over.key_marks})
 
 
-def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = (),
-                       set_files: Sequence[str] = ()) -> tuple[list[Setting], list[ConfigProblem]]:
+def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
     """``--set KEY=VALUE`` (typed as YAML), ``--set-string KEY=VALUE`` (always a string) and
-    ``--set-file KEY=PATH`` (the file's text), in Helm's order."""
+    ``--set-file KEY=PATH`` (the file's text), in Helm's order, then the command's ``values``."""
     out: list[Setting] = []
     problems: list[ConfigProblem] = []
-    for flag, texts in (("--set", sets), ("--set-string", set_strings), ("--set-file", set_files)):
+    for flag, texts in (("--set", layers.sets), ("--set-string", layers.set_strings),
+                        ("--set-file", layers.set_files)):
         for text in texts:
             origin = f"{flag} {text}"
             if flag == "--set":
@@ -182,7 +198,7 @@ def settings_from_args(sets: Sequence[str] = (), set_strings: Sequence[str] = ()
             else:
                 out.append(Setting(path, value, redact_assignment(origin, always=True)
                                    if secret_values(value, path) else origin))
-    return out, problems
+    return [*out, *layers.values], problems
 
 
 def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]:

@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
 from dockyard_k8s.config.infra_schema import INFRA
-from dockyard_k8s.config.layering import Layers, Setting, merge, merge_docs, settings_from_args, settings_layer, stack
+from dockyard_k8s.config.layering import (
+    LayerReader,
+    Layers,
+    Setting,
+    merge,
+    merge_docs,
+    settings_layer,
+    settings_of,
+    stack,
+)
 from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
@@ -42,7 +51,7 @@ from dockyard_k8s.plan.inventory import pool_problems
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
-__all__ = ["InfraDoc", "Setting", "default_infra_file", "load_infra", "load_infra_doc", "load_run", "merge",
+__all__ = ["InfraDoc", "Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
@@ -85,18 +94,9 @@ def _files(infra_file: str | Sequence[str] | None) -> list[str]:
     return [infra_file] if isinstance(infra_file, str) else list(infra_file)
 
 
-def load_run(
-    recipe_file: str,
-    infra_file: str | Sequence[str] | None = None,
-    *,
-    sets: Sequence[str] = (),
-    set_strings: Sequence[str] = (),
-    set_files: Sequence[str] = (),
-    overrides: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    values: Sequence[Setting] = (),
-) -> RunConfig:
-    """Resolve a recipe + infra files into a :class:`RunConfig`.
+def load_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
+             layers: Layers = Layers()) -> RunConfig:
+    """Resolve a recipe + infra files (+ ``layers``) into a :class:`RunConfig`.
 
     ``infra_file`` is one file or several (``-f a.yaml -f b.yaml``: later files win); without
     any, ``RECIPE.infra.yaml`` beside the recipe is used if it exists.
@@ -104,27 +104,15 @@ def load_run(
     Raises:
         ConfigError: with every problem found, each located by file, line, column and key.
     """
-    run, problems = resolve_run(recipe_file, infra_file, sets=sets, set_strings=set_strings, set_files=set_files,
-                                overrides=overrides, env=env, values=values)
+    run, problems = resolve_run(recipe_file, infra_file, layers)
     if problems or run is None:
         raise ConfigError(problems)
     return run
 
 
-def resolve_run(
-    recipe_file: str,
-    infra_file: str | Sequence[str] | None = None,
-    *,
-    sets: Sequence[str] = (),
-    set_strings: Sequence[str] = (),
-    set_files: Sequence[str] = (),
-    overrides: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    values: Sequence[Setting] = (),
-    under: Sequence[Setting] = (),
-) -> tuple[RunConfig | None, list[ConfigProblem]]:
-    """:func:`load_run` without raising: the run and every problem found. ``values`` go on top
-    of every layer; ``under`` below the user's (above the shipped defaults and the profile).
+def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
+                layers: Layers = Layers()) -> tuple[RunConfig | None, list[ConfigProblem]]:
+    """:func:`load_run` without raising: the run and every problem found.
 
     The problems of independent inputs come together: the recipe overrides, the recipe's
     composition, the infra layers' schema, and the run rules (on what the schema accepted, see
@@ -132,24 +120,24 @@ def resolve_run(
     rendered from it); with problems of the recipe alone (its defaults list, an override) it is
     returned beside them, so that the objects are rendered and checked too.
     """
-    env = dict(os.environ) if env is None else env
-    layers = Layers(env, INFRA)
+    env = layers.environ()
+    reader = LayerReader(env, INFRA)
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
-    settings, problems = settings_from_args(sets, set_strings, set_files)
-    layers.problems += problems
-    composer = RecipeComposer(Layers(env), recipe_file)  # its own problems: the infra files come first
+    settings, problems = settings_of(layers)
+    reader.problems += problems
+    composer = RecipeComposer(LayerReader(env), recipe_file)  # its own problems: the infra files come first
     composed = composer.compose(recipe_file)
     if {"infra", "kuberay"} & set(composed.data) and set(composed.data) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
         return None, [_infra_as_recipe(recipe_file, composed)]
-    infra, sources, broken = _infra_layers(layers, files, [*settings, *values], recipe=(recipe_file, composed.data),
-                                           under=under)
-    recipe_problems = [*composer.layers.problems, *_empty_recipe(recipe_file, composed, composer)]
-    recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, overrides)
+    infra, sources, broken = _infra_layers(reader, files, settings, recipe=(recipe_file, composed.data),
+                                           under=layers.under)
+    recipe_problems = [*composer.reader.problems, *_empty_recipe(recipe_file, composed, composer)]
+    recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, layers.overrides)
     recipe_problems += override_problems
-    if layers.problems:
-        repairable = len(layers.problems) == len(broken)  # each a schema problem at a key: rules can still run
-        guessed = _rules_despite(infra, broken, sources, recipe_file, files, layers.empty) if repairable else []
-        return None, [*layers.problems, *guessed, *recipe_problems]
+    if reader.problems:
+        repairable = len(reader.problems) == len(broken)  # each a schema problem at a key: rules can still run
+        guessed = _rules_despite(infra, broken, sources, recipe_file, files, reader.empty) if repairable else []
+        return None, [*reader.problems, *guessed, *recipe_problems]
     fill_defaults(INFRA, infra.data)
     _fill_derived(infra.data, recipe_file)
     added = _unset_sandbox_urls(recipe, infra.data)
@@ -158,14 +146,14 @@ def resolve_run(
     run = RunConfig(infra.data, recipe, recipe_file, [*user_args, *added], sources,
                     infra.marks, infra.key_marks, added_args=tuple(added), infra_files=tuple(files),
                     notes=(*composer.notes, *deleted))
-    problems, notes = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, layers.empty))
+    problems, notes = run_rules(run, missing_infra=missing_infra_hint(recipe_file, files, reader.empty))
     if problems:
         return None, [*problems, *recipe_problems]
     return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
 
 
 def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
-    if composed.data or composer.layers.problems:
+    if composed.data or composer.reader.problems:
         return []
     return [ConfigProblem(recipe_file, 0, 0, "", "the recipe is empty: expected the training config the job runs "
                                                  "(a mapping, mounted at /etc/dockyard-k8s/recipe.yaml)")]
@@ -282,7 +270,7 @@ def _sandbox_urls_key(data: Any) -> Path | None:
     return ov.parse_key(text)
 
 
-def _infra_layers(layers: Layers, files: Sequence[str], settings: Sequence[Setting], *,
+def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[Setting], *,
                   recipe: tuple[str, dict[str, Any]] | None = None,
                   under: Sequence[Setting] = ()) -> tuple[Doc, list[str], list[Path]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
@@ -350,9 +338,7 @@ def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
                          f"`dockyard-k8s check RECIPE.yaml -f {recipe_file}`")
 
 
-def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str] = (),
-                   set_strings: Sequence[str] = (), set_files: Sequence[str] = (),
-                   env: Mapping[str, str] | None = None, values: Sequence[Setting] = ()) -> InfraDoc:
+def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> InfraDoc:
     """The infra spec alone, layered and checked like :func:`load_run` does, for commands
     that read it without a recipe (``serve``; ``lint``/``plan`` on manifest files). No
     run-level rules (an image is not required here).
@@ -360,21 +346,14 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, *, sets: Sequence[str
     Raises:
         ConfigError: every problem, located.
     """
-    layers = Layers(dict(os.environ) if env is None else env, INFRA)
-    settings, problems = settings_from_args(sets, set_strings, set_files)
-    layers.problems += problems
-    infra, sources, _ = _infra_layers(layers, _files(infra_file), [*settings, *values])
-    if layers.problems:
-        raise ConfigError(layers.problems)
+    reader = LayerReader(layers.environ(), INFRA)
+    settings, problems = settings_of(layers)
+    reader.problems += problems
+    infra, sources, _ = _infra_layers(reader, _files(infra_file), settings, under=layers.under)
+    if reader.problems:
+        raise ConfigError(reader.problems)
     fill_defaults(INFRA, infra.data)
     return InfraDoc(infra.data, sources, infra.marks, infra.key_marks)
-
-
-def load_infra(infra_file: str | Sequence[str] | None, *, sets: Sequence[str] = (),
-               set_strings: Sequence[str] = (), set_files: Sequence[str] = (),
-               env: Mapping[str, str] | None = None) -> InfraSpec:
-    """:func:`load_infra_doc`'s data (``lint``/``plan`` read the lint and plan sections)."""
-    return load_infra_doc(infra_file, sets=sets, set_strings=set_strings, set_files=set_files, env=env).data
 
 
 def _profile_name(data: dict[str, Any]) -> str:

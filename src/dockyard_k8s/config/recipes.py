@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s.config.layering import Layers, find_file, merge_docs
+from dockyard_k8s.config.layering import LayerReader, find_file, merge_docs
 from dockyard_k8s.config.yamlio import Doc, Path
 from dockyard_k8s.plain import show_typed
 
@@ -51,10 +51,10 @@ class _Entry:
 
 
 class RecipeComposer:
-    """Composes a recipe; problems and the files read go to ``layers``, remarks to ``notes``."""
+    """Composes a recipe; problems and the files read go to ``reader``, remarks to ``notes``."""
 
-    def __init__(self, layers: Layers, recipe_file: str) -> None:
-        self.layers = layers
+    def __init__(self, reader: LayerReader, recipe_file: str) -> None:
+        self.reader = reader
         self.root = os.path.dirname(os.path.abspath(recipe_file))
         self.notes: list[str] = []
         self._used: set[str] = set()  # groups whose option an override replaced
@@ -66,13 +66,13 @@ class RecipeComposer:
 
     def _compose(self, file: str, *, group: str, package: str, stack: tuple[str, ...],
                  overrides: dict[str, str]) -> Doc:
-        doc = self.layers.read(file)
+        doc = self.reader.read(file)
         if doc is None:
             return Doc({}, {}, {})
         raw = doc.data.pop("defaults", None)
         own = _place(Doc(doc.data, doc.marks, doc.key_marks), package)
         if raw is None:
-            self.layers.files.append(file)
+            self.reader.files.append(file)
             return own
         entries = self._entries(doc, raw, group, os.path.dirname(file))
         # `override g: x` in this list replaces the option the configs it includes choose for g;
@@ -98,7 +98,7 @@ class RecipeComposer:
                 continue
             if os.path.realpath(target) in (*stack, real):
                 chain = " -> ".join([*stack, real, os.path.realpath(target)])
-                self.layers.problem(doc, e.at, f"defaults cycle: {chain}")
+                self.reader.problem(doc, e.at, f"defaults cycle: {chain}")
                 continue
             child_group = _group_of(self.root, target) if e.kind == "file" else os.path.dirname(path)
             merged = merge_docs(merged, self._compose(target, group=child_group,
@@ -106,15 +106,15 @@ class RecipeComposer:
                                                       stack=(*stack, real), overrides=choices))
         for name, e in mine.items():
             if name not in self._used and name not in overrides:
-                self.layers.problem(doc, e.at, f"override {name}: no config included here chooses a "
+                self.reader.problem(doc, e.at, f"override {name}: no config included here chooses a "
                                                f"{name!r} option to override")
-        self.layers.files.append(file)
+        self.reader.files.append(file)
         return merged
 
     def _entries(self, doc: Doc, raw: Any, group: str, directory: str) -> list[_Entry]:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list):
-            self.layers.problem(doc, ("defaults",), f"got {show_typed(raw)}, expected a file name or a "
+            self.reader.problem(doc, ("defaults",), f"got {show_typed(raw)}, expected a file name or a "
                                                     "Hydra defaults list")
             return []
         out: list[_Entry] = []
@@ -125,7 +125,7 @@ class RecipeComposer:
             elif isinstance(item, dict) and len(item) == 1:
                 out += self._group_entry(item, group, at, doc, directory)
             else:
-                self.layers.problem(doc, at, f"got {item!r}, expected a config name (base/common), a file "
+                self.reader.problem(doc, at, f"got {item!r}, expected a config name (base/common), a file "
                                              "(base/common.yaml), GROUP: OPTION or _self_")
         return out
 
@@ -142,10 +142,10 @@ class RecipeComposer:
         words = str(key).split()
         flags, spec = set(words[:-1]), (words[-1] if words else "")
         if flags - {"optional", "override"} or not spec:
-            self.layers.problem(doc, at, f"got {key!r}, expected GROUP, optional GROUP or override GROUP")
+            self.reader.problem(doc, at, f"got {key!r}, expected GROUP, optional GROUP or override GROUP")
             return []
         if spec == "hydra" or spec.startswith("hydra/"):
-            self.layers.problem(doc, at, f"{spec}: Hydra's own config groups are not supported (they configure "
+            self.reader.problem(doc, at, f"{spec}: Hydra's own config groups are not supported (they configure "
                                          "Hydra's runner, not the recipe)")
             return []
         name, sep, package = spec.partition("@")
@@ -153,7 +153,7 @@ class RecipeComposer:
             return []
         options = option if isinstance(option, list) else [option]
         if not options or not all(isinstance(o, str) and o for o in options):
-            self.layers.problem(doc, at, f"got {option!r}, expected an option name (a config of group {name})")
+            self.reader.problem(doc, at, f"got {option!r}, expected an option name (a config of group {name})")
             return []
         kind = "override" if "override" in flags else "group"
         self.groups.add(_join(group, name))
@@ -167,7 +167,7 @@ class RecipeComposer:
             file = find_file(self.root if e.path.startswith("/") else e.directory, e.path.lstrip("/"))
             if os.path.exists(file):
                 return file
-            self.layers.problem(e.doc, e.at, f"parent file {file} does not exist")
+            self.reader.problem(e.doc, e.at, f"parent file {file} does not exist")
             return None
         file = find_file(self.root, path)
         if os.path.exists(file):
@@ -175,7 +175,7 @@ class RecipeComposer:
         if not e.optional:
             options = _options(self.root, os.path.dirname(path))
             hint = f" (options: {', '.join(options)})" if options else ""
-            self.layers.problem(e.doc, e.at, f"no config {path}.yaml under {self.root}{hint}")
+            self.reader.problem(e.doc, e.at, f"no config {path}.yaml under {self.root}{hint}")
         return None
 
     def _package(self, e: _Entry, target: str, path: str, parent: str) -> str:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dockyard_k8s.config.loader import InfraDoc, Setting, load_infra_doc, run_name_from
+from dockyard_k8s.config.loader import InfraDoc, Layers, load_infra_doc, run_name_from
 from dockyard_k8s.config.platforms import image_pin_problem
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
@@ -75,15 +75,14 @@ def endpoint_name_from(spec_file: str) -> str:
     return run_name_from(re.sub(r"\.(serve|infra)(?=\.ya?ml$)", "", spec_file))
 
 
-def load_serve(spec_file: str, *, sets: Sequence[str] = (), env: Mapping[str, str] | None = None,
-               values: Sequence[Setting] = ()) -> ServeConfig:
-    """Resolve a serve spec; ``values`` are typed settings a command forces on top of ``--set`` (``-n``).
+def load_serve(spec_file: str, layers: Layers = Layers()) -> ServeConfig:
+    """Resolve a serve spec with its ``layers`` (``--set``, ``-n`` as a value).
 
     Raises:
         ConfigError: every problem found, each located by file, line, column and key.
     """
     try:
-        doc = load_infra_doc(spec_file, sets=sets, env=env, values=values)
+        doc = load_infra_doc(spec_file, layers)
     except ConfigError as e:
         raise _recipe_given(spec_file, e) from None
     name_written = ("serve", "name") in doc.marks

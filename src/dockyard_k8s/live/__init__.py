@@ -2,11 +2,13 @@
 
 Layout, pure first, I/O second::
 
-    kinds.py       kind -> REST path table (pure)
-    requests.py    prepare_*: every Kubernetes request as plain data (pure)
+    kinds.py       kind -> REST collection (plural, scope) table (pure)
     kubeconfig.py  kubeconfig files read (and merged) as kubectl reads them
-    credentials.py a kubeconfig user's credentials (token, tokenFile, exec plugin) as one located error
-    client.py      KubeClient: the one place that sends; retries, error mapping, watches
+    credentials.py a kubeconfig user's credentials (token, tokenFile, exec plugin) and the context as
+                   lightkube's SingleConfig, each failure one located error
+    answers.py     the API server's answers in our words: errors naming the object, Warning headers
+    client.py      KubeClient: the one place that sends, on lightkube's request pipeline; retries,
+                   server-side apply, watches that re-list on 410
     crdfields.py   fields the run renders that the cluster's CRDs lack, and the release that has them
     diagnose.py    pod/container states and events -> Diagnosis: fleet + pod + reason + hint (pure)
     progress.py    kind handlers (RayJob, RayCluster, Job, StatefulSet...) and the run view (pure)
@@ -22,7 +24,6 @@ Layout, pure first, I/O second::
     rayhead.py     Ray head access: where its dashboard is (address, cluster, port-forward), the Ray token
                    (its Secret, credentials, does the head refuse without it), the Ray Jobs REST client
     portforward.py ``kubectl port-forward`` as a context manager
-    websocket.py   a receive-only WebSocket client (following Ray job logs)
     openai.py      one timed OpenAI completion against an endpoint (``serve test``)
     dev.py         the CPU dev pod and its Secret (builders are pure)
     checks.py      Check: one line of doctor's report (✔ ✖ !), below every module that makes them

@@ -1,123 +1,102 @@
-"""KubeClient: the one place that sends requests to the Kubernetes API.
+"""KubeClient: the one place that sends requests to the Kubernetes API, built on lightkube.
 
-Connection and credentials come from lightkube's kubeconfig support (contexts, client
-certificates, bearer tokens, exec plugins, in-cluster service accounts); requests are
-the plain data of :mod:`dockyard_k8s.live.requests`, sent through an ``httpx2.Client``
-(lightkube 1.x's HTTP library) whose transport tests replace.
+What lightkube (1.x) does:
+* the connection: its kubeconfig model (``SingleConfig``, which :func:`connect` fills from the
+  kubeconfig as kubectl reads it) and HTTP adapter (``httpx2`` with the cluster's TLS and the user's
+  credentials; exec plugins and token files are :mod:`~dockyard_k8s.live.credentials`', whose
+  failures are located);
+* the requests: ``GenericSyncClient``, what ``lightkube.Client`` is made of, prepares each one from
+  a generic resource (:func:`resource_of`: group, version, plural, namespace -> URL), encodes and
+  decodes JSON (msgspec), reads a LIST in chunks (``limit``/``continue``) and keeps a watch open,
+  resuming from the last resourceVersion seen when the server ends the stream (``on_error`` says
+  what a failure does).
 
-Behaviour every command relies on:
-* retries with exponential backoff on 429 (honouring ``Retry-After``), 5xx and
-  connection resets; other errors become :class:`ClusterError` naming the object;
-* :meth:`KubeClient.list` reads in chunks (``limit``/``continue``);
-* :meth:`KubeClient.watch` lists, then watches from the list's resourceVersion, resumes
-  from the last version seen when the stream ends, and re-lists on 410 Gone
-  (both the HTTP status and the in-stream ``ERROR`` event form).
+``lightkube.Client``'s own verbs are not used: they take selectors as mappings (ours are strings,
+``status.phase!=Succeeded,status.phase!=Failed`` names one key twice), have no ``fieldValidation``,
+``allowWatchBookmarks`` or ``previous`` (logs) parameter, and return no response headers.
+
+What stays ours:
+* :meth:`_Sender.send`: retries with exponential backoff on 429 (honouring ``Retry-After``), 5xx
+  and connection resets, none for a server never reached; streams another thread can end
+  (:meth:`KubeClient.close_streams`: a real API server's quiet watch sends nothing for minutes);
+* the error wording (:mod:`~dockyard_k8s.live.answers`, naming the object), from the plain
+  ``httpx2`` error rather than lightkube's ApiError (built for some bodies only);
+* server-side apply with ``fieldValidation=Strict`` (as kubectl), its action word and the
+  answer's Warning headers (:class:`ApplyResult`);
+* 410 Gone: a LIST whose continue token expired is read again in one piece (client-go's pager);
+  a watch re-lists (a SYNC event: objects not in it are gone), where lightkube would restart
+  without a version and send every object again as ADDED, deletions missed.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import json
+import functools
 import logging
 import os
-import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+import msgspec
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.core.generic_client import ALL_NS, BasicRequest, GenericSyncClient
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.resources.core_v1 import PodLog
+from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
-from dockyard_k8s.errors import ClusterError, ConfigProblem
-from dockyard_k8s.live import crdfields
+from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import kubeconfig as kc
-from dockyard_k8s.live import requests as rq
-from dockyard_k8s.live.kinds import Kind
-from dockyard_k8s.plain import Record
+from dockyard_k8s.live.answers import SCHEMA_REFUSED, unreachable_reason, warnings_of, worded
+from dockyard_k8s.live.credentials import single_config, tls_problem, user_auth
+from dockyard_k8s.live.kinds import KINDS, Kind, kind_of, ref
 
 log = logging.getLogger("dockyard_k8s.live")
 
+FIELD_MANAGER = "dockyard-k8s"
 # Items per LIST chunk: kubectl's --chunk-size default.
 PAGE_SIZE = 500
 # Seconds to establish a connection (TCP + TLS): an unreachable server fails in seconds.
 CONNECT_TIMEOUT = 5.0
+TIMEOUT = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=60.0)
+# Server-side watch timeout: the server closes the stream after this and the watch resumes
+# from the last resourceVersion (client-go uses a random 5-10 min; we stay below LB idle limits).
+WATCH_TIMEOUT_SECONDS = 290
+# A watch silent for longer than the server's timeout is a dead connection; a followed log may
+# be silent for hours.
+WATCH_READ = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=WATCH_TIMEOUT_SECONDS + 30)
+FOLLOW_READ = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=None)
 # Statuses worth retrying: throttling and transient server/load-balancer errors.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-# One-line hints by HTTP status, shown under the error.
-STATUS_HINTS = {
-    401: "the cluster rejected the credentials: refresh them (e.g. `kubectl get ns` re-runs your login plugin)",
-    403: "missing RBAC permission: `dockyard-k8s doctor RECIPE` lists every verb the launcher needs",
-    404: "not found: for ray.io kinds, is the KubeRay operator (its CRDs) installed? see `dockyard-k8s doctor`",
-    409: "another field manager owns these fields (kubectl edit, an operator): re-run with --force-conflicts "
-         "to take them over, or --replace",
-    422: "the API server rejected the object as invalid: run `dockyard-k8s check` and compare with the message",
-}
 
 
-class WatchEvent(Record):
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
     """``SYNC`` carries the full list (first list or a re-list after 410): objects not in
     ``items`` are gone. ``ADDED``/``MODIFIED``/``DELETED`` carry one object."""
 
-    __slots__ = ("type", "obj", "items")
-
-    def __init__(self, type: str, obj: dict[str, Any], items: list[dict[str, Any]]) -> None:
-        self.type = type
-        self.obj = obj
-        self.items = items
+    type: str
+    obj: dict[str, Any]
+    items: list[dict[str, Any]]
 
 
-class ApplyResult(Record):
-    __slots__ = ("obj", "action")
-
-    def __init__(self, obj: dict[str, Any], action: str) -> None:
-        self.obj = obj  # what the server returned
-        self.action = action  # created | configured | unchanged
-
-
-def unreachable_reason(e: Exception) -> str:
-    """Why a connection failed, in words (httpx wraps the socket/ssl error text)."""
-    text = str(e) or type(e).__name__
-    low = text.lower()
-    if isinstance(e, httpx2.ConnectTimeout) or "timed out" in low:
-        return f"no answer within {CONNECT_TIMEOUT:g} s (connect timeout): a firewall, VPN or wrong address?"
-    if "refused" in low:
-        return "connection refused (nothing listens there)"
-    if "name or service not known" in low or "nodename nor servname" in low or "name resolution" in low or \
-            "no address associated" in low:
-        return "the host name does not resolve (DNS)"
-    if "certificate verify failed" in low or "certificate_verify_failed" in low:
-        return (f"the server's TLS certificate is not trusted ({text}): check the cluster's "
-                "certificate-authority(-data) in the kubeconfig")
-    if "network is unreachable" in low or "no route to host" in low:
-        return "no route to the host (network unreachable)"
-    return text
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    obj: dict[str, Any]  # what the server returned
+    action: str  # created | configured | unchanged
+    warnings: tuple[str, ...] = ()  # the answer's Warning headers (admission, pruned fields, deprecations)
 
 
 def _backoff(attempt: int, retry_after: str | None = None) -> float:
     if retry_after and retry_after.isdigit():
         return min(float(retry_after), 30.0)
     return min(0.2 * 2 ** attempt, 8.0)
-
-
-# A server-side apply the schema refuses is answered 500 (structured-merge-diff's conversion
-# error is not an API status): permanent, never worth a retry.
-SCHEMA_REFUSED = "failed to create typed patch object"
-# The API server's refusal of a create in a namespace being deleted (apiserver's namespace
-# lifecycle admission): 403 Forbidden, cause NamespaceTerminating.
-_TERMINATING = re.compile(r"unable to create new content in namespace (\S+) because it is being terminated")
-# RFC 7234 warning-values: 299 - "text" (several per header, comma separated)
-_WARNING = re.compile(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
-
-
-def _status_doc(body: bytes) -> dict[str, Any]:
-    with contextlib.suppress(ValueError):
-        doc = json.loads(body)
-        if isinstance(doc, dict):
-            return doc
-    return {}
 
 
 # metadata the server sets or moves on its own: not part of what an apply changes
@@ -129,177 +108,120 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
 
 
-def warnings_of(resp: httpx2.Response) -> list[str]:
-    """The texts of a response's ``Warning`` headers (admission webhooks, pruned fields,
-    deprecated versions)."""
-    out = []
-    for value in resp.headers.get_list("warning"):
-        found = _WARNING.findall(value)
-        out += [re.sub(r"\\(.)", r"\1", text) for text in found] if found else [value]
+@functools.cache
+def resource_of(kind: Kind) -> Any:
+    """lightkube's generic resource of a kind (created once: lightkube registers each)."""
+    group, _, version = kind.api_version.rpartition("/")
+    create = create_namespaced_resource if kind.namespaced else create_global_resource
+    return create(group, version, kind.kind, kind.plural)
+
+
+def _params(**kwargs: Any) -> dict[str, Any]:
+    """Query parameters without the unset ones (None, "", False)."""
+    return {k: v for k, v in kwargs.items() if v is not None and v != "" and v is not False}
+
+
+def _plain(obj: Any, kind: Kind) -> dict[str, Any]:
+    """A decoded object (lightkube's generic resource, a dict) as a dict; list and watch items
+    omit apiVersion and kind."""
+    out = dict(obj)
+    out.setdefault("apiVersion", kind.api_version)
+    out.setdefault("kind", kind.kind)
     return out
 
 
-def api_error(status: int, body: bytes, req: rq.Request) -> ClusterError:
-    """A failed response as a ClusterError naming the object (Status body when there is one)."""
-    doc = _status_doc(body)
-    message = str(doc.get("message") or "")
-    reason = str(doc.get("reason") or "")
-    raw_details = doc.get("details")
-    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
-    if not message:
-        message = body.decode(errors="replace").strip()[:300] or f"HTTP {status}"
-    text = f"{reason}: {message}" if reason and reason not in message else message
-    hint = STATUS_HINTS.get(status, "")
-    if status == 404 and details.get("kind") == "namespaces":
-        ns = details.get("name") or "?"
-        return ClusterError(f"namespace {ns} does not exist", obj=req.obj, status=status,
-                            hint=f"create it (kubectl create namespace {ns}) or choose another with -n / "
-                                 "infra.namespace")
-    terminating = _TERMINATING.search(message)
-    if status == 403 and (terminating or any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating"
-                                             for c in details.get("causes") or [])):
-        # the namespace lifecycle admission plugin's answer, not an RBAC denial
-        ns = terminating.group(1) if terminating else str(req.obj).partition(" ")[2].partition("/")[0] or "?"
-        return ClusterError(f"unable to create new content in namespace {ns} because it is being terminated",
-                            obj=req.obj, status=status,
-                            hint=f"namespace {ns} is being deleted: wait until `kubectl get namespace {ns}` says "
-                                 "NotFound (its finalizers and the objects in it must go first), create it again, "
-                                 "then run again; or choose another namespace with -n / infra.namespace")
-    fields = crdfields.undeclared_in_message(message) if SCHEMA_REFUSED in message else []
-    if fields:
-        kind = req.obj.split(" ")[0]
-        text, hint = crdfields.explain(kind, fields)
-    elif SCHEMA_REFUSED in message:
-        hint = "the cluster's schema for this kind does not accept the object: compare `dockyard-k8s doctor`"
-    elif status == 400 and "HTTP request to an HTTPS server" in message:
-        hint = ("the kubeconfig's server is http:// or has no scheme (kubectl reads `host:port` as http://, "
-                "and sends no credentials over it): write https://HOST:PORT")
-    elif status >= 500:
-        hint = "the API server failed repeatedly; retry later or check the control plane"
-    return ClusterError(text, obj=req.obj, status=status, hint=hint)
+class _Stopped(Exception):
+    """A stream opened by a thread whose stop is set (see :meth:`_Sender.send`)."""
 
 
-class KubeClient:
-    """Send :class:`~dockyard_k8s.live.requests.Request` objects; higher-level verbs on top."""
+class _Sender(GenericSyncClient):
+    """lightkube's request pipeline (prepare_request -> send -> handle_response, list_chunks,
+    watch) with our ``send``."""
 
-    def __init__(self, http: httpx2.Client, *, namespace: str = "default", context: str = "",
-                 sleep: Callable[[float], None] = time.sleep, max_retries: int = 5,
-                 page_size: int = PAGE_SIZE, server: str = "") -> None:
-        self.http = http
-        self.server = server or str(http.base_url).rstrip("/")
-        self.reached = False  # some request got an HTTP answer
-        self.default_namespace = namespace
-        self.context = context
+    # lightkube's own turns an error into ApiError for some bodies only: the plain httpx2
+    # error, which answers.worded reads
+    raise_for_status = staticmethod(httpx2.Response.raise_for_status)
+
+    def __init__(self, config: SingleConfig, transport: httpx2.BaseTransport | None, *,
+                 sleep: Callable[[float], None], max_retries: int) -> None:
+        super().__init__(ConnectionParams(timeout=TIMEOUT, transport=transport), config)
+        self._watch_timeout = WATCH_READ
+        self.http: httpx2.Client = self._client
+        self.server, self.context = str(config.cluster.server), config.context_name
         self.sleep = sleep
         self.max_retries = max_retries
-        self.page_size = page_size
-        self._open: set[httpx2.Response] = set()
-        self._lock = threading.Lock()
-        self.warnings: list[tuple[str, str]] = []  # (object, text) of Warning headers, see take_warnings
+        self.reached = False  # some request got an HTTP answer
+        self.open: set[httpx2.Response] = set()
+        self.lock = threading.Lock()
+        # .stop: the Event that ends the watch or log this thread follows (one per thread)
+        self.local = threading.local()
 
-    # --- sending --------------------------------------------------------------------------
-
-    def _unreachable_hint(self) -> str:
+    def _unreachable(self, e: httpx2.TransportError) -> ClusterError:
         where = f"context {self.context}" if self.context else "the kubeconfig"
-        return (f"is the cluster up and is {self.server} the right address for it ({where})? "
-                "`kubectl cluster-info` tries the same; pick another context with --context")
+        reason = unreachable_reason(e, self.http.timeout.connect or CONNECT_TIMEOUT)
+        return ClusterError(f"cannot reach the API server at {self.server}: {reason}",
+                            hint=f"is the cluster up and is {self.server} the right address for it ({where})? "
+                                 "`kubectl cluster-info` tries the same; pick another context with --context")
 
-    def _build(self, req: rq.Request) -> httpx2.Request:
-        timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=None if req.stream else 60.0)
-        if req.param("watch"):
-            timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT, read=float(rq.WATCH_TIMEOUT_SECONDS + 30))
-        return self.http.build_request(req.method, req.path, params=list(req.params), headers=dict(req.headers),
-                                       content=req.body, timeout=timeout)
-
-    def _send(self, req: rq.Request) -> httpx2.Response:
-        """Send with retries; the response is open (streamed) when ``req.stream``."""
+    def send(self, req: httpx2.Request, stream: bool = False) -> httpx2.Response:
+        """Send with retries; an error answer comes back read, a stream is registered (or
+        refused, :class:`_Stopped`, when this thread's stop is set)."""
         attempt = 0
         while True:
             try:
-                resp = self.http.send(self._build(req), stream=req.stream)
+                resp = self.http.send(req, stream=stream)
             except httpx2.TransportError as e:
                 # A server never reached is not worth 6 s of retries (kubectl does not retry
                 # either); once it answered, a failed connection is a blip: retry.
                 never = not self.reached and isinstance(e, (httpx2.ConnectError, httpx2.ConnectTimeout))
                 if never or attempt >= self.max_retries:
-                    raise ClusterError(f"cannot reach the API server at {self.server}: {unreachable_reason(e)}",
-                                       hint=self._unreachable_hint()) from e
-                log.debug("%s %s: %s; retrying", req.method, req.path, type(e).__name__)
+                    raise self._unreachable(e) from e
+                log.debug("%s %s: %s; retrying", req.method, req.url.path, type(e).__name__)
                 self.sleep(_backoff(attempt))
                 attempt += 1
                 continue
             self.reached = True
-            log.debug("%s %s -> %s", req.method, req.path, resp.status_code)
-            self._warnings(resp, req)
-            if resp.status_code == 500 and SCHEMA_REFUSED.encode() in resp.read():
-                resp.close()
-                raise api_error(resp.status_code, resp.content, req)
-            if resp.status_code in RETRY_STATUSES and attempt < self.max_retries:
-                retry_after = resp.headers.get("Retry-After")
-                resp.close()
-                self.sleep(_backoff(attempt, retry_after))
-                attempt += 1
-                continue
-            if resp.status_code >= 400:
-                body = resp.read()
-                resp.close()
-                raise api_error(resp.status_code, body, req)
+            log.debug("%s %s -> %s", req.method, req.url.path, resp.status_code)
+            if resp.is_error:
+                resp.read()
+                if resp.status_code in RETRY_STATUSES and attempt < self.max_retries and \
+                        SCHEMA_REFUSED.encode() not in resp.content:
+                    self.sleep(_backoff(attempt, resp.headers.get("Retry-After")))
+                    attempt += 1
+                    continue
+            if stream:
+                self._track(resp)
             return resp
 
-    def _warnings(self, resp: httpx2.Response, req: rq.Request) -> None:
-        for text in warnings_of(resp):
-            with self._lock:
-                if (req.obj, text) not in self.warnings:
-                    self.warnings.append((req.obj, text))
-
-    def take_warnings(self) -> list[tuple[str, str]]:
-        """(object, text) of every Warning header answered since the last call."""
-        with self._lock:
-            out, self.warnings = self.warnings, []
-        return out
-
-    def call(self, req: rq.Request) -> Any:
-        """Send and decode the JSON answer."""
-        resp = self._send(req)
-        try:
-            return resp.json()
-        except ValueError as e:
-            raise ClusterError(f"unexpected answer (not JSON): {resp.text[:200]}", obj=req.obj) from e
-
-    def text(self, req: rq.Request) -> str:
-        return self._send(req).text
-
-    @contextlib.contextmanager
-    def _stream(self, req: rq.Request, stop: threading.Event | None = None) -> Iterator[httpx2.Response]:
-        resp = self._send(req)
-        with self._lock:
-            self._open.add(resp)
-        if stop is not None and stop.is_set():
-            # close_streams ran while this one was being opened: it did not see it. The stop is
-            # set before close_streams is called, so a stream is closed by one or the other
-            resp.close()
-        try:
-            yield resp
-        finally:
-            with self._lock:
-                self._open.discard(resp)
-            resp.close()
-
-    def stream_lines(self, req: rq.Request, stop: threading.Event | None = None) -> Iterator[str]:
-        """Lines of a streamed answer (a watch or ``logs -f``) until the server ends it, or
-        until ``close_streams`` once ``stop`` is set (a stream opened meanwhile closes itself)."""
-        with self._stream(req, stop) as resp:
+    def _track(self, resp: httpx2.Response) -> None:
+        with self.lock:
+            self.open = {r for r in self.open if not r.is_closed} | {resp}
+            stop = getattr(self.local, "stop", None)
             if stop is not None and stop.is_set():
-                return
-            yield from resp.iter_lines()
+                # close_streams ran while this one was being opened: it did not see it. The stop
+                # is set before close_streams is called, so a stream is closed by one or the other
+                resp.close()
+                raise _Stopped
+
+
+class KubeClient:
+    """The verbs the launcher uses, on lightkube's request pipeline (module docstring)."""
+
+    def __init__(self, config: SingleConfig, *, transport: httpx2.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep, max_retries: int = 5,
+                 page_size: int = PAGE_SIZE) -> None:
+        self.lk = _Sender(config, transport, sleep=sleep, max_retries=max_retries)
+        self.http = self.lk.http  # raw requests that lightkube has no verb for (the pod proxy)
+        self.server, self.context, self.default_namespace = self.lk.server, self.lk.context, config.namespace
+        self.page_size = page_size
 
     def close_streams(self) -> None:
         """Close every open stream (ends watches and followed logs running in threads). The
         socket is shut down first: closing the response does not wake a thread blocked reading
         it, and a real API server's idle watch (a quiet namespace's Warning events) sends nothing
         for up to 30 minutes."""
-        with self._lock:
-            streams = list(self._open)
+        with self.lk.lock:
+            streams = list(self.lk.open)
         for resp in streams:
             with contextlib.suppress(Exception):
                 sock = resp.extensions["network_stream"].get_extra_info("socket")
@@ -310,7 +232,7 @@ class KubeClient:
 
     def close(self) -> None:
         self.close_streams()
-        self.http.close()
+        self.lk.close()
 
     def __enter__(self) -> KubeClient:
         return self
@@ -318,15 +240,42 @@ class KubeClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- sending --------------------------------------------------------------------------
+
+    def _request(self, method: str, kind: Kind, namespace: str | None, name: str | None = None, *, obj: Any = None,
+                 params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                 what: str = "") -> tuple[httpx2.Response, Any]:
+        """(answer, decoded object) of one request on a kind."""
+        ns = namespace if kind.namespaced else None
+        br = self.lk.prepare_request(method, resource_of(kind), obj=obj, name=name, namespace=ns, params=params,
+                                     headers=headers)
+        with worded(what or ref(kind.kind, ns, name or "")):
+            resp = self.lk.send(self.lk.build_adapter_request(br))
+            return resp, self.lk.handle_response(method, resp, br)
+
+    def _get(self, br: BasicRequest, what: str, *, stream: bool = False) -> httpx2.Response:
+        """A GET lightkube has no verb for (the version, a pod's log, Kueue's visibility API)."""
+        with worded(what):
+            resp = self.lk.send(self.lk.build_adapter_request(br), stream=stream)
+            self.lk.raise_for_status(resp)
+            return resp
+
+    def get_json(self, path: str, what: str) -> Any:
+        """The JSON answer of GET ``path`` (relative to the server, without a query: lightkube's
+        request has its parameters apart)."""
+        resp = self._get(BasicRequest("GET", path), what)
+        with worded(what):
+            return msgspec.json.decode(resp.content)
+
     # --- verbs ----------------------------------------------------------------------------
 
     def version(self) -> dict[str, Any]:
-        return dict(self.call(rq.prepare_version()))
+        return dict(self.get_json("/version", "API server version"))
 
     def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
         try:
-            return dict(self.call(rq.prepare_get(kind, namespace, name)))
+            return dict(self._request("get", kind, namespace, name)[1])
         except ClusterError as e:
             if e.status == 404:
                 return None
@@ -338,42 +287,51 @@ class KubeClient:
         ``continue``, as kubectl and client-go's pager do), so a namespace of tens of thousands
         of pods is read in bounded responses, every chunk from the same snapshot. A token that
         expired mid-list (410, etcd compaction) restarts with one unchunked list, as client-go's
-        pager does. ``missing_ok``: a kind the server does not serve (CRD not installed) lists
-        as empty instead of failing."""
-        items: list[dict[str, Any]] = []
-        token = ""
-        limit = self.page_size
-        while True:
-            req = rq.prepare_list(kind, namespace, label_selector=label_selector, field_selector=field_selector,
-                                  limit=limit, continue_token=token)
+        pager does. ``namespace`` None: every namespace. ``missing_ok``: a kind the server does
+        not serve (CRD not installed) lists as empty instead of failing."""
+        what = f"{kind.plural} in {namespace}" if namespace and kind.namespaced else kind.plural
+        for limit in (self.page_size, 0):
+            items: list[dict[str, Any]] = []
+            rv: str | None = None
+            br = self.lk.prepare_request("list", resource_of(kind), namespace=self._where(kind, namespace),
+                                         params=_params(labelSelector=label_selector, fieldSelector=field_selector,
+                                                        limit=limit or None))
             try:
-                doc = self.call(req)
+                with worded(what):
+                    for version, chunk in self.lk.list_chunks(br):
+                        rv = version or ""
+                        items += [_plain(item, kind) for item in chunk]
+                return items, rv or ""
             except ClusterError as e:
                 if missing_ok and e.status == 404:
                     return [], ""
-                if e.status == 410 and token:
-                    log.debug("%s: continue token expired; listing again in one piece", req.obj)
-                    items, token, limit = [], "", 0
-                    continue
-                raise
-            items.extend(doc.get("items") or [])
-            meta = doc.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
-                break
-        for item in items:  # list items omit apiVersion/kind
-            item.setdefault("apiVersion", kind.api_version)
-            item.setdefault("kind", kind.kind)
-        return items, str(meta.get("resourceVersion") or "")
+                if e.status != 410 or rv is None:  # a 410 on the first chunk is an error as any other
+                    raise
+                log.debug("%s: continue token expired; listing again in one piece", what)
+        raise AssertionError("an unchunked list has no continue token")
+
+    @staticmethod
+    def _where(kind: Kind, namespace: str | None) -> str | None:
+        """lightkube's namespace of a list or watch: ``*`` for all of a namespaced kind's."""
+        return (namespace or ALL_NS) if kind.namespaced else None
 
     def apply(self, obj: dict[str, Any], *, dry_run: bool = False, force: bool = False,
-              before: dict[str, Any] | None = None) -> ApplyResult:
-        """Server-side apply; ``before`` (the object as it was, or None) decides the action word:
-        a write changes the resourceVersion; a dry run keeps it whatever it would change, so
-        there the content is compared, server-set metadata aside. A write that changed only
-        server-set metadata (``managedFields``: the launcher now shares fields another manager
-        wrote with the same values) changed nothing of the object: ``unchanged``."""
-        out = dict(self.call(rq.prepare_apply(obj, force=force, dry_run=dry_run)))
+              before: dict[str, Any] | None = None, field_manager: str = FIELD_MANAGER) -> ApplyResult:
+        """Server-side apply (it creates the object when absent) with ``fieldValidation=Strict``,
+        as kubectl sends it: a field the server's schema lacks fails the apply instead of being
+        dropped. ``before`` (the object as it was, or None) decides the action word: a write
+        changes the resourceVersion; a dry run keeps it whatever it would change, so there the
+        content is compared, server-set metadata aside. A write that changed only server-set
+        metadata (``managedFields``: the launcher now shares fields another manager wrote with
+        the same values) changed nothing of the object: ``unchanged``."""
+        kind = kind_of(obj)
+        meta = obj.get("metadata") or {}
+        resp, answer = self._request(
+            "patch", kind, meta.get("namespace"), str(meta.get("name", "")), obj=obj,
+            headers={"Content-Type": PatchType.APPLY.value},
+            params=_params(fieldManager=field_manager, fieldValidation="Strict", force=force and "true",
+                           dryRun=dry_run and "All"))
+        out = dict(answer)
         if before is None:
             action = "created"
         elif dry_run:
@@ -382,13 +340,15 @@ class KubeClient:
             same = (out.get("metadata") or {}).get("resourceVersion") == (before.get("metadata") or {}).get(
                 "resourceVersion") or _content(out) == _content(before)
             action = "unchanged" if same else "configured"
-        return ApplyResult(out, action)
+        return ApplyResult(out, action, tuple(warnings_of(resp)))
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, propagation: str = "Background",
                dry_run: bool = False) -> bool:
-        """True when deleted, False when it was already gone."""
+        """True when deleted, False when it was already gone. ``Background`` lets the garbage
+        collector remove what it owns (a RayJob's RayCluster and submitter Job)."""
         try:
-            self.call(rq.prepare_delete(kind, namespace, name, propagation=propagation, dry_run=dry_run))
+            self._request("delete", kind, namespace, name,
+                          params=_params(propagationPolicy=propagation, dryRun=dry_run and "All"))
         except ClusterError as e:
             if e.status == 404:
                 return False
@@ -397,138 +357,95 @@ class KubeClient:
 
     def can_i(self, verb: str, resource: str, *, group: str = "", namespace: str = "",
               subresource: str = "") -> bool:
-        doc = self.call(rq.prepare_access_review(verb, resource, group=group, namespace=namespace,
-                                                 subresource=subresource))
+        """``kubectl auth can-i VERB RESOURCE``: a SelfSubjectAccessReview (nothing persisted)."""
+        attrs = _params(namespace=namespace, verb=verb, group=group, resource=resource, subresource=subresource)
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "spec": {"resourceAttributes": attrs}}
+        doc = self._request("post", KINDS["SelfSubjectAccessReview"], None, obj=review,
+                            what=f"can-i {verb} {resource}{'/' + subresource if subresource else ''}")[1]
         return bool((doc.get("status") or {}).get("allowed"))
+
+    def pod_log(self, namespace: str, pod: str, *, container: str = "", tail: int | None = None,
+                since: int | None = None, previous: bool = False) -> str:
+        """A container's log as it is now."""
+        return self._log(namespace, pod, container=container, tail=tail, since=since, previous=previous).text
+
+    def follow_log(self, namespace: str, pod: str, *, container: str = "", tail: int | None = None,
+                   since: int | None = None, stop: threading.Event | None = None) -> Iterator[str]:
+        """A container's log lines as they come (``logs -f``) until the server ends the stream,
+        or until ``close_streams`` once ``stop`` is set (a stream opened meanwhile closes itself)."""
+        self.lk.local.stop = stop
+        try:
+            resp = self._log(namespace, pod, container=container, tail=tail, since=since, follow=True)
+        except _Stopped:
+            return
+        try:
+            yield from resp.iter_lines()
+        finally:
+            resp.close()
+
+    def _log(self, namespace: str, pod: str, *, follow: bool = False, container: str = "",
+             tail: int | None = None, since: int | None = None, previous: bool = False) -> httpx2.Response:
+        br = self.lk.prepare_request("get", PodLog, name=pod, namespace=namespace, params=_params(
+            container=container, follow=follow and "true", tailLines=tail, sinceSeconds=since,
+            previous=previous and "true"))
+        br.timeout = FOLLOW_READ if follow else None
+        return self._get(br, ref("Pod", namespace, pod), stream=follow)
 
     def watch(self, kind: Kind, namespace: str | None, *, label_selector: str = "", field_selector: str = "",
               stop: threading.Event | None = None, max_failures: int = 8) -> Iterator[WatchEvent]:
-        """List then watch, forever (until ``stop`` is set): yields SYNC first, then changes.
+        """List then watch, until ``stop`` is set: yields SYNC first, then changes. Each watch
+        runs in a thread of its own (``stop`` is that thread's).
 
-        Resumes from the last resourceVersion seen (events and bookmarks) when the server
-        closes the stream or the connection drops; re-lists (a new SYNC) on 410 Gone.
+        lightkube resumes from the last resourceVersion seen (events and bookmarks) when the
+        server closes the stream, and after a dropped connection (``on_error``: up to
+        ``max_failures`` in a row, with backoff); a 410 Gone ends its watch, and this one
+        re-lists (a new SYNC) and watches from there.
         """
+        what = f"{kind.plural} in {namespace}" if namespace and kind.namespaced else kind.plural
         items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
         yield WatchEvent("SYNC", {}, items)
-        failures = 0
-        while not (stop and stop.is_set()):
-            req = rq.prepare_watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
-                                   resource_version=rv)
+        gone = False
+
+        def on_error(e: Exception, failures: int) -> OnErrorResult:
+            nonlocal gone
+            code = e.status.code if isinstance(e, ApiError) else \
+                e.response.status_code if isinstance(e, httpx2.HTTPStatusError) else 0
+            gone = code == 410
+            if gone or (stop is not None and stop.is_set()):
+                return OnErrorResult(OnErrorAction.STOP)
+            if isinstance(e, httpx2.TransportError) and failures <= max_failures:
+                self.lk.sleep(_backoff(failures))
+                return OnErrorResult(OnErrorAction.RETRY)
+            return OnErrorResult(OnErrorAction.RAISE)
+
+        self.lk.local.stop = stop
+        while not (stop is not None and stop.is_set()):
+            br = self.lk.prepare_request("list", resource_of(kind), namespace=self._where(kind, namespace),
+                                         watch=True, params=_params(
+                                             labelSelector=label_selector, fieldSelector=field_selector,
+                                             resourceVersion=rv, allowWatchBookmarks="true",
+                                             timeoutSeconds=WATCH_TIMEOUT_SECONDS))
             gone = False
             try:
-                for line in self.stream_lines(req, stop):
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    etype, obj = event.get("type"), event.get("object") or {}
-                    if etype == "ERROR":
-                        if obj.get("code") == 410:
-                            gone = True
-                            break
-                        raise api_error(int(obj.get("code") or 500), json.dumps(obj).encode(), req)
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    failures = 0
-                    if etype == "BOOKMARK":
-                        continue
-                    obj.setdefault("apiVersion", kind.api_version)
-                    obj.setdefault("kind", kind.kind)
-                    yield WatchEvent(str(etype), obj, [])
-                    if stop and stop.is_set():
-                        return
-            except ClusterError as e:
-                if e.status != 410:
-                    raise
-                gone = True
-            except (httpx2.TransportError, httpx2.StreamError) as e:
-                if stop and stop.is_set():
-                    return
-                failures += 1
-                if failures > max_failures:
-                    raise ClusterError(f"watch keeps failing: {e}", obj=req.obj) from e
-                self.sleep(_backoff(failures))
+                with worded(what):
+                    for etype, obj in self.lk.watch(br, on_error=on_error):
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        if etype != "BOOKMARK":
+                            yield WatchEvent(etype, _plain(obj, kind), [])
+                        if stop is not None and stop.is_set():
+                            return
+            except _Stopped:
+                return
+            except httpx2.StreamError:  # closed by close_streams: done when stopped, else resumed from rv
                 continue
-            if gone:
-                log.debug("watch %s: 410 Gone, re-listing", req.obj)
-                items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
-                yield WatchEvent("SYNC", {}, items)
-
-
-def _lightkube_config(config: kc.Kubeconfig, selected: kc.Selected) -> Any:
-    """lightkube's SingleConfig of the selected context; a field of the wrong type is a
-    located KubeconfigError (lightkube would raise msgspec's ValidationError)."""
-    import msgspec
-    from lightkube.config.kubeconfig import SingleConfig
-    from lightkube.config.models import Cluster, Context, User
-
-    def convert(value: dict[str, Any], model: type, section: str, name: str) -> Any:
-        try:
-            return msgspec.convert(value, model)
-        except msgspec.ValidationError as e:
-            text = str(e)
-            field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
-            at = config.locate(section, name, field)
-            path = f"{section}.{name}" + (f".{field}" if field else "")
-            raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
-                                                    text.partition(" - at ")[0])]) from None
-
-    cluster_name, user_name = str(selected.context["cluster"]), str(selected.context.get("user"))
-    for section, name, body, fields in (("clusters", cluster_name, selected.cluster, ("certificate-authority-data",)),
-                                        ("users", user_name, selected.user or {},
-                                         ("client-certificate-data", "client-key-data"))):
-        for field in fields:
-            _check_base64(config, section, name, field, body.get(field))
-    context = convert(selected.context, Context, "contexts", selected.name)
-    cluster = convert({**selected.cluster, "server": server_url(str(selected.cluster["server"]))}, Cluster,
-                      "clusters", cluster_name)
-    user = convert(selected.user, User, "users", user_name) if selected.user is not None else User()
-    if not cluster.server.startswith("https://"):
-        user = User()  # kubectl sends no credentials over plain HTTP (client-go's IsConfigTransportTLS)
-    return SingleConfig(context_name=selected.name, context=context, cluster=cluster, user=user,
-                        fname=None)
-
-
-def server_url(server: str) -> str:
-    """The server as kubectl reads it: one without a scheme (``127.0.0.1:6443``) is plain
-    HTTP (client-go's DefaultServerURL before any TLS setting is considered), so kubectl then
-    sends no credentials either."""
-    return server if "://" in server else f"http://{server}"
-
-
-def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, value: Any) -> None:
-    """A ``*-data`` field is base64 (kubectl: "illegal base64 data at input byte N"), located."""
-    if value is None:
-        return
-    at = config.locate(section, name, field)
-    try:
-        base64.b64decode(str(value), validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{section}.{name}.{field}",
-                                                f"not base64 ({e}): expected the PEM file's base64 "
-                                                f"(`base64 -w0 FILE`)")]) from None
-
-
-def _tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
-    """A TLS file of the context that cannot be loaded, at the kubeconfig line naming it."""
-    import ssl
-
-    fields = [("clusters", str(selected.context["cluster"]), selected.cluster, "certificate-authority"),
-              ("users", str(selected.context.get("user")), selected.user or {}, "client-certificate"),
-              ("users", str(selected.context.get("user")), selected.user or {}, "client-key")]
-    named = [(sec, name, field, body[field]) for sec, name, body, field in fields if body.get(field)]
-    if isinstance(e, ssl.SSLError):  # a file or a -data field: not PEM
-        named = [(sec, name, field + suffix, body[field + suffix]) for sec, name, body, field in fields
-                 for suffix in ("", "-data") if body.get(field + suffix)]
-        why = f"not a PEM certificate/key ({getattr(e, 'reason', None) or e})"
-    else:
-        named = [n for n in named if n[3] == e.filename] or named
-        missing = [n for n in named if not os.path.exists(str(n[3]))]
-        named = missing or named
-        why = f"{named[0][3] if len(named) == 1 else e.filename or 'a file'}: {e.strerror or e}"
-    sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
-    at = config.locate(sec, name, field)
-    what = field if len(named) <= 1 else "/".join(n[2] for n in named)
-    return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
-                                                f"cannot load the TLS file: {why}")])
+            except httpx2.TransportError as e:
+                raise ClusterError(f"watch keeps failing: {e}", obj=what) from e
+            if not gone:
+                return
+            log.debug("watch %s: 410 Gone, re-listing", what)
+            items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
+            yield WatchEvent("SYNC", {}, items)
 
 
 def connect(*, context: str | None = None, kubeconfig: str | None = None, target: kc.Target | None = None,
@@ -542,10 +459,6 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None, target
         KubeconfigError: a malformed kubeconfig or an unusable context (exit 2), located.
         ClusterError: no configuration at all.
     """
-    from lightkube.config.client_adapter import Client as http_client
-    from lightkube.config.client_adapter import ConnectionParams
-    from lightkube.config.kubeconfig import KubeConfig, SingleConfig
-
     found = (target if target is not None else kc.resolve(kubeconfig, context)).usable()
     single: SingleConfig | None
     if found is None:
@@ -557,23 +470,19 @@ def connect(*, context: str | None = None, kubeconfig: str | None = None, target
                                hint=kc.HINT) from e
     else:
         config, selected = found
-        single = _lightkube_config(config, selected)
+        single = single_config(config, selected)
     assert single is not None
     try:
-        http = http_client(single, ConnectionParams(timeout=httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT),
-                                                    transport=transport))
+        client = KubeClient(single, transport=transport, sleep=sleep)
     except OSError as e:  # a certificate or key file missing (FileNotFoundError) or not PEM (ssl.SSLError)
         if found is None:
             raise ClusterError(f"in-cluster service account: {e}") from e
-        raise _tls_problem(config, selected, e) from e
+        raise tls_problem(config, selected, e) from e
     except Exception as e:  # lightkube's ConfigError (an unsupported auth-provider...)
         raise ClusterError(f"context {single.context_name}: {e}", hint=kc.HINT) from e
     if found is not None and selected.user and str(single.cluster.server).startswith("https://"):
         # exec plugins and token files: ours, whose failures are located (credentials.py)
-        from dockyard_k8s.live.credentials import user_auth
-
         auth = user_auth(config, str(selected.context.get("user")), selected.user, selected.cluster)
         if auth is not None:
-            http.auth = auth
-    return KubeClient(http, namespace=single.namespace, context=single.context_name, sleep=sleep,
-                      server=str(single.cluster.server))
+            client.http.auth = auth
+    return client

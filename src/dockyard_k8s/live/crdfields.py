@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+KUBERAY_KINDS = frozenset({"RayJob", "RayCluster", "RayService"})
 # (kind, field path) -> (first KubeRay release whose CRD has it, the infra key that renders it).
 # Read in ray-project/kuberay's ray-operator/config/crd/bases/ at every v1.x tag; a RayJob's
 # rayClusterSpec has the RayCluster's spec fields.

@@ -19,15 +19,22 @@ As client-go: ``apiVersion`` must be ``client.authentication.k8s.io/v1`` or ``v1
 (v1alpha1 was removed in Kubernetes 1.24), ``v1`` requires ``interactiveMode``, the plugin gets
 ``KUBERNETES_EXEC_INFO``, its token is kept until its ``expirationTimestamp`` and the plugin is
 run again when the server answers 401. A token file is re-read on 401 (a rotated token).
+
+:func:`single_config` turns the selected context into lightkube's ``SingleConfig`` with the same
+kind of errors: a field of the wrong type, a ``*-data`` field that is not base64, and (at
+connect, :func:`tls_problem`) a certificate or key file that cannot be loaded.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import json
 import os
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -35,6 +42,9 @@ from collections.abc import Generator
 from typing import Any
 
 import httpx2
+import msgspec
+from lightkube.config.kubeconfig import SingleConfig
+from lightkube.config.models import Cluster, Context, User
 
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.live import kubeconfig as kc
@@ -258,3 +268,76 @@ def user_auth(config: kc.Kubeconfig | None, user_name: str, user: dict[str, Any]
     if isinstance(user.get("exec"), dict):
         return ExecAuth(dict(user["exec"]), where, cluster=cluster)
     return None
+
+
+def single_config(config: kc.Kubeconfig, selected: kc.Selected) -> SingleConfig:
+    """lightkube's SingleConfig of the selected context; a field of the wrong type is a
+    located KubeconfigError (lightkube would raise msgspec's ValidationError)."""
+
+    def convert(value: dict[str, Any], model: type, section: str, name: str) -> Any:
+        try:
+            return msgspec.convert(value, model)
+        except msgspec.ValidationError as e:
+            text = str(e)
+            field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
+            at = config.locate(section, name, field)
+            path = f"{section}.{name}" + (f".{field}" if field else "")
+            raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
+                                                    text.partition(" - at ")[0])]) from None
+
+    cluster_name, user_name = str(selected.context["cluster"]), str(selected.context.get("user"))
+    for section, name, body, fields in (("clusters", cluster_name, selected.cluster, ("certificate-authority-data",)),
+                                        ("users", user_name, selected.user or {},
+                                         ("client-certificate-data", "client-key-data"))):
+        for field in fields:
+            _check_base64(config, section, name, field, body.get(field))
+    context = convert(selected.context, Context, "contexts", selected.name)
+    cluster = convert({**selected.cluster, "server": server_url(str(selected.cluster["server"]))}, Cluster,
+                      "clusters", cluster_name)
+    user = convert(selected.user, User, "users", user_name) if selected.user is not None else User()
+    if not cluster.server.startswith("https://"):
+        user = User()  # kubectl sends no credentials over plain HTTP (client-go's IsConfigTransportTLS)
+    return SingleConfig(context_name=selected.name, context=context, cluster=cluster, user=user,
+                        fname=None)
+
+
+def server_url(server: str) -> str:
+    """The server as kubectl reads it: one without a scheme (``127.0.0.1:6443``) is plain
+    HTTP (client-go's DefaultServerURL before any TLS setting is considered), so kubectl then
+    sends no credentials either."""
+    return server if "://" in server else f"http://{server}"
+
+
+def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, value: Any) -> None:
+    """A ``*-data`` field is base64 (kubectl: "illegal base64 data at input byte N"), located."""
+    if value is None:
+        return
+    at = config.locate(section, name, field)
+    try:
+        base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{section}.{name}.{field}",
+                                                f"not base64 ({e}): expected the PEM file's base64 "
+                                                f"(`base64 -w0 FILE`)")]) from None
+
+
+def tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
+    """A TLS file of the context that cannot be loaded, at the kubeconfig line naming it."""
+    fields = [("clusters", str(selected.context["cluster"]), selected.cluster, "certificate-authority"),
+              ("users", str(selected.context.get("user")), selected.user or {}, "client-certificate"),
+              ("users", str(selected.context.get("user")), selected.user or {}, "client-key")]
+    named = [(sec, name, field, body[field]) for sec, name, body, field in fields if body.get(field)]
+    if isinstance(e, ssl.SSLError):  # a file or a -data field: not PEM
+        named = [(sec, name, field + suffix, body[field + suffix]) for sec, name, body, field in fields
+                 for suffix in ("", "-data") if body.get(field + suffix)]
+        why = f"not a PEM certificate/key ({getattr(e, 'reason', None) or e})"
+    else:
+        named = [n for n in named if n[3] == e.filename] or named
+        missing = [n for n in named if not os.path.exists(str(n[3]))]
+        named = missing or named
+        why = f"{named[0][3] if len(named) == 1 else e.filename or 'a file'}: {e.strerror or e}"
+    sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
+    at = config.locate(sec, name, field)
+    what = field if len(named) <= 1 else "/".join(n[2] for n in named)
+    return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
+                                                f"cannot load the TLS file: {why}")])

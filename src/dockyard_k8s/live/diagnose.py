@@ -18,6 +18,8 @@ Sources of the reasons (Kubernetes docs "Debug Pods", kubelet ``images`` and
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -88,15 +90,19 @@ def fleet_of(obj: dict[str, Any]) -> str:
 
 # --- hints ---------------------------------------------------------------------------------
 
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
     """Hint for a FailedScheduling / Unschedulable message; (hint, fatal)."""
     m = message.lower()
     if "insufficient nvidia.com/gpu" in m:
-        return (f"no node has enough free GPUs for a {fleet} pod: lower {_key(fleet, 'gpus')} or "
+        return (f"no node has enough free GPUs for {_a(fleet)} pod: lower {_key(fleet, 'gpus')} or "
                 f"{_key(fleet, 'replicas')}, or free GPUs (`dockyard-k8s doctor` shows allocatable GPUs)", False)
     for res, field in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral-storage", "ephemeralStorage")):
         if f"insufficient {res}" in m:
-            return (f"no node has {res} left for a {fleet} pod: lower {_key(fleet, field)} or add nodes", False)
+            return (f"no node has {res} left for {_a(fleet)} pod: lower {_key(fleet, field)} or add nodes", False)
     if "insufficient " in m:
         return (f"an extended resource the {fleet} pod requests is exhausted or absent on every node: "
                 f"check {_key(fleet, 'extendedResources')}", False)
@@ -348,3 +354,67 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
                   "FailedCreateWorkerPod"):
         return Diagnosis(fleet, name, reason, message, "KubeRay cannot create the pod: read the message", False)
     return None
+
+
+# --- findings read together: retries KubeRay will make, pods the run's terminating pods hold up ---
+
+# The submitter Job's backoffLimit KubeRay sets when the RayJob's submitterConfig does not
+# (rayjob_controller.go createNewK8sJob): three submissions in all.
+SUBMITTER_BACKOFF_LIMIT = 2
+
+
+def _owner_job(pod: dict[str, Any]) -> str | None:
+    return next((str(o.get("uid")) for o in (pod.get("metadata") or {}).get("ownerReferences") or []
+                 if o.get("kind") == "Job"), None)
+
+
+def submitter_retries(pod: dict[str, Any], pods: Iterable[dict[str, Any]],
+                      main: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(failed pods, retries allowed) of the submitter Job of a failed submitter pod of a
+    RayJob; None when ``pod`` is not one. The Job makes a new pod while failed <= backoffLimit
+    (``spec.submitterConfig.backoffLimit``, KubeRay's default 2), and the submission is
+    idempotent (the same Ray job id each time): a failed pod is not the end while it has retries."""
+    job = _owner_job(pod)
+    if main is None or main.get("kind") != "RayJob" or fleet_of(pod) != "submitter" or job is None or \
+            (pod.get("status") or {}).get("phase") != "Failed":
+        return None
+    limit = ((main.get("spec") or {}).get("submitterConfig") or {}).get("backoffLimit")
+    failed = sum(1 for p in pods if _owner_job(p) == job and (p.get("status") or {}).get("phase") == "Failed")
+    return failed, SUBMITTER_BACKOFF_LIMIT if limit is None else int(limit)
+
+
+def retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
+    """A failed submitter pod its Job retries: said, but not fatal (``--fail-fast`` waits)."""
+    if retries is None or not finding.fatal or retries[0] > retries[1]:
+        return finding
+    failed, limit = retries
+    return dataclasses.replace(finding, fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of "
+                               f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
+
+
+_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
+
+
+def _requests(pod: dict[str, Any]) -> set[str]:
+    return {str(r) for c in (pod.get("spec") or {}).get("containers") or []
+            for r in ((c.get("resources") or {}).get("requests") or {})}
+
+
+def waiting_for_terminating(findings: list[Diagnosis], pods: list[dict[str, Any]]) -> list[Diagnosis]:
+    """A pod refused for a resource that terminating pods of the run request (KubeRay's next
+    attempt starts while the failed one's pods have their grace period; a rollout's old pods)
+    waits for them: the scheduler counts a terminating pod's requests until it is gone."""
+    going = [p for p in pods if (p.get("metadata") or {}).get("deletionTimestamp")]
+    if not going:
+        return findings
+    out = []
+    for f in findings:
+        short = set(_INSUFFICIENT.findall(f.message)) if f.reason == "FailedScheduling" else set()
+        holding = sum(1 for p in going if short & _requests(p))
+        if holding:
+            f = dataclasses.replace(f, hint=(
+                f"{holding} pod{'s' if holding > 1 else ''} of the run {'are' if holding > 1 else 'is'} still "
+                f"terminating and hold{'' if holding > 1 else 's'} {', '.join(sorted(short))} until "
+                f"{'they are' if holding > 1 else 'it is'} gone; the scheduler places this pod then"))
+        out.append(f)
+    return out

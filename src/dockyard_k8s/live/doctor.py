@@ -32,6 +32,7 @@ from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
 from dockyard_k8s.render.meta import FLEET_LABEL
+from dockyard_k8s.render.rayauth import TokenSecret
 
 GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
@@ -347,8 +348,8 @@ def check_cni(found: Enforcement | None, needed: bool) -> Check:
 
 
 def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
-             token: tuple[str, str, bool] | None = None) -> list[Check]:
-    """Every check on what ``gather`` read; ``token``: the Ray token Secret (``references.token_secret_ref``)."""
+             token: TokenSecret | None = None) -> list[Check]:
+    """Every check on what ``gather`` read; ``token``: the Ray token Secret (``Bundle.findings``)."""
     checks = [check_version(facts.version, facts.unreachable, facts.unreachable_hint)]
     if facts.version is None:
         return checks
@@ -459,7 +460,7 @@ def _allowed(fetch: Any) -> Any:
 
 
 def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
-           token: tuple[str, str, bool] | None = None) -> Facts:
+           token: TokenSecret | None = None) -> Facts:
     try:
         version = client.version()
     except ClusterError as e:

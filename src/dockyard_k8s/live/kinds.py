@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dockyard_k8s import kueue
-
 
 @dataclass(frozen=True, slots=True)
 class Kind:
@@ -76,9 +74,6 @@ POD = KINDS["Pod"]
 EVENT = KINDS["Event"]
 RAYJOB = KINDS["RayJob"]
 RAYCLUSTER = KINDS["RayCluster"]
-# Rendered but never applied by the live path (namespace governance and the team's Kueue queue
-# objects are cluster-admin territory).
-RENDER_ONLY = frozenset({"ResourceQuota", "LimitRange", *kueue.TEAM_KINDS})
 
 
 def _plural(kind: str) -> str:
@@ -101,19 +96,6 @@ def kind_for(api_version: str, kind: str) -> Kind:
 
 def kind_of(obj: dict[str, Any]) -> Kind:
     return kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-
-
-def collection_path(kind: Kind, namespace: str | None) -> str:
-    """``/api/v1/namespaces/NS/pods``; cluster-wide when ``namespace`` is None or the kind is cluster-scoped."""
-    root = f"/api/{kind.api_version}" if "/" not in kind.api_version else f"/apis/{kind.api_version}"
-    if kind.namespaced and namespace:
-        return f"{root}/namespaces/{namespace}/{kind.plural}"
-    return f"{root}/{kind.plural}"
-
-
-def object_path(kind: Kind, namespace: str | None, name: str, subresource: str = "") -> str:
-    path = f"{collection_path(kind, namespace)}/{name}"
-    return f"{path}/{subresource}" if subresource else path
 
 
 def ref(kind: str, namespace: str | None, name: str) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import Path, show_typed
-from dockyard_k8s.yamlfile import Document, Mark, load_all
+from dockyard_k8s.yamlfile import Document, Mark, YamlError, load_all, read_text
 
 SECTIONS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -131,13 +131,12 @@ class _Reader:
         """One file (its data a mapping); None (with a problem) when it cannot be used at all.
         An empty file is ``{}``: kubectl treats it as a kubeconfig that sets nothing."""
         try:
-            with open(file, encoding="utf-8") as f:
-                text = f.read()
+            text = read_text(file)
         except OSError as e:
             self.problem(Mark(file), "", f"cannot read kubeconfig: {e.strerror or e}")
             return None
-        except UnicodeDecodeError as e:
-            self.problem(Mark(file), "", f"not UTF-8 text (byte {e.start}): is this a kubeconfig?")
+        except YamlError as e:
+            self.problem(e.problem.mark, "", f"{e.problem.message}: is this a kubeconfig?")
             return None
         loaded = load_all(text, file, single=True, last_key_wins=True)
         if loaded.error is not None or loaded.problems:

@@ -22,7 +22,6 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
-from dockyard_k8s.live.requests import Request
 
 # Cluster-scoped Kueue kinds a snapshot needs, then the namespaced ones.
 CLUSTER_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "Topology", "WorkloadPriorityClass", "AdmissionCheck")
@@ -160,7 +159,7 @@ def queue_position(client: KubeClient, namespace: str, local_queue: str, workloa
     API is not served, not allowed, or the Workload is not pending."""
     path = f"/apis/{VISIBILITY}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads"
     try:
-        doc = client.call(Request("GET", path, obj=f"LocalQueue {namespace}/{local_queue} pending workloads"))
+        doc = client.get_json(path, f"LocalQueue {namespace}/{local_queue} pending workloads")
     except ClusterError:
         return None
     for item in as_mapping(doc).get("items") or []:

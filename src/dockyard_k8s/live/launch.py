@@ -39,18 +39,15 @@ from dockyard_k8s.live.rayhead import (
     unauthenticated,
 )
 from dockyard_k8s.live.record import (
-    NO_INVOCATION,
     SUBMITTED_ANNOTATION,
     SUBMITTED_MANAGER,
-    Invocation,
     delete_self_conditions,
     deleted_text,
     ended_as,
-    launch_record,
-    record_name,
     spec_digest,
 )
 from dockyard_k8s.render.rayauth import enabled
+from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects, launch_record, record_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -77,24 +74,20 @@ class LaunchOptions:
     pre_running_deadline: float | None = None  # give up when not running in time
     fail_fast: bool = False  # stop at the first problem that cannot heal
     ray: RayTarget = dataclasses.field(default_factory=RayTarget)  # attach mode: where the Ray dashboard is
-    record: bool = True  # apply the launch record (<run>-launch ConfigMap: what the run was launched with)
-    invocation: Invocation = NO_INVOCATION  # the files and --set layers as given, for the record
+    invocation: Invocation = NO_INVOCATION  # the files and --set layers as given, for the launch record
 
 
-def with_record(bundle: Bundle, options: LaunchOptions) -> list[dict[str, Any]]:
-    """The launch record, then the bundle's objects: ``launch`` applies the record right after
-    the token Secret, before any object of the run, so a launch that fails half-way still says
-    what it was launched with (``status``, ``runs``, ``down RUN`` read it)."""
-    if not options.record:
-        return list(bundle.objects)
-    to_apply, _ = split_apply(bundle.objects)
-    return [launch_record(bundle, to_apply, options.invocation), *bundle.objects]
+# What --dry-run=client lists in place of the token `run` makes when the run's own Secret is missing.
+PREVIEW_TOKEN = "<a random token>"
 
 
 def preview(bundle: Bundle, options: LaunchOptions = LaunchOptions()) -> tuple[list[dict[str, Any]],
                                                                                 list[dict[str, Any]]]:
-    """(objects ``launch`` would apply in order, render-only objects it would skip)."""
-    return split_apply(with_record(bundle, options))
+    """(objects ``launch`` would apply in order, render-only objects it would skip): the run's own
+    token Secret first, which ``launch`` applies only when it is missing."""
+    own = bundle.findings.token is not None and bundle.findings.token.own
+    return split_apply(launch_objects(bundle.run, bundle.objects, options.invocation,
+                                      PREVIEW_TOKEN if own else None))
 
 
 # The infra keys that render what a run's pods may refer to, said before kubectl's way.
@@ -117,11 +110,12 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     if deleted is not None:
         return deleted
     # First: a Secret the infra file names but the cluster lacks fails before anything changes.
-    secret, existing = launch_secret(client, bundle.run.infra)
+    token, existing = launch_secret(client, bundle.run.infra)
+    # A missing token Secret goes with the run: dry-run with it first, applied before any pod reads it.
+    objects = launch_objects(bundle.run, bundle.objects, options.invocation, token)
     # Then anything else the pods need and the run does not create (a PriorityClass, an env Secret):
     # the follower could only wait on pods that can never start.
-    for unread in references.require(client, [*([secret] if secret else []), *with_record(bundle, options)],
-                                         what=f"run {run}", creates=RUN_CREATES):
+    for unread in references.require(client, objects, what=f"run {run}", creates=RUN_CREATES):
         (note or say)(unread)
     if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects):  # one line when the plugin ignores it
         from dockyard_k8s.live.netpol import inert_warning
@@ -133,9 +127,8 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     applied = [Applied(existing, "unchanged")] if existing else []
     for a in applied:
         say(f"{a.action:<10} {a.ref}")
-    # A missing token Secret goes with the run: dry-run with it first, applied before any pod reads it.
-    applied += orchestrate.apply_objects(client, [*([secret] if secret else []), *with_record(bundle, options)],
-                                         dry_run=options.dry_run == "server", force=options.force_conflicts,
+    applied += orchestrate.apply_objects(client, objects, dry_run=options.dry_run == "server",
+                                         force=options.force_conflicts,
                                          on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
     say(f"run {run} in {ns}: {orchestrate.tally(applied)}")
     if not options.dry_run:
@@ -177,18 +170,17 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
     return None
 
 
-def _self_deleting(bundle: Bundle, options: LaunchOptions) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+def _self_deleting(bundle: Bundle) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """(the RayJob, its DeleteSelf conditions) when the run's job deletes itself when it ends."""
     main = main_object(bundle.objects)
-    if main is None or main["kind"] != "RayJob" or not options.record:
+    if main is None or main["kind"] != "RayJob":
         return None
     conditions = delete_self_conditions(main)
     return (main, conditions) if conditions else None
 
 
 def _digest(bundle: Bundle, options: LaunchOptions) -> str:
-    to_apply, _ = split_apply(bundle.objects)
-    return spec_digest(launch_record(bundle, to_apply, options.invocation))
+    return spec_digest(launch_record(bundle.run, split_apply(bundle.objects)[0], options.invocation))
 
 
 def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
@@ -196,7 +188,7 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     """Re-running an unchanged spec whose RayJob a DeleteSelf rule removed when it ended: its
     launch record says `run` created the RayJob of this very spec, and the RayJob is gone. Says
     so (nothing applied, nothing re-run) instead of starting the training again."""
-    found = _self_deleting(bundle, options)
+    found = _self_deleting(bundle)
     if found is None or options.replace:
         return None
     main, conditions = found
@@ -217,18 +209,16 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
 def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, applied: list[Applied]) -> None:
     """After `run` created a RayJob that deletes itself when it ends: the digest of its spec on the
     launch record (a field manager of its own: the record's next apply keeps it and stays unchanged)."""
-    from dockyard_k8s.live import requests as rq
-
-    found = _self_deleting(bundle, options)
+    found = _self_deleting(bundle)
     if found is None:
         return
     main = found[0]
     ns = bundle.run.namespace
     if next((a.action for a in applied if a.ref == ref("RayJob", ns, main["metadata"]["name"])), "") != "created":
         return
-    client.call(rq.prepare_apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+    client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,
-        "annotations": {SUBMITTED_ANNOTATION: _digest(bundle, options)}}}, field_manager=SUBMITTED_MANAGER))
+        "annotations": {SUBMITTED_ANNOTATION: _digest(bundle, options)}}}, field_manager=SUBMITTED_MANAGER)
 
 
 def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOptions(), *,

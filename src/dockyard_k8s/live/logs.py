@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError, UsageError
-from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.diagnose import fleet_of
 
@@ -76,9 +75,9 @@ def read_logs(client: KubeClient, namespace: str, pods: list[dict[str, Any]], *,
     """(prefix, line) of each pod in turn (one request per pod: logs have no list call)."""
     for pod in pods:
         name = str((pod.get("metadata") or {}).get("name"))
-        req = rq.prepare_logs(namespace, name, container=container_of(pod, container), tail=tail,
-                              since_seconds=since, previous=previous)
-        for line in client.text(req).splitlines():
+        text = client.pod_log(namespace, name, container=container_of(pod, container), tail=tail, since=since,
+                              previous=previous)
+        for line in text.splitlines():
             yield prefix_of(pod), line
 
 
@@ -91,10 +90,9 @@ def follow_logs(client: KubeClient, namespace: str, pods: list[dict[str, Any]], 
 
     def pump(pod: dict[str, Any]) -> None:
         name = str((pod.get("metadata") or {}).get("name"))
-        req = rq.prepare_logs(namespace, name, container=container_of(pod, container), follow=True, tail=tail,
-                              since_seconds=since)
         try:
-            for line in client.stream_lines(req, stop):
+            for line in client.follow_log(namespace, name, container=container_of(pod, container), tail=tail,
+                                          since=since, stop=stop):
                 inbox.put((prefix_of(pod), line))
         except Exception as e:  # one pod failing does not stop the others
             if on_error and not stop.is_set():

@@ -13,7 +13,6 @@ from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live import requests as rq
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, kind_of
 from dockyard_k8s.live.orchestrate import watch_for
@@ -42,7 +41,7 @@ def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: f
             done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]
             if done:
                 name = done[0]["metadata"]["name"]
-                return client.text(rq.prepare_logs(namespace, name, container="launcher"))
+                return client.pod_log(namespace, name, container="launcher")
     raise ClusterError(f"the NCCL launcher did not finish within {timeout:.0f}s", obj=f"MPIJob {namespace}/"
                        f"{mpijob['metadata']['name']}", hint="kubectl describe mpijob; the MPI Operator must be "
                                                              "installed (kubeflow.org/v2beta1)")

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import KubeClient, WatchEvent
+from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, RENDER_ONLY, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of, ref
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -35,6 +35,7 @@ from dockyard_k8s.live.progress import (
 )
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 from dockyard_k8s.render.meta import RUN_LABEL
+from dockyard_k8s.render.record import RENDER_ONLY
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
 # (a RayJob's RayCluster) and the workload kinds of every launch shape, so `down` and
@@ -86,12 +87,11 @@ def _preflight(client: KubeClient, objects: list[dict[str, Any]], force: bool) -
     refused: list[ClusterError] = []
     for obj in objects:
         try:
-            client.apply(obj, dry_run=True, force=force)
+            apply_one(client, obj, dry_run=True, force=force)
         except ClusterError as e:
             if e.status == 0:  # not an answer of the API server (unreachable): as it is
                 raise
-            refused.append(explain_conflict(e, obj))
-    client.take_warnings()  # the real apply answers with the same ones
+            refused.append(e)
     if not refused:
         return
     if len({(str(r), r.hint) for r in refused}) == 1:  # one reason (a namespace missing): said once
@@ -115,6 +115,27 @@ def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], 
         groups = ", ".join(f"{g} {n}" for g, n in sorted(kept.items()))
         say(f"{ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
     return keep_added(out, live)
+
+
+def apply_one(client: KubeClient, obj: dict[str, Any], *, dry_run: bool = False, force: bool = False,
+              before: dict[str, Any] | None = None) -> ApplyResult:
+    """Server-side apply of one object. A conflict on a RayJob's or RayCluster's worker groups that
+    another manager wrote after they were read (Kueue admitting the job in between) is tried once
+    more with what it wrote, as :func:`_keep_scaling` would have kept it; any other is explained."""
+    try:
+        return client.apply(obj, dry_run=dry_run, force=force, before=before)
+    except ClusterError as e:
+        if e.status != 409 or obj.get("kind") not in ("RayCluster", "RayJob"):
+            raise explain_conflict(e, obj) from e
+        kind, ns, name = _name(obj)
+        live = client.get(kind, ns, name)
+        again = keep_added(obj, live)
+        if again is obj:
+            raise explain_conflict(e, obj) from e
+        try:
+            return client.apply(again, dry_run=dry_run, force=force, before=live)
+        except ClusterError as e2:
+            raise explain_conflict(e2, again) from e2
 
 
 def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name: str, obj: dict[str, Any], *,
@@ -154,17 +175,14 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         if before is not None and (before.get("metadata") or {}).get("deletionTimestamp") and not dry_run:
             wait_terminating(client, kind, ns, name, before, timeout=terminating_timeout, say=say)
             before = None
-        try:
-            result = client.apply(obj, dry_run=dry_run, force=force, before=before)
-        except ClusterError as e:
-            raise explain_conflict(e, obj) from e
+        result = apply_one(client, obj, dry_run=dry_run, force=force, before=before)
         action = result.action if not dry_run else f"{result.action} (server dry run)"
         item = Applied(ref(kind.kind, ns, name), action)
         out.append(item)
         if on_applied:
             on_applied(item)
-        for what, text in client.take_warnings():
-            say(f"warning: {what}: {text}")
+        for text in result.warnings:
+            say(f"warning: {item.ref}: {text}")
     return out
 
 
@@ -369,12 +387,15 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     for t in threads:
         t.start()
     synced: set[str] = set()
-    seen: dict[str, Any] | None = None  # the main object, once it was there
+    last: dict[str, Any] | None = None  # the main object as the last event that had it left it
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
 
     def stamp() -> str:
         secs = int(clock() - start)
         return f"[{secs // 60:02d}:{secs % 60:02d}]"
+
+    def tell(f: Diagnosis) -> None:
+        say(f"{stamp()} ✖ {f.line()}\n         hint: {f.hint}")
 
     try:
         while True:
@@ -392,48 +413,47 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 return Outcome(False, "pre-running-deadline",
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
-            try:
-                kind, ev = inbox.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            if isinstance(ev, BaseException):
-                raise ev
-            if ev.type == "SYNC":
-                view.sync(kind, ev.items)
-                if kind == "Event" and "Event" not in synced:
-                    # warnings from before this command about objects the run does not watch
-                    # (ReplicaSets...) are history; those about pods and watched objects count
-                    # while they concern the live ones (matched by uid)
-                    for key, event in list(view.events.items()):
-                        if (event.get("involvedObject") or {}).get("kind") not in tracked:
-                            view.events.pop(key)
-                synced.add(kind)
-            else:
-                view.update(kind, ev.type, ev.obj)
-            deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
-            if len(synced) < len(sources):
+            batch = _burst(inbox)
+            for kind, ev in batch:
+                if isinstance(ev, BaseException):
+                    raise ev
+                if ev.type == "SYNC":
+                    view.sync(kind, ev.items)
+                    if kind == "Event" and "Event" not in synced:
+                        # warnings from before this command about objects the run does not watch
+                        # (ReplicaSets...) are history; those about pods and watched objects count
+                        # while they concern the live ones (matched by uid)
+                        for key, event in list(view.events.items()):
+                            if (event.get("involvedObject") or {}).get("kind") not in tracked:
+                                view.events.pop(key)
+                    synced.add(kind)
+                else:
+                    view.update(kind, ev.type, ev.obj)
+                deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
+                last = view.main() or last  # as of each event: a burst may hold its end and its deletion
+                if len(synced) == len(sources):
+                    for line in view.changes(fleets=False):  # each state of the main object
+                        say(f"{stamp()} {line}")
+            if not batch or len(synced) < len(sources):
                 continue  # print once every first list is in
             for line in view.changes():
                 say(f"{stamp()} {line}")
             refused: Diagnosis | None = None
             for f in view.new_findings():
-                say(f"{stamp()} ✖ {f.line()}")
-                say(f"         hint: {f.hint}")
+                tell(f)
                 if f.reason in OPERATOR_REFUSED:  # KubeRay <= 1.4: no status, requeued forever
                     refused = refused or f
                 if fail_fast and f.fatal:
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
             main = view.main()
-            if (phase is None and seen is not None) or ((main or {}).get("metadata") or {}).get("deletionTimestamp"):
+            if (phase is None and last is not None) or ((main or {}).get("metadata") or {}).get("deletionTimestamp"):
                 # the main object was there and is gone, or is going (a finalizer holds it)
-                return deleted_outcome(main or seen or {}, view.pods, namespace)
-            seen = main or seen
+                return deleted_outcome(main or last or {}, view.pods, namespace)
             if phase is not None:
                 if phase.terminal:
                     for f in _drain(inbox, view):
-                        say(f"{stamp()} ✖ {f.line()}")
-                        say(f"         hint: {f.hint}")
+                        tell(f)
                     return Outcome(phase.ok, phase.state, phase.summary)
             elif view.main_kind is None:
                 return Outcome(True, "applied", "nothing to wait for")
@@ -446,6 +466,27 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
         stop.set()
         client.close_streams()
         join_all(threads)
+
+
+# A burst of watch events (16 sandbox pods turning Ready within milliseconds) is taken in whole
+# before the fleets' lines print, so it reads as one line per fleet instead of one per pod (the main
+# object's states are each said): after the first event, more are taken while they come within
+# QUIET seconds of each other, for at most BURST.
+QUIET, BURST = 0.05, 0.2
+
+
+def _burst(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]]) -> list[tuple[str, WatchEvent | BaseException]]:
+    try:
+        out = [inbox.get(timeout=0.25)]
+    except queue.Empty:
+        return []
+    end = time.monotonic() + BURST
+    while not isinstance(out[-1][1], BaseException) and (left := end - time.monotonic()) > 0:
+        try:
+            out.append(inbox.get(timeout=min(QUIET, left)))
+        except queue.Empty:
+            break
+    return out
 
 
 def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace: str) -> Outcome:
@@ -536,27 +577,3 @@ def _kueue_doc(view: RunView) -> dict[str, Any] | None:
     state = workload_state(workload)
     return {**dataclasses.asdict(state), "summary": state.summary(), "position": view.queue_position,
             "queueCounts": view.queue_counts}
-
-
-def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,
-                     say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
-    """Watch one pod until it runs; its problems are printed as they appear, and one that
-    cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
-    from dockyard_k8s.live.diagnose import pod_findings
-
-    seen: set[tuple[str, str]] = set()
-    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
-                           clock=clock)) as events:
-        for ev in events:
-            pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
-            for pod in pods:
-                if (pod.get("status") or {}).get("phase") == "Running":
-                    return
-                for f in pod_findings(pod):
-                    if f.key not in seen:
-                        seen.add(f.key)
-                        say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
-                    if f.fatal:
-                        raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
-    raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
-                       hint=f"kubectl -n {namespace} describe pod {name}")

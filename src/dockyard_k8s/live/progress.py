@@ -12,13 +12,21 @@ run reached a terminal state.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import kube
-from dockyard_k8s.live.diagnose import Diagnosis, event_finding, fleet_of, object_findings, pod_findings
+from dockyard_k8s.live.diagnose import (
+    Diagnosis,
+    event_finding,
+    fleet_of,
+    object_findings,
+    pod_findings,
+    retried,
+    submitter_retries,
+    waiting_for_terminating,
+)
 from dockyard_k8s.live.kueue import workload_of, workload_state
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -310,40 +318,6 @@ def fleet_line(row: FleetRow) -> str:
     return text
 
 
-# The submitter Job's backoffLimit KubeRay sets when the RayJob's submitterConfig does not
-# (rayjob_controller.go createNewK8sJob): three submissions in all.
-SUBMITTER_BACKOFF_LIMIT = 2
-
-
-def _owner_job(pod: dict[str, Any]) -> str | None:
-    return next((str(o.get("uid")) for o in (pod.get("metadata") or {}).get("ownerReferences") or []
-                 if o.get("kind") == "Job"), None)
-
-
-def submitter_retries(pod: dict[str, Any], pods: Iterable[dict[str, Any]],
-                      main: dict[str, Any] | None) -> tuple[int, int] | None:
-    """(failed pods, retries allowed) of the submitter Job of a failed submitter pod of a
-    RayJob; None when ``pod`` is not one. The Job makes a new pod while failed <= backoffLimit
-    (``spec.submitterConfig.backoffLimit``, KubeRay's default 2), and the submission is
-    idempotent (the same Ray job id each time): a failed pod is not the end while it has retries."""
-    job = _owner_job(pod)
-    if main is None or main.get("kind") != "RayJob" or fleet_of(pod) != "submitter" or job is None or \
-            _status(pod).get("phase") != "Failed":
-        return None
-    limit = ((main.get("spec") or {}).get("submitterConfig") or {}).get("backoffLimit")
-    failed = sum(1 for p in pods if _owner_job(p) == job and _status(p).get("phase") == "Failed")
-    return failed, SUBMITTER_BACKOFF_LIMIT if limit is None else int(limit)
-
-
-def _retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
-    """A failed submitter pod its Job retries: said, but not fatal (``--fail-fast`` waits)."""
-    if retries is None or not finding.fatal or retries[0] > retries[1]:
-        return finding
-    failed, limit = retries
-    return dataclasses.replace(finding, fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of "
-                               f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
-
-
 def _second(stamp: Any) -> str:
     """An RFC 3339 time (the API server's, UTC) to the second: conditions carry no more."""
     return str(stamp or "")[:19]
@@ -474,7 +448,7 @@ class RunView:
         for pod in pods:
             retries = submitter_retries(pod, pods, main)
             for f in pod_findings(pod):
-                out.setdefault(f.key, _retried(f, retries))
+                out.setdefault(f.key, retried(f, retries))
         for kind in ("RayCluster",):
             for obj in self.of_kind(kind):
                 for f in object_findings(obj):
@@ -501,7 +475,7 @@ class RunView:
                     continue
                 pulling.add(f.pod)
             out[f.key] = f
-        return list(out.values())
+        return waiting_for_terminating(list(out.values()), pods)
 
     def new_findings(self) -> list[Diagnosis]:
         """Findings not reported before (each pod + reason once)."""
@@ -509,8 +483,9 @@ class RunView:
         self.reported.update(f.key for f in fresh)
         return fresh
 
-    def changes(self) -> list[str]:
-        """Progress lines that changed since the last call (main object, each fleet)."""
+    def changes(self, *, fleets: bool = True) -> list[str]:
+        """Progress lines that changed since the last call (main object, each fleet unless not
+        ``fleets``: a burst of pod changes is said once, the main object's every state)."""
         lines: dict[str, str] = {}
         main = self.main()
         if main is not None:
@@ -519,15 +494,11 @@ class RunView:
             workload = self.workload()
             if workload is not None:  # Kueue's own words on why it waits (or where it was admitted)
                 lines["kueue"] = workload_state(workload).summary()
-        for row in self.fleets():
+        for row in self.fleets() if fleets else ():
             lines[row.fleet] = fleet_line(row)
         out = [text for key, text in lines.items() if self._last_lines.get(key) != text]
         self._last_lines.update(lines)
         return out
-
-
-def counts_text(rows: Iterable[FleetRow]) -> str:
-    return ", ".join(f"{r.fleet} {r.ready}/{r.desired}" for r in rows)
 
 
 # --- the pre-running deadline's clock -------------------------------------------------------

@@ -49,10 +49,9 @@ import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import pod_templates
-from dockyard_k8s.live import websocket
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
-from dockyard_k8s.render.meta import FLEET_LABEL, labels
+from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 from dockyard_k8s.render.shapes import head_pod_name
 
@@ -221,17 +220,10 @@ class RayJobsClient:
             self.sleep(poll)
 
     def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:
-        """The job's log as it grows, each part once, until the job ends: the dashboard's
-        ``logs/tail`` WebSocket; where it is not served (a proxy, an old Ray), the whole log
-        polled every ``poll`` seconds and only its new part yielded."""
+        """The job's log as it grows, each part once, until the job ends: the whole log
+        (``GET /api/jobs/{id}/logs``) read every ``poll`` seconds, only its new part yielded. The
+        status is read first, so the log read after a terminal one is complete."""
         seen = 0
-        try:
-            for text in websocket.messages(f"{self.address}/api/jobs/{job}/logs/tail", headers=self._ws_headers()):
-                seen += len(text)
-                yield text
-            return
-        except (websocket.WebSocketError, OSError) as e:
-            log.debug("job %s: logs/tail unavailable (%s); polling the log", job, e)
         while True:
             info = self.get(job) or {}
             text = self.logs(job)
@@ -242,11 +234,6 @@ class RayJobsClient:
                 return
             self.sleep(poll)
 
-    def _ws_headers(self) -> dict[str, str]:
-        """The client's own headers (credentials among them) for the WebSocket handshake."""
-        skip = {"accept", "accept-encoding", "connection", "user-agent", "host", "content-length"}
-        return {k: v for k, v in self.http.headers.items() if k.lower() not in skip}
-
 
 def job_row(info: dict[str, Any]) -> list[str]:
     return [str(info.get("submission_id") or info.get("job_id") or "-"), str(info.get("status", "-")),
@@ -256,26 +243,15 @@ def job_row(info: dict[str, Any]) -> list[str]:
 # --- the Ray token: its Secret, and where a dashboard's token comes from -------------------------
 
 
-def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
-    """The run's token Secret (pure: the token is passed in)."""
-    return {
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name(infra), "namespace": infra["infra"]["namespace"],
-                     "labels": labels(infra, "ray-auth")},
-        "type": "Opaque",
-        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
-    }
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
 def launch_secret(client: KubeClient, infra: InfraSpec, *,
-                  make_token: Callable[[], str] = new_token) -> tuple[dict[str, Any] | None, str | None]:
-    """What ``run`` does about the token Secret: (the Secret to apply with the run, with a random
-    token) when it is missing; (None, its ref) when it exists and stays as it is; (None, None)
-    when the run needs none (auth disabled, attach mode).
+                  make_token: Callable[[], str] = new_token) -> tuple[str | None, str | None]:
+    """What ``run`` does about the token Secret: (a random token for the Secret it applies with the
+    run, ``render.record.launch_objects``) when it is missing; (None, its ref) when it exists and
+    stays as it is; (None, None) when the run needs none (auth disabled, attach mode).
 
     Raises:
         ClusterError: a Secret named by ``kuberay.auth.secretName`` is missing, or a Secret has no
@@ -295,7 +271,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
         raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
                            f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
                            hint=create_command(ns, name))
-    return token_secret(infra, make_token()), None
+    return make_token(), None
 
 
 def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
@@ -534,7 +510,14 @@ def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
             return str(cluster)
         raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
     if launch["mode"] == "rayjob" and client is not None:
-        cluster, _ = ray_cluster_of(client.get(RAYJOB, ns, run) or {"kind": "RayJob"}, {})
+        job = client.get(RAYJOB, ns, run)
+        if job is None:
+            up = client.get(RAYCLUSTER, ns, run) is not None  # `cluster up` of the same recipe: bringup mode
+            raise ClusterError(f"no RayJob {ns}/{run} (the recipe's launch.mode is rayjob)", obj=f"RayJob {ns}/{run}",
+                               hint=f"RayCluster {run} is up (bringup mode, `cluster up`): add --set "
+                                    "launch.mode=bringup" if up else "`dockyard-k8s run RECIPE` starts it; "
+                                    "`dockyard-k8s cluster up RECIPE` brings up a cluster for `job submit`")
+        cluster, _ = ray_cluster_of(job, {})
         if not cluster:
             raise ClusterError("the RayJob has no RayCluster (yet)", obj=f"RayJob {ns}/{run}",
                                hint="`dockyard-k8s status` shows where it is")

@@ -1,18 +1,6 @@
-"""The launch record: what a run was launched with, kept on the cluster beside the run.
-
-``run`` and ``cluster up`` apply one more ConfigMap, ``<run>-launch``, labelled like every
-object of the run (so ``down`` deletes it), with:
-
-* ``launch.yaml``: the launcher version, the recipe file and infra files as given, the
-  ``--set`` layers and recipe overrides, the launch mode, and every object applied
-  (apiVersion, kind, name) — what ``status RUN``/``down RUN`` work from without the files;
-* ``infra.yaml`` / ``recipe.yaml``: the resolved infra spec and recipe.
-
-**Never a secret value**: every value of an environment map (``env``, ``env_vars``: names
-are kept, values are ``<redacted>`` unless they are ``valueFrom`` references), every value
-under a key that names a credential (``token``, ``password``, ``apiKey``, ``secretKey``...),
-and ``--set``/override values of such keys are redacted before anything is written.
-Pure: builds and reads plain data.
+"""The launch record read back from the cluster (``runs``, ``status RUN``, ``down RUN``), and how a
+RayJob that deleted itself ended. The record itself is built with the run it is applied with
+(``render/record.py``). Pure: reads plain data.
 """
 
 from __future__ import annotations
@@ -21,112 +9,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s import __version__
-from dockyard_k8s.credentials import ENV_KEYS, REDACTED, looks_like_credential
-from dockyard_k8s.credentials import redact_assignment as redact_assignment  # re-exported
 from dockyard_k8s.yamlfile import YamlError, load_data
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
-
-RECORD_COMPONENT = "launch-record"
-RECORD_SUFFIX = "launch"
-COMPONENT_LABEL = "app.kubernetes.io/component"
-VERSION_ANNOTATION = "dockyard-k8s/launcher-version"
-MODE_ANNOTATION = "dockyard-k8s/mode"
-GPUS_ANNOTATION = "dockyard-k8s/gpus"
-
-
-def record_name(run: str) -> str:
-    return f"{run}-{RECORD_SUFFIX}"
-
-
-def names_credential(key: str) -> bool:
-    """A key that names a credential (HF_TOKEN, apiKey, aws_secret_access_key, password; not
-    max_new_tokens or tokenizer): ``dockyard_k8s.credentials``, the one home of it."""
-    return looks_like_credential(key)
-
-
-def redact(value: Any, *, env: bool = False) -> Any:
-    """A copy of plain data with every secret-bearing value replaced by ``<redacted>``."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            key = str(k)
-            if env and not isinstance(v, (dict, list)):
-                out[key] = REDACTED if v is not None else None
-            elif names_credential(key) and not isinstance(v, (dict, list)) and v is not None:
-                out[key] = REDACTED
-            else:
-                out[key] = redact(v, env=key in ENV_KEYS)
-        return out
-    if isinstance(value, list):
-        if env:  # [{name, value}] as Kubernetes writes env
-            return [{**item, "value": REDACTED} if isinstance(item, dict) and "value" in item else redact(item)
-                    for item in value]
-        return [redact(v) for v in value]
-    return value
-
-
-def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
-    """GPUs the run's pod templates request (nvidia.com/gpu x replicas)."""
-    from dockyard_k8s.kube import pod_requests, pod_templates
-
-    total = 0
-    for obj in objects:
-        for template in pod_templates(obj):
-            if template.replicas is not None:  # not a DaemonSet's pods
-                total += int(pod_requests(template.spec).get("nvidia.com/gpu", 0)) * template.replicas
-    return total
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """What the command line said (files as given), for the record."""
-
-    infra_files: tuple[str, ...] = ()
-    sets: tuple[str, ...] = ()  # --set (and --set-string) as typed
-    set_files: tuple[str, ...] = ()  # --set-file KEY=PATH: the path is recorded, never the content
-
-
-NO_INVOCATION = Invocation()
-
-
-def launch_record(bundle: Bundle, applied: Sequence[dict[str, Any]], invocation: Invocation = NO_INVOCATION,
-                  ) -> dict[str, Any]:
-    """The record ConfigMap of a run about to be applied (``applied``: the objects, in order)."""
-    from dockyard_k8s.render.meta import metadata
-    from dockyard_k8s.render.serialize import dump_yaml
-
-    run = bundle.run
-    infra = run.infra
-    launch = {
-        "launcherVersion": __version__,
-        "recipeFile": run.recipe_file,
-        "infraFiles": list(invocation.infra_files),
-        "sets": [redact_assignment(s) for s in invocation.sets],
-        "setFiles": list(invocation.set_files),
-        "overrides": [redact_assignment(a) for a in run.job_args],
-        "sources": list(run.sources),
-        "mode": infra["launch"]["mode"],
-        "objects": [{"apiVersion": o.get("apiVersion"), "kind": o.get("kind"),
-                     "name": (o.get("metadata") or {}).get("name")} for o in applied],
-    }
-    meta = metadata(infra, record_name(run.name), RECORD_COMPONENT)
-    meta["annotations"] = {VERSION_ANNOTATION: __version__, MODE_ANNOTATION: str(infra["launch"]["mode"]),
-                           GPUS_ANNOTATION: str(total_gpus(applied))}
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": meta,
-        "data": {
-            "launch.yaml": dump_yaml(launch),
-            "infra.yaml": dump_yaml(redact(dict(infra))),
-            "recipe.yaml": dump_yaml(redact(run.recipe)),
-        },
-    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref, unheld_references
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.render.rayauth import TokenSecret
 
 if TYPE_CHECKING:
     from dockyard_k8s.live.client import KubeClient
@@ -44,11 +45,10 @@ def _secret_fix(namespace: str, name: str, how: str) -> str:
 
 def check_references(references: list[tuple[str, str, str, str]],
                      found: dict[tuple[str, str, str], bool | None] | None,
-                     token: tuple[str, str, bool] | None = None) -> list[Check]:
+                     token: TokenSecret | None = None) -> list[Check]:
     """One check per kind the run's pods refer to by name without rendering it (``kube.unheld_references``:
     PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom/volumes and imagePullSecrets,
-    ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``:
-    its ``Secret ns/name``, its creation command, whether ``run`` creates it)."""
+    ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``)."""
     out = []
     for kind in dict.fromkeys(r[0] for r in references if r[0] != "Namespace"):
         title = REFERENCE_TITLES.get(kind, kind)
@@ -57,7 +57,7 @@ def check_references(references: list[tuple[str, str, str, str]],
             if k != kind:
                 continue
             ref = format_ref(k, ns, name)
-            if token is not None and ref == token[0] and token[2]:
+            if token is not None and ref == token.ref and token.own:
                 present.append(f"{name} (`run` creates it)")
                 continue
             exists = None if found is None else found.get((k, ns, name))
@@ -67,7 +67,7 @@ def check_references(references: list[tuple[str, str, str, str]],
                 unknown.append(name)
             else:
                 missing.append(f"{name} ({how})" if how else name)
-                fixes.append(token[1] if token is not None and ref == token[0] else
+                fixes.append(token.command if token is not None and ref == token.ref else
                              _secret_fix(ns, name, how) if kind == "Secret" else
                              REFERENCE_FIXES[kind].format(ns=ns, name=name))
         if missing:
@@ -80,23 +80,14 @@ def check_references(references: list[tuple[str, str, str, str]],
     return out
 
 
-def token_secret_ref(infra: Any) -> tuple[str, str, bool] | None:
-    """The run's Ray token Secret: (``Secret ns/name``, the command creating it, whether ``run``
-    creates it when missing — its own default one — rather than stopping on it)."""
-    from dockyard_k8s.render.rayauth import token_prerequisite
-
-    found = token_prerequisite(infra)
-    return None if found is None else (found[0], found[2], not infra["kuberay"]["auth"]["secretName"])
-
-
 def read_references(client: KubeClient, objects: list[dict[str, Any]],
-                    token: tuple[str, str, bool] | None) -> dict[tuple[str, str, str], bool | None]:
+                    token: TokenSecret | None) -> dict[tuple[str, str, str], bool | None]:
     """Whether each object the run's pods name exists (None for a kind we may not read); the
     token Secret ``run`` creates is not looked up."""
     out: dict[tuple[str, str, str], bool | None] = {}
     denied: set[str] = set()
     for kind, ns, name, _ in unheld_references(objects):
-        if kind == "Namespace" or (token is not None and token[2] and format_ref(kind, ns, name) == token[0]):
+        if kind == "Namespace" or (token is not None and token.own and format_ref(kind, ns, name) == token.ref):
             continue
         if kind in denied:
             out[kind, ns, name] = None

@@ -21,21 +21,13 @@ from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
-from dockyard_k8s.live.record import (
-    GPUS_ANNOTATION,
-    MODE_ANNOTATION,
-    RECORD_COMPONENT,
-    Record,
-    read_record,
-    record_name,
-    self_deleted,
-    total_gpus,
-)
+from dockyard_k8s.live.record import Record, read_record, self_deleted
 from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
+from dockyard_k8s.render.record import GPUS_ANNOTATION, MODE_ANNOTATION, RECORD_COMPONENT, record_name, total_gpus
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 RECORDS = f"app.kubernetes.io/component={RECORD_COMPONENT},{MANAGED}"
-# The launch mode a main kind means, for runs without a record (applied with `render | kubectl apply`).
+# The launch mode a main kind means, for runs without a record (manifests applied without it).
 MODE_OF_KIND = {"RayJob": "rayjob", "RayCluster": "bringup", "Job": "job", "StatefulSet": "statefulset",
                 "MPIJob": "mpijob"}
 

@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.requests import FIELD_MANAGER
+from dockyard_k8s.live.client import FIELD_MANAGER
 
 _MANAGER = re.compile(r'conflict with "([^"]+)"')
 

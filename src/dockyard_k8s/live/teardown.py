@@ -23,7 +23,6 @@ from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import POD, ref
 from dockyard_k8s.live.orchestrate import (
     KEEP_BY_DEFAULT,
-    RENDER_ONLY,
     _name,
     down_kinds,
     find_run_objects,
@@ -31,6 +30,7 @@ from dockyard_k8s.live.orchestrate import (
     wait_deleted,
     watch_for,
 )
+from dockyard_k8s.render.record import RENDER_ONLY
 
 # How long `down` waits for the run's pods before it deletes the NetworkPolicies, by default
 # (the CLI's --timeout): Kubernetes' default grace period is 30 s, a Ray pod's preStop may take longer.

@@ -12,7 +12,8 @@ inputs give byte-identical output. One module per object family:
     network.py      every NetworkPolicy: default-deny (opt-in), the GPU pods' ingress, the sandbox's
     platform.py     PriorityClass, storage PVC, pre-pull DaemonSet, and the platform pass over
                     every GPU pod (runtimeClass, storage, placement, service account)
-    rayauth.py      Ray token authentication of the GPU pods (kuberay.auth)
+    rayauth.py      Ray token authentication of the GPU pods (kuberay.auth), the token Secret
+    record.py       the launch record; what a launch applies, in order (render, run, run --dry-run)
     submission.py   what attach mode and ``job submit`` send to the Ray Jobs API
     scripts/        the shell the operator-free shapes mount (Ray bootstrap)
     nccl.py         the NCCL fabric test MPIJob (its own command, not part of a run)

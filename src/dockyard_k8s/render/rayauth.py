@@ -16,17 +16,19 @@ port (10001) answer anyone who reaches them. With ``mode: token``:
 
 The operator only adds ``RAY_AUTH_*`` variables a container does not have yet, so ours are
 never duplicated. The token itself is never rendered (``render``'s output is deterministic and
-ends up in files and git): ``run``/``cluster up`` create the Secret with a random token when it
-is missing and never rewrite it (``live/rayhead.py``); for ``render | kubectl apply``,
+ends up in files and git): ``run``/``cluster up`` create the Secret (:func:`token_secret`) with a
+random token when it is missing and never rewrite it (``live/rayhead.py``); for ``render | kubectl apply``,
 ``render`` and ``check`` print :func:`create_command`, the generator of the same Secret (its
 name, key and run label), to run once before the first apply (docs/security.md).
 """
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.render.meta import RUN_LABEL, name_of, run_name
+from dockyard_k8s.render.meta import RUN_LABEL, labels, name_of, run_name
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -43,6 +45,17 @@ def enabled(infra: InfraSpec) -> bool:
 def secret_name(infra: InfraSpec) -> str:
     """The Secret holding the token: ``kuberay.auth.secretName`` or ``<run>-ray-auth``."""
     return str(infra["kuberay"]["auth"]["secretName"] or name_of(infra, "ray-auth"))
+
+
+def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
+    """The run's token Secret, as ``run`` creates it when it is missing (the token is passed in)."""
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret_name(infra), "namespace": infra["infra"]["namespace"],
+                     "labels": labels(infra, "ray-auth")},
+        "type": "Opaque",
+        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+    }
 
 
 def auth_env(infra: InfraSpec) -> list[dict[str, Any]]:
@@ -78,14 +91,23 @@ def create_command(namespace: str, name: str, run: str | None = None) -> str:
     return cmd + (f" && kubectl -n {namespace} label secret {name} {RUN_LABEL}={run}" if run else "")
 
 
-def token_prerequisite(infra: InfraSpec) -> tuple[str, str, str] | None:
-    """(``Secret ns/name``, what it is, the command that creates it) of the run's token Secret,
-    which the rendered pods read and ``render`` never emits; None without token auth or in attach
-    mode (the attached cluster holds its own)."""
+@dataclass(frozen=True, slots=True)
+class TokenSecret:
+    """The run's token Secret, which the rendered pods read and ``render`` never emits."""
+
+    ref: str  # Secret ns/name
+    what: str  # what it is, for the lists of what must exist
+    command: str  # the command that creates it with a random token
+    own: bool  # the launcher's default Secret, which `run` creates when missing (else it must exist)
+
+
+def token_prerequisite(infra: InfraSpec) -> TokenSecret | None:
+    """The run's token Secret; None without token auth or in attach mode (the attached cluster
+    holds its own)."""
     if not enabled(infra) or infra["launch"]["mode"] == "attach":
         return None
     ns, name = str(infra["infra"]["namespace"]), secret_name(infra)
     own = not infra["kuberay"]["auth"]["secretName"]
     what = ("the Ray token (key auth_token): `run` creates it with a random token; by hand" if own else
             "the Ray token (key auth_token, kuberay.auth.secretName): create it")
-    return f"Secret {ns}/{name}", what, create_command(ns, name, run_name(infra) if own else None)
+    return TokenSecret(f"Secret {ns}/{name}", what, create_command(ns, name, run_name(infra) if own else None), own)

@@ -29,7 +29,8 @@ from dockyard_k8s.validate.goyaml import may_differ, parse_slow
 from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
 from dockyard_k8s.validate.split import Chunk, json_like, region_documents, split_documents
-from dockyard_k8s.yamlfile import json_key, yaml_rs
+from dockyard_k8s.yamlfile import YamlError, json_key, yaml_rs
+from dockyard_k8s.yamlfile import read_text as read_file_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -107,14 +108,11 @@ def read_text(file: str) -> str:
     if file == "-":
         return sys.stdin.read()
     try:
-        with open(file, "rb") as f:
-            raw = f.read()
+        return read_file_text(file)
     except OSError as e:
         raise UsageError(f"{file}: cannot read ({e.strerror})") from e
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except YamlError as e:
+        raise UsageError(f"{file}:{e.problem.mark.line}:{e.problem.mark.col}: {e.problem.message}") from None
 
 
 def documents_of(file: str, text: str) -> tuple[list[Document], list[Problem]]:

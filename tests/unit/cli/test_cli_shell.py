@@ -54,8 +54,8 @@ def test_bash_completes_commands_actions_choices_and_files(capsys: pytest.Captur
 @pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
 def test_bash_completes_the_output_formats_of_every_command(capsys: pytest.CaptureFixture[str],
                                                             tmp_path: Path) -> None:
-    """-o FORMAT takes a format list that is no argparse choices (the old -o PATH still parses): issue 22
-    item 30 found check, render, lint and plan completing nothing after -o."""
+    """-o FORMAT takes a format list that is no argparse choices (a path gets the --output-file hint):
+    check, render, lint and plan once completed nothing after -o."""
     complete = _bash_completer(script(capsys, "bash"), tmp_path)
     assert complete("check", "x", "-o", "") == ["text", "json", "yaml"]
     assert complete("render", "x", "--output", "") == ["yaml", "json"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.schema import QUANTITY, check
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.kube import pod_templates
@@ -131,7 +132,7 @@ def test_an_accepted_infra_file_runs_or_is_refused_at_a_key(tmp_path, doc):
     infra = tmp_path / "i.infra.yaml"
     infra.write_text(yaml.safe_dump(doc))
     try:
-        bundle = build_bundle(str(recipe), str(infra), env={"HOME": str(tmp_path)})
+        bundle = build_bundle(str(recipe), str(infra), Layers(env={"HOME": str(tmp_path)}))
     except ConfigError as e:  # exit 2: each problem names a key (and where it was written)
         assert e.problems
         assert all(p.path for p in e.problems), e.render()

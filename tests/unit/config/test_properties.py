@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.yamlio import parse_yaml
 from dockyard_k8s.errors import ConfigError, ManifestError
@@ -46,7 +47,7 @@ def test_any_yaml_document_as_infra_is_a_config_or_a_config_error(tmp_path, data
     infra = tmp_path / "i.yaml"
     infra.write_text(yaml.safe_dump(data))
     try:
-        run = load_run(str(recipe), str(infra), env={"HOME": str(tmp_path)})
+        run = load_run(str(recipe), str(infra), Layers(env={"HOME": str(tmp_path)}))
     except ConfigError as e:
         assert e.problems and all(str(p) for p in e.problems)
     else:
@@ -69,7 +70,7 @@ def test_mutated_valid_infra_renders_or_fails_cleanly(tmp_path, mutations):
     infra = tmp_path / "i.yaml"
     infra.write_text(yaml.safe_dump(data))
     try:
-        bundle = build_bundle(str(recipe), str(infra), env={"HOME": str(tmp_path)})
+        bundle = build_bundle(str(recipe), str(infra), Layers(env={"HOME": str(tmp_path)}))
     except ConfigError as e:
         assert e.problems
         return
@@ -77,7 +78,7 @@ def test_mutated_valid_infra_renders_or_fails_cleanly(tmp_path, mutations):
         assert e.lines
         return
     text = dump_documents(bundle.objects)
-    assert text == dump_documents(build_bundle(str(recipe), str(infra), env={"HOME": str(tmp_path)}).objects)
+    assert text == dump_documents(build_bundle(str(recipe), str(infra), Layers(env={"HOME": str(tmp_path)})).objects)
     for obj in bundle.objects:
         assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"]
 
@@ -94,8 +95,8 @@ def test_valid_sizing_always_renders_deterministically(tmp_path, sizes):
         "replicas": sizes["replicas"], "gpus": sizes["gpus"], "cpu": sizes["cpu"], "memory": sizes["memory"],
         "shmSize": sizes["shm"]}}}))
     env = {"HOME": str(tmp_path)}
-    objects = build_bundle(str(recipe), str(infra), env=env).objects
-    assert dump_documents(objects) == dump_documents(build_bundle(str(recipe), str(infra), env=env).objects)
+    objects = build_bundle(str(recipe), str(infra), Layers(env=env)).objects
+    assert dump_documents(objects) == dump_documents(build_bundle(str(recipe), str(infra), Layers(env=env)).objects)
     trainer = objects[-1]["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert trainer["replicas"] == sizes["replicas"]
     requests = trainer["template"]["spec"]["containers"][0]["resources"]["requests"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
 
@@ -20,7 +21,7 @@ def configs(write):
 
 
 def recipe_of(write, clean_env, infra, text):
-    return load_run(write("r.yaml", text), infra, env=clean_env)
+    return load_run(write("r.yaml", text), infra, Layers(env=clean_env))
 
 
 def test_config_groups_self_and_packages(write, clean_env, configs):

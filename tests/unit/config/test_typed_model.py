@@ -11,6 +11,7 @@ import pytest
 
 from dockyard_k8s.config import infra_types
 from dockyard_k8s.config.infra_schema import INFRA
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.typegen import generate
 from support.paths import REPO
@@ -106,7 +107,7 @@ INFRAS = sorted(glob.glob(os.path.join(EXAMPLES, "*.infra.yaml")))
 def test_every_loaded_example_has_the_generated_types(infra_file, clean_env):
     recipe = os.path.join(EXAMPLES, "grpo_tiny.yaml" if "single" in infra_file or "cpu" in infra_file
                           else "grpo_swe.yaml")
-    run = load_run(recipe, infra_file, env={**clean_env, "TAG": "1"})
+    run = load_run(recipe, infra_file, Layers(env={**clean_env, "TAG": "1"}))
     problems: list[str] = []
     _conforms(run.infra, infra_types.InfraSpec, "", problems)
     assert problems == []

@@ -101,7 +101,7 @@ def test_containers_lists_init_then_main():
 
 
 def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
-    """Issue 22 item 26: what must exist before a kubectl apply of the objects."""
+    """What must exist before a kubectl apply of the objects."""
     from dockyard_k8s.kube import missing_references
 
     pod_spec = {"priorityClassName": "high", "serviceAccountName": "trainer", "imagePullSecrets": [{"name": "pull"}],

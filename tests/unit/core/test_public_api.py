@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import dockyard_k8s
+from dockyard_k8s.config.layering import Layers
 from support.paths import EXAMPLES, REPO
 
 RECIPE = f"{EXAMPLES}/grpo_swe.yaml"
@@ -24,10 +25,10 @@ def test_load_render_validate_lint_plan(clean_env):
         validate_objects,
     )
 
-    run = load_run(RECIPE, INFRA, env=clean_env)
+    run = load_run(RECIPE, INFRA, Layers(env=clean_env))
     assert (run.name, run.namespace) == ("grpo-swe", "rl-research")
     objects = render_run(run)
-    assert objects == build_bundle(RECIPE, INFRA, env=clean_env).objects
+    assert objects == build_bundle(RECIPE, INFRA, Layers(env=clean_env)).objects
     assert validate_objects(objects) == []
     report = lint_objects(objects)
     assert report.exit_code == 0 and report.findings

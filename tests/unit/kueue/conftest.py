@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 
 BASE = """\
@@ -21,7 +22,7 @@ def kueue_run(write, clean_env):
     def _run(extra: str = "", sets=()):
         recipe = write("exp.yaml", "model: m\n")
         infra = write("exp.infra.yaml", BASE + extra)
-        return build_bundle(recipe, infra, sets=list(sets), env=clean_env).objects
+        return build_bundle(recipe, infra, Layers(sets=list(sets), env=clean_env)).objects
 
     return _run
 
@@ -34,7 +35,7 @@ def kueue_problems_of(write, clean_env):
         recipe = write("exp.yaml", "model: m\n")
         infra = write("exp.infra.yaml", BASE + extra)
         with pytest.raises(ConfigError) as e:
-            build_bundle(recipe, infra, sets=list(sets), env=clean_env)
+            build_bundle(recipe, infra, Layers(sets=list(sets), env=clean_env))
         return [str(p) for p in e.value.problems]
 
     return _problems

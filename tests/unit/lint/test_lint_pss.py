@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.lint.pss import BASELINE, PRIVILEGED, RESTRICTED, evaluate
 from support.paths import EXAMPLES
@@ -162,7 +163,8 @@ def test_user_namespaces_relax_the_root_checks():
 
 
 def _templates(sets: list[str]):
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), sets=sets, env={})
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(sets=sets, env={}))
     out = {}
     for obj in bundle.objects:
         for t in pod_templates(obj):

@@ -400,7 +400,7 @@ def test_shm_minimum_scales_with_gpus_and_config():
 
 
 def test_a_public_service_or_ingress_in_front_of_a_gpu_pod_is_a_path_from_untrusted_pods():
-    """Issue 22 item 23, on hand-written objects: the untrusted pods' public egress, back in through
+    """On hand-written objects: the untrusted pods' public egress, back in through
     a LoadBalancer, or through an Ingress whose controller the GPU pod's ingress admits."""
     def objs(*extra):
         o = clean_set(True)

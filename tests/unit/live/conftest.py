@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from live_helpers import Recorder
+from live_helpers import Recorder, server_config
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def make_client() -> Callable[..., Any]:
 
     def make(handler: Callable[[httpx2.Request], httpx2.Response] | Recorder, sleeps: list[float] | None = None,
              **kwargs: Any) -> KubeClient:
-        http = httpx2.Client(transport=httpx2.MockTransport(handler), base_url="https://k8s.test")
-        return KubeClient(http, sleep=(sleeps.append if sleeps is not None else (lambda s: None)), **kwargs)
+        return KubeClient(server_config("https://k8s.test"), transport=httpx2.MockTransport(handler),
+                          sleep=(sleeps.append if sleeps is not None else (lambda s: None)), **kwargs)
 
     return make

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import httpx2
 
@@ -27,3 +28,11 @@ class Recorder:
         request.read()
         self.requests.append(request)
         return self.handler(request)
+
+
+def server_config(server: str, namespace: str | None = None) -> Any:
+    """lightkube's SingleConfig of a server with no credentials (what KubeClient is made from)."""
+    from lightkube import KubeConfig
+    from lightkube.config.models import Cluster, User
+
+    return KubeConfig.from_one(cluster=Cluster(server=server), user=User(), namespace=namespace).get()

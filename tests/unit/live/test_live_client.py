@@ -76,9 +76,15 @@ def test_api_errors_name_the_object_and_hint(make_client: Any, code: int, reason
 
 
 def test_non_json_error_body(make_client: Any) -> None:
-    handler = scripted(httpx2.Response(400, text="plain text failure"))
+    """Any error body is worded, also one without a Content-Type (lightkube's transform_exception
+    would fail on it with KeyError)."""
+    handler = scripted(httpx2.Response(400, text="plain text failure"), httpx2.Response(404, content=b"no such"))
+    client = make_client(handler)
     with pytest.raises(ClusterError, match="plain text failure"):
-        make_client(handler).version()
+        client.version()
+    with pytest.raises(ClusterError, match="no such") as e:
+        client.list(KINDS["RayJob"], "ns")
+    assert e.value.status == 404 and e.value.obj == "rayjobs in ns"
 
 
 def test_get_and_delete_treat_404_as_absent(make_client: Any) -> None:

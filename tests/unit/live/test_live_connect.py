@@ -16,6 +16,7 @@ import pytest
 
 from dockyard_k8s.errors import EXIT_BAD_INPUT, ClusterError
 from dockyard_k8s.live import client as client_mod
+from dockyard_k8s.live.answers import unreachable_reason
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.kubeconfig import KubeconfigError
 from dockyard_k8s.live.portforward import kubectl_error
@@ -94,26 +95,31 @@ def test_refused_fails_at_once_with_url_and_reason(tmp_path: Path) -> None:
 def test_silent_server_hits_the_connect_timeout(tmp_path: Path, silent_server: tuple[int, list[socket.socket]],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     port, accepted = silent_server
-    monkeypatch.setattr(client_mod, "CONNECT_TIMEOUT", 0.3)
+    monkeypatch.setattr(client_mod, "TIMEOUT", httpx2.Timeout(30.0, connect=0.3))
     client = client_mod.connect(kubeconfig=kubeconfig_for(tmp_path, f"https://127.0.0.1:{port}"), sleep=lambda s: None)
     with pytest.raises(ClusterError, match=r"no answer within 0.3 s \(connect timeout\)"):
         client.version()
     assert len(accepted) == 1  # one attempt, not max_retries + 1
 
 
-def test_connect_timeout_is_a_few_seconds() -> None:
+def test_connect_timeout_is_a_few_seconds(make_client: Any) -> None:
+    """Every request connects within seconds; a watch's read is bounded (a dead connection ends
+    it), a followed log's is not (a job may print nothing for hours)."""
     seen: list[httpx2.Request] = []
+    stop = threading.Event()
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
+        if request.url.params.get("watch"):
+            stop.set()
         return httpx2.Response(200, json={"items": [], "metadata": {}})
 
-    http = httpx2.Client(transport=httpx2.MockTransport(handler), base_url="https://k8s.test")
-    client = client_mod.KubeClient(http)
-    client.list(KINDS["Pod"], "ns")
-    for req in (client._build(client_mod.rq.prepare_list(KINDS["Pod"], "ns")),
-                client._build(client_mod.rq.prepare_watch(KINDS["Pod"], "ns"))):
-        assert req.extensions["timeout"]["connect"] == client_mod.CONNECT_TIMEOUT <= 10
+    client = make_client(handler)
+    list(client.watch(KINDS["Pod"], "ns", stop=stop))
+    list(client.follow_log("ns", "p"))
+    timeouts = [r.extensions["timeout"] for r in seen]
+    assert all(t["connect"] == client_mod.CONNECT_TIMEOUT <= 10 for t in timeouts)
+    assert [t["read"] for t in timeouts] == [60.0, client_mod.WATCH_TIMEOUT_SECONDS + 30, None]
 
 
 def test_a_server_that_answered_before_is_retried(make_client: Any) -> None:
@@ -141,7 +147,7 @@ def test_a_server_that_answered_before_is_retried(make_client: Any) -> None:
     (httpx2.ConnectError("something new"), "something new"),
 ])
 def test_unreachable_reasons(error: Exception, words: str) -> None:
-    assert words in client_mod.unreachable_reason(error)
+    assert words in unreachable_reason(error, 5.0)
 
 
 def test_cli_status_and_doctor_say_url_and_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import warnings_of
+from dockyard_k8s.live.answers import warnings_of
 from dockyard_k8s.live.crdfields import explain, since, undeclared_fields, undeclared_in_message
 
 REFUSAL = ("failed to create typed patch object (rl-research/grpo-swe; ray.io/v1, Kind=RayJob): errors:\n"
@@ -117,3 +117,19 @@ def test_auth_options_secret_name_arrived_in_v1_6_0_not_with_auth_options() -> N
     message, hint = explain("RayJob", ["spec.rayClusterSpec.authOptions"])
     assert "spec.rayClusterSpec.authOptions (KubeRay v1.5.1 added it; its secretName v1.6.0)" in message
     assert hint.startswith("upgrade the operator and its CRDs to KubeRay >= v1.6.0")
+
+
+def test_a_built_in_kind_s_refused_field_is_not_blamed_on_the_operator(make_client: Any) -> None:
+    """Seen on the real control plane: a ConfigMap field the API server's schema lacks was worded
+    "the cluster's ConfigMap CRD has no field ...: the operator installed is older"."""
+    message = ('failed to create typed patch object (rl-research/a; /v1, Kind=ConfigMap): .bogus: field not '
+               'declared in schema')
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(500, json={"kind": "Status", "status": "Failure", "message": message, "code": 500})
+
+    with pytest.raises(ClusterError) as e:
+        make_client(handler).apply({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "a", "namespace": "rl-research"}})
+    assert str(e.value) == "the API server's schema for ConfigMap has no field bogus"
+    assert "operator" not in e.value.hint and "kubectl explain configmap" in e.value.hint

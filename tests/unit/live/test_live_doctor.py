@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from dockyard_k8s.live.doctor import (
 from dockyard_k8s.live.netpol import enforcement, flag_value
 from dockyard_k8s.live.operator import check_operator, watch_namespaces
 from dockyard_k8s.live.references import check_references
+from dockyard_k8s.render.rayauth import TokenSecret
 
 
 def gpu_pod(gpus: int, replicas: int, fleet: str = "trainer") -> dict[str, Any]:
@@ -93,7 +95,8 @@ def test_references_missing_present_and_created_by_the_run() -> None:
                   ("PersistentVolumeClaim", "ns", "data", "volume data"))
     found = {("PriorityClass", "", "p"): True, ("Secret", "ns", "pull"): True, ("Secret", "ns", "wandb"): False,
              ("PersistentVolumeClaim", "ns", "data"): False}
-    own = ("Secret ns/run-ray-auth", "kubectl -n ns create secret generic run-ray-auth ...", True)
+    own = TokenSecret("Secret ns/run-ray-auth", "the Ray token", "kubectl -n ns create secret generic run-ray-auth ...",
+                      own=True)
     pc, secrets, pvc = check_references(wanted, found, own)
     assert (pc.name, pc.ok, pc.detail) == ("PriorityClass", True, "p")
     assert secrets.ok is False and secrets.fatal
@@ -101,7 +104,7 @@ def test_references_missing_present_and_created_by_the_run() -> None:
     assert secrets.hint == "kubectl -n ns create secret generic wandb --from-literal=api-key=... " \
                            "(or `dockyard-k8s dev secrets`)"
     assert (pvc.name, pvc.ok) == ("PVCs", False) and "data (volume data)" in pvc.detail
-    named = ("Secret ns/run-ray-auth", "kubectl -n ns create secret generic run-ray-auth ...", False)
+    named = dataclasses.replace(own, own=False)
     _, secrets, _ = check_references(wanted, {**found, ("Secret", "ns", "run-ray-auth"): False}, named)
     assert "run-ray-auth (key auth_token" in secrets.detail  # kuberay.auth.secretName: must exist
     assert "kubectl -n ns create secret generic run-ray-auth ..." in secrets.hint

@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 from fractions import Fraction
 
+import httpx2
 import pytest
 
+from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
 from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
-from dockyard_k8s.live.rayhead import prepare_stop, prepare_submit, submission_id
+from dockyard_k8s.live.rayhead import RayJobsClient, prepare_stop, prepare_submit, ray_cluster_name, submission_id
+from support.paths import EXAMPLES
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -90,6 +94,27 @@ def test_ray_job_requests_and_ids() -> None:
     assert prepare_stop("j").path == "/api/jobs/j/stop"
 
 
+def test_follow_logs_polls_the_whole_log_and_yields_each_part_once() -> None:
+    """`job logs --follow`: the Jobs API has no stream, so the whole log is read again until the
+    job is terminal (its status read first: the last log read is complete)."""
+    answers = [("RUNNING", "line 1\n"), ("RUNNING", "line 1\n"), ("RUNNING", "line 1\nline 2\n"),
+               ("SUCCEEDED", "line 1\nline 2\nline 3\n")]
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        status, text = answers[0]
+        if request.url.path.endswith("/logs"):
+            answers.pop(0)
+            return httpx2.Response(200, json={"logs": text})
+        return httpx2.Response(200, json={"submission_id": "j", "status": status})
+
+    sleeps: list[float] = []
+    ray = RayJobsClient("http://head:8265", transport=httpx2.MockTransport(handler), sleep=sleeps.append)
+    assert list(ray.follow_logs("j", poll=2.0)) == ["line 1\n", "line 2\n", "line 3\n"]
+    assert seen[:2] == ["/api/jobs/j", "/api/jobs/j/logs"] and len(seen) == 8 and sleeps == [2.0] * 3
+
+
 def test_json_rows_show_every_field_in_order() -> None:
     """status/doctor/runs -o json write these rows with dataclasses.asdict(): every field, in declaration
     order (what NamedTuple._asdict() gave), so a field added later reaches the JSON too."""
@@ -125,3 +150,28 @@ def test_the_local_pre_running_deadline_comes_after_kuberay_s_own_checks() -> No
     assert KUBERAY_RECHECK_SECONDS == 3.0
     assert deadline_margin(5) > KUBERAY_RECHECK_SECONDS and deadline_margin(1) > KUBERAY_RECHECK_SECONDS
     assert deadline_margin(300) == 30 and deadline_margin(2700) == 60  # 10%, at most a minute
+
+
+class _Objects:
+    """A client's ``get`` over a few objects by kind and name."""
+
+    def __init__(self, *objects: dict[str, object]) -> None:
+        self.objects = {(o["kind"], o["name"]): o for o in objects}
+
+    def get(self, kind: object, namespace: str, name: str) -> dict[str, object] | None:
+        return self.objects.get((getattr(kind, "kind", ""), name))
+
+
+@pytest.mark.parametrize(("objects", "said", "hint"), [
+    # `cluster up` of the recipe made a bringup RayCluster; `job submit` without the mode looked for a RayJob
+    ([{"kind": "RayCluster", "name": "grpo-swe"}], "no RayJob rl-research/grpo-swe (the recipe's launch.mode is "
+     "rayjob)", "RayCluster grpo-swe is up (bringup mode, `cluster up`): add --set launch.mode=bringup"),
+    ([], "no RayJob rl-research/grpo-swe", "`dockyard-k8s run RECIPE` starts it"),
+    ([{"kind": "RayJob", "name": "grpo-swe"}], "the RayJob has no RayCluster (yet)", "`dockyard-k8s status`"),
+])
+def test_the_ray_cluster_of_a_rayjob_run_that_is_not_there_is_said_as_it_is(
+        objects: list[dict[str, object]], said: str, hint: str) -> None:
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), Layers(env={}))
+    with pytest.raises(ClusterError) as e:
+        ray_cluster_name(_Objects(*objects), bundle)  # type: ignore[arg-type]
+    assert str(e.value).startswith(said) and hint in e.value.hint

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import queue
 from typing import Any
 
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
+from dockyard_k8s.live.orchestrate import _burst
 from dockyard_k8s.live.progress import (
     FleetRow,
     RunView,
@@ -124,8 +127,8 @@ def test_a_rendered_statefulset_run_waits_on_its_head_pod_trainer_0() -> None:
     """The statefulset shape's head is pod 0 of the trainer StatefulSet, a trainer pod: the run
     is over when its entrypoint exits, and the trainer StatefulSet is what it waits on (not the
     first by name, inference)."""
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ,
-                          sets=["launch.mode=statefulset", "kuberay.head.nodeSelector=null"])
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(env=os.environ, sets=["launch.mode=statefulset", "kuberay.head.nodeSelector=null"]))
     sets = [o for o in bundle.objects if o["kind"] == "StatefulSet"]
     assert main_object(sets)["metadata"]["name"] == "grpo-swe-trainer"
     assert main_object(list(reversed(sets)))["metadata"]["name"] == "grpo-swe-trainer"
@@ -149,15 +152,16 @@ def test_unknown_kinds_use_conditions() -> None:
 
 
 def test_desired_pods_from_the_example_bundle() -> None:
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env=os.environ)
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                          Layers(env=os.environ))
     assert desired_pods(bundle.objects) == {"sandbox": 16, "head": 1, "trainer": 2, "inference": 1, "submitter": 1}
     assert main_object(bundle.objects)["kind"] == "RayJob"
     bringup = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
-                           sets=["launch.mode=bringup"], env=os.environ)
+                           Layers(sets=["launch.mode=bringup"], env=os.environ))
     assert "submitter" not in desired_pods(bringup.objects)
     assert main_object(bringup.objects)["kind"] == "RayCluster"
     attach = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
-                          sets=["launch.mode=attach", "launch.attach.cluster=c"], env=os.environ)
+                          Layers(sets=["launch.mode=attach", "launch.attach.cluster=c"], env=os.environ))
     assert main_object(attach.objects) is None
 
 
@@ -342,3 +346,39 @@ def test_an_event_after_the_pod_s_condition_still_counts() -> None:
     view.sync("Event", [warning("e1", "Unhealthy", "w0", lastTimestamp="2026-12-03T10:00:41Z",
                                 message="Readiness probe failed")])
     assert [f.reason for f in view.findings()] == ["Unhealthy"]
+
+
+def test_a_pod_waiting_for_the_run_s_terminating_pods_is_told_so_not_to_lower_its_request() -> None:
+    """Seen on the real control plane: KubeRay's next attempt creates its cluster while the failed
+    attempt's pods are still terminating (30 s of grace on a real cluster), and the scheduler refuses
+    the new pods for resources those still hold. "lower kuberay.inference.cpu or add nodes" was false."""
+    view = RunView("grpo-swe", {"inference": 1}, "RayJob")
+    old = pod("grpo-swe-a-inference", "inference", "Running", ready=True)
+    old["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z"
+    old["spec"] = {"containers": [{"name": "ray-worker", "resources": {"requests": {"cpu": "8"}}}]}
+    sandbox = pod("grpo-swe-sandbox-x", "sandbox", "Running", ready=True)  # terminating, holds no cpu request
+    sandbox["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z"
+    new = pod("grpo-swe-b-inference", "inference", "Pending")
+    new["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": "0/8 nodes are available: 3 Insufficient cpu, 5 node(s) didn't "
+                                               "match Pod's node affinity/selector."}]
+    view.sync("Pod", [old, sandbox, new])
+    [found] = view.findings()
+    assert (found.pod, found.reason, found.fatal) == ("grpo-swe-b-inference", "FailedScheduling", False)
+    assert found.hint.startswith("1 pod of the run is still terminating and holds cpu until it is gone")
+    view.sync("Pod", [sandbox, new])  # once they are gone, the capacity hint is the true one again
+    assert "lower kuberay.inference.cpu" in view.findings()[0].hint
+
+
+def test_a_burst_of_pod_changes_is_said_once_per_fleet_and_every_state_of_the_main_object() -> None:
+    queued: queue.Queue[Any] = queue.Queue()
+    for i in range(16):  # kwok turns 16 sandbox pods Ready within milliseconds
+        queued.put(("Pod", i))
+    assert [ev for _, ev in _burst(queued)] == list(range(16))  # taken in whole, then the lines print
+    assert _burst(queued) == []  # nothing came within the wait
+
+    view = RunView("grpo-swe", {"sandbox": 2}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Initializing"})])
+    view.sync("Pod", [pod("a", "sandbox", "Running", ready=True), pod("b", "sandbox", "Pending")])
+    assert view.changes(fleets=False) == ["RayJob x: jobDeploymentStatus Initializing, jobStatus -"]
+    assert view.changes() == ["sandbox: 2/2 scheduled, 1/2 ready"]  # the fleets at the burst's end

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from dockyard_k8s.live.record import REDACTED, names_credential, redact, redact_assignment
+from dockyard_k8s.credentials import REDACTED, looks_like_credential, redact, redact_assignment
 from dockyard_k8s.live.runs import RunRef, age, run_job_id
 
 
@@ -16,7 +16,7 @@ from dockyard_k8s.live.runs import RunRef, age, run_job_id
     ("TOKENIZERS_PARALLELISM", False), ("keyspace", False), ("name", False),
 ])
 def test_credential_names(key: str, credential: bool) -> None:
-    assert names_credential(key) is credential
+    assert looks_like_credential(key) is credential
 
 
 REF = {"secretKeyRef": {"name": "a", "key": "b"}}

@@ -1,17 +1,21 @@
-"""Exact requests: paths, server-side apply headers and parameters, selectors, dry run, apply order."""
+"""Exact requests (as sent, through lightkube's request pipeline): paths, server-side apply headers and
+parameters, selectors, dry run, apply order."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
+import httpx2
 import pytest
 from live_helpers import Recorder
 
 from dockyard_k8s.bundle import build_bundle
-from dockyard_k8s.live import requests as rq
-from dockyard_k8s.live.kinds import KINDS, collection_path, kind_for, object_path
+from dockyard_k8s.config.layering import Layers
+from dockyard_k8s.live import client as client_mod
+from dockyard_k8s.live.kinds import KINDS, kind_for
 from support.paths import EXAMPLES
 
 RAYJOB = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r", "namespace": "ns"}, "spec": {}}
@@ -28,50 +32,73 @@ RAYJOB = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r",
     ("example.com/v1", "Ingress", "ns", "/apis/example.com/v1/namespaces/ns/ingresses/x"),  # conventional plural
     ("example.com/v1", "Policy", "ns", "/apis/example.com/v1/namespaces/ns/policies/x"),
 ])
-def test_object_paths(api_version: str, kind: str, ns: str | None, path: str) -> None:
-    assert object_path(kind_for(api_version, kind), ns, "x") == path
+def test_object_paths(make_client: Any, recorder: Recorder, api_version: str, kind: str, ns: str | None,
+                      path: str) -> None:
+    assert make_client(recorder).get(kind_for(api_version, kind), ns, "x") is None  # the recorder's 404
+    assert recorder.requests[0].url.path == path
 
 
-def test_collection_paths_and_resource_names() -> None:
-    assert collection_path(KINDS["Pod"], None) == "/api/v1/pods"
-    assert collection_path(KINDS["Event"], "ns") == "/api/v1/namespaces/ns/events"
+def test_collection_paths_and_resource_names(make_client: Any) -> None:
+    recorder = Recorder(lambda r: httpx2.Response(200, json={"metadata": {}, "items": []}))
+    client = make_client(recorder)
+    client.list(KINDS["Pod"], None)  # every namespace
+    client.list(KINDS["Event"], "ns")
+    client.list(KINDS["Node"], "ns")
+    assert [r.url.path for r in recorder.requests] == ["/api/v1/pods", "/api/v1/namespaces/ns/events",
+                                                        "/api/v1/nodes"]
     assert KINDS["RayJob"].resource == "rayjobs.ray.io" and KINDS["Pod"].resource == "pods"
 
 
-def test_prepare_apply_is_server_side_apply() -> None:
-    req = rq.prepare_apply(RAYJOB)
-    assert (req.method, req.path) == ("PATCH", "/apis/ray.io/v1/namespaces/ns/rayjobs/r")
-    assert dict(req.headers)["Content-Type"] == "application/apply-patch+yaml"
-    assert dict(req.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict"}
-    assert json.loads(req.body or b"") == RAYJOB
-    assert req.obj == "RayJob ns/r"
-    forced = rq.prepare_apply(RAYJOB, force=True, dry_run=True)
-    assert dict(forced.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict", "force": "true",
-                                   "dryRun": "All"}
+def test_apply_is_server_side_apply(make_client: Any, recorder: Recorder) -> None:
+    client = make_client(recorder)
+    client.apply(RAYJOB)
+    client.apply(RAYJOB, force=True, dry_run=True)
+    req, forced = recorder.requests
+    assert (req.method, req.url.path) == ("PATCH", "/apis/ray.io/v1/namespaces/ns/rayjobs/r")
+    assert req.headers["Content-Type"] == "application/apply-patch+yaml"
+    assert dict(req.url.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict"}
+    assert json.loads(req.content) == RAYJOB
+    assert dict(forced.url.params) == {"fieldManager": "dockyard-k8s", "fieldValidation": "Strict", "force": "true",
+                                       "dryRun": "All"}
 
 
-def test_prepare_list_watch_delete_logs() -> None:
-    sel = rq.selector_text({"b": "2", "a": "1"})
-    assert sel == "a=1,b=2"
-    lst = rq.prepare_list(KINDS["Pod"], "ns", label_selector=sel)
-    assert (lst.method, lst.path, lst.params) == ("GET", "/api/v1/namespaces/ns/pods", (("labelSelector", sel),))
-    w = rq.prepare_watch(KINDS["Pod"], "ns", label_selector=sel, resource_version="42")
-    assert dict(w.params) == {"watch": "true", "labelSelector": sel, "resourceVersion": "42",
-                              "allowWatchBookmarks": "true", "timeoutSeconds": str(rq.WATCH_TIMEOUT_SECONDS)}
-    assert w.stream
-    d = rq.prepare_delete(KINDS["RayJob"], "ns", "r", dry_run=True)
-    assert (d.method, dict(d.params)) == ("DELETE", {"propagationPolicy": "Background", "dryRun": "All"})
-    lg = rq.prepare_logs("ns", "p", container="c", follow=True, tail=5, since_seconds=60, previous=False)
-    assert lg.path == "/api/v1/namespaces/ns/pods/p/log"
-    assert dict(lg.params) == {"container": "c", "follow": "true", "tailLines": "5", "sinceSeconds": "60"}
-    rev = rq.prepare_access_review("patch", "rayjobs", group="ray.io", namespace="ns")
-    assert json.loads(rev.body or b"")["spec"]["resourceAttributes"] == {
+def test_list_watch_delete_logs_and_access_review_requests(make_client: Any) -> None:
+    stop = threading.Event()
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if request.url.params.get("watch"):
+            stop.set()  # the watch is ended while its stream is open: it opens no other
+            return httpx2.Response(200, content=b"")
+        if request.url.path.endswith("/log"):
+            return httpx2.Response(200, text="a line\n")
+        if request.method == "POST":
+            return httpx2.Response(201, json={**json.loads(request.content), "status": {"allowed": True}})
+        return httpx2.Response(200, json={"metadata": {"resourceVersion": "42"}, "items": []})
+
+    recorder = Recorder(answer)
+    client = make_client(recorder)
+    client.list(KINDS["Pod"], "ns", label_selector="a=1,b=2")
+    assert [e.type for e in client.watch(KINDS["Pod"], "ns", label_selector="a=1,b=2", stop=stop)] == ["SYNC"]
+    assert client.delete(KINDS["RayJob"], "ns", "r", dry_run=True)
+    assert client.pod_log("ns", "p", container="c", tail=5, since=60) == "a line\n"
+    assert client.can_i("patch", "rayjobs", group="ray.io", namespace="ns")
+    lst, _, w, d, lg, rev = recorder.requests
+    assert (lst.method, lst.url.path, dict(lst.url.params)) == ("GET", "/api/v1/namespaces/ns/pods",
+                                                                {"labelSelector": "a=1,b=2", "limit": "500"})
+    assert dict(w.url.params) == {"watch": "true", "labelSelector": "a=1,b=2", "resourceVersion": "42",
+                                  "allowWatchBookmarks": "true",
+                                  "timeoutSeconds": str(client_mod.WATCH_TIMEOUT_SECONDS)}
+    assert (d.method, dict(d.url.params)) == ("DELETE", {"propagationPolicy": "Background", "dryRun": "All"})
+    assert lg.url.path == "/api/v1/namespaces/ns/pods/p/log"
+    assert dict(lg.url.params) == {"container": "c", "tailLines": "5", "sinceSeconds": "60"}
+    assert rev.url.path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    assert json.loads(rev.content)["spec"]["resourceAttributes"] == {
         "namespace": "ns", "verb": "patch", "group": "ray.io", "resource": "rayjobs"}
 
 
 def _bundle(*sets: str) -> Any:
-    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), sets=sets,
-                        env=os.environ)
+    return build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"),
+                        Layers(sets=sets, env=os.environ))
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.orchestrate import apply_one
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
 
 
@@ -93,3 +96,32 @@ def test_a_changed_or_own_worker_group_list_is_applied_as_rendered() -> None:
     assert keep_added(ours, None) is ours
     deployment = {"kind": "Deployment", "spec": {}}
     assert keep_added(deployment, deployment) is deployment
+
+
+class _Racing:
+    """A cluster where Kueue admits the RayJob between the launcher's read and its write: the
+    first apply conflicts with "kueue" on the worker groups (seen on the real control plane)."""
+
+    def __init__(self) -> None:
+        self.applied: list[dict[str, Any]] = []
+
+    def apply(self, obj: dict[str, Any], **_: Any) -> str:
+        self.applied.append(obj)
+        if obj["spec"]["rayClusterSpec"]["workerGroupSpecs"] != [ADMITTED]:
+            raise ClusterError('Apply failed with 1 conflict: conflict with "kueue" using ray.io/v1: '
+                               ".spec.rayClusterSpec.workerGroupSpecs", obj="RayJob ns/j", status=409)
+        return "unchanged"
+
+    def get(self, *_: Any) -> dict[str, Any]:
+        return rayjob([ADMITTED], owners=("kueue",))
+
+
+def test_worker_groups_kueue_wrote_after_they_were_read_are_applied_back_on_the_conflict() -> None:
+    racing = _Racing()
+    assert apply_one(racing, rayjob([RENDERED])) == "unchanged"  # type: ignore[arg-type,comparison-overlap]
+    assert [o["spec"]["rayClusterSpec"]["workerGroupSpecs"] for o in racing.applied] == [[RENDERED], [ADMITTED]]
+    changed = rayjob([{**RENDERED, "replicas": 2}])  # the user's change: the conflict is said, not retried
+    with pytest.raises(ClusterError) as e:
+        apply_one(racing, changed)  # type: ignore[arg-type]
+    assert e.value.status == 409 and "--replace" in e.value.hint
+    assert racing.applied[-1] is changed

@@ -169,7 +169,7 @@ def test_possibly_internal_ranges_open_only_when_opted_in() -> None:
 
 
 def test_extra_egress_never_names_a_pod_of_an_attached_ray_cluster() -> None:
-    """Issue 22 item 21: an attached cluster's pods carry no fleet label, only KubeRay's
+    """An attached cluster's pods carry no fleet label, only KubeRay's
     ray.io/cluster: the narrowing of extraEgress must refuse them too, in every namespace."""
     sets = ["launch.mode=attach", "launch.attach.cluster=shared-ray",
             "sandbox.networkPolicy.extraEgress=[{to: [{podSelector: {}}, {namespaceSelector: {}}]}]"]
@@ -184,7 +184,7 @@ def test_extra_egress_never_names_a_pod_of_an_attached_ray_cluster() -> None:
 
 
 def test_an_ingress_to_the_head_service_kuberay_makes_is_a_path() -> None:
-    """Issue 22 item 23: a hand-written Ingress to <cluster>-head-svc, the Service KubeRay makes,
+    """A hand-written Ingress to <cluster>-head-svc, the Service KubeRay makes,
     plus a rule admitting the ingress controller: the sandbox's public egress comes back in."""
     from dockyard_k8s.lint.isolation import exposures
 

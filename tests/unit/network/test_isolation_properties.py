@@ -21,6 +21,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.render import render_run
@@ -111,7 +112,7 @@ def test_no_setting_reopens_a_refused_path_without_the_opt_in(tmp_path: Path, ex
     infra.write_text(yaml.safe_dump({"defaults": str(REPO / "examples" / f"{example}.infra.yaml"), **extra}))
     recipe = REPO / "examples" / ("grpo_swe.yaml" if example == "grpo_swe" else "grpo_tiny.yaml")
     try:
-        run = load_run(str(recipe), str(infra), env={"HOME": "/nonexistent"})
+        run = load_run(str(recipe), str(infra), Layers(env={"HOME": "/nonexistent"}))
     except ConfigError:
         return  # refused at the line written: nothing reopened
     objects = render_run(run)

@@ -146,7 +146,7 @@ ENDPOINT_PEER = ("{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name
 ])
 def test_extra_egress_to_every_pod_is_computed_by_check_and_lint(capsys: Any, write: Any, peer: str, severity: str,
                                                                  says: str) -> None:
-    """Issue 22 item 21: pods live in private space, so a selector naming every pod of a
+    """Pods live in private space, so a selector naming every pod of a
     namespace (or of the cluster) is a way into it, which check and lint must say."""
     body = f"sandbox:\n  networkPolicy:\n    extraEgress:\n      - to: [{peer}]\n"
     code, out, err, infra = check(capsys, write, body)
@@ -188,7 +188,7 @@ INGRESS_NGINX = ("kuberay:\n  networkPolicy:\n    extraIngress:\n      - from: [
 ])
 def test_a_public_entry_to_the_ray_head_is_a_path_from_the_sandbox(capsys: Any, write: Any, body: str,
                                                                    severity: str, says: str) -> None:
-    """Issue 22 item 23: the sandbox's public egress reaches a LoadBalancer or an ingress
+    """The sandbox's public egress reaches a LoadBalancer or an ingress
     controller's load balancer, which forwards to the head: policies between pods never see it."""
     code, out, err, infra = check(capsys, write, body)
     assert code == 0, err
@@ -212,7 +212,7 @@ def check_image(capsys: Any, write: Any, tag: str, body: str = "", *extra: str) 
 
 
 def test_the_ray_version_is_read_from_a_ray_images_tag(capsys: Any, write: Any) -> None:
-    """Issue 22 item 20: rayVersion defaulted to 2.52.1 whatever the image, so an older Ray image
+    """kuberay.rayVersion defaulted to 2.52.1 whatever the image, so an older Ray image
     passed as token-authenticated and Ray ignored RAY_AUTH_MODE."""
     code, out, err, infra = check_image(capsys, write, "2.49.0-py311-gpu")
     assert code == 2 and out == ""

@@ -49,7 +49,7 @@ def test_allocatable_matches_karpenter(name):
     assert a["ephemeral-storage"] == 17 * GI
 
 
-def test_the_catalogue_has_the_types_the_issue_names():
+def test_the_catalogue_has_the_a100_h100_and_workstation_types():
     assert {"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", catalog.WORKSTATION} <= set(
         catalog.names())
     assert any(n.startswith("g5.") for n in catalog.AWS) and any(n.startswith("g6e.") for n in catalog.AWS)

@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.kube import pod_requests
 from support.paths import EXAMPLES
@@ -33,8 +34,8 @@ def _infra(tmp_path, extra: str) -> str:
 
 def test_sections_do_not_change_what_is_rendered(tmp_path):
     recipe = str(EXAMPLES / "grpo_swe.yaml")
-    plain = build_bundle(recipe, _infra(tmp_path, ""), env={})
-    with_sections = build_bundle(recipe, _infra(tmp_path, SECTIONS), env={})
+    plain = build_bundle(recipe, _infra(tmp_path, ""), Layers(env={}))
+    with_sections = build_bundle(recipe, _infra(tmp_path, SECTIONS), Layers(env={}))
     assert with_sections.objects == plain.objects
     assert with_sections.run.infra["lint"]["gpuRuntimeClass"] == "nvidia"
     assert with_sections.run.infra["plan"]["nodePools"][0]["count"] == 2
@@ -49,7 +50,7 @@ def test_sections_do_not_change_what_is_rendered(tmp_path):
 ])
 def test_sections_are_checked(tmp_path, extra, message):
     with pytest.raises(ConfigError) as e:
-        build_bundle(str(EXAMPLES / "grpo_swe.yaml"), _infra(tmp_path, extra), env={})
+        build_bundle(str(EXAMPLES / "grpo_swe.yaml"), _infra(tmp_path, extra), Layers(env={}))
     assert any(message in str(p) for p in e.value.problems), [str(p) for p in e.value.problems]
 
 

@@ -6,6 +6,7 @@ import pytest
 from plankit import GPU_TAINT, container, cpu_nodes, deployment, gpu_nodes, node, rayjob
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.plan import from_objects, from_pools, plan
 from support.paths import EXAMPLES
 
@@ -105,7 +106,7 @@ def test_quota_requires_tracked_requests():
 
 def test_sandbox_replicas_times_requests_too_large():
     """The spec's warning: replicas x request must fit on the nodes."""
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env={})
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), Layers(env={}))
     pools = {"nodePools": [
         {"name": "gpu", "instanceType": "p4de.24xlarge", "count": 3},
         {"name": "cpu", "instanceType": "m6i.8xlarge", "count": 1, "labels": {"node-role": "cpu"},
@@ -134,7 +135,7 @@ def test_sandbox_replicas_times_requests_too_large():
 
 
 def test_default_root_volume_is_too_small_for_the_example_sandbox():
-    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), env={})
+    bundle = build_bundle(str(EXAMPLES / "grpo_swe.yaml"), str(EXAMPLES / "grpo_swe.infra.yaml"), Layers(env={}))
     pools = {"nodePools": [{"name": "cpu", "instanceType": "m6i.16xlarge", "count": 2,
                             "labels": {"node-role": "cpu"}}]}
     result = plan(bundle.objects, from_pools(pools))

@@ -11,6 +11,7 @@ import yaml
 
 from dockyard_k8s import kube
 from dockyard_k8s.bundle import Bundle, build_bundle
+from dockyard_k8s.config.layering import Layers
 from support.paths import REPO, shared_crds
 
 EXAMPLES = REPO / "examples"
@@ -32,7 +33,7 @@ def make_bundle_of(tmp_path: Path) -> BundleOf:
             doc[key] = {**doc.get(key, {}), **copy.deepcopy(value)}
         path = tmp_path / "infra.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-        return build_bundle(recipe, str(path), sets=list(sets), env={"HOME": str(tmp_path)})
+        return build_bundle(recipe, str(path), Layers(sets=list(sets), env={"HOME": str(tmp_path)}))
 
     return _render
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from support.paths import REPO
 
 SCRIPT = REPO / "scripts" / "playground.sh"
@@ -98,7 +99,7 @@ def test_printed_command_checks_and_fits_the_cluster(tmp_path: Path, flag: str, 
     words = shlex.split(result.stdout)
     assert words[:2] == ["dockyard-k8s", "run"]
     recipe, infra = words[2], words[words.index("--infra") + 1]
-    bundle = build_bundle(str(REPO / recipe), str(REPO / infra), env={"HOME": str(tmp_path)})
+    bundle = build_bundle(str(REPO / recipe), str(REPO / infra), Layers(env={"HOME": str(tmp_path)}))
     infra_spec = bundle.run.infra
     assert infra_spec["infra"]["platform"] == "kind"
     assert infra_spec["infra"]["namespace"] == "dockyard"  # the namespace the script creates

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from platforms_support import IMAGE, RECIPE, BundleOf
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.platforms import EKS_GPU_ENV, EKS_PRESETS, PROFILES, profile_layer
 from dockyard_k8s.errors import ConfigError
@@ -46,7 +47,7 @@ def test_user_defaults_file_beats_the_profile_and_can_choose_it(tmp_path: Path) 
     user.write_text("infra:\n  platform: kind\n  storage:\n    size: 20Gi\n", encoding="utf-8")
     infra = tmp_path / "infra.yaml"
     infra.write_text(f"infra:\n  image: {IMAGE}\n", encoding="utf-8")
-    run = load_run(RECIPE, str(infra), env={"DOCKYARD_K8S_DEFAULTS": str(user)})
+    run = load_run(RECIPE, str(infra), Layers(env={"DOCKYARD_K8S_DEFAULTS": str(user)}))
     assert run.sources[:3] == ["<shipped defaults>", "<kind profile>", str(user)]
     assert run.infra["infra"]["runtimeClassName"] == "nvidia"  # from the kind profile chosen by the user file
     assert run.infra["infra"]["storage"]["size"] == "20Gi"  # user defaults beat the profile
@@ -133,5 +134,5 @@ def test_user_file_in_yaml_is_not_changed_by_set(tmp_path: Path) -> None:
     infra = tmp_path / "infra.yaml"
     infra.write_text(yaml.safe_dump({"infra": {"image": IMAGE, "platform": "eks",
                                                "labels": {"team": "rl"}}}), encoding="utf-8")
-    run = load_run(RECIPE, str(infra), sets=["infra.labels.team=infra"], env={"HOME": str(tmp_path)})
+    run = load_run(RECIPE, str(infra), Layers(sets=["infra.labels.team=infra"], env={"HOME": str(tmp_path)}))
     assert run.infra["infra"]["labels"] == {"team": "infra"}

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from platforms_support import IMAGE, RECIPE
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.render.serialize import dump_documents
 
@@ -38,10 +39,10 @@ def test_platform_keys_give_a_run_or_a_config_error(tmp_path: Path, chosen: dict
     infra = tmp_path / "infra.yaml"
     infra.write_text(yaml.safe_dump(doc), encoding="utf-8")
     try:
-        bundle = build_bundle(RECIPE, str(infra), env={"HOME": str(tmp_path)})
+        bundle = build_bundle(RECIPE, str(infra), Layers(env={"HOME": str(tmp_path)}))
     except ConfigError:
         return
-    again = build_bundle(RECIPE, str(infra), env={"HOME": str(tmp_path)})
+    again = build_bundle(RECIPE, str(infra), Layers(env={"HOME": str(tmp_path)}))
     assert dump_documents(bundle.objects) == dump_documents(again.objects)
     for obj in bundle.objects:
         assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"]

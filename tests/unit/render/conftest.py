@@ -1,6 +1,7 @@
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 
 BASE_INFRA = """\
 infra:
@@ -22,7 +23,7 @@ def render(write, clean_env):
         recipe = write("exp.yaml", "model: m\nenv:\n  code:\n    sandbox_urls: [http://localhost:9090]\n")
         inner = "".join(f"  {line}\n" for line in infra.splitlines())
         infra = write("exp.infra.yaml", BASE_INFRA + inner + extra)
-        objects = build_bundle(recipe, infra, sets=list(sets), overrides=list(overrides), env=clean_env).objects
+        objects = build_bundle(recipe, infra, Layers(sets=list(sets), overrides=list(overrides), env=clean_env)).objects
         return {(o["kind"], o["metadata"]["name"]): o for o in objects}, objects
 
     return _render

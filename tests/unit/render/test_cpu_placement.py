@@ -11,6 +11,7 @@ import os
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.kube import pod_templates
 from dockyard_k8s.plan import from_pools, plan
@@ -40,7 +41,7 @@ def placement(objects) -> dict[str, object]:
 
 
 def bundle(infra: str, sets=(), recipe: str = "grpo_swe.yaml"):
-    return build_bundle(f"{EX}/{recipe}", f"{EX}/{infra}", sets=list(sets), env={"HOME": "/nonexistent"})
+    return build_bundle(f"{EX}/{recipe}", f"{EX}/{infra}", Layers(sets=list(sets), env={"HOME": "/nonexistent"}))
 
 
 def test_the_sandbox_head_and_submitter_of_the_example_stay_off_gpu_nodes():
@@ -99,7 +100,7 @@ def test_a_pods_own_node_affinity_keeps_its_terms_and_gets_the_exclusion_in_each
                   "              requiredDuringSchedulingIgnoredDuringExecution:\n                nodeSelectorTerms:\n"
                   "                  - matchExpressions: [{key: zone, operator: In, values: [a]}]\n"
                   "                  - matchExpressions: [{key: zone, operator: In, values: [b]}]\n")
-    objects = build_bundle(f"{EX}/grpo_swe.yaml", infra, env={"HOME": "/nonexistent"}).objects
+    objects = build_bundle(f"{EX}/grpo_swe.yaml", infra, Layers(env={"HOME": "/nonexistent"})).objects
     terms = placement(objects)["head"]
     assert [t["matchExpressions"][0]["values"] for t in terms] == [["a"], ["b"]]
     assert all(t["matchExpressions"][1:] == [GPU_PRESENT, GKE, instance_types("p4de.24xlarge")] for t in terms)
@@ -129,7 +130,7 @@ def test_in_job_mode_the_sandbox_is_still_kept_off_gpu_nodes_so_selecting_one_is
                      "kuberay: {head: {gpus: 0}}\n"
                      "sandbox:\n  nodeSelector: {node.kubernetes.io/instance-type: p4de.24xlarge}\n")
     with pytest.raises(ConfigError) as e:
-        build_bundle(f"{EX}/grpo_swe.yaml", str(infra), env={"HOME": "/nonexistent"})
+        build_bundle(f"{EX}/grpo_swe.yaml", str(infra), Layers(env={"HOME": "/nonexistent"}))
     (problem,) = e.value.problems
     assert problem.line == 5 and "sandbox.nodeSelector" in problem.path, problem
     assert "selects GPU nodes" in problem.message and "p4de.24xlarge node has 8 GPUs" in problem.message

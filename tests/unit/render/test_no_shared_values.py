@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
 from dockyard_k8s.serve_bundle import build_serve_bundle
 from support.paths import EXAMPLES
@@ -40,7 +41,7 @@ def shared(objects: list[dict[str, Any]]) -> list[tuple[tuple[Any, ...], tuple[A
 def test_a_run_shares_no_value_between_places(infra, mode, clean_env):
     sets = [f"launch.mode={mode}", "infra.networkPolicy.defaultDeny=true", "infra.imagePull.prePull=true"]
     try:
-        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), sets=sets, env=clean_env)
+        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), Layers(sets=sets, env=clean_env))
     except ConfigError as e:  # a multi-node example in the one-pod job mode, say
         pytest.skip(f"{infra} is not a {mode} run: {e.problems[0]}")
     assert shared(bundle.objects) == []
@@ -51,7 +52,7 @@ def test_a_run_shares_no_value_between_places(infra, mode, clean_env):
              "kuberay.trainer.tolerations=[{key: nvidia.com/gpu, operator: Exists}]",
              "sandbox.command=[sleep, infinity]"]
     try:
-        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), sets=sets, env=clean_env)
+        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), Layers(sets=sets, env=clean_env))
     except ConfigError as e:
         pytest.skip(f"{infra} is not a {mode} run: {e.problems[0]}")
     both = shared([{"kind": "infra spec", **bundle.run.infra}, *bundle.objects])
@@ -60,4 +61,4 @@ def test_a_run_shares_no_value_between_places(infra, mode, clean_env):
 
 @pytest.mark.parametrize("spec", sorted(p.name for p in EXAMPLES.glob("*.serve.yaml")))
 def test_an_endpoint_shares_no_value_between_places(spec, clean_env):
-    assert shared(build_serve_bundle(str(EXAMPLES / spec), env=clean_env).objects) == []
+    assert shared(build_serve_bundle(str(EXAMPLES / spec), Layers(env=clean_env)).objects) == []

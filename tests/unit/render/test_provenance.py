@@ -6,6 +6,7 @@ import pytest
 
 from dockyard_k8s import bundle as bundle_mod
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.errors import ConfigError, ManifestError
 from dockyard_k8s.render import provenance, render_run
@@ -18,14 +19,14 @@ def recipe(write):
     return write("r.yaml", "model: m\n")
 
 
-def problems_of(*args, **kwargs):
+def problems_of(recipe, infra, **layers):
     with pytest.raises(ConfigError) as e:
-        build_bundle(*args, **kwargs)
+        build_bundle(recipe, infra, Layers(**layers))
     return [str(p) for p in e.value.problems]
 
 
 def test_tracing_renders_the_same_objects(recipe, write, clean_env):
-    run = load_run(recipe, write("i.yaml", INFRA + "kuberay:\n  pdb: {enabled: true}\n"), env=clean_env)
+    run = load_run(recipe, write("i.yaml", INFRA + "kuberay:\n  pdb: {enabled: true}\n"), Layers(env=clean_env))
     plain = render_run(run)
     with provenance.tracing(run.infra):
         traced = render_run(run)
@@ -37,7 +38,7 @@ def test_rendered_fields_know_their_infra_keys(recipe, write, clean_env):
     infra = write("i.yaml", INFRA + "launch:\n  suspend: true\nkuberay:\n  trainer:\n    memoryLimit: 300Gi\n"
                                     "  spec:\n    workerGroupSpecs:\n      - groupName: trainer\n"
                                     "        template: {spec: {containers: [{name: ray-worker, ports: []}]}}\n")
-    run = load_run(recipe, infra, env=clean_env)
+    run = load_run(recipe, infra, Layers(env=clean_env))
     with provenance.tracing(run.infra) as trace:
         job = next(o for o in render_run(run) if o["kind"] == "RayJob")
     where = trace.paths(job).infra_key
@@ -96,5 +97,5 @@ def test_a_problem_no_infra_value_explains_is_a_renderer_bug(recipe, write, clea
 
     monkeypatch.setattr(bundle_mod, "render_run", broken)
     with pytest.raises(ManifestError) as e:
-        build_bundle(recipe, write("i.yaml", INFRA), env=clean_env)
+        build_bundle(recipe, write("i.yaml", INFRA), Layers(env=clean_env))
     assert e.value.lines == ['object 7: RayJob default/r: spec.bogus: unknown field "bogus"']

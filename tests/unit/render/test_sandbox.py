@@ -201,7 +201,7 @@ def test_gpu_pods_get_no_api_token_but_an_autoscaling_head_does(render):
 
 
 def test_the_pool_runs_as_a_dedicated_empty_service_account(render):
-    """Issue 22 item 22: EKS Pod Identity and IRSA (and GKE/Azure workload identity) hand cloud
+    """EKS Pod Identity and IRSA (and GKE/Azure workload identity) hand cloud
     credentials to pods by ServiceAccount, whatever automountServiceAccountToken says: the
     executors never run as the namespace's default one."""
     objs, _ = render()

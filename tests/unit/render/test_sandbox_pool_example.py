@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.render.serialize import dump_yaml
 from support.paths import REPO
 
@@ -61,7 +62,7 @@ def _generated(tmp_path: Path) -> list[dict]:
     recipe.write_text("model: m\n")
     infra = tmp_path / "i.yaml"
     infra.write_text(INFRA)
-    objects = build_bundle(str(recipe), str(infra), env={"HOME": str(tmp_path)}).objects
+    objects = build_bundle(str(recipe), str(infra), Layers(env={"HOME": str(tmp_path)})).objects
     return [o for o in objects if o["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "sandbox"]
 
 

@@ -4,6 +4,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.render.serialize import dump_yaml
 from dockyard_k8s.yamlfile import load_data
 from support.paths import EXAMPLES
@@ -58,6 +59,6 @@ def test_rendered_runs_have_no_yaml_anchors(clean_env):
     from dockyard_k8s.render.serialize import dump_documents
 
     for infra in ("k3s_single_gpu.infra.yaml", "eks_p5.infra.yaml"):
-        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), env=clean_env)
+        bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), Layers(env=clean_env))
         text = dump_documents(bundle.objects)
         assert not [line for line in text.splitlines() if "&id0" in line or "*id0" in line], infra

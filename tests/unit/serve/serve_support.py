@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.serve import ServeConfig, load_serve
 from dockyard_k8s.serve_bundle import ServeBundle, build_serve_bundle
 
@@ -28,12 +29,12 @@ def write_spec(tmp: Path, serve: dict[str, Any] | None = None, *, name: str = "l
 
 
 def load(tmp: Path, serve: dict[str, Any] | None = None, *, sets: tuple[str, ...] = (), **sections: Any) -> ServeConfig:
-    return load_serve(write_spec(tmp, serve, **sections), sets=sets, env={"HOME": str(tmp / "nohome")})
+    return load_serve(write_spec(tmp, serve, **sections), Layers(sets=sets, env={"HOME": str(tmp / "nohome")}))
 
 
 def bundle(tmp: Path, serve: dict[str, Any] | None = None, *, sets: tuple[str, ...] = (),
            **sections: Any) -> ServeBundle:
-    return build_serve_bundle(write_spec(tmp, serve, **sections), sets=sets, env={"HOME": str(tmp / "nohome")})
+    return build_serve_bundle(write_spec(tmp, serve, **sections), Layers(sets=sets, env={"HOME": str(tmp / "nohome")}))
 
 
 def find(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def test_bundled_serve_crds_match_their_provenance(folder_name: str, project: st
 
 
 def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 22 item 17: KEDA scales only on what Prometheus scrapes."""
+    """KEDA scales only on what Prometheus scrapes."""
     assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
     out = capsys.readouterr().out
     assert "  metrics    PodMonitor llama-70b (prometheus-operator: scraped by a Prometheus whose podMonitorSelector " \
@@ -113,7 +113,6 @@ def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: py
 
 def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 22 item 19."""
     assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"),
                  "--set", "serve.network.scope=namespace"]) == 0
     out = capsys.readouterr().out
@@ -122,7 +121,6 @@ def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: P
 
 
 def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 22 item 23."""
     keyed = write_spec(tmp_path, {"apiKeySecret": {"name": "llama-keys"}})
     assert main(["serve", "check", keyed]) == 0
     assert "  auth       API key from Secret llama-keys/api-key (Authorization: Bearer; /health and /metrics stay " \
@@ -139,7 +137,7 @@ def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_serve_check_lists_what_must_already_exist(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 22 item 26: the same section as `check`, from the same reading of the objects."""
+    """The same section as `check`, from the same reading of the objects."""
     assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
     out = capsys.readouterr().out
     section = out.split("\nmust exist before `serve render | kubectl apply`", 1)[1].split("\n\n", 1)[0]

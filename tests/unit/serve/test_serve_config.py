@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from serve_support import load, write_spec
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.serve import endpoint_name_from, load_serve
 from dockyard_k8s.errors import ConfigError
 
@@ -92,8 +93,9 @@ def test_layers_set_variables_user_defaults_and_parents(tmp_path: Path, monkeypa
     parent.write_text("infra:\n  namespace: from-parent\nserve:\n  cpu: '6'\n  gpus: 2\n")
     spec = tmp_path / "e.serve.yaml"
     spec.write_text("defaults: base.infra.yaml\nserve:\n  model:\n    id: ${MODEL_ID}\n  gpus: 1\n")
-    cfg = load_serve(str(spec), sets=("serve.replicas=3", "serve.cache.accessMode=ReadWriteMany"),
-                     env={"DOCKYARD_K8S_DEFAULTS": str(user), "MODEL_ID": "Qwen/Qwen2.5-7B-Instruct"})
+    cfg = load_serve(str(spec),
+                     Layers(sets=("serve.replicas=3", "serve.cache.accessMode=ReadWriteMany"),
+                            env={"DOCKYARD_K8S_DEFAULTS": str(user), "MODEL_ID": "Qwen/Qwen2.5-7B-Instruct"}))
     s = cfg.serve
     assert s["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
     assert (s["image"], s["cpu"], s["gpus"], s["replicas"]) == ("registry.example.com/vllm:0.11.0", "6", 1, 3)
@@ -108,7 +110,7 @@ def test_unknown_keys_and_wrong_types_are_reported_with_file_line_and_a_suggesti
     spec = tmp_path / "x.serve.yaml"
     spec.write_text("serve:\n  modle:\n    id: a/b\n  gpus: two\n  backend: tgi\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(spec), env={})
+        load_serve(str(spec), Layers(env={}))
     text = info.value.render()
     assert f"{spec}:2:3: serve.modle: unknown key 'modle'" in text and "did you mean 'model'?" in text
     assert f"{spec}:4:9: serve.gpus: got 'two' (string), expected an integer" in text
@@ -132,22 +134,22 @@ def test_a_model_string_is_short_for_its_hub_id_in_files_and_set_alike(tmp_path:
     parent.write_text("serve:\n  model:\n    id: meta-llama/Meta-Llama-3-8B-Instruct\n    hubTokenSecret: {name: hf}\n")
     spec = tmp_path / "q.serve.yaml"
     spec.write_text("defaults: base.serve.yaml\nserve:\n  model: Qwen/Qwen2.5-7B\n")
-    model = load_serve(str(spec), env={}).serve["model"]
+    model = load_serve(str(spec), Layers(env={})).serve["model"]
     # merged as {id: Qwen/Qwen2.5-7B} would be: the parent's token stays
     assert (model["id"], model["hubTokenSecret"]["name"], model["servedName"]) == \
         ("Qwen/Qwen2.5-7B", "hf", "Qwen/Qwen2.5-7B")
-    model = load_serve(str(parent), sets=("serve.model=Qwen/Qwen2.5-7B",), env={}).serve["model"]
+    model = load_serve(str(parent), Layers(sets=("serve.model=Qwen/Qwen2.5-7B",), env={})).serve["model"]
     assert (model["id"], model["hubTokenSecret"]["name"]) == ("Qwen/Qwen2.5-7B", "hf")
     # a directory is not a hub id: said at the string, with where directories go
     spec.write_text("serve:\n  model: /fsx/checkpoints/step-100\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(spec), env={})
+        load_serve(str(spec), Layers(env={}))
     assert [str(p) for p in info.value.problems] == [
         f"{spec}:2:10: serve.model.id: got '/fsx/checkpoints/step-100' (string), expected a model hub id like "
         "meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)"]
     spec.write_text("serve:\n  model: 7\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(spec), env={})
+        load_serve(str(spec), Layers(env={}))
     assert "serve.model: got 7 (integer), expected a mapping or a model hub id like" in str(info.value.problems[0])
 
 
@@ -261,7 +263,7 @@ def test_pinned_images_on_eks(tmp_path: Path) -> None:
 def test_a_name_too_long_for_a_service_is_reported_at_the_file_when_derived(tmp_path: Path) -> None:
     path = write_spec(tmp_path, name=("a" * 64) + ".serve.yaml")
     with pytest.raises(ConfigError) as info:
-        load_serve(path, env={})
+        load_serve(path, Layers(env={}))
     (problem,) = info.value.problems
     assert problem.file == path and problem.line == 0
     assert "has 64 characters; at most 63" in problem.message and "set serve.name" in problem.message
@@ -271,17 +273,17 @@ def test_a_file_without_a_serve_section_says_so(tmp_path: Path) -> None:
     run_infra = tmp_path / "run.infra.yaml"
     run_infra.write_text("infra:\n  namespace: rl\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(run_infra), env={})
+        load_serve(str(run_infra), Layers(env={}))
     (problem,) = info.value.problems
     assert problem.path == "serve" and "this file has no serve: section" in problem.message
-    assert load_serve(str(run_infra), sets=("serve.model.id=a/b",), env={}).serve["model"]["id"] == "a/b"
+    assert load_serve(str(run_infra), Layers(sets=("serve.model.id=a/b",), env={})).serve["model"]["id"] == "a/b"
 
 
 def test_a_training_recipe_given_as_the_spec_is_said_once(tmp_path: Path) -> None:
     recipe = tmp_path / "grpo.yaml"
     recipe.write_text("experiment: {name: x}\ntrainer: {lr: 1}\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(recipe), env={})
+        load_serve(str(recipe), Layers(env={}))
     assert [str(p) for p in info.value.problems] == [
         f"{recipe}: not a serve spec: its top-level keys (experiment, trainer) are none of a serve spec's (serve, "
         "infra, defaults...): is it a training recipe? `serve` takes a file with a serve: section (docs/serve.md); "
@@ -289,7 +291,7 @@ def test_a_training_recipe_given_as_the_spec_is_said_once(tmp_path: Path) -> Non
     typo = tmp_path / "s.serve.yaml"  # a serve spec with one stray key keeps its own message at its line
     typo.write_text("serve:\n  model: {id: org/m}\nfoo: 1\n")
     with pytest.raises(ConfigError) as info:
-        load_serve(str(typo), env={})
+        load_serve(str(typo), Layers(env={}))
     assert [p.path for p in info.value.problems] == ["foo"]
 
 
@@ -301,7 +303,7 @@ def test_cooldown_period_says_where_the_scale_in_delay_went(tmp_path: Path) -> N
 
 
 def test_a_sandbox_admitted_to_the_endpoint_needs_an_api_key(tmp_path: Path) -> None:
-    """Issue 22 item 23: agents' code reaching an endpoint without a key may use all of it."""
+    """Agents' code reaching an endpoint without a key may use all of it."""
     found = one_problem(tmp_path, {"network": {"runs": [{"name": "grpo-swe", "sandbox": True}]}})
     assert "serve.network.runs[0].sandbox: admits the run's sandbox pool (untrusted code) to an endpoint without an " \
            "API key" in found

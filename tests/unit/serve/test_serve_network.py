@@ -13,6 +13,7 @@ import pytest
 from serve_support import bundle
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.serve_bundle import build_serve_bundle
 from support.netpol import Address, Network, Pod, Port
 from support.paths import REPO
@@ -40,7 +41,7 @@ def example(name: str) -> list[dict[str, Any]]:
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        return build_serve_bundle(f"examples/{name}.serve.yaml", env={"HOME": "/nonexistent"}).objects
+        return build_serve_bundle(f"examples/{name}.serve.yaml", Layers(env={"HOME": "/nonexistent"})).objects
     finally:
         os.chdir(cwd)
 
@@ -51,7 +52,7 @@ def run_objects(namespace: str, *sets: str) -> list[dict[str, Any]]:
     os.chdir(REPO)
     try:
         return build_bundle("examples/grpo_swe.yaml", "examples/grpo_swe.infra.yaml",
-                            sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"}).objects
+                            Layers(sets=[f"infra.namespace={namespace}", *sets], env={"HOME": "/nonexistent"})).objects
     finally:
         os.chdir(cwd)
 
@@ -190,7 +191,7 @@ def test_pod_labels_narrow_a_namespace_and_extra_rules_add(tmp_path: Path) -> No
 
 
 def test_default_deny_can_cover_the_whole_namespace(tmp_path: Path) -> None:
-    """Issue 22 item 19: as runs' infra.networkPolicy.scope: namespace, every pod of the endpoint's
+    """As runs' infra.networkPolicy.scope: namespace, every pod of the endpoint's
     namespace is denied, and only the server pods get the allows."""
     objects = bundle(tmp_path, {"network": {"scope": "namespace", "ingress": [{"namespace": "monitoring"}]}}).objects
     deny, allow = [o for o in objects if o["kind"] == "NetworkPolicy"]

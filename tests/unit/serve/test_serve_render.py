@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from serve_support import bundle, env_of, find, server
 
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ManifestError
 from dockyard_k8s.render.serve import render_serve
 from dockyard_k8s.serve_bundle import build_serve_bundle
@@ -17,7 +18,7 @@ SCALED = {"autoscaling": {"enabled": True, "maxReplicas": 3}, "cache": {"accessM
           "network": {"ingress": [{"namespace": "monitoring"}]}, "priorityClass": {"create": True}}
 
 
-def test_everything_on_renders_in_the_issues_apply_order(tmp_path: Path) -> None:
+def test_everything_on_renders_in_apply_order(tmp_path: Path) -> None:
     objects = bundle(tmp_path, SCALED).objects
     assert [o["kind"] for o in objects] == APPLY_ORDER
     names = [o["metadata"]["name"] for o in objects]
@@ -163,7 +164,7 @@ def test_a_renderer_bug_never_leaves_the_machine(tmp_path: Path, monkeypatch: py
     spec.write_text("serve:\n  model: {id: a/b}\n  autoscaling: {enabled: true}\n  cache: {accessMode: ReadWriteMany}\n"
                     "  network: {ingress: [{namespace: monitoring}]}\n")
     with pytest.raises(ManifestError) as info:
-        build_serve_bundle(str(spec), env={})
+        build_serve_bundle(str(spec), Layers(env={}))
     assert 'unknown field "maxReplicas"' in info.value.render()
     assert info.value.exit_code == 1
 
@@ -173,7 +174,7 @@ def test_rendering_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_scale_in_waits_for_the_hpas_scale_down_stabilization_not_cooldown(tmp_path: Path) -> None:
-    """Issue 22 item 18: KEDA's cooldownPeriod only delays scaling to zero (never done here); from
+    """KEDA's cooldownPeriod only delays scaling to zero (never done here); from
     1 to N the HPA scales, and its scale-down stabilization window is the scale-in delay."""
     so = find(bundle(tmp_path, SCALED).objects, "ScaledObject")["spec"]
     assert "cooldownPeriod" not in so
@@ -186,7 +187,7 @@ def test_scale_in_waits_for_the_hpas_scale_down_stabilization_not_cooldown(tmp_p
 
 
 def test_prometheus_operator_scrapes_a_pod_monitor_not_annotations(tmp_path: Path) -> None:
-    """Issue 22 item 17: the default Prometheus (prometheus-operated, kube-prometheus-stack) is
+    """The default Prometheus (prometheus-operated, kube-prometheus-stack) is
     prometheus-operator's, which ignores prometheus.io/* annotations: a PodMonitor it selects
     makes the queue gauge exist at all."""
     objects = bundle(tmp_path, SCALED).objects
@@ -241,7 +242,7 @@ def test_the_pod_monitor_validates_against_the_bundled_prometheus_operator_crd(t
 
 
 def test_replicas_spread_across_nodes_when_there_are_several(tmp_path: Path) -> None:
-    """Issue 22 item 19: GPU replicas stacked on one node fall together (a drain, a bad GPU)."""
+    """GPU replicas stacked on one node fall together (a drain, a bad GPU)."""
     pod = find(bundle(tmp_path, SCALED).objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["topologySpreadConstraints"] == [{
         "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
@@ -261,7 +262,7 @@ def test_replicas_spread_across_nodes_when_there_are_several(tmp_path: Path) -> 
 @pytest.mark.parametrize("backend", ["vllm", "sglang"])
 def test_an_api_key_comes_from_its_secret_and_sglangs_admin_endpoints_get_their_own(tmp_path: Path,
                                                                                    backend: str) -> None:
-    """Issue 22 item 23: the key is a reference (Kubernetes expands $(VAR) in args from the
+    """The key is a reference (Kubernetes expands $(VAR) in args from the
     container's env); SGLang's --api-key alone would also unlock its admin endpoints."""
     c = server(bundle(tmp_path, {"backend": backend, "apiKeySecret": {"name": "llama-keys"}}).objects)
     env = env_of(c)

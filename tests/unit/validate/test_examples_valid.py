@@ -7,6 +7,7 @@ import os
 import pytest
 
 from dockyard_k8s.bundle import build_bundle
+from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.render import render_run
 from dockyard_k8s.validate.engine import ValidateOptions, validate_report
@@ -19,8 +20,8 @@ MODES = {"rayjob": [], "bringup": [], "attach": ["launch.attach.cluster=existing
 @pytest.mark.parametrize("infra", INFRAS, ids=os.path.basename)
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_example_renders_valid_objects_against_the_real_crds(infra, mode, kuberay_crds, kueue_crds):
-    run = load_run(str(REPO / "examples" / "grpo_swe.yaml"), infra, sets=[f"launch.mode={mode}", *MODES[mode]],
-                   env={})
+    run = load_run(str(REPO / "examples" / "grpo_swe.yaml"), infra,
+                   Layers(sets=[f"launch.mode={mode}", *MODES[mode]], env={}))
     objects = render_run(run)
     report = validate_report(objects, ValidateOptions(crd_sources=(str(kuberay_crds), str(kueue_crds)),
                                                       use_bundled=False, use_fetched=False))
@@ -44,7 +45,7 @@ def test_build_bundle_fails_closed_on_a_renderer_bug(monkeypatch):
 
     monkeypatch.setattr(bundle, "render_run", broken)
     with pytest.raises(ManifestError) as e:
-        build_bundle(str(REPO / "examples" / "grpo_swe.yaml"), INFRAS[0], env={})
+        build_bundle(str(REPO / "examples" / "grpo_swe.yaml"), INFRAS[0], Layers(env={}))
     text = e.value.render()
     assert e.value.exit_code == 1
     assert 'Deployment rl-research/grpo-swe-sandbox: spec.bogus: unknown field "bogus"' in text

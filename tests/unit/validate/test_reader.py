@@ -273,7 +273,10 @@ def test_read_text_reads_small_and_large_files_and_rejects_bad_utf8(tmp_path, si
     bad = tmp_path / "bad.yaml"
     raw = body.encode()
     bad.write_bytes(raw[: len(raw) // 2] + b"\xff" + raw[len(raw) // 2:])
-    with pytest.raises(UsageError, match=rf"bad.yaml: not UTF-8 text \(invalid start byte at byte {len(raw) // 2}\)"):
+    at = len(raw) // 2
+    line, col = raw.count(b"\n", 0, at) + 1, at - raw.rfind(b"\n", 0, at)
+    with pytest.raises(UsageError, match=rf"bad.yaml:{line}:{col}: not UTF-8 text \(invalid start byte at byte {at}: "
+                                         r"0xff\); save it as UTF-8"):
         read_text(str(bad))
     with pytest.raises(UsageError, match="cannot read"):
         read_text(str(tmp_path / "missing.yaml"))

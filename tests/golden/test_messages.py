@@ -1,0 +1,210 @@
+"""What the command line prints for bad input, byte for byte: tests/golden/messages/<class>.txt holds,
+for each case of a class of errors, the command, the files it reads (beside a plain recipe r.yaml and
+infra file i.yaml), the exit code and every line printed. Regenerate with `make golden` and read the
+diff: a changed message is a changed interface.
+
+Tests elsewhere assert one behaviour each (a value is refused, a key is named); the wording of
+whole messages lives here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_cli
+from support.golden import compare
+from support.paths import REPO
+
+EXPECTED = Path(__file__).parent / "messages"
+RECIPE = "model: m\noptimizer:\n  lr: 1.0e-6\nenv:\n  code:\n    sandbox_urls: [x]\n"
+IMG = "infra:\n  image: reg.example.com/img:1.0\n"
+BASE = {"r.yaml": RECIPE, "i.yaml": IMG}
+CHECK = "check r.yaml -f i.yaml"
+P5 = "      node.kubernetes.io/instance-type: p5.48xlarge\n"
+HF = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"  # shaped like a Hugging Face token
+EX = "examples"  # the repository's, as a user in its root types them
+Files = dict[str, str | bytes]
+
+
+def infra(extra: str, **files: str | bytes) -> Files:
+    """i.yaml with ``extra`` after the image (more files by name: ``i_yaml=`` replaces it)."""
+    return {"i.yaml": IMG + extra, **{k.replace("_", "."): v for k, v in files.items()}}
+
+
+# (what the case shows, the command line after `dockyard-k8s`, files besides BASE)
+CASES: dict[str, list[tuple[str, str, Files]]] = {
+    "config": [
+        ("unknown keys with a suggestion, types, all at once", CHECK, infra(
+            "  nmespace: a\nkuberay:\n  trainer:\n    replica: 2\n    cpu: 4 cores\nlaunch:\n  mode: rayjobs\n"
+            "sandbox:\n  replicas: -1\n  networkPolicy:\n    allowedEgressCidrs: [10.0.0.1/8]\n")),
+        ("a YAML 1.1 boolean where a string goes", CHECK, infra("kuberay:\n  trainer:\n    nodeSelector:\n"
+                                                                "      gpu: yes\n")),
+        ("the image is required", CHECK, {"i.yaml": "infra:\n  namespace: x\n"}),
+        ("an empty infra file", "check r.yaml -f e.infra.yaml", {"e.infra.yaml": ""}),
+        ("no infra file beside the recipe", "check tiny.yaml", {"tiny.yaml": "a: 1\n"}),
+        ("the top level is not a mapping", CHECK, {"i.yaml": "- a\n- b\n"}),
+        ("a file that is not there", "check nope.yaml -f i.yaml", {}),
+        ("not UTF-8", CHECK, {"i.yaml": b"infra:\n  image: caf\xe9\n"}),
+        ("not YAML", CHECK, {"i.yaml": "infra:\n  image: [x\n"}),
+        ("a key written twice", CHECK, {"i.yaml": IMG + "infra:\n  namespace: a\n"}),
+        ("a missing parent", "check r.yaml -f c.yaml", {"c.yaml": "defaults: nope.yaml\n" + IMG}),
+        ("a defaults cycle", "check r.yaml -f a.yaml", {"a.yaml": "defaults: b.yaml\n" + IMG,
+                                                         "b.yaml": "defaults: a.yaml\n"}),
+        ("keys that moved", CHECK, infra("  networkPolicy:\n    operatorPodLabels: {app: kuberay}\n"
+                                         "    extraIngress: []\n")),
+        ("a key that moved, in --set", CHECK + " --set infra.networkPolicy.extraIngress=[]", {}),
+        *(("an infra spec given as the recipe", argv, {"x.infra.yaml": "# team infra\ninfra:\n  image: r/i:1\n"
+                                                                       "kuberay:\n  trainer: {gpus: 1}\n"})
+          for argv in ("check x.infra.yaml", "check x.infra.yaml -f x.infra.yaml")),
+        ("an empty recipe", CHECK, {"r.yaml": "# nothing yet\n"}),
+        ("an unterminated variable", CHECK, {"i.yaml": "infra:\n  image: ghcr.io/x/y:${TAG\n"}),
+        ("an unset variable's empty default", CHECK, {"i.yaml": "infra:\n  image: ghcr.io/x/y:${TAG-}\n"}),
+        ("a recipe that is not UTF-8", "check bad.yaml -f i.yaml", {"bad.yaml": b"a: caf\xe9\n"}),
+        ("a parent that is not UTF-8", "check r.yaml -f c.yaml", {"c.yaml": "defaults: bad.yaml\n",
+                                                                  "bad.yaml": b"infra:\n  image: caf\xe9\n"}),
+        ("user defaults that are not UTF-8", "DOCKYARD_K8S_DEFAULTS=bad.yaml " + CHECK,
+         {"bad.yaml": b"infra:\n  image: caf\xe9\n"}),
+    ],
+    "overrides": [
+        ("keys the recipe lacks, with the close ones", "check r.yaml -f i.yaml lr=1 +model=x optimzer.lr=1 "
+                                                       "~optimizer.lrr", {}),
+        ("an infra key after the recipe", CHECK + " kuberay.trainer.replicas=4", {}),
+        ("a config group's option", CHECK + " model=big +model=big ++model=big ~model model@policy=big",
+         {"r.yaml": "defaults:\n  - model: small\n  - _self_\ntrainer:\n  lr: 1\n", "model/small.yaml": "size: 1\n",
+          "model/big.yaml": "size: 9\n"}),
+        ("what Hydra's grammar refuses", CHECK + " +++a=1 a==5 model=b=c optimizer.lr=1,2 'a.b c=1' optimizer[0]=1 =1",
+         {}),
+        ("a deletion whose value differs", CHECK + " ~optimizer.lr=2", {}),
+        ("credentials by value", CHECK + f" +logging.wandb_api_key=0123456789abcdef ++policy.hub={HF}", {}),
+        ("with the rendered objects' problems", CHECK + " b=1", infra(f"launch:\n  name: {'a' * 48}\n")),
+    ],
+    "layering": [
+        ("not KEY=VALUE, a wrong type", CHECK + " --set nokey --set sandbox.replicas=many", {}),
+        ("a recipe key in --set", CHECK + " --set optimizer.lr=1e-5", {}),
+        ("--set-file of a missing file", CHECK + " --set-file launch.entrypoint=/nonexistent", {}),
+        ("credentials by value", CHECK + f" --set kuberay.trainer.env.HF_TOKEN={HF} "
+                                         "--set-string sandbox.env.GITHUB_TOKEN=ghp_" + "x" * 36
+                                         + f" --set 'launch.entrypoint=python train.py --hf-token {HF}'", {}),
+        ("a credential in a file's env", CHECK, infra("kuberay:\n  head:\n    env:\n      WANDB_API_KEY: abc123\n")),
+        ("the API server's limits", CHECK + " --set kuberay.trainer.replicas=3000000000 "
+                                            "--set kuberay.trainer.env.1BAD=x "
+                                            "--set sandbox.replicas=1000000000000000000000000000000 "
+                                            "--set 'infra.labels.Bad Label=rl' --set 'infra.labels.team=not ok' "
+                                            "--set 'kuberay.trainer.nodeSelector.pool=a b' "
+                                            "--set infra.imagePullSecrets=[Bad_Secret]", {}),
+        ("values that would fail on the cluster", CHECK + " --set launch.attach.address=ray-head:8265 --set "
+                                                          "infra.storage.mountPath=data --set ncclTest.maxBytes=1GB "
+                                                          "--set infra.imagePull.pauseImage=Registry.k8s.io/Pause "
+                                                          "--set launch.submitter.memoryLimit=100Mi", {}),
+        ("image references", CHECK + " --set-string sandbox.image=ghcr.io/x/Y:1 --set-string 'launch.submitter.image=x "
+                                     "y:1' --set-string ncclTest.image=reg/img: --set-string "
+                                     "infra.imagePull.pauseImage=reg/img@sha256:abc", {}),
+        ("an image reference starting with '-'", CHECK + " --set-string sandbox.image=-bad/img:1", {}),
+        ("a limit below its request, both layers named", CHECK + " --set kuberay.trainer.memory=30Gi "
+                                                                 "--set kuberay.trainer.memoryLimit=24Gi", {}),
+    ],
+    "kubeconfig": [(name, "status r.yaml -f i.yaml --kubeconfig kubeconfig", {"kubeconfig": text}) for name, text in [
+        ("empty", ""),
+        ("a top-level list", "- a\n- b\n"),
+        ("not YAML", "clusters: [\n"),
+        ("clusters as a mapping", "clusters: {a: 1}\n"),
+        ("an entry that is not a mapping", "clusters:\n- just-a-name\n"),
+        ("an entry without a name", "contexts:\n- context: {cluster: c}\n"),
+        ("a context without its body", "current-context: x\ncontexts:\n- name: x\n  context:\n"),
+        ("an unknown current context", "current-context: prod\ncontexts:\n- {name: dev, context: {cluster: c}}\n"
+                                       "clusters:\n- {name: c, cluster: {server: 'https://x'}}\n"),
+        ("an unknown cluster", "current-context: dev\ncontexts:\n- {name: dev, context: {cluster: gone, user: me}}\n"
+                               "users:\n- {name: me, user: {token: t}}\n"),
+        ("an unknown user", "current-context: dev\ncontexts:\n- {name: dev, context: {cluster: c, user: nobody}}\n"
+                            "clusters:\n- {name: c, cluster: {server: 'https://x'}}\n"),
+        ("no server", "current-context: dev\ncontexts:\n- {name: dev, context: {cluster: c}}\n"
+                      "clusters:\n- {name: c, cluster: {certificate-authority-data: eA==}}\n"),
+        ("no current context", "contexts:\n- {name: dev, context: {cluster: c}}\n"),
+        ("a wrong type", "current-context: dev\ncontexts:\n- {name: dev, context: {cluster: c}}\nclusters:\n"
+                         "- name: c\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: 'yes'\n"),
+    ]],
+    "run-rules": [
+        ("attach mode without a target", CHECK, infra("launch:\n  mode: attach\n")),
+        ("attach mode with two targets", CHECK, infra("launch:\n  mode: attach\n  attach:\n    cluster: shared\n"
+                                                      "    address: http://ray.example.com:8265\n")),
+        ("an attach target outside attach mode", CHECK, infra("launch:\n  attach: {cluster: shared}\n")),
+        ("KubeRay's rules, at the config key", CHECK, infra(f"launch:\n  name: {'a' * 48}\n  suspend: true\n"
+                                                            "  shutdownAfterJobFinishes: false\n")),
+        ("a run name too long from the recipe file name",
+         "check a-very-long-recipe-name-that-makes-the-rayjob-name-too-long.yaml -f i.yaml",
+         {"a-very-long-recipe-name-that-makes-the-rayjob-name-too-long.yaml": "a: 1\n"}),
+        ("launch.mode job: one pod on one node", f"check {EX}/grpo_swe.yaml -f {EX}/grpo_swe.infra.yaml "
+                                                 "--set launch.mode=job", {}),
+        ("launch.mode job: sizes add up", f"check {EX}/grpo_swe.yaml -f {EX}/eks_p5.infra.yaml --set launch.mode=job "
+                                          "--set infra.instanceType=p4de.24xlarge --set kuberay.trainer.replicas=1 "
+                                          "--set kuberay.inference.replicas=0 --set kuberay.head.cpu=8", {}),
+        ("launch.mode job: one node label, two values", CHECK, infra(
+            "launch: {mode: job}\nkuberay:\n  inference: {replicas: 0}\n  head:\n    nodeSelector: {pool: a}\n"
+            "  trainer:\n    nodeSelector: {pool: b}\n")),
+        ("a pod larger than one node of its type", CHECK, infra("kuberay:\n  trainer:\n    gpus: 16\n"
+                                                                "    nodeSelector:\n" + P5)),
+        ("a label the node lacks", "check r.yaml -f a.yaml -f p.yaml",
+         {"a.yaml": IMG + "kuberay:\n  trainer:\n    nodeSelector:\n" + P5 + "      kubernetes.io/arch: arm64\n"
+                          "  inference:\n    nodeSelector:\n" + P5 + "      team: rl\n",
+          "p.yaml": "plan:\n  nodePools: [{name: gpu, instanceType: p5.48xlarge, count: 2}]\n"}),
+        ("a fragment's field, with a suggestion", CHECK, infra(
+            "kuberay:\n  spec:\n    workerGroupSpecs:\n      - groupName: trainer\n        template:\n          spec:\n"
+            "            containers:\n              - name: ray-worker\n                volumeMount: []\n")),
+        *((f"a fragment's group that is no fleet{extra and ', listed'}", CHECK,
+           infra(f"kuberay:\n{extra}  spec:\n    workerGroupSpecs:\n      - groupName: trainr\n        replicas: 1\n"))
+          for extra in ("", "  extraGroups: [trainr]\n")),
+        ("a rule on a key the schema refused stays silent", CHECK + " trainer.lrr=2", infra(
+            "kuberay:\n  trainer:\n    replicas: lots\n    memory: lots\n    memoryLimit: 1Gi\n")),
+    ],
+    "lint": [
+        ("findings of hand-written manifests", "lint m.yaml", {"m.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: team}\nspec:\n  replicas: 1\n"
+            "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n"
+            "      containers:\n      - name: app\n        image: nginx\n"
+            "        securityContext: {privileged: true}\n")}),
+        ("an unknown rule to ignore", "lint m.yaml --ignore nope", {"m.yaml": "apiVersion: v1\nkind: ConfigMap\n"
+                                                                              "metadata: {name: x}\n"}),
+        ("a bad lint section", "lint m.yaml --infra l.yaml", {"m.yaml": "apiVersion: v1\nkind: ConfigMap\n"
+                                                                        "metadata: {name: x}\n",
+                                                             "l.yaml": "lint:\n  ignor: [image-tag]\n"}),
+        ("a manifest that is not UTF-8", "lint cm.yaml", {"cm.yaml": b"apiVersion: v1\nkind: ConfigMap\n"
+                                                                     b"metadata: {name: x\xff}\n"}),
+        ("nothing to lint", "lint", {}),
+        ("a rule to explain that does not exist", "lint --explain nope", {}),
+    ],
+}
+
+
+def _run(name: str, argv: str, files: Files, where: Path, env: pytest.MonkeyPatch) -> str:
+    """The case run in ``where`` (the current directory), as its golden text."""
+    for file, text in {**BASE, **files}.items():
+        path = where / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    words = shlex.split(argv)
+    assigned = 0
+    while "=" in words[assigned] and words[assigned].split("=")[0].isupper():  # VAR=value first, as in a shell
+        env.setenv(*words[assigned].split("=", 1))
+        assigned += 1
+    code, out, err = run_cli(*(a.replace(f"{EX}/", f"{REPO}/{EX}/") for a in words[assigned:]))
+    lines = [f"# {name}", "$ " + " ".join([*words[:assigned], "dockyard-k8s", argv.split(" ", assigned)[-1]])]
+    for file, text in files.items():
+        shown = text.decode(errors="backslashreplace") if isinstance(text, bytes) else text
+        lines += [f"--- {file}", *shown.splitlines()]
+    lines += [f"--- exit {code}", *err.splitlines(), *(["--- stdout", *out.splitlines()] if out else [])]
+    return "\n".join(lines).replace(f"{where}/", "").replace(f"{REPO}/", "") + "\n"
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_messages_are_golden(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = []
+    for i, (name, argv, files) in enumerate(CASES[kind]):
+        where = (tmp_path / str(i)).resolve()
+        where.mkdir()
+        with monkeypatch.context() as case:
+            case.chdir(where)
+            texts.append(_run(name, argv, files, where, case))
+    compare(EXPECTED / f"{kind}.txt", "\n".join(texts))
