@@ -76,7 +76,7 @@ def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str) 
                                                                                f"{ns}")
     elif not deleted:
         say(f"nothing left of run {run_name} in {ns}")
-    elif any(d.startswith("NetworkPolicy ") for d in deleted):  # deleted once the pods were gone
+    elif any(d.startswith(("NetworkPolicy ", "Secret ")) for d in deleted):  # deleted once the pods were gone
         say(f"deleted {len(deleted)} object(s) of run {run_name}, its pods are gone; what the operators made from "
             "them (a RayCluster) follows by garbage collection: `--wait` waits for it")
     else:
