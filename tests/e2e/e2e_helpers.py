@@ -3,6 +3,8 @@ run sized to share the fake fleet, and the run's objects and pods read back from
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 from support.paths import EXAMPLES
@@ -69,3 +71,9 @@ def ray_jobs(cluster: Any, ns: str, since: float, ray_cluster: str | None = None
     a stack kept across sessions (DOCKYARD_CP_KEEP) remembers earlier sessions' jobs in the same namespaces."""
     return [j for j in cluster.ray_jobs() if j["namespace"] == ns and j["start_time"] >= since * 1000 - 1000
             and ray_cluster in (None, j["cluster"])]
+
+
+def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The launcher in a process of its own: beside a command running in this one (``e2e_cli``
+    redirects this process's stdout), e.g. `status` while `run` follows. KUBECONFIG is the test's."""
+    return subprocess.run([sys.executable, "-m", "dockyard_k8s", *args], capture_output=True, text=True, timeout=60)

@@ -1,19 +1,25 @@
-"""`cluster list` and a namespace being deleted, on the real control plane (issue 22 item 9).
+"""`cluster up/list/down` and a namespace being deleted, on the real control plane (issue 21 §4,
+issue 22 item 9).
 
 KubeRay sets a RayCluster's ``status.state: ready`` once every pod first runs and never clears it
 (raycluster_controller.go calculateStatus); its ``HeadPodReady`` condition follows the head pod.
 kwok leaves a Running pod's status alone (its pod-ready stage acts on Pending pods), so a test can
-make the head pod not Ready by writing its status, as a failing readiness probe would.
+make the head pod not Ready by writing its status, as a failing readiness probe would. A pod
+KubeRay cannot create (a ResourceQuota) is its ``ReplicaFailure`` condition, which it clears
+once a later reconcile creates the pod.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 import pytest
 from e2e_helpers import RUN, example_args
+
+from support.cli import printed
 
 pytestmark = pytest.mark.e2e
 
@@ -23,12 +29,39 @@ def head_ready_condition(cluster: Any, ns: str, name: str) -> str:
     return next((c["status"] for c in rc.get("status", {}).get("conditions", []) if c["type"] == "HeadPodReady"), "")
 
 
-def test_cluster_list_says_not_ready_while_the_head_pod_is_not_ready(cluster: Any, e2e_cli: Any, example: Any,
-                                                                     ns: str) -> None:
+def test_cluster_up_scales_list_says_not_ready_while_the_head_pod_is_not_ready_and_down_deletes_it(
+        cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    # a ResourceQuota with room for the sandbox and the head only: KubeRay cannot create the workers
+    # (its ReplicaFailure condition), then retries once the quota is gone
+    cluster.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods", "namespace": ns},
+                   "spec": {"hard": {"pods": "2"}}})
+
+    def lift_quota() -> None:
+        try:
+            cluster.wait("`cluster up` saying KubeRay could not create a pod", lambda: "ReplicaFailure" in printed())
+        finally:
+            cluster.kubectl("-n", ns, "delete", "resourcequota", "pods")
+
+    lifter = threading.Thread(target=lift_quota, daemon=True)
+    lifter.start()
     up = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    lifter.join(10)
     assert up.code == 0, up.out + up.err
+    assert f"✖ -/{RUN}: ReplicaFailure: FailedCreateWorkerPod" in up.out and "exceeded quota: pods" in up.out
+    assert "✔ ready: ready, workers ready 2/2" in up.out  # a finding, not the end
+    rc = cluster.get("-n", ns, "raycluster", RUN)
+    assert "ReplicaFailure" not in {c["type"] for c in rc["status"]["conditions"]}  # KubeRay cleared it
     listed = e2e_cli("cluster", "list", "-n", ns)
     assert [line.split()[3] for line in listed.out.splitlines()[1:] if line.startswith(ns)] == ["ready"]
+
+    # a changed spec: `cluster up` waits for KubeRay to have seen it (observedGeneration), then its pods
+    scaled = e2e_cli("cluster", "up", *example("--set", "kuberay.trainer.replicas=2", "--timeout", "120"))
+    assert scaled.code == 0, scaled.out + scaled.err
+    assert f"configured RayCluster {ns}/{RUN}" in scaled.out
+    assert [x for x in scaled.out.splitlines() if x.startswith("✔ ready")] == ["✔ ready: ready, workers ready 3/3"]
+    rc = cluster.get("-n", ns, "raycluster", RUN)
+    assert rc["status"]["observedGeneration"] == rc["metadata"]["generation"] == 2
+    assert rc["status"]["readyWorkerReplicas"] == 3
 
     head = cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN},ray.io/node-type=head")["items"][0]
     cluster.kubectl("-n", ns, "patch", "pod", head["metadata"]["name"], "--subresource=status", "-p", json.dumps(
@@ -42,6 +75,16 @@ def test_cluster_list_says_not_ready_while_the_head_pod_is_not_ready(cluster: An
     row = next(line for line in listed.out.splitlines() if line.startswith(ns))
     assert row.split()[3:5] == ["not", "ready"], listed.out
     assert f"{ns}/{RUN}: provisioning: head pod not ready" in listed.out
+    again = e2e_cli("cluster", "up", *example("--set", "kuberay.trainer.replicas=2", "--timeout", "2"))
+    assert again.code == 1, again.out + again.err
+    assert "✔ ready" not in again.out and "✖ timeout" in again.out
+
+    down = e2e_cli("cluster", "down", *example("--set", "kuberay.trainer.replicas=2", "--wait", "--timeout", "60"))
+    assert down.code == 0, down.out + down.err
+    assert f"deleted RayCluster {ns}/{RUN}" in down.out
+    assert cluster.kubectl("-n", ns, "get", "raycluster", RUN, check=False).returncode != 0
+    assert cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN}")["items"] == []
+    assert [line for line in e2e_cli("cluster", "list", "-n", ns).out.splitlines() if line.startswith(ns)] == []
 
 
 def test_a_run_into_a_namespace_being_deleted_says_so_not_rbac(cluster: Any, e2e_cli: Any) -> None:

@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 import pytest
-from e2e_helpers import RUN
+from e2e_helpers import RUN, labelled, ray_jobs
+
+from support.cli import printed
 
 pytestmark = pytest.mark.e2e
 
@@ -82,11 +84,12 @@ def test_down_deletes_the_network_policies_only_once_the_run_s_pods_are_gone(
     assert seen.snapshots[0][0] == 2 and seen.snapshots[0][1] > 0  # before `down`: the policies and the pods
     with_pods = [s for s in seen.snapshots if s[1]]
     assert all(policies == 2 for policies, _ in with_pods), seen.snapshots  # no pod ever without its policies
-    assert "pod(s) of grpo-swe to be gone before deleting its 2 NetworkPolicies" in down.out
+    last = f"Secret {RUN}-ray-auth, NetworkPolicy {RUN}-gpu-ingress, NetworkPolicy {RUN}-sandbox"
+    assert f"pod(s) of grpo-swe to be gone before deleting {last} (they stay in force" in down.out
     assert run_pods(cluster, ns) == []  # `down` returned once they were gone
     assert cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"] == []
     lines = [line for line in down.out.splitlines() if line.startswith("deleted ") and "object(s)" not in line]
-    assert [line.split()[1] for line in lines[-2:]] == ["NetworkPolicy", "NetworkPolicy"]
+    assert [line.split()[1] for line in lines[-3:]] == ["Secret", "NetworkPolicy", "NetworkPolicy"]
     assert "its pods are gone" in down.out.splitlines()[-1] and "still terminating" not in down.out  # it waited
 
 
@@ -112,3 +115,71 @@ def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cluster: Any, e2e_
     assert "stopped following" not in r.out
     # `run` ended on the deletionTimestamp; KubeRay stops the Ray job and releases its finalizer
     cluster.wait("the RayJob gone", lambda: cluster.kubectl("-n", ns, "get", "rayjob", RUN, check=False).returncode)
+
+
+HOLD = "e2e.dockyard-k8s.dev/hold"  # a finalizer of the test's, as a stopped or slow controller's would hold
+
+
+def hold(cluster: Any, ns: str) -> None:
+    cluster.kubectl("-n", ns, "patch", "rayjob", RUN, "--type=json", "-p",
+                    f'[{{"op": "add", "path": "/metadata/finalizers/-", "value": "{HOLD}"}}]')
+
+
+def release(cluster: Any, ns: str) -> None:
+    cluster.kubectl("-n", ns, "patch", "rayjob", RUN, "--type=json", "-p",
+                    '[{"op": "replace", "path": "/metadata/finalizers", "value": []}]')
+
+
+def test_a_rayjob_held_by_a_finalizer_keeps_its_pods_policies_and_token_until_it_is_gone(
+        cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    """A RayJob being deleted stays while a finalizer holds it, and so do its RayCluster and pods
+    (the garbage collector deletes them once their owner is gone). `down` keeps what must outlive
+    them: the NetworkPolicies, and the Ray token Secret, which KubeRay reads to stop the Ray job of
+    a RayJob being deleted (without it KubeRay keeps its own finalizer for ever:
+    rayjob_controller.go, "failed to get auth secret"). `run` then waits for the RayJob to be
+    gone before creating it again, and `down --wait` returns once everything is gone."""
+    start = time.time()
+    cluster.script(RUN, {"steps": [["RUNNING", 600]]}, namespace=ns)
+    assert e2e_cli("run", *example("--detach")).code == 0
+    cluster.wait("every pod of the run running", lambda: all_running(cluster, ns))
+    cluster.wait("the Ray job running", lambda: cluster.get("-n", ns, "rayjob", RUN).get("status", {}).get(
+        "jobStatus") == "RUNNING")
+    old = cluster.get("-n", ns, "rayjob", RUN)["metadata"]["uid"]
+    hold(cluster, ns)
+    try:
+        down = e2e_cli("down", *example("--timeout", "3"))
+        assert down.code == 1, down.out + down.err
+        assert cluster.kubectl("-n", ns, "get", "secret", f"{RUN}-ray-auth", check=False).returncode == 0, down.out
+        assert f"kept Secret {RUN}-ray-auth, NetworkPolicy {RUN}-gpu-ingress, NetworkPolicy {RUN}-sandbox, so " \
+               "that no pod of the run runs without them" in down.err
+        job = cluster.get("-n", ns, "rayjob", RUN)
+        assert job["metadata"]["deletionTimestamp"] and job["metadata"]["finalizers"] == [HOLD]  # KubeRay's is gone
+        (stopped,) = ray_jobs(cluster, ns, start)
+        assert stopped["status"] == "STOPPED"  # what KubeRay did before it released its finalizer
+        assert {p["metadata"]["labels"]["dockyard-k8s/fleet"] for p in run_pods(cluster, ns)} >= {"head", "trainer"}
+        assert len(cluster.get("-n", ns, "networkpolicies", "-l", f"dockyard-k8s/run={RUN}")["items"]) == 2
+    except BaseException:  # nothing left held for the fixture's `down`
+        release(cluster, ns)
+        raise
+
+    def released_once(text: str) -> threading.Thread:
+        def body() -> None:
+            try:
+                cluster.wait(f"`{text}` printed", lambda: text in printed(), timeout=60)
+            finally:
+                release(cluster, ns)
+        t = threading.Thread(target=body, daemon=True)
+        t.start()
+        return t
+
+    releaser = released_once("to finish deleting")
+    again = e2e_cli("run", *example("--detach"))
+    releaser.join(10)
+    assert again.code == 0, again.out + again.err
+    assert f"waiting for RayJob {ns}/{RUN} to finish deleting ({HOLD})" in again.out
+    assert cluster.get("-n", ns, "rayjob", RUN)["metadata"]["uid"] != old
+
+    gone = e2e_cli("down", *example("--wait", "--timeout", "60"))
+    assert gone.code == 0, gone.out + gone.err
+    assert f"everything of run {RUN} is gone from {ns}" in gone.out
+    assert labelled(cluster, ns) == {} and run_pods(cluster, ns) == []

@@ -10,11 +10,14 @@ namespace and deletes them at the end.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from e2e_helpers import RUN, fleet_counts, labelled, versions
+
+from support.cli import printed
 
 pytestmark = pytest.mark.e2e
 
@@ -86,8 +89,12 @@ def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any
         "status", {}).get("jobDeploymentStatus") == "Suspended" and j)
     assert job["spec"]["suspend"] is True
 
+    cluster.wait("the LocalQueue counting it", lambda: cluster.get("-n", ns, "localqueue", QUEUE).get(
+        "status", {}).get("pendingWorkloads") == 1)
     text = e2e_cli("status", RUN, "-n", ns).out
-    assert "RayJob grpo-swe: jobDeploymentStatus Suspended" in text
+    assert "RayJob grpo-swe: jobDeploymentStatus Suspended, jobStatus - (waiting to be admitted, e.g. by Kueue)" \
+        in text, text
+    assert f"  LocalQueue {QUEUE}: 1 pending, 0 admitted Workload(s) (no position" in text, text  # no visibility API
     assert f"Workload {wl['metadata']['name']}: queued in LocalQueue {QUEUE}, not admitted (Pending): " in text
     assert f"insufficient quota for nvidia.com/gpu in flavor {ns}" in text
     doc = json.loads(e2e_cli("status", RUN, "-n", ns, "-o", "json").out)
@@ -97,12 +104,20 @@ def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any
     row = runs_rows(e2e_cli, ns)[RUN]
     assert (row["state"], row["queue"]) == ("suspended", "pending (Pending)")
 
-    kueue(8)
+    # `run` again follows it: queued in Kueue's words, then admitted once the quota is raised
+    raiser = threading.Thread(target=lambda: (cluster.wait("`run` saying it is queued", lambda: "not admitted (Pending)"
+                                                           in printed(), timeout=60), kueue(8)), daemon=True)
+    raiser.start()
     r = e2e_cli("run", *example(*queued("--timeout", "90")))
+    raiser.join(10)
     assert r.code == 0, r.out + r.err
     assert f"unchanged  RayJob {ns}/{RUN}" in r.out  # the re-run wrote nothing: Kueue's admission did
-    assert f"Workload {wl['metadata']['name']}: admitted in ClusterQueue {ns}; flavors head {ns}" in r.out
-    assert "✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED" in r.out
+    lines = r.out.splitlines()
+    pending = lines.index(next(x for x in lines if "not admitted (Pending)" in x))
+    admitted = lines.index(next(x for x in lines if f"Workload {wl['metadata']['name']}: admitted in ClusterQueue "
+                                f"{ns}; flavors head {ns}" in x))
+    assert pending < admitted < lines.index("✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED")
+    assert f"insufficient quota for nvidia.com/gpu in flavor {ns}" in lines[pending]
     wl = workload(cluster, ns)
     assert condition(wl, "Admitted")["status"] == "True" and condition(wl, "Finished")["status"] == "True"
     assert wl["status"]["admission"]["clusterQueue"] == ns
@@ -146,6 +161,12 @@ def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, 
     assert condition(low, "Admitted")["status"] == "True" and low["spec"]["priority"] == 10
     rows = runs_rows(e2e_cli, ns)
     assert (rows["low"]["state"], rows["low"]["queue"]) == ("running", "admitted")
+    # a re-run of the admitted run writes nothing: it does not suspend again what Kueue resumed
+    before = versions(labelled(cluster, ns, "low"))
+    again = e2e_cli("run", *example(*queued("--detach", run="low", priority=f"{ns}-low")))
+    assert again.code == 0 and f"unchanged  RayJob {ns}/low" in again.out, again.out + again.err
+    assert versions(labelled(cluster, ns, "low")) == before
+    assert not cluster.get("-n", ns, "rayjob", "low")["spec"].get("suspend")  # false is omitted
 
     assert e2e_cli("run", *example(*queued("--detach", run="high", priority=f"{ns}-high"))).code == 0
     low = cluster.wait("low preempted", lambda: condition(w := workload(cluster, ns, "low"), "Preempted").get(

@@ -97,8 +97,8 @@ def test_kubectl_reads_what_the_run_created_as_status_says(cluster: Any, e2e_cli
     assert r.code == 0, r.out + r.err
     printed = next(line.split("kubectl: ", 1)[1] for line in r.out.splitlines() if line.strip().startswith("kubectl:"))
     assert printed == f"kubectl -n {ns} get all,rayjobs,rayclusters -l dockyard-k8s/run={RUN}"
-    cluster.wait("the Ray job running", lambda: cluster.get("-n", ns, "rayjob", RUN)["status"].get("jobStatus") ==
-                 "RUNNING")
+    cluster.wait("the Ray job running", lambda: cluster.get("-n", ns, "rayjob", RUN).get("status", {}).get(
+        "jobStatus") == "RUNNING")  # no status at all until KubeRay's first write
     cluster.wait("every pod ready", lambda: all(
         any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
         for p in cluster.get("-n", ns, "pods", "-l", f"dockyard-k8s/run={RUN},dockyard-k8s/fleet!=submitter")[

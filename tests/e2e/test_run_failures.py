@@ -10,11 +10,12 @@ that never turns Ready) and the Ray head stand-in the Ray job (``cluster.script`
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
 import pytest
-from e2e_helpers import RUN, fleet_counts, ray_jobs, status_fleets
+from e2e_helpers import RUN, cli_process, fleet_counts, ray_jobs, status_fleets
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +83,7 @@ def test_an_oom_killed_head_ends_a_fail_fast_run(cluster: Any, e2e_cli: Any, exa
     doc = status_json(e2e_cli, ns)
     assert status_fleets(doc)["head"] == fleet_counts(pods_of(cluster, ns))["head"] == {
         "pods": 1, "scheduled": 1, "ready": 0, "done": 0, "failed": 0}
+    assert runs_row(e2e_cli, ns)["state"] == doc["main"]["state"]
 
 
 def submitter_job(cluster: Any, ns: str) -> dict[str, Any]:
@@ -105,6 +107,7 @@ def test_a_failed_submitter_pod_is_retried_by_kuberay_and_the_run_succeeds(clust
     doc = status_json(e2e_cli, ns)
     assert status_fleets(doc)["submitter"] == fleet_counts(pods_of(cluster, ns))["submitter"]
     assert status_fleets(doc)["submitter"]["failed"] == 1 and status_fleets(doc)["submitter"]["done"] == 1
+    assert runs_row(e2e_cli, ns)["state"] == doc["main"]["state"] == "succeeded"
 
 
 def test_fail_fast_waits_for_kuberay_to_retry_a_failed_submitter_pod(cluster: Any, e2e_cli: Any, example: Any,
@@ -121,12 +124,30 @@ def test_fail_fast_waits_for_kuberay_to_retry_a_failed_submitter_pod(cluster: An
 def test_a_failed_attempt_is_retried_with_a_new_cluster_until_one_succeeds(cluster: Any, e2e_cli: Any,
                                                                           example: Any, ns: str) -> None:
     """launch.backoffLimit 1: attempt 1's Ray job FAILS, KubeRay marks the RayJob Retrying,
-    deletes that cluster and runs attempt 2 on a new one."""
+    deletes that cluster and runs attempt 2 on a new one. `status` and `runs`, asked while `run`
+    follows attempt 2, say which attempt it is."""
     start = time.time()
     cluster.script(RUN, {"steps": [["RUNNING", 1], ["FAILED", 0, "OOM in the trainer"]]},
-                   {"steps": [["RUNNING", 1], ["SUCCEEDED", 0, "done"]]}, namespace=ns)
+                   {"steps": [["RUNNING", 5], ["SUCCEEDED", 0, "done"]]}, namespace=ns)
+    during: dict[str, Any] = {}
+
+    def ask_during_attempt_2() -> None:
+        failed = ("-n", ns, "get", "rayjob", RUN, "-o", "jsonpath={.status.failed}")
+        cluster.wait("attempt 1 failed", lambda: cluster.kubectl(*failed, check=False).stdout == "1", timeout=120)
+        during["job"] = cluster.get("-n", ns, "rayjob", RUN)["status"]
+        during["status"] = cli_process("status", RUN, "-n", ns, "-o", "json")
+        during["runs"] = cli_process("runs", "-n", ns, "-o", "json")
+
+    asker = threading.Thread(target=ask_during_attempt_2, daemon=True)
+    asker.start()
     r = e2e_cli("run", *example("--set", "launch.backoffLimit=1", "--timeout", "150"))
+    asker.join(60)
     assert r.code == 0, r.out + r.err
+    assert during["job"].get("jobDeploymentStatus") != "Complete", during  # asked before attempt 2 ended
+    doc = json.loads(during["status"].stdout)
+    assert doc["main"]["state"] in ("retrying", "running") and "attempt 2 of 2" in doc["main"]["summary"], doc
+    row = next(x for x in json.loads(during["runs"].stdout) if x["name"] == RUN)
+    assert row["state"] == doc["main"]["state"], row
     assert "jobDeploymentStatus Retrying, jobStatus FAILED, reason AppFailed: OOM in the trainer; " \
            "retrying: attempt 2 of 2" in r.out
     assert "✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED" in r.out

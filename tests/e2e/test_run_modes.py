@@ -149,6 +149,8 @@ def test_bringup_is_ready_and_an_unchanged_rerun_writes_nothing(cluster: Any, e2
 
 def test_attach_submits_to_the_running_cluster_once(cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
     start = time.time()
+    cluster.script(RUN, {"steps": [["RUNNING", 1], ["SUCCEEDED", 0, "done"]], "logs": "step 1\nstep 2: loss 0.4\n"},
+                   namespace=ns)
     shared = e2e_cli("cluster", "up", *example("--set", "launch.name=shared", "--timeout", "120"))
     assert shared.code == 0, shared.out + shared.err
     args = example("--set", "launch.mode=attach", "--set", "launch.attach.cluster=shared", "--timeout", "60")
@@ -159,6 +161,10 @@ def test_attach_submits_to_the_running_cluster_once(cluster: Any, e2e_cli: Any, 
     sid = jobs[0]["submission_id"]
     assert f"submitted job {sid}" in r.out and f"✔ succeeded: job {sid}: SUCCEEDED" in r.out
     assert jobs[0]["metadata"] == {"dockyard-k8s/run": RUN}
+    # the Ray job's own logs, from the head (through a port-forward, with the cluster's token)
+    logs = e2e_cli("job", "logs", RUN, "-n", ns)
+    assert logs.code == 0, logs.out + logs.err
+    assert logs.out.splitlines()[-2:] == ["step 1", "step 2: loss 0.4"], logs.out
     # nothing GPU-side: the run's own objects are the sandbox, its recipe and its record
     kinds = {k.split("/")[0] for k in labelled(cluster, ns)}
     assert "RayJob" not in kinds and "RayCluster" not in kinds and "Secret" not in kinds

@@ -59,6 +59,8 @@ def test_serve_up_refuses_before_applying_then_rolls_out_and_down_keeps_the_weig
     up = e2e_cli("serve", "up", *args, "--timeout", "180")
     assert up.code == 0, up.out + up.err
     assert f"created    Deployment {ns}/{NAME}" in up.out
+    assert f"Deployment {NAME}: ready 1/1" in up.out and f"✔ {NAME} is ready" in up.out, up.out  # followed to Ready
+    assert f"http://{NAME}.{ns}.svc.cluster.local:8000/v1" in up.out
     deploy = cluster.get("-n", ns, "deployment", NAME)
     assert deploy["status"].get("readyReplicas") == 1  # the real rollout, read back by kubectl
     claim = cluster.get("-n", ns, "pvc", f"{NAME}-cache")

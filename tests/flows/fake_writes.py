@@ -54,8 +54,6 @@ class WritesMixin(_Base):
 
     def _admit(self, op: str, res: disc.Resource, obj: dict[str, Any], old: dict[str, Any] | None,
                warnings: list[str]) -> None:
-        for ext in self.extensions:
-            ext.admit(self, op, res, obj, old)
         warnings += [text for kind, text in self.warnings if kind == res.kind]
 
     def _manager(self, params: dict[str, str], headers: Any, default: str) -> str:

@@ -22,12 +22,10 @@ the Kubernetes API documents them; each is asserted in ``test_fakekube*.py``:
   WATCH with resourceVersion/410/bookmarks, pod logs (``fake_streams``);
   SelfSubjectAccessReview from the same deny rules; ``/version``.
 
-Extension point (how ``kuberay_sim`` and ``kueue_sim`` plug in): ``fake.extend(ext)`` with an
-:class:`Extension` — ``install`` (serve CRDs), ``admit`` (a mutating/validating webhook on
-create and update) and ``on_change`` (a controller reacting to every stored change).
-
-Test helpers (``put``, ``set_status``, ``add_event``, ``add_log``, ``fail``, ``compact``,
-``drop_watches``, ``load``...) play the role of controllers and of a flaky network.
+No controller runs in it. Test helpers (``put``, ``set_status``, ``add_event``, ``add_log``,
+``fail``, ``compact``, ``drop_watches``, ``load``...; ``states.py`` builds on them) write the state
+a controller would have written, and play a flaky network; what the operators do over time is
+tested on the real control plane (tests/e2e).
 """
 
 from __future__ import annotations
@@ -94,21 +92,6 @@ class Recorded(NamedTuple):
     body: bytes
 
 
-class Extension:
-    """A simulated controller or webhook. Every hook runs under the fake's lock, in the
-    thread that made the write; writes a hook makes are dispatched after it returns."""
-
-    def install(self, fake: FakeKube) -> None:
-        """Called once by ``fake.extend``: serve CRDs, create objects."""
-
-    def admit(self, fake: FakeKube, op: str, res: disc.Resource, obj: dict[str, Any],
-              old: dict[str, Any] | None) -> None:
-        """CREATE / UPDATE admission: mutate ``obj`` in place or raise ApiFailure to refuse."""
-
-    def on_change(self, fake: FakeKube, change: streams.Change) -> None:
-        """After every stored change (ADDED / MODIFIED / DELETED) of any resource."""
-
-
 class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
     def __init__(self, *, crds: bool = True, kuberay: str = "1.7.0", namespaces: tuple[str, ...] = ("default",),
                  user: str = "alice") -> None:
@@ -140,13 +123,10 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
         self.snapshots: dict[int, tuple[int, str, list[dict[str, Any]]]] = {}  # LIST chunking (fake_lists)
         self.snapshot_seq = 0
         self.slow_list_over = 0  # > 0: an unchunked LIST of more items times out (504), as a large one does
-        self.extensions: list[Extension] = []
         self.warnings: list[tuple[str, str]] = []  # (kind, text): a Warning for every write of that kind
-        self._pending: list[streams.Change] = []
         self.errors: list[str] = []  # the fake's own failures (tests assert there are none)
         self._gc_needed = False
         self._uids: set[str] = set()
-        self._dispatching = False
         self._seq = 0
         for ns in namespaces:
             self.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}, "spec": {
@@ -174,7 +154,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
                 "acceptedNames": crd["spec"]["names"], "storedVersions": [
                     v["name"] for v in crd["spec"]["versions"] if v.get("storage")]}}
             self._write(self.resources[("apiextensions.k8s.io/v1", "customresourcedefinitions")], doc, copy_in=False)
-            self._dispatch()
 
     def _serve_crd(self, crd: dict[str, Any] | None, name: str) -> None:
         for key in [k for k, r in self.resources.items() if r.crd == name]:
@@ -183,12 +162,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
                 self.store.pop(key, None)
         for r in disc.crd_resources(crd) if crd else []:
             self.resources[r.key] = r
-
-    def extend(self, ext: Extension) -> Extension:
-        with self.lock:
-            self.extensions.append(ext)
-            ext.install(self)
-        return ext
 
     # --- storing ---------------------------------------------------------------------------
     def _bump(self) -> int:
@@ -200,21 +173,7 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
         self.history.add(change)
         if res == ("apiextensions.k8s.io/v1", "customresourcedefinitions"):
             self._serve_crd(None if etype == "DELETED" else obj, obj["metadata"]["name"])
-        self._pending.append(change)
         self.cond.notify_all()
-
-    def _dispatch(self) -> None:
-        """Run the extensions' controllers on what was stored, until nothing new happens."""
-        if self._dispatching:
-            return
-        self._dispatching = True
-        try:
-            while self._pending:
-                change = self._pending.pop(0)
-                for ext in list(self.extensions):
-                    ext.on_change(self, change)
-        finally:
-            self._dispatching = False
 
     def _write(self, res: disc.Resource, obj: dict[str, Any], *, copy_in: bool = True) -> dict[str, Any]:
         """Store ``obj`` (a new dict, never mutated afterwards) as the next version."""
@@ -269,7 +228,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
                                                status=True), [me])
             stored = self._write(res, obj)
             self._settle()
-            self._dispatch()
             return copy.deepcopy(stored)
 
     def load(self, objects: Iterable[dict[str, Any]]) -> int:
@@ -313,7 +271,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
         with self.lock:
             res = self.resource(api_version, kind)
             self._delete(res, namespace if res.namespaced else "", name, {"propagationPolicy": propagation})
-            self._dispatch()
 
     def remove_finalizer(self, api_version: str, kind: str, namespace: str, name: str, finalizer: str) -> None:
         """What the controller owning ``finalizer`` does when its clean-up is done."""
@@ -331,7 +288,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
             if pod is not None and not pod["metadata"].get("finalizers"):
                 self._remove(self.resources[("v1", "pods")], namespace, name)
                 self._settle()
-            self._dispatch()
 
     def add_event(self, namespace: str, involved: dict[str, Any], reason: str, message: str,
                   etype: str = "Warning") -> dict[str, Any]:
@@ -435,7 +391,6 @@ class FakeKube(WritesMixin, DeletionMixin, httpx2.BaseTransport):
         try:
             with self.lock:
                 resp = self._route(request.method, path, params, request.headers, body, warnings)
-                self._dispatch()
         except ApiFailure as e:
             resp = self._json(e.doc["code"], e.doc)
         except Exception as e:  # a bug of the fake: answer 500 and keep it for the test to fail on

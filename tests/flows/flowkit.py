@@ -3,11 +3,12 @@ the CLI printed (never sleeps)."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
 from fakekube import SAFETY_TIMEOUT, FakeKube
+
+from support.cli import printed
 
 # What the examples' pods name and a real cluster's admin creates before the first run: `run` and
 # `serve up` refuse to apply while one is missing (live/references.py).
@@ -46,11 +47,6 @@ def in_background(fn: Any) -> threading.Thread:
     t.errors = errors  # type: ignore[attr-defined]
     t.start()
     return t
-
-
-def printed() -> str:
-    """What the CLI (running in this process, stdout redirected) printed so far."""
-    return str(getattr(sys.stdout, "getvalue", lambda: "")())
 
 
 def wait_output(fake: FakeKube, text: str, timeout: float = SAFETY_TIMEOUT) -> None:

@@ -22,13 +22,13 @@ import pytest
 from fake_http import serve, write_kubeconfig
 from fakekube import FakeKube, bundled_crds
 from flowkit import seed
-from kuberay_sim import KubeRay
+from states import NS, RUN, owned_by_the_cluster, set_job, start_cluster
 
 from support.cli import run_cli
 from support.paths import EXAMPLES, GOLDEN
 
-NS, RUN = "rl-research", "grpo-swe"
 ARGS = [str(EXAMPLES / "grpo_swe.yaml"), "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
+FINALIZER = "ray.io/rayjob-finalizer"  # KubeRay's on every RayJob (rayjob_controller.go)
 KINDS = "rayjobs,rayclusters,deployments,services,configmaps,networkpolicies,poddisruptionbudgets,statefulsets,jobs"
 
 
@@ -47,7 +47,6 @@ def find_kubectl(version: str) -> str | None:
 
 class Env(NamedTuple):
     fake: FakeKube
-    sim: KubeRay
     kubeconfig: str
 
     def kubectl(self, binary: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -63,8 +62,6 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     fake = seed(FakeKube(namespaces=("default", NS, "dockyard")))
     for operator in ("kueue", "keda"):  # every kind a golden file holds is served
         fake.install_crds(bundled_crds(operator))
-    sim = fake.extend(KubeRay())
-    assert isinstance(sim, KubeRay)
     fake.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-0"}, "status": {
         "allocatable": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8", "pods": "110"},
         "conditions": [{"type": "Ready", "status": "True"}]}})
@@ -73,7 +70,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
         monkeypatch.setenv("KUBECONFIG", kubeconfig)
         monkeypatch.delenv("DOCKYARD_K8S_DEFAULTS", raising=False)
         monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-        yield Env(fake, sim, kubeconfig)
+        yield Env(fake, kubeconfig)
     fake.shutdown()
     assert not fake.errors, "the fake API server failed:\n" + "\n".join(fake.errors)
 
@@ -100,6 +97,12 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     assert r.returncode == 0, r.stderr
     code, out, err = env.launcher("run", *ARGS, "--detach")
     assert code == 0, out + err
+    # what KubeRay makes of the RayJob: its finalizer, its cluster and that cluster's pods, running
+    job = env.fake.get("ray.io/v1", "RayJob", NS, RUN)
+    env.fake.put({**job, "metadata": {**job["metadata"], "finalizers": [FINALIZER]}}, manager="kuberay-operator")
+    owned_by_the_cluster(env.fake, start_cluster(env.fake))
+    set_job(env.fake, "Running", "RUNNING")
+    cluster = f"{RUN}-abcde"
     # kubectl made every rendered object already; the launcher adds only the Ray token Secret (never
     # rendered: it holds the token) and its launch record
     assert [line.split() for line in out.splitlines() if line.startswith("created")] == [
@@ -112,11 +115,9 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     code, out, _ = env.launcher("status", *ARGS, "-o", "json")
     seen_by_launcher = {(o["kind"], o["name"]) for o in json.loads(out)["objects"]}
     assert seen_by_launcher <= seen_by_kubectl
-    assert ("RayJob", RUN) in seen_by_launcher and ("RayCluster", env.sim.cluster_of(NS, RUN)) in seen_by_kubectl
+    assert ("RayJob", RUN) in seen_by_launcher and ("RayCluster", cluster) in seen_by_kubectl
 
     # logs: the same lines through both
-    cluster = env.sim.cluster_of(NS, RUN)
-    env.sim.run_pods(NS, cluster)
     head = next(p for p in env.fake.all("v1", "Pod") if p["metadata"]["name"].startswith(f"{cluster}-head-"))
     container = head["spec"]["containers"][0]["name"]
     env.fake.add_log(NS, head["metadata"]["name"], container, ["ray head up", "dashboard on 8265"])
@@ -137,7 +138,7 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     env.fake.denied.clear()
 
     # wait: kubectl sees the RayJob complete when the launcher does
-    waiter = threading.Thread(target=lambda: env.sim.finish(NS, RUN, "SUCCEEDED"), daemon=True)
+    waiter = threading.Thread(target=lambda: set_job(env.fake, "Complete", "SUCCEEDED"), daemon=True)
     env.fake.wait_for(lambda: True)
     r_wait: list[subprocess.CompletedProcess[str]] = []
     kubectl_wait = threading.Thread(target=lambda: r_wait.append(env.kubectl(
@@ -152,8 +153,16 @@ def test_kubectl_and_the_launcher_agree(served: Env, version: str) -> None:
     code, out, _ = env.launcher("status", *ARGS, "-o", "json")
     assert json.loads(out)["main"]["state"] == "succeeded"
 
-    # delete -l with kubectl (it waits for the finalizer): the launcher then finds nothing
+    # delete -l with kubectl, which waits for KubeRay's finalizer: the launcher then finds nothing
+    def operator() -> None:  # KubeRay stops the Ray job of the RayJob being deleted, then releases it
+        env.fake.wait_for(lambda: (env.fake.get("ray.io/v1", "RayJob", NS, RUN) or {}).get("metadata", {}).get(
+            "deletionTimestamp"))
+        env.fake.remove_finalizer("ray.io/v1", "RayJob", NS, RUN, FINALIZER)
+
+    releaser = threading.Thread(target=operator, daemon=True)
+    releaser.start()
     r = env.kubectl(binary, "delete", KINDS, "-n", NS, "-l", f"dockyard-k8s/run={RUN}")
+    releaser.join(10)
     assert r.returncode == 0, r.stderr
     assert f'rayjob.ray.io "{RUN}" deleted' in r.stdout
     code, out, _ = env.launcher("status", *ARGS)

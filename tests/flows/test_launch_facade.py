@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN, set_job
+from states import NS, RUN, set_job
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.layering import Layers

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN
+from states import NS, RUN
 
 from support.paths import EXAMPLES
 

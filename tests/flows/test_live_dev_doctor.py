@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import NS
+from states import NS
 
 from support.paths import EXAMPLES
 

@@ -1,17 +1,27 @@
 """`run` / `status` / `logs` / `doctor` / `plan --live` of a run queued with Kueue, against the fake
-API server with the KubeRay and Kueue simulations (kuberay_sim.py, kueue_sim.py)."""
+API server holding Kueue's CRDs and queue objects, and the Workload as Kueue writes it. What
+Kueue does over time (suspension, admission once there is quota, preemption, a re-run of an
+admitted run) is tested on the real Kueue: tests/e2e/test_kueue_live.py."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakekube import FakeKube
-from flowkit import in_background, wait_output
-from kuberay_sim import NS, RUN, KubeRay
-from kueue_sim import API, Kueue, busy_workload, cluster_queue, flavor, local_queue
+from states import (
+    KUEUE,
+    NS,
+    RUN,
+    busy_workload,
+    cluster_queue,
+    condition,
+    flavor,
+    install_kueue,
+    local_queue,
+    workload_of,
+)
 
 from support.paths import EXAMPLES
 
@@ -26,32 +36,17 @@ def queue_objects(gpus: int = 24, checks: list[str] | None = None) -> list[dict[
             cluster_queue("rl-research", {"default-flavor": {"cpu": 64, "memory": "512Gi", GPU: 0},
                                           "a100": {"cpu": 600, "memory": "4Ti", GPU: gpus}}, checks=checks),
             local_queue("rl-research", NS, "rl-research"),
-            {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": "research-normal"},
+            {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": "research-normal"},
              "value": 100}]
 
 
 @pytest.fixture
-def kueue(fake: FakeKube) -> Iterator[Kueue]:
-    sim = fake.extend(Kueue())
-    assert isinstance(sim, Kueue)
+def kueue(fake: FakeKube) -> Iterator[None]:
+    """Kueue installed, with rl-research's queue."""
+    install_kueue(fake)
     for obj in queue_objects():
         fake.put(obj)
-    yield sim
-
-
-@pytest.fixture
-def kuberay(fake: FakeKube) -> KubeRay:
-    sim = fake.extend(KubeRay())
-    assert isinstance(sim, KubeRay)
-    return sim
-
-
-def the_workload(fake: FakeKube, sim: Kueue) -> dict[str, Any]:
-    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
-    assert job is not None
-    wl = sim.workload_of(job)
-    assert wl is not None
-    return wl
+    yield
 
 
 def test_the_team_queue_objects_are_render_only(cli: Any, fake: FakeKube) -> None:
@@ -64,79 +59,24 @@ def test_the_team_queue_objects_are_render_only(cli: Any, fake: FakeKube) -> Non
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "rl-research"
 
 
-def test_run_explains_a_queued_run_in_kueues_words_then_follows_it_to_success(
-        cli: Any, fake: FakeKube, kueue: Kueue, kuberay: KubeRay) -> None:
-    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
-
-    def cluster() -> None:
-        wait_output(fake, "not admitted (Pending): couldn't assign flavors to pod set trainer")
-        fake.remove(API, "Workload", "default", "vision-job")  # the other job ends: quota frees
-        wait_output(fake, "admitted in ClusterQueue rl-research")
-        name = kuberay.cluster_of(NS, RUN)
-        fake.wait_for(lambda: fake.get("ray.io/v1", "RayCluster", NS, name))
-        kuberay.run_pods(NS, name)
-        wait_output(fake, "trainer: 2/2 scheduled, 2/2 ready")
-        kuberay.finish(NS, RUN)
-
-    t = in_background(cluster)
-    r = cli("run", *KUEUE_ARGS, "--timeout", "30")
-    t.join(10)
-    assert not t.errors, t.errors
-    assert r.code == 0, r.out + r.err
-    lines = r.out.splitlines()
-    queued = next(x for x in lines if "not admitted (Pending)" in x)
-    assert "Workload rayjob-grpo-swe-" in queued and "queued in LocalQueue rl-research" in queued
-    assert "insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed" in queued
-    admitted = next(x for x in lines if "admitted in ClusterQueue rl-research" in x)
-    assert "flavors head default-flavor" in admitted and "trainer a100" in admitted
-    assert lines.index(queued) < lines.index(admitted)
-    assert "✔ succeeded" in r.out
-    # the flavors Kueue injected reached the pods (KubeRay copied the templates)
-    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
-    assert job["spec"]["suspend"] is False
-
-
-def test_rerunning_an_unchanged_queued_run_does_not_fight_kueue_over_suspend(
-        cli: Any, fake: FakeKube, kueue: Kueue) -> None:
-    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
-    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["suspend"] is False  # admitted and resumed by Kueue
-    r = cli("run", *KUEUE_ARGS, "--detach")
-    assert r.code == 0, r.out + r.err
-    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["suspend"] is False
-
-
-def test_status_shows_the_workload_queued_admitted_and_evicted(cli: Any, fake: FakeKube, kueue: Kueue,
-                                                              kuberay: KubeRay) -> None:
-    fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
-    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
-    r = cli("status", *KUEUE_ARGS)
-    assert r.code == 0
-    assert "queued in LocalQueue rl-research, not admitted (Pending): couldn't assign flavors to pod set trainer" \
-        in r.out
-    assert "(waiting to be admitted, e.g. by Kueue)" in r.out  # the RayJob's own word, explained by the line after
-    assert "  LocalQueue rl-research: 1 pending, 0 admitted Workload(s) (no position" in r.out  # no visibility API
-    fake.remove(API, "Workload", "default", "vision-job")
-    r = cli("status", *KUEUE_ARGS, "-o", "json")
-    doc = json.loads(r.out)
-    assert doc["kueue"]["state"] == "admitted" and doc["kueue"]["cluster_queue"] == "rl-research"
-    assert doc["kueue"]["flavors"]["trainer"] == {"cpu": "a100", "memory": "a100", GPU: "a100"}
-    fake.put(busy_workload("urgent", "default", "rl-research", {GPU: ("a100", 24)}))
-    kueue.evict(NS, the_workload(fake, kueue)["metadata"]["name"])
-    out = cli("status", *KUEUE_ARGS).out
-    evicted = next(x for x in out.splitlines() if x.startswith("Workload "))
-    assert ": evicted (Preempted, InClusterQueue): Preempted to accommodate a workload" in evicted
-    assert "due to prioritization in the ClusterQueue" in evicted
-    assert "requeued 1 time(s)" in out
-
-
 def test_multikueue_status_and_logs_say_where_the_pods_run(cli: Any, fake: FakeKube) -> None:
-    fake.extend(Kueue(worker_cluster="gpu-west"))
-    fake.put({"apiVersion": API, "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},
+    install_kueue(fake)
+    fake.put({"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},
               "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
     for obj in queue_objects(checks=["dispatch"]):
         fake.put(obj)
     assert cli("run", *KUEUE_ARGS, "--detach").code == 0
-    assert fake.get("ray.io/v1", "RayJob", NS, RUN)["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    # admitted by the manager cluster's Kueue, dispatched to worker cluster gpu-west (Kueue v0.19.2
+    # workload_types.go: admissionChecks, clusterName)
+    workload_of(fake, fake.get("ray.io/v1", "RayJob", NS, RUN), {
+        "admission": {"clusterQueue": "rl-research", "podSetAssignments": [
+            {"name": "head", "count": 1, "flavors": {"cpu": "default-flavor"}, "resourceUsage": {"cpu": "8"}}]},
+        "admissionChecks": [{"name": "dispatch", "state": "Ready", "message": 'The workload was admitted on "gpu-west"',
+                             "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "clusterName": "gpu-west",
+        "conditions": [
+            condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue rl-research"),
+            condition("Admitted", "True", "Admitted", "The workload is admitted")]})
     out = cli("status", *KUEUE_ARGS).out
     assert "admission check dispatch: Ready: The workload was admitted on \"gpu-west\"" in out
     assert "dispatched by MultiKueue to worker cluster gpu-west: the pods run there, not on this cluster" in out
@@ -160,7 +100,7 @@ def nodes(fake: FakeKube, gpu_nodes: int = 3) -> None:
                                                              "500Gi", "pods": "110"}}})
 
 
-def test_plan_live_reads_kueue_from_the_cluster(cli: Any, fake: FakeKube, kueue: Kueue) -> None:
+def test_plan_live_reads_kueue_from_the_cluster(cli: Any, fake: FakeKube, kueue: None) -> None:
     nodes(fake)
     fake.put(busy_workload("vision-job", "default", "rl-research", {GPU: ("a100", 16)}))
     r = cli("plan", *KUEUE_ARGS, "--live", "--set", "infra.kueue.topology.mode=none",
@@ -168,7 +108,7 @@ def test_plan_live_reads_kueue_from_the_cluster(cli: Any, fake: FakeKube, kueue:
     assert r.code == 1, r.out + r.err
     assert r.out.startswith("kueue: live cluster fake; usage: 1 admitted Workload(s)")
     assert "✖ RayJob rl-research/grpo-swe waits in the queue (WaitingForQuota)" in r.out
-    fake.remove(API, "Workload", "default", "vision-job")
+    fake.remove(KUEUE, "Workload", "default", "vision-job")
     r = cli("plan", *KUEUE_ARGS, "--live", "--set", "infra.kueue.topology.mode=none",
             "--set", "infra.kueue.topology.together=false")
     assert "✔ RayJob rl-research/grpo-swe admitted" in r.out
@@ -188,7 +128,7 @@ def doctor_lines(cli: Any, *extra: str) -> dict[str, str]:
             for line in r.out.splitlines() if line[:2] in ("✔ ", "✖ ", "! ")}
 
 
-def test_doctor_checks_the_queue_chain_coverage_and_fit(cli: Any, fake: FakeKube, kueue: Kueue) -> None:
+def test_doctor_checks_the_queue_chain_coverage_and_fit(cli: Any, fake: FakeKube, kueue: None) -> None:
     nodes(fake)
     found = doctor_lines(cli)
     assert found["Kueue"].startswith("✔ Kueue") and "installed" in found["Kueue"]
@@ -209,7 +149,7 @@ def test_doctor_names_a_missing_local_queue_and_a_missing_kueue(cli: Any, fake: 
     nodes(fake)
     found = doctor_lines(cli)
     assert found["Kueue"].startswith("✖") and "Kueue is not installed" in found["Kueue"]
-    fake.extend(Kueue())
+    install_kueue(fake)
     found = doctor_lines(cli)
     assert found["LocalQueue"].startswith("✖") and "LocalQueue rl-research doesn't exist in namespace rl-research" \
         in found["LocalQueue"]

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+from states import NS, RUN, pod, set_job, start_cluster
 
 from support.paths import EXAMPLES
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from fakekube import FakeKube, bundled_crds
-from kuberay_sim import NS, RUN, set_job, start_cluster
+from states import NS, RUN, set_job, start_cluster
 
 from dockyard_k8s import __version__
 from support.paths import EXAMPLES

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN
+from states import NS, RUN
 
 from conftest import RAY_TOKEN
 from dockyard_k8s.config.layering import Layers
@@ -278,7 +278,7 @@ def test_run_checks_that_the_head_refuses_a_request_without_the_token(cli: Any, 
     """A real Ray head behind the run's head pod: one started with RAY_AUTH_MODE=token, and one
     without (what an image with Ray < 2.52 is, whatever the environment says)."""
     from flowkit import in_background, wait_following, wait_output
-    from kuberay_sim import set_job, start_cluster
+    from states import set_job, start_cluster
 
     proxy_pods_to(fake, monkeypatch, request.getfixturevalue(head))
     protected = head == "ray_head_token"

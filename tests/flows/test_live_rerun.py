@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from fakekube import FakeKube
-from kuberay_sim import NS, RUN, set_job
+from states import NS, RUN, set_job
 
 from support.paths import EXAMPLES
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fakekube import FakeKube
 from flowkit import in_background, seed, wait_following, wait_output
-from kuberay_sim import NS, RUN, pod, set_job, start_cluster
+from states import NS, RUN, pod, set_job, start_cluster
 
 from support.paths import EXAMPLES
 

@@ -1,7 +1,8 @@
 """`serve up / status / logs / down` against the stateful fake API server: apply in order with
-server-side apply, follow until Ready, explain what keeps an endpoint from Ready within
-seconds (a claim that stays Pending, a readiness probe that never passes, a bad image, an OOM,
-a missing PriorityClass), one-screen status, and a down that keeps the weights."""
+server-side apply, explain what keeps an endpoint from Ready within seconds (a claim that stays
+Pending, a readiness probe that never passes, a bad image, an OOM, a missing PriorityClass),
+one-screen status, and a down that keeps the weights. The pods, rollout and claim states are
+written into the fake (states.py); the real rollout to Ready is tests/e2e/test_serve.py's."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKube, bundled_crds
-from flowkit import in_background, seed, wait_output
-from serve_sim import EKS_SPEC, KIND_SPEC, NAME, NS, bind_claim, rollout, serve_keda, server_pod
+from flowkit import in_background, seed
+from states import EKS_SPEC, KIND_SPEC, bind_claim, rollout, serve_keda, server_pod
+from states import ENDPOINT as NAME
+from states import SERVE_NS as NS
 
 from support.paths import EXAMPLES as RUN_EXAMPLES
 
@@ -43,29 +46,16 @@ def patches(fake: FakeKube) -> list[str]:
 # --- up ------------------------------------------------------------------------------------------
 
 
-def test_up_applies_in_order_and_follows_until_ready(cli: Any, fake: FakeKube) -> None:
-    def controllers() -> None:
-        following(fake)
-        bind_claim(fake)
-        fake.put(server_pod())
-        wait_output(fake, "serve: 1/1 scheduled, 0/1 ready")
-        fake.put(server_pod(phase="Running", ready=True))
-        rollout(fake, ready=1)
-
-    t = in_background(controllers)
-    r = cli("serve", "up", KIND_SPEC)
-    t.join(5)
-    assert not t.errors, t.errors
+def test_up_applies_in_order_with_server_side_apply(cli: Any, fake: FakeKube) -> None:
+    """What `serve up` sends; following the rollout to Ready is tested on the real Deployment
+    controller (tests/e2e/test_serve.py)."""
+    r = cli("serve", "up", KIND_SPEC, "--detach")
     assert r.code == 0, r.out + r.err
     assert patches(fake) == ORDER
     patch = next(q for q in fake.requests if q.method == "PATCH")
     assert patch.headers["content-type"] == "application/apply-patch+yaml"
     assert patch.params["fieldManager"] == "dockyard-k8s"
     assert "endpoint llama-8b in llama: 7 created" in r.out
-    assert "Deployment llama-8b: ready 1/1" in r.out
-    assert "✔ llama-8b is ready" in r.out
-    assert "http://llama-8b.llama.svc.cluster.local:8000/v1" in r.out
-    assert "dockyard-k8s serve test" in r.out
 
 
 def test_up_again_unchanged_writes_nothing(cli: Any, fake: FakeKube) -> None:
@@ -325,6 +315,30 @@ def test_down_deletes_by_label_keeps_the_weights_and_the_shared_priority_class(c
     gone = cli("serve", "down", KIND_SPEC, "--delete-cache")
     assert gone.code == 0 and "deleted PersistentVolumeClaim llama/llama-8b-cache" in gone.out
     assert fake.get("v1", "PersistentVolumeClaim", NS, f"{NAME}-cache") is None
+
+
+def test_serve_down_keeps_the_policies_while_a_server_pod_terminates(cli: Any, fake: FakeKube) -> None:
+    """`serve down` keeps the NetworkPolicies while a pod runs its grace period, within its own
+    --timeout, as a run's `down` does (tests/e2e/test_down.py)."""
+    fake.kubelet_terminates = False  # bound pods stay Terminating until the test says the kubelet is done
+    assert cli("serve", "up", KIND_SPEC, "--detach").code == 0
+    dep = fake.get("apps/v1", "Deployment", NS, NAME)
+    pod = server_pod(phase="Running", ready=True)
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME,
+                                           "uid": dep["metadata"]["uid"]}]  # collected with the Deployment
+    pod["spec"]["nodeName"] = "gpu-0"
+    fake.put(pod)
+    policies = len(fake.all("networking.k8s.io/v1", "NetworkPolicy"))
+    assert policies
+    r = cli("serve", "down", KIND_SPEC, "--timeout", "0.2")
+    assert r.code == 1, r.out + r.err
+    assert "kept NetworkPolicy llama-8b-allow, NetworkPolicy llama-8b-default-deny, so that no pod" in r.err, r.err
+    assert pod["metadata"]["name"] in r.err
+    assert len(fake.all("networking.k8s.io/v1", "NetworkPolicy")) == policies
+    fake.finish_pod(NS, pod["metadata"]["name"])
+    r = cli("serve", "down", KIND_SPEC)
+    assert r.code == 0, r.out + r.err
+    assert fake.all("networking.k8s.io/v1", "NetworkPolicy") == []
 
 
 def test_a_runs_down_never_touches_an_endpoint_beside_it(cli: Any, fake: FakeKube) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_sim import KIND_SPEC
+from states import KIND_SPEC
 
 pytestmark = pytest.mark.slow  # starts an HTTP server
 

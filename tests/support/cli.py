@@ -10,6 +10,7 @@ exit codes. Live tests wrap it in fixtures that point ``connect`` at a fake or a
 from __future__ import annotations
 
 import io
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from typing import NamedTuple
 
@@ -35,3 +36,8 @@ def run_cli(*argv: str) -> Result:
         except SystemExit as e:  # argparse: --help, --version, a usage error
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def printed() -> str:
+    """What the CLI running in this process (:func:`run_cli`, in another thread) printed so far."""
+    return str(getattr(sys.stdout, "getvalue", lambda: "")())

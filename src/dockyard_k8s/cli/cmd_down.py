@@ -43,7 +43,7 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
                    help="return only when everything of the run is gone (finalizers released, pods collected)")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="wait at most SECONDS for the run's pods to be gone before deleting its NetworkPolicies "
-                        "(then they are kept), and with --wait for everything (default 600; exit 1)")
+                        "and token Secret (then they are kept), and with --wait for everything (default 600; exit 1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str) 
                                                                                f"{ns}")
     elif not deleted:
         say(f"nothing left of run {run_name} in {ns}")
-    elif any(d.startswith("NetworkPolicy ") for d in deleted):  # deleted once the pods were gone
+    elif any(d.startswith(("NetworkPolicy ", "Secret ")) for d in deleted):  # deleted once the pods were gone
         say(f"deleted {len(deleted)} object(s) of run {run_name}, its pods are gone; what the operators made from "
             "them (a RayCluster) follows by garbage collection: `--wait` waits for it")
     else:

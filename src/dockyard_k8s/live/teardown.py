@@ -1,13 +1,13 @@
 """``down`` (and ``cluster down``, ``serve down``): delete everything labelled with the run,
-workloads first and its NetworkPolicies only once its pods are gone, then (``--wait``) until
-nothing of it is left.
+workloads first and its NetworkPolicies and Ray token Secret only once its pods are gone, then
+(``--wait``) until nothing of it is left.
 
-The policies go last because a pod being deleted still runs through its grace period (the
-kubelet sends SIGTERM, the container may run for ``terminationGracePeriodSeconds``): a sandbox
-pod whose default-deny policy went first would have the network open until it stops. So after
-the workloads are deleted, ``down`` watches the run's pods (one watch by label, no polling)
-until none is left, and only then deletes the policies; when they do not go in time the
-policies are kept and ``down`` says so (exit 1): a second ``down`` deletes them.
+A pod being deleted still runs its grace period (SIGTERM, ``terminationGracePeriodSeconds``): a
+sandbox pod whose default-deny policy went first would have the network open until it stops.
+KubeRay reads the token Secret to stop the Ray job of a RayJob being deleted, then releases its
+finalizer (gone first, the RayJob and its pods stay for ever: v1.6.2 "failed to get auth secret").
+So ``down`` watches the run's pods (one watch by label) until none is left, then deletes those;
+pods still there after the timeout keep them, ``down`` says so (exit 1) and a second one deletes them.
 """
 
 from __future__ import annotations
@@ -43,19 +43,19 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
          volumes_flag: str = "--delete-volumes", pods_timeout: float = PODS_TIMEOUT) -> list[str]:
     """Delete everything labelled with the run (or ``selector``); returns what was deleted
     (empty: nothing left). ``volumes_flag`` is the flag named when a claim is kept. The
-    NetworkPolicies are deleted once no pod of the run is left (``pods_timeout`` seconds at
+    NetworkPolicies and Secret go once no pod of the run is left (``pods_timeout`` seconds at
     most; then they are kept and a ClusterError says why)."""
     deleted: list[str] = []
     found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
                              rendered={str(o.get("kind")) for o in objects}, note=say)
-    policies = [o for o in found if o.get("kind") == "NetworkPolicy"]
-    for obj in [o for o in found if o.get("kind") != "NetworkPolicy"]:
+    last = [o for o in found if o.get("kind") in ("NetworkPolicy", "Secret")]
+    for obj in [o for o in found if o not in last]:
         _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
                 dry_run=dry_run, say=say, volumes_flag=volumes_flag)
-    if policies and not dry_run:
+    if last and not dry_run:
         wait_pods_gone(client, namespace, run, selector=selector or run_selector(run), timeout=pods_timeout,
-                       policies=len(policies), say=say)
-    for obj in policies:
+                       then=", ".join(f"{o['kind']} {o['metadata']['name']}" for o in last), say=say)
+    for obj in last:
         _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
                 dry_run=dry_run, say=say, volumes_flag=volumes_flag)
     return deleted
@@ -79,11 +79,12 @@ def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, incl
 
 
 def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
-                   policies: int, say: Callable[[str], None] = print,
+                   then: str, say: Callable[[str], None] = print,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
-    delete, pods in their grace period; a bare pod nothing deletes aside). A ClusterError when
-    some are still there after ``timeout``; a user who may not list pods is told the wait was skipped."""
+    delete, pods in their grace period; a bare pod nothing deletes aside) before ``then`` (``Kind
+    name, ...``) is deleted. A ClusterError when some are still there after ``timeout``; a user who
+    may not list pods is told the wait was skipped."""
     pods: dict[str, dict[str, Any]] = {}
     synced = False
     try:
@@ -94,9 +95,8 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
                     synced = True
                     pods = {str(p["metadata"]["name"]): p for p in ev.items if _going(p)}
                     if pods:
-                        say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting its "
-                            f"{policies} NetworkPolic{'y' if policies == 1 else 'ies'} (they stay in force while a "
-                            "pod runs its grace period) ...")
+                        say(f"waiting for {len(pods)} pod(s) of {run} to be gone before deleting {then} (they stay "
+                            "in force while a pod runs its grace period) ...")
                 elif ev.type == "DELETED" or not _going(ev.obj):
                     pods.pop(str(ev.obj["metadata"]["name"]), None)
                 else:
@@ -106,16 +106,16 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
     except ClusterError as e:
         if e.status != 403:
             raise
-        say(f"warning: not allowed to list pods in {namespace} (403): the NetworkPolicies are deleted without "
-            "waiting for the run's pods to be gone")
+        say(f"warning: not allowed to list pods in {namespace} (403): deleting {then} without waiting for the "
+            "run's pods to be gone")
         return
     names = ", ".join(sorted(pods)[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
     left = f"{len(pods)} pod(s) still there after {timeout:g}s ({names})" if synced else \
         f"its pods were not listed within {timeout:g}s"
-    raise ClusterError(f"{left}: the NetworkPolicies were kept, so that no pod of the run runs without them",
+    raise ClusterError(f"{left}: kept {then}, so that no pod of the run runs without them",
                        obj=f"run {namespace}/{run}",
                        hint=f"`kubectl get pods -n {namespace} -l {selector}` shows them (a finalizer or a lost "
-                            "node holds a pod); `down` again deletes the policies once they are gone, "
+                            "node holds a pod); `down` again deletes the rest once they are gone, "
                             "`--timeout SECONDS` waits longer")
 
 
