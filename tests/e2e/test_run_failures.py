@@ -147,7 +147,8 @@ def test_a_failed_attempt_is_retried_with_a_new_cluster_until_one_succeeds(clust
     doc = json.loads(during["status"].stdout)
     assert doc["main"]["state"] in ("retrying", "running") and "attempt 2 of 2" in doc["main"]["summary"], doc
     row = next(x for x in json.loads(during["runs"].stdout) if x["name"] == RUN)
-    assert row["state"] == doc["main"]["state"], row
+    # asked a moment after status: KubeRay may have moved from Retrying to Running in between
+    assert row["state"] in ("retrying", "running") and "attempt 2 of 2" in row["summary"], row
     assert "jobDeploymentStatus Retrying, jobStatus FAILED, reason AppFailed: OOM in the trainer; " \
            "retrying: attempt 2 of 2" in r.out
     assert "✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED" in r.out
