@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.loader import Layers, resolve_run
-from dockyard_k8s.config.model import RunConfig
-from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
+from dockyard_k8s.config.model import GPU_FLEETS, RunConfig
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.kube import missing_references, parse_quantity, pod_templates
 from dockyard_k8s.lint.isolation import Exposure, exposures

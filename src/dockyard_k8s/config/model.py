@@ -22,6 +22,7 @@ SHIPPED = "<shipped defaults>"
 
 Fleet = Literal["trainer", "inference"]  # the GPU worker groups
 Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
+GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 if TYPE_CHECKING:  # the generated TypedDicts are for the type checker: 60 classes not built at run time
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer

@@ -23,12 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.layering import merge
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import clone
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 
@@ -92,8 +93,6 @@ EKS_MIN_SHM = "64Gi"
 # [NCCL] the pinned public nccl-tests image with EFA, aws-ofi-nccl and OpenMPI.
 EKS_NCCL_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
-_GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
-
 
 def _eks() -> dict[str, Any]:
     fleet = {
@@ -126,7 +125,7 @@ def _eks() -> dict[str, Any]:
             "storage": {"enabled": True, "create": False, "claimName": "fsx-claim", "mountPath": "/fsx",
                         "accessMode": "ReadWriteMany"},
         },
-        "kuberay": {role: clone(fleet) for role in _GPU_FLEETS},
+        "kuberay": {role: clone(fleet) for role in GPU_FLEETS},
         "ncclTest": {
             "image": EKS_NCCL_IMAGE,  # [NCCL]
             "mpirunPath": "/opt/amazon/openmpi/bin/mpirun",  # [NCCL]
@@ -215,7 +214,7 @@ def preset_layer(instance_type: str, mode: Any = None) -> dict[str, Any]:
         fleet["cpuLimit"] = p.cpu_limit
     if p.memory_limit:
         fleet["memoryLimit"] = p.memory_limit
-    kuberay: dict[str, Any] = {role: clone(fleet) for role in _GPU_FLEETS}
+    kuberay: dict[str, Any] = {role: clone(fleet) for role in GPU_FLEETS}
     if mode == "job":
         share = {"cpu": "0", "memory": "0", "extendedResources": {}}
         kuberay["head"] = {**share}
@@ -234,14 +233,8 @@ def profile_layer(platform: Any, instance_type: Any, mode: Any = None) -> dict[s
     """
     layer = clone(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
     if platform == "eks" and isinstance(instance_type, str) and instance_type in EKS_PRESETS:
-        layer = _merge(layer, preset_layer(instance_type, mode))
+        layer = merge(layer, preset_layer(instance_type, mode))
     return layer
-
-
-def _merge(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
-    return over
 
 
 # --- images --------------------------------------------------------------------------------
@@ -261,7 +254,6 @@ def image_pin_problem(image: str) -> str:
 
 # --- cross-field rules (called by the loader once the layers are merged) --------------------
 
-GPU_FLEETS = _GPU_FLEETS
 # A StatefulSet's pods carry controller-revision-hash=<name>-<10-char hash>, a label value
 # (<= 63 characters), so the StatefulSet name must stay within 52.
 MAX_STATEFULSET_NAME = 52

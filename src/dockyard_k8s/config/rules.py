@@ -13,9 +13,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.model import RunConfig, layer_name
+from dockyard_k8s.config.model import GPU_FLEETS, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
-from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
+from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image

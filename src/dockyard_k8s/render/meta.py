@@ -8,13 +8,14 @@ label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render import provenance
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet
 
 RUN_LABEL = "dockyard-k8s/run"
 ENDPOINT_LABEL = "dockyard-k8s/endpoint"  # serve: what `serve status` / `serve down` select on
@@ -35,7 +36,6 @@ FLEETS = {
     "nccl-worker": "nccl-test",
     "serve": "model-server",
 }
-GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
 def run_name(infra: InfraSpec) -> str:
@@ -107,6 +107,11 @@ def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
 
 def pull_secrets(infra: InfraSpec) -> list[dict[str, str]]:
     return [{"name": n} for n in infra["infra"]["imagePullSecrets"]]
+
+
+def placement(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec fields of a section's ``nodeSelector`` and ``tolerations`` (those set)."""
+    return {key: clone(section[key]) for key in ("nodeSelector", "tolerations") if section[key]}
 
 
 def pod_common(infra: InfraSpec) -> dict[str, Any]:

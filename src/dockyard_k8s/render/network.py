@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.network import (
     DNS_PORT,
     INTERNAL_CIDRS,
@@ -41,7 +42,7 @@ from dockyard_k8s.config.network import (
     within,
 )
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, metadata, name_of, run_name, selector
 from dockyard_k8s.render.rayauth import enabled, secret_name
 
 if TYPE_CHECKING:

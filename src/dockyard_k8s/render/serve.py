@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, scrape_mechanism, shared_cache
 from dockyard_k8s.config.serve_schema import backend_of
+from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
+from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
 from dockyard_k8s.render.network import NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
-from dockyard_k8s.render.platform import GPU, KEEP_ANNOTATION, add_runtime_class, padded_deadline
+from dockyard_k8s.render.platform import KEEP_ANNOTATION, add_runtime_class, padded_deadline
 from dockyard_k8s.render.sandbox import container_security
 
 if TYPE_CHECKING:
@@ -326,10 +327,7 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
     if infra["infra"]["imagePullSecrets"]:
         pod["imagePullSecrets"] = pull_secrets(infra)
     pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if s["nodeSelector"]:
-        pod["nodeSelector"] = dict(s["nodeSelector"])
-    if s["tolerations"]:
-        pod["tolerations"] = clone(s["tolerations"])
+    pod.update(placement(s))
     spread = spread_constraints(cfg)
     if spread:
         pod["topologySpreadConstraints"] = spread

@@ -24,23 +24,24 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.overrides import lookup
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import GPU, parse_quantity
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
-    GPU_FLEETS,
     RUN_LABEL,
     metadata,
     name_of,
+    placement,
     pod_common,
     pod_labels,
     quantity,
     selector,
 )
 from dockyard_k8s.render.platform import padded_deadline
-from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
+from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
@@ -222,17 +223,9 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
                       "volumeMounts": base["volumeMounts"]})
     if "securityContext" in base:
         container["securityContext"] = base["securityContext"]
-    pod: dict[str, Any] = {}
-    if job:
-        pod["restartPolicy"] = "Never"
-    pod.update(pod_common(infra))
-    pod["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
-    if sizing["nodeSelector"]:
-        pod["nodeSelector"] = clone(sizing["nodeSelector"])
-    if sizing["tolerations"]:
-        pod["tolerations"] = clone(sizing["tolerations"])
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
+    pod: dict[str, Any] = {**({"restartPolicy": "Never"} if job else {}), **pod_common(infra),
+                           "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS, **placement(sizing),
+                           "containers": [container], "volumes": volumes}
     template: dict[str, Any] = {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": pod}
     for group in groups:
         template = deep_merge(template, _fragment(infra, group, container_name))
