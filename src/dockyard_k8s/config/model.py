@@ -27,7 +27,6 @@ GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 if TYPE_CHECKING:  # the generated TypedDicts are for the type checker: 60 classes not built at run time
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
 
-    FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
     PodSizing = KuberayHead | KuberayTrainer  # any of kuberay.head/trainer/inference
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dockyard_k8s.config.loader import InfraDoc, Layers, load_infra_doc, run_name_from
+from dockyard_k8s.config.loader import Layers, load_infra_doc, run_name_from
 from dockyard_k8s.config.platforms import image_pin_problem
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
@@ -61,13 +61,6 @@ class ServeConfig:
     @property
     def namespace(self) -> str:
         return str(self.infra["infra"]["namespace"])
-
-    def locate(self, path: Path, message: str) -> ConfigProblem:
-        return _doc(self).locate(path, message)
-
-
-def _doc(cfg: ServeConfig) -> InfraDoc:
-    return InfraDoc(cfg.infra, cfg.sources, cfg.marks, cfg.key_marks)
 
 
 def endpoint_name_from(spec_file: str) -> str:

@@ -97,12 +97,14 @@ def quantity(value: Any) -> str:
     return str(value)
 
 
-def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
-    """``{NAME: value}`` -> Kubernetes EnvVar list (values as strings, booleans lower-case)."""
-    def text(v: Any) -> str:
-        return ("true" if v else "false") if isinstance(v, bool) else quantity(v)
+def param_text(value: Any) -> str:
+    """A value as an env var or a Ray start parameter takes it: a string, booleans lower-case."""
+    return ("true" if value else "false") if isinstance(value, bool) else quantity(value)
 
-    return [{"name": k, "value": text(v)} for k, v in env.items()]
+
+def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
+    """``{NAME: value}`` -> Kubernetes EnvVar list."""
+    return [{"name": k, "value": param_text(v)} for k, v in env.items()]
 
 
 def pull_secrets(infra: InfraSpec) -> list[dict[str, str]]:

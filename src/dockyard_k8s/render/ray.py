@@ -31,6 +31,7 @@ from dockyard_k8s.render.meta import (
     labels,
     metadata,
     name_of,
+    param_text,
     placement,
     pod_common,
     pod_labels,
@@ -87,7 +88,7 @@ def _resources(sizing: PodSizing) -> dict[str, Any]:
 
 def _ray_params(params: Mapping[str, Any]) -> dict[str, str]:
     """rayStartParams values are strings for KubeRay."""
-    return {k: ("true" if v else "false") if isinstance(v, bool) else quantity(v) for k, v in params.items()}
+    return {k: param_text(v) for k, v in params.items()}
 
 
 def gpu_container(infra: InfraSpec, sizing: PodSizing, name: str, *,

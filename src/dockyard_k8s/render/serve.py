@@ -23,7 +23,7 @@ from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
-from dockyard_k8s.render.network import NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
+from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
 from dockyard_k8s.render.platform import KEEP_ANNOTATION, add_runtime_class, padded_deadline
 from dockyard_k8s.render.sandbox import container_security
 
@@ -127,8 +127,7 @@ def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
 def egress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Cluster DNS, the named internal services, HTTPS to public addresses only, extraEgress."""
     net = cfg.serve["network"]
-    rules: list[dict[str, Any]] = [{"to": [dns_peer()],
-                                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
+    rules: list[dict[str, Any]] = [{"to": [dns_peer()], "ports": clone(DNS_PORTS)}]
     for peer in net["egress"]:
         rules.append({"to": [{"namespaceSelector": _namespace(peer["namespace"]),
                               "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
