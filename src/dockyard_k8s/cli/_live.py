@@ -67,23 +67,14 @@ def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
     target = getattr(args, "recipe", None) or getattr(args, "spec", None)
     if target:
         parts.append(target)
-    infra = getattr(args, "infra", None) or []
-    for f in [infra] if isinstance(infra, str) else infra:
-        parts += ["--infra", f]
-    for s in [*(getattr(args, "sets", []) or []), *(getattr(args, "implied_sets", []) or [])]:
-        parts += ["--set", s]
-    for flag in ("set_strings", "set_files"):
-        for s in getattr(args, flag, []) or []:
-            parts += [f"--{flag[:-1].replace('_', '-')}", s]
-    if getattr(args, "namespace", None):
-        parts += ["-n", args.namespace]
-    if getattr(args, "context", None):
-        parts += ["--context", args.context]
-    if getattr(args, "kubeconfig", None):
-        parts += ["--kubeconfig", args.kubeconfig]
-    parts += list(getattr(args, "overrides", []) or [])
-    parts += list(extra)
-    return shlex.join(parts)
+    for flag, dest in (("--infra", "infra"), ("--set", "sets"), ("--set", "implied_sets"),
+                       ("--set-string", "set_strings"), ("--set-file", "set_files")):
+        for value in getattr(args, dest, None) or []:
+            parts += [flag, value]
+    for flag, dest in (("-n", "namespace"), ("--context", "context"), ("--kubeconfig", "kubeconfig")):
+        if getattr(args, dest, None):
+            parts += [flag, getattr(args, dest)]
+    return shlex.join([*parts, *(getattr(args, "overrides", None) or []), *extra])
 
 
 def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",

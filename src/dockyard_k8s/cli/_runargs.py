@@ -86,9 +86,8 @@ def layers_of(args: argparse.Namespace, values: Sequence[Setting] = (), under: S
 
 def invocation_of(args: argparse.Namespace) -> Invocation:
     """The files and ``--set`` layers as given, for the launch record."""
-    infra = getattr(args, "infra", None) or []
-    return Invocation(tuple([infra] if isinstance(infra, str) else infra),
-                      (*args.sets, *getattr(args, "set_strings", ())), tuple(getattr(args, "set_files", ())))
+    return Invocation(tuple(getattr(args, "infra", ())), (*args.sets, *getattr(args, "set_strings", ())),
+                      tuple(getattr(args, "set_files", ())))
 
 
 def run_name_arg(args: argparse.Namespace) -> str | None:

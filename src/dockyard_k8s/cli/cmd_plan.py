@@ -14,7 +14,6 @@ from dockyard_k8s.render.serialize import dump_json
 
 if TYPE_CHECKING:
     from dockyard_k8s.plan.inventory import Inventory
-    from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
     from dockyard_k8s.plan.sources import KueueInput, Sources
 
