@@ -182,10 +182,7 @@ def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
                         ("--set-file", layers.set_files)):
         for text in texts:
             origin = f"{flag} {text}"
-            if flag == "--set":
-                path, value, error = ov.parse_set(text)
-            else:
-                path, value, error = ov.parse_set_string(text)
+            path, value, error = ov.parse_set(text, typed=flag == "--set")
             if not error and flag == "--set-file":
                 content, problem = read_text(os.path.expanduser(str(value)))
                 if problem is not None:
@@ -214,21 +211,17 @@ def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
             continue
-        for path in {s.path, *created}:
-            doc.marks[path] = mark
-            doc.key_marks[path] = mark
-        if isinstance(value, dict):  # every key it brings is this setting's
-            for sub in _paths(value, s.path):
-                doc.marks[sub] = mark
-                doc.key_marks[sub] = mark
+        for path in {s.path, *created, *key_paths(value, s.path)}:  # every key it brings is this setting's
+            doc.marks[path] = doc.key_marks[path] = mark
     return problems
 
 
-def _paths(data: Any, at: Path) -> list[Path]:
+def key_paths(data: Any, at: Path = ()) -> list[Path]:
+    """The path of every mapping key in ``data`` (written at ``at``), nested ones too."""
     out: list[Path] = []
     if isinstance(data, dict):
         for k, v in data.items():
-            out += [(*at, k), *_paths(v, (*at, k))]
+            out += [(*at, k), *key_paths(v, (*at, k))]
     return out
 
 

@@ -30,6 +30,7 @@ from dockyard_k8s.config.layering import (
     LayerReader,
     Layers,
     Setting,
+    key_paths,
     merge,
     merge_docs,
     settings_layer,
@@ -372,17 +373,7 @@ def _profile_doc(data: Any) -> Doc | None:
                           launch.get("mode") if isinstance(launch, dict) else None)
     if not layer:
         return None
-    name = _profile_name(data)
-    marks: dict[Path, Mark] = {}
-
-    def walk(node: Any, path: Path) -> None:
-        marks[path] = Mark(name, 0, 0)
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, (*path, k))
-
-    for key, value in layer.items():
-        walk(value, (key,))
+    marks = dict.fromkeys(key_paths(layer), Mark(_profile_name(data), 0, 0))
     return Doc(layer, marks, dict(marks))
 
 
