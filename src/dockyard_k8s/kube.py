@@ -156,18 +156,11 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     if kind == "Pod":
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         out.append(PodTemplate((), meta or {}, spec, 1, ""))
-    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job"):
         found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("replicas"), 1), ""))
-    elif kind == "DaemonSet":
-        found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, None, ""))
-    elif kind == "Job":
-        found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("parallelism"), 1), ""))
+        if found:  # a DaemonSet's pods: one per node (None)
+            count = as_int(spec.get("parallelism" if kind == "Job" else "replicas"), 1) if kind != "DaemonSet" else None
+            out.append(PodTemplate(("spec", "template"), *found, count, ""))
     elif kind == "CronJob":
         found = _template(obj, ("spec", "jobTemplate", "spec", "template"))
         if found:
