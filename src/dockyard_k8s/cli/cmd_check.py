@@ -164,16 +164,11 @@ def summary(bundle: Bundle) -> str:
         res, sec = sb["resources"], sb["security"]
         hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [
             "securityContext OFF"]
-        if sec["runAsNonRoot"]:
-            hardening.append("non-root")
-        if sec["readOnlyRootFilesystem"]:
-            hardening.append("read-only root")
-        if not sec["automountServiceAccountToken"]:
-            hardening.append("no API token")
-        if sb["runtimeClassName"]:
-            hardening.append(f"runtime {sb['runtimeClassName']}")
-        if sb["hostUsers"] is False:
-            hardening.append("user namespace")
+        hardening += [word for word, on in (("non-root", sec["runAsNonRoot"]),
+                                            ("read-only root", sec["readOnlyRootFilesystem"]),
+                                            ("no API token", not sec["automountServiceAccountToken"]),
+                                            (f"runtime {sb['runtimeClassName']}", sb["runtimeClassName"]),
+                                            ("user namespace", sb["hostUsers"] is False)) if on]
         lines.append("\nsandbox pool (GPU-free, untrusted code)")
         lines.append(table([
             ["replicas", f"{sb['replicas']} × (cpu {res['cpu']}, memory {res['memory']}, "

@@ -119,8 +119,8 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
 # --- the team's queue objects (render-only) ---------------------------------------------------
 
 
-def _common(selectors: list[dict[str, Any]]) -> dict[str, str]:
-    """Labels every selector in ``selectors`` asks for with the same value."""
+def common_labels(selectors: list[dict[str, Any]]) -> dict[str, str]:
+    """Labels every selector in ``selectors`` asks for with the same value (``{}`` for none)."""
     if not selectors:
         return {}
     first = {str(a): str(b) for a, b in selectors[0].items()}
@@ -160,13 +160,13 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
                 topology[side].append(wanted[1])
     sides = [s for s in ("cpu", "gpu") if usage[s]]
     covered = sorted({r for s in sides for r in usage[s]}, key=lambda r: ({"cpu": 0, "memory": 1}.get(r, 2), r))
-    names = {"cpu": qo["cpuFlavor"], "gpu": qo["gpuFlavor"] or _common(selectors["gpu"]).get(INSTANCE_TYPE_LABEL)
+    names = {"cpu": qo["cpuFlavor"], "gpu": qo["gpuFlavor"] or common_labels(selectors["gpu"]).get(INSTANCE_TYPE_LABEL)
              or "gpu"}
     levels = [lv for s in sides for lv in topology[s]]
     out: list[dict[str, Any]] = []
     for side in sides:
         spec: dict[str, Any] = {}
-        labels = _common(selectors[side])
+        labels = common_labels(selectors[side])
         if labels:
             spec["nodeLabels"] = dict(sorted(labels.items()))
         if topology[side]:
