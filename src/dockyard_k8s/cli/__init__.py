@@ -1,7 +1,8 @@
 """The command line: parse, call the library, print, return an exit code.
 
 Each command lives in ``cmd_<name>.py`` with ``register(subparsers, formatter)`` adding its
-parser (with ``func`` set to its handler); its one-line summary is in ``COMMANDS`` here.
+parser and ``run(args)`` its handler (a command with actions sets each action's ``func``); its
+one-line summary is in ``COMMANDS`` here.
 What several commands share:
 
     _runargs.py   RECIPE [-f FILE] [--set K=V] [-n NS]: the run-shaped arguments -> a Bundle
@@ -101,13 +102,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Subparsers:
-    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS."""
+    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS, our
+    formatter and the command module's ``run`` as the handler."""
 
-    def __init__(self, sub: Any) -> None:
-        self._sub = sub
+    def __init__(self, sub: Any, module: Any) -> None:
+        self._sub, self._module = sub, module
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], **kwargs)
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], formatter_class=_Formatter,
+                                                               **kwargs)
+        if hasattr(self._module, "run"):  # a command with actions sets each action's handler
+            parser.set_defaults(func=self._module.run)
         return parser
 
 
@@ -120,7 +125,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, summary in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
-            module.register(_Subparsers(sub), _Formatter)
+            module.register(_Subparsers(sub, module), _Formatter)
         elif only is None:  # our formatter: argparse's default one imports shutil for the terminal width
             sub.add_parser(name, help=summary, formatter_class=_Formatter)
     return parser

@@ -34,13 +34,12 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("check",
                        description="Validate both files, render every object, check them, and print a "
                                    "one-page summary. Nothing is sent to a cluster.",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_output_arg(p, ("text", "json", "yaml"), writes="file",
                    help_extra="; json/yaml print the resolved config and the rendered objects")
     p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

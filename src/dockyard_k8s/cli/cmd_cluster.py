@@ -31,7 +31,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("cluster",
                        description="Manage the long-lived RayCluster of bringup mode (launch.mode is forced to "
                                    "bringup), then send jobs to it with `dockyard-k8s job submit`.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     cs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
 
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",

@@ -104,9 +104,8 @@ or for this shell only:  source <(dockyard-k8s completion bash)
 def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser("completion", description="Print a completion script for your shell (generated from the "
                                                  "command-line parser, so it always matches this version).",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    p.set_defaults(func=run)
 
 
 def _walk(parser: argparse.ArgumentParser) -> Any:

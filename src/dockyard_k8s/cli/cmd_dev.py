@@ -32,7 +32,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="A CPU-only pod in the run's namespace (image and pull secrets from the infra "
                                    "spec, or --image) for cloning, downloading models and debugging; its Secret is "
                                    "mounted as files and environment.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     ds = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     conn = ds.add_parser("connect", help="create the dev pod if absent and open a shell (kubectl exec -it)",
                          epilog=RUN_ARGS_HELP, formatter_class=formatter)

@@ -27,12 +27,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "pod runs its grace period without them); owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
-                       formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p, by_name=True)
     add_cluster_args(p)
     add_down_args(p)
-    p.set_defaults(func=run)
 
 
 def add_down_args(p: argparse.ArgumentParser) -> None:

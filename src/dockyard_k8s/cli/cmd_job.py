@@ -35,7 +35,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="Talk to the Ray Jobs REST API of a cluster's head (dashboard, port 8265). The "
                                    "cluster is the run's (RECIPE), one named by --cluster (port-forwarded with "
                                    "kubectl), or --address.",
-                       epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     js = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
                            epilog=RUN_ARGS_HELP, formatter_class=formatter)

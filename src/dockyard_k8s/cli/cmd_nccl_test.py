@@ -34,7 +34,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "nccl-tests all_reduce_perf across the GPU nodes the run would use, with the "
                                    "same platform settings (EFA, placement, /dev/shm). --summarize LOG prints "
                                    "the bus bandwidth per message size of a finished test's launcher log.",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
@@ -50,7 +50,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--keep", action="store_true", help="with --run: keep the MPIJob afterwards (default: delete)")
     p.add_argument("--context", help="kubeconfig context for --run (default: the current context)")
     p.add_argument("--kubeconfig", help="kubeconfig file for --run (default: $KUBECONFIG, ~/.kube/config)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "sandbox replicas) on a node inventory with the default scheduler's filters "
                                    "and the namespace quota, and say per group what is placed, where, and why "
                                    "the rest would stay Pending.",
-                       epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=TARGET_HELP + "\n" + EXAMPLES)
     add_target_args(p)
     p.add_argument("--nodes", action="append", default=[], metavar="FILE",
                    help="`kubectl get nodes -o yaml` output (repeatable; pods and ResourceQuotas too)")
@@ -60,7 +60,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     add_output_arg(p, ("text", "json"), help_extra=" of the report")
     p.add_argument("--wide", action="store_true", help="list node names instead of pools")
     p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

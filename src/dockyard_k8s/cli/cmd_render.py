@@ -24,12 +24,11 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "(the launch record first; the Ray token Secret never: a comment says how to "
                                    "create it). Output is byte-for-byte deterministic. With --output-dir DIR, one "
                                    "file per object plus a kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
     p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
     p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "
                                    "the run with watches: objects, pods per fleet, job status, and every pod "
                                    "problem with a hint as it happens. Re-running an unchanged spec changes nothing.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_cluster_args(p)
     add_follow_args(p)
@@ -49,7 +49,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--replace", action="store_true", help="delete the run's job/cluster first, wait, then apply")
     p.add_argument("--force-conflicts", action="store_true",
                    help="take over fields another manager owns (server-side apply force)")
-    p.set_defaults(func=run)
 
 
 def add_follow_args(p: argparse.ArgumentParser) -> None:

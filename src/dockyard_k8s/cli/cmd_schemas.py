@@ -26,7 +26,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "Built-in Kubernetes schemas ship with the kubernetes-validate package; "
                                    "KubeRay v1.7.0 CRDs ship with dockyard-k8s; `fetch` gets another release "
                                    "once (network), into the user cache.",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     actions = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     fetch = actions.add_parser("fetch", help="download CRDs (KubeRay release) into the user cache",
                                formatter_class=formatter)

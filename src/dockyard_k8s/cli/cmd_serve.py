@@ -59,7 +59,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                        description="A model endpoint: vLLM or SGLang behind a ClusterIP Service, with its model "
                                    "cache, a PriorityClass, default-deny NetworkPolicies and KEDA autoscaling, "
                                    "from the serve: section of an infra file. check/render are offline.",
-                       epilog=SPEC_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=SPEC_HELP + "\n" + EXAMPLES)
     ss = p.add_subparsers(title="subcommands", metavar="SUBCOMMAND", required=True)
 
     def sub_parser(name: str, description: str, *, live: bool = False) -> argparse.ArgumentParser:

@@ -28,12 +28,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "flavors, evicted and why, MultiKueue's worker cluster), desired/scheduled/ready "
                                    "pods per fleet, and the warnings that explain anything not ready. Exit 1 when "
                                    "nothing of the run exists.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
-                       formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p, by_name=True)
     add_cluster_args(p)
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "plus the rules the API server and the KubeRay operator enforce that no schema "
                                    "expresses. Unknown fields, wrong types and duplicate keys are errors. "
                                    "Nothing is sent to a cluster.",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     p.add_argument("paths", nargs="*", metavar="PATH|DIR|-", default=["-"],
                    help="files, directories (recursive) or - for stdin (default: stdin)")
     p.add_argument("--kubernetes-version", default="1.29", metavar="X.Y",
@@ -52,7 +52,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="processes for a large input (default: one per core; 1: this process only). "
                         "Inputs under 1 MB always use one")
     p.add_argument("--verbose", action="store_true", help="also say which schema validated each kind")
-    p.set_defaults(func=run)
 
 
 def _workers(text: str) -> int:
