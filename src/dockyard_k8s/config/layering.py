@@ -25,7 +25,7 @@ from typing import Any
 
 from dockyard_k8s import yamlfile
 from dockyard_k8s.config import overrides as ov
-from dockyard_k8s.config.model import locate
+from dockyard_k8s.config.model import problem_at
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
 from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
@@ -91,8 +91,7 @@ class LayerReader:
         self.empty: list[str] = []  # files with nothing in them
 
     def problem(self, doc: Doc, path: Path, message: str, *, at_key: bool = False) -> None:
-        mark = locate(doc.marks, doc.key_marks, path, at_key=at_key)
-        self.problems.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
+        self.problems.append(problem_at(doc.marks, doc.key_marks, path, message, at_key=at_key))
 
     def read(self, file: str) -> Doc | None:
         """One file as a top-level mapping (``{}`` when empty), or None after a problem."""

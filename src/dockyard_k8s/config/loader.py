@@ -21,7 +21,6 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
@@ -37,7 +36,7 @@ from dockyard_k8s.config.layering import (
     settings_of,
     stack,
 )
-from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
+from dockyard_k8s.config.model import SHIPPED, RunConfig
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
@@ -52,7 +51,7 @@ from dockyard_k8s.plan.inventory import pool_problems
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
-__all__ = ["InfraDoc", "Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
+__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
@@ -313,21 +312,6 @@ def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[
     return infra, sources, broken
 
 
-@dataclass(frozen=True, slots=True)
-class InfraDoc:
-    """The infra spec alone, layered and schema-checked, with where each value was written."""
-
-    data: InfraSpec  # every default filled in
-    sources: list[str]  # layers merged, lowest first
-    marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
-
-    def locate(self, path: Path, message: str) -> ConfigProblem:
-        """A problem about infra key ``path``, at the place the user wrote it."""
-        mark = locate(self.marks, self.key_marks, path)
-        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
-
-
 def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
     """The problem of an infra spec given where the recipe goes: said once, at its first key,
     instead of rendering the infra spec as the job's recipe (or asking for its own infra file)."""
@@ -339,10 +323,11 @@ def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
                          f"`dockyard-k8s check RECIPE.yaml -f {recipe_file}`")
 
 
-def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> InfraDoc:
-    """The infra spec alone, layered and checked like :func:`load_run` does, for commands
-    that read it without a recipe (``serve``; ``lint``/``plan`` on manifest files). No
-    run-level rules (an image is not required here).
+def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> tuple[Doc, list[str]]:
+    """The infra spec alone, layered and checked like :func:`load_run` does (every default
+    filled in, each value's marks), and its layers, lowest first, for commands that read it
+    without a recipe (``serve``; ``lint``/``plan`` on manifest files). No run-level rules (an
+    image is not required here).
 
     Raises:
         ConfigError: every problem, located.
@@ -354,7 +339,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Laye
     if reader.problems:
         raise ConfigError(reader.problems)
     fill_defaults(INFRA, infra.data)
-    return InfraDoc(infra.data, sources, infra.marks, infra.key_marks)
+    return infra, sources
 
 
 def _profile_name(data: dict[str, Any]) -> str:

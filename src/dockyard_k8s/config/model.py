@@ -46,6 +46,13 @@ def locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Pat
     return marks.get((), Mark(SHIPPED, 0, 0))
 
 
+def problem_at(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path, message: str, *,
+               at_key: bool = False) -> ConfigProblem:
+    """A problem about ``path``, at the place :func:`locate` finds."""
+    mark = locate(marks, key_marks, path, at_key=at_key)
+    return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+
+
 def layer_name(file: str) -> str:
     """How a message names the layer a value came from (its Mark's ``file``)."""
     if file == SHIPPED:
