@@ -77,19 +77,19 @@ def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
     return shlex.join([*parts, *(getattr(args, "overrides", None) or []), *extra])
 
 
-def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",
-                 kubectl: str = "") -> list[str]:
-    """How to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
+def say_follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",
+                     kubectl: str = "") -> None:
+    """Say how to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
     if bundle is not None:
         ns, run = bundle.run.namespace, bundle.run.name
         kubectl = f"kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}"
     prefix = f"{command} " if command else ""
-    return [
+    say("\n".join([
         f"  status:  {command_text(args, prefix + 'status')}",
         f"  logs:    {command_text(args, prefix + 'logs', '--follow')}",
         f"  delete:  {command_text(args, prefix + 'down')}",
         f"  kubectl: {kubectl}",
-    ]
+    ]))
 
 
 def ray_target(args: argparse.Namespace) -> RayTarget:

@@ -10,9 +10,9 @@ from dockyard_k8s.cli._live import (
     add_cluster_args,
     command_text,
     connect,
-    follow_hints,
     ray_target,
     say,
+    say_follow_hints,
     warn,
 )
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
@@ -112,8 +112,7 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
             outcome = launch(client, bundle, launch_options(args), say=say, note=warn)
     except KeyboardInterrupt:
         say("\ninterrupted: nothing was stopped, the run keeps going on the cluster.")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return EXIT_INTERRUPTED
     return report(args, bundle, outcome)
 
@@ -130,8 +129,7 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
             say(f"  logs:  {command_text(args, 'job logs')} {outcome.submission_id} --follow")
         else:
             say("detached; follow it with:")
-            for line in follow_hints(args, bundle):
-                say(line)
+            say_follow_hints(args, bundle)
         return 0
     if outcome.ok:
         say(f"✔ {outcome.reason}: {outcome.message}")
@@ -141,6 +139,5 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
         return 0
     say(f"✖ {outcome.reason}: {outcome.message}")
     if not outcome.submission_id:
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
     return EXIT_FAILURE

@@ -27,10 +27,10 @@ def command_text(args: argparse.Namespace, sub: str, *extra: str) -> str:
     return _live.command_text(args, f"serve {sub}", *extra)
 
 
-def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
+def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
     cfg = bundle.config
-    return _live.follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
-                                                            f"-l dockyard-k8s/endpoint={cfg.name}")
+    _live.say_follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
+                                                          f"-l dockyard-k8s/endpoint={cfg.name}")
 
 
 def register(sub_parser: Any) -> None:
@@ -110,15 +110,13 @@ def run_up(args: argparse.Namespace) -> int:
             outcome = serve.up(client, bundle, options, say=say)
     except KeyboardInterrupt:
         say("\ninterrupted: nothing was stopped, the endpoint keeps starting on the cluster.")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return EXIT_INTERRUPTED
     if outcome.reason == "dry-run":
         return 0
     if outcome.reason == "detached":
         say("detached; follow it with:")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return 0
     if outcome.ok:
         say(f"✔ {bundle.config.name} is ready: {outcome.message}")
@@ -127,8 +125,7 @@ def run_up(args: argparse.Namespace) -> int:
         say(f"  try it:     {command_text(args, 'test')}")
         return 0
     say(f"✖ {outcome.reason}: {outcome.message}")
-    for line in follow_hints(args, bundle):
-        say(line)
+    say_follow_hints(args, bundle)
     return EXIT_FAILURE
 
 
