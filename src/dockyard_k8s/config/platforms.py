@@ -44,19 +44,18 @@ class InstancePreset:
     memory: str
     cpu_limit: str | None
     memory_limit: str | None
-    source: str
 
 
 # instance type -> per-pod sizing preset. One GPU pod per node, so the pod takes the node.
 EKS_PRESETS: dict[str, InstancePreset] = {
     # [EKS] "Resource Sizing Guide" row p4de.24xlarge (8 / 4 / 90 / 1000Gi); the limits are the
     # single-node Job's and StatefulSet's (cpu 96, memory 1100Gi), which are sized for this type.
-    "p4de.24xlarge": InstancePreset(8, 4, "90", "1000Gi", "96", "1100Gi", "[EKS] sizing guide + manifests"),
+    "p4de.24xlarge": InstancePreset(8, 4, "90", "1000Gi", "96", "1100Gi"),
     # [EKS] "Resource Sizing Guide" row p5.48xlarge (8 / 32 / 180 / 1800Gi); the text gives no limits.
-    "p5.48xlarge": InstancePreset(8, 32, "180", "1800Gi", None, None, "[EKS] sizing guide"),
+    "p5.48xlarge": InstancePreset(8, 32, "180", "1800Gi", None, None),
     # [NCCL] lists p5en.48xlarge with 8 GPUs and 16 EFA devices; CPU/memory requests follow the p5
     # row (same 192 vCPU / 2 TiB host shape).
-    "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None, "[NCCL] table + [EKS] p5 row"),
+    "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None),
 }
 
 # Labels GPU nodes carry whatever the cloud (infra.cpuScheduling.gpuNodeLabels; "*": any value): the

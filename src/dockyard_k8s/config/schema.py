@@ -142,6 +142,11 @@ def obj(description: str, properties: dict[str, Schema], *, required: tuple[str,
     return s
 
 
+# Pod tolerations, in both specs; GPU pods tolerate the NVIDIA device plugin's taint by default.
+TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
+GPU_TOLERATIONS = {**TOLERATIONS, "default": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+
+
 # --- checking ------------------------------------------------------------------------
 
 _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
