@@ -7,9 +7,8 @@ What several commands share:
 
     _runargs.py   RECIPE [-f FILE] [--set K=V] [-n NS]: the run-shaped arguments -> a Bundle
     _targets.py   lint's and plan's inputs: a run, manifest files, or serve specs
-    _flags.py     -o/--output (one meaning everywhere)
     _live.py      cluster flags, connecting, follow-up hints
-    _output.py    tables, check marks, the output flags, rendered objects out
+    _output.py    tables, check marks, the output flags (one meaning everywhere), rendered objects out
 
 Command modules import only what parsing needs at the top; heavy libraries (cluster
 clients, Ray) are imported inside the handlers that use them, so ``check`` and ``render``

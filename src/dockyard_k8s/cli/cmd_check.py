@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
+from dockyard_k8s.cli._output import OK, WARN, add_output_arg, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.output import document_path, write_document

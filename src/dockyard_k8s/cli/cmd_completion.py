@@ -16,7 +16,7 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.cli import build_parser
-from dockyard_k8s.cli._flags import OutputAction
+from dockyard_k8s.cli._output import OutputAction
 
 SHELLS = ("bash", "zsh", "fish")
 # dest -> what completes there

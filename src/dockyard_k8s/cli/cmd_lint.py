@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s import __version__
-from dockyard_k8s.cli._flags import add_output_arg
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.lint import output as out

@@ -7,9 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 from dockyard_k8s.output import write_file

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.plan import catalog, kueue_report, report, sources
 from dockyard_k8s.plan.kueue_plan import KueuePlan

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
+from dockyard_k8s.cli._output import add_output_arg, check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
 from dockyard_k8s.render.record import launch_objects
 

@@ -12,11 +12,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli import cmd_serve_live
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import (
     OK,
     WARN,
+    add_output_arg,
     check_output_paths,
     prerequisite_header,
     prerequisite_section,
