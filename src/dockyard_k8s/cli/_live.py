@@ -119,11 +119,8 @@ def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pod
     prefixed = len(pods) > 1
     container = getattr(args, "container", None) or ""
     if args.follow:
-        def failed(prefix: str, e: Exception) -> None:
-            print(f"{prefix}: {e}", file=sys.stderr)
-
         lines = lg.follow_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
-                               on_error=failed)
+                               on_error=lambda prefix, e: print(f"{prefix}: {e}", file=sys.stderr))
     else:
         lines = lg.read_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
                              previous=args.previous)
