@@ -151,7 +151,6 @@ def job_list(args: argparse.Namespace) -> int:
 
 
 def job_logs(args: argparse.Namespace) -> int:
-
     def action(ray: Any, bundle: Any) -> int:
         job = _job_id(args, bundle, ray)
         if args.follow:
