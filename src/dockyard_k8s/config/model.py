@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.yamlio import Mark
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
@@ -106,21 +107,12 @@ class RunConfig:
     def layer(self, path: Path) -> str:
         """The layer that set the value at ``path``: a file, ``<kind profile>``, ``--set ...``, or
         ``<shipped defaults>`` (also for values derived from other keys)."""
-        node: Any = self.infra
-        nodes = [node]
-        for part in path:
-            if isinstance(node, dict):
-                node = node.get(part)
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
-                node = None
-            nodes.append(node)
         for end in range(len(path), 0, -1):
             mark = self.marks.get(path[:end])
             if mark is not None:
                 # a mapping merges key by key: a key no layer wrote under it is a default
-                return mark.file if end == len(path) or not isinstance(nodes[end], dict) else SHIPPED
+                merged = end < len(path) and isinstance(lookup(self.infra, path[:end])[1], dict)
+                return SHIPPED if merged else mark.file
         return SHIPPED
 
     def written_by_user(self, path: Path) -> bool:
