@@ -107,8 +107,10 @@ def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
     return [{"name": k, "value": param_text(v)} for k, v in env.items()]
 
 
-def pull_secrets(infra: InfraSpec) -> list[dict[str, str]]:
-    return [{"name": n} for n in infra["infra"]["imagePullSecrets"]]
+def pull_secrets(infra: InfraSpec) -> dict[str, Any]:
+    """The pod spec field of ``infra.imagePullSecrets``, when it names any."""
+    names = infra["infra"]["imagePullSecrets"]
+    return {"imagePullSecrets": [{"name": n} for n in names]} if names else {}
 
 
 def placement(section: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,6 +123,4 @@ def pod_common(infra: InfraSpec) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if infra["infra"]["priorityClassName"]:
         spec["priorityClassName"] = infra["infra"]["priorityClassName"]
-    if infra["infra"]["imagePullSecrets"]:
-        spec["imagePullSecrets"] = pull_secrets(infra)
-    return spec
+    return {**spec, **pull_secrets(infra)}

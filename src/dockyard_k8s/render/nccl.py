@@ -86,8 +86,7 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     worker: dict[str, Any] = {"name": "worker", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
                               "resources": {"requests": requests, "limits": limits}}
     worker_pod: dict[str, Any] = {}
-    if infra["infra"]["imagePullSecrets"]:
-        worker_pod["imagePullSecrets"] = pull_secrets(infra)
+    worker_pod.update(pull_secrets(infra))
     worker_pod.update(placement(sizing))
     worker_pod["containers"] = [worker]
     if sizing["shmSize"] is not None:
@@ -104,8 +103,7 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
     }
     launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure"}
-    if infra["infra"]["imagePullSecrets"]:
-        launcher_pod["imagePullSecrets"] = pull_secrets(infra)
+    launcher_pod.update(pull_secrets(infra))
     launcher_pod["containers"] = [launcher]
     keep_off_gpu_nodes(launcher_pod, off_gpu_nodes(infra))  # a CPU pod: not on a GPU node the test needs
     return {

@@ -137,8 +137,7 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
     created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
     if infra["infra"]["priorityClassName"] or created:
         pod["priorityClassName"] = infra["infra"]["priorityClassName"] or created
-    if infra["infra"]["imagePullSecrets"]:
-        pod["imagePullSecrets"] = pull_secrets(infra)
+    pod.update(pull_secrets(infra))
     affinity = _gpu_node_affinity(infra)
     if affinity:
         pod["affinity"] = affinity

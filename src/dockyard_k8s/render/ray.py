@@ -204,7 +204,7 @@ def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
         pod = template.setdefault("spec", {})
         containers = pod.setdefault("containers", [{}])
         containers[0]["image"] = infra["infra"]["image"]
-        wanted = pull_secrets(infra)
+        wanted = pull_secrets(infra).get("imagePullSecrets")
         if wanted:
             have = pod.get("imagePullSecrets", [])
             pod["imagePullSecrets"] = have + [s for s in wanted if s not in have]

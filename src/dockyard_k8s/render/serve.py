@@ -323,8 +323,7 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "enableServiceLinks": False}
     if s["priorityClass"]["name"]:
         pod["priorityClassName"] = s["priorityClass"]["name"]
-    if infra["infra"]["imagePullSecrets"]:
-        pod["imagePullSecrets"] = pull_secrets(infra)
+    pod.update(pull_secrets(infra))
     pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
     pod.update(placement(s))
     spread = spread_constraints(cfg)
