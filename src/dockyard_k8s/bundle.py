@@ -135,10 +135,8 @@ _SANDBOX_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ep
 
 def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
     """The fleet label of the pod template ``path`` is in."""
-    for t in pod_templates(obj):
-        if path[:len(t.path)] == t.path:
-            return (t.metadata.get("labels") or {}).get(FLEET_LABEL)
-    return None
+    return next(((t.metadata.get("labels") or {}).get(FLEET_LABEL) for t in pod_templates(obj)
+                 if path[:len(t.path)] == t.path), None)
 
 
 def _job_culprit(run: RunConfig, path: Path) -> Path | None:

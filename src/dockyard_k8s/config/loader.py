@@ -69,10 +69,7 @@ def user_defaults_file(env: Mapping[str, str]) -> str | None:
 
 def default_infra_file(recipe_file: str) -> str | None:
     """``foo.yaml`` -> ``foo.infra.yaml`` beside it, if it exists."""
-    for candidate in _sibling_names(recipe_file):
-        if os.path.exists(candidate):
-            return candidate
-    return None
+    return next((f for f in _sibling_names(recipe_file) if os.path.exists(f)), None)
 
 
 def _sibling_names(recipe_file: str) -> tuple[str, str]:
