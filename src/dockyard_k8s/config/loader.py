@@ -42,7 +42,7 @@ from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
 from dockyard_k8s.config.rules import override_secret_message, run_rules
 from dockyard_k8s.config.schema import check, fill_defaults
-from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
+from dockyard_k8s.config.yamlio import Document, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
@@ -149,7 +149,7 @@ def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
     return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
 
 
-def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
+def _empty_recipe(recipe_file: str, composed: Document, composer: RecipeComposer) -> list[ConfigProblem]:
     if composed.data or composer.reader.problems:
         return []
     return [ConfigProblem(recipe_file, 0, 0, "", "the recipe is empty: expected the training config the job runs "
@@ -220,7 +220,7 @@ def _unset_sandbox_urls(recipe: dict[str, Any], data: Any) -> list[str]:
     return [unset.text]
 
 
-def _rules_despite(infra: Doc, broken: Sequence[Path], sources: list[str], recipe_file: str,
+def _rules_despite(infra: Document, broken: Sequence[Path], sources: list[str], recipe_file: str,
                    files: Sequence[str], empty: Sequence[str]) -> list[ConfigProblem]:
     """The run rules' problems of an infra spec the schema refused at ``broken`` keys, where they
     do not depend on them: each broken section (``kuberay.trainer``) goes back to its shipped
@@ -269,7 +269,7 @@ def _sandbox_urls_key(data: Any) -> Path | None:
 
 def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[Setting], *,
                   recipe: tuple[str, dict[str, Any]] | None = None,
-                  under: Sequence[Setting] = ()) -> tuple[Doc, list[str], list[Path]]:
+                  under: Sequence[Setting] = ()) -> tuple[Document, list[str], list[Path]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
     document, the names of its sources, lowest first, and the keys the schema check refused.
     ``under``: values below the user's files (not a source: the user did not write them)."""
@@ -309,7 +309,7 @@ def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[
     return infra, sources, broken
 
 
-def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
+def _infra_as_recipe(recipe_file: str, recipe: Document) -> ConfigProblem:
     """The problem of an infra spec given where the recipe goes: said once, at its first key,
     instead of rendering the infra spec as the job's recipe (or asking for its own infra file)."""
     keys = list(recipe.data)
@@ -320,7 +320,7 @@ def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
                          f"`dockyard-k8s check RECIPE.yaml -f {recipe_file}`")
 
 
-def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> tuple[Doc, list[str]]:
+def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> tuple[Document, list[str]]:
     """The infra spec alone, layered and checked like :func:`load_run` does (every default
     filled in, each value's marks), and its layers, lowest first, for commands that read it
     without a recipe (``serve``; ``lint``/``plan`` on manifest files). No run-level rules (an
@@ -345,8 +345,8 @@ def _profile_name(data: dict[str, Any]) -> str:
     return f"<{section['platform']} profile{' ' + str(typ) if typ else ''}>"
 
 
-def _profile_doc(data: Any) -> Doc | None:
-    """The platform profile layer of the merged ``data`` as a Doc, or None (generic/invalid)."""
+def _profile_doc(data: Any) -> Document | None:
+    """The platform profile layer of the merged ``data`` as a Document, or None (generic/invalid)."""
     section = data.get("infra") if isinstance(data, dict) else None
     if not isinstance(section, dict):
         return None
@@ -356,7 +356,7 @@ def _profile_doc(data: Any) -> Doc | None:
     if not layer:
         return None
     marks = dict.fromkeys(key_paths(layer), Mark(_profile_name(data), 0, 0))
-    return Doc(layer, marks, dict(marks))
+    return Document(layer, marks, dict(marks))
 
 
 def _fill_derived(infra: InfraSpec, recipe_file: str) -> None:
