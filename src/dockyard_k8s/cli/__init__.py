@@ -1,6 +1,6 @@
 """The command line: parse, call the library, print, return an exit code.
 
-Each command lives in ``cmd_<name>.py`` with ``register(subparsers, formatter)`` adding its
+Each command lives in ``cmd_<name>.py`` with ``register(subparsers)`` adding its
 parser and ``run(args)`` its handler (a command with actions sets each action's ``func``); its
 one-line summary is in ``COMMANDS`` here.
 What several commands share:
@@ -124,7 +124,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, summary in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
-            module.register(_Subparsers(sub, module), _Formatter)
+            module.register(_Subparsers(sub, module))
         elif only is None:  # our formatter: argparse's default one imports shutil for the terminal width
             sub.add_parser(name, help=summary, formatter_class=_Formatter)
     return parser

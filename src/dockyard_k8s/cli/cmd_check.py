@@ -29,7 +29,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("check",
                        description="Validate both files, render every object, check them, and print a "
                                    "one-page summary. Nothing is sent to a cluster.",

@@ -101,7 +101,7 @@ or for this shell only:  source <(dockyard-k8s completion bash)
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("completion", description="Print a completion script for your shell (generated from the "
                                                  "command-line parser, so it always matches this version).",
                        epilog=EXAMPLES)

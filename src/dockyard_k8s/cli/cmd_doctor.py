@@ -18,7 +18,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("doctor",
                        description="API reachable and >= 1.29; KubeRay CRDs and operator (ready, watching the "
                                    "namespace); GPUs allocatable vs requested; what the pods name exists "

@@ -20,7 +20,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("down",
                        description="Find every object labelled dockyard-k8s/run=<run> (one LIST per kind) and delete "
                                    "it, workloads first and the NetworkPolicies once the run's pods are gone (so no "

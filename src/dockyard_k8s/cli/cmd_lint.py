@@ -31,7 +31,7 @@ exit codes: 0 no error-severity finding, 1 error findings, 2 bad input
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("lint",
                        description="Check the run's objects (or manifest files) against policy rules for GPU "
                                    "training and the untrusted-code sandbox, and report the Pod Security "

@@ -18,7 +18,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("logs",
                        description="Print the logs of every pod of a fleet (or one pod), prefixed fleet/pod when "
                                    "there are several. Without --fleet/--pod: the RayJob submitter if there is one "

@@ -27,7 +27,7 @@ exit codes: 0 ok, 1 wrong values or bandwidth below --min-busbw, 2 bad input
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("nccl-test",
                        description="Render an MPIJob (kubeflow.org/v2beta1, needs the MPI Operator) that runs "
                                    "nccl-tests all_reduce_perf across the GPU nodes the run would use, with the "

@@ -35,7 +35,7 @@ admit the run now, 2 bad input. --kueue without a node inventory gives Kueue's v
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("plan",
                        description="Place every pod the run would create (Ray head, worker groups, submitter, "
                                    "sandbox replicas) on a node inventory with the default scheduler's filters "

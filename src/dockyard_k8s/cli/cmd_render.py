@@ -17,7 +17,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("render",
                        description="Render every object of the run in apply order, as `run` applies them "
                                    "(the launch record first; the Ray token Secret never: a comment says how to "

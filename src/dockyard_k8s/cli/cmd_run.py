@@ -34,7 +34,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("run",
                        description="Apply the rendered objects in order with server-side apply (field manager "
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "

@@ -20,7 +20,7 @@ then, by name: dockyard-k8s status RUN | logs RUN | down RUN | job logs RUN
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("runs",
                        description="Every run of the namespace: its launch mode, state, GPUs requested, age, and its "
                                    "Kueue Workload's state when Kueue queues it. Runs launched by `run`/`cluster up` "

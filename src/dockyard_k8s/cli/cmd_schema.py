@@ -16,7 +16,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("schema",
                        description="Print the infra spec's JSON Schema (draft-07), for editor completion "
                                    "and checking. --markdown prints the reference table instead.",

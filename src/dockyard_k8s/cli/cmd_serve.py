@@ -54,7 +54,7 @@ exit codes: 0 ok, 1 failure (invalid objects, not Ready, no valid answer, API er
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("serve",
                        description="A model endpoint: vLLM or SGLang behind a ClusterIP Service, with its model "
                                    "cache, a PriorityClass, default-deny NetworkPolicies and KEDA autoscaling, "
@@ -65,7 +65,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     def sub_parser(name: str, description: str, *, live: bool = False) -> argparse.ArgumentParser:
         q: argparse.ArgumentParser = ss.add_parser(name, help=description.split(".")[0], description=description,
                                                    epilog=SPEC_HELP + ("\n" + CLUSTER_HELP if live else "")
-                                                   + "\n" + EXAMPLES, formatter_class=formatter)
+                                                   + "\n" + EXAMPLES, formatter_class=p.formatter_class)
         add_spec_args(q)
         if live:
             add_cluster_args(q)

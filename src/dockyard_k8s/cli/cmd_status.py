@@ -21,7 +21,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("status",
                        description="RayJob jobStatus/jobDeploymentStatus/reason/message, RayCluster conditions, "
                                    "the Kueue Workload of a queued run (queued with its position, admitted with "

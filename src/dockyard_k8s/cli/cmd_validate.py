@@ -22,7 +22,7 @@ exit codes: 0 every object valid, 1 a problem found, 2 bad usage (missing file, 
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("validate",
                        description="Validate manifests against the strict Kubernetes schemas and CRD schemas, "
                                    "plus the rules the API server and the KubeRay operator enforce that no schema "
