@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli._output import table
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.render.meta import RUN_LABEL
 
@@ -128,7 +130,30 @@ def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pod
         print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
 
 
-def print_findings(findings: list[Any], indent: str = "  ") -> None:
+def say_phases(view: Any, kinds: Sequence[str]) -> None:
+    """``status``'s and ``serve status``'s first lines: each object of ``kinds``, its phase and details."""
+    from dockyard_k8s.live.progress import phase_of
+
+    for kind in kinds:
+        for obj in view.of_kind(kind):
+            phase = phase_of(obj, view.pods)
+            say(f"{kind} {obj['metadata']['name']}: {phase.summary}")
+            for line in phase.details:
+                say(f"  {line}")
+
+
+def say_pods(view: Any, *, completed: bool = True) -> None:
+    """Their last lines: the pods of each fleet (``completed``: with those that ended well) and the
+    problems found, each with its hint."""
+    done = ["completed"] if completed else []
+    rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, *([r.done] if completed else []), r.failed]
+            for r in view.fleets()]
+    if rows:
+        say("")
+        say(table(rows, ["fleet", "desired", "pods", "scheduled", "ready", *done, "failed"]))
+    findings = view.findings()
+    if findings:
+        say("\nproblems")
     for f in findings:
-        say(f"{indent}✖ {f.line()}")
-        say(f"{indent}  hint: {f.hint}")
+        say(f"  ✖ {f.line()}")
+        say(f"    hint: {f.hint}")
