@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.loader import Layers, resolve_run
-from dockyard_k8s.config.model import RunConfig
-from dockyard_k8s.config.platforms import GPU_FLEETS, INSTANCE_TYPE_LABEL
+from dockyard_k8s.config.model import GPU_FLEETS, RunConfig
+from dockyard_k8s.config.overrides import lookup
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
-from dockyard_k8s.kube import missing_references, parse_quantity, pod_templates
+from dockyard_k8s.kube import GPU, missing_references, parse_quantity, pod_templates
 from dockyard_k8s.lint.isolation import Exposure, exposures
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.plan.fit import Unchecked, misfits, most_gpus, unchecked
@@ -134,10 +135,8 @@ _SANDBOX_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ep
 
 def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
     """The fleet label of the pod template ``path`` is in."""
-    for t in pod_templates(obj):
-        if path[:len(t.path)] == t.path:
-            return (t.metadata.get("labels") or {}).get(FLEET_LABEL)
-    return None
+    return next(((t.metadata.get("labels") or {}).get(FLEET_LABEL) for t in pod_templates(obj)
+                 if path[:len(t.path)] == t.path), None)
 
 
 def _job_culprit(run: RunConfig, path: Path) -> Path | None:
@@ -147,14 +146,11 @@ def _job_culprit(run: RunConfig, path: Path) -> Path | None:
         return None
     resource = str(path[-1])
     kr = run.infra["kuberay"]
-    field = {"cpu": ("cpu",), "memory": ("memory",), "nvidia.com/gpu": ("gpus",)}.get(
-        resource, ("extendedResources", resource))
+    field = {"cpu": ("cpu",), "memory": ("memory",), GPU: ("gpus",)}.get(resource, ("extendedResources", resource))
     groups: list[Group] = ["head", *(g for g in GPU_FLEETS if kr[g]["replicas"] > 0)]
     found = []
     for g in groups:
-        value: Any = kr[g]
-        for part in field:
-            value = value.get(part) if isinstance(value, dict) else None
+        value = lookup(kr[g], field)[1]
         amount = parse_quantity(value) if value is not None else None
         if amount:
             found.append((run.written_by_user(("kuberay", g, *field)), amount, ("kuberay", g, *field)))

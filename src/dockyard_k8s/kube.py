@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from dockyard_k8s.plain import Path
@@ -37,39 +38,23 @@ _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1
             "P": Fraction(10**15), "E": Fraction(10**18)}
 
 
-# Manifests repeat the same few quantities ("8", "16Gi", "500m") thousands of times, and
-# building a Fraction costs more than a dict lookup by far (bench/README.md): parsed strings are
-# memoized (Fractions are immutable).
-_PARSED: dict[str, Fraction | None] = {}
-_PARSED_MAX = 4096
-_INTS: dict[int, Fraction] = {}
-
-
 def parse_quantity(value: Any) -> Fraction | None:
     """``"500m"`` -> 1/2, ``"2Gi"`` -> 2147483648, ``4`` -> 4; None if not a quantity."""
-    if isinstance(value, str):
-        try:
-            return _PARSED[value]
-        except KeyError:
-            if len(_PARSED) >= _PARSED_MAX:
-                _PARSED.clear()
-            q = _PARSED[value] = _parse_text(value)
-            return q
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        found = _INTS.get(value)
-        if found is None:
-            found = Fraction(value)
-            if -1024 <= value <= 1024:  # GPU counts, CPUs: the same few numbers everywhere
-                _INTS[value] = found
-        return found
+    if isinstance(value, (str, int)):
+        return _parse(value)
     if isinstance(value, float):
         return Fraction(str(value)) if math.isfinite(value) else None  # .inf / .nan are not quantities
     return None
 
 
-def _parse_text(value: str) -> Fraction | None:
+# Manifests repeat the same few quantities ("8", "16Gi", "500m") thousands of times, and
+# building a Fraction costs more than a cache lookup by far (bench/README.md); Fractions are immutable.
+@lru_cache(maxsize=4096)
+def _parse(value: str | int) -> Fraction | None:
+    if isinstance(value, int):
+        return Fraction(value)
     m = _QUANTITY.match(value.strip()) if value.strip() == value else None
     if not m:
         return None
@@ -171,18 +156,11 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     if kind == "Pod":
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         out.append(PodTemplate((), meta or {}, spec, 1, ""))
-    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job"):
         found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("replicas"), 1), ""))
-    elif kind == "DaemonSet":
-        found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, None, ""))
-    elif kind == "Job":
-        found = _template(obj, ("spec", "template"))
-        if found:
-            out.append(PodTemplate(("spec", "template"), *found, as_int(spec.get("parallelism"), 1), ""))
+        if found:  # a DaemonSet's pods: one per node (None)
+            count = as_int(spec.get("parallelism" if kind == "Job" else "replicas"), 1) if kind != "DaemonSet" else None
+            out.append(PodTemplate(("spec", "template"), *found, count, ""))
     elif kind == "CronJob":
         found = _template(obj, ("spec", "jobTemplate", "spec", "template"))
         if found:
@@ -274,7 +252,8 @@ def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 # --- resource requests (added for lint and plan) ---------------------------------------
 
 # Extended resources that are GPUs, by device plugin (NVIDIA, AMD, Intel).
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
+GPU = "nvidia.com/gpu"
+GPU_RESOURCES = (GPU, "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 
 
 def as_mapping(value: Any) -> dict[str, Any]:

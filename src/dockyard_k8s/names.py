@@ -9,13 +9,14 @@ limit, as the ``Is*`` functions do; the ``*_problem`` functions and :func:`check
 is wrong, in words, or None. Every check of a name (config, validate, the command line, ``dev``) comes
 here; a new grammar goes here, with its source.
 
-Label keys and values, namespaces and port names repeat on every object of a large input, so
-the verdicts of those found fine are remembered (:func:`remember`, bounded).
+Label keys and values and port names repeat on every object of a large input, so their
+verdicts are cached (``functools.lru_cache``, bounded).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from dockyard_k8s.plain import show
@@ -54,15 +55,6 @@ NAME_FORMAT = {
     "Service": "dns1035",  # becomes a DNS label of the cluster domain
     "Namespace": "dns1123label",
 }
-
-_MEMO_MAX = 8192
-
-
-def remember(memo: dict[Any, Any], key: Any, value: Any = True) -> None:
-    """Keep a verdict, up to :data:`_MEMO_MAX` of them (a huge input cannot grow a memo without limit)."""
-    if len(memo) < _MEMO_MAX:
-        memo[key] = value
-
 
 def is_dns1123_label(text: str) -> bool:
     """``IsDNS1123Label``: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
@@ -118,50 +110,36 @@ def check_name(name: Any, fmt: str, what: str) -> str | None:
     return None
 
 
-_KEY_VERDICT: dict[str, str | None] = {}
-_VALUE_OK: dict[str, bool] = {}
-_PORT_NAME_OK: dict[str, bool] = {}
-
-
+@lru_cache(maxsize=8192)
 def qualified_name_problem(key: str) -> str | None:
     """Why a label or annotation key is not a qualified name (``[prefix/]name``), or None."""
-    try:
-        return _KEY_VERDICT[key]
-    except KeyError:
-        pass
     prefix, slash, name = key.rpartition("/")
-    why = None
     if slash and not prefix:  # apimachinery: "prefix part must be non-empty"
-        why = f"key {show(key)}: the prefix before '/' is empty"
-    elif prefix and not is_dns1123_subdomain(prefix):
-        why = f"key {show(key)}: prefix {show(prefix)} is not a DNS-1123 subdomain"
-    elif not name or len(name) > QUALIFIED_NAME_MAX or match_qualified_name(name) is None:
-        why = (f"key {show(key)} is not a qualified name (at most 63 letters, digits, '-', '_', '.', "
-               "starting and ending with a letter or digit, optionally prefixed by a DNS subdomain and '/')")
-    remember(_KEY_VERDICT, key, why)
-    return why
-
-
-def label_value_problem(value: str) -> str | None:
-    """Why a label value is not valid, or None (the empty value is valid)."""
-    if not value or value in _VALUE_OK:
-        return None
-    if len(value) > QUALIFIED_NAME_MAX or match_qualified_name(value) is None:
-        return (f"label value {show(value)} is not valid (at most 63 letters, digits, "
-                "'-', '_', '.', starting and ending with a letter or digit)")
-    remember(_VALUE_OK, value)
+        return f"key {show(key)}: the prefix before '/' is empty"
+    if prefix and not is_dns1123_subdomain(prefix):
+        return f"key {show(key)}: prefix {show(prefix)} is not a DNS-1123 subdomain"
+    if not name or len(name) > QUALIFIED_NAME_MAX or match_qualified_name(name) is None:
+        return (f"key {show(key)} is not a qualified name (at most 63 letters, digits, '-', '_', '.', "
+                "starting and ending with a letter or digit, optionally prefixed by a DNS subdomain and '/')")
     return None
 
 
+@lru_cache(maxsize=8192)
+def label_value_problem(value: str) -> str | None:
+    """Why a label value is not valid, or None (the empty value is valid)."""
+    if value and (len(value) > QUALIFIED_NAME_MAX or match_qualified_name(value) is None):
+        return (f"label value {show(value)} is not valid (at most 63 letters, digits, "
+                "'-', '_', '.', starting and ending with a letter or digit)")
+    return None
+
+
+@lru_cache(maxsize=8192)
 def port_name_problem(name: str) -> str | None:
     """Why a port name is not an IANA service name (``IsValidPortName``), or None."""
-    if name in _PORT_NAME_OK:
-        return None
     if not (0 < len(name) <= 15 and match_dns1123_label(name) is not None and "--" not in name
             and any(c.isalpha() for c in name)):
         return (f"port name {show(name)} is not an IANA service name (at most 15 lowercase letters, digits "
                 "and '-', with at least one letter)")
-    remember(_PORT_NAME_OK, name)
     return None
 
 
@@ -169,38 +147,3 @@ def show_labels(labels: dict[str, Any]) -> str:
     """``a=b, c=d`` (sorted), or ``none``: how messages show a label map or selector."""
     return ", ".join(f"{k}={v}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))) or "none"
 
-
-__all__ = [
-    "BOUNDED_LABEL_VALUE_FMT",
-    "CONFIG_KEY_FMT",
-    "CONFIG_KEY_MAX",
-    "DNS1035_LABEL_FMT",
-    "DNS1123_LABEL_FMT",
-    "DNS1123_LABEL_MAX",
-    "DNS1123_SUBDOMAIN_FMT",
-    "DNS1123_SUBDOMAIN_MAX",
-    "ENV_VAR_NAME_FMT",
-    "NAME_FORMAT",
-    "NAME_FORMATS",
-    "QUALIFIED_NAME_FMT",
-    "QUALIFIED_NAME_MAX",
-    "check_name",
-    "is_config_key",
-    "is_dns1035_label",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
-    "is_env_var_name",
-    "is_label_value",
-    "is_percent",
-    "is_qualified_name",
-    "label_value_problem",
-    "match_dns1035_label",
-    "match_dns1123_label",
-    "match_dns1123_subdomain",
-    "match_env_var_name",
-    "match_qualified_name",
-    "port_name_problem",
-    "qualified_name_problem",
-    "remember",
-    "show_labels",
-]

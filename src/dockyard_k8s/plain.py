@@ -22,24 +22,14 @@ def format_path(path: Path) -> str:
     return out
 
 
+# The JSON type names of the types plain data holds, as messages show them.
+_TYPE_NAMES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+               dict: "object"}
+
+
 def type_name(value: Any) -> str:
-    """JSON type name of a value (``null``, ``boolean``, ``integer``, ``number``, ``string``,
-    ``array``, ``object``), as messages show it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    """JSON type name of a value (``null``, ``boolean``, ``integer``...)."""
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 _clone_hook: Callable[[Any], Any] | None = None  # render/provenance.py's traced copy, while it records

@@ -417,21 +417,3 @@ def dump(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
                      width=4096)  # type: ignore[no-any-return]
 
-
-__all__ = [
-    "KUBECTL",
-    "Document",
-    "Loaded",
-    "Mark",
-    "Path",
-    "Problem",
-    "Schema",
-    "YamlError",
-    "dump",
-    "json_key",
-    "load_all",
-    "load_data",
-    "marks_along",
-    "resolve_go_yaml",
-    "yaml_rs",
-]

@@ -1,14 +1,14 @@
 """The command line: parse, call the library, print, return an exit code.
 
-Each command lives in ``cmd_<name>.py`` with ``register(subparsers, formatter)`` adding its
-parser (with ``func`` set to its handler); its one-line summary is in ``COMMANDS`` here.
+Each command lives in ``cmd_<name>.py`` with ``register(subparsers)`` adding its
+parser and ``run(args)`` its handler (a command with actions sets each action's ``func``); its
+one-line summary is in ``COMMANDS`` here.
 What several commands share:
 
     _runargs.py   RECIPE [-f FILE] [--set K=V] [-n NS]: the run-shaped arguments -> a Bundle
     _targets.py   lint's and plan's inputs: a run, manifest files, or serve specs
-    _flags.py     -o/--output (one meaning everywhere)
     _live.py      cluster flags, connecting, follow-up hints
-    _output.py    tables, check marks, the output flags, rendered objects out
+    _output.py    tables, check marks, the output flags (one meaning everywhere), rendered objects out
 
 Command modules import only what parsing needs at the top; heavy libraries (cluster
 clients, Ray) are imported inside the handlers that use them, so ``check`` and ``render``
@@ -101,13 +101,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Subparsers:
-    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS."""
+    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS, our
+    formatter and the command module's ``run`` as the handler."""
 
-    def __init__(self, sub: Any) -> None:
-        self._sub = sub
+    def __init__(self, sub: Any, module: Any) -> None:
+        self._sub, self._module = sub, module
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], **kwargs)
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], formatter_class=_Formatter,
+                                                               **kwargs)
+        if hasattr(self._module, "run"):  # a command with actions sets each action's handler
+            parser.set_defaults(func=self._module.run)
         return parser
 
 
@@ -120,7 +124,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, summary in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
-            module.register(_Subparsers(sub), _Formatter)
+            module.register(_Subparsers(sub, module))
         elif only is None:  # our formatter: argparse's default one imports shutil for the terminal width
             sub.add_parser(name, help=summary, formatter_class=_Formatter)
     return parser
@@ -166,7 +170,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `dockyard-k8s render | head`: stop quietly
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

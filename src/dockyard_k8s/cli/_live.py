@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.cli._output import table
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.render.meta import RUN_LABEL
 
@@ -67,38 +69,29 @@ def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
     target = getattr(args, "recipe", None) or getattr(args, "spec", None)
     if target:
         parts.append(target)
-    infra = getattr(args, "infra", None) or []
-    for f in [infra] if isinstance(infra, str) else infra:
-        parts += ["--infra", f]
-    for s in [*(getattr(args, "sets", []) or []), *(getattr(args, "implied_sets", []) or [])]:
-        parts += ["--set", s]
-    for flag in ("set_strings", "set_files"):
-        for s in getattr(args, flag, []) or []:
-            parts += [f"--{flag[:-1].replace('_', '-')}", s]
-    if getattr(args, "namespace", None):
-        parts += ["-n", args.namespace]
-    if getattr(args, "context", None):
-        parts += ["--context", args.context]
-    if getattr(args, "kubeconfig", None):
-        parts += ["--kubeconfig", args.kubeconfig]
-    parts += list(getattr(args, "overrides", []) or [])
-    parts += list(extra)
-    return shlex.join(parts)
+    for flag, dest in (("--infra", "infra"), ("--set", "sets"), ("--set", "implied_sets"),
+                       ("--set-string", "set_strings"), ("--set-file", "set_files")):
+        for value in getattr(args, dest, None) or []:
+            parts += [flag, value]
+    for flag, dest in (("-n", "namespace"), ("--context", "context"), ("--kubeconfig", "kubeconfig")):
+        if getattr(args, dest, None):
+            parts += [flag, getattr(args, dest)]
+    return shlex.join([*parts, *(getattr(args, "overrides", None) or []), *extra])
 
 
-def follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",
-                 kubectl: str = "") -> list[str]:
-    """How to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
+def say_follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, command: str = "",
+                     kubectl: str = "") -> None:
+    """Say how to follow a run (or, with ``command="serve"`` and its ``kubectl`` line, an endpoint)."""
     if bundle is not None:
         ns, run = bundle.run.namespace, bundle.run.name
         kubectl = f"kubectl -n {ns} get all,rayjobs,rayclusters -l {RUN_LABEL}={run}"
     prefix = f"{command} " if command else ""
-    return [
+    say("\n".join([
         f"  status:  {command_text(args, prefix + 'status')}",
         f"  logs:    {command_text(args, prefix + 'logs', '--follow')}",
         f"  delete:  {command_text(args, prefix + 'down')}",
         f"  kubectl: {kubectl}",
-    ]
+    ]))
 
 
 def ray_target(args: argparse.Namespace) -> RayTarget:
@@ -128,11 +121,8 @@ def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pod
     prefixed = len(pods) > 1
     container = getattr(args, "container", None) or ""
     if args.follow:
-        def failed(prefix: str, e: Exception) -> None:
-            print(f"{prefix}: {e}", file=sys.stderr)
-
         lines = lg.follow_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
-                               on_error=failed)
+                               on_error=lambda prefix, e: print(f"{prefix}: {e}", file=sys.stderr))
     else:
         lines = lg.read_logs(client, namespace, pods, container=container, tail=args.tail, since=since,
                              previous=args.previous)
@@ -140,7 +130,30 @@ def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pod
         print(f"{prefix} {line}" if prefixed else line, flush=args.follow)
 
 
-def print_findings(findings: list[Any], indent: str = "  ") -> None:
+def say_phases(view: Any, kinds: Sequence[str]) -> None:
+    """``status``'s and ``serve status``'s first lines: each object of ``kinds``, its phase and details."""
+    from dockyard_k8s.live.progress import phase_of
+
+    for kind in kinds:
+        for obj in view.of_kind(kind):
+            phase = phase_of(obj, view.pods)
+            say(f"{kind} {obj['metadata']['name']}: {phase.summary}")
+            for line in phase.details:
+                say(f"  {line}")
+
+
+def say_pods(view: Any, *, completed: bool = True) -> None:
+    """Their last lines: the pods of each fleet (``completed``: with those that ended well) and the
+    problems found, each with its hint."""
+    done = ["completed"] if completed else []
+    rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, *([r.done] if completed else []), r.failed]
+            for r in view.fleets()]
+    if rows:
+        say("")
+        say(table(rows, ["fleet", "desired", "pods", "scheduled", "ready", *done, "failed"]))
+    findings = view.findings()
+    if findings:
+        say("\nproblems")
     for f in findings:
-        say(f"{indent}✖ {f.line()}")
-        say(f"{indent}  hint: {f.hint}")
+        say(f"  ✖ {f.line()}")
+        say(f"    hint: {f.hint}")

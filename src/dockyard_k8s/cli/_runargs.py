@@ -86,9 +86,8 @@ def layers_of(args: argparse.Namespace, values: Sequence[Setting] = (), under: S
 
 def invocation_of(args: argparse.Namespace) -> Invocation:
     """The files and ``--set`` layers as given, for the launch record."""
-    infra = getattr(args, "infra", None) or []
-    return Invocation(tuple([infra] if isinstance(infra, str) else infra),
-                      (*args.sets, *getattr(args, "set_strings", ())), tuple(getattr(args, "set_files", ())))
+    return Invocation(tuple(getattr(args, "infra", ())), (*args.sets, *getattr(args, "set_strings", ())),
+                      tuple(getattr(args, "set_files", ())))
 
 
 def run_name_arg(args: argparse.Namespace) -> str | None:
@@ -104,10 +103,9 @@ def run_name_arg(args: argparse.Namespace) -> str | None:
     if not is_dns1123_label(value):  # a run name (launch.name, a DNS-1035 label) is one; a recipe is a file
         raise UsageError(f"{value!r} is neither a recipe file (no such file) nor a run name (lower-case letters, "
                          "digits and '-': `dockyard-k8s runs` lists the runs)")
-    layers = [flag for flag, given in (("--infra", getattr(args, "infra", None)), ("--set", getattr(args, "sets", [])),
-                                       ("--set-string", getattr(args, "set_strings", [])),
-                                       ("--set-file", getattr(args, "set_files", [])),
-                                       ("KEY=VALUE overrides", getattr(args, "overrides", []))) if given]
+    layers = [flag for flag, dest in (("--infra", "infra"), ("--set", "sets"), ("--set-string", "set_strings"),
+                                      ("--set-file", "set_files"), ("KEY=VALUE overrides", "overrides"))
+              if getattr(args, dest, None)]
     if layers:
         raise UsageError(f"{value} names a run on the cluster, which keeps what it was launched with: "
                          f"{', '.join(layers)} {'need' if len(layers) > 1 else 'needs'} a RECIPE file")

@@ -52,7 +52,7 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
 
 def _sections_from_file(args: argparse.Namespace) -> dict[str, Any]:
     """The lint and plan sections of the infra files, layered and checked like a run's."""
-    return _sections(load_infra_doc(args.infra, layers_of(args)).data)
+    return _sections(load_infra_doc(args.infra, layers_of(args))[0].data)
 
 
 def _sections(infra: InfraSpec) -> dict[str, Any]:

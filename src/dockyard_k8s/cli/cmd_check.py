@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import OK, WARN, check_output_paths, prerequisite_section, table
+from dockyard_k8s.cli._output import OK, WARN, add_output_arg, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
 from dockyard_k8s.output import document_path, write_document
@@ -30,17 +29,16 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("check",
                        description="Validate both files, render every object, check them, and print a "
                                    "one-page summary. Nothing is sent to a cluster.",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_output_arg(p, ("text", "json", "yaml"), writes="file",
                    help_extra="; json/yaml print the resolved config and the rendered objects")
     p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,16 +162,11 @@ def summary(bundle: Bundle) -> str:
         res, sec = sb["resources"], sb["security"]
         hardening = ["no privilege escalation", "drop ALL", "seccomp RuntimeDefault"] if sec["enabled"] else [
             "securityContext OFF"]
-        if sec["runAsNonRoot"]:
-            hardening.append("non-root")
-        if sec["readOnlyRootFilesystem"]:
-            hardening.append("read-only root")
-        if not sec["automountServiceAccountToken"]:
-            hardening.append("no API token")
-        if sb["runtimeClassName"]:
-            hardening.append(f"runtime {sb['runtimeClassName']}")
-        if sb["hostUsers"] is False:
-            hardening.append("user namespace")
+        hardening += [word for word, on in (("non-root", sec["runAsNonRoot"]),
+                                            ("read-only root", sec["readOnlyRootFilesystem"]),
+                                            ("no API token", not sec["automountServiceAccountToken"]),
+                                            (f"runtime {sb['runtimeClassName']}", sb["runtimeClassName"]),
+                                            ("user namespace", sb["hostUsers"] is False)) if on]
         lines.append("\nsandbox pool (GPU-free, untrusted code)")
         lines.append(table([
             ["replicas", f"{sb['replicas']} × (cpu {res['cpu']}, memory {res['memory']}, "

@@ -27,15 +27,15 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("cluster",
                        description="Manage the long-lived RayCluster of bringup mode (launch.mode is forced to "
                                    "bringup), then send jobs to it with `dockyard-k8s job submit`.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     cs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
 
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
-                       epilog=RUN_ARGS_HELP, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
     add_run_args(up)
     add_cluster_args(up)
     add_follow_args(up)
@@ -45,13 +45,13 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     up.set_defaults(func=cluster_up)
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP,
-                         formatter_class=formatter)
+                         formatter_class=p.formatter_class)
     add_run_args(down, by_name=True)
     add_cluster_args(down)
     add_down_args(down)
     down.set_defaults(func=cluster_down)
 
-    ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s", formatter_class=formatter)
+    ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s", formatter_class=p.formatter_class)
     ls.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     ls.add_argument("-l", "--selector", default="", metavar="SELECTOR", help="label selector (kubectl syntax)")
@@ -61,7 +61,7 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
     dash = cs.add_parser("dashboard", help="port-forward the head's dashboard (8265) and print the URL",
                          description="Runs `kubectl port-forward` to <cluster>-head-svc:8265 until Ctrl-C.",
-                         epilog=RUN_ARGS_HELP, formatter_class=formatter)
+                         epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
     add_run_args(dash, recipe_required=False)
     add_cluster_args(dash)
     dash.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")

@@ -16,7 +16,7 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.cli import build_parser
-from dockyard_k8s.cli._flags import OutputAction
+from dockyard_k8s.cli._output import OutputAction
 
 SHELLS = ("bash", "zsh", "fish")
 # dest -> what completes there
@@ -101,12 +101,11 @@ or for this shell only:  source <(dockyard-k8s completion bash)
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("completion", description="Print a completion script for your shell (generated from the "
                                                  "command-line parser, so it always matches this version).",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    p.set_defaults(func=run)
 
 
 def _walk(parser: argparse.ArgumentParser) -> Any:

@@ -27,15 +27,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="dockyard-dev", help="dev pod name (default dockyard-dev)")
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("dev",
                        description="A CPU-only pod in the run's namespace (image and pull secrets from the infra "
                                    "spec, or --image) for cloning, downloading models and debugging; its Secret is "
                                    "mounted as files and environment.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     ds = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     conn = ds.add_parser("connect", help="create the dev pod if absent and open a shell (kubectl exec -it)",
-                         epilog=RUN_ARGS_HELP, formatter_class=formatter)
+                         epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
     _common(conn)
     conn.add_argument("--image", help="image (default: infra.image)")
     conn.add_argument("--cpu", default="2", help="cpu request = limit (default 2)")
@@ -44,13 +44,13 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     conn.add_argument("--shell", default="", help="command to run instead of bash (or sh)")
     conn.add_argument("--timeout", type=float, default=600, help="seconds to wait for the pod (default 600)")
     conn.set_defaults(func=dev_connect)
-    stop = ds.add_parser("stop", help="delete the dev pod (its Secret stays)", formatter_class=formatter)
+    stop = ds.add_parser("stop", help="delete the dev pod (its Secret stays)", formatter_class=p.formatter_class)
     _common(stop)
     stop.set_defaults(func=dev_stop)
     sec = ds.add_parser("secrets", help="create/update the dev Secret; values are never printed",
                         description="KEY=VALUE sets a key; a bare KEY asks for the value without echo (keeps it out "
                                     "of shell history); --from-file reads a .env file or KEY=PATH. Existing keys are "
-                                    "kept.", formatter_class=formatter)
+                                    "kept.", formatter_class=p.formatter_class)
     _common(sec)
     sec.add_argument("--from-file", action="append", default=[], metavar="FILE|KEY=PATH",
                      help="a .env file of KEY=VALUE lines, or KEY=PATH for a file's content (repeatable)")

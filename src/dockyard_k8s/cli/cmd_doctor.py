@@ -18,7 +18,7 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("doctor",
                        description="API reachable and >= 1.29; KubeRay CRDs and operator (ready, watching the "
                                    "namespace); GPUs allocatable vs requested; what the pods name exists "
@@ -27,11 +27,10 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                                    "the launcher uses is allowed (SelfSubjectAccessReview); quota headroom; whether "
                                    "the network plugin enforces NetworkPolicy. ✔ ok, ✖ fails, ! could not tell. "
                                    "Exit 1 when a check shows the run cannot work.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_cluster_args(p)
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,19 +20,17 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("down",
                        description="Find every object labelled dockyard-k8s/run=<run> (one LIST per kind) and delete "
                                    "it, workloads first and the NetworkPolicies once the run's pods are gone (so no "
                                    "pod runs its grace period without them); owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
-                       formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p, by_name=True)
     add_cluster_args(p)
     add_down_args(p)
-    p.set_defaults(func=run)
 
 
 def add_down_args(p: argparse.ArgumentParser) -> None:

@@ -30,29 +30,29 @@ def _target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("job",
                        description="Talk to the Ray Jobs REST API of a cluster's head (dashboard, port 8265). The "
                                    "cluster is the run's (RECIPE), one named by --cluster (port-forwarded with "
                                    "kubectl), or --address.",
-                       epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     js = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
-                           epilog=RUN_ARGS_HELP, formatter_class=formatter)
+                           epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
     _target_args(submit)
     submit.add_argument("--entrypoint", help="command to run instead of the run's entrypoint")
     submit.add_argument("--wait", action="store_true", help="print the logs until the job ends; exit 1 if it fails")
     submit.set_defaults(func=job_submit)
-    ls = js.add_parser("list", help="jobs of the cluster", formatter_class=formatter)
+    ls = js.add_parser("list", help="jobs of the cluster", formatter_class=p.formatter_class)
     _target_args(ls)
     ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     ls.set_defaults(func=job_list)
-    logs = js.add_parser("logs", help="logs of one job", formatter_class=formatter)
+    logs = js.add_parser("logs", help="logs of one job", formatter_class=p.formatter_class)
     _target_args(logs)
     logs.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
     logs.add_argument("--follow", action="store_true", help="stream new lines until the job ends")
     logs.set_defaults(func=job_logs)
-    stop = js.add_parser("stop", help="stop a job", formatter_class=formatter)
+    stop = js.add_parser("stop", help="stop a job", formatter_class=p.formatter_class)
     _target_args(stop)
     stop.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
     stop.set_defaults(func=job_stop)
@@ -151,7 +151,6 @@ def job_list(args: argparse.Namespace) -> int:
 
 
 def job_logs(args: argparse.Namespace) -> int:
-
     def action(ray: Any, bundle: Any) -> int:
         job = _job_id(args, bundle, ray)
         if args.follow:

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s import __version__
-from dockyard_k8s.cli._flags import add_output_arg
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.lint import output as out
@@ -31,12 +31,12 @@ exit codes: 0 no error-severity finding, 1 error findings, 2 bad input
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("lint",
                        description="Check the run's objects (or manifest files) against policy rules for GPU "
                                    "training and the untrusted-code sandbox, and report the Pod Security "
                                    "Standards level of every pod template.",
-                       epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=TARGET_HELP + "\n" + EXAMPLES)
     add_target_args(p)
     add_output_arg(p, ("text", "json", "sarif"), writes="file", help_extra=" of the report")
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
@@ -47,7 +47,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="directory prepended to rendered file names in SARIF (where `render --output-dir` wrote them)")
     p.add_argument("--explain", metavar="RULE", help="print what a rule checks, why, and how to fix it")
     p.add_argument("--list-rules", action="store_true", help="list every rule")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,13 +18,12 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("logs",
                        description="Print the logs of every pod of a fleet (or one pod), prefixed fleet/pod when "
                                    "there are several. Without --fleet/--pod: the RayJob submitter if there is one "
                                    "(it holds the job's output after the cluster is gone), else the head.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
-                       formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p, by_name=True)
     add_cluster_args(p)
     which = p.add_mutually_exclusive_group()
@@ -37,7 +36,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
     p.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

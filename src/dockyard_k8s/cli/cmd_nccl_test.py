@@ -7,9 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 from dockyard_k8s.output import write_file
@@ -28,13 +27,13 @@ exit codes: 0 ok, 1 wrong values or bandwidth below --min-busbw, 2 bad input
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("nccl-test",
                        description="Render an MPIJob (kubeflow.org/v2beta1, needs the MPI Operator) that runs "
                                    "nccl-tests all_reduce_perf across the GPU nodes the run would use, with the "
                                    "same platform settings (EFA, placement, /dev/shm). --summarize LOG prints "
                                    "the bus bandwidth per message size of a finished test's launcher log.",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
@@ -50,7 +49,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--keep", action="store_true", help="with --run: keep the MPIJob afterwards (default: delete)")
     p.add_argument("--context", help="kubeconfig context for --run (default: the current context)")
     p.add_argument("--kubeconfig", help="kubeconfig file for --run (default: $KUBECONFIG, ~/.kube/config)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

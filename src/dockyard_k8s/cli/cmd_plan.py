@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import connect
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
 from dockyard_k8s.plan import catalog, kueue_report, report, sources
 from dockyard_k8s.plan.kueue_plan import KueuePlan
@@ -14,7 +14,6 @@ from dockyard_k8s.render.serialize import dump_json
 
 if TYPE_CHECKING:
     from dockyard_k8s.plan.inventory import Inventory
-    from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
     from dockyard_k8s.plan.sources import KueueInput, Sources
 
@@ -36,13 +35,13 @@ admit the run now, 2 bad input. --kueue without a node inventory gives Kueue's v
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("plan",
                        description="Place every pod the run would create (Ray head, worker groups, submitter, "
                                    "sandbox replicas) on a node inventory with the default scheduler's filters "
                                    "and the namespace quota, and say per group what is placed, where, and why "
                                    "the rest would stay Pending.",
-                       epilog=TARGET_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=TARGET_HELP + "\n" + EXAMPLES)
     add_target_args(p)
     p.add_argument("--nodes", action="append", default=[], metavar="FILE",
                    help="`kubectl get nodes -o yaml` output (repeatable; pods and ResourceQuotas too)")
@@ -61,7 +60,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     add_output_arg(p, ("text", "json"), help_extra=" of the report")
     p.add_argument("--wide", action="store_true", help="list node names instead of pools")
     p.add_argument("--list-instance-types", action="store_true", help="print the built-in instance catalogue")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

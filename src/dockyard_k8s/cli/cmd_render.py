@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._flags import add_output_arg
-from dockyard_k8s.cli._output import check_output_paths, prerequisite_header, print_objects
+from dockyard_k8s.cli._output import add_output_arg, check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
 from dockyard_k8s.render.record import launch_objects
 
@@ -18,18 +17,17 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("render",
                        description="Render every object of the run in apply order, as `run` applies them "
                                    "(the launch record first; the Ray token Secret never: a comment says how to "
                                    "create it). Output is byte-for-byte deterministic. With --output-dir DIR, one "
                                    "file per object plus a kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
-                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
     p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
     p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

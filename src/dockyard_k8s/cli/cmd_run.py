@@ -10,9 +10,9 @@ from dockyard_k8s.cli._live import (
     add_cluster_args,
     command_text,
     connect,
-    follow_hints,
     ray_target,
     say,
+    say_follow_hints,
     warn,
 )
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
@@ -34,13 +34,13 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("run",
                        description="Apply the rendered objects in order with server-side apply (field manager "
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "
                                    "the run with watches: objects, pods per fleet, job status, and every pod "
                                    "problem with a hint as it happens. Re-running an unchanged spec changes nothing.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_cluster_args(p)
     add_follow_args(p)
@@ -49,7 +49,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--replace", action="store_true", help="delete the run's job/cluster first, wait, then apply")
     p.add_argument("--force-conflicts", action="store_true",
                    help="take over fields another manager owns (server-side apply force)")
-    p.set_defaults(func=run)
 
 
 def add_follow_args(p: argparse.ArgumentParser) -> None:
@@ -113,8 +112,7 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
             outcome = launch(client, bundle, launch_options(args), say=say, note=warn)
     except KeyboardInterrupt:
         say("\ninterrupted: nothing was stopped, the run keeps going on the cluster.")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return EXIT_INTERRUPTED
     return report(args, bundle, outcome)
 
@@ -131,8 +129,7 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
             say(f"  logs:  {command_text(args, 'job logs')} {outcome.submission_id} --follow")
         else:
             say("detached; follow it with:")
-            for line in follow_hints(args, bundle):
-                say(line)
+            say_follow_hints(args, bundle)
         return 0
     if outcome.ok:
         say(f"✔ {outcome.reason}: {outcome.message}")
@@ -142,6 +139,5 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
         return 0
     say(f"✖ {outcome.reason}: {outcome.message}")
     if not outcome.submission_id:
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
     return EXIT_FAILURE

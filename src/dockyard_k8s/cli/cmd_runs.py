@@ -20,13 +20,13 @@ then, by name: dockyard-k8s status RUN | logs RUN | down RUN | job logs RUN
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("runs",
                        description="Every run of the namespace: its launch mode, state, GPUs requested, age, and its "
                                    "Kueue Workload's state when Kueue queues it. Runs launched by `run`/`cluster up` "
                                    "and runs applied with `render | kubectl apply` alike (found by their labels); "
                                    "one LIST per kind, whatever the number of pods.",
-                       epilog=CLUSTER_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     p.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
@@ -35,7 +35,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="output format (wide adds each run's one-line summary; name prints one run per line, "
                         "for xargs)")
     add_cluster_args(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,13 +16,12 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("schema",
                        description="Print the infra spec's JSON Schema (draft-07), for editor completion "
                                    "and checking. --markdown prints the reference table instead.",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     p.add_argument("--markdown", action="store_true", help="print the field reference as Markdown")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

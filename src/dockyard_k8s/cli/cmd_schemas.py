@@ -20,23 +20,23 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("schemas",
                        description="Manage the schemas `validate`, `check` and `render` validate against. "
                                    "Built-in Kubernetes schemas ship with the kubernetes-validate package; "
                                    "KubeRay v1.7.0 CRDs ship with dockyard-k8s; `fetch` gets another release "
                                    "once (network), into the user cache.",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     actions = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     fetch = actions.add_parser("fetch", help="download CRDs (KubeRay release) into the user cache",
-                               formatter_class=formatter)
+                               formatter_class=p.formatter_class)
     fetch.add_argument("--kuberay", required=True, metavar="VERSION", help="KubeRay release, e.g. v1.7.0")
     fetch.add_argument("--from", dest="base_url", metavar="URL",
                        help="where the CRD files are: a base URL, a local directory or a file:// URL ({version} is "
                             "replaced; default: the GitHub release tag)")
     fetch.set_defaults(func=run_fetch)
     listing = actions.add_parser("list", help="the schema sources validation uses, and the cache",
-                                 formatter_class=formatter)
+                                 formatter_class=p.formatter_class)
     listing.add_argument("--kubernetes-version", default="1.29", metavar="X.Y")
     listing.set_defaults(func=run_list)
 

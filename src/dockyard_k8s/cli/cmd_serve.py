@@ -12,11 +12,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli import cmd_serve_live
-from dockyard_k8s.cli._flags import add_output_arg
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import (
     OK,
     WARN,
+    add_output_arg,
     check_output_paths,
     prerequisite_header,
     prerequisite_section,
@@ -54,18 +54,18 @@ exit codes: 0 ok, 1 failure (invalid objects, not Ready, no valid answer, API er
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("serve",
                        description="A model endpoint: vLLM or SGLang behind a ClusterIP Service, with its model "
                                    "cache, a PriorityClass, default-deny NetworkPolicies and KEDA autoscaling, "
                                    "from the serve: section of an infra file. check/render are offline.",
-                       epilog=SPEC_HELP + "\n" + EXAMPLES, formatter_class=formatter)
+                       epilog=SPEC_HELP + "\n" + EXAMPLES)
     ss = p.add_subparsers(title="subcommands", metavar="SUBCOMMAND", required=True)
 
     def sub_parser(name: str, description: str, *, live: bool = False) -> argparse.ArgumentParser:
         q: argparse.ArgumentParser = ss.add_parser(name, help=description.split(".")[0], description=description,
                                                    epilog=SPEC_HELP + ("\n" + CLUSTER_HELP if live else "")
-                                                   + "\n" + EXAMPLES, formatter_class=formatter)
+                                                   + "\n" + EXAMPLES, formatter_class=p.formatter_class)
         add_spec_args(q)
         if live:
             add_cluster_args(q)

@@ -9,8 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli import _live
-from dockyard_k8s.cli._live import connect, print_findings, say
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
 from dockyard_k8s.kube import object_ref
@@ -27,10 +26,10 @@ def command_text(args: argparse.Namespace, sub: str, *extra: str) -> str:
     return _live.command_text(args, f"serve {sub}", *extra)
 
 
-def follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> list[str]:
+def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
     cfg = bundle.config
-    return _live.follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
-                                                            f"-l dockyard-k8s/endpoint={cfg.name}")
+    _live.say_follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
+                                                          f"-l dockyard-k8s/endpoint={cfg.name}")
 
 
 def register(sub_parser: Any) -> None:
@@ -110,15 +109,13 @@ def run_up(args: argparse.Namespace) -> int:
             outcome = serve.up(client, bundle, options, say=say)
     except KeyboardInterrupt:
         say("\ninterrupted: nothing was stopped, the endpoint keeps starting on the cluster.")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return EXIT_INTERRUPTED
     if outcome.reason == "dry-run":
         return 0
     if outcome.reason == "detached":
         say("detached; follow it with:")
-        for line in follow_hints(args, bundle):
-            say(line)
+        say_follow_hints(args, bundle)
         return 0
     if outcome.ok:
         say(f"✔ {bundle.config.name} is ready: {outcome.message}")
@@ -127,8 +124,7 @@ def run_up(args: argparse.Namespace) -> int:
         say(f"  try it:     {command_text(args, 'test')}")
         return 0
     say(f"✖ {outcome.reason}: {outcome.message}")
-    for line in follow_hints(args, bundle):
-        say(line)
+    say_follow_hints(args, bundle)
     return EXIT_FAILURE
 
 
@@ -166,7 +162,6 @@ def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
 
 def run_status(args: argparse.Namespace) -> int:
     from dockyard_k8s.live import serve
-    from dockyard_k8s.live.progress import phase_of
 
     bundle = load_serve_bundle(args)
     cfg = bundle.config
@@ -181,25 +176,14 @@ def run_status(args: argparse.Namespace) -> int:
         say(f"  start it: {command_text(args, 'up')}")
         return EXIT_FAILURE
     say(f"endpoint {cfg.name} in {cfg.namespace}" + (f" (context {context})" if context else ""))
-    for obj in st.view.of_kind("Deployment"):
-        phase = phase_of(obj, st.view.pods)
-        say(f"Deployment {obj['metadata']['name']}: {phase.summary}")
-        for line in phase.details:
-            say(f"  {line}")
+    _live.say_phases(st.view, ("Deployment",))
     for claim in st.claims:
         say(_claim_line(claim))
     for scaler in st.scalers:
         say(_scaler_line(scaler))
     if st.service is not None:
         say(f"Service {st.service['metadata']['name']}: {service_url(cfg)}/v1")
-    rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, r.failed] for r in st.view.fleets()]
-    if rows:
-        say("")
-        say(table(rows, ["fleet", "desired", "pods", "scheduled", "ready", "failed"]))
-    findings = st.view.findings()
-    if findings:
-        say("\nproblems")
-        print_findings(findings)
+    _live.say_pods(st.view, completed=False)
     return 0
 
 

@@ -7,8 +7,7 @@ import shlex
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, print_findings, say
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, say, say_phases, say_pods
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
@@ -21,19 +20,17 @@ examples:
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("status",
                        description="RayJob jobStatus/jobDeploymentStatus/reason/message, RayCluster conditions, "
                                    "the Kueue Workload of a queued run (queued with its position, admitted with "
                                    "flavors, evicted and why, MultiKueue's worker cluster), desired/scheduled/ready "
                                    "pods per fleet, and the warnings that explain anything not ready. Exit 1 when "
                                    "nothing of the run exists.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES,
-                       formatter_class=formatter)
+                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p, by_name=True)
     add_cluster_args(p)
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,25 +96,11 @@ def launched_with(record: Any, ns: str, run: str) -> str:
 
 
 def print_view(view: Any) -> None:
-    from dockyard_k8s.live.progress import phase_of
-
-    for kind in ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet"):
-        for obj in view.of_kind(kind):
-            phase = phase_of(obj, view.pods)
-            say(f"{kind} {obj['metadata']['name']}: {phase.summary}")
-            for line in phase.details:
-                say(f"  {line}")
+    say_phases(view, ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet"))
     workload = view.workload()
     if workload is not None:  # queued with Kueue: its Workload says why it waits, or where it runs
         from dockyard_k8s.live.kueue import workload_state
 
         for line in workload_state(workload).lines(view.queue_position, view.queue_counts):
             say(line)
-    rows = [[r.fleet, r.desired, r.pods, r.scheduled, r.ready, r.done, r.failed] for r in view.fleets()]
-    if rows:
-        say("")
-        say(table(rows, ["fleet", "desired", "pods", "scheduled", "ready", "completed", "failed"]))
-    findings = view.findings()
-    if findings:
-        say("\nproblems")
-        print_findings(findings)
+    say_pods(view)

@@ -22,13 +22,13 @@ exit codes: 0 every object valid, 1 a problem found, 2 bad usage (missing file, 
 """
 
 
-def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("validate",
                        description="Validate manifests against the strict Kubernetes schemas and CRD schemas, "
                                    "plus the rules the API server and the KubeRay operator enforce that no schema "
                                    "expresses. Unknown fields, wrong types and duplicate keys are errors. "
                                    "Nothing is sent to a cluster.",
-                       epilog=EXAMPLES, formatter_class=formatter)
+                       epilog=EXAMPLES)
     p.add_argument("paths", nargs="*", metavar="PATH|DIR|-", default=["-"],
                    help="files, directories (recursive) or - for stdin (default: stdin)")
     p.add_argument("--kubernetes-version", default="1.29", metavar="X.Y",
@@ -52,7 +52,6 @@ def register(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
                    help="processes for a large input (default: one per core; 1: this process only). "
                         "Inputs under 1 MB always use one")
     p.add_argument("--verbose", action="store_true", help="also say which schema validated each kind")
-    p.set_defaults(func=run)
 
 
 def _workers(text: str) -> int:

@@ -14,9 +14,11 @@ from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
     DNS1123_SUBDOMAIN,
+    GPU_TOLERATIONS,
     INT64_MAX,
     NCCL_SIZE,
     QUANTITY,
+    TOLERATIONS,
     Schema,
     array,
     boolean,
@@ -29,11 +31,6 @@ from dockyard_k8s.config.schema import (
 )
 from dockyard_k8s.config.serve_schema import SERVE
 
-_TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
-_GPU_TOLERATIONS = {
-    **_TOLERATIONS,
-    "default": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-}
 _ENV = string_map("Extra environment variables of the container (name: value).",
                   values={"type": ["string", "number", "boolean"]}, keys="env-name")
 _NODE_SELECTOR = string_map("nodeSelector of the pods (label: value).",
@@ -174,7 +171,7 @@ def _sizing(what: str, *, replicas: int | None, gpus: int, cpu: str, memory: str
         "shmSize": quantity("Size of the memory-backed /dev/shm (emptyDir medium: Memory); "
                             "NCCL and DataLoader workers need it. null drops the volume.", shm, nullable=True),
         "nodeSelector": _NODE_SELECTOR,
-        "tolerations": _GPU_TOLERATIONS if gpus else _TOLERATIONS,
+        "tolerations": GPU_TOLERATIONS if gpus else TOLERATIONS,
         "env": _ENV,
         "rayStartParams": string_map("Extra `ray start` parameters (KubeRay rayStartParams).",
                                      values={"type": ["string", "number", "boolean"]}),
@@ -414,7 +411,7 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
                               "env.code.sandbox_urls=null to the recipe.", True),
         "env": _ENV,
         "nodeSelector": _NODE_SELECTOR,
-        "tolerations": _TOLERATIONS,
+        "tolerations": TOLERATIONS,
         "topologySpreadConstraints": array(
             "Spread of the executor replicas; labelSelector defaults to the pool's pods.", {"type": "object"}, []),
         "serviceAccountName": string("ServiceAccount of the executors. null: a dedicated, empty one (<run>-sandbox, no "

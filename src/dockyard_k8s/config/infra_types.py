@@ -78,11 +78,7 @@ class InfraKueueFleetsHead(TypedDict):
 
 
 InfraKueueFleetsTrainer = InfraKueueFleetsHead
-
-
 InfraKueueFleetsInference = InfraKueueFleetsHead
-
-
 InfraKueueFleetsSubmitter = InfraKueueFleetsHead
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.plain import Path
-from dockyard_k8s.render.kueue import topology_of
+from dockyard_k8s.render.kueue import common_labels, topology_of
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -52,12 +53,7 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
     if not k["queueName"]:
         unused = [("priorityClass",), ("sandbox",), ("queueObjects", "render"), ("topology", "together"),
                   ("queueObjects", "multiKueue", "clusters")]
-        for path in unused:
-            value: Any = k
-            for part in path:
-                value = value[part]
-            if value:
-                out.append(((*base, *path), NOT_QUEUED))
+        out += [((*base, *path), NOT_QUEUED) for path in unused if lookup(k, path)[1]]
         if k["queueObjects"]["priorityValue"] is not None:
             out.append(((*base, "queueObjects", "priorityValue"), NOT_QUEUED))
         if k["topology"]["mode"] != "none" or any(k["fleets"].values()):
@@ -92,10 +88,7 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
         kuberay: Mapping[str, Any] = infra["kuberay"]
         gpu = [role for role in ("trainer", "inference") if kuberay[role]["gpus"] > 0]
         selectors = [kuberay[role]["nodeSelector"] for role in gpu]
-        common = {key for key in (selectors[0] if selectors else {})
-                  if all(str(sel.get(key)) == str(selectors[0][key]) for sel in selectors)}
-
-        if not common and any(topology_of(infra, role) for role in gpu):
+        if not common_labels(selectors) and any(topology_of(infra, role) for role in gpu):
             out.append(((*base, "queueObjects", "render"),
                         "the GPU ResourceFlavor gets a topologyName, and Kueue needs nodeLabels on it (at least one "
                         "nodeLabel is required when topology is set): give trainer and inference a common "

@@ -25,9 +25,9 @@ from typing import Any
 
 from dockyard_k8s import yamlfile
 from dockyard_k8s.config import overrides as ov
-from dockyard_k8s.config.model import locate
+from dockyard_k8s.config.model import problem_at
 from dockyard_k8s.config.schema import NO_DEFAULT, Schema, defaults_of, shorthands
-from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path, parse_yaml
+from dockyard_k8s.config.yamlio import Document, Mark, Path, format_path, parse_yaml
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import clone, show_typed
@@ -90,11 +90,10 @@ class LayerReader:
         self.files: list[str] = []  # every file read, parents before children
         self.empty: list[str] = []  # files with nothing in them
 
-    def problem(self, doc: Doc, path: Path, message: str, *, at_key: bool = False) -> None:
-        mark = locate(doc.marks, doc.key_marks, path, at_key=at_key)
-        self.problems.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
+    def problem(self, doc: Document, path: Path, message: str, *, at_key: bool = False) -> None:
+        self.problems.append(problem_at(doc.marks, doc.key_marks, path, message, at_key=at_key))
 
-    def read(self, file: str) -> Doc | None:
+    def read(self, file: str) -> Document | None:
         """One file as a top-level mapping (``{}`` when empty), or None after a problem."""
         text, problem = read_text(file)
         if problem is not None or text is None:
@@ -112,12 +111,12 @@ class LayerReader:
             self.empty.append(file)
         return _expand_doc(doc, self.short) if self.short else doc
 
-    def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Doc:
+    def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Document:
         """A file merged over its ``defaults:`` parents (file names relative to it, ``.yaml``
         optional, parent-first, chains allowed, cycles reported)."""
         doc = self.read(file)
         if doc is None:
-            return Doc({}, {}, {})
+            return Document({}, {}, {})
         parents = doc.data.pop("defaults", None)
         if parents is None:
             self.files.append(file)
@@ -126,7 +125,7 @@ class LayerReader:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             self.problem(doc, ("defaults",), f"got {parents!r}, expected a file name or a list of names")
             return doc
-        merged = Doc({}, {}, {})
+        merged = Document({}, {}, {})
         real = os.path.realpath(file)
         for i, name in enumerate(names):
             at: Path = ("defaults", i) if isinstance(parents, list) else ("defaults",)
@@ -167,10 +166,10 @@ def merge(base: Any, over: Any) -> Any:
     return over
 
 
-def merge_docs(base: Doc, over: Doc) -> Doc:
+def merge_docs(base: Document, over: Document) -> Document:
     # Marks of values the overlay replaced linger under their paths, but every path the
     # overlay wrote has its own mark, so lookups of existing paths always find the right one.
-    return Doc(merge(base.data, over.data), {**base.marks, **over.marks}, {**base.key_marks, **over.key_marks})
+    return Document(merge(base.data, over.data), {**base.marks, **over.marks}, {**base.key_marks, **over.key_marks})
 
 
 def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
@@ -182,10 +181,7 @@ def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
                         ("--set-file", layers.set_files)):
         for text in texts:
             origin = f"{flag} {text}"
-            if flag == "--set":
-                path, value, error = ov.parse_set(text)
-            else:
-                path, value, error = ov.parse_set_string(text)
+            path, value, error = ov.parse_set(text, typed=flag == "--set")
             if not error and flag == "--set-file":
                 content, problem = read_text(os.path.expanduser(str(value)))
                 if problem is not None:
@@ -201,7 +197,7 @@ def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
     return [*out, *layers.values], problems
 
 
-def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]:
+def apply_settings(doc: Document, settings: Sequence[Setting]) -> list[ConfigProblem]:
     """Apply ``settings`` in order onto ``doc`` in place, with the merge rule of the files."""
     problems: list[ConfigProblem] = []
     for s in settings:
@@ -214,21 +210,17 @@ def apply_settings(doc: Doc, settings: Sequence[Setting]) -> list[ConfigProblem]
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
             continue
-        for path in {s.path, *created}:
-            doc.marks[path] = mark
-            doc.key_marks[path] = mark
-        if isinstance(value, dict):  # every key it brings is this setting's
-            for sub in _paths(value, s.path):
-                doc.marks[sub] = mark
-                doc.key_marks[sub] = mark
+        for path in {s.path, *created, *key_paths(value, s.path)}:  # every key it brings is this setting's
+            doc.marks[path] = doc.key_marks[path] = mark
     return problems
 
 
-def _paths(data: Any, at: Path) -> list[Path]:
+def key_paths(data: Any, at: Path = ()) -> list[Path]:
+    """The path of every mapping key in ``data`` (written at ``at``), nested ones too."""
     out: list[Path] = []
     if isinstance(data, dict):
         for k, v in data.items():
-            out += [(*at, k), *_paths(v, (*at, k))]
+            out += [(*at, k), *key_paths(v, (*at, k))]
     return out
 
 
@@ -284,7 +276,7 @@ def _expand(value: Any, at: Path, short: list[tuple[Path, str]]) -> tuple[Any, l
     return value, expanded
 
 
-def _expand_doc(doc: Doc, short: list[tuple[Path, str]]) -> Doc:
+def _expand_doc(doc: Document, short: list[tuple[Path, str]]) -> Document:
     data, expanded = _expand(doc.data, (), short)
     if not expanded:
         return doc
@@ -292,7 +284,7 @@ def _expand_doc(doc: Doc, short: list[tuple[Path, str]]) -> Doc:
     for path in expanded:  # the expanded key is where the string was written
         key = dict(short)[path]
         marks[(*path, key)] = key_marks[(*path, key)] = doc.marks[path]
-    return Doc(data, marks, key_marks)
+    return Document(data, marks, key_marks)
 
 
 def _nullable(schema: Schema) -> bool:
@@ -300,23 +292,24 @@ def _nullable(schema: Schema) -> bool:
     return t is None or t == "null" or (isinstance(t, list) and "null" in t)
 
 
-def stack(schema: Schema, docs: Sequence[Doc], settings: Sequence[Setting] = ()) -> tuple[Doc, list[ConfigProblem]]:
+def stack(schema: Schema, docs: Sequence[Document], settings: Sequence[Setting] = ()
+          ) -> tuple[Document, list[ConfigProblem]]:
     """The shipped defaults of ``schema`` < ``docs`` (lowest first) < ``settings``, as one
-    fresh Doc (inputs untouched), nulls resolved."""
-    out = Doc(defaults_of(schema), {}, {})
+    fresh Document (inputs untouched), nulls resolved."""
+    out = Document(defaults_of(schema), {}, {})
     for doc in docs:
         out = merge_docs(out, doc)
-    out = Doc(clone(out.data), dict(out.marks), dict(out.key_marks))
+    out = Document(clone(out.data), dict(out.marks), dict(out.key_marks))
     problems = apply_settings(out, _expanded(schema, settings))
     resolve_nulls(schema, out.data)
     return out, problems
 
 
-def settings_layer(schema: Schema, settings: Sequence[Setting]) -> tuple[Doc, list[ConfigProblem]]:
+def settings_layer(schema: Schema, settings: Sequence[Setting]) -> tuple[Document, list[ConfigProblem]]:
     """``settings`` as a layer of their own, to stack below the user's files (what a command
     knows but the user did not write: the kubeconfig context's namespace), each value marked
     with its origin."""
-    out = Doc({}, {}, {})
+    out = Document({}, {}, {})
     return out, apply_settings(out, _expanded(schema, settings))
 
 

@@ -21,7 +21,6 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config import overrides as ov
@@ -30,19 +29,20 @@ from dockyard_k8s.config.layering import (
     LayerReader,
     Layers,
     Setting,
+    key_paths,
     merge,
     merge_docs,
     settings_layer,
     settings_of,
     stack,
 )
-from dockyard_k8s.config.model import SHIPPED, RunConfig, locate
+from dockyard_k8s.config.model import SHIPPED, RunConfig
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
 from dockyard_k8s.config.rules import override_secret_message, run_rules
 from dockyard_k8s.config.schema import check, fill_defaults
-from dockyard_k8s.config.yamlio import Doc, Mark, Path, format_path
+from dockyard_k8s.config.yamlio import Document, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.plain import clone
@@ -51,7 +51,7 @@ from dockyard_k8s.plan.inventory import pool_problems
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
-__all__ = ["InfraDoc", "Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
+__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
            "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
@@ -69,10 +69,7 @@ def user_defaults_file(env: Mapping[str, str]) -> str | None:
 
 def default_infra_file(recipe_file: str) -> str | None:
     """``foo.yaml`` -> ``foo.infra.yaml`` beside it, if it exists."""
-    for candidate in _sibling_names(recipe_file):
-        if os.path.exists(candidate):
-            return candidate
-    return None
+    return next((f for f in _sibling_names(recipe_file) if os.path.exists(f)), None)
 
 
 def _sibling_names(recipe_file: str) -> tuple[str, str]:
@@ -152,7 +149,7 @@ def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
     return dataclasses.replace(run, notes=(*run.notes, *notes)), recipe_problems
 
 
-def _empty_recipe(recipe_file: str, composed: Doc, composer: RecipeComposer) -> list[ConfigProblem]:
+def _empty_recipe(recipe_file: str, composed: Document, composer: RecipeComposer) -> list[ConfigProblem]:
     if composed.data or composer.reader.problems:
         return []
     return [ConfigProblem(recipe_file, 0, 0, "", "the recipe is empty: expected the training config the job runs "
@@ -223,7 +220,7 @@ def _unset_sandbox_urls(recipe: dict[str, Any], data: Any) -> list[str]:
     return [unset.text]
 
 
-def _rules_despite(infra: Doc, broken: Sequence[Path], sources: list[str], recipe_file: str,
+def _rules_despite(infra: Document, broken: Sequence[Path], sources: list[str], recipe_file: str,
                    files: Sequence[str], empty: Sequence[str]) -> list[ConfigProblem]:
     """The run rules' problems of an infra spec the schema refused at ``broken`` keys, where they
     do not depend on them: each broken section (``kuberay.trainer``) goes back to its shipped
@@ -272,7 +269,7 @@ def _sandbox_urls_key(data: Any) -> Path | None:
 
 def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[Setting], *,
                   recipe: tuple[str, dict[str, Any]] | None = None,
-                  under: Sequence[Setting] = ()) -> tuple[Doc, list[str], list[Path]]:
+                  under: Sequence[Setting] = ()) -> tuple[Document, list[str], list[Path]]:
     """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
     document, the names of its sources, lowest first, and the keys the schema check refused.
     ``under``: values below the user's files (not a source: the user did not write them)."""
@@ -312,22 +309,7 @@ def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[
     return infra, sources, broken
 
 
-@dataclass(frozen=True, slots=True)
-class InfraDoc:
-    """The infra spec alone, layered and schema-checked, with where each value was written."""
-
-    data: InfraSpec  # every default filled in
-    sources: list[str]  # layers merged, lowest first
-    marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
-
-    def locate(self, path: Path, message: str) -> ConfigProblem:
-        """A problem about infra key ``path``, at the place the user wrote it."""
-        mark = locate(self.marks, self.key_marks, path)
-        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
-
-
-def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
+def _infra_as_recipe(recipe_file: str, recipe: Document) -> ConfigProblem:
     """The problem of an infra spec given where the recipe goes: said once, at its first key,
     instead of rendering the infra spec as the job's recipe (or asking for its own infra file)."""
     keys = list(recipe.data)
@@ -338,10 +320,11 @@ def _infra_as_recipe(recipe_file: str, recipe: Doc) -> ConfigProblem:
                          f"`dockyard-k8s check RECIPE.yaml -f {recipe_file}`")
 
 
-def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> InfraDoc:
-    """The infra spec alone, layered and checked like :func:`load_run` does, for commands
-    that read it without a recipe (``serve``; ``lint``/``plan`` on manifest files). No
-    run-level rules (an image is not required here).
+def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Layers()) -> tuple[Document, list[str]]:
+    """The infra spec alone, layered and checked like :func:`load_run` does (every default
+    filled in, each value's marks), and its layers, lowest first, for commands that read it
+    without a recipe (``serve``; ``lint``/``plan`` on manifest files). No run-level rules (an
+    image is not required here).
 
     Raises:
         ConfigError: every problem, located.
@@ -353,7 +336,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Laye
     if reader.problems:
         raise ConfigError(reader.problems)
     fill_defaults(INFRA, infra.data)
-    return InfraDoc(infra.data, sources, infra.marks, infra.key_marks)
+    return infra, sources
 
 
 def _profile_name(data: dict[str, Any]) -> str:
@@ -362,8 +345,8 @@ def _profile_name(data: dict[str, Any]) -> str:
     return f"<{section['platform']} profile{' ' + str(typ) if typ else ''}>"
 
 
-def _profile_doc(data: Any) -> Doc | None:
-    """The platform profile layer of the merged ``data`` as a Doc, or None (generic/invalid)."""
+def _profile_doc(data: Any) -> Document | None:
+    """The platform profile layer of the merged ``data`` as a Document, or None (generic/invalid)."""
     section = data.get("infra") if isinstance(data, dict) else None
     if not isinstance(section, dict):
         return None
@@ -372,18 +355,8 @@ def _profile_doc(data: Any) -> Doc | None:
                           launch.get("mode") if isinstance(launch, dict) else None)
     if not layer:
         return None
-    name = _profile_name(data)
-    marks: dict[Path, Mark] = {}
-
-    def walk(node: Any, path: Path) -> None:
-        marks[path] = Mark(name, 0, 0)
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, (*path, k))
-
-    for key, value in layer.items():
-        walk(value, (key,))
-    return Doc(layer, marks, dict(marks))
+    marks = dict.fromkeys(key_paths(layer), Mark(_profile_name(data), 0, 0))
+    return Document(layer, marks, dict(marks))
 
 
 def _fill_derived(infra: InfraSpec, recipe_file: str) -> None:

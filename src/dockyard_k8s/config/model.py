@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.yamlio import Mark
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
@@ -22,11 +23,11 @@ SHIPPED = "<shipped defaults>"
 
 Fleet = Literal["trainer", "inference"]  # the GPU worker groups
 Group = Literal["head", "trainer", "inference"]  # every GPU-side sizing section of kuberay
+GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 if TYPE_CHECKING:  # the generated TypedDicts are for the type checker: 60 classes not built at run time
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead, KuberayTrainer
 
-    FleetSizing = KuberayTrainer  # kuberay.trainer / kuberay.inference
     PodSizing = KuberayHead | KuberayTrainer  # any of kuberay.head/trainer/inference
 
 
@@ -44,6 +45,13 @@ def locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Pat
         if isinstance(path[end - 1], int) and path[:end] in marks:
             return marks[path[:end]]
     return marks.get((), Mark(SHIPPED, 0, 0))
+
+
+def problem_at(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Path, message: str, *,
+               at_key: bool = False) -> ConfigProblem:
+    """A problem about ``path``, at the place :func:`locate` finds."""
+    mark = locate(marks, key_marks, path, at_key=at_key)
+    return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
 
 
 def layer_name(file: str) -> str:
@@ -99,21 +107,12 @@ class RunConfig:
     def layer(self, path: Path) -> str:
         """The layer that set the value at ``path``: a file, ``<kind profile>``, ``--set ...``, or
         ``<shipped defaults>`` (also for values derived from other keys)."""
-        node: Any = self.infra
-        nodes = [node]
-        for part in path:
-            if isinstance(node, dict):
-                node = node.get(part)
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
-                node = None
-            nodes.append(node)
         for end in range(len(path), 0, -1):
             mark = self.marks.get(path[:end])
             if mark is not None:
                 # a mapping merges key by key: a key no layer wrote under it is a default
-                return mark.file if end == len(path) or not isinstance(nodes[end], dict) else SHIPPED
+                merged = end < len(path) and isinstance(lookup(self.infra, path[:end])[1], dict)
+                return SHIPPED if merged else mark.file
         return SHIPPED
 
     def written_by_user(self, path: Path) -> bool:

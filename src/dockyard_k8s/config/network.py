@@ -14,6 +14,7 @@ user wrote, the renderers (``render/network.py``) and ``check`` read the same ta
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,19 +115,8 @@ def within(net: IPNetwork, ranges: list[IPNetwork]) -> list[IPNetwork]:
 
 def parse_version(text: Any) -> tuple[int, ...] | None:
     """``"2.52.1"`` -> (2, 52, 1); a suffix after the numbers (``rc1``, ``.dev0``) is ignored."""
-    parts = []
-    for piece in str(text).split("."):
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(piece):
-            break
-    return tuple(parts) if parts else None
+    m = re.match(r"[0-9]+(\.[0-9]+)*", str(text))
+    return tuple(int(p) for p in m.group().split(".")) if m else None
 
 
 def ray_image_version(image: Any) -> tuple[int, ...] | None:

@@ -47,32 +47,21 @@ def parse_key(text: str) -> Path | None:
     return tuple(parts) if parts else None
 
 
-def _split(text: str, origin: str) -> tuple[Path | None, Any, str]:
-    """Split ``key=value``; returns (path, typed value, error message or "")."""
+def parse_set(text: str, *, typed: bool = True) -> tuple[Path | None, Any, str]:
+    """Parse one ``--set KEY=VALUE`` (the value typed as YAML) or, not ``typed``, one
+    ``--set-string KEY=VALUE`` or ``--set-file KEY=PATH`` (the value stays a string).
+    Returns (path, value, error or "")."""
     key, sep, raw = text.partition("=")
     path = parse_key(key)
     if not sep or path is None:
         return None, None, f"got {text!r}, expected KEY=VALUE with KEY a dotted path like a.b.c"
-    value, problems = parse_value(raw, origin)
+    if not typed:
+        return path, raw, ""
+    value, problems = parse_value(raw, "--set")
     if problems:
-        quoted = origin == "--set" and "quote it" in problems[0].message
-        hint = "; --set-string keeps a value a string" if quoted else ""
+        hint = "; --set-string keeps a value a string" if "quote it" in problems[0].message else ""
         return None, None, f"value of {key}: {problems[0].message}{hint}"
     return path, value, ""
-
-
-def parse_set(text: str) -> tuple[Path | None, Any, str]:
-    """Parse one ``--set`` argument. Returns (path, value, error or "")."""
-    return _split(text, "--set")
-
-
-def parse_set_string(text: str) -> tuple[Path | None, Any, str]:
-    """Parse one ``--set-string KEY=VALUE`` (or ``--set-file KEY=PATH``): the value stays a string."""
-    key, sep, raw = text.partition("=")
-    path = parse_key(key)
-    if not sep or path is None:
-        return None, None, f"got {text!r}, expected KEY=VALUE with KEY a dotted path like a.b.c"
-    return path, raw, ""
 
 
 # Hydra's override grammar (hydra/grammar/OverrideLexer.g4, OverrideParser.g4 of hydra-core): a

@@ -23,12 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.layering import merge
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import clone
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet
 
 PLATFORMS = ("generic", "eks", "kind", "k3s")
 
@@ -43,19 +44,18 @@ class InstancePreset:
     memory: str
     cpu_limit: str | None
     memory_limit: str | None
-    source: str
 
 
 # instance type -> per-pod sizing preset. One GPU pod per node, so the pod takes the node.
 EKS_PRESETS: dict[str, InstancePreset] = {
     # [EKS] "Resource Sizing Guide" row p4de.24xlarge (8 / 4 / 90 / 1000Gi); the limits are the
     # single-node Job's and StatefulSet's (cpu 96, memory 1100Gi), which are sized for this type.
-    "p4de.24xlarge": InstancePreset(8, 4, "90", "1000Gi", "96", "1100Gi", "[EKS] sizing guide + manifests"),
+    "p4de.24xlarge": InstancePreset(8, 4, "90", "1000Gi", "96", "1100Gi"),
     # [EKS] "Resource Sizing Guide" row p5.48xlarge (8 / 32 / 180 / 1800Gi); the text gives no limits.
-    "p5.48xlarge": InstancePreset(8, 32, "180", "1800Gi", None, None, "[EKS] sizing guide"),
+    "p5.48xlarge": InstancePreset(8, 32, "180", "1800Gi", None, None),
     # [NCCL] lists p5en.48xlarge with 8 GPUs and 16 EFA devices; CPU/memory requests follow the p5
     # row (same 192 vCPU / 2 TiB host shape).
-    "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None, "[NCCL] table + [EKS] p5 row"),
+    "p5en.48xlarge": InstancePreset(8, 16, "180", "1800Gi", None, None),
 }
 
 # Labels GPU nodes carry whatever the cloud (infra.cpuScheduling.gpuNodeLabels; "*": any value): the
@@ -92,8 +92,6 @@ EKS_MIN_SHM = "64Gi"
 # [NCCL] the pinned public nccl-tests image with EFA, aws-ofi-nccl and OpenMPI.
 EKS_NCCL_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
-_GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
-
 
 def _eks() -> dict[str, Any]:
     fleet = {
@@ -126,7 +124,7 @@ def _eks() -> dict[str, Any]:
             "storage": {"enabled": True, "create": False, "claimName": "fsx-claim", "mountPath": "/fsx",
                         "accessMode": "ReadWriteMany"},
         },
-        "kuberay": {role: clone(fleet) for role in _GPU_FLEETS},
+        "kuberay": {role: clone(fleet) for role in GPU_FLEETS},
         "ncclTest": {
             "image": EKS_NCCL_IMAGE,  # [NCCL]
             "mpirunPath": "/opt/amazon/openmpi/bin/mpirun",  # [NCCL]
@@ -215,7 +213,7 @@ def preset_layer(instance_type: str, mode: Any = None) -> dict[str, Any]:
         fleet["cpuLimit"] = p.cpu_limit
     if p.memory_limit:
         fleet["memoryLimit"] = p.memory_limit
-    kuberay: dict[str, Any] = {role: clone(fleet) for role in _GPU_FLEETS}
+    kuberay: dict[str, Any] = {role: clone(fleet) for role in GPU_FLEETS}
     if mode == "job":
         share = {"cpu": "0", "memory": "0", "extendedResources": {}}
         kuberay["head"] = {**share}
@@ -234,14 +232,8 @@ def profile_layer(platform: Any, instance_type: Any, mode: Any = None) -> dict[s
     """
     layer = clone(PROFILES.get(platform, {})) if isinstance(platform, str) else {}
     if platform == "eks" and isinstance(instance_type, str) and instance_type in EKS_PRESETS:
-        layer = _merge(layer, preset_layer(instance_type, mode))
+        layer = merge(layer, preset_layer(instance_type, mode))
     return layer
-
-
-def _merge(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
-    return over
 
 
 # --- images --------------------------------------------------------------------------------
@@ -261,7 +253,6 @@ def image_pin_problem(image: str) -> str:
 
 # --- cross-field rules (called by the loader once the layers are merged) --------------------
 
-GPU_FLEETS = _GPU_FLEETS
 # A StatefulSet's pods carry controller-revision-hash=<name>-<10-char hash>, a label value
 # (<= 63 characters), so the StatefulSet name must stay within 52.
 MAX_STATEFULSET_NAME = 52

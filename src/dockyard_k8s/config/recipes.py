@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.layering import LayerReader, find_file, merge_docs
-from dockyard_k8s.config.yamlio import Doc, Path
+from dockyard_k8s.config.yamlio import Document, Path
 from dockyard_k8s.plain import show_typed
 
 _PACKAGE_HEADER = re.compile(r"^\s*#\s*@package\s+(\S+)", re.MULTILINE)
@@ -45,7 +45,7 @@ class _Entry:
     package: str | None  # dotted package, "" for the top level, None: the config's default
     optional: bool
     at: Path  # where the entry is written in ``doc``
-    doc: Doc  # the config the entry is written in
+    doc: Document  # the config the entry is written in
     directory: str  # that config's directory
     group: str = ""  # GROUP[@PACKAGE] of a group default: what an ``override`` names
 
@@ -60,17 +60,17 @@ class RecipeComposer:
         self._used: set[str] = set()  # groups whose option an override replaced
         self.groups: set[str] = set()  # config groups the defaults lists choose an option of
 
-    def compose(self, file: str) -> Doc:
+    def compose(self, file: str) -> Document:
         """The recipe ``file`` with its defaults list composed."""
         return self._compose(file, group="", package="", stack=(), overrides={})
 
     def _compose(self, file: str, *, group: str, package: str, stack: tuple[str, ...],
-                 overrides: dict[str, str]) -> Doc:
+                 overrides: dict[str, str]) -> Document:
         doc = self.reader.read(file)
         if doc is None:
-            return Doc({}, {}, {})
+            return Document({}, {}, {})
         raw = doc.data.pop("defaults", None)
-        own = _place(Doc(doc.data, doc.marks, doc.key_marks), package)
+        own = _place(Document(doc.data, doc.marks, doc.key_marks), package)
         if raw is None:
             self.reader.files.append(file)
             return own
@@ -82,7 +82,7 @@ class RecipeComposer:
         if not any(e.kind == "self" for e in entries):
             entries.append(_Entry("self", "", None, False, ("defaults",), doc, ""))
         real = os.path.realpath(file)
-        merged = Doc({}, {}, {})
+        merged = Document({}, {}, {})
         for e in entries:
             if e.kind == "self":
                 merged = merge_docs(merged, own)
@@ -111,7 +111,7 @@ class RecipeComposer:
         self.reader.files.append(file)
         return merged
 
-    def _entries(self, doc: Doc, raw: Any, group: str, directory: str) -> list[_Entry]:
+    def _entries(self, doc: Document, raw: Any, group: str, directory: str) -> list[_Entry]:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list):
             self.reader.problem(doc, ("defaults",), f"got {show_typed(raw)}, expected a file name or a "
@@ -129,7 +129,7 @@ class RecipeComposer:
                                              "(base/common.yaml), GROUP: OPTION or _self_")
         return out
 
-    def _string_entry(self, item: str, group: str, at: Path, doc: Doc, directory: str) -> list[_Entry]:
+    def _string_entry(self, item: str, group: str, at: Path, doc: Document, directory: str) -> list[_Entry]:
         if item == _SELF:
             return [_Entry("self", "", None, False, at, doc, directory)]
         name, sep, package = item.partition("@")
@@ -137,7 +137,7 @@ class RecipeComposer:
             return [_Entry("file", name, package, False, at, doc, directory)]
         return [_Entry("config", _join(group, name), package if sep else None, False, at, doc, directory)]
 
-    def _group_entry(self, item: dict[str, Any], group: str, at: Path, doc: Doc, directory: str) -> list[_Entry]:
+    def _group_entry(self, item: dict[str, Any], group: str, at: Path, doc: Document, directory: str) -> list[_Entry]:
         key, option = next(iter(item.items()))
         words = str(key).split()
         flags, spec = set(words[:-1]), (words[-1] if words else "")
@@ -250,7 +250,7 @@ def _options(root: str, group: str) -> list[str]:
     return sorted(os.path.splitext(n)[0] for n in os.listdir(directory) if n.endswith((".yaml", ".yml")))
 
 
-def _place(doc: Doc, package: str) -> Doc:
+def _place(doc: Document, package: str) -> Document:
     """``doc`` with its content moved under the dotted ``package`` ("" leaves it at the top)."""
     if not package:
         return doc
@@ -258,5 +258,5 @@ def _place(doc: Doc, package: str) -> Doc:
     data: Any = doc.data
     for k in reversed(keys):
         data = {k: data}
-    return Doc(data, {(*keys, *p): m for p, m in doc.marks.items()},
+    return Document(data, {(*keys, *p): m for p, m in doc.marks.items()},
                {(*keys, *p): m for p, m in doc.key_marks.items()})

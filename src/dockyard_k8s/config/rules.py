@@ -13,9 +13,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.model import RunConfig, layer_name
+from dockyard_k8s.config.model import GPU_FLEETS, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
-from dockyard_k8s.config.platforms import EKS_PRESETS, GPU_FLEETS, INSTANCE_TYPE_LABEL, platform_problems
+from dockyard_k8s.config.overrides import lookup
+from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
 from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
@@ -168,7 +169,7 @@ def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
     gpu_types = gpu_instance_types(infra)
     out = []
     for section in sections:
-        for key, value in _get(infra, section)["nodeSelector"].items():
+        for key, value in lookup(infra, section)[1]["nodeSelector"].items():
             marked = cs["gpuNodeLabels"].get(key)
             known = node_gpus(run, {key: value}) if key == INSTANCE_TYPE_LABEL else None
             if key == INSTANCE_TYPE_LABEL and value in gpu_types:
@@ -187,16 +188,10 @@ def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:
     return out
 
 
-def _get(data: Any, path: Path) -> Any:
-    for part in path:
-        data = data[part]
-    return data
-
-
 def _image_problems(run: RunConfig) -> list[ConfigProblem]:
     out = []
     for path in IMAGE_KEYS:
-        image = _get(run.infra, path)
+        image = lookup(run.infra, path)[1]
         if not image or (path != ("infra", "image") and image == run.infra["infra"]["image"]):
             continue  # a copy of infra.image (sandbox.image defaults to it) is reported at infra.image
         why = image_problem(image)
@@ -207,7 +202,7 @@ def _image_problems(run: RunConfig) -> list[ConfigProblem]:
 
 def _described(run: RunConfig, path: Path) -> str:
     """``kuberay.trainer.memory 30Gi (--set ...)``: a key, its value and its layer."""
-    return f"{format_path(path)} {_get(run.infra, path)} ({layer_name(run.layer(path))})"
+    return f"{format_path(path)} {lookup(run.infra, path)[1]} ({layer_name(run.layer(path))})"
 
 
 def _rank(run: RunConfig, path: Path) -> int:
@@ -225,7 +220,7 @@ def _limit_problems(run: RunConfig, notes: list[str]) -> list[ConfigProblem]:
     sections: list[tuple[Path, tuple[tuple[str, str], ...]]] = [(s, _PAIRS) for s in _SIZINGS]
     sections.append((("sandbox", "resources"), _SANDBOX_PAIRS))
     for section, pairs in sections:
-        data = _get(run.infra, section)
+        data = lookup(run.infra, section)[1]
         for request_key, limit_key in pairs:
             request, limit = data[request_key], data[limit_key]
             low, high = parse_quantity(limit), parse_quantity(request)

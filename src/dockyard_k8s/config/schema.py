@@ -28,8 +28,7 @@ from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 from dockyard_k8s.suggest import did_you_mean
 
 Schema = dict[str, "Any"]
-_NO_DEFAULT = object()
-NO_DEFAULT = _NO_DEFAULT  # what defaults_of gives for a key without a default
+NO_DEFAULT = object()  # what defaults_of gives for a key without a default
 
 # Kubernetes quantity grammar (apimachinery resource.Quantity).
 QUANTITY = (r"^[+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
@@ -45,7 +44,6 @@ NCCL_SIZE = r"^[0-9]+[KMG]?$"
 # What the API server stores integers of most fields as (replicas, ports, seconds...).
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-
 
 
 def _is_cidr(value: str) -> bool:
@@ -79,24 +77,24 @@ FORMATS: dict[str, tuple[Callable[[str], bool], str]] = {
 
 def _typed(type_: str, description: str, default: Any, nullable: bool, **extra: Any) -> Schema:
     s: Schema = {"type": [type_, "null"] if nullable else type_, "description": description}
-    if default is not _NO_DEFAULT:
+    if default is not NO_DEFAULT:
         s["default"] = default
     s.update({k: v for k, v in extra.items() if v is not None})
     return s
 
 
-def string(description: str, default: Any = _NO_DEFAULT, *, enum: list[str] | None = None,
+def string(description: str, default: Any = NO_DEFAULT, *, enum: list[str] | None = None,
            pattern: str | None = None, nullable: bool = False, fmt: str | None = None) -> Schema:
     return _typed("string", description, default, nullable, enum=enum, pattern=pattern, **{"x-format": fmt})
 
 
-def integer(description: str, default: Any = _NO_DEFAULT, *, minimum: int | None = None,
+def integer(description: str, default: Any = NO_DEFAULT, *, minimum: int | None = None,
             maximum: int | None = INT32_MAX, nullable: bool = False) -> Schema:
     """An integer; at most what the API server stores it as (int32 unless ``maximum`` says)."""
     return _typed("integer", description, default, nullable, minimum=minimum, maximum=maximum)
 
 
-def number(description: str, default: Any = _NO_DEFAULT, *, minimum: float | None = None,
+def number(description: str, default: Any = NO_DEFAULT, *, minimum: float | None = None,
            maximum: float | None = None, nullable: bool = False) -> Schema:
     return _typed("number", description, default, nullable, minimum=minimum, maximum=maximum)
 
@@ -105,7 +103,7 @@ def boolean(description: str, default: bool) -> Schema:
     return _typed("boolean", description, default, False)
 
 
-def quantity(description: str, default: Any = _NO_DEFAULT, *, nullable: bool = False) -> Schema:
+def quantity(description: str, default: Any = NO_DEFAULT, *, nullable: bool = False) -> Schema:
     """A Kubernetes quantity: ``4``, ``500m``, ``2Gi``."""
     s = _typed("string", description, default, nullable, pattern=QUANTITY)
     s["type"] = ["string", "number", "null"] if nullable else ["string", "number"]
@@ -121,27 +119,32 @@ def string_map(description: str, *, values: Schema | None = None, keys: str | No
     return s
 
 
-def array(description: str, items: Schema, default: Any = _NO_DEFAULT, *, nullable: bool = False) -> Schema:
+def array(description: str, items: Schema, default: Any = NO_DEFAULT, *, nullable: bool = False) -> Schema:
     s: Schema = {"type": ["array", "null"] if nullable else "array", "description": description, "items": items}
-    if default is not _NO_DEFAULT:
+    if default is not NO_DEFAULT:
         s["default"] = default
     return s
 
 
-def free_object(description: str, default: Any = _NO_DEFAULT, *, nullable: bool = False) -> Schema:
+def free_object(description: str, default: Any = NO_DEFAULT, *, nullable: bool = False) -> Schema:
     """Any mapping; checked later against the Kubernetes/KubeRay schemas once rendered."""
-    return _typed("object", description, {} if default is _NO_DEFAULT else default, nullable)
+    return _typed("object", description, {} if default is NO_DEFAULT else default, nullable)
 
 
 def obj(description: str, properties: dict[str, Schema], *, required: tuple[str, ...] = (),
-        nullable: bool = False, default: Any = _NO_DEFAULT) -> Schema:
+        nullable: bool = False, default: Any = NO_DEFAULT) -> Schema:
     s: Schema = {"type": ["object", "null"] if nullable else "object", "description": description,
                  "properties": properties, "additionalProperties": False}
     if required:
         s["required"] = list(required)
-    if default is not _NO_DEFAULT:
+    if default is not NO_DEFAULT:
         s["default"] = default
     return s
+
+
+# Pod tolerations, in both specs; GPU pods tolerate the NVIDIA device plugin's taint by default.
+TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"}, [])
+GPU_TOLERATIONS = {**TOLERATIONS, "default": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
 
 
 # --- checking ------------------------------------------------------------------------
@@ -150,22 +153,11 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
-# id of a schema -> (the schema, kept so its id is never reused; its shorthands). Schemas are
-# module-level constants, never changed.
-_SHORTHANDS: dict[int, tuple[Schema, list[tuple[Path, str]]]] = {}
-
-
-def shorthands(schema: Schema) -> list[tuple[Path, str]]:
+def shorthands(schema: Schema, path: Path = ()) -> list[tuple[Path, str]]:
     """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
-    if id(schema) not in _SHORTHANDS:
-        _SHORTHANDS[id(schema)] = (schema, _shorthands(schema, ()))
-    return _SHORTHANDS[id(schema)][1]
-
-
-def _shorthands(schema: Schema, path: Path) -> list[tuple[Path, str]]:
     out = [(path, schema["x-shorthand"])] if "x-shorthand" in schema else []
     for key, sub in schema.get("properties", {}).items():
-        out += _shorthands(sub, (*path, key))
+        out += shorthands(sub, (*path, key))
     return out
 
 
@@ -270,10 +262,10 @@ def defaults_of(schema: Schema) -> Any:
         out = {}
         for key, sub in schema["properties"].items():
             d = defaults_of(sub)
-            if d is not _NO_DEFAULT:
+            if d is not NO_DEFAULT:
                 out[key] = d
         return out
-    return _NO_DEFAULT
+    return NO_DEFAULT
 
 
 def fill_defaults(schema: Schema, value: Any) -> None:
@@ -284,7 +276,7 @@ def fill_defaults(schema: Schema, value: Any) -> None:
         for key, sub in schema["properties"].items():
             if key not in value:
                 d = defaults_of(sub)
-                if d is not _NO_DEFAULT:
+                if d is not NO_DEFAULT:
                     value[key] = d
             if key in value:
                 fill_defaults(sub, value[key])

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dockyard_k8s.config.loader import InfraDoc, Layers, load_infra_doc, run_name_from
+from dockyard_k8s.config.loader import Layers, load_infra_doc, run_name_from
+from dockyard_k8s.config.model import problem_at
 from dockyard_k8s.config.platforms import image_pin_problem
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.config.yamlio import Mark, Path, format_path
@@ -62,13 +63,6 @@ class ServeConfig:
     def namespace(self) -> str:
         return str(self.infra["infra"]["namespace"])
 
-    def locate(self, path: Path, message: str) -> ConfigProblem:
-        return _doc(self).locate(path, message)
-
-
-def _doc(cfg: ServeConfig) -> InfraDoc:
-    return InfraDoc(cfg.infra, cfg.sources, cfg.marks, cfg.key_marks)
-
 
 def endpoint_name_from(spec_file: str) -> str:
     """``llama-8b.serve.yaml`` (or ``.infra.yaml``) -> ``llama-8b`` (a DNS-1035 label, as run names are made)."""
@@ -82,12 +76,12 @@ def load_serve(spec_file: str, layers: Layers = Layers()) -> ServeConfig:
         ConfigError: every problem found, each located by file, line, column and key.
     """
     try:
-        doc = load_infra_doc(spec_file, layers)
+        doc, sources = load_infra_doc(spec_file, layers)
     except ConfigError as e:
         raise _recipe_given(spec_file, e) from None
     name_written = ("serve", "name") in doc.marks
     fill_derived(doc.data, spec_file)
-    cfg = ServeConfig(doc.data, spec_file, doc.sources, doc.marks, doc.key_marks)
+    cfg = ServeConfig(doc.data, spec_file, sources, doc.marks, doc.key_marks)
     problems = []
     written = {path[:end] for path in doc.marks for end in range(1, len(path) + 1)}  # a key or one under it
     for path, message in serve_problems(doc.data, written=written.__contains__):
@@ -95,7 +89,7 @@ def load_serve(spec_file: str, layers: Layers = Layers()) -> ServeConfig:
             problems.append(ConfigProblem(spec_file, 0, 0, format_path(path),
                                           message + " (the name defaults to the spec file name; set serve.name)"))
         else:
-            problems.append(doc.locate(path, message))
+            problems.append(problem_at(doc.marks, doc.key_marks, path, message))
     if problems:
         raise ConfigError(problems)
     return cfg

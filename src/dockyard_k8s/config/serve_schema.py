@@ -22,6 +22,7 @@ from dockyard_k8s.config.schema import (
     DNS1035_LABEL,
     DNS1123_LABEL,
     DNS1123_SUBDOMAIN,
+    GPU_TOLERATIONS,
     HUB_ID,
     Schema,
     array,
@@ -49,7 +50,6 @@ class Backend:
     command: tuple[str, ...]
     flags: dict[str, str]  # option -> flag
     extra: tuple[str, ...]  # always passed
-    source: str
 
 
 # backend -> facts. Images are pinned release tags; override with serve.image.
@@ -62,7 +62,7 @@ BACKENDS: dict[str, Backend] = {
         flags={"model": "--model", "servedName": "--served-model-name", "host": "--host", "port": "--port",
                "tensorParallelSize": "--tensor-parallel-size", "maxModelLen": "--max-model-len", "dtype": "--dtype",
                "gpuMemoryUtilization": "--gpu-memory-utilization", "revision": "--revision", "apiKey": "--api-key"},
-        extra=(), source="vLLM docs: OpenAI-compatible server, Production Metrics"),
+        extra=()),
     # SGLang (docs "Production Metrics", python/sglang/srt/metrics/collector.py): metrics only
     # with --enable-metrics; sglang:num_queue_reqs is its queue gauge. v0.5.19-cu129 is the
     # last CUDA 12 image (SGLang install docs); newer tags need a CUDA 13 driver. Auth
@@ -75,11 +75,9 @@ BACKENDS: dict[str, Backend] = {
                "tensorParallelSize": "--tp-size", "maxModelLen": "--context-length", "dtype": "--dtype",
                "gpuMemoryUtilization": "--mem-fraction-static", "revision": "--revision", "apiKey": "--api-key",
                "adminApiKey": "--admin-api-key"},
-        extra=("--enable-metrics",), source="SGLang docs: server arguments, Production Metrics"),
+        extra=("--enable-metrics",)),
 }
 
-_GPU_TOLERATIONS = array("Pod tolerations (Kubernetes Toleration objects).", {"type": "object"},
-                         [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
 _NAMESPACE = string("a namespace name", pattern=DNS1123_LABEL)
 _POD_LABELS = string_map("Labels of the pods (all of them); empty: every pod of the namespace.",
                          values={"type": "string"})
@@ -161,7 +159,7 @@ SERVE: Schema = obj("A model endpoint (`dockyard-k8s serve`; docs/serve.md): a v
     "shmSize": quantity("Memory-backed /dev/shm (tensor parallelism uses it); null: lint.shmPerGpu per GPU "
                         "(8Gi), 1Gi without GPUs.", None, nullable=True),
     "nodeSelector": string_map("nodeSelector of the pods (label: value).", values={"type": "string"}),
-    "tolerations": _GPU_TOLERATIONS,
+    "tolerations": GPU_TOLERATIONS,
     "topologySpreadConstraints": array(
         "Spread of the server pods (labelSelector defaults to them). null: with more than one replica, one "
         "constraint across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, per rollout revision), so "

@@ -113,8 +113,8 @@ def generate(schema: Schema, root: str = "InfraSpec") -> str:
         lines = [f"\n\nclass {name}(TypedDict):"]
         lines += [f"    {key}: {typ}" for key, typ in fields]
         out.append("\n".join(lines) + "\n")
-        for alias in aliases.get(name, []):
-            out.append(f"\n\n{alias} = {name}\n")
+        if name in aliases:
+            out.append("\n\n" + "".join(f"{alias} = {name}\n" for alias in aliases[name]))
     return "".join(out)
 
 

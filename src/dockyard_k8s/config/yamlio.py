@@ -31,8 +31,6 @@ from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import Path, format_path
 from dockyard_k8s.yamlfile import NO_PROBLEM, STR, Document, Mark, Schema, load_all
 
-Doc = Document  # the name config's modules use
-
 # --- YAML 1.2 core schema resolution -------------------------------------------------
 
 _INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
@@ -184,14 +182,14 @@ def _read(text: str, file: str, env: Mapping[str, str] | None) -> tuple[Document
     return (loaded.documents[0] if loaded.documents else Document(None)), problems
 
 
-def parse_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> tuple[Doc, list[ConfigProblem]]:
+def parse_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> tuple[Document, list[ConfigProblem]]:
     """Parse one YAML document strictly. ``env`` enables ``${VAR}`` interpolation.
 
     Returns the document (``data`` is ``{}`` for an empty file) and every problem found;
     the data is only trustworthy when the problem list is empty.
     """
     doc, problems = _read(text, file, env)
-    return (Doc({}, doc.marks, doc.key_marks) if doc.data is None else doc), problems
+    return (Document({}, doc.marks, doc.key_marks) if doc.data is None else doc), problems
 
 
 def parse_value(text: str, origin: str) -> tuple[Any, list[ConfigProblem]]:
@@ -205,4 +203,4 @@ def parse_value(text: str, origin: str) -> tuple[Any, list[ConfigProblem]]:
     return doc.data, problems
 
 
-__all__ = ["Doc", "Mark", "Path", "format_path", "interpolate", "malformed_variable", "parse_value", "parse_yaml"]
+__all__ = ["Document", "Mark", "Path", "format_path", "interpolate", "malformed_variable", "parse_value", "parse_yaml"]

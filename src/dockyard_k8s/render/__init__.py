@@ -58,8 +58,7 @@ def render_run(run: RunConfig) -> list[dict[str, Any]]:
         objects.append(rayjob(infra, run.job_args))
     elif mode == "bringup":
         objects.append(raycluster(infra))
-    elif mode in ("job", "statefulset"):  # the operator-free shapes: their module only for them
-
+    elif mode in ("job", "statefulset"):  # the operator-free shapes
         objects += (job_objects if mode == "job" else statefulset_objects)(infra, run.job_args)
     apply_platform(infra, objects)
     if not infra["infra"]["kueue"]["queueName"]:  # not queued: no Kueue label, no queue objects

@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kueue
+from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan.units import format_amount, to_units
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 GROUP_NAME = "gpu"  # podset-group-name of trainer + inference (Kueue: any non-numeric string)
 HOSTNAME = "kubernetes.io/hostname"
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 # EC2 instance topology labels on EKS nodes, from the farthest network layer to the host.
 EKS_TOPOLOGY_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
                        "topology.k8s.aws/network-node-layer-3", HOSTNAME)
@@ -59,7 +59,7 @@ def queued_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict
     return out
 
 
-def _fleet_of(ps: kueue.PodSet, obj: dict[str, Any]) -> str:
+def _fleet_of(ps: kueue.PodSet) -> str:
     labels = as_mapping(ps.metadata.get("labels"))
     return str(labels.get(FLEET_LABEL) or ("submitter" if ps.name == kueue.SUBMITTER_POD_SET else ps.name))
 
@@ -98,9 +98,8 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
         for ps in kueue.pod_sets(obj):
             if not ps.path:
                 continue  # KubeRay's default submitter: no template to annotate
-            fleet = _fleet_of(ps, obj)
-            if obj.get("kind") == "Job":
-                fleet = "trainer"  # the one pod of the job shape holds every fleet: the GPU request decides
+            # the one pod of the job shape holds every fleet: the GPU request decides
+            fleet = "trainer" if obj.get("kind") == "Job" else _fleet_of(ps)
             wanted = topology_of(infra, fleet)
             annotations: dict[str, str] = {}
             if wanted:
@@ -109,7 +108,7 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
                         and obj.get("kind") in ("RayJob", "RayCluster"):
                     annotations[kueue.POD_SET_GROUP] = GROUP_NAME
             if annotations:
-                meta = _template_at(obj, ps.path).setdefault("metadata", {})
+                meta = ps.metadata  # the template's own (every rendered pod template has labels)
                 meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
                 key = topology_key(infra, fleet)
                 provenance.note_fields(meta["annotations"], {
@@ -117,26 +116,15 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
                     kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
 
 
-def _template_at(obj: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
-    node: Any = obj
-    for part in path:
-        node = node[part]
-    return node  # type: ignore[no-any-return]
-
-
 # --- the team's queue objects (render-only) ---------------------------------------------------
 
 
-def _common(selectors: list[dict[str, Any]]) -> dict[str, str]:
-    """Labels every selector in ``selectors`` asks for with the same value."""
+def common_labels(selectors: list[dict[str, Any]]) -> dict[str, str]:
+    """Labels every selector in ``selectors`` asks for with the same value (``{}`` for none)."""
     if not selectors:
         return {}
     first = {str(a): str(b) for a, b in selectors[0].items()}
     return {key: value for key, value in first.items() if all(str(s.get(key)) == value for s in selectors[1:])}
-
-
-def _quantity(resource: str, amount: Fraction) -> str:
-    return format_amount(resource, to_units(resource, amount))
 
 
 def _meta(infra: InfraSpec, name: str, namespaced: bool = False) -> dict[str, Any]:
@@ -172,12 +160,13 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
                 topology[side].append(wanted[1])
     sides = [s for s in ("cpu", "gpu") if usage[s]]
     covered = sorted({r for s in sides for r in usage[s]}, key=lambda r: ({"cpu": 0, "memory": 1}.get(r, 2), r))
-    names = {"cpu": qo["cpuFlavor"], "gpu": qo["gpuFlavor"] or _gpu_flavor_name(selectors["gpu"])}
+    names = {"cpu": qo["cpuFlavor"], "gpu": qo["gpuFlavor"] or common_labels(selectors["gpu"]).get(INSTANCE_TYPE_LABEL)
+             or "gpu"}
     levels = [lv for s in sides for lv in topology[s]]
     out: list[dict[str, Any]] = []
     for side in sides:
         spec: dict[str, Any] = {}
-        labels = _common(selectors[side])
+        labels = common_labels(selectors[side])
         if labels:
             spec["nodeLabels"] = dict(sorted(labels.items()))
         if topology[side]:
@@ -191,7 +180,8 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     out += admin
     runs = qo["runs"]
     flavors = [{"name": names[side], "resources": [
-        {"name": r, "nominalQuota": _quantity(r, usage[side].get(r, Fraction(0)) * runs)} for r in covered]}
+        {"name": r, "nominalQuota": format_amount(r, to_units(r, usage[side].get(r, Fraction(0)) * runs))}
+        for r in covered]}
         for side in sides]
     queue = str(k["queueName"])
     cq_name = qo["clusterQueue"] or queue
@@ -245,10 +235,6 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
     for obj in (config, check):
         provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue"))
     return [*out, config, check]
-
-
-def _gpu_flavor_name(selectors: list[dict[str, Any]]) -> str:
-    return _common(selectors).get(INSTANCE_TYPE) or "gpu"
 
 
 def _levels(wanted: list[str]) -> list[str]:

@@ -21,10 +21,7 @@ def _merge_key(base: list[Any], over: list[Any]) -> str | None:
     items = base + over
     if not items or not all(isinstance(i, dict) for i in items):
         return None
-    for key in MERGE_KEYS:
-        if all(key in i for i in items):
-            return key
-    return None
+    return next((key for key in MERGE_KEYS if all(key in i for i in items)), None)
 
 
 def deep_merge(base: Any, over: Any) -> Any:

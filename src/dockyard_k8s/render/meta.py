@@ -8,13 +8,14 @@ label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render import provenance
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet
 
 RUN_LABEL = "dockyard-k8s/run"
 ENDPOINT_LABEL = "dockyard-k8s/endpoint"  # serve: what `serve status` / `serve down` select on
@@ -35,7 +36,6 @@ FLEETS = {
     "nccl-worker": "nccl-test",
     "serve": "model-server",
 }
-GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
 def run_name(infra: InfraSpec) -> str:
@@ -97,16 +97,25 @@ def quantity(value: Any) -> str:
     return str(value)
 
 
+def param_text(value: Any) -> str:
+    """A value as an env var or a Ray start parameter takes it: a string, booleans lower-case."""
+    return ("true" if value else "false") if isinstance(value, bool) else quantity(value)
+
+
 def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
-    """``{NAME: value}`` -> Kubernetes EnvVar list (values as strings, booleans lower-case)."""
-    def text(v: Any) -> str:
-        return ("true" if v else "false") if isinstance(v, bool) else quantity(v)
-
-    return [{"name": k, "value": text(v)} for k, v in env.items()]
+    """``{NAME: value}`` -> Kubernetes EnvVar list."""
+    return [{"name": k, "value": param_text(v)} for k, v in env.items()]
 
 
-def pull_secrets(infra: InfraSpec) -> list[dict[str, str]]:
-    return [{"name": n} for n in infra["infra"]["imagePullSecrets"]]
+def pull_secrets(infra: InfraSpec) -> dict[str, Any]:
+    """The pod spec field of ``infra.imagePullSecrets``, when it names any."""
+    names = infra["infra"]["imagePullSecrets"]
+    return {"imagePullSecrets": [{"name": n} for n in names]} if names else {}
+
+
+def placement(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec fields of a section's ``nodeSelector`` and ``tolerations`` (those set)."""
+    return {key: clone(section[key]) for key in ("nodeSelector", "tolerations") if section[key]}
 
 
 def pod_common(infra: InfraSpec) -> dict[str, Any]:
@@ -114,6 +123,4 @@ def pod_common(infra: InfraSpec) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if infra["infra"]["priorityClassName"]:
         spec["priorityClassName"] = infra["infra"]["priorityClassName"]
-    if infra["infra"]["imagePullSecrets"]:
-        spec["imagePullSecrets"] = pull_secrets(infra)
-    return spec
+    return {**spec, **pull_secrets(infra)}

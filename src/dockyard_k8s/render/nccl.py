@@ -23,7 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.render.meta import env_list, metadata, name_of, pod_labels, pull_secrets, quantity
+from dockyard_k8s.config.model import GPU_FLEETS
+from dockyard_k8s.kube import GPU
+from dockyard_k8s.render.meta import env_list, metadata, name_of, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.platform import (
     add_gpu_scheduling,
     add_runtime_class,
@@ -32,13 +34,9 @@ from dockyard_k8s.render.platform import (
     off_gpu_nodes,
     padded_deadline,
 )
-from dockyard_k8s.render.ray import GPU
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet
-
-GPU_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
 
 
 def nccl_shape(infra: InfraSpec) -> tuple[int, int]:
@@ -88,12 +86,8 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     worker: dict[str, Any] = {"name": "worker", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
                               "resources": {"requests": requests, "limits": limits}}
     worker_pod: dict[str, Any] = {}
-    if infra["infra"]["imagePullSecrets"]:
-        worker_pod["imagePullSecrets"] = pull_secrets(infra)
-    if sizing["nodeSelector"]:
-        worker_pod["nodeSelector"] = sizing["nodeSelector"]
-    if sizing["tolerations"]:
-        worker_pod["tolerations"] = sizing["tolerations"]
+    worker_pod.update(pull_secrets(infra))
+    worker_pod.update(placement(sizing))
     worker_pod["containers"] = [worker]
     if sizing["shmSize"] is not None:
         worker["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
@@ -109,8 +103,7 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
     }
     launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure"}
-    if infra["infra"]["imagePullSecrets"]:
-        launcher_pod["imagePullSecrets"] = pull_secrets(infra)
+    launcher_pod.update(pull_secrets(infra))
     launcher_pod["containers"] = [launcher]
     keep_off_gpu_nodes(launcher_pod, off_gpu_nodes(infra))  # a CPU pod: not on a GPU node the test needs
     return {

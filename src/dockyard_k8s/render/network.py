@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.network import (
     DNS_PORT,
     INTERNAL_CIDRS,
@@ -41,7 +42,7 @@ from dockyard_k8s.config.network import (
     within,
 )
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import FLEET_LABEL, GPU_FLEETS, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, metadata, name_of, run_name, selector
 from dockyard_k8s.render.rayauth import enabled, secret_name
 
 if TYPE_CHECKING:
@@ -74,22 +75,21 @@ def _policy(infra: InfraSpec, suffix: str, component: str, spec: dict[str, Any])
 # --- peers --------------------------------------------------------------------------------------
 
 
-def not_sandbox(pod_selector: Any = None) -> dict[str, Any]:
-    """``pod_selector`` (default: every pod) narrowed to pods that are not sandbox executors."""
+def not_sandbox(pod_selector: Any = None, refused: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``pod_selector`` (default: every pod) narrowed by the ``refused`` expressions (default:
+    pods that are not sandbox executors)."""
     sel = clone(pod_selector) if isinstance(pod_selector, dict) else {}
     exprs = sel.get("matchExpressions")
-    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []), clone(NOT_SANDBOX)]
+    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []), *(refused or [clone(NOT_SANDBOX)])]
     return sel
 
 
-def narrowed(peer: Any) -> Any:
-    """A user-written NetworkPolicyPeer that can no longer name a sandbox pod. An ipBlock is
-    kept as written (the loader refuses one over private space, where pod IPs live)."""
+def narrowed(peer: Any, refused: list[dict[str, Any]] | None = None) -> Any:
+    """A user-written NetworkPolicyPeer that can no longer name a sandbox pod (or what ``refused``
+    says). An ipBlock is kept as written (the loader refuses one over private space, where pod IPs live)."""
     if not isinstance(peer, dict) or "ipBlock" in peer:
         return clone(peer)
-    out = clone(peer)
-    out["podSelector"] = not_sandbox(peer.get("podSelector"))
-    return out
+    return {**clone(peer), "podSelector": not_sandbox(peer.get("podSelector"), refused)}
 
 
 def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
@@ -97,14 +97,8 @@ def narrowed_egress(peer: Any, fleets: list[str]) -> Any:
     dockyard-k8s run (their fleets), nor any pod of any RayCluster (KubeRay labels every pod of a
     cluster ``ray.io/cluster``; an attached cluster's pods carry no fleet label), so the
     sandbox's egress refuses them on its own."""
-    if not isinstance(peer, dict) or "ipBlock" in peer:
-        return clone(peer)
-    sel = clone(peer.get("podSelector")) if isinstance(peer.get("podSelector"), dict) else {}
-    exprs = sel.get("matchExpressions")
-    sel["matchExpressions"] = [*(exprs if isinstance(exprs, list) else []),
-                               {"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]},
-                               {"key": RAY_CLUSTER_LABEL, "operator": "DoesNotExist"}]
-    return {**clone(peer), "podSelector": sel}
+    return narrowed(peer, [{"key": FLEET_LABEL, "operator": "NotIn", "values": [*fleets, "submitter", SANDBOX]},
+                           {"key": RAY_CLUSTER_LABEL, "operator": "DoesNotExist"}])
 
 
 def run_pods_but_sandbox(infra: InfraSpec) -> dict[str, Any]:

@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s import kube
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
+from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -33,11 +35,9 @@ from dockyard_k8s.render.meta import (
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.config.model import Fleet, Group
+    from dockyard_k8s.config.model import Group
 
-GPU = "nvidia.com/gpu"
-GANG_FLEETS: tuple[Group, ...] = ("head", "trainer", "inference")  # the pods one training run lives or dies with
-GPU_WORKER_FLEETS: tuple[Fleet, ...] = ("trainer", "inference")
+GANG_FLEETS: tuple[Group, ...] = ("head", *GPU_FLEETS)  # the pods one training run lives or dies with
 STORAGE_VOLUME = "dockyard-storage"
 # Marks data that outlives a run (the model cache claim) for people and tools; `down` keeps every
 # PersistentVolumeClaim by its kind unless --delete-volumes (live/orchestrate.KEEP_BY_DEFAULT).
@@ -61,7 +61,7 @@ def padded_deadline(infra: InfraSpec, seconds: int | None) -> int | None:
     return None if seconds is None else seconds + infra["infra"]["imagePull"]["coldPullSeconds"]
 
 
-def gpu_worker_selector(infra: InfraSpec, fleets: tuple[str, ...] = GPU_WORKER_FLEETS) -> dict[str, Any]:
+def gpu_worker_selector(infra: InfraSpec, fleets: tuple[str, ...] = GPU_FLEETS) -> dict[str, Any]:
     """Label selector of the run's GPU worker pods (for anti-affinity and spreading)."""
     return {"matchLabels": {RUN_LABEL: run_name(infra)},
             "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
@@ -102,7 +102,7 @@ def storage_claim(infra: InfraSpec) -> dict[str, Any] | None:
 def _gpu_node_affinity(infra: InfraSpec) -> dict[str, Any] | None:
     """Nodes of any GPU fleet: one nodeSelectorTerm per distinct nodeSelector (terms are ORed)."""
     terms: list[dict[str, Any]] = []
-    for role in GPU_WORKER_FLEETS:
+    for role in GPU_FLEETS:
         sel = infra["kuberay"][role]["nodeSelector"]
         if infra["kuberay"][role]["gpus"] <= 0:
             continue
@@ -128,7 +128,7 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
     tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
     hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     tolerations: list[dict[str, Any]] = []
-    for role in GPU_WORKER_FLEETS:
+    for role in GPU_FLEETS:
         for t in infra["kuberay"][role]["tolerations"]:
             if t not in tolerations:
                 tolerations.append(clone(t))
@@ -137,8 +137,7 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
     created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
     if infra["infra"]["priorityClassName"] or created:
         pod["priorityClassName"] = infra["infra"]["priorityClassName"] or created
-    if infra["infra"]["imagePullSecrets"]:
-        pod["imagePullSecrets"] = pull_secrets(infra)
+    pod.update(pull_secrets(infra))
     affinity = _gpu_node_affinity(infra)
     if affinity:
         pod["affinity"] = affinity
@@ -220,7 +219,7 @@ def add_service_account(infra: InfraSpec, pod: dict[str, Any], fleet: str) -> No
 def gpu_instance_types(infra: InfraSpec) -> list[str]:
     """The instance types the GPU fleets select (``infra.instanceType`` on eks): GPU nodes for sure."""
     kr = infra["kuberay"]
-    types = {str(kr[role]["nodeSelector"][INSTANCE_TYPE_LABEL]) for role in GPU_WORKER_FLEETS
+    types = {str(kr[role]["nodeSelector"][INSTANCE_TYPE_LABEL]) for role in GPU_FLEETS
              if kr[role]["gpus"] > 0 and INSTANCE_TYPE_LABEL in kr[role]["nodeSelector"]}
     if infra["infra"]["instanceType"]:
         types.add(str(infra["infra"]["instanceType"]))
@@ -300,5 +299,5 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
             if created and pod.get("priorityClassName") in (None, infra["infra"]["priorityClassName"]):
                 pod["priorityClassName"] = created
             add_storage(infra, pod)
-            if fleet in GPU_WORKER_FLEETS and requests_gpu(pod):
+            if fleet in GPU_FLEETS and requests_gpu(pod):
                 add_gpu_scheduling(infra, pod, gpu_worker_selector(infra))

@@ -19,17 +19,20 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.config.model import GPU_FLEETS
+from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
-    GPU_FLEETS,
     RUN_LABEL,
     env_list,
     labels,
     metadata,
     name_of,
+    param_text,
+    placement,
     pod_common,
     pod_labels,
     pull_secrets,
@@ -44,7 +47,6 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 
-GPU = "nvidia.com/gpu"
 # KubeRay's conventional port names for the head container.
 HEAD_PORTS = [
     {"containerPort": 6379, "name": "gcs-server", "protocol": "TCP"},
@@ -86,7 +88,7 @@ def _resources(sizing: PodSizing) -> dict[str, Any]:
 
 def _ray_params(params: Mapping[str, Any]) -> dict[str, str]:
     """rayStartParams values are strings for KubeRay."""
-    return {k: ("true" if v else "false") if isinstance(v, bool) else quantity(v) for k, v in params.items()}
+    return {k: param_text(v) for k, v in params.items()}
 
 
 def gpu_container(infra: InfraSpec, sizing: PodSizing, name: str, *,
@@ -118,13 +120,7 @@ def _group_template(infra: InfraSpec, fleet: str, sizing: PodSizing, container_n
     if fleet == "head":  # ports right after the image, where KubeRay's own examples put them
         container = {**{k: container[k] for k in ("name", "image", "imagePullPolicy")},
                      "ports": clone(HEAD_PORTS), **container}
-    spec: dict[str, Any] = dict(pod_common(infra))
-    if sizing["nodeSelector"]:
-        spec["nodeSelector"] = clone(sizing["nodeSelector"])
-    if sizing["tolerations"]:
-        spec["tolerations"] = clone(sizing["tolerations"])
-    spec["containers"] = [container]
-    spec["volumes"] = volumes
+    spec = {**pod_common(infra), **placement(sizing), "containers": [container], "volumes": volumes}
     return {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": spec}
 
 
@@ -208,7 +204,7 @@ def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
         pod = template.setdefault("spec", {})
         containers = pod.setdefault("containers", [{}])
         containers[0]["image"] = infra["infra"]["image"]
-        wanted = pull_secrets(infra)
+        wanted = pull_secrets(infra).get("imagePullSecrets")
         if wanted:
             have = pod.get("imagePullSecrets", [])
             pod["imagePullSecrets"] = have + [s for s in wanted if s not in have]

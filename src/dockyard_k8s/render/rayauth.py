@@ -58,23 +58,16 @@ def token_secret(infra: InfraSpec, token: str) -> dict[str, Any]:
     }
 
 
-def auth_env(infra: InfraSpec) -> list[dict[str, Any]]:
-    """The env entries of a Ray container (none when auth is disabled)."""
-    if not enabled(infra):
-        return []
-    return [{"name": MODE_VAR, "value": "token"},
-            {"name": TOKEN_VAR, "valueFrom": {"secretKeyRef": {"name": secret_name(infra), "key": TOKEN_KEY}}}]
-
-
 def force_auth_env(infra: InfraSpec, container: dict[str, Any]) -> None:
-    """Set the auth env on a container, replacing entries of the same names (no fragment can
-    turn authentication off or point it at another Secret)."""
-    wanted = auth_env(infra)
-    if not wanted:
+    """Set the auth env on a Ray container, replacing entries of the same names (no fragment can
+    turn authentication off or point it at another Secret); nothing when auth is disabled."""
+    if not enabled(infra):
         return
-    names = {e["name"] for e in wanted}
-    env = [e for e in container.get("env") or [] if not (isinstance(e, dict) and e.get("name") in names)]
-    container["env"] = env + wanted
+    ours = (MODE_VAR, TOKEN_VAR)
+    env = [e for e in container.get("env") or [] if not (isinstance(e, dict) and e.get("name") in ours)]
+    container["env"] = [*env, {"name": MODE_VAR, "value": "token"},
+                        {"name": TOKEN_VAR, "valueFrom": {"secretKeyRef": {"name": secret_name(infra),
+                                                                           "key": TOKEN_KEY}}}]
 
 
 def auth_options(infra: InfraSpec) -> dict[str, Any] | None:

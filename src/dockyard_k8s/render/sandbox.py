@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import env_list as _env_list
-from dockyard_k8s.render.meta import metadata, name_of, pod_common, pod_labels, quantity, selector
+from dockyard_k8s.render.meta import metadata, name_of, placement, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
 
 if TYPE_CHECKING:
@@ -123,10 +123,7 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
     if sec["enabled"]:
         pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"},
                                   **({"runAsNonRoot": True} if sec["runAsNonRoot"] else {})}
-    if sb["nodeSelector"]:
-        pod["nodeSelector"] = clone(sb["nodeSelector"])
-    if sb["tolerations"]:
-        pod["tolerations"] = clone(sb["tolerations"])
+    pod.update(placement(sb))
     if sb["topologySpreadConstraints"]:
         pod["topologySpreadConstraints"] = [
             {**c, "labelSelector": c.get("labelSelector") or {"matchLabels": selector(infra, "sandbox")}}

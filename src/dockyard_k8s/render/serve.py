@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strategy, scrape_mechanism, shared_cache
 from dockyard_k8s.config.serve_schema import backend_of
+from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, pod_labels, pull_secrets, quantity
+from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
-from dockyard_k8s.render.network import NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
-from dockyard_k8s.render.platform import GPU, KEEP_ANNOTATION, add_runtime_class, padded_deadline
+from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
+from dockyard_k8s.render.platform import KEEP_ANNOTATION, add_runtime_class, padded_deadline
 from dockyard_k8s.render.sandbox import container_security
 
 if TYPE_CHECKING:
@@ -126,8 +127,7 @@ def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
 def egress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Cluster DNS, the named internal services, HTTPS to public addresses only, extraEgress."""
     net = cfg.serve["network"]
-    rules: list[dict[str, Any]] = [{"to": [dns_peer()],
-                                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
+    rules: list[dict[str, Any]] = [{"to": [dns_peer()], "ports": clone(DNS_PORTS)}]
     for peer in net["egress"]:
         rules.append({"to": [{"namespaceSelector": _namespace(peer["namespace"]),
                               "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
@@ -323,13 +323,9 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "enableServiceLinks": False}
     if s["priorityClass"]["name"]:
         pod["priorityClassName"] = s["priorityClass"]["name"]
-    if infra["infra"]["imagePullSecrets"]:
-        pod["imagePullSecrets"] = pull_secrets(infra)
+    pod.update(pull_secrets(infra))
     pod["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if s["nodeSelector"]:
-        pod["nodeSelector"] = dict(s["nodeSelector"])
-    if s["tolerations"]:
-        pod["tolerations"] = clone(s["tolerations"])
+    pod.update(placement(s))
     spread = spread_constraints(cfg)
     if spread:
         pod["topologySpreadConstraints"] = spread

@@ -19,28 +19,31 @@ image and pull secrets, the run and fleet labels, Ray token authentication. Pod 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.overrides import lookup
-from dockyard_k8s.kube import parse_quantity
+from dockyard_k8s.kube import GPU, parse_quantity
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
-    GPU_FLEETS,
     RUN_LABEL,
     metadata,
     name_of,
+    param_text,
+    placement,
     pod_common,
     pod_labels,
     quantity,
     selector,
 )
 from dockyard_k8s.render.platform import padded_deadline
-from dockyard_k8s.render.ray import GPU, HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
+from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.sandbox import sandbox_url
 
@@ -56,11 +59,6 @@ STATE_DIR = "/var/run/dockyard"
 TERMINATION_GRACE_SECONDS = 120
 # [EKS] liveness probe timing: initialDelaySeconds 120 "gives Ray time to start", every 60 s, 5 failures.
 LIVENESS = {"initialDelaySeconds": 120, "periodSeconds": 60, "timeoutSeconds": 60, "failureThreshold": 5}
-
-
-def _json_object(tags: dict[str, int]) -> str:
-    """``{"a": 1}`` with sorted keys, as json.dumps would write it (no json import on this path)."""
-    return "{" + ", ".join(f'"{k}": {tags[k]}' for k in sorted(tags)) + "}"
 
 
 def bootstrap_script() -> str:
@@ -177,13 +175,7 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
 
 def _ray_args(params: Mapping[str, Any]) -> str:
     """rayStartParams -> ``--key=value`` words (``resources`` is passed on its own)."""
-    words = []
-    for k, v in params.items():
-        if k == "resources":
-            continue
-        text = ("true" if v else "false") if isinstance(v, bool) else quantity(v)
-        words.append(f"--{k}={text}")
-    return " ".join(words)
+    return " ".join(f"--{k}={param_text(v)}" for k, v in params.items() if k != "resources")
 
 
 def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
@@ -222,17 +214,9 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
                       "volumeMounts": base["volumeMounts"]})
     if "securityContext" in base:
         container["securityContext"] = base["securityContext"]
-    pod: dict[str, Any] = {}
-    if job:
-        pod["restartPolicy"] = "Never"
-    pod.update(pod_common(infra))
-    pod["terminationGracePeriodSeconds"] = TERMINATION_GRACE_SECONDS
-    if sizing["nodeSelector"]:
-        pod["nodeSelector"] = clone(sizing["nodeSelector"])
-    if sizing["tolerations"]:
-        pod["tolerations"] = clone(sizing["tolerations"])
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
+    pod: dict[str, Any] = {**({"restartPolicy": "Never"} if job else {}), **pod_common(infra),
+                           "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS, **placement(sizing),
+                           "containers": [container], "volumes": volumes}
     template: dict[str, Any] = {"metadata": {"labels": pod_labels(infra, fleet)}, "spec": pod}
     for group in groups:
         template = deep_merge(template, _fragment(infra, group, container_name))
@@ -247,7 +231,7 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
     main["image"] = infra["infra"]["image"]
     main["command"] = ["/bin/bash", SCRIPT_PATH]
     invariants = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **bootstrap,
-                  "DOCKYARD_RAY_RESOURCES": _json_object(tags)}
+                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True)}
     if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
         invariants["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
     if role_env:
