@@ -345,9 +345,3 @@ def resolve(explicit: str | None = None, context: str | None = None,
     except KubeconfigError as e:
         return Target(error=e)
 
-
-def context_namespace(explicit: str | None = None, context: str | None = None,
-                      env: Mapping[str, str] | None = None) -> str | None:
-    """The namespace of the context a live command would use (None: it sets none, or there
-    is no usable kubeconfig; connecting reports why)."""
-    return resolve(explicit, context, env).namespace

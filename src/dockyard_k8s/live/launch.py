@@ -6,7 +6,7 @@ these, prints the :class:`Outcome`.
     wait(client, bundle, options)     follow the run with watches until it ends
     down(client, bundle)              delete everything of the run
     preview(bundle)                   what ``launch`` would apply (no cluster: ``--dry-run=client``)
-    log_pods(client, bundle)          the pods ``logs`` reads; list_clusters: ``cluster list``
+    list_clusters(client, namespace)  ``cluster list``
 
 Progress goes to ``say`` (one line at a time) and, for attach-mode job logs, ``write``
 (raw text); nothing here prints on its own.
@@ -52,7 +52,7 @@ from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
 
-__all__ = ["LaunchOptions", "Outcome", "down", "launch", "list_clusters", "log_pods", "preview", "status", "wait"]
+__all__ = ["LaunchOptions", "Outcome", "down", "launch", "list_clusters", "preview", "status", "wait"]
 
 Say = Callable[[str], None]
 
@@ -372,13 +372,3 @@ def list_clusters(client: KubeClient, namespace: str | None, *, selector: str = 
     items, _ = client.list(RAYCLUSTER, namespace, label_selector=labels)
     return items
 
-
-def log_pods(client: KubeClient, bundle: Bundle, *, fleet: str | None = None,
-             pod: str | None = None) -> list[dict[str, Any]]:
-    """The run's pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the
-    RayJob submitter when there is one, else the head). One LIST."""
-    from dockyard_k8s.live.runs import RunRef
-    from dockyard_k8s.live.runs import log_pods as pods_of
-
-    ns, run = bundle.run.namespace, bundle.run.name
-    return pods_of(client, RunRef(ns, run, bundle.objects, None), fleet=fleet, pod=pod)

@@ -83,7 +83,8 @@ def down(client: KubeClient, ref: RunRef, *, include_governance: bool = False, k
 
 def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: str | None = None,
              selector: str = "") -> list[dict[str, Any]]:
-    """As ``launch.log_pods``: the pods whose logs ``logs RUN`` shows (one LIST)."""
+    """The pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the RayJob
+    submitter when there is one, else the head). One LIST."""
     from dockyard_k8s.live.logs import select_pods
 
     main = main_object(ref.objects)
