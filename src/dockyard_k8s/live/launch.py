@@ -19,9 +19,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, kind_of, ref
+from dockyard_k8s.live.netpol import inert_warning
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import (
@@ -46,8 +48,10 @@ from dockyard_k8s.live.record import (
     ended_as,
     spec_digest,
 )
+from dockyard_k8s.render.meta import MANAGED_BY
 from dockyard_k8s.render.rayauth import enabled
 from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects, launch_record, record_name
+from dockyard_k8s.render.submission import submission
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
@@ -117,11 +121,9 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     # the follower could only wait on pods that can never start.
     for unread in references.require(client, objects, what=f"run {run}", creates=RUN_CREATES):
         (note or say)(unread)
-    if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects):  # one line when the plugin ignores it
-        from dockyard_k8s.live.netpol import inert_warning
-
-        if warning := inert_warning(client):
-            say(warning)
+    # one line when the network plugin ignores the run's NetworkPolicies
+    if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects) and (warning := inert_warning(client)):
+        say(warning)
     if options.replace and not options.dry_run:
         orchestrate.replace_main(client, bundle.objects, say=say)
     applied = [Applied(existing, "unchanged")] if existing else []
@@ -243,8 +245,6 @@ def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> 
     (through the API server's pod proxy): a refusal is said with ✔; an answer ends following with
     exit 1 (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it
     is. When the API server will not proxy (no ``pods/proxy`` right), a note says it was not checked."""
-    from dockyard_k8s.errors import ClusterError
-
     infra, ns = bundle.run.infra, bundle.run.namespace
     done: list[str] = []  # the pod checked
 
@@ -323,8 +323,6 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
     """(submission id, command, runtime_env) of the run's Ray job (``entrypoint`` instead of the
     run's own): the same run gives the same id, so a second submission finds the first. The
     attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job."""
-    from dockyard_k8s.render.submission import submission
-
     job = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
     return submission_id(bundle.run.name, job.entrypoint, job.runtime_env), job.entrypoint, job.runtime_env
 
@@ -365,9 +363,6 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
 def list_clusters(client: KubeClient, namespace: str | None, *, selector: str = "") -> list[dict[str, Any]]:
     """RayClusters made by dockyard-k8s in ``namespace`` (None: every namespace), narrowed by a
     label ``selector`` (kubectl's -l)."""
-    from dockyard_k8s.live.kinds import RAYCLUSTER
-    from dockyard_k8s.render.meta import MANAGED_BY
-
     labels = ",".join(s for s in (f"app.kubernetes.io/managed-by={MANAGED_BY}", selector) if s)
     items, _ = client.list(RAYCLUSTER, namespace, label_selector=labels)
     return items

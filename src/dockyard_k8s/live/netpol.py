@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import KINDS
 
 ENFORCING = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "romana", "kube-network-policies")
 GKE_DATAPLANE_V2 = "anetd"
@@ -145,11 +147,9 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
                        "and GKE Dataplane V2 do; flannel alone does not): otherwise the sandbox policy is inert")
 
 
-def list_daemonsets(client: Any) -> list[dict[str, Any]] | None:
+def list_daemonsets(client: KubeClient) -> list[dict[str, Any]] | None:
     """Every namespace's DaemonSets, else (403) those of :data:`PLUGIN_NAMESPACES` that may be
     listed; None when none may."""
-    from dockyard_k8s.live.kinds import KINDS
-
     try:
         return list(client.list(KINDS["DaemonSet"], None)[0])
     except ClusterError as e:
@@ -167,10 +167,8 @@ def list_daemonsets(client: Any) -> list[dict[str, Any]] | None:
     return found
 
 
-def read_enforcement(client: Any) -> Enforcement:
+def read_enforcement(client: KubeClient) -> Enforcement:
     """:func:`enforcement` of the live cluster, for ``run`` (k3s's server nodes read only on k3s)."""
-    from dockyard_k8s.live.kinds import KINDS
-
     version = client.version()
     nodes = None
     if "+k3s" in str(version.get("gitVersion", "")):
@@ -182,7 +180,7 @@ def read_enforcement(client: Any) -> Enforcement:
     return enforcement(list_daemonsets(client), nodes, version)
 
 
-def inert_warning(client: Any) -> str:
+def inert_warning(client: KubeClient) -> str:
     """``run``'s one line when the sandbox's NetworkPolicy will not be enforced ("" otherwise,
     and when the API does not let us tell)."""
     try:

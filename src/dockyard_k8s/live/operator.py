@@ -12,14 +12,12 @@ would wait for a status that never comes, so doctor fails on it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dockyard_k8s.live.checks import Check
+from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.netpol import flag_value
-
-if TYPE_CHECKING:
-    from dockyard_k8s.live.client import KubeClient
 
 WATCH_FLAG = "--watch-namespace"
 CONFIG_FLAG = "--config"

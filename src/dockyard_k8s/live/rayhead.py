@@ -49,6 +49,7 @@ import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.render.meta import FLEET_LABEL
@@ -58,7 +59,6 @@ from dockyard_k8s.render.shapes import head_pod_name
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.live.client import KubeClient
 
 DASHBOARD_PORT = 8265
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
