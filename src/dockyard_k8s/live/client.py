@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import msgspec
@@ -58,6 +58,7 @@ from dockyard_k8s.live.credentials import single_config, tls_problem, user_auth
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of, ref
 
 log = logging.getLogger("dockyard_k8s.live")
+T = TypeVar("T")
 
 FIELD_MANAGER = "dockyard-k8s"
 # Items per LIST chunk: kubectl's --chunk-size default.
@@ -446,6 +447,16 @@ class KubeClient:
             log.debug("watch %s: 410 Gone, re-listing", what)
             items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
             yield WatchEvent("SYNC", {}, items)
+
+
+def allowed(fetch: Callable[[], T]) -> T | None:
+    """``fetch()``; None when the API server refuses it (401, 403): "cannot tell", not a failure."""
+    try:
+        return fetch()
+    except ClusterError as e:
+        if e.status in (401, 403):
+            return None
+        raise
 
 
 def connect(*, context: str | None = None, kubeconfig: str | None = None, target: kc.Target | None = None,

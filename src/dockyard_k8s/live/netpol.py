@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.client import KubeClient, allowed
 from dockyard_k8s.live.kinds import KINDS
 
 ENFORCING = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "romana", "kube-network-policies")
@@ -37,6 +37,7 @@ AWS_AGENT_IMAGE = "aws-network-policy-agent"  # the aws-node container that enfo
 AWS_FLAG = "--enable-network-policy"
 K3S_ARGS = "k3s.io/node-args"
 K3S_OFF = "--disable-network-policy"
+K3S_SERVERS = "node-role.kubernetes.io/control-plane"  # the nodes that carry the servers' args
 # Where the plugins' DaemonSets are when the caller may not list every namespace's.
 PLUGIN_NAMESPACES = ("kube-system", "calico-system", "kube-flannel")
 AWS_HINT = ("turn on the VPC CNI's network policy agent: aws eks update-addon --cluster-name CLUSTER "
@@ -150,11 +151,9 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
 def list_daemonsets(client: KubeClient) -> list[dict[str, Any]] | None:
     """Every namespace's DaemonSets, else (403) those of :data:`PLUGIN_NAMESPACES` that may be
     listed; None when none may."""
-    try:
-        return list(client.list(KINDS["DaemonSet"], None)[0])
-    except ClusterError as e:
-        if e.status not in (401, 403):
-            raise
+    every = allowed(lambda: client.list(KINDS["DaemonSet"], None)[0])
+    if every is not None:
+        return every
     found: list[dict[str, Any]] | None = None
     for ns in PLUGIN_NAMESPACES:
         try:
@@ -172,11 +171,7 @@ def read_enforcement(client: KubeClient) -> Enforcement:
     version = client.version()
     nodes = None
     if "+k3s" in str(version.get("gitVersion", "")):
-        try:
-            nodes = client.list(KINDS["Node"], None, label_selector="node-role.kubernetes.io/control-plane")[0]
-        except ClusterError as e:
-            if e.status not in (401, 403):
-                raise
+        nodes = allowed(lambda: client.list(KINDS["Node"], None, label_selector=K3S_SERVERS)[0])
     return enforcement(list_daemonsets(client), nodes, version)
 
 
