@@ -149,8 +149,8 @@ def queued(objects: list[dict[str, Any]]) -> bool:
 # --- reading the cluster ---------------------------------------------------------------------------
 
 
-def list_workloads(client: KubeClient, namespace: str) -> list[dict[str, Any]]:
-    """The namespace's Workloads (none when Kueue is not installed)."""
+def list_workloads(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
+    """The namespace's Workloads (None: every namespace's; none when Kueue is not installed)."""
     return client.list(KINDS["Workload"], namespace, missing_ok=True)[0]
 
 
@@ -193,7 +193,7 @@ def kueue_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, A
     out: list[dict[str, Any]] = []
     for name in CLUSTER_KINDS:
         out += client.list(KINDS[name], None, missing_ok=True)[0]
-    out += client.list(KINDS["Workload"], None, missing_ok=True)[0]
+    out += list_workloads(client, None)
     for ns in namespaces:
         out += client.list(KINDS["LocalQueue"], ns, missing_ok=True)[0]
         namespace = client.get(KINDS["Namespace"], None, ns)

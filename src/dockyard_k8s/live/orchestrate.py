@@ -521,28 +521,16 @@ def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterab
                      note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Every object of the run (or of ``selector``) among ``kinds`` (one LIST each; kinds the
     server lacks are skipped, and kinds not ``rendered`` the user may not list, with a ``note``)."""
-    out = []
-    seen: set[tuple[str, str]] = set()
-    notes: list[str] = []
-    for kind in kinds:
-        if (kind.api_version, kind.kind) in seen:
-            continue
-        seen.add((kind.api_version, kind.kind))
-        out.extend(list_of_run(client, kind, namespace, run, rendered=rendered, note=note or notes.append,
-                               selector=selector))
-    return out
+    return [obj for kind in dict.fromkeys(kinds) for obj in list_of_run(
+        client, kind, namespace, run, rendered=rendered, note=note or (lambda _: None), selector=selector)]
 
 
 def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     """Kinds to look for, in deletion order: the reverse of apply order (workloads first),
     NetworkPolicy last (``teardown.down`` deletes it once the run's pods are gone)."""
-    order: list[Kind] = []
-    for kind in [RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
-                 *(KINDS[name] for name in RUN_KINDS),
-                 *(KINDS[name] for name in (*sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))]:
-        if kind not in order:
-            order.append(kind)
-    return [k for k in order if k.kind != "NetworkPolicy"] + [k for k in order if k.kind == "NetworkPolicy"]
+    order = dict.fromkeys([RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
+                           *(KINDS[name] for name in (*RUN_KINDS, *sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))])
+    return sorted(order, key=lambda k: k.kind == "NetworkPolicy")
 
 
 def status_doc(view: RunView, namespace: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
-from dockyard_k8s.live.kueue import workload_of, workload_state
+from dockyard_k8s.live.kueue import list_workloads, workload_of, workload_state
 from dockyard_k8s.live.logs import select_pods
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
@@ -138,11 +138,6 @@ def _created(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
 
 
-def _queues(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
-    """The Kueue Workloads of the namespace (or all): none when Kueue is not installed."""
-    return client.list(KINDS["Workload"], namespace, missing_ok=True)[0] if "Workload" in KINDS else []
-
-
 def queue_text(workloads: list[dict[str, Any]], main: dict[str, Any] | None) -> str:
     """The QUEUE column: the state of the Kueue Workload of the run's job, in Kueue's words."""
     wl = workload_of(workloads, main) if main is not None else None
@@ -164,7 +159,7 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
     for kind in MAIN_KINDS:
         items, _ = client.list(KINDS[kind], namespace, label_selector=labels(MANAGED), missing_ok=True)
         mains += [o for o in items if not (o.get("metadata") or {}).get("ownerReferences")]
-    queues = _queues(client, namespace)
+    queues = list_workloads(client, namespace)
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     for obj, is_record in [*((r, True) for r in records), *((m, False) for m in mains)]:
         meta = obj.get("metadata") or {}
