@@ -7,7 +7,7 @@ run's own cluster (``launch.attach.cluster``, the bringup cluster, or the RayJob
 
 **The Jobs API** (Ray docs, "Ray Jobs REST API"): ``POST /api/jobs/`` submit, ``GET /api/jobs/``
 list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST /api/jobs/{id}/stop``,
-``DELETE /api/jobs/{id}``. ``prepare_*`` are pure; :class:`RayJobsClient` sends.
+``DELETE /api/jobs/{id}``: :class:`RayJobsClient` (a submission's body: :func:`prepare_submit`, pure).
 
 **The token** (Ray >= 2.52: ``Authorization: Bearer <token>`` on every request;
 ``GET /api/authentication_mode``, public, says whether the head requires it):
@@ -117,26 +117,6 @@ def prepare_submit(entrypoint: str, *, sub_id: str | None = None, runtime_env: d
     return RayRequest("POST", "/api/jobs/", body, "submit job")
 
 
-def prepare_list() -> RayRequest:
-    return RayRequest("GET", "/api/jobs/", None, "list jobs")
-
-
-def prepare_get(job: str) -> RayRequest:
-    return RayRequest("GET", f"/api/jobs/{job}", None, f"job {job}")
-
-
-def prepare_logs(job: str) -> RayRequest:
-    return RayRequest("GET", f"/api/jobs/{job}/logs", None, f"job {job}")
-
-
-def prepare_stop(job: str) -> RayRequest:
-    return RayRequest("POST", f"/api/jobs/{job}/stop", None, f"job {job}")
-
-
-def prepare_delete(job: str) -> RayRequest:
-    return RayRequest("DELETE", f"/api/jobs/{job}", None, f"job {job}")
-
-
 AUTH_HINT = {
     401: "the head requires a Ray token: pass RECIPE (its Secret) or --cluster NAME, or export RAY_AUTH_TOKEN",
     403: "the Ray token was refused: the head was started with another one (RAY_AUTH_TOKEN, or the run's Secret "
@@ -192,20 +172,25 @@ class RayJobsClient:
         return str(self.call(prepare_submit(entrypoint, **kwargs))["submission_id"])
 
     def list(self) -> list[dict[str, Any]]:
-        return list(self.call(prepare_list()))
+        return list(self.call(RayRequest("GET", "/api/jobs/", None, "list jobs")))
+
+    def _job(self, method: str, job: str, action: str = "", *, missing_ok: bool = False) -> Any:
+        """``/api/jobs/{job}`` or ``/api/jobs/{job}/{action}``."""
+        return self.call(RayRequest(method, f"/api/jobs/{job}{action and '/' + action}", None, f"job {job}"),
+                         missing_ok=missing_ok)
 
     def get(self, job: str) -> dict[str, Any] | None:
-        found = self.call(prepare_get(job), missing_ok=True)
+        found = self._job("GET", job, missing_ok=True)
         return dict(found) if found else None
 
     def logs(self, job: str) -> str:
-        return str(self.call(prepare_logs(job)).get("logs", ""))
+        return str(self._job("GET", job, "logs").get("logs", ""))
 
     def stop(self, job: str) -> bool:
-        return bool(self.call(prepare_stop(job)).get("stopped"))
+        return bool(self._job("POST", job, "stop").get("stopped"))
 
     def delete(self, job: str) -> bool:
-        return bool(self.call(prepare_delete(job)).get("deleted"))
+        return bool(self._job("DELETE", job).get("deleted"))
 
     def wait(self, job: str, *, poll: float = 1.0, timeout: float | None = None,
              clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
@@ -415,26 +400,18 @@ def unauthenticated(where: str, status: int) -> str:
             "variable did not reach the head), so whoever reaches port 8265 can run code on the cluster")
 
 
-def anonymous_status(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
-    """The HTTP status of ``GET /api/jobs/`` sent to a dashboard without any credential.
+def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """attach mode, before anything is submitted: the head refuses a request without the token
+    (the HTTP status of ``GET /api/jobs/`` sent without any credential).
 
     Raises:
-        ClusterError: the dashboard cannot be reached.
+        ClusterError: it answered (token auth is off on the attached cluster), or cannot be reached.
     """
     try:
         with httpx2.Client(base_url=address, timeout=30.0, transport=transport) as http:
-            return http.get(ANONYMOUS_PATH).status_code
+            status = http.get(ANONYMOUS_PATH).status_code
     except httpx2.TransportError as e:
         raise ClusterError(f"cannot reach the Ray dashboard at {address}: {e}", obj="Ray dashboard") from e
-
-
-def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
-    """attach mode, before anything is submitted: the head refuses a request without the token.
-
-    Raises:
-        ClusterError: it answered (token auth is off on the attached cluster).
-    """
-    status = anonymous_status(address, transport=transport)
     if not refused(status):
         raise ClusterError(unauthenticated(f"the Ray head at {address}", status) + "; nothing was submitted",
                            obj="Ray dashboard", hint="give the attached cluster an image with Ray >= 2.52 and "
