@@ -101,20 +101,9 @@ def latest_job(ray: RayJobsClient, base: str) -> dict[str, Any] | None:
 
 
 def prepare_submit(entrypoint: str, *, sub_id: str | None = None, runtime_env: dict[str, Any] | None = None,
-                   metadata: dict[str, str] | None = None, entrypoint_num_cpus: float | None = None,
-                   entrypoint_num_gpus: float | None = None) -> RayRequest:
-    body: dict[str, Any] = {"entrypoint": entrypoint}
-    if sub_id:
-        body["submission_id"] = sub_id
-    if runtime_env:
-        body["runtime_env"] = runtime_env
-    if metadata:
-        body["metadata"] = metadata
-    if entrypoint_num_cpus is not None:
-        body["entrypoint_num_cpus"] = entrypoint_num_cpus
-    if entrypoint_num_gpus is not None:
-        body["entrypoint_num_gpus"] = entrypoint_num_gpus
-    return RayRequest("POST", "/api/jobs/", body, "submit job")
+                   metadata: dict[str, str] | None = None) -> RayRequest:
+    body = {"entrypoint": entrypoint, "submission_id": sub_id, "runtime_env": runtime_env, "metadata": metadata}
+    return RayRequest("POST", "/api/jobs/", {k: v for k, v in body.items() if v}, "submit job")
 
 
 AUTH_HINT = {
@@ -192,16 +181,9 @@ class RayJobsClient:
     def delete(self, job: str) -> bool:
         return bool(self._job("DELETE", job).get("deleted"))
 
-    def wait(self, job: str, *, poll: float = 1.0, timeout: float | None = None,
-             clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    def wait(self, job: str, *, poll: float = 1.0) -> None:
         """Until the job is terminal. The Jobs REST API has no watch: this polls."""
-        start = clock()
-        while True:
-            info = self.get(job) or {}
-            if info.get("status") in TERMINAL:
-                return info
-            if timeout is not None and clock() - start > timeout:
-                return info
+        while (self.get(job) or {}).get("status") not in TERMINAL:
             self.sleep(poll)
 
     def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:

@@ -87,10 +87,9 @@ def test_ray_job_requests_and_ids() -> None:
     assert a == submission_id("run", "python train.py", {"env_vars": {"A": "1"}})
     assert a != submission_id("run", "python train.py lr=1", {"env_vars": {"A": "1"}})
     assert a.startswith("run-") and len(a) == len("run-") + 10
-    req = prepare_submit("python x.py", sub_id=a, runtime_env={"pip": []}, entrypoint_num_gpus=0)
+    req = prepare_submit("python x.py", sub_id=a, runtime_env={"pip": []})
     assert (req.method, req.path) == ("POST", "/api/jobs/")
-    assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []},
-                        "entrypoint_num_gpus": 0}
+    assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []}}
 
 
 def test_follow_logs_polls_the_whole_log_and_yields_each_part_once() -> None:
