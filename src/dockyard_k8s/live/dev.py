@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import os
-import time
 from collections.abc import Callable, Iterable
 from contextlib import closing
 from typing import Any
@@ -127,12 +126,11 @@ def describe_secret(name: str, keys: Iterable[str], changed: Iterable[str]) -> s
 
 
 def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,
-                     say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+                     say: Callable[[str], None] = print) -> None:
     """Watch one pod until it runs; its problems are printed as they appear, and one that
     cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
     seen: set[tuple[str, str]] = set()
-    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
-                           clock=clock)) as events:
+    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
         for ev in events:
             pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
             for pod in pods:

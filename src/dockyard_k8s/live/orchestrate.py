@@ -187,12 +187,11 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
 
 
 def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout: float,
-              field_selector: str = "", label_selector: str = "",
-              clock: Callable[[], float] = time.monotonic) -> Generator[WatchEvent, None, None]:
+              field_selector: str = "", label_selector: str = "") -> Generator[WatchEvent, None, None]:
     """Watch events until ``timeout`` seconds pass, even when none arrive: the watch runs in
     a thread feeding a queue, so the deadline is checked while the stream is silent. Errors
     of the watch are raised here; closing the generator stops the watch."""
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
     stop = threading.Event()
     inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
 
@@ -207,9 +206,9 @@ def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout:
     thread = threading.Thread(target=pump, daemon=True, name=f"watch-{kind.plural}")
     thread.start()
     try:
-        while clock() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                ev = inbox.get(timeout=min(0.5, max(0.01, deadline - clock())))
+                ev = inbox.get(timeout=min(0.5, max(0.01, left)))
             except queue.Empty:
                 continue
             if isinstance(ev, BaseException):
@@ -236,11 +235,9 @@ def join_all(threads: Iterable[threading.Thread], seconds: float = JOIN_SECONDS,
         t.join(timeout=max(0.0, deadline - clock()))
 
 
-def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> bool:
+def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float) -> bool:
     """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
-    with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
-                           clock=clock)) as events:
+    with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
         for ev in events:
             if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
                 return True
@@ -338,8 +335,7 @@ class Outcome:
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
            say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
-           fail_fast: bool = False, operator_deadline: float | None = None,
-           clock: Callable[[], float] = time.monotonic, selector: str | None = None,
+           fail_fast: bool = False, operator_deadline: float | None = None, selector: str | None = None,
            main_kind: str | None = None, on_view: Callable[[RunView], Outcome | None] | None = None) -> Outcome:
     """Watch the run until its main object is terminal; print progress and findings as they happen.
     ``pre_running_deadline`` ends following when the run is not running in time; with
@@ -352,7 +348,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     check that the Ray head refuses a request without the token).
     """
     view = new_view(run, objects, main_kind)
-    start = clock()
+    start = time.monotonic()
     selector = selector or run_selector(run)
     stop = threading.Event()
     inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
@@ -391,7 +387,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
 
     def stamp() -> str:
-        secs = int(clock() - start)
+        secs = int(time.monotonic() - start)
         return f"[{secs // 60:02d}:{secs % 60:02d}]"
 
     def tell(f: Diagnosis) -> None:
@@ -399,7 +395,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
 
     try:
         while True:
-            now = clock()
+            now = time.monotonic()
             if timeout is not None and now - start >= timeout:
                 return Outcome(False, "timeout", f"stopped following after {int(timeout)}s; the run keeps going")
             waited = deadline_clock.elapsed(now)
@@ -429,7 +425,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                     synced.add(kind)
                 else:
                     view.update(kind, ev.type, ev.obj)
-                deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
+                deadline_clock.observe(pre_running_state(view.main(), view.pods), time.monotonic())
                 last = view.main() or last  # as of each event: a burst may hold its end and its deletion
                 if len(synced) == len(sources):
                     for line in view.changes(fleets=False):  # each state of the main object

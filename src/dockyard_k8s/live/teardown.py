@@ -79,8 +79,7 @@ def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, incl
 
 
 def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
-                   then: str, say: Callable[[str], None] = print,
-                   clock: Callable[[], float] = time.monotonic) -> None:
+                   then: str, say: Callable[[str], None] = print) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
     delete, pods in their grace period; a bare pod nothing deletes aside) before ``then`` (``Kind
     name, ...``) is deleted. A ClusterError when some are still there after ``timeout``; a user who
@@ -88,8 +87,7 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
     pods: dict[str, dict[str, Any]] = {}
     synced = False
     try:
-        with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector,
-                               clock=clock)) as events:
+        with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector)) as events:
             for ev in events:
                 if ev.type == "SYNC":
                     synced = True
@@ -127,11 +125,10 @@ def _going(pod: dict[str, Any]) -> bool:
 
 
 def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
-              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print,
-              clock: Callable[[], float] = time.monotonic) -> None:
+              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print) -> None:
     """``down --wait``: until nothing labelled with the run is left (finalizers released,
     owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
     kinds = [*down_kinds(objects), POD]
     left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
             if o.get("kind") not in keep]
@@ -142,7 +139,7 @@ def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[s
         f"{object_ref(o)} ({', '.join(o['metadata']['finalizers'])})" for o in held) if held else "") + " ...")
     for obj in left:
         kind, ns, name = _name(obj)
-        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - clock())):
+        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - time.monotonic())):
             raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
                                hint="a finalizer holds it (is its operator running?): `kubectl get "
                                     f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")
