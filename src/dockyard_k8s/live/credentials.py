@@ -207,10 +207,10 @@ class ExecAuth(httpx2.Auth):
                 raise bad(f"returned expirationTimestamp {stamp!r}, not an RFC 3339 time") from None
         return str(token)
 
-    def token(self, *, fresh: bool = False) -> str:
+    def token(self) -> str:
         with self._lock:
             now = datetime.datetime.now(datetime.UTC)
-            if fresh or not self._token or (self._expires is not None and now >= self._expires):
+            if not self._token or (self._expires is not None and now >= self._expires):
                 self._token = self.run()
             return self._token
 

@@ -210,12 +210,7 @@ def job_row(info: dict[str, Any]) -> list[str]:
 # --- the Ray token: its Secret, and where a dashboard's token comes from -------------------------
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def launch_secret(client: KubeClient, infra: InfraSpec, *,
-                  make_token: Callable[[], str] = new_token) -> tuple[str | None, str | None]:
+def launch_secret(client: KubeClient, infra: InfraSpec) -> tuple[str | None, str | None]:
     """What ``run`` does about the token Secret: (a random token for the Secret it applies with the
     run, ``render.record.launch_objects``) when it is missing; (None, its ref) when it exists and
     stays as it is; (None, None) when the run needs none (auth disabled, attach mode).
@@ -238,7 +233,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
         raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
                            f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
                            hint=create_command(ns, name))
-    return make_token(), None
+    return secrets.token_urlsafe(32), None
 
 
 def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
@@ -338,15 +333,13 @@ def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | 
     return _of_cluster(client, ns, cluster) if cluster else None
 
 
-def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
-                    env: Mapping[str, str] | None = None) -> str | None:
+def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None) -> str | None:
     """The token for the target's Ray dashboard, or None when none is known (see :func:`token_source`)."""
-    env = os.environ if env is None else env
-    source = token_source(target, bundle, client, env=env)
+    source = token_source(target, bundle, client)
     if source is None:
         return None
     if source.env:
-        return env[ENV_TOKEN].strip()
+        return os.environ[ENV_TOKEN].strip()
     if client is None:
         return None
     return read_token(client, source.namespace, source.secret, source.key)
