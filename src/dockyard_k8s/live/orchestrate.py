@@ -13,8 +13,8 @@ import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable
-from contextlib import closing
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,38 +186,51 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
     return out
 
 
+_Inbox = queue.Queue[tuple[Kind, WatchEvent | BaseException]]
+
+
+@contextmanager
+def _watching(client: KubeClient, namespace: str | None, sources: list[tuple[Kind, str, str]]) -> Iterator[_Inbox]:
+    """One thread per watch (kind, label selector, field selector) feeding one queue with
+    (kind, event), or (kind, the error) that ended it; leaving the block stops them all."""
+    stop = threading.Event()
+    inbox: _Inbox = queue.Queue()
+
+    def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
+        try:
+            for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
+                                   stop=stop):
+                inbox.put((kind, ev))
+        except BaseException as e:  # handed to the waiting thread
+            if not stop.is_set():
+                inbox.put((kind, e))
+
+    threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
+    for t in threads:
+        t.start()
+    try:
+        yield inbox
+    finally:
+        stop.set()
+        client.close_streams()
+        join_all(threads)
+
+
 def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout: float,
               field_selector: str = "", label_selector: str = "") -> Generator[WatchEvent, None, None]:
     """Watch events until ``timeout`` seconds pass, even when none arrive: the watch runs in
     a thread feeding a queue, so the deadline is checked while the stream is silent. Errors
     of the watch are raised here; closing the generator stops the watch."""
     deadline = time.monotonic() + timeout
-    stop = threading.Event()
-    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
-
-    def pump() -> None:
-        try:
-            for ev in client.watch(kind, namespace, field_selector=field_selector, label_selector=label_selector,
-                                   stop=stop):
-                inbox.put(ev)
-        except BaseException as e:  # handed to the waiting thread
-            inbox.put(e)
-
-    thread = threading.Thread(target=pump, daemon=True, name=f"watch-{kind.plural}")
-    thread.start()
-    try:
+    with _watching(client, namespace, [(kind, label_selector, field_selector)]) as inbox:
         while (left := deadline - time.monotonic()) > 0:
             try:
-                ev = inbox.get(timeout=min(0.5, max(0.01, left)))
+                _, ev = inbox.get(timeout=min(0.5, max(0.01, left)))
             except queue.Empty:
                 continue
             if isinstance(ev, BaseException):
                 raise ev
             yield ev
-    finally:
-        stop.set()
-        client.close_streams()
-        join_all([thread])
 
 
 # How long stopping a command's watch threads may take, all of them together: close_streams
@@ -350,26 +363,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     view = new_view(run, objects, main_kind)
     start = time.monotonic()
     selector = selector or run_selector(run)
-    stop = threading.Event()
-    inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
-
     rendered = {str(o.get("kind")) for o in objects}
-
-    def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
-        try:
-            for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
-                                   stop=stop):
-                inbox.put((kind.kind, ev))
-        except ClusterError as e:
-            if e.status == 403 and kind.kind not in rendered and kind.kind != "Pod" and not stop.is_set():
-                say(f"warning: not allowed to watch {kind.resource} in {namespace} (403): followed without them")
-                inbox.put((kind.kind, WatchEvent("SYNC", {}, [])))
-            elif not stop.is_set():
-                inbox.put((kind.kind, e))
-        except BaseException as e:
-            if not stop.is_set():
-                inbox.put((kind.kind, e))
-
     sources = [(k, selector, "") for k in watched_kinds(objects)]
     sources += [(POD, selector, ""), (EVENT, "", "type=Warning")]
     if queued(objects):
@@ -379,9 +373,6 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             say("note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue "
                 "Workloads: Kueue is not installed, so nothing queues the job (it runs as soon as it is created)")
     tracked = {k.kind for k, _, _ in sources} - {"Event"}
-    threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
-    for t in threads:
-        t.start()
     synced: set[str] = set()
     last: dict[str, Any] | None = None  # the main object as the last event that had it left it
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
@@ -393,7 +384,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     def tell(f: Diagnosis) -> None:
         say(f"{stamp()} ✖ {f.line()}\n         hint: {f.hint}")
 
-    try:
+    with _watching(client, namespace, sources) as inbox:
         while True:
             now = time.monotonic()
             if timeout is not None and now - start >= timeout:
@@ -410,7 +401,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
             batch = _burst(inbox)
-            for kind, ev in batch:
+            for source, ev in batch:
+                kind = source.kind
+                if isinstance(ev, ClusterError) and ev.status == 403 and kind not in rendered and kind != "Pod":
+                    say(f"warning: not allowed to watch {source.resource} in {namespace} (403): followed without them")
+                    ev = WatchEvent("SYNC", {}, [])
                 if isinstance(ev, BaseException):
                     raise ev
                 if ev.type == "SYNC":
@@ -458,10 +453,6 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             verdict = on_view(view) if on_view is not None else None
             if verdict is not None:
                 return verdict
-    finally:
-        stop.set()
-        client.close_streams()
-        join_all(threads)
 
 
 # A burst of watch events (16 sandbox pods turning Ready within milliseconds) is taken in whole
@@ -471,7 +462,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
 QUIET, BURST = 0.05, 0.2
 
 
-def _burst(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]]) -> list[tuple[str, WatchEvent | BaseException]]:
+def _burst(inbox: _Inbox) -> list[tuple[Kind, WatchEvent | BaseException]]:
     try:
         out = [inbox.get(timeout=0.25)]
     except queue.Empty:
@@ -497,7 +488,7 @@ def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace:
                                      "while it was followed")
 
 
-def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Diagnosis]:
+def _drain(inbox: _Inbox, view: RunView) -> list[Diagnosis]:
     """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
     while True:
         try:
@@ -506,9 +497,9 @@ def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: Run
             break
         if isinstance(ev, WatchEvent):
             if ev.type == "SYNC":
-                view.sync(kind, ev.items)
+                view.sync(kind.kind, ev.items)
             else:
-                view.update(kind, ev.type, ev.obj)
+                view.update(kind.kind, ev.type, ev.obj)
     return view.new_findings()
 
 
