@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -59,12 +60,12 @@ INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
 PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
 
 
+@dataclass(frozen=True, slots=True)
 class Located:
     """Where the user entry and its fields are, for the errors."""
 
-    def __init__(self, config: kc.Kubeconfig | None, user: str) -> None:
-        self.config = config
-        self.user = user
+    config: kc.Kubeconfig | None
+    user: str
 
     def error(self, field: str, message: str, hint: str = "") -> kc.KubeconfigError:
         config = self.config if self.config is not None else kc.Kubeconfig({}, [], {})
@@ -82,13 +83,10 @@ def _tail(text: str, lines: int = 3) -> str:
 class ExecAuth(httpx2.Auth):
     """Bearer tokens from an exec credential plugin (client-go's exec authenticator)."""
 
-    def __init__(self, spec: dict[str, Any], where: Located, *, cluster: dict[str, Any] | None = None,
-                 timeout: float | None = None, interactive_timeout: float | None = None) -> None:
+    def __init__(self, spec: dict[str, Any], where: Located, *, cluster: dict[str, Any] | None = None) -> None:
         self.spec = spec
         self.where = where
         self.cluster = cluster or {}
-        self.timeout = EXEC_TIMEOUT if timeout is None else timeout
-        self.interactive_timeout = INTERACTIVE_EXEC_TIMEOUT if interactive_timeout is None else interactive_timeout
         self._token = ""
         self._expires: datetime.datetime | None = None
         self._lock = threading.Lock()
@@ -145,7 +143,7 @@ class ExecAuth(httpx2.Auth):
         """Run the plugin; its token (and keep its expiry)."""
         interactive = self._interactive()
         command = [str(self.spec["command"]), *[str(a) for a in self.spec.get("args") or []]]
-        limit = self.interactive_timeout if interactive else self.timeout
+        limit = INTERACTIVE_EXEC_TIMEOUT if interactive else EXEC_TIMEOUT
         try:
             proc = subprocess.Popen(command, env=self._env(interactive), stdout=subprocess.PIPE,
                                     stderr=None if interactive else subprocess.PIPE,
