@@ -448,10 +448,9 @@ class RunView:
             retries = submitter_retries(pod, pods, main)
             for f in pod_findings(pod):
                 out.setdefault(f.key, retried(f, retries))
-        for kind in ("RayCluster",):
-            for obj in self.of_kind(kind):
-                for f in object_findings(obj):
-                    out.setdefault(f.key, f)
+        for obj in self.of_kind("RayCluster"):
+            for f in object_findings(obj):
+                out.setdefault(f.key, f)
         by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
 
@@ -466,14 +465,11 @@ class RunView:
             if fleet is None or history(event, self._event_pod(event, by_uid, by_name)) or self._bound(event):
                 continue
             found = event_finding(event, fleet)
-            if found is None:
-                continue
-            f = found
-            if f.reason in image:  # an image pull event and the pod's ImagePullBackOff state are one problem
-                if f.pod in pulling:
-                    continue
-                pulling.add(f.pod)
-            out[f.key] = f
+            if found is None or (found.reason in image and found.pod in pulling):
+                continue  # an image pull event and the pod's ImagePullBackOff state are one problem
+            if found.reason in image:
+                pulling.add(found.pod)
+            out[found.key] = found
         return waiting_for_terminating(list(out.values()), pods)
 
     def new_findings(self) -> list[Diagnosis]:

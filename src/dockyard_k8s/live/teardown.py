@@ -46,36 +46,31 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
     NetworkPolicies and Secret go once no pod of the run is left (``pods_timeout`` seconds at
     most; then they are kept and a ClusterError says why)."""
     deleted: list[str] = []
+
+    def delete(obj: dict[str, Any]) -> None:
+        kind, ns, name = _name(obj)
+        what = ref(kind.kind, ns, name)
+        if kind.kind in RENDER_ONLY and not include_governance:
+            say(f"kept {what} (governance; --include-governance deletes it)")
+        elif kind.kind in KEEP_BY_DEFAULT and keep_volumes:
+            say(f"kept {what} (data; {volumes_flag} deletes it)")
+        elif (obj.get("metadata") or {}).get("ownerReferences"):
+            return  # its owner's deletion removes it (garbage collection)
+        elif client.delete(kind, ns, name, dry_run=dry_run):
+            deleted.append(what)
+            say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
+
     found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
                              rendered={str(o.get("kind")) for o in objects}, note=say)
     last = [o for o in found if o.get("kind") in ("NetworkPolicy", "Secret")]
     for obj in [o for o in found if o not in last]:
-        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
-                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+        delete(obj)
     if last and not dry_run:
         wait_pods_gone(client, namespace, run, selector=selector or run_selector(run), timeout=pods_timeout,
                        then=", ".join(f"{o['kind']} {o['metadata']['name']}" for o in last), say=say)
     for obj in last:
-        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
-                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+        delete(obj)
     return deleted
-
-
-def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, include_governance: bool,
-            keep_volumes: bool, dry_run: bool, say: Callable[[str], None], volumes_flag: str) -> None:
-    kind, ns, name = _name(obj)
-    what = ref(kind.kind, ns, name)
-    if kind.kind in RENDER_ONLY and not include_governance:
-        say(f"kept {what} (governance; --include-governance deletes it)")
-        return
-    if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
-        say(f"kept {what} (data; {volumes_flag} deletes it)")
-        return
-    if (obj.get("metadata") or {}).get("ownerReferences"):
-        return  # its owner's deletion removes it (garbage collection)
-    if client.delete(kind, ns, name, dry_run=dry_run):
-        deleted.append(what)
-        say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
 
 
 def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
