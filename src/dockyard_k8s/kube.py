@@ -282,6 +282,16 @@ def as_mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """An object's ``status.conditions`` by type."""
+    return {str(c.get("type")): c for c in as_mapping(obj.get("status")).get("conditions") or [] if isinstance(c, dict)}
+
+
+def true_conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The conditions of ``obj`` whose status is True, by type."""
+    return {kind: c for kind, c in conditions(obj).items() if c.get("status") == "True"}
+
+
 def container_requests(container: dict[str, Any]) -> dict[str, Fraction]:
     """Requests of one container, as the API server defaults them: a resource with a
     limit but no request requests its limit. Unparseable quantities are skipped."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, unheld_references
+from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient, allowed
@@ -194,10 +194,7 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
 
 
 def _node_ready(node: dict[str, Any]) -> bool:
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
+    return not (node.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(node)
 
 
 def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,

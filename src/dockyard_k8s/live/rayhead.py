@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
-from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.kube import pod_templates, true_conditions
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
 from dockyard_k8s.live.portforward import port_forward
@@ -164,7 +164,6 @@ class RayJobsClient:
         return list(self.call(RayRequest("GET", "/api/jobs/", None, "list jobs")))
 
     def _job(self, method: str, job: str, action: str = "", *, missing_ok: bool = False) -> Any:
-        """``/api/jobs/{job}`` or ``/api/jobs/{job}/{action}``."""
         return self.call(RayRequest(method, f"/api/jobs/{job}{action and '/' + action}", None, f"job {job}"),
                          missing_ok=missing_ok)
 
@@ -401,10 +400,8 @@ def head_pod(infra: InfraSpec, pods: Iterable[dict[str, Any]]) -> str | None:
     named = head_pod_name(infra) if infra["launch"]["mode"] == "statefulset" else None
     for pod in pods:
         meta = pod.get("metadata") or {}
-        if not (meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"):
-            continue
-        if any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or []):
+        head = meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"
+        if head and "Ready" in true_conditions(pod):
             return str(meta.get("name"))
     return None
 
