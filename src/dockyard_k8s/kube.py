@@ -215,7 +215,7 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return name, None, digest or None
 
 
-def format_ref(kind: str, namespace: str, name: str) -> str:
+def format_ref(kind: str, namespace: str | None, name: str) -> str:
     """``Kind namespace/name`` as kubectl prints it: ``Kind name`` without a namespace,
     ``document`` without a kind."""
     if not kind:

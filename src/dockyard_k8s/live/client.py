@@ -52,10 +52,11 @@ from lightkube.resources.core_v1 import PodLog
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live.answers import SCHEMA_REFUSED, unreachable_reason, warnings_of, worded
 from dockyard_k8s.live.credentials import single_config, tls_problem, user_auth
-from dockyard_k8s.live.kinds import KINDS, Kind, kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 
 log = logging.getLogger("dockyard_k8s.live")
 T = TypeVar("T")
@@ -250,7 +251,7 @@ class KubeClient:
         ns = namespace if kind.namespaced else None
         br = self.lk.prepare_request(method, resource_of(kind), obj=obj, name=name, namespace=ns, params=params,
                                      headers=headers)
-        with worded(what or ref(kind.kind, ns, name or "")):
+        with worded(what or format_ref(kind.kind, ns, name or "")):
             resp = self.lk.send(self.lk.build_adapter_request(br))
             return resp, self.lk.handle_response(method, resp, br)
 
@@ -391,7 +392,7 @@ class KubeClient:
             container=container, follow=follow and "true", tailLines=tail, sinceSeconds=since,
             previous=previous and "true"))
         br.timeout = FOLLOW_READ if follow else None
-        return self._get(br, ref("Pod", namespace, pod), stream=follow)
+        return self._get(br, format_ref("Pod", namespace, pod), stream=follow)
 
     def watch(self, kind: Kind, namespace: str | None, *, label_selector: str = "", field_selector: str = "",
               stop: threading.Event | None = None, max_failures: int = 8) -> Iterator[WatchEvent]:

@@ -14,9 +14,10 @@ from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.diagnose import pod_findings
-from dockyard_k8s.live.kinds import POD, ref
+from dockyard_k8s.live.kinds import POD
 from dockyard_k8s.live.orchestrate import watch_for
 from dockyard_k8s.names import is_config_key  # a Secret data key, as the API server checks it
 from dockyard_k8s.render.meta import MANAGED_BY
@@ -130,6 +131,7 @@ def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: 
     """Watch one pod until it runs; its problems are printed as they appear, and one that
     cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
     seen: set[tuple[str, str]] = set()
+    what = format_ref("Pod", namespace, name)
     with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
         for ev in events:
             pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
@@ -141,6 +143,6 @@ def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: 
                         seen.add(f.key)
                         say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
                     if f.fatal:
-                        raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
-    raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
+                        raise ClusterError(f"{f.reason}: {f.message}", obj=what, hint=f.hint)
+    raise ClusterError(f"not running after {int(timeout)}s", obj=what,
                        hint=f"kubectl -n {namespace} describe pod {name}")

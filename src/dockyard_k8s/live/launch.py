@@ -20,9 +20,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, kind_of
 from dockyard_k8s.live.netpol import inert_warning
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
@@ -155,7 +156,7 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
         return None
     kind = kind_of(main)
     meta = main["metadata"]
-    what = ref(kind.kind, meta.get("namespace"), meta["name"])
+    what = format_ref(kind.kind, meta.get("namespace"), meta["name"])
     action = next((a.action for a in applied if a.ref == what), "")
     if action == "configured" and main["kind"] == "RayJob":
         say(f"note: {what} changed while it exists; KubeRay does not restart a started job on spec changes "
@@ -203,8 +204,9 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     if client.get(kind, ns, name) is not None:
         return None  # still there: applied and judged as usual (already_finished)
     state, ok = ended_as(conditions)
-    say(f"{ref(kind.kind, ns, name)} already {state}: {deleted_text(conditions)}, and this spec is the one `run` "
-        f"created it from (launch record {ns}/{record_name(run)}); nothing was re-run. --replace starts it again.")
+    say(f"{format_ref(kind.kind, ns, name)} already {state}: {deleted_text(conditions)}, and this spec is the one "
+        f"`run` created it from (launch record {ns}/{record_name(run)}); nothing was re-run. --replace starts it "
+        "again.")
     return Outcome(ok, "already-finished", f"{state}; deleted by its DeleteSelf rule")
 
 
@@ -214,9 +216,8 @@ def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, a
     found = _self_deleting(bundle)
     if found is None:
         return
-    main = found[0]
-    ns = bundle.run.namespace
-    if next((a.action for a in applied if a.ref == ref("RayJob", ns, main["metadata"]["name"])), "") != "created":
+    ns, job = bundle.run.namespace, found[0]["metadata"]["name"]
+    if next((a.action for a in applied if a.ref == format_ref("RayJob", ns, job)), "") != "created":
         return
     client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -113,7 +114,7 @@ def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], 
     out, kept = keep_autoscaled(obj, live)
     if kept:
         groups = ", ".join(f"{g} {n}" for g, n in sorted(kept.items()))
-        say(f"{ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
+        say(f"{format_ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
     return keep_added(out, live)
 
 
@@ -142,7 +143,7 @@ def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name
                      timeout: float, say: Callable[[str], None]) -> None:
     """An object being deleted (a finalizer holds it) must be gone before it is applied again:
     applied onto, it would still be deleted, taking the new run with it."""
-    what = ref(kind.kind, namespace, name)
+    what = format_ref(kind.kind, namespace, name)
     finalizers = ", ".join((obj.get("metadata") or {}).get("finalizers") or []) or "garbage collection"
     say(f"waiting for {what} to finish deleting ({finalizers}) ...")
     if not wait_deleted(client, kind, namespace, name, timeout=timeout):
@@ -162,7 +163,7 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
     to_apply, skipped = split_apply(objects)
     for obj in skipped:
         kind, ns, name = _name(obj)
-        item = Applied(ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
+        item = Applied(format_ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
         out.append(item)
         if on_applied:
             on_applied(item)
@@ -177,7 +178,7 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
             before = None
         result = apply_one(client, obj, dry_run=dry_run, force=force, before=before)
         action = result.action if not dry_run else f"{result.action} (server dry run)"
-        item = Applied(ref(kind.kind, ns, name), action)
+        item = Applied(format_ref(kind.kind, ns, name), action)
         out.append(item)
         if on_applied:
             on_applied(item)
@@ -267,9 +268,9 @@ def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: 
     kind, ns, name = _name(main)
     if not client.delete(kind, ns, name, propagation="Foreground"):
         return False
-    say(f"deleting {ref(kind.kind, ns, name)} (--replace) ...")
+    say(f"deleting {format_ref(kind.kind, ns, name)} (--replace) ...")
     if not wait_deleted(client, kind, ns, name, timeout=timeout):
-        raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+        raise ClusterError(f"still present after {int(timeout)}s", obj=format_ref(kind.kind, ns, name),
                            hint="a finalizer may block deletion: `kubectl get -o yaml` shows metadata.finalizers")
     return True
 
@@ -484,8 +485,8 @@ def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace:
     if phase.terminal:
         return Outcome(phase.ok, phase.state, f"{phase.summary} (then deleted)")
     meta = last.get("metadata") or {}
-    return Outcome(False, "deleted", f"{ref(str(last.get('kind')), namespace, str(meta.get('name')))} was deleted "
-                                     "while it was followed")
+    what = format_ref(str(last.get("kind")), namespace, str(meta.get("name")))
+    return Outcome(False, "deleted", f"{what} was deleted while it was followed")
 
 
 def _drain(inbox: _Inbox, view: RunView) -> list[Diagnosis]:

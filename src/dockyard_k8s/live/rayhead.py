@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
-from dockyard_k8s.kube import pod_templates, true_conditions
+from dockyard_k8s.kube import format_ref, pod_templates, true_conditions
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
@@ -221,7 +221,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec) -> tuple[str | None, str
     if not enabled(infra) or infra["launch"]["mode"] == "attach":
         return None, None
     ns, name = infra["infra"]["namespace"], secret_name(infra)
-    what = ref("Secret", ns, name)
+    what = format_ref("Secret", ns, name)
     have = client.get(SECRET, ns, name)
     if have is not None:
         if TOKEN_KEY not in (have.get("data") or {}):
@@ -243,7 +243,7 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
     Raises:
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
-    obj = ref("Secret", namespace, name)
+    obj = format_ref("Secret", namespace, name)
     secret = client.get(SECRET, namespace, name)
     if secret is None:
         raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,

@@ -18,9 +18,9 @@ from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import object_ref
+from dockyard_k8s.kube import format_ref, object_ref
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import POD, ref
+from dockyard_k8s.live.kinds import POD
 from dockyard_k8s.live.orchestrate import (
     KEEP_BY_DEFAULT,
     _name,
@@ -49,7 +49,7 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
 
     def delete(obj: dict[str, Any]) -> None:
         kind, ns, name = _name(obj)
-        what = ref(kind.kind, ns, name)
+        what = format_ref(kind.kind, ns, name)
         if kind.kind in RENDER_ONLY and not include_governance:
             say(f"kept {what} (governance; --include-governance deletes it)")
         elif kind.kind in KEEP_BY_DEFAULT and keep_volumes:
@@ -135,6 +135,6 @@ def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[s
     for obj in left:
         kind, ns, name = _name(obj)
         if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - time.monotonic())):
-            raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+            raise ClusterError(f"still present after {int(timeout)}s", obj=format_ref(kind.kind, ns, name),
                                hint="a finalizer holds it (is its operator running?): `kubectl get "
                                     f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")
