@@ -47,7 +47,6 @@ import msgspec
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster, Context, User
 
-from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.live import kubeconfig as kc
 
 # Seconds a credential plugin may take. `aws eks get-token` answers in about a second; the
@@ -70,7 +69,7 @@ class Located:
     def error(self, field: str, message: str, hint: str = "") -> kc.KubeconfigError:
         config = self.config if self.config is not None else kc.Kubeconfig({}, [], {})
         at = config.locate("users", self.user, field, field.split(".")[0])
-        err = kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"users.{self.user}.{field}", message)])
+        err = kc.KubeconfigError([kc.problem(at, f"users.{self.user}.{field}", message)])
         err.hint = hint
         return err
 
@@ -280,8 +279,7 @@ def single_config(config: kc.Kubeconfig, selected: kc.Selected) -> SingleConfig:
             field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
             at = config.locate(section, name, field)
             path = f"{section}.{name}" + (f".{field}" if field else "")
-            raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
-                                                    text.partition(" - at ")[0])]) from None
+            raise kc.KubeconfigError([kc.problem(at, path, text.partition(" - at ")[0])]) from None
 
     cluster_name, user_name = str(selected.context["cluster"]), str(selected.context.get("user"))
     for section, name, body, fields in (("clusters", cluster_name, selected.cluster, ("certificate-authority-data",)),
@@ -314,9 +312,8 @@ def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, va
     try:
         base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError) as e:
-        raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{section}.{name}.{field}",
-                                                f"not base64 ({e}): expected the PEM file's base64 "
-                                                f"(`base64 -w0 FILE`)")]) from None
+        raise kc.KubeconfigError([kc.problem(at, f"{section}.{name}.{field}", f"not base64 ({e}): expected the PEM "
+                                             "file's base64 (`base64 -w0 FILE`)")]) from None
 
 
 def tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
@@ -337,5 +334,4 @@ def tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.
     sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
     at = config.locate(sec, name, field)
     what = field if len(named) <= 1 else "/".join(n[2] for n in named)
-    return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
-                                                f"cannot load the TLS file: {why}")])
+    return kc.KubeconfigError([kc.problem(at, f"{sec}.{name}.{what}".rstrip("."), f"cannot load the TLS file: {why}")])
