@@ -334,14 +334,11 @@ class KubeClient:
             params=_params(fieldManager=field_manager, fieldValidation="Strict", force=force and "true",
                            dryRun=dry_run and "All"))
         out = dict(answer)
-        if before is None:
-            action = "created"
-        elif dry_run:
-            action = "unchanged" if _content(out) == _content(before) else "configured"
-        else:
-            same = (out.get("metadata") or {}).get("resourceVersion") == (before.get("metadata") or {}).get(
-                "resourceVersion") or _content(out) == _content(before)
-            action = "unchanged" if same else "configured"
+        action = "created"
+        if before is not None:
+            same_version = not dry_run and (out.get("metadata") or {}).get("resourceVersion") == (
+                before.get("metadata") or {}).get("resourceVersion")
+            action = "unchanged" if same_version or _content(out) == _content(before) else "configured"
         return ApplyResult(out, action, tuple(warnings_of(resp)))
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, propagation: str = "Background",
