@@ -131,8 +131,7 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     for a in applied:
         say(f"{a.action:<10} {a.ref}")
     applied += orchestrate.apply_objects(client, objects, dry_run=options.dry_run == "server",
-                                         force=options.force_conflicts,
-                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
+                                         force=options.force_conflicts, say=say)
     say(f"run {run} in {ns}: {orchestrate.tally(applied)}")
     if not options.dry_run:
         mark_submitted(client, bundle, options, applied)

@@ -153,11 +153,10 @@ def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name
 
 
 def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_run: bool = False,
-                  force: bool = False, on_applied: Callable[[Applied], None] | None = None,
-                  preflight: bool = True, terminating_timeout: float = 300,
+                  force: bool = False, terminating_timeout: float = 300,
                   say: Callable[[str], None] = print) -> list[Applied]:
-    """Server-side apply in order; render-only kinds are reported as skipped. Before the
-    first write, a server dry run of everything (``preflight``); an object still being
+    """Server-side apply in order, each object's action said; render-only kinds are reported as
+    skipped. Before the first write, a server dry run of everything; an object still being
     deleted is waited for first; ``Warning`` headers are said."""
     out = []
     to_apply, skipped = split_apply(objects)
@@ -165,10 +164,9 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         kind, ns, name = _name(obj)
         item = Applied(format_ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
         out.append(item)
-        if on_applied:
-            on_applied(item)
+        say(f"{item.action:<10} {item.ref}")
     to_apply = [_keep_scaling(client, obj, say) for obj in to_apply]
-    if preflight and not dry_run:
+    if not dry_run:
         _preflight(client, to_apply, force)
     for obj in to_apply:
         kind, ns, name = _name(obj)
@@ -180,8 +178,7 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
         action = result.action if not dry_run else f"{result.action} (server dry run)"
         item = Applied(format_ref(kind.kind, ns, name), action)
         out.append(item)
-        if on_applied:
-            on_applied(item)
+        say(f"{item.action:<10} {item.ref}")
         for text in result.warnings:
             say(f"warning: {item.ref}: {text}")
     return out

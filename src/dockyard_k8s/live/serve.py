@@ -83,8 +83,7 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
                                          creates=SERVE_CREATES):
         say(unread)
     applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
-                                        force=options.force_conflicts,
-                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
+                                        force=options.force_conflicts, say=say)
     say(f"endpoint {cfg.name} in {cfg.namespace}: {orchestrate.tally(applied)}")
     if options.dry_run == "server":
         return Outcome(True, "dry-run", "server dry run: nothing was persisted")
