@@ -188,8 +188,7 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             code = term.get("exitCode")
             detail = f"container {name} keeps exiting" + (f" (exit code {code}{', ' + why if why else ''})"
                                                            if code is not None else "")
-            out.append(Diagnosis(fleet, pod, reason, detail,
-                               _logs_hint(fleet, pod), True))
+            out.append(Diagnosis(fleet, pod, reason, detail, _logs_hint(fleet, pod), True))
         elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
             out.append(Diagnosis(fleet, pod, reason, message or name, _config_hint(full), True))
         term = state.get("terminated") or {}
@@ -299,8 +298,7 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
         if "pulling image" in m:
             hint, fatal = image_hint(fleet, full)
             return Diagnosis(fleet, name, "ImagePullBackOff", message, hint, fatal)
-        return Diagnosis(fleet, name, "CrashLoopBackOff", message,
-                       _logs_hint(fleet, name), True)
+        return Diagnosis(fleet, name, "CrashLoopBackOff", message, _logs_hint(fleet, name), True)
     if reason == "Evicted":
         return Diagnosis(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
     if reason in ("OOMKilling", "OOMKilled"):
