@@ -193,7 +193,7 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return name, None, digest or None
 
 
-def format_ref(kind: str, namespace: str, name: str) -> str:
+def format_ref(kind: str, namespace: str | None, name: str) -> str:
     """``Kind namespace/name`` as kubectl prints it: ``Kind name`` without a namespace,
     ``document`` without a kind."""
     if not kind:
@@ -259,6 +259,16 @@ GPU_RESOURCES = (GPU, "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 def as_mapping(value: Any) -> dict[str, Any]:
     """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
     return value if isinstance(value, dict) else {}
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """An object's ``status.conditions`` by type."""
+    return {str(c.get("type")): c for c in as_mapping(obj.get("status")).get("conditions") or [] if isinstance(c, dict)}
+
+
+def true_conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The conditions of ``obj`` whose status is True, by type."""
+    return {kind: c for kind, c in conditions(obj).items() if c.get("status") == "True"}
 
 
 def container_requests(container: dict[str, Any]) -> dict[str, Fraction]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
 import msgspec
 from lightkube.core.exceptions import ApiError
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.live import crdfields
 
 # One-line hints by HTTP status, shown under the error.
@@ -62,14 +62,6 @@ _TERMINATING = re.compile(r"unable to create new content in namespace (\S+) beca
 _WARNING = re.compile(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 
 
-def _status_doc(body: bytes) -> dict[str, Any]:
-    with contextlib.suppress(ValueError):
-        doc = msgspec.json.decode(body)
-        if isinstance(doc, dict):
-            return doc
-    return {}
-
-
 def warnings_of(resp: httpx2.Response) -> list[str]:
     """The texts of a response's ``Warning`` headers (admission webhooks, pruned fields,
     deprecated versions)."""
@@ -83,11 +75,12 @@ def warnings_of(resp: httpx2.Response) -> list[str]:
 def api_error(status: int, body: bytes, obj: str) -> ClusterError:
     """A failed answer as a ClusterError naming the object ``obj`` (``RayJob ns/name``), from the
     Status body when there is one."""
-    doc = _status_doc(body)
-    message = str(doc.get("message") or "")
-    reason = str(doc.get("reason") or "")
-    raw_details = doc.get("details")
-    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    try:
+        doc = as_mapping(msgspec.json.decode(body))
+    except msgspec.DecodeError:
+        doc = {}
+    message, reason = str(doc.get("message") or ""), str(doc.get("reason") or "")
+    details = as_mapping(doc.get("details"))
     if not message:
         message = body.decode(errors="replace").strip()[:300] or f"HTTP {status}"
     text = f"{reason}: {message}" if reason and reason not in message else message

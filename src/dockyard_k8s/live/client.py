@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import msgspec
@@ -52,12 +52,14 @@ from lightkube.resources.core_v1 import PodLog
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live import kubeconfig as kc
 from dockyard_k8s.live.answers import SCHEMA_REFUSED, unreachable_reason, warnings_of, worded
 from dockyard_k8s.live.credentials import single_config, tls_problem, user_auth
-from dockyard_k8s.live.kinds import KINDS, Kind, kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 
 log = logging.getLogger("dockyard_k8s.live")
+T = TypeVar("T")
 
 FIELD_MANAGER = "dockyard-k8s"
 # Items per LIST chunk: kubectl's --chunk-size default.
@@ -249,7 +251,7 @@ class KubeClient:
         ns = namespace if kind.namespaced else None
         br = self.lk.prepare_request(method, resource_of(kind), obj=obj, name=name, namespace=ns, params=params,
                                      headers=headers)
-        with worded(what or ref(kind.kind, ns, name or "")):
+        with worded(what or format_ref(kind.kind, ns, name or "")):
             resp = self.lk.send(self.lk.build_adapter_request(br))
             return resp, self.lk.handle_response(method, resp, br)
 
@@ -332,14 +334,11 @@ class KubeClient:
             params=_params(fieldManager=field_manager, fieldValidation="Strict", force=force and "true",
                            dryRun=dry_run and "All"))
         out = dict(answer)
-        if before is None:
-            action = "created"
-        elif dry_run:
-            action = "unchanged" if _content(out) == _content(before) else "configured"
-        else:
-            same = (out.get("metadata") or {}).get("resourceVersion") == (before.get("metadata") or {}).get(
-                "resourceVersion") or _content(out) == _content(before)
-            action = "unchanged" if same else "configured"
+        action = "created"
+        if before is not None:
+            same_version = not dry_run and (out.get("metadata") or {}).get("resourceVersion") == (
+                before.get("metadata") or {}).get("resourceVersion")
+            action = "unchanged" if same_version or _content(out) == _content(before) else "configured"
         return ApplyResult(out, action, tuple(warnings_of(resp)))
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, propagation: str = "Background",
@@ -390,7 +389,7 @@ class KubeClient:
             container=container, follow=follow and "true", tailLines=tail, sinceSeconds=since,
             previous=previous and "true"))
         br.timeout = FOLLOW_READ if follow else None
-        return self._get(br, ref("Pod", namespace, pod), stream=follow)
+        return self._get(br, format_ref("Pod", namespace, pod), stream=follow)
 
     def watch(self, kind: Kind, namespace: str | None, *, label_selector: str = "", field_selector: str = "",
               stop: threading.Event | None = None, max_failures: int = 8) -> Iterator[WatchEvent]:
@@ -446,6 +445,16 @@ class KubeClient:
             log.debug("watch %s: 410 Gone, re-listing", what)
             items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
             yield WatchEvent("SYNC", {}, items)
+
+
+def allowed(fetch: Callable[[], T]) -> T | None:
+    """``fetch()``; None when the API server refuses it (401, 403): "cannot tell", not a failure."""
+    try:
+        return fetch()
+    except ClusterError as e:
+        if e.status in (401, 403):
+            return None
+        raise
 
 
 def connect(*, context: str | None = None, kubeconfig: str | None = None, target: kc.Target | None = None,

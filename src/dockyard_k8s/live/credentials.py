@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -46,7 +47,6 @@ import msgspec
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster, Context, User
 
-from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.live import kubeconfig as kc
 
 # Seconds a credential plugin may take. `aws eks get-token` answers in about a second; the
@@ -59,17 +59,17 @@ INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
 PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
 
 
+@dataclass(frozen=True, slots=True)
 class Located:
     """Where the user entry and its fields are, for the errors."""
 
-    def __init__(self, config: kc.Kubeconfig | None, user: str) -> None:
-        self.config = config
-        self.user = user
+    config: kc.Kubeconfig | None
+    user: str
 
     def error(self, field: str, message: str, hint: str = "") -> kc.KubeconfigError:
         config = self.config if self.config is not None else kc.Kubeconfig({}, [], {})
         at = config.locate("users", self.user, field, field.split(".")[0])
-        err = kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"users.{self.user}.{field}", message)])
+        err = kc.KubeconfigError([kc.problem(at, f"users.{self.user}.{field}", message)])
         err.hint = hint
         return err
 
@@ -82,13 +82,10 @@ def _tail(text: str, lines: int = 3) -> str:
 class ExecAuth(httpx2.Auth):
     """Bearer tokens from an exec credential plugin (client-go's exec authenticator)."""
 
-    def __init__(self, spec: dict[str, Any], where: Located, *, cluster: dict[str, Any] | None = None,
-                 timeout: float | None = None, interactive_timeout: float | None = None) -> None:
+    def __init__(self, spec: dict[str, Any], where: Located, *, cluster: dict[str, Any] | None = None) -> None:
         self.spec = spec
         self.where = where
         self.cluster = cluster or {}
-        self.timeout = EXEC_TIMEOUT if timeout is None else timeout
-        self.interactive_timeout = INTERACTIVE_EXEC_TIMEOUT if interactive_timeout is None else interactive_timeout
         self._token = ""
         self._expires: datetime.datetime | None = None
         self._lock = threading.Lock()
@@ -145,7 +142,7 @@ class ExecAuth(httpx2.Auth):
         """Run the plugin; its token (and keep its expiry)."""
         interactive = self._interactive()
         command = [str(self.spec["command"]), *[str(a) for a in self.spec.get("args") or []]]
-        limit = self.interactive_timeout if interactive else self.timeout
+        limit = INTERACTIVE_EXEC_TIMEOUT if interactive else EXEC_TIMEOUT
         try:
             proc = subprocess.Popen(command, env=self._env(interactive), stdout=subprocess.PIPE,
                                     stderr=None if interactive else subprocess.PIPE,
@@ -207,10 +204,10 @@ class ExecAuth(httpx2.Auth):
                 raise bad(f"returned expirationTimestamp {stamp!r}, not an RFC 3339 time") from None
         return str(token)
 
-    def token(self, *, fresh: bool = False) -> str:
+    def token(self) -> str:
         with self._lock:
             now = datetime.datetime.now(datetime.UTC)
-            if fresh or not self._token or (self._expires is not None and now >= self._expires):
+            if not self._token or (self._expires is not None and now >= self._expires):
                 self._token = self.run()
             return self._token
 
@@ -282,8 +279,7 @@ def single_config(config: kc.Kubeconfig, selected: kc.Selected) -> SingleConfig:
             field = text.rpartition("at `$.")[2].rstrip("`").split(".")[0].split("[")[0] if "at `$." in text else ""
             at = config.locate(section, name, field)
             path = f"{section}.{name}" + (f".{field}" if field else "")
-            raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, path,
-                                                    text.partition(" - at ")[0])]) from None
+            raise kc.KubeconfigError([kc.problem(at, path, text.partition(" - at ")[0])]) from None
 
     cluster_name, user_name = str(selected.context["cluster"]), str(selected.context.get("user"))
     for section, name, body, fields in (("clusters", cluster_name, selected.cluster, ("certificate-authority-data",)),
@@ -316,9 +312,8 @@ def _check_base64(config: kc.Kubeconfig, section: str, name: str, field: str, va
     try:
         base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError) as e:
-        raise kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{section}.{name}.{field}",
-                                                f"not base64 ({e}): expected the PEM file's base64 "
-                                                f"(`base64 -w0 FILE`)")]) from None
+        raise kc.KubeconfigError([kc.problem(at, f"{section}.{name}.{field}", f"not base64 ({e}): expected the PEM "
+                                             "file's base64 (`base64 -w0 FILE`)")]) from None
 
 
 def tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.KubeconfigError:
@@ -339,5 +334,4 @@ def tls_problem(config: kc.Kubeconfig, selected: kc.Selected, e: OSError) -> kc.
     sec, name, field = named[0][:3] if named else ("contexts", selected.name, "")
     at = config.locate(sec, name, field)
     what = field if len(named) <= 1 else "/".join(n[2] for n in named)
-    return kc.KubeconfigError([ConfigProblem(at.file, at.line, at.col, f"{sec}.{name}.{what}".rstrip("."),
-                                                f"cannot load the TLS file: {why}")])
+    return kc.KubeconfigError([kc.problem(at, f"{sec}.{name}.{what}".rstrip("."), f"cannot load the TLS file: {why}")])

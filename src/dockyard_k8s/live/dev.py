@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import base64
 import os
-import time
 from collections.abc import Callable, Iterable
 from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.diagnose import pod_findings
-from dockyard_k8s.live.kinds import POD, ref
+from dockyard_k8s.live.kinds import POD
 from dockyard_k8s.live.orchestrate import watch_for
 from dockyard_k8s.names import is_config_key  # a Secret data key, as the API server checks it
 from dockyard_k8s.render.meta import MANAGED_BY
@@ -127,12 +127,12 @@ def describe_secret(name: str, keys: Iterable[str], changed: Iterable[str]) -> s
 
 
 def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: float,
-                     say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+                     say: Callable[[str], None] = print) -> None:
     """Watch one pod until it runs; its problems are printed as they appear, and one that
     cannot heal (bad image, missing secret) ends the wait with a ClusterError."""
     seen: set[tuple[str, str]] = set()
-    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
-                           clock=clock)) as events:
+    what = format_ref("Pod", namespace, name)
+    with closing(watch_for(client, POD, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
         for ev in events:
             pods = ev.items if ev.type == "SYNC" else ([] if ev.type == "DELETED" else [ev.obj])
             for pod in pods:
@@ -143,6 +143,6 @@ def wait_pod_running(client: KubeClient, namespace: str, name: str, *, timeout: 
                         seen.add(f.key)
                         say(f"✖ {f.pod}: {f.reason}: {f.message}\n  hint: {f.hint}")
                     if f.fatal:
-                        raise ClusterError(f"{f.reason}: {f.message}", obj=ref("Pod", namespace, name), hint=f.hint)
-    raise ClusterError(f"not running after {int(timeout)}s", obj=ref("Pod", namespace, name),
+                        raise ClusterError(f"{f.reason}: {f.message}", obj=what, hint=f.hint)
+    raise ClusterError(f"not running after {int(timeout)}s", obj=what,
                        hint=f"kubectl -n {namespace} describe pod {name}")

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s.kube import conditions, true_conditions
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 # Where a fleet's settings live in the infra spec, for hints.
@@ -187,8 +188,7 @@ def _container_findings(fleet: str, pod: str, statuses: Iterable[dict[str, Any]]
             code = term.get("exitCode")
             detail = f"container {name} keeps exiting" + (f" (exit code {code}{', ' + why if why else ''})"
                                                            if code is not None else "")
-            out.append(Diagnosis(fleet, pod, reason, detail,
-                               _logs_hint(fleet, pod), True))
+            out.append(Diagnosis(fleet, pod, reason, detail, _logs_hint(fleet, pod), True))
         elif reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
             out.append(Diagnosis(fleet, pod, reason, message or name, _config_hint(full), True))
         term = state.get("terminated") or {}
@@ -225,13 +225,11 @@ def pod_findings(pod: dict[str, Any]) -> list[Diagnosis]:
             hint = "the node was under resource pressure; the controller recreates the pod elsewhere"
         return [Diagnosis(fleet, name, "Evicted", message, hint, False)]
     out: list[Diagnosis] = []
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and \
-                cond.get("reason") == "Unschedulable":
-            full = _flat(cond.get("message") or "no node fits")
-            hint, fatal = scheduling_hint(fleet, full)
-            message = _one_line(full)
-            out.append(Diagnosis(fleet, name, "FailedScheduling", message, hint, fatal))
+    scheduled = conditions(pod).get("PodScheduled") or {}
+    if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        full = _flat(scheduled.get("message") or "no node fits")
+        hint, fatal = scheduling_hint(fleet, full)
+        out.append(Diagnosis(fleet, name, "FailedScheduling", _one_line(full), hint, fatal))
     out += _container_findings(fleet, name, status.get("initContainerStatuses") or [])
     out += _container_findings(fleet, name, status.get("containerStatuses") or [])
     return out
@@ -263,12 +261,10 @@ def object_findings(obj: dict[str, Any]) -> list[Diagnosis]:
     name = str((obj.get("metadata") or {}).get("name", ""))
     st = obj.get("status") or {}
     out = []
-    for cond in st.get("conditions") or []:
-        if cond.get("type") == "ReplicaFailure" and cond.get("status") == "True":
-            message = _one_line(f"{cond.get('reason') or ''}: {cond.get('message') or ''}".strip(": "))
-            out.append(Diagnosis("-", name, "ReplicaFailure", message,
-                               "KubeRay could not create or delete a pod (quota, admission, RBAC); it retries: "
-                               "read the message", False))
+    if cond := true_conditions(obj).get("ReplicaFailure"):
+        message = _one_line(f"{cond.get('reason') or ''}: {cond.get('message') or ''}".strip(": "))
+        out.append(Diagnosis("-", name, "ReplicaFailure", message, "KubeRay could not create or delete a pod (quota, "
+                             "admission, RBAC); it retries: read the message", False))
     if st.get("state") == "failed":
         out.append(Diagnosis("-", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
                            "read the RayCluster's events: `kubectl describe raycluster " + name + "`", False))
@@ -302,8 +298,7 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
         if "pulling image" in m:
             hint, fatal = image_hint(fleet, full)
             return Diagnosis(fleet, name, "ImagePullBackOff", message, hint, fatal)
-        return Diagnosis(fleet, name, "CrashLoopBackOff", message,
-                       _logs_hint(fleet, name), True)
+        return Diagnosis(fleet, name, "CrashLoopBackOff", message, _logs_hint(fleet, name), True)
     if reason == "Evicted":
         return Diagnosis(fleet, name, reason, message, "the node was under resource pressure (see message)", False)
     if reason in ("OOMKilling", "OOMKilled"):

@@ -16,10 +16,10 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, unheld_references
+from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.checks import Check
-from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.client import KubeClient, allowed
 from dockyard_k8s.live.crdfields import explain, since, undeclared_fields
 from dockyard_k8s.live.kinds import KINDS, Kind, kind_of
 from dockyard_k8s.live.kueue import kueue_installed, kueue_objects, queued
@@ -194,10 +194,7 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
 
 
 def _node_ready(node: dict[str, Any]) -> bool:
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
+    return not (node.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(node)
 
 
 def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
@@ -449,35 +446,17 @@ def verdict(checks: list[Check]) -> str:
 
 # --- fetching -------------------------------------------------------------------------------
 
-def _allowed(fetch: Any) -> Any:
-    """Run a read; None when the API says 403 (doctor reports "cannot tell")."""
-    try:
-        return fetch()
-    except ClusterError as e:
-        if e.status in (401, 403):
-            return None
-        raise
-
-
 def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *, ray_needed: bool,
            token: TokenSecret | None = None) -> Facts:
     try:
         version = client.version()
     except ClusterError as e:
         return Facts(None, unreachable=str(e), unreachable_hint=e.hint)
-    namespace_fact: dict[str, Any] | bool | None
-    try:
-        namespace_fact = client.get(KINDS["Namespace"], None, namespace) or False
-    except ClusterError as e:
-        if e.status not in (401, 403):
-            raise
-        namespace_fact = None
+    namespace_fact = allowed(lambda: client.get(KINDS["Namespace"], None, namespace) or False)
     crd_kind = KINDS["CustomResourceDefinition"]
-    crds = _allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
-    operators = None
-    if ray_needed:
-        operators = _allowed(lambda: operator_deployments(client))
-    nodes = _allowed(lambda: client.list(KINDS["Node"], None)[0])
+    crds = allowed(lambda: {n: client.get(crd_kind, None, n) for n in KUBERAY_CRDS}) if ray_needed else {}
+    operators = allowed(lambda: operator_deployments(client)) if ray_needed else None
+    nodes = allowed(lambda: client.list(KINDS["Node"], None)[0])
 
     references = read_references(client, objects, token)
     access: dict[tuple[str, str, str], bool] | None = {}
@@ -487,15 +466,15 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
             access[key] = client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)  # type: ignore[index]
     except ClusterError:
         access = None
-    quotas = _allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
+    quotas = allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
     netpol = None
     if any(o.get("kind") == "NetworkPolicy" for o in objects):
         netpol = enforcement(list_daemonsets(client), nodes, version)
-    pods = _allowed(lambda: running_pods(client))
+    pods = allowed(lambda: running_pods(client))
     kueue_facts = None
     if queued(objects):
-        installed = _allowed(lambda: kueue_installed(client))
-        kueue_facts = (installed, _allowed(lambda: kueue_objects(client, [namespace])) if installed else None)
+        installed = allowed(lambda: kueue_installed(client))
+        kueue_facts = (installed, allowed(lambda: kueue_objects(client, [namespace])) if installed else None)
     return Facts(version, namespace_fact, crds, operators, nodes, references, access, quotas, netpol, pods,
                  kueue_facts)
 

@@ -97,7 +97,3 @@ def kind_for(api_version: str, kind: str) -> Kind:
 def kind_of(obj: dict[str, Any]) -> Kind:
     return kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
 
-
-def ref(kind: str, namespace: str | None, name: str) -> str:
-    """How errors and progress name an object: ``RayJob ns/name`` (``Node name`` if cluster-scoped)."""
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

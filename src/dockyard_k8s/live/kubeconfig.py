@@ -120,12 +120,17 @@ def _what(value: Any) -> str:
     return "nothing" if value is None else show_typed(value)
 
 
+def problem(at: Mark, path: str, message: str) -> ConfigProblem:
+    """A problem at ``at``: the key ``path`` and what is wrong with it."""
+    return ConfigProblem(at.file, at.line, at.col, path, message)
+
+
 class _Reader:
     def __init__(self) -> None:
         self.problems: list[ConfigProblem] = []
 
     def problem(self, where: Mark, path: str, message: str) -> None:
-        self.problems.append(ConfigProblem(where.file, where.line, where.col, path, message))
+        self.problems.append(problem(where, path, message))
 
     def read(self, file: str) -> Document | None:
         """One file (its data a mapping); None (with a problem) when it cannot be used at all.
@@ -271,35 +276,29 @@ def select(config: Kubeconfig, context: str | None = None) -> Selected:
     if ctx is None:
         at = config.where.get(("current-context",), Mark(files)) if not context else Mark(files)
         what = "--context" if context else "current-context"
-        raise KubeconfigError([ConfigProblem(at.file, at.line, at.col, what,
-                                             f"context '{name}' is not in the kubeconfig "
-                                             f"(contexts: {', '.join(contexts) or 'none'})")])
+        raise KubeconfigError([problem(at, what, f"context '{name}' is not in the kubeconfig "
+                                                 f"(contexts: {', '.join(contexts) or 'none'})")])
     problems = []
     for field, section in (("cluster", "clusters"), ("user", "users")):
         ref = ctx.get(field)
         at = config.where.get(("contexts", name, field)) or config.where.get(("contexts", name), Mark(files))
         if ref is None or ref == "":
             if field == "cluster":
-                problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.cluster",
-                                              "is missing: the context names no cluster"))
+                problems.append(problem(at, f"contexts.{name}.cluster", "is missing: the context names no cluster"))
             continue
         if not isinstance(ref, str):
-            problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.{field}",
-                                          f"got {_what(ref)}, expected a {field} name"))
+            problems.append(problem(at, f"contexts.{name}.{field}", f"got {_what(ref)}, expected a {field} name"))
         elif config.entry(section, ref) is None:
-            problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.{field}",
-                                          f"names {field} '{ref}', which no kubeconfig file defines "
-                                          f"({section}: {', '.join(config.names(section)) or 'none'})"))
+            problems.append(problem(at, f"contexts.{name}.{field}", f"names {field} '{ref}', which no kubeconfig file "
+                                    f"defines ({section}: {', '.join(config.names(section)) or 'none'})"))
     cluster = config.entry("clusters", str(ctx.get("cluster"))) or {}
     if not problems and not cluster.get("server"):
         at = config.where.get(("clusters", str(ctx["cluster"])), Mark(files))
-        problems.append(ConfigProblem(at.file, at.line, at.col, f"clusters.{ctx['cluster']}.server",
-                                      "is missing: the cluster has no server URL"))
+        problems.append(problem(at, f"clusters.{ctx['cluster']}.server", "is missing: the cluster has no server URL"))
     namespace = ctx.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         at = config.where.get(("contexts", name, "namespace"), Mark(files))
-        problems.append(ConfigProblem(at.file, at.line, at.col, f"contexts.{name}.namespace",
-                                      f"got {_what(namespace)}, expected a namespace name"))
+        problems.append(problem(at, f"contexts.{name}.namespace", f"got {_what(namespace)}, expected a namespace name"))
     if problems:
         raise KubeconfigError(problems)
     user = config.entry("users", str(ctx["user"])) if ctx.get("user") else None
@@ -345,9 +344,3 @@ def resolve(explicit: str | None = None, context: str | None = None,
     except KubeconfigError as e:
         return Target(error=e)
 
-
-def context_namespace(explicit: str | None = None, context: str | None = None,
-                      env: Mapping[str, str] | None = None) -> str | None:
-    """The namespace of the context a live command would use (None: it sets none, or there
-    is no usable kubeconfig; connecting reports why)."""
-    return resolve(explicit, context, env).namespace

@@ -19,7 +19,7 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import as_mapping
+from dockyard_k8s.kube import as_mapping, conditions, true_conditions
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 
@@ -88,19 +88,9 @@ def multikueue_lines(cluster: str) -> list[str]:
             f"  follow them there: --context {cluster} (the kubeconfig context of that cluster) with status/logs"]
 
 
-def _conditions(wl: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {str(c.get("type")): c for c in as_mapping(wl.get("status")).get("conditions") or []
-            if isinstance(c, dict)}
-
-
-def _true(conds: dict[str, dict[str, Any]], kind: str) -> dict[str, Any] | None:
-    c = conds.get(kind)
-    return c if c is not None and c.get("status") == "True" else None
-
-
 def workload_state(wl: dict[str, Any]) -> WorkloadState:
     meta, spec, st = as_mapping(wl.get("metadata")), as_mapping(wl.get("spec")), as_mapping(wl.get("status"))
-    conds = _conditions(wl)
+    conds, true = conditions(wl), true_conditions(wl)
     admission = as_mapping(st.get("admission"))
     flavors = {str(as_mapping(psa).get("name")): {str(r): str(f) for r, f in
                                                    as_mapping(as_mapping(psa).get("flavors")).items()}
@@ -115,20 +105,20 @@ def workload_state(wl: dict[str, Any]) -> WorkloadState:
                              str(st.get("clusterName") or ""), checks, int(requeue.get("count") or 0),
                              str(requeue.get("requeueAt") or ""))
 
-    if (c := _true(conds, "Finished")) is not None:
+    if (c := true.get("Finished")) is not None:
         return made("finished", c.get("reason"), c.get("message"))
-    evicted = _true(conds, "Evicted")
-    if evicted is not None and _true(conds, "Admitted") is None:
-        preempted = _true(conds, "Preempted")
+    evicted = true.get("Evicted")
+    if evicted is not None and "Admitted" not in true:
+        preempted = true.get("Preempted")
         reason = str(evicted.get("reason", "")) + (f", {preempted.get('reason', '')}" if preempted else "")
         message = str((preempted or evicted).get("message", ""))
         requeued = conds.get("Requeued")
         if requeued is not None and requeued.get("status") == "False" and requeued.get("message"):
             message += f"; requeue: {requeued.get('message')}"
         return made("evicted", reason, message)
-    if (c := _true(conds, "Admitted")) is not None:
+    if (c := true.get("Admitted")) is not None:
         return made("admitted", c.get("reason"), c.get("message"))
-    if (c := _true(conds, "QuotaReserved")) is not None:
+    if (c := true.get("QuotaReserved")) is not None:
         return made("reserved", c.get("reason"), c.get("message"))
     c = conds.get("QuotaReserved") or {}
     return made("pending", c.get("reason"), c.get("message"))
@@ -149,8 +139,8 @@ def queued(objects: list[dict[str, Any]]) -> bool:
 # --- reading the cluster ---------------------------------------------------------------------------
 
 
-def list_workloads(client: KubeClient, namespace: str) -> list[dict[str, Any]]:
-    """The namespace's Workloads (none when Kueue is not installed)."""
+def list_workloads(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
+    """The namespace's Workloads (None: every namespace's; none when Kueue is not installed)."""
     return client.list(KINDS["Workload"], namespace, missing_ok=True)[0]
 
 
@@ -193,7 +183,7 @@ def kueue_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, A
     out: list[dict[str, Any]] = []
     for name in CLUSTER_KINDS:
         out += client.list(KINDS[name], None, missing_ok=True)[0]
-    out += client.list(KINDS["Workload"], None, missing_ok=True)[0]
+    out += list_workloads(client, None)
     for ns in namespaces:
         out += client.list(KINDS["LocalQueue"], ns, missing_ok=True)[0]
         namespace = client.get(KINDS["Namespace"], None, ns)

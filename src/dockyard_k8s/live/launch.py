@@ -6,7 +6,7 @@ these, prints the :class:`Outcome`.
     wait(client, bundle, options)     follow the run with watches until it ends
     down(client, bundle)              delete everything of the run
     preview(bundle)                   what ``launch`` would apply (no cluster: ``--dry-run=client``)
-    log_pods(client, bundle)          the pods ``logs`` reads; list_clusters: ``cluster list``
+    list_clusters(client, namespace)  ``cluster list``
 
 Progress goes to ``say`` (one line at a time) and, for attach-mode job logs, ``write``
 (raw text); nothing here prints on its own.
@@ -19,9 +19,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, kind_of, ref
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, kind_of
+from dockyard_k8s.live.netpol import inert_warning
 from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import (
@@ -46,13 +49,15 @@ from dockyard_k8s.live.record import (
     ended_as,
     spec_digest,
 )
+from dockyard_k8s.render.meta import MANAGED_BY
 from dockyard_k8s.render.rayauth import enabled
 from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects, launch_record, record_name
+from dockyard_k8s.render.submission import submission
 
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
 
-__all__ = ["LaunchOptions", "Outcome", "down", "launch", "list_clusters", "log_pods", "preview", "status", "wait"]
+__all__ = ["LaunchOptions", "Outcome", "down", "launch", "list_clusters", "preview", "status", "wait"]
 
 Say = Callable[[str], None]
 
@@ -117,19 +122,16 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     # the follower could only wait on pods that can never start.
     for unread in references.require(client, objects, what=f"run {run}", creates=RUN_CREATES):
         (note or say)(unread)
-    if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects):  # one line when the plugin ignores it
-        from dockyard_k8s.live.netpol import inert_warning
-
-        if warning := inert_warning(client):
-            say(warning)
+    # one line when the network plugin ignores the run's NetworkPolicies
+    if any(o.get("kind") == "NetworkPolicy" for o in bundle.objects) and (warning := inert_warning(client)):
+        say(warning)
     if options.replace and not options.dry_run:
         orchestrate.replace_main(client, bundle.objects, say=say)
     applied = [Applied(existing, "unchanged")] if existing else []
     for a in applied:
         say(f"{a.action:<10} {a.ref}")
     applied += orchestrate.apply_objects(client, objects, dry_run=options.dry_run == "server",
-                                         force=options.force_conflicts,
-                                         on_applied=lambda a: say(f"{a.action:<10} {a.ref}"), say=say)
+                                         force=options.force_conflicts, say=say)
     say(f"run {run} in {ns}: {orchestrate.tally(applied)}")
     if not options.dry_run:
         mark_submitted(client, bundle, options, applied)
@@ -153,7 +155,7 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
         return None
     kind = kind_of(main)
     meta = main["metadata"]
-    what = ref(kind.kind, meta.get("namespace"), meta["name"])
+    what = format_ref(kind.kind, meta.get("namespace"), meta["name"])
     action = next((a.action for a in applied if a.ref == what), "")
     if action == "configured" and main["kind"] == "RayJob":
         say(f"note: {what} changed while it exists; KubeRay does not restart a started job on spec changes "
@@ -201,8 +203,9 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     if client.get(kind, ns, name) is not None:
         return None  # still there: applied and judged as usual (already_finished)
     state, ok = ended_as(conditions)
-    say(f"{ref(kind.kind, ns, name)} already {state}: {deleted_text(conditions)}, and this spec is the one `run` "
-        f"created it from (launch record {ns}/{record_name(run)}); nothing was re-run. --replace starts it again.")
+    say(f"{format_ref(kind.kind, ns, name)} already {state}: {deleted_text(conditions)}, and this spec is the one "
+        f"`run` created it from (launch record {ns}/{record_name(run)}); nothing was re-run. --replace starts it "
+        "again.")
     return Outcome(ok, "already-finished", f"{state}; deleted by its DeleteSelf rule")
 
 
@@ -212,9 +215,8 @@ def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, a
     found = _self_deleting(bundle)
     if found is None:
         return
-    main = found[0]
-    ns = bundle.run.namespace
-    if next((a.action for a in applied if a.ref == ref("RayJob", ns, main["metadata"]["name"])), "") != "created":
+    ns, job = bundle.run.namespace, found[0]["metadata"]["name"]
+    if next((a.action for a in applied if a.ref == format_ref("RayJob", ns, job)), "") != "created":
         return
     client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,
@@ -243,8 +245,6 @@ def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> 
     (through the API server's pod proxy): a refusal is said with ✔; an answer ends following with
     exit 1 (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it
     is. When the API server will not proxy (no ``pods/proxy`` right), a note says it was not checked."""
-    from dockyard_k8s.errors import ClusterError
-
     infra, ns = bundle.run.infra, bundle.run.namespace
     done: list[str] = []  # the pod checked
 
@@ -323,8 +323,6 @@ def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, 
     """(submission id, command, runtime_env) of the run's Ray job (``entrypoint`` instead of the
     run's own): the same run gives the same id, so a second submission finds the first. The
     attached cluster has neither the recipe ConfigMap nor DOCKYARD_SANDBOX_URLS: both go with the job."""
-    from dockyard_k8s.render.submission import submission
-
     job = submission(bundle.run.infra, bundle.run.recipe, bundle.run.job_args, command=entrypoint)
     return submission_id(bundle.run.name, job.entrypoint, job.runtime_env), job.entrypoint, job.runtime_env
 
@@ -365,20 +363,7 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
 def list_clusters(client: KubeClient, namespace: str | None, *, selector: str = "") -> list[dict[str, Any]]:
     """RayClusters made by dockyard-k8s in ``namespace`` (None: every namespace), narrowed by a
     label ``selector`` (kubectl's -l)."""
-    from dockyard_k8s.live.kinds import RAYCLUSTER
-    from dockyard_k8s.render.meta import MANAGED_BY
-
     labels = ",".join(s for s in (f"app.kubernetes.io/managed-by={MANAGED_BY}", selector) if s)
     items, _ = client.list(RAYCLUSTER, namespace, label_selector=labels)
     return items
 
-
-def log_pods(client: KubeClient, bundle: Bundle, *, fleet: str | None = None,
-             pod: str | None = None) -> list[dict[str, Any]]:
-    """The run's pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the
-    RayJob submitter when there is one, else the head). One LIST."""
-    from dockyard_k8s.live.runs import RunRef
-    from dockyard_k8s.live.runs import log_pods as pods_of
-
-    ns, run = bundle.run.namespace, bundle.run.name
-    return pods_of(client, RunRef(ns, run, bundle.objects, None), fleet=fleet, pod=pod)

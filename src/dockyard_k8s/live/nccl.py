@@ -7,8 +7,6 @@ The pure parts (rendering the MPIJob, parsing all_reduce_perf output) live in
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from contextlib import closing
 from typing import Any
 
@@ -26,8 +24,7 @@ def launcher_selector(mpijob: dict[str, Any]) -> str:
     return f"{RUN_LABEL}={labels[RUN_LABEL]},{FLEET_LABEL}=nccl-launcher"
 
 
-def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: float,
-                       clock: Callable[[], float] = time.monotonic) -> str:
+def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: float) -> str:
     """Watch the launcher pod until it is Succeeded or Failed; return its whole log.
 
     Raises:
@@ -35,7 +32,7 @@ def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: f
     """
     namespace = mpijob["metadata"]["namespace"]
     with closing(watch_for(client, KINDS["Pod"], namespace, timeout=timeout,
-                           label_selector=launcher_selector(mpijob), clock=clock)) as events:
+                           label_selector=launcher_selector(mpijob))) as events:
         for event in events:
             pods = event.items if event.type == "SYNC" else [event.obj]
             done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]

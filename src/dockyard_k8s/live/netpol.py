@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live.client import KubeClient, allowed
+from dockyard_k8s.live.kinds import KINDS
 
 ENFORCING = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "romana", "kube-network-policies")
 GKE_DATAPLANE_V2 = "anetd"
@@ -35,6 +37,7 @@ AWS_AGENT_IMAGE = "aws-network-policy-agent"  # the aws-node container that enfo
 AWS_FLAG = "--enable-network-policy"
 K3S_ARGS = "k3s.io/node-args"
 K3S_OFF = "--disable-network-policy"
+K3S_SERVERS = "node-role.kubernetes.io/control-plane"  # the nodes that carry the servers' args
 # Where the plugins' DaemonSets are when the caller may not list every namespace's.
 PLUGIN_NAMESPACES = ("kube-system", "calico-system", "kube-flannel")
 AWS_HINT = ("turn on the VPC CNI's network policy agent: aws eks update-addon --cluster-name CLUSTER "
@@ -145,16 +148,12 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
                        "and GKE Dataplane V2 do; flannel alone does not): otherwise the sandbox policy is inert")
 
 
-def list_daemonsets(client: Any) -> list[dict[str, Any]] | None:
+def list_daemonsets(client: KubeClient) -> list[dict[str, Any]] | None:
     """Every namespace's DaemonSets, else (403) those of :data:`PLUGIN_NAMESPACES` that may be
     listed; None when none may."""
-    from dockyard_k8s.live.kinds import KINDS
-
-    try:
-        return list(client.list(KINDS["DaemonSet"], None)[0])
-    except ClusterError as e:
-        if e.status not in (401, 403):
-            raise
+    every = allowed(lambda: client.list(KINDS["DaemonSet"], None)[0])
+    if every is not None:
+        return every
     found: list[dict[str, Any]] | None = None
     for ns in PLUGIN_NAMESPACES:
         try:
@@ -167,22 +166,16 @@ def list_daemonsets(client: Any) -> list[dict[str, Any]] | None:
     return found
 
 
-def read_enforcement(client: Any) -> Enforcement:
+def read_enforcement(client: KubeClient) -> Enforcement:
     """:func:`enforcement` of the live cluster, for ``run`` (k3s's server nodes read only on k3s)."""
-    from dockyard_k8s.live.kinds import KINDS
-
     version = client.version()
     nodes = None
     if "+k3s" in str(version.get("gitVersion", "")):
-        try:
-            nodes = client.list(KINDS["Node"], None, label_selector="node-role.kubernetes.io/control-plane")[0]
-        except ClusterError as e:
-            if e.status not in (401, 403):
-                raise
+        nodes = allowed(lambda: client.list(KINDS["Node"], None, label_selector=K3S_SERVERS)[0])
     return enforcement(list_daemonsets(client), nodes, version)
 
 
-def inert_warning(client: Any) -> str:
+def inert_warning(client: KubeClient) -> str:
     """``run``'s one line when the sandbox's NetworkPolicy will not be enforced ("" otherwise,
     and when the API does not let us tell)."""
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,21 +82,20 @@ def read_answer(status: int, body: str, seconds: float, model: str) -> Completio
 
 
 def complete(base_url: str, model: str, prompt: str, max_tokens: int, *, timeout: float = 120.0,
-             api_key: str | None = None, transport: httpx2.BaseTransport | None = None,
-             clock: Callable[[], float] = time.monotonic) -> Completion:
+             api_key: str | None = None, transport: httpx2.BaseTransport | None = None) -> Completion:
     """Send the request to ``base_url`` (``http://127.0.0.1:PORT``) and check the answer; with
     ``api_key``, as a bearer token (set once on the client, never in a message)."""
     path, body = prepare_completion(model, prompt, max_tokens)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    start = clock()
+    start = time.monotonic()
     try:
         with httpx2.Client(base_url=base_url, timeout=timeout, transport=transport, headers=headers) as http:
             response = http.post(path, json=body)
-            seconds = clock() - start
+            seconds = time.monotonic() - start
             return read_answer(response.status_code, response.text, seconds, model)
     except httpx2.TimeoutException:
-        return Completion(False, "", 0, 0, clock() - start, model, f"no answer within {timeout:g}s",
+        return Completion(False, "", 0, 0, time.monotonic() - start, model, f"no answer within {timeout:g}s",
                           "the server is busy or still loading: `dockyard-k8s serve status SPEC`; raise --timeout")
     except httpx2.TransportError as e:
-        return Completion(False, "", 0, 0, clock() - start, model, f"cannot reach {base_url}: {e}",
+        return Completion(False, "", 0, 0, time.monotonic() - start, model, f"cannot reach {base_url}: {e}",
                           "is the endpoint Ready? `dockyard-k8s serve status SPEC`")

@@ -12,18 +12,17 @@ would wait for a status that never comes, so doctor fails on it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dockyard_k8s.live.checks import Check
+from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.netpol import flag_value
-
-if TYPE_CHECKING:
-    from dockyard_k8s.live.client import KubeClient
 
 WATCH_FLAG = "--watch-namespace"
 CONFIG_FLAG = "--config"
 SHOWN = 5  # namespaces named in a line, then "… N in all"
+_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # $(VAR) in a container's args
 
 # How the KubeRay operator's Deployment is labelled: the Helm chart, and the kustomize
 # manifests (ray-operator/config/default).
@@ -43,17 +42,9 @@ def operator_deployments(client: KubeClient) -> list[dict[str, Any]]:
 def _expand(value: str, env: dict[str, str]) -> str | None:
     """``$(VAR)`` in an argument as the kubelet expands it from the container's env; None when
     a variable's value is not known from the spec alone."""
-    unknown = False
-
-    def sub(m: re.Match[str]) -> str:
-        nonlocal unknown
-        if m.group(1) in env:
-            return env[m.group(1)]
-        unknown = True
-        return ""
-
-    out = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, value)
-    return None if unknown else out
+    if any(name not in env for name in _VAR.findall(value)):
+        return None
+    return _VAR.sub(lambda m: env[m.group(1)], value)
 
 
 def watch_namespaces(deployment: dict[str, Any]) -> list[str] | None:

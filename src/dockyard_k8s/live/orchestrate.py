@@ -13,15 +13,16 @@ import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable
-from contextlib import closing
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of, ref
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -113,7 +114,7 @@ def _keep_scaling(client: KubeClient, obj: dict[str, Any], say: Callable[[str], 
     out, kept = keep_autoscaled(obj, live)
     if kept:
         groups = ", ".join(f"{g} {n}" for g, n in sorted(kept.items()))
-        say(f"{ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
+        say(f"{format_ref(kind.kind, ns, name)} keeps the replicas the autoscaler set ({groups})")
     return keep_added(out, live)
 
 
@@ -142,7 +143,7 @@ def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name
                      timeout: float, say: Callable[[str], None]) -> None:
     """An object being deleted (a finalizer holds it) must be gone before it is applied again:
     applied onto, it would still be deleted, taking the new run with it."""
-    what = ref(kind.kind, namespace, name)
+    what = format_ref(kind.kind, namespace, name)
     finalizers = ", ".join((obj.get("metadata") or {}).get("finalizers") or []) or "garbage collection"
     say(f"waiting for {what} to finish deleting ({finalizers}) ...")
     if not wait_deleted(client, kind, namespace, name, timeout=timeout):
@@ -152,22 +153,20 @@ def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name
 
 
 def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_run: bool = False,
-                  force: bool = False, on_applied: Callable[[Applied], None] | None = None,
-                  preflight: bool = True, terminating_timeout: float = 300,
+                  force: bool = False, terminating_timeout: float = 300,
                   say: Callable[[str], None] = print) -> list[Applied]:
-    """Server-side apply in order; render-only kinds are reported as skipped. Before the
-    first write, a server dry run of everything (``preflight``); an object still being
+    """Server-side apply in order, each object's action said; render-only kinds are reported as
+    skipped. Before the first write, a server dry run of everything; an object still being
     deleted is waited for first; ``Warning`` headers are said."""
     out = []
     to_apply, skipped = split_apply(objects)
     for obj in skipped:
         kind, ns, name = _name(obj)
-        item = Applied(ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
+        item = Applied(format_ref(kind.kind, ns, name), "skipped (render-only; apply it with `render | kubectl apply`)")
         out.append(item)
-        if on_applied:
-            on_applied(item)
+        say(f"{item.action:<10} {item.ref}")
     to_apply = [_keep_scaling(client, obj, say) for obj in to_apply]
-    if preflight and not dry_run:
+    if not dry_run:
         _preflight(client, to_apply, force)
     for obj in to_apply:
         kind, ns, name = _name(obj)
@@ -177,48 +176,59 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
             before = None
         result = apply_one(client, obj, dry_run=dry_run, force=force, before=before)
         action = result.action if not dry_run else f"{result.action} (server dry run)"
-        item = Applied(ref(kind.kind, ns, name), action)
+        item = Applied(format_ref(kind.kind, ns, name), action)
         out.append(item)
-        if on_applied:
-            on_applied(item)
+        say(f"{item.action:<10} {item.ref}")
         for text in result.warnings:
             say(f"warning: {item.ref}: {text}")
     return out
 
 
+_Inbox = queue.Queue[tuple[Kind, WatchEvent | BaseException]]
+
+
+@contextmanager
+def _watching(client: KubeClient, namespace: str | None, sources: list[tuple[Kind, str, str]]) -> Iterator[_Inbox]:
+    """One thread per watch (kind, label selector, field selector) feeding one queue with
+    (kind, event), or (kind, the error) that ended it; leaving the block stops them all."""
+    stop = threading.Event()
+    inbox: _Inbox = queue.Queue()
+
+    def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
+        try:
+            for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
+                                   stop=stop):
+                inbox.put((kind, ev))
+        except BaseException as e:  # handed to the waiting thread
+            if not stop.is_set():
+                inbox.put((kind, e))
+
+    threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
+    for t in threads:
+        t.start()
+    try:
+        yield inbox
+    finally:
+        stop.set()
+        client.close_streams()
+        join_all(threads)
+
+
 def watch_for(client: KubeClient, kind: Kind, namespace: str | None, *, timeout: float,
-              field_selector: str = "", label_selector: str = "",
-              clock: Callable[[], float] = time.monotonic) -> Generator[WatchEvent, None, None]:
+              field_selector: str = "", label_selector: str = "") -> Generator[WatchEvent, None, None]:
     """Watch events until ``timeout`` seconds pass, even when none arrive: the watch runs in
     a thread feeding a queue, so the deadline is checked while the stream is silent. Errors
     of the watch are raised here; closing the generator stops the watch."""
-    deadline = clock() + timeout
-    stop = threading.Event()
-    inbox: queue.Queue[WatchEvent | BaseException] = queue.Queue()
-
-    def pump() -> None:
-        try:
-            for ev in client.watch(kind, namespace, field_selector=field_selector, label_selector=label_selector,
-                                   stop=stop):
-                inbox.put(ev)
-        except BaseException as e:  # handed to the waiting thread
-            inbox.put(e)
-
-    thread = threading.Thread(target=pump, daemon=True, name=f"watch-{kind.plural}")
-    thread.start()
-    try:
-        while clock() < deadline:
+    deadline = time.monotonic() + timeout
+    with _watching(client, namespace, [(kind, label_selector, field_selector)]) as inbox:
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                ev = inbox.get(timeout=min(0.5, max(0.01, deadline - clock())))
+                _, ev = inbox.get(timeout=min(0.5, max(0.01, left)))
             except queue.Empty:
                 continue
             if isinstance(ev, BaseException):
                 raise ev
             yield ev
-    finally:
-        stop.set()
-        client.close_streams()
-        join_all([thread])
 
 
 # How long stopping a command's watch threads may take, all of them together: close_streams
@@ -236,11 +246,9 @@ def join_all(threads: Iterable[threading.Thread], seconds: float = JOIN_SECONDS,
         t.join(timeout=max(0.0, deadline - clock()))
 
 
-def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> bool:
+def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float) -> bool:
     """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
-    with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}",
-                           clock=clock)) as events:
+    with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
         for ev in events:
             if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
                 return True
@@ -257,9 +265,9 @@ def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: 
     kind, ns, name = _name(main)
     if not client.delete(kind, ns, name, propagation="Foreground"):
         return False
-    say(f"deleting {ref(kind.kind, ns, name)} (--replace) ...")
+    say(f"deleting {format_ref(kind.kind, ns, name)} (--replace) ...")
     if not wait_deleted(client, kind, ns, name, timeout=timeout):
-        raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+        raise ClusterError(f"still present after {int(timeout)}s", obj=format_ref(kind.kind, ns, name),
                            hint="a finalizer may block deletion: `kubectl get -o yaml` shows metadata.finalizers")
     return True
 
@@ -338,8 +346,7 @@ class Outcome:
 
 def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
            say: Callable[[str], None], timeout: float | None = None, pre_running_deadline: float | None = None,
-           fail_fast: bool = False, operator_deadline: float | None = None,
-           clock: Callable[[], float] = time.monotonic, selector: str | None = None,
+           fail_fast: bool = False, operator_deadline: float | None = None, selector: str | None = None,
            main_kind: str | None = None, on_view: Callable[[RunView], Outcome | None] | None = None) -> Outcome:
     """Watch the run until its main object is terminal; print progress and findings as they happen.
     ``pre_running_deadline`` ends following when the run is not running in time; with
@@ -352,28 +359,9 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
     check that the Ray head refuses a request without the token).
     """
     view = new_view(run, objects, main_kind)
-    start = clock()
+    start = time.monotonic()
     selector = selector or run_selector(run)
-    stop = threading.Event()
-    inbox: queue.Queue[tuple[str, WatchEvent | BaseException]] = queue.Queue()
-
     rendered = {str(o.get("kind")) for o in objects}
-
-    def pump(kind: Kind, label_selector: str, field_selector: str) -> None:
-        try:
-            for ev in client.watch(kind, namespace, label_selector=label_selector, field_selector=field_selector,
-                                   stop=stop):
-                inbox.put((kind.kind, ev))
-        except ClusterError as e:
-            if e.status == 403 and kind.kind not in rendered and kind.kind != "Pod" and not stop.is_set():
-                say(f"warning: not allowed to watch {kind.resource} in {namespace} (403): followed without them")
-                inbox.put((kind.kind, WatchEvent("SYNC", {}, [])))
-            elif not stop.is_set():
-                inbox.put((kind.kind, e))
-        except BaseException as e:
-            if not stop.is_set():
-                inbox.put((kind.kind, e))
-
     sources = [(k, selector, "") for k in watched_kinds(objects)]
     sources += [(POD, selector, ""), (EVENT, "", "type=Warning")]
     if queued(objects):
@@ -383,23 +371,20 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             say("note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue "
                 "Workloads: Kueue is not installed, so nothing queues the job (it runs as soon as it is created)")
     tracked = {k.kind for k, _, _ in sources} - {"Event"}
-    threads = [threading.Thread(target=pump, args=s, daemon=True, name=f"watch-{s[0].plural}") for s in sources]
-    for t in threads:
-        t.start()
     synced: set[str] = set()
     last: dict[str, Any] | None = None  # the main object as the last event that had it left it
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
 
     def stamp() -> str:
-        secs = int(clock() - start)
+        secs = int(time.monotonic() - start)
         return f"[{secs // 60:02d}:{secs % 60:02d}]"
 
     def tell(f: Diagnosis) -> None:
         say(f"{stamp()} ✖ {f.line()}\n         hint: {f.hint}")
 
-    try:
+    with _watching(client, namespace, sources) as inbox:
         while True:
-            now = clock()
+            now = time.monotonic()
             if timeout is not None and now - start >= timeout:
                 return Outcome(False, "timeout", f"stopped following after {int(timeout)}s; the run keeps going")
             waited = deadline_clock.elapsed(now)
@@ -414,7 +399,11 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
             batch = _burst(inbox)
-            for kind, ev in batch:
+            for source, ev in batch:
+                kind = source.kind
+                if isinstance(ev, ClusterError) and ev.status == 403 and kind not in rendered and kind != "Pod":
+                    say(f"warning: not allowed to watch {source.resource} in {namespace} (403): followed without them")
+                    ev = WatchEvent("SYNC", {}, [])
                 if isinstance(ev, BaseException):
                     raise ev
                 if ev.type == "SYNC":
@@ -429,7 +418,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                     synced.add(kind)
                 else:
                     view.update(kind, ev.type, ev.obj)
-                deadline_clock.observe(pre_running_state(view.main(), view.pods), clock())
+                deadline_clock.observe(pre_running_state(view.main(), view.pods), time.monotonic())
                 last = view.main() or last  # as of each event: a burst may hold its end and its deletion
                 if len(synced) == len(sources):
                     for line in view.changes(fleets=False):  # each state of the main object
@@ -462,10 +451,6 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             verdict = on_view(view) if on_view is not None else None
             if verdict is not None:
                 return verdict
-    finally:
-        stop.set()
-        client.close_streams()
-        join_all(threads)
 
 
 # A burst of watch events (16 sandbox pods turning Ready within milliseconds) is taken in whole
@@ -475,7 +460,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
 QUIET, BURST = 0.05, 0.2
 
 
-def _burst(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]]) -> list[tuple[str, WatchEvent | BaseException]]:
+def _burst(inbox: _Inbox) -> list[tuple[Kind, WatchEvent | BaseException]]:
     try:
         out = [inbox.get(timeout=0.25)]
     except queue.Empty:
@@ -497,11 +482,11 @@ def deleted_outcome(last: dict[str, Any], pods: list[dict[str, Any]], namespace:
     if phase.terminal:
         return Outcome(phase.ok, phase.state, f"{phase.summary} (then deleted)")
     meta = last.get("metadata") or {}
-    return Outcome(False, "deleted", f"{ref(str(last.get('kind')), namespace, str(meta.get('name')))} was deleted "
-                                     "while it was followed")
+    what = format_ref(str(last.get("kind")), namespace, str(meta.get("name")))
+    return Outcome(False, "deleted", f"{what} was deleted while it was followed")
 
 
-def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: RunView) -> list[Diagnosis]:
+def _drain(inbox: _Inbox, view: RunView) -> list[Diagnosis]:
     """At the end, take in what already arrived so no problem seen by a watch goes unsaid."""
     while True:
         try:
@@ -510,9 +495,9 @@ def _drain(inbox: queue.Queue[tuple[str, WatchEvent | BaseException]], view: Run
             break
         if isinstance(ev, WatchEvent):
             if ev.type == "SYNC":
-                view.sync(kind, ev.items)
+                view.sync(kind.kind, ev.items)
             else:
-                view.update(kind, ev.type, ev.obj)
+                view.update(kind.kind, ev.type, ev.obj)
     return view.new_findings()
 
 
@@ -521,28 +506,16 @@ def find_run_objects(client: KubeClient, namespace: str, run: str, kinds: Iterab
                      note: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Every object of the run (or of ``selector``) among ``kinds`` (one LIST each; kinds the
     server lacks are skipped, and kinds not ``rendered`` the user may not list, with a ``note``)."""
-    out = []
-    seen: set[tuple[str, str]] = set()
-    notes: list[str] = []
-    for kind in kinds:
-        if (kind.api_version, kind.kind) in seen:
-            continue
-        seen.add((kind.api_version, kind.kind))
-        out.extend(list_of_run(client, kind, namespace, run, rendered=rendered, note=note or notes.append,
-                               selector=selector))
-    return out
+    return [obj for kind in dict.fromkeys(kinds) for obj in list_of_run(
+        client, kind, namespace, run, rendered=rendered, note=note or (lambda _: None), selector=selector)]
 
 
 def down_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     """Kinds to look for, in deletion order: the reverse of apply order (workloads first),
     NetworkPolicy last (``teardown.down`` deletes it once the run's pods are gone)."""
-    order: list[Kind] = []
-    for kind in [RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
-                 *(KINDS[name] for name in RUN_KINDS),
-                 *(KINDS[name] for name in (*sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))]:
-        if kind not in order:
-            order.append(kind)
-    return [k for k in order if k.kind != "NetworkPolicy"] + [k for k in order if k.kind == "NetworkPolicy"]
+    order = dict.fromkeys([RAYJOB, RAYCLUSTER, *(kind_of(o) for o in reversed(list(objects))),
+                           *(KINDS[name] for name in (*RUN_KINDS, *sorted(RENDER_ONLY), *sorted(KEEP_BY_DEFAULT)))])
+    return sorted(order, key=lambda k: k.kind == "NetworkPolicy")
 
 
 def status_doc(view: RunView, namespace: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """``kubectl port-forward`` as a context manager: the launcher's client does not tunnel.
 
-kubectl is found on PATH; it prints ``Forwarding from 127.0.0.1:PORT -> REMOTE`` once
-the tunnel is up (local port 0 lets it pick a free one). Leaving the ``with`` block,
+kubectl is found on PATH; asked for ``:REMOTE`` (no local port) it picks a free one and prints
+``Forwarding from 127.0.0.1:PORT -> REMOTE`` once the tunnel is up. Leaving the ``with`` block,
 or Ctrl-C, ends the kubectl process we started (and only that one).
 """
 
@@ -51,7 +51,7 @@ def kubectl_base(context: str | None = None, kubeconfig: str | None = None) -> l
 
 
 @contextlib.contextmanager
-def port_forward(namespace: str, target: str, remote_port: int, *, local_port: int = 0, context: str | None = None,
+def port_forward(namespace: str, target: str, remote_port: int, *, context: str | None = None,
                  kubeconfig: str | None = None, timeout: float = 30.0, checked: bool = False) -> Iterator[str]:
     """Yield ``http://127.0.0.1:PORT`` forwarding to ``target`` (``svc/name``) port ``remote_port``.
 
@@ -65,7 +65,7 @@ def port_forward(namespace: str, target: str, remote_port: int, *, local_port: i
         with connect(context=context, kubeconfig=kubeconfig) as client:
             client.version()
     cmd = [*kubectl_base(context, kubeconfig), "port-forward", "-n", namespace, "--address", "127.0.0.1", target,
-           f"{local_port or ''}:{remote_port}"]
+           f":{remote_port}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: queue.Queue[str | None] = queue.Queue()
 

@@ -50,10 +50,6 @@ def _status(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("status") or {}
 
 
-def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c.get("type", ""): c for c in _status(obj).get("conditions") or []}
-
-
 def _cond_line(c: dict[str, Any]) -> str:
     text = f"{c.get('type')}={c.get('status')}"
     if c.get("reason"):
@@ -112,12 +108,12 @@ def raycluster_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     ``state: ready`` and ``RayClusterProvisioned`` are never cleared once set, so they say
     nothing after a spec change or a crash; ``ReplicaFailure`` is a finding, not an end."""
     st = _status(obj)
-    conds = _conditions(obj)
+    conds = kube.conditions(obj)
     details = tuple(_cond_line(c) for c in conds.values())
     ready_workers, desired = int(st.get("readyWorkerReplicas") or 0), int(st.get("desiredWorkerReplicas") or 0)
     workers = f"workers ready {ready_workers}/{desired}"
     state = st.get("state") or ""
-    if state == "suspended" or (conds.get("RayClusterSuspended") or {}).get("status") == "True":
+    if state == "suspended" or "RayClusterSuspended" in kube.true_conditions(obj):
         return Phase("suspended", "suspended", False, False, details)
     generation = (obj.get("metadata") or {}).get("generation")
     observed = st.get("observedGeneration")
@@ -136,17 +132,16 @@ def raycluster_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
 
 def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     st = _status(obj)
-    conds = _conditions(obj)
+    conds = kube.conditions(obj)
     details = tuple(_cond_line(c) for c in conds.values())
     counts = f"active {st.get('active', 0)}, succeeded {st.get('succeeded', 0)}, failed {st.get('failed', 0)}"
+    true = kube.true_conditions(obj)
     for kind in ("Failed", "FailureTarget"):
-        c = conds.get(kind)
-        if c and c.get("status") == "True":
+        if c := true.get(kind):
             return Phase("failed", f"failed ({c.get('reason') or '-'}): {c.get('message') or counts}", True,
                          False, details)
     for kind in ("Complete", "SuccessCriteriaMet"):
-        c = conds.get(kind)
-        if c and c.get("status") == "True":
+        if kind in true:
             return Phase("succeeded", f"complete, {counts}", True, True, details)
     if (obj.get("spec") or {}).get("suspend"):
         return Phase("suspended", f"suspended, {counts}", False, False, details)
@@ -195,7 +190,7 @@ def deployment_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     st = _status(obj)
     want = int((obj.get("spec") or {}).get("replicas", 1))
     ready = int(st.get("readyReplicas", 0))
-    conds = _conditions(obj)
+    conds = kube.conditions(obj)
     details = tuple(_cond_line(c) for c in conds.values())
     progressing = conds.get("Progressing") or {}
     if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
@@ -214,13 +209,12 @@ def deployment_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
 
 def conditions_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
     """Any other kind (MPIJob...): the usual Succeeded/Complete/Failed/Running/Ready conditions."""
-    conds = _conditions(obj)
+    conds = kube.conditions(obj)
     details = tuple(_cond_line(c) for c in conds.values())
     for kind, state, terminal, ok in (("Failed", "failed", True, False), ("Succeeded", "succeeded", True, True),
                                       ("Complete", "succeeded", True, True), ("Running", "running", False, False),
                                       ("Ready", "ready", False, True)):
-        c = conds.get(kind)
-        if c and c.get("status") == "True":
+        if c := kube.true_conditions(obj).get(kind):
             return Phase(state, _cond_line(c), terminal, ok, details)
     return Phase("pending", "no condition yet", False, False, details)
 
@@ -287,10 +281,6 @@ class FleetRow:
     failed: int
 
 
-def _cond_true(pod: dict[str, Any], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True" for c in _status(pod).get("conditions") or [])
-
-
 def fleet_rows(desired: dict[str, int], pods: Iterable[dict[str, Any]]) -> list[FleetRow]:
     counts: dict[str, list[int]] = {}
     for pod in pods:
@@ -299,8 +289,9 @@ def fleet_rows(desired: dict[str, int], pods: Iterable[dict[str, Any]]) -> list[
         c = counts.setdefault(fleet_of(pod), [0, 0, 0, 0, 0])
         phase = _status(pod).get("phase")
         c[0] += 1
-        c[1] += _cond_true(pod, "PodScheduled") or phase in ("Running", "Succeeded", "Failed")
-        c[2] += _cond_true(pod, "Ready")
+        true = kube.true_conditions(pod)
+        c[1] += "PodScheduled" in true or phase in ("Running", "Succeeded", "Failed")
+        c[2] += "Ready" in true
         c[3] += phase == "Succeeded"
         c[4] += phase == "Failed"
     names = [f for f in FLEET_ORDER if f in desired or f in counts]
@@ -338,8 +329,7 @@ def history(event: dict[str, Any], pod: dict[str, Any] | None) -> bool:
     if pod is None:
         return False
     kind = "PodScheduled" if event.get("reason") == "FailedScheduling" else "Ready"
-    since = next((_second(c.get("lastTransitionTime")) for c in _status(pod).get("conditions") or []
-                  if c.get("type") == kind and c.get("status") == "True"), "")
+    since = _second(kube.true_conditions(pod).get(kind, {}).get("lastTransitionTime"))
     seen = event_seen(event)
     return bool(since and seen and seen <= since)
 
@@ -448,10 +438,9 @@ class RunView:
             retries = submitter_retries(pod, pods, main)
             for f in pod_findings(pod):
                 out.setdefault(f.key, retried(f, retries))
-        for kind in ("RayCluster",):
-            for obj in self.of_kind(kind):
-                for f in object_findings(obj):
-                    out.setdefault(f.key, f)
+        for obj in self.of_kind("RayCluster"):
+            for f in object_findings(obj):
+                out.setdefault(f.key, f)
         by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
 
@@ -466,14 +455,11 @@ class RunView:
             if fleet is None or history(event, self._event_pod(event, by_uid, by_name)) or self._bound(event):
                 continue
             found = event_finding(event, fleet)
-            if found is None:
-                continue
-            f = found
-            if f.reason in image:  # an image pull event and the pod's ImagePullBackOff state are one problem
-                if f.pod in pulling:
-                    continue
-                pulling.add(f.pod)
-            out[f.key] = f
+            if found is None or (found.reason in image and found.pod in pulling):
+                continue  # an image pull event and the pod's ImagePullBackOff state are one problem
+            if found.reason in image:
+                pulling.add(found.pod)
+            out[found.key] = found
         return waiting_for_terminating(list(out.values()), pods)
 
     def new_findings(self) -> list[Diagnosis]:

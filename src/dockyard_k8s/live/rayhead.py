@@ -7,7 +7,7 @@ run's own cluster (``launch.attach.cluster``, the bringup cluster, or the RayJob
 
 **The Jobs API** (Ray docs, "Ray Jobs REST API"): ``POST /api/jobs/`` submit, ``GET /api/jobs/``
 list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST /api/jobs/{id}/stop``,
-``DELETE /api/jobs/{id}``. ``prepare_*`` are pure; :class:`RayJobsClient` sends.
+``DELETE /api/jobs/{id}``: :class:`RayJobsClient` (a submission's body: :func:`prepare_submit`, pure).
 
 **The token** (Ray >= 2.52: ``Authorization: Bearer <token>`` on every request;
 ``GET /api/authentication_mode``, public, says whether the head requires it):
@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from dockyard_k8s.errors import ClusterError, UsageError
-from dockyard_k8s.kube import pod_templates
-from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB, ref
+from dockyard_k8s.kube import format_ref, pod_templates, true_conditions
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
@@ -58,7 +59,6 @@ from dockyard_k8s.render.shapes import head_pod_name
 if TYPE_CHECKING:
     from dockyard_k8s.bundle import Bundle
     from dockyard_k8s.config.infra_types import InfraSpec
-    from dockyard_k8s.live.client import KubeClient
 
 DASHBOARD_PORT = 8265
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
@@ -101,40 +101,9 @@ def latest_job(ray: RayJobsClient, base: str) -> dict[str, Any] | None:
 
 
 def prepare_submit(entrypoint: str, *, sub_id: str | None = None, runtime_env: dict[str, Any] | None = None,
-                   metadata: dict[str, str] | None = None, entrypoint_num_cpus: float | None = None,
-                   entrypoint_num_gpus: float | None = None) -> RayRequest:
-    body: dict[str, Any] = {"entrypoint": entrypoint}
-    if sub_id:
-        body["submission_id"] = sub_id
-    if runtime_env:
-        body["runtime_env"] = runtime_env
-    if metadata:
-        body["metadata"] = metadata
-    if entrypoint_num_cpus is not None:
-        body["entrypoint_num_cpus"] = entrypoint_num_cpus
-    if entrypoint_num_gpus is not None:
-        body["entrypoint_num_gpus"] = entrypoint_num_gpus
-    return RayRequest("POST", "/api/jobs/", body, "submit job")
-
-
-def prepare_list() -> RayRequest:
-    return RayRequest("GET", "/api/jobs/", None, "list jobs")
-
-
-def prepare_get(job: str) -> RayRequest:
-    return RayRequest("GET", f"/api/jobs/{job}", None, f"job {job}")
-
-
-def prepare_logs(job: str) -> RayRequest:
-    return RayRequest("GET", f"/api/jobs/{job}/logs", None, f"job {job}")
-
-
-def prepare_stop(job: str) -> RayRequest:
-    return RayRequest("POST", f"/api/jobs/{job}/stop", None, f"job {job}")
-
-
-def prepare_delete(job: str) -> RayRequest:
-    return RayRequest("DELETE", f"/api/jobs/{job}", None, f"job {job}")
+                   metadata: dict[str, str] | None = None) -> RayRequest:
+    body = {"entrypoint": entrypoint, "submission_id": sub_id, "runtime_env": runtime_env, "metadata": metadata}
+    return RayRequest("POST", "/api/jobs/", {k: v for k, v in body.items() if v}, "submit job")
 
 
 AUTH_HINT = {
@@ -192,31 +161,28 @@ class RayJobsClient:
         return str(self.call(prepare_submit(entrypoint, **kwargs))["submission_id"])
 
     def list(self) -> list[dict[str, Any]]:
-        return list(self.call(prepare_list()))
+        return list(self.call(RayRequest("GET", "/api/jobs/", None, "list jobs")))
+
+    def _job(self, method: str, job: str, action: str = "", *, missing_ok: bool = False) -> Any:
+        return self.call(RayRequest(method, f"/api/jobs/{job}{action and '/' + action}", None, f"job {job}"),
+                         missing_ok=missing_ok)
 
     def get(self, job: str) -> dict[str, Any] | None:
-        found = self.call(prepare_get(job), missing_ok=True)
+        found = self._job("GET", job, missing_ok=True)
         return dict(found) if found else None
 
     def logs(self, job: str) -> str:
-        return str(self.call(prepare_logs(job)).get("logs", ""))
+        return str(self._job("GET", job, "logs").get("logs", ""))
 
     def stop(self, job: str) -> bool:
-        return bool(self.call(prepare_stop(job)).get("stopped"))
+        return bool(self._job("POST", job, "stop").get("stopped"))
 
     def delete(self, job: str) -> bool:
-        return bool(self.call(prepare_delete(job)).get("deleted"))
+        return bool(self._job("DELETE", job).get("deleted"))
 
-    def wait(self, job: str, *, poll: float = 1.0, timeout: float | None = None,
-             clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    def wait(self, job: str, *, poll: float = 1.0) -> None:
         """Until the job is terminal. The Jobs REST API has no watch: this polls."""
-        start = clock()
-        while True:
-            info = self.get(job) or {}
-            if info.get("status") in TERMINAL:
-                return info
-            if timeout is not None and clock() - start > timeout:
-                return info
+        while (self.get(job) or {}).get("status") not in TERMINAL:
             self.sleep(poll)
 
     def follow_logs(self, job: str, *, poll: float = 1.0) -> Iterator[str]:
@@ -243,12 +209,7 @@ def job_row(info: dict[str, Any]) -> list[str]:
 # --- the Ray token: its Secret, and where a dashboard's token comes from -------------------------
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def launch_secret(client: KubeClient, infra: InfraSpec, *,
-                  make_token: Callable[[], str] = new_token) -> tuple[str | None, str | None]:
+def launch_secret(client: KubeClient, infra: InfraSpec) -> tuple[str | None, str | None]:
     """What ``run`` does about the token Secret: (a random token for the Secret it applies with the
     run, ``render.record.launch_objects``) when it is missing; (None, its ref) when it exists and
     stays as it is; (None, None) when the run needs none (auth disabled, attach mode).
@@ -260,7 +221,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
     if not enabled(infra) or infra["launch"]["mode"] == "attach":
         return None, None
     ns, name = infra["infra"]["namespace"], secret_name(infra)
-    what = ref("Secret", ns, name)
+    what = format_ref("Secret", ns, name)
     have = client.get(SECRET, ns, name)
     if have is not None:
         if TOKEN_KEY not in (have.get("data") or {}):
@@ -271,7 +232,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec, *,
         raise ClusterError("does not exist (kuberay.auth.secretName names it; the launcher only creates its own "
                            f"default Secret {infra['launch']['name']}-ray-auth)", obj=what, status=404,
                            hint=create_command(ns, name))
-    return make_token(), None
+    return secrets.token_urlsafe(32), None
 
 
 def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_KEY, *, what: str = "the Ray token",
@@ -282,7 +243,7 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
     Raises:
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
-    obj = ref("Secret", namespace, name)
+    obj = format_ref("Secret", namespace, name)
     secret = client.get(SECRET, namespace, name)
     if secret is None:
         raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
@@ -371,15 +332,13 @@ def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | 
     return _of_cluster(client, ns, cluster) if cluster else None
 
 
-def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
-                    env: Mapping[str, str] | None = None) -> str | None:
+def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient | None) -> str | None:
     """The token for the target's Ray dashboard, or None when none is known (see :func:`token_source`)."""
-    env = os.environ if env is None else env
-    source = token_source(target, bundle, client, env=env)
+    source = token_source(target, bundle, client)
     if source is None:
         return None
     if source.env:
-        return env[ENV_TOKEN].strip()
+        return os.environ[ENV_TOKEN].strip()
     if client is None:
         return None
     return read_token(client, source.namespace, source.secret, source.key)
@@ -415,26 +374,18 @@ def unauthenticated(where: str, status: int) -> str:
             "variable did not reach the head), so whoever reaches port 8265 can run code on the cluster")
 
 
-def anonymous_status(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
-    """The HTTP status of ``GET /api/jobs/`` sent to a dashboard without any credential.
+def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
+    """attach mode, before anything is submitted: the head refuses a request without the token
+    (the HTTP status of ``GET /api/jobs/`` sent without any credential).
 
     Raises:
-        ClusterError: the dashboard cannot be reached.
+        ClusterError: it answered (token auth is off on the attached cluster), or cannot be reached.
     """
     try:
         with httpx2.Client(base_url=address, timeout=30.0, transport=transport) as http:
-            return http.get(ANONYMOUS_PATH).status_code
+            status = http.get(ANONYMOUS_PATH).status_code
     except httpx2.TransportError as e:
         raise ClusterError(f"cannot reach the Ray dashboard at {address}: {e}", obj="Ray dashboard") from e
-
-
-def require_refused(address: str, *, transport: httpx2.BaseTransport | None = None) -> int:
-    """attach mode, before anything is submitted: the head refuses a request without the token.
-
-    Raises:
-        ClusterError: it answered (token auth is off on the attached cluster).
-    """
-    status = anonymous_status(address, transport=transport)
     if not refused(status):
         raise ClusterError(unauthenticated(f"the Ray head at {address}", status) + "; nothing was submitted",
                            obj="Ray dashboard", hint="give the attached cluster an image with Ray >= 2.52 and "
@@ -449,10 +400,8 @@ def head_pod(infra: InfraSpec, pods: Iterable[dict[str, Any]]) -> str | None:
     named = head_pod_name(infra) if infra["launch"]["mode"] == "statefulset" else None
     for pod in pods:
         meta = pod.get("metadata") or {}
-        if not (meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"):
-            continue
-        if any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or []):
+        head = meta.get("name") == named or (meta.get("labels") or {}).get(FLEET_LABEL) == "head"
+        if head and "Ready" in true_conditions(pod):
             return str(meta.get("name"))
     return None
 

@@ -89,13 +89,10 @@ def ended_as(conditions: list[dict[str, Any]]) -> tuple[str, bool]:
     return "ended", True
 
 
-def condition_text(conditions: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{k} {c[k]}" for c in conditions for k in ("jobStatus", "jobDeploymentStatus") if c.get(k))
-
-
 def deleted_text(conditions: list[dict[str, Any]]) -> str:
     """How `run`, `runs` and `status` say a DeleteSelf rule removed the RayJob."""
-    return f"KubeRay deleted it when it ended (deletionRules: DeleteSelf on {condition_text(conditions)})"
+    on = ", ".join(f"{k} {c[k]}" for c in conditions for k in ("jobStatus", "jobDeploymentStatus") if c.get(k))
+    return f"KubeRay deleted it when it ended (deletionRules: DeleteSelf on {on})"
 
 
 @dataclass(frozen=True, slots=True)

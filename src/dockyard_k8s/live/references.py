@@ -10,16 +10,14 @@ doctor: its pods would never start (CreateContainerConfigError, ImagePullBackOff
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref, unheld_references
 from dockyard_k8s.live.checks import Check
+from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.render.rayauth import TokenSecret
-
-if TYPE_CHECKING:
-    from dockyard_k8s.live.client import KubeClient
 
 # What a missing reference's fix is, by kind ({ns}, {name} filled in).
 REFERENCE_FIXES = {

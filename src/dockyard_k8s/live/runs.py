@@ -16,9 +16,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import orchestrate, teardown
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
+from dockyard_k8s.live.kueue import list_workloads, workload_of, workload_state
+from dockyard_k8s.live.logs import select_pods
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
 from dockyard_k8s.live.record import Record, read_record, self_deleted
@@ -83,9 +86,8 @@ def down(client: KubeClient, ref: RunRef, *, include_governance: bool = False, k
 
 def log_pods(client: KubeClient, ref: RunRef, *, fleet: str | None = None, pod: str | None = None,
              selector: str = "") -> list[dict[str, Any]]:
-    """As ``launch.log_pods``: the pods whose logs ``logs RUN`` shows (one LIST)."""
-    from dockyard_k8s.live.logs import select_pods
-
+    """The pods whose logs ``logs`` shows: ``pod``, a ``fleet``, or the default (the RayJob
+    submitter when there is one, else the head). One LIST."""
     main = main_object(ref.objects)
     label = ",".join(s for s in (orchestrate.run_selector(ref.run), selector) if s)
     pods, _ = client.list(POD, ref.namespace, label_selector=label)
@@ -96,8 +98,6 @@ def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget)
     """Run ``name`` found on the cluster, and its Ray dashboard: its RayJob's cluster, its bringup
     cluster, or the cluster/address attach mode named (from the launch record); ``target``'s own
     address or cluster (the flags) win."""
-    from dockyard_k8s.errors import ClusterError
-
     ref = find_run(client, namespace, name)
     if not ref.found:
         raise ClusterError(f"no run {name} in namespace {namespace}", hint="`dockyard-k8s runs -A` lists the runs")
@@ -138,15 +138,8 @@ def _created(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
 
 
-def _queues(client: KubeClient, namespace: str | None) -> list[dict[str, Any]]:
-    """The Kueue Workloads of the namespace (or all): none when Kueue is not installed."""
-    return client.list(KINDS["Workload"], namespace, missing_ok=True)[0] if "Workload" in KINDS else []
-
-
 def queue_text(workloads: list[dict[str, Any]], main: dict[str, Any] | None) -> str:
     """The QUEUE column: the state of the Kueue Workload of the run's job, in Kueue's words."""
-    from dockyard_k8s.live.kueue import workload_of, workload_state
-
     wl = workload_of(workloads, main) if main is not None else None
     if wl is None:
         return ""
@@ -166,7 +159,7 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
     for kind in MAIN_KINDS:
         items, _ = client.list(KINDS[kind], namespace, label_selector=labels(MANAGED), missing_ok=True)
         mains += [o for o in items if not (o.get("metadata") or {}).get("ownerReferences")]
-    queues = _queues(client, namespace)
+    queues = list_workloads(client, namespace)
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     for obj, is_record in [*((r, True) for r in records), *((m, False) for m in mains)]:
         meta = obj.get("metadata") or {}

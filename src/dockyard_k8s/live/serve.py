@@ -17,9 +17,11 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, POD
+from dockyard_k8s.live.kinds import KINDS, POD, kind_of
+from dockyard_k8s.live.logs import select_pods
 from dockyard_k8s.live.orchestrate import Outcome
 from dockyard_k8s.live.progress import RunView
 from dockyard_k8s.live.rayhead import read_token
@@ -81,8 +83,7 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
                                          creates=SERVE_CREATES):
         say(unread)
     applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
-                                        force=options.force_conflicts,
-                                        on_applied=lambda a: say(f"{a.action:<10} {a.ref}"))
+                                        force=options.force_conflicts, say=say)
     say(f"endpoint {cfg.name} in {cfg.namespace}: {orchestrate.tally(applied)}")
     if options.dry_run == "server":
         return Outcome(True, "dry-run", "server dry run: nothing was persisted")
@@ -107,9 +108,6 @@ def require_served(client: KubeClient, bundle: ServeBundle) -> None:
     Raises:
         ClusterError: a kind is not served (the CRD is not installed).
     """
-    from dockyard_k8s.errors import ClusterError
-    from dockyard_k8s.live.kinds import kind_of
-
     for obj in bundle.objects:
         for prefix, (operator, instead) in OPERATOR_KINDS.items():
             if not str(obj.get("apiVersion", "")).startswith(prefix):
@@ -165,8 +163,6 @@ def status(client: KubeClient, bundle: ServeBundle) -> ServeStatus:
     scalers: list[dict[str, Any]] = []
     for obj in bundle.objects:
         if obj["kind"] == "ScaledObject":
-            from dockyard_k8s.live.kinds import kind_of
-
             scalers, _ = client.list(kind_of(obj), cfg.namespace, label_selector=sel, missing_ok=True)
     return ServeStatus(view, claims, scalers, services[0] if services else None)
 
@@ -190,8 +186,6 @@ def down(client: KubeClient, bundle: ServeBundle, *, delete_cache: bool = False,
 
 def log_pods(client: KubeClient, bundle: ServeBundle, *, pod: str | None = None) -> list[dict[str, Any]]:
     """The endpoint's server pods (or ``pod``): one LIST."""
-    from dockyard_k8s.live.logs import select_pods
-
     pods, _ = client.list(POD, bundle.config.namespace, label_selector=selector(bundle))
     return select_pods(pods, fleet="serve", pod=pod)
 

@@ -18,9 +18,9 @@ from contextlib import closing
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import object_ref
+from dockyard_k8s.kube import format_ref, object_ref
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import POD, ref
+from dockyard_k8s.live.kinds import POD
 from dockyard_k8s.live.orchestrate import (
     KEEP_BY_DEFAULT,
     _name,
@@ -46,41 +46,35 @@ def down(client: KubeClient, namespace: str, run: str, objects: list[dict[str, A
     NetworkPolicies and Secret go once no pod of the run is left (``pods_timeout`` seconds at
     most; then they are kept and a ClusterError says why)."""
     deleted: list[str] = []
+
+    def delete(obj: dict[str, Any]) -> None:
+        kind, ns, name = _name(obj)
+        what = format_ref(kind.kind, ns, name)
+        if kind.kind in RENDER_ONLY and not include_governance:
+            say(f"kept {what} (governance; --include-governance deletes it)")
+        elif kind.kind in KEEP_BY_DEFAULT and keep_volumes:
+            say(f"kept {what} (data; {volumes_flag} deletes it)")
+        elif (obj.get("metadata") or {}).get("ownerReferences"):
+            return  # its owner's deletion removes it (garbage collection)
+        elif client.delete(kind, ns, name, dry_run=dry_run):
+            deleted.append(what)
+            say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
+
     found = find_run_objects(client, namespace, run, down_kinds(objects), selector=selector,
                              rendered={str(o.get("kind")) for o in objects}, note=say)
     last = [o for o in found if o.get("kind") in ("NetworkPolicy", "Secret")]
     for obj in [o for o in found if o not in last]:
-        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
-                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+        delete(obj)
     if last and not dry_run:
         wait_pods_gone(client, namespace, run, selector=selector or run_selector(run), timeout=pods_timeout,
                        then=", ".join(f"{o['kind']} {o['metadata']['name']}" for o in last), say=say)
     for obj in last:
-        _delete(client, obj, deleted, include_governance=include_governance, keep_volumes=keep_volumes,
-                dry_run=dry_run, say=say, volumes_flag=volumes_flag)
+        delete(obj)
     return deleted
 
 
-def _delete(client: KubeClient, obj: dict[str, Any], deleted: list[str], *, include_governance: bool,
-            keep_volumes: bool, dry_run: bool, say: Callable[[str], None], volumes_flag: str) -> None:
-    kind, ns, name = _name(obj)
-    what = ref(kind.kind, ns, name)
-    if kind.kind in RENDER_ONLY and not include_governance:
-        say(f"kept {what} (governance; --include-governance deletes it)")
-        return
-    if kind.kind in KEEP_BY_DEFAULT and keep_volumes:
-        say(f"kept {what} (data; {volumes_flag} deletes it)")
-        return
-    if (obj.get("metadata") or {}).get("ownerReferences"):
-        return  # its owner's deletion removes it (garbage collection)
-    if client.delete(kind, ns, name, dry_run=dry_run):
-        deleted.append(what)
-        say(f"deleted {what}" + (" (server dry run)" if dry_run else ""))
-
-
 def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: str, timeout: float,
-                   then: str, say: Callable[[str], None] = print,
-                   clock: Callable[[], float] = time.monotonic) -> None:
+                   then: str, say: Callable[[str], None] = print) -> None:
     """Watch the pods of ``selector`` until none is left (pods the garbage collector has yet to
     delete, pods in their grace period; a bare pod nothing deletes aside) before ``then`` (``Kind
     name, ...``) is deleted. A ClusterError when some are still there after ``timeout``; a user who
@@ -88,8 +82,7 @@ def wait_pods_gone(client: KubeClient, namespace: str, run: str, *, selector: st
     pods: dict[str, dict[str, Any]] = {}
     synced = False
     try:
-        with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector,
-                               clock=clock)) as events:
+        with closing(watch_for(client, POD, namespace, timeout=timeout, label_selector=selector)) as events:
             for ev in events:
                 if ev.type == "SYNC":
                     synced = True
@@ -127,11 +120,10 @@ def _going(pod: dict[str, Any]) -> bool:
 
 
 def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
-              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print,
-              clock: Callable[[], float] = time.monotonic) -> None:
+              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print) -> None:
     """``down --wait``: until nothing labelled with the run is left (finalizers released,
     owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
     kinds = [*down_kinds(objects), POD]
     left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
             if o.get("kind") not in keep]
@@ -142,7 +134,7 @@ def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[s
         f"{object_ref(o)} ({', '.join(o['metadata']['finalizers'])})" for o in held) if held else "") + " ...")
     for obj in left:
         kind, ns, name = _name(obj)
-        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - clock())):
-            raise ClusterError(f"still present after {int(timeout)}s", obj=ref(kind.kind, ns, name),
+        if not wait_deleted(client, kind, ns, name, timeout=max(0.0, deadline - time.monotonic())):
+            raise ClusterError(f"still present after {int(timeout)}s", obj=format_ref(kind.kind, ns, name),
                                hint="a finalizer holds it (is its operator running?): `kubectl get "
                                     f"{kind.plural} -n {ns} {name} -o yaml` shows metadata.finalizers")

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.kube import as_mapping, format_quantity
+from dockyard_k8s.kube import as_mapping, conditions, format_quantity, true_conditions
 from dockyard_k8s.plan.units import parse_units
 
 FR = tuple[str, str]  # (flavor, resource)
@@ -195,7 +195,7 @@ class Admitted:
 def queue_order_time(wl: dict[str, Any]) -> str:
     """GetQueueOrderTimestamp (Kueue's default configuration): when an Evicted condition by
     PodsReadyTimeout or AdmissionCheck is True, its time; else the Workload's creationTimestamp."""
-    evicted = _condition(wl, "Evicted") or {}
+    evicted = conditions(wl).get("Evicted") or {}
     if evicted.get("status") == "True" and evicted.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
         return str(evicted.get("lastTransitionTime") or "")
     return str(as_mapping(wl.get("metadata")).get("creationTimestamp") or "")
@@ -264,21 +264,12 @@ def _groups(spec: dict[str, Any], node: QuotaNode, where: str, problems: list[Co
     return out
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for c in as_mapping(obj.get("status")).get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == kind:
-            return c
-    return None
-
-
 def holds_quota(wl: dict[str, Any]) -> bool:
     """A Workload that has quota reserved and has not finished."""
     if not as_mapping(as_mapping(wl.get("status")).get("admission")):
         return False
-    reserved, finished = _condition(wl, "QuotaReserved"), _condition(wl, "Finished")
-    if finished is not None and finished.get("status") == "True":
-        return False
-    return reserved is None or reserved.get("status") == "True"
+    reserved = conditions(wl).get("QuotaReserved")
+    return "Finished" not in true_conditions(wl) and (reserved is None or reserved.get("status") == "True")
 
 
 def workload_usage(wl: dict[str, Any], problems: list[ConfigProblem] | None = None) -> dict[FR, int]:
@@ -391,7 +382,7 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
             for fr, value in usage.items():
                 cq.node.usage[fr] = cq.node.usage.get(fr, 0) + value
             priority = as_mapping(wl.get("spec")).get("priority")
-            since, evicted = _condition(wl, "QuotaReserved") or {}, _condition(wl, "Evicted") or {}
+            since, evicted = conditions(wl).get("QuotaReserved") or {}, conditions(wl).get("Evicted") or {}
             cq.workloads.append(Admitted(str(meta.get("name")), str(meta.get("namespace") or "default"), cq.name,
                                          int(priority) if isinstance(priority, int) else 0, usage,
                                          str(since.get("lastTransitionTime") or ""), evicted.get("status") == "True",

@@ -163,10 +163,10 @@ def test_an_empty_file_in_a_list_sets_nothing(tmp_path: Path, split: dict[str, A
 
 
 def test_context_namespace_is_quiet_on_problems(tmp_path: Path, split: dict[str, Any]) -> None:
-    assert kc.context_namespace(None, None, split["env"]) == "from-a"
-    assert kc.context_namespace(None, "only-b", split["env"]) is None
+    assert kc.resolve(None, None, split["env"]).namespace == "from-a"
+    assert kc.resolve(None, "only-b", split["env"]).namespace is None
     bad = write(tmp_path / "bad.yaml", "- not a config\n")
-    assert kc.context_namespace(bad, None, {}) is None  # connecting reports the problem
+    assert kc.resolve(bad, None, {}).namespace is None  # connecting reports the problem
 
 
 def test_a_target_keeps_its_problem_for_connecting(tmp_path: Path, split: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.kube import parse_quantity
 from dockyard_k8s.live.dev import dev_pod, dev_secret, parse_dotenv, parse_secret_args
 from dockyard_k8s.live.logs import container_of, default_fleet, parse_duration, select_pods
-from dockyard_k8s.live.rayhead import RayJobsClient, prepare_stop, prepare_submit, ray_cluster_name, submission_id
+from dockyard_k8s.live.rayhead import RayJobsClient, prepare_submit, ray_cluster_name, submission_id
 from support.paths import EXAMPLES
 
 
@@ -87,11 +87,9 @@ def test_ray_job_requests_and_ids() -> None:
     assert a == submission_id("run", "python train.py", {"env_vars": {"A": "1"}})
     assert a != submission_id("run", "python train.py lr=1", {"env_vars": {"A": "1"}})
     assert a.startswith("run-") and len(a) == len("run-") + 10
-    req = prepare_submit("python x.py", sub_id=a, runtime_env={"pip": []}, entrypoint_num_gpus=0)
+    req = prepare_submit("python x.py", sub_id=a, runtime_env={"pip": []})
     assert (req.method, req.path) == ("POST", "/api/jobs/")
-    assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []},
-                        "entrypoint_num_gpus": 0}
-    assert prepare_stop("j").path == "/api/jobs/j/stop"
+    assert req.body == {"entrypoint": "python x.py", "submission_id": a, "runtime_env": {"pip": []}}
 
 
 def test_follow_logs_polls_the_whole_log_and_yields_each_part_once() -> None:
