@@ -12,6 +12,7 @@ from dockyard_k8s.output import document_path, write_document
 from dockyard_k8s.render.kueue import kueue_summary
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
+from dockyard_k8s.render.record import launch_objects
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 from dockyard_k8s.render.submission import attach_recipe_path
 
@@ -119,7 +120,8 @@ def summary(bundle: Bundle) -> str:
     run, objects, found = bundle.run, bundle.objects, bundle.findings
     infra = run.infra
     launch, kr, sb = infra["launch"], infra["kuberay"], infra["sandbox"]
-    lines = [f"{OK} {launch['name']}: configuration valid, {len(objects)} objects rendered"]
+    applied = launch_objects(run, objects)  # what `render` writes and `run` applies (the token Secret aside)
+    lines = [f"{OK} {launch['name']}: configuration valid, {len(applied)} objects rendered"]
     mine = len(run.job_args) - len(run.added_args)
     overrides = f" (+{mine} override(s) passed to the job)" if mine else ""
     rows: list[list[Any]] = [
@@ -190,5 +192,5 @@ def summary(bundle: Bundle) -> str:
                                                        "the Ray token Secret and stops on anything else missing)",
                                   found.token)
     lines.append("\nobjects (apply order)")
-    lines.append(table([[i, object_ref(o)] for i, o in enumerate(objects, 1)], indent="  "))
+    lines.append(table([[i, object_ref(o)] for i, o in enumerate(applied, 1)], indent="  "))
     return "\n".join(lines)

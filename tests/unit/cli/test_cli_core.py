@@ -17,10 +17,10 @@ INFRA = os.path.join(REPO, "examples", "grpo_swe.infra.yaml")
 def test_check_prints_a_one_page_summary(capsys):
     code, out, err = run_cli("check", RECIPE, "--infra", INFRA)
     assert code == 0 and err == ""
-    assert out.startswith("✔ grpo-swe: configuration valid, 8 objects rendered\n")
+    assert out.startswith("✔ grpo-swe: configuration valid, 9 objects rendered\n")
     for line in ("namespace  rl-research", "mode       rayjob (K8sJobMode)", "total GPUs: 24",
                  "replicas   16 × (cpu 2, memory 4Gi, ephemeral-storage 20Gi)",
-                 "8  RayJob rl-research/grpo-swe",
+                 "1  ConfigMap rl-research/grpo-swe-launch", "9  RayJob rl-research/grpo-swe",
                  "ingress    :9090 ← the run's Ray pods (head, trainer, inference); other executors and pods refused",
                  "egress     cluster DNS (kube-system k8s-app=kube-dns); public IPv4 internet (every port but 53); "
                  "never private or reserved space (NAT64, class E, IPv6 global unicast too), cloud metadata endpoints",
@@ -28,6 +28,21 @@ def test_check_prints_a_one_page_summary(capsys):
                  "token auth (Secret grpo-swe-ray-auth, key auth_token)"):
         assert line in out
     assert "trainer    2     8        90   1000Gi" in out
+
+
+def test_check_lists_the_objects_render_writes_in_the_same_order(tmp_path):
+    """The launch record ConfigMap is one of them: check's list is what `render` writes and `run` applies."""
+    code, out, _ = run_cli("check", RECIPE, "--infra", INFRA)
+    assert code == 0
+    listed = [line.split()[1:] for line in out.split("objects (apply order)\n")[1].splitlines()
+              if line.strip()[:1].isdigit()]
+    code, _, _ = run_cli("render", RECIPE, "--infra", INFRA, "--output-dir", str(tmp_path / "out"))
+    assert code == 0
+    written = []
+    for f in sorted((tmp_path / "out").glob("[0-9]*.yaml")):
+        doc = yaml.safe_load(f.read_text())
+        written.append([doc["kind"], f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"])
+    assert listed == written and len(written) == 9, (listed, written)
 
 
 def test_check_writes_the_bundle(capsys, tmp_path):
