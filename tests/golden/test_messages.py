@@ -40,6 +40,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("unknown keys with a suggestion, types, all at once", CHECK, infra(
             "  nmespace: a\nkuberay:\n  trainer:\n    replica: 2\n    cpu: 4 cores\nlaunch:\n  mode: rayjobs\n"
             "sandbox:\n  replicas: -1\n  networkPolicy:\n    allowedEgressCidrs: [10.0.0.1/8]\n")),
+        ("a key written under the wrong parent says where it belongs", CHECK, infra(
+            "launch:\n  namespace: a\nimage: r/i:1\n")),
         ("a YAML 1.1 boolean where a string goes", CHECK, infra("kuberay:\n  trainer:\n    nodeSelector:\n"
                                                                 "      gpu: yes\n")),
         ("the image is required", CHECK, {"i.yaml": "infra:\n  namespace: x\n"}),

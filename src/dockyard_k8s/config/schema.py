@@ -170,7 +170,26 @@ def check(schema: Schema, value: Any, path: Path = ()) -> list[tuple[Path, str]]
     """Every problem of ``value`` against ``schema``, as (path, message) pairs."""
     problems: list[tuple[Path, str]] = []
     _check(schema, value, path, problems)
-    return problems
+    return [(p, _elsewhere(schema, path, p, m)) for p, m in problems]
+
+
+def _elsewhere(schema: Schema, root: Path, path: Path, message: str) -> str:
+    """An unknown key that is a key somewhere else in ``schema`` (``launch.namespace``, a
+    top-level ``image``) says where, instead of guessing a sibling of a similar spelling."""
+    key = path[-1] if path else None
+    if not message.startswith(f"unknown key '{key}' ("):
+        return message
+    homes = [".".join(map(str, (*root, *at))) for at in _homes(schema, str(key))]
+    if not homes:
+        return message
+    return f"{message.split('; did you mean')[0]}; '{key}' belongs at {' or '.join(homes[:3])}"
+
+
+def _homes(schema: Schema, key: str, at: Path = ()) -> list[Path]:
+    """Where ``key`` is a property of an object in ``schema`` (arrays and free maps not entered)."""
+    props: dict[str, Schema] = schema.get("properties", {})
+    found = [(*at, key)] if key in props else []
+    return found + [h for name, sub in props.items() for h in _homes(sub, key, (*at, name))]
 
 
 def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) -> None:

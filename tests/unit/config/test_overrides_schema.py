@@ -66,6 +66,8 @@ def test_defaults_of_builds_nested_defaults():
         ({"maybe": None, "list": [1, "x"]}, [(("list", 1), "got 'x' (string), expected an integer")]),
         ({"sub": []}, [(("sub",), "got a list, expected a mapping")]),
         ({"zzz": 1}, [(("zzz",), "unknown key 'zzz' (expected one of: n, q, s, maybe, list, sub)")]),
+        ({"sub": {"n": 1}}, [(("sub", "n"), "unknown key 'n' (expected one of: x); 'n' belongs at n")]),
+        ({"x": 1}, [(("x",), "unknown key 'x' (expected one of: n, q, s, maybe, list, sub); 'x' belongs at sub.x")]),
     ],
 )
 def test_check_messages(data, expected):
