@@ -66,6 +66,21 @@ def test_a_gpu_gang_the_fleet_cannot_hold_is_said_with_the_scheduler_s_words(clu
     assert (row["state"], row["gpus"]) == ("pending", 32)
 
 
+def test_a_pod_no_node_can_hold_even_empty_is_said_so(cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    """9 GPUs a trainer on a fleet of 8-GPU nodes (no instance type in its nodeSelector, so check
+    cannot tell): the real scheduler finds preemption not helpful on every node, and the hint says
+    no node can hold the pod even empty, not "free GPUs"."""
+    if not cluster.ours:
+        pytest.skip("sized for the control plane's fake 8-GPU nodes")
+    r = e2e_cli("run", *example("--timeout", "4", sets=("kuberay.trainer.gpus=9", "kuberay.trainer.nodeSelector=null",
+                                                        "kuberay.trainer.replicas=1", "sandbox.replicas=1")))
+    assert r.code == 1, r.out + r.err
+    assert "Insufficient nvidia.com/gpu" in r.out and "Preemption is not helpful for scheduling" in r.out
+    assert ("hint: no node that a trainer pod may use has that much nvidia.com/gpu even with every other pod gone "
+            "(the scheduler: preemption is not helpful): lower kuberay.trainer.gpus, or it waits") in r.out
+    assert "no node has enough free GPUs for a trainer" not in r.out
+
+
 def test_an_oom_killed_head_ends_a_fail_fast_run(cluster: Any, e2e_cli: Any, example: Any, ns: str) -> None:
     cluster.script(RUN, {"steps": [["RUNNING", 120]]}, namespace=ns)  # the job would go on: the head dies first
     r = e2e_cli("run", *example("--set-string", HEAD_ANNOTATION + "e2e\\.dockyard-k8s\\.dev/fail=OOMKilled",

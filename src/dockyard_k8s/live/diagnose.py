@@ -91,6 +91,12 @@ def fleet_of(obj: dict[str, Any]) -> str:
 
 # --- hints ---------------------------------------------------------------------------------
 
+_FIELD_OF = {"nvidia.com/gpu": "gpus", "cpu": "cpu", "memory": "memory", "ephemeral-storage": "ephemeralStorage"}
+_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]*\w)")  # not the sentence's full stop
+_INSUFFICIENT_ON = re.compile(r"(\d+) Insufficient ([\w./-]*\w)")  # (on how many nodes, resource)
+_NOT_HELPFUL = re.compile(r"preemption: 0/(?P<all>\d+) nodes are available: (?P<none>\d+) preemption is not helpful")
+
+
 def _a(word: str) -> str:
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
@@ -98,10 +104,21 @@ def _a(word: str) -> str:
 def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
     """Hint for a FailedScheduling / Unschedulable message; (hint, fatal)."""
     m = message.lower()
+    nowhere = _NOT_HELPFUL.search(m)
+    counts = {r: n for n, r in _INSUFFICIENT_ON.findall(message.split("preemption:")[0])}
+    short = [r for r, n in counts.items() if nowhere and n == nowhere["all"]] or list(counts)
+    if short and nowhere and nowhere["all"] == nowhere["none"]:
+        # kube-scheduler: a node is "not helpful" for preemption when the pod cannot fit even with
+        # every other pod gone (a request over its allocatable, a selector, a taint), on all of them;
+        # the resources short on every node are the ones no eviction frees
+        fields = " or ".join(sorted({_key(fleet, _FIELD_OF.get(r, "extendedResources")) for r in short}))
+        return (f"no node that {_a(fleet)} pod may use has that much {', '.join(sorted(set(short)))} even with "
+                f"every other pod gone (the scheduler: preemption is not helpful): lower {fields}, or it waits "
+                "for a larger node (a node autoscaler)", False)
     if "insufficient nvidia.com/gpu" in m:
         return (f"no node has enough free GPUs for {_a(fleet)} pod: lower {_key(fleet, 'gpus')} or "
                 f"{_key(fleet, 'replicas')}, or free GPUs (`dockyard-k8s doctor` shows allocatable GPUs)", False)
-    for res, field in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral-storage", "ephemeralStorage")):
+    for res, field in list(_FIELD_OF.items())[1:]:
         if f"insufficient {res}" in m:
             return (f"no node has {res} left for {_a(fleet)} pod: lower {_key(fleet, field)} or add nodes", False)
     if "insufficient " in m:
@@ -374,7 +391,6 @@ def retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
                                f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
 
 
-_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
 
 
 def _requests(pod: dict[str, Any]) -> set[str]:

@@ -99,6 +99,18 @@ def test_healthy_and_creating_pods_have_no_findings() -> None:
 
 @pytest.mark.parametrize(("message", "hint_part"), [
     ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", "kuberay.trainer.gpus"),
+    ("0/8 nodes are available: 3 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. "
+     "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.", "even with every other pod"),
+    ("0/8 nodes are available: 3 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. "
+     "preemption: 0/8 nodes are available: 3 No preemption victims found for incoming pod, 5 Preemption is not "
+     "helpful for scheduling.", "free GPUs"),
+    ("0/8 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 8 Insufficient nvidia.com/gpu. no new "
+     "claims to deallocate, preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.",
+     "has that much nvidia.com/gpu even with every other pod gone (the scheduler: preemption is not helpful): lower "
+     "kuberay.trainer.gpus, or it waits for a larger node"),  # kube-scheduler v1.36.3's words, on the e2e stack
+    ("0/4 nodes are available: 4 Insufficient memory. preemption: 0/4 nodes are available: 4 Preemption is not "
+     "helpful for scheduling.", "that much memory even with every other pod gone (the scheduler: preemption is not "
+     "helpful): lower kuberay.trainer.memory"),
     ("0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.", "kuberay.trainer.cpu"),
     ("0/4 nodes are available: 4 Insufficient memory.", "kuberay.trainer.memory"),
     ("0/4 nodes are available: 4 Insufficient vpc.amazonaws.com/efa.", "extendedResources"),

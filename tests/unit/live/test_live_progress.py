@@ -368,6 +368,9 @@ def test_a_pod_waiting_for_the_run_s_terminating_pods_is_told_so_not_to_lower_it
     assert found.hint.startswith("1 pod of the run is still terminating and holds cpu until it is gone")
     view.sync("Pod", [sandbox, new])  # once they are gone, the capacity hint is the true one again
     assert "lower kuberay.inference.cpu" in view.findings()[0].hint
+    new["status"]["conditions"][0]["message"] = "0/3 nodes are available: 3 Insufficient cpu."  # ends the sentence
+    view.sync("Pod", [old, sandbox, new])
+    assert view.findings()[0].hint.startswith("1 pod of the run is still terminating and holds cpu until")
 
 
 def test_a_burst_of_pod_changes_is_said_once_per_fleet_and_every_state_of_the_main_object() -> None:
