@@ -190,12 +190,18 @@ def test_status_logs_down_by_run_name_without_files(cli: Any, fake: FakeKube) ->
     assert cli("logs", "grpo-swe").out == "job says hi\n"
     r = cli("down", "grpo-swe", "--dry-run")
     assert r.code == 0 and "ConfigMap rl-research/grpo-swe-launch" in r.out
+    near = "rl-research; did you mean 'grpo-swe'?"  # a typo in the name says which run is there
+    assert cli("status", "grpo-sw").out.startswith("nothing of run grpo-sw in namespace rl-research (label "
+                                                    "dockyard-k8s/run=grpo-sw); did you mean 'grpo-swe'?")
+    assert near in cli("down", "grpo-sw").out and near in cli("logs", "grpo-sw").err
+    assert near in cli("job", "list", "grpo-sw").err
     r = cli("down", "grpo-swe")
     assert "deleted RayJob rl-research/grpo-swe" in r.out and "deleted ConfigMap rl-research/grpo-swe-launch" in r.out
     assert [c for c in fake.all("v1", "ConfigMap") if c["metadata"]["namespace"] == NS] == []
     assert "nothing left of run grpo-swe" in cli("down", "grpo-swe").out
     gone = cli("status", "other-run")
-    assert gone.code == 1 and "nothing of run other-run in namespace rl-research" in gone.out
+    assert gone.code == 1 and "nothing of run other-run in namespace rl-research (label dockyard-k8s/run=" \
+                              "other-run)\n" in gone.out  # nothing near
     assert "dockyard-k8s runs -A" in gone.out
 
 

@@ -65,15 +65,15 @@ def execute_by_name(args: argparse.Namespace, name: str) -> int:
             wait_run_gone(client, ns, name, [*ref.objects, *(ref.record.objects if ref.record else [])],
                           include_governance=args.include_governance, keep_volumes=not args.delete_volumes,
                           timeout=args.timeout, say=say)
-    return _said(args, deleted, name, ns)
+        near = "" if deleted else runs.near_run(client, ns, name)  # a typo deletes nothing: say what is there
+    return _said(args, deleted, name, ns, near)
 
 
-def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str) -> int:
-    if args.wait and not args.dry_run:
-        say(f"everything of run {run_name} is gone from {ns}" if deleted else f"nothing left of run {run_name} in "
-                                                                               f"{ns}")
-    elif not deleted:
-        say(f"nothing left of run {run_name} in {ns}")
+def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str, near: str = "") -> int:
+    if not deleted:
+        say(f"nothing left of run {run_name} in {ns}{near}")
+    elif args.wait and not args.dry_run:
+        say(f"everything of run {run_name} is gone from {ns}")
     elif any(d.startswith(("NetworkPolicy ", "Secret ")) for d in deleted):  # deleted once the pods were gone
         say(f"deleted {len(deleted)} object(s) of run {run_name}, its pods are gone; what the operators made from "
             "them (a RayCluster) follows by garbage collection: `--wait` waits for it")

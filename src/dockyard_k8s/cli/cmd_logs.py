@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         if name:
             ns = args.namespace or client.default_namespace
             ref = runs.find_run(client, ns, name)
+            if not ref.found:
+                raise runs.no_run(client, ref)
         else:
             assert bundle is not None
             ns, run_name = bundle.run.namespace, bundle.run.name

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
             ref = runs.find_run(client, ns, run_name)
             view = runs.status(client, ref)
             record = ref.record
+            near = "" if ref.found else runs.near_run(client, ns, run_name)
         else:
             from dockyard_k8s.live.launch import status
 
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
             ns, run_name = bundle.run.namespace, bundle.run.name
             view = status(client, bundle)
             record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
+            near = ""
     found = any(view.objects.get(k) for k in view.objects) or record is not None
     ended = self_deleted(record, view.of_kind("RayJob"))  # gone: its DeleteSelf rules say how it ended
     for note in view.notes:
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
         return 0 if found else EXIT_FAILURE
     if not found:
-        say(f"nothing of run {run_name} in namespace {ns} (label dockyard-k8s/run={run_name})")
+        say(f"nothing of run {run_name} in namespace {ns} (label dockyard-k8s/run={run_name}){near}")
         say(f"  start it: {command_text(args, 'run')}" if not name else
             "  `dockyard-k8s runs -A` lists the runs of every namespace")
         return EXIT_FAILURE

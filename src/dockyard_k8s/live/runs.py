@@ -27,6 +27,7 @@ from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
 from dockyard_k8s.live.record import Record, read_record, self_deleted
 from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
 from dockyard_k8s.render.record import GPUS_ANNOTATION, MODE_ANNOTATION, RECORD_COMPONENT, record_name, total_gpus
+from dockyard_k8s.suggest import did_you_mean
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 RECORDS = f"app.kubernetes.io/component={RECORD_COMPONENT},{MANAGED}"
@@ -100,13 +101,23 @@ def ray_target(client: KubeClient, namespace: str, name: str, target: RayTarget)
     address or cluster (the flags) win."""
     ref = find_run(client, namespace, name)
     if not ref.found:
-        raise ClusterError(f"no run {name} in namespace {namespace}", hint="`dockyard-k8s runs -A` lists the runs")
+        raise no_run(client, ref)
     cluster, address = ray_cluster(client, ref)
     if not (target.address or target.cluster or cluster or address):
         raise ClusterError(f"run {name} has no Ray cluster (yet)", obj=f"run {namespace}/{name}",
                            hint=f"`dockyard-k8s status {name} -n {namespace}` shows where it is")
     return ref, dataclasses.replace(target, address=target.address or address, cluster=target.cluster or cluster,
                                     namespace=namespace)
+
+
+def near_run(client: KubeClient, namespace: str, run: str) -> str:
+    """``; did you mean 'grpo-swe'?`` when a run of ``namespace`` has a name near ``run`` (a typo)."""
+    return did_you_mean(run, [r.name for r in list_runs(client, namespace) if r.name != run])
+
+
+def no_run(client: KubeClient, ref: RunRef) -> ClusterError:
+    return ClusterError(f"no run {ref.run} in namespace {ref.namespace}{near_run(client, ref.namespace, ref.run)}",
+                        hint="`dockyard-k8s runs -A` lists the runs")
 
 
 def ray_cluster(client: KubeClient, ref: RunRef) -> tuple[str | None, str | None]:
