@@ -285,6 +285,24 @@ def test_doctor_counts_what_running_pods_already_request(cli: Any, fake: FakeKub
     assert r.code == 1 and "✖ placement" in r.out
 
 
+def test_doctor_and_plan_live_do_not_count_the_run_s_own_pods(cli: Any, fake: FakeKube) -> None:
+    """Seen on the real control plane: doctor on a run that is already up said its own pods left no
+    room for it ("the run cannot work here"); a launch of it finds them only to replace them."""
+    healthy_cluster(fake)
+    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "grpo-swe-abc-head", "namespace": "rl-research", "labels": {"dockyard-k8s/run": "grpo-swe"}},
+        "spec": {"nodeName": "gpu-0", "containers": [{"name": "c", "resources": {
+            "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running"}})
+    r = cli("doctor", *ARGS)
+    assert "✔ placement" in r.out, r.out
+    assert cli("plan", *ARGS, "--live").code == 0
+    fake.put({**fake.get("v1", "Pod", "rl-research", "grpo-swe-abc-head"),  # another run's pod takes the room
+              "metadata": {"name": "other-head", "namespace": "rl-research", "labels": {"dockyard-k8s/run": "other"}}})
+    assert "✖ placement" in cli("doctor", *ARGS).out
+    assert cli("plan", *ARGS, "--live").code == 1
+
+
 def test_plan_live_places_on_the_clusters_nodes(cli: Any, fake: FakeKube) -> None:
     healthy_cluster(fake)
     r = cli("plan", *ARGS, "--live")

@@ -100,7 +100,7 @@ def _fetch_live(args: argparse.Namespace, objects: list[dict[str, Any]], chosen:
     with connect(args) as client:
         namespaces = sources.run_namespaces(objects, client.default_namespace)
         where = sources.live_source(client.context)
-        inventory = sources.live_inventory(cluster_inventory_objects(client, namespaces), where)
+        inventory = sources.live_inventory(cluster_inventory_objects(client, objects, namespaces), where)
         if not sources.wants_live_kueue(objects, chosen):
             return inventory, chosen.kueue
         listed = kueue_objects(client, namespaces) if kueue_installed(client) else None

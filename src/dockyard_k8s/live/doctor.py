@@ -31,7 +31,7 @@ from dockyard_k8s.live.references import check_references, read_references
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
-from dockyard_k8s.render.meta import FLEET_LABEL
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 
 GPU = "nvidia.com/gpu"
@@ -470,7 +470,7 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     netpol = None
     if any(o.get("kind") == "NetworkPolicy" for o in objects):
         netpol = enforcement(list_daemonsets(client), nodes, version)
-    pods = allowed(lambda: running_pods(client))
+    pods = allowed(lambda: running_pods(client, objects))
     kueue_facts = None
     if queued(objects):
         installed = allowed(lambda: kueue_installed(client))
@@ -479,15 +479,26 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
                  kueue_facts)
 
 
-def running_pods(client: KubeClient) -> list[dict[str, Any]]:
-    """Pods of every namespace that hold resources (not Succeeded/Failed): one list call."""
-    return client.list(KINDS["Pod"], None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
+def running_pods(client: KubeClient, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods of every namespace that hold resources (not Succeeded/Failed; one list call), but
+    those of the run ``objects`` belong to: a launch of it finds them there only to replace them."""
+    pods = client.list(KINDS["Pod"], None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
+    ours = {run for o in objects if (run := _run_of(o))}
+    return [p for p in pods if _run_of(p) not in ours]
 
 
-def cluster_inventory_objects(client: KubeClient, namespaces: list[str]) -> list[dict[str, Any]]:
-    """Nodes, running pods and the ResourceQuotas of ``namespaces``: what ``plan --live`` places on."""
+def _run_of(obj: dict[str, Any]) -> tuple[str, str] | None:
+    meta = obj.get("metadata") or {}
+    run = (meta.get("labels") or {}).get(RUN_LABEL)
+    return (str(meta.get("namespace")), str(run)) if run else None
+
+
+def cluster_inventory_objects(client: KubeClient, objects: list[dict[str, Any]],
+                              namespaces: list[str]) -> list[dict[str, Any]]:
+    """Nodes, running pods (not the run's own) and the ResourceQuotas of ``namespaces``: what
+    ``plan --live`` places the run ``objects`` on."""
     quotas = [q for ns in namespaces for q in client.list(KINDS["ResourceQuota"], ns)[0]]
-    return [*client.list(KINDS["Node"], None)[0], *running_pods(client), *quotas]
+    return [*client.list(KINDS["Node"], None)[0], *running_pods(client, objects), *quotas]
 
 
 def exit_ok(checks: list[Check]) -> bool:
