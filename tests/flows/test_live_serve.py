@@ -168,6 +168,7 @@ def test_a_missing_priority_class_is_named_before_anything_is_applied(cli: Any, 
            "start; nothing was applied:" in r.err
     assert "  PriorityClass gpu-inference, used as priorityClassName; create: serve.priorityClass.create: true, or " \
            "kubectl create priorityclass gpu-inference --value=1000" in r.err
+    assert "`dockyard-k8s serve check` lists what must exist" in r.err  # serve's own check, not the run's
     assert not [q for q in fake.requests if q.method == "PATCH"]
 
 

@@ -119,7 +119,8 @@ def missing_fixes(objects: list[dict[str, Any]], found: dict[tuple[str, str, str
     return lines
 
 
-def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, creates: dict[str, str]) -> list[str]:
+def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, creates: dict[str, str],
+            check: str = "dockyard-k8s check") -> list[str]:
     """``run``'s and ``serve up``'s check before anything is applied: every object the pods name
     and ``objects`` do not hold must exist (``objects`` include what the command creates itself,
     the run's token Secret). A namespace that does not exist or is being deleted is left to the
@@ -139,7 +140,7 @@ def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, cre
     if lines:
         raise ClusterError(f"{what} refers to {len(lines)} object(s) the cluster does not have, so its pods could "
                            "never start; nothing was applied:\n" + "\n".join(lines),
-                           hint="create them (or change the spec), then run it again; `dockyard-k8s check` lists "
-                                "what must exist")
+                           hint=f"create them (or change the spec), then run it again; `{check}` lists what must "
+                                "exist")
     return [f"note: not checked: the {kind} the pods name (no permission to get {KINDS[kind].plural})"
             for kind in sorted({kind for (kind, _, _), exists in found.items() if exists is None})]

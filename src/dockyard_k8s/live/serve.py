@@ -79,8 +79,8 @@ def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions()
     """
     cfg = bundle.config
     require_served(client, bundle)
-    for unread in references.require(client, bundle.objects, what=f"endpoint {cfg.name}",
-                                         creates=SERVE_CREATES):
+    for unread in references.require(client, bundle.objects, what=f"endpoint {cfg.name}", creates=SERVE_CREATES,
+                                     check="dockyard-k8s serve check"):
         say(unread)
     applied = orchestrate.apply_objects(client, bundle.objects, dry_run=options.dry_run == "server",
                                         force=options.force_conflicts, say=say)
