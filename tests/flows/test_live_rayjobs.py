@@ -53,6 +53,8 @@ def test_failed_job_exits_1_and_stop(cli: Any, ray_head: str) -> None:
     assert r.code == 1 and "FAILED" in r.out
     started = cli("job", "submit", "--address", ray_head, "--entrypoint", "sleep 120")
     job_id = started.out.split("submitted job ")[1].split()[0]
+    # without --wait it says how to follow the job, with the same target
+    assert f"  logs: dockyard-k8s job logs --address {ray_head} --job {job_id} --follow" in started.out
     stopped = cli("job", "stop", "--address", ray_head, "--job", job_id)
     assert stopped.code == 0 and "stop requested" in stopped.out
 

@@ -7,7 +7,7 @@ import argparse
 import contextlib
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
@@ -123,6 +123,9 @@ def job_submit(args: argparse.Namespace) -> int:
             ray.submit(command, sub_id=sub_id, runtime_env=runtime_env)
             say(f"submitted job {sub_id}")
         if not args.wait:
+            where = [*(["--address", args.address] if args.address else []),
+                     *(["--cluster", args.cluster] if args.cluster else [])]
+            say(f"  logs: {command_text(args, 'job logs', *where, '--job', sub_id, '--follow')}")
             return 0
         for chunk in ray.follow_logs(sub_id):
             print(chunk, end="", flush=True)
