@@ -122,7 +122,7 @@ def report(args: argparse.Namespace, bundle: Bundle, outcome: Outcome) -> int:
     if outcome.reason == "dry-run":  # the tally above counts what the server would have done
         say(outcome.message)
         return 0
-    if outcome.reason == "already-finished":
+    if outcome.reason in ("already-finished", "started-from-another-spec"):  # said by launch
         return 0 if outcome.ok else EXIT_FAILURE
     if outcome.reason == "detached":
         if outcome.submission_id:

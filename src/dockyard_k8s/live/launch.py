@@ -114,6 +114,9 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     deleted = deleted_when_finished(client, bundle, options, say=say)
     if deleted is not None:
         return deleted
+    started = started_from_another_spec(client, bundle, options, say=say)
+    if started is not None:
+        return started
     # First: a Secret the infra file names but the cluster lacks fails before anything changes.
     token, existing = launch_secret(client, bundle.run.infra)
     # A missing token Secret goes with the run: dry-run with it first, applied before any pod reads it.
@@ -157,9 +160,6 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
     meta = main["metadata"]
     what = format_ref(kind.kind, meta.get("namespace"), meta["name"])
     action = next((a.action for a in applied if a.ref == what), "")
-    if action == "configured" and main["kind"] == "RayJob":
-        say(f"note: {what} changed while it exists; KubeRay does not restart a started job on spec changes "
-            "(use --replace to start it again)")
     if action != "unchanged":
         return None
     live = client.get(kind, meta.get("namespace"), meta["name"])
@@ -170,6 +170,36 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
         say(f"{what} already finished ({phase.summary}); nothing was re-run. --replace starts it again.")
         return Outcome(phase.ok, "already-finished", phase.summary)
     return None
+
+
+# The jobDeploymentStatus values in which KubeRay still reads a RayJob's spec: before it made the
+# cluster, and while suspended (queued in Kueue: the resume builds the cluster from the spec then).
+_SPEC_READ = frozenset({"", "New", "Suspended"})
+
+
+def started_from_another_spec(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
+                              say: Say = print) -> Outcome | None:
+    """A changed spec over a RayJob KubeRay has started or ended: KubeRay builds the cluster and
+    submits the job once and ignores later spec changes, so applying it would train nothing new,
+    leave the RayJob, recipe and launch record describing a run that never happened, and report
+    the old run's result as this one's. Says so with nothing applied (a server dry run of the
+    RayJob tells whether the spec differs)."""
+    main = main_object(bundle.objects)
+    if options.replace or main is None or main["kind"] != "RayJob":
+        return None
+    kind, ns, name = kind_of(main), bundle.run.namespace, main["metadata"]["name"]
+    live = client.get(kind, ns, name)
+    if live is None or ((live.get("status") or {}).get("jobDeploymentStatus") or "") in _SPEC_READ:
+        return None
+    if orchestrate.apply_one(client, main, dry_run=True, before=live).action == "unchanged":
+        return None
+    phase = phase_of(live, [])
+    state = "finished" if phase.terminal else "started"
+    say(f"{format_ref(kind.kind, ns, name)} already {state} ({phase.summary}) from another spec, and KubeRay does not "
+        f"apply a changed spec to a started job: nothing was applied. --replace "
+        f"{'starts' if phase.terminal else 'stops it and starts'} this spec; `dockyard-k8s status {bundle.run.name} "
+        f"-n {ns}` shows the run that is there.")
+    return Outcome(False, "started-from-another-spec", f"{state} from another spec; nothing applied")
 
 
 def _self_deleting(bundle: Bundle) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
