@@ -157,6 +157,8 @@ def load_all(text: str, file: str = "<string>", schema: Schema | None = None, *,
     except yaml.MarkedYAMLError as e:
         m = e.problem_mark or e.context_mark
         what = " ".join(x for x in (e.context, e.problem) if x) or "invalid YAML"
+        if m and _char_at(text, m.line, m.column) == "\t":
+            what += " (a tab: YAML indents with spaces only)"
         error = Problem(Mark(file, m.line + 1 + offset, m.column + 1) if m else Mark(file), (), what, len(documents))
     except yaml.YAMLError as e:  # the reader's: bad encoding, control characters
         error = Problem(Mark(file), (), str(e), len(documents))
@@ -165,6 +167,11 @@ def load_all(text: str, file: str = "<string>", schema: Schema | None = None, *,
     finally:
         loader.dispose()
     return Loaded(documents, walker.problems, error)
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    lines = text.splitlines()
+    return lines[line][column:column + 1] if line < len(lines) else ""
 
 
 def load_data(text: str, file: str = "<string>") -> Any:

@@ -44,6 +44,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "launch:\n  namespace: a\nimage: r/i:1\n")),
         ("a YAML 1.1 boolean where a string goes", CHECK, infra("kuberay:\n  trainer:\n    nodeSelector:\n"
                                                                 "      gpu: yes\n")),
+        ("a byte unit where a quantity goes says how Kubernetes spells it", CHECK, infra(
+            "kuberay:\n  trainer:\n    memory: 1000GB\n    shmSize: 64GiB\n")),
         ("the image is required", CHECK, {"i.yaml": "infra:\n  namespace: x\n"}),
         ("an empty infra file", "check r.yaml -f e.infra.yaml", {"e.infra.yaml": ""}),
         ("no infra file beside the recipe", "check tiny.yaml", {"tiny.yaml": "a: 1\n"}),
@@ -51,6 +53,7 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("a file that is not there", "check nope.yaml -f i.yaml", {}),
         ("not UTF-8", CHECK, {"i.yaml": b"infra:\n  image: caf\xe9\n"}),
         ("not YAML", CHECK, {"i.yaml": "infra:\n  image: [x\n"}),
+        ("a tab for indentation", CHECK, {"i.yaml": IMG + "kuberay:\n\ttrainer: {}\n"}),
         ("a key written twice", CHECK, {"i.yaml": IMG + "infra:\n  namespace: a\n"}),
         ("a missing parent", "check r.yaml -f c.yaml", {"c.yaml": "defaults: nope.yaml\n" + IMG}),
         ("a defaults cycle", "check r.yaml -f a.yaml", {"a.yaml": "defaults: b.yaml\n" + IMG,

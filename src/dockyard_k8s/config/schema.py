@@ -213,7 +213,8 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
             out.append((path, f"got {value}, expected a number <= {schema['maximum']}{why}"))
     scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
     if "pattern" in schema and scalar and not re.match(schema["pattern"], str(value)):
-        out.append((path, f"got {show_typed(value)}, expected {_pattern_hint(schema['pattern'])}"))
+        fix = _quantity_fix(str(value)) if schema["pattern"] == QUANTITY else ""
+        out.append((path, f"got {show_typed(value)}, expected {_pattern_hint(schema['pattern'])}{fix}"))
     if "x-format" in schema and isinstance(value, str):
         ok, expected = FORMATS[schema["x-format"]]
         if not ok(value):
@@ -260,6 +261,18 @@ _PATTERN_HINTS = {
     DNS1123_SUBDOMAIN: "a DNS-1123 name (lowercase letters, digits, '-' and '.')",
     HUB_ID: "a model hub id like meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)",
 }
+
+
+def _quantity_fix(value: str) -> str:
+    """The byte units people write (``1000GB``, ``16GiB``, ``512mb``) as Kubernetes spells them:
+    ``Gi`` binary or ``G`` decimal, no ``B`` (a lowercase ``m`` is milli there)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?) ?([kmgtpe])(i?)b?", value, re.IGNORECASE)
+    if m is None:
+        return ""
+    number, unit, binary = m[1], m[2].upper(), m[3]
+    if binary:
+        return f"; did you mean '{number}{unit}i'?"
+    return f"; did you mean '{number}{unit}i' (binary) or '{number}{'k' if unit == 'K' else unit}' (decimal)?"
 
 
 def _pattern_hint(pattern: str) -> str:

@@ -60,7 +60,9 @@ def test_defaults_of_builds_nested_defaults():
     [
         ({"n": 11}, [(("n",), "got 11, expected a number <= 10")]),
         ({"n": True}, [(("n",), "got true (boolean), expected an integer")]),
-        ({"q": "2GB"}, [(("q",), "got '2GB' (string), expected a Kubernetes quantity like 4, 500m or 16Gi")]),
+        ({"q": "2GB"}, [(("q",), "got '2GB' (string), expected a Kubernetes quantity like 4, 500m or 16Gi; "
+                                 "did you mean '2Gi' (binary) or '2G' (decimal)?")]),
+        ({"q": "2 gigs"}, [(("q",), "got '2 gigs' (string), expected a Kubernetes quantity like 4, 500m or 16Gi")]),
         ({"q": 2.5}, []),
         ({"s": "c"}, [(("s",), "got 'c' (string), expected one of: a, b")]),
         ({"maybe": None, "list": [1, "x"]}, [(("list", 1), "got 'x' (string), expected an integer")]),
