@@ -40,6 +40,11 @@ def test_submit_wait_list_logs_and_idempotence(cli: Any, ray_head: str) -> None:
     job_id = r.out.split("submitted job ")[1].split()[0]
     again = cli("job", "submit", "--address", ray_head, "--entrypoint", "echo hello-from-ray")
     assert f"job {job_id} already submitted (SUCCEEDED)" in again.out
+    # `ray job submit`'s form: the command after -- is the same entrypoint, so the same job
+    dashed = cli("job", "submit", "--address", ray_head, "--", "echo", "hello-from-ray")
+    assert f"job {job_id} already submitted (SUCCEEDED)" in dashed.out, dashed.out + dashed.err
+    both = cli("job", "submit", "--address", ray_head, "--entrypoint", "echo", "--", "echo", "x")
+    assert both.code == 2 and "give the command once: --entrypoint or after --, not both" in both.err
     listed = cli("job", "list", "--address", ray_head)
     as_json = cli("job", "list", "--address", ray_head, "-o", "json")
     assert job_id in {j["submission_id"] for j in __import__("json").loads(as_json.out)}

@@ -25,6 +25,7 @@ import gc
 import importlib
 import os
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -152,8 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{did_you_mean(args_in[0], list(COMMANDS))} (dockyard-k8s --help lists the commands)",
               file=sys.stderr)
         return EXIT_BAD_INPUT
+    command: list[str] = []
+    if args_in[:2] == ["job", "submit"] and "--" in args_in:  # `ray job submit`'s form: the command after --
+        cut = args_in.index("--")
+        args_in, command = args_in[:cut], args_in[cut + 1:]
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(args_in)
+    if command:
+        if args.entrypoint:
+            _command_parser(parser, args_in).error("give the command once: --entrypoint or after --, not both")
+        args.entrypoint = shlex.join(command)
     if extra:  # recipe overrides may come after options: argparse leaves them here
         bad = [e for e in extra if e.startswith("-") or not hasattr(args, "overrides")]
         if bad:

@@ -16,6 +16,7 @@ from dockyard_k8s.render.serialize import dump_json, dump_yaml
 EXAMPLES = """\
 examples:
   dockyard-k8s job submit recipe.yaml optimizer.lr=3e-6     # the run's entrypoint, on its cluster
+  dockyard-k8s job submit grpo-swe -n rl-research -- python eval.py --split test   # a command of yours
   dockyard-k8s job list --address http://127.0.0.1:8265
   dockyard-k8s job logs recipe.yaml --follow                # the run's own job
   dockyard-k8s job stop --cluster my-cluster -n rl-research --job grpo-swe-1a2b3c4d5e
@@ -40,7 +41,8 @@ def register(sub: Any) -> None:
     submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
                            epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
     _target_args(submit)
-    submit.add_argument("--entrypoint", help="command to run instead of the run's entrypoint")
+    submit.add_argument("--entrypoint", help="command to run instead of the run's entrypoint (or the words "
+                        "after --, as `ray job submit -- CMD` takes them)")
     submit.add_argument("--wait", action="store_true", help="print the logs until the job ends; exit 1 if it fails")
     submit.set_defaults(func=job_submit)
     ls = js.add_parser("list", help="jobs of the cluster", formatter_class=p.formatter_class)
