@@ -91,6 +91,9 @@ def test_down_deletes_the_network_policies_only_once_the_run_s_pods_are_gone(
     lines = [line for line in down.out.splitlines() if line.startswith("deleted ") and "object(s)" not in line]
     assert [line.split()[1] for line in lines[-3:]] == ["Secret", "NetworkPolicy", "NetworkPolicy"]
     assert "its pods are gone" in down.out.splitlines()[-1] and "still terminating" not in down.out  # it waited
+    # what still follows is what KubeRay made: for a RayJob, its RayCluster
+    assert down.out.splitlines()[-1].endswith("; the RayCluster KubeRay made for the RayJob follows by garbage "
+                                              "collection: `--wait` waits for it")
 
 
 def test_run_ends_when_the_rayjob_is_deleted_while_it_follows(cluster: Any, e2e_cli: Any, example: Any,

@@ -75,12 +75,23 @@ def _said(args: argparse.Namespace, deleted: list[str], run_name: str, ns: str, 
     elif args.wait and not args.dry_run:
         say(f"everything of run {run_name} is gone from {ns}")
     elif any(d.startswith(("NetworkPolicy ", "Secret ")) for d in deleted):  # deleted once the pods were gone
-        say(f"deleted {len(deleted)} object(s) of run {run_name}, its pods are gone; what the operators made from "
-            "them (a RayCluster) follows by garbage collection: `--wait` waits for it")
+        follows = _made_by_kuberay(deleted)
+        say(f"deleted {len(deleted)} object(s) of run {run_name}, its pods are gone"
+            + (f"; {follows} by garbage collection: `--wait` waits for it" if follows else ""))
     else:
-        say(f"deleted {len(deleted)} object(s) of run {run_name}; what the operators made from them (a RayCluster, "
-            "pods still terminating) follows by garbage collection: `--wait` waits for it")
+        follows = _made_by_kuberay(deleted) or "what the operators made from them"
+        say(f"deleted {len(deleted)} object(s) of run {run_name}; {follows} and the pods still terminating go by "
+            "garbage collection: `--wait` waits for them")
     return 0
+
+
+def _made_by_kuberay(deleted: list[str]) -> str:
+    """What KubeRay made from the deleted objects, which its owner references take away after them."""
+    if any(d.startswith("RayJob ") for d in deleted):
+        return "the RayCluster KubeRay made for the RayJob follows"
+    if any(d.startswith("RayCluster ") for d in deleted):
+        return "the Services KubeRay made for the RayCluster follow"
+    return ""
 
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
