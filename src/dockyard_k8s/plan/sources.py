@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 LIVE, NODE_FILES, NODE_POOLS, NO_NODES = "live", "nodes", "nodePools", "none"
 TEAM_QUEUE_SOURCE = "the rendered queue objects (infra.kueue.queueObjects)"
 NO_INVENTORY = ("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
-                "(kubectl get nodes -o yaml)")
+                "(kubectl get nodes -o yaml), or --live to read the cluster's nodes")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dockyard_k8s.plan.schedule import PlanResult
 POOLS = {"nodePools": [{"name": "gpu", "instanceType": "p4de.24xlarge", "count": 2}]}
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 NO_INVENTORY = ("no node inventory: declare plan.nodePools in the infra spec, or pass --nodes FILE "
-                "(kubectl get nodes -o yaml)")
+                "(kubectl get nodes -o yaml), or --live to read the cluster's nodes")
 
 
 def _file(tmp_path: Any, name: str, docs: list[dict[str, Any]]) -> str:
