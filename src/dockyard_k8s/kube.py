@@ -322,9 +322,14 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
 
 
 # Kinds in the order they must exist: the namespace, then cluster-scoped, then namespaced.
-_REFERENCE_ORDER = ("Namespace", "PriorityClass", "RuntimeClass", "ServiceAccount", "Secret", "ConfigMap",
-                    "PersistentVolumeClaim")
-_CLUSTER_SCOPED = ("Namespace", "PriorityClass", "RuntimeClass")
+_REFERENCE_ORDER = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass", "LocalQueue",
+                    "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim")
+_CLUSTER_SCOPED = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass")
+# What an object's label names (Kueue's, kueue.QUEUE_LABEL and kueue.PRIORITY_LABEL): without the
+# LocalQueue the Workload stays Inadmissible; without the WorkloadPriorityClass Kueue makes no
+# Workload at all (its job reconciler errors, in its own log only) and the job stays suspended.
+_LABEL_REFERENCES = {"kueue.x-k8s.io/queue-name": "LocalQueue",
+                     "kueue.x-k8s.io/priority-class": "WorkloadPriorityClass"}
 
 
 def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
@@ -365,7 +370,7 @@ def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 
 
 def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
-    """What the objects' pods refer to that the objects do not hold, each once: (kind,
+    """What the objects' pods (and Kueue's labels) refer to that the objects do not hold, each once: (kind,
     namespace — empty for cluster-scoped kinds —, name, how it is used), the namespaces first,
     then cluster-scoped kinds, then namespaced ones (what must exist before a ``kubectl apply``
     of the objects; ``doctor`` looks each up)."""
@@ -376,12 +381,14 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
         ns = str(as_mapping(obj.get("metadata")).get("namespace") or "")
         if ns:
             found.setdefault(("Namespace", "", ns), [])
-        for t in pod_templates(obj):
-            for kind, name, how in _pod_references(t.spec):
-                key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
-                uses = found.setdefault(key, [])
-                if how not in uses:
-                    uses.append(how)
+        labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
+        named = [(kind, str(labels[label]), f"label {label}") for label, kind in _LABEL_REFERENCES.items()
+                 if labels.get(label)]
+        for kind, name, how in [*named, *(r for t in pod_templates(obj) for r in _pod_references(t.spec))]:
+            key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
+            uses = found.setdefault(key, [])
+            if how not in uses:
+                uses.append(how)
     missing = sorted((k for k in found if k not in held), key=lambda k: (_REFERENCE_ORDER.index(k[0]), k[1], k[2]))
     return [(kind, ns, name, "; ".join(found[kind, ns, name])) for kind, ns, name in missing]
 

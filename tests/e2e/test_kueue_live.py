@@ -135,6 +135,25 @@ def test_a_run_waits_suspended_for_quota_and_runs_once_it_is_raised(cluster: Any
     assert versions(labelled(cluster, ns)) == before
 
 
+def test_a_missing_workload_priority_class_or_local_queue_stops_the_run_before_anything_is_applied(
+        cluster: Any, e2e_cli: Any, example: Any, ns: str, kueue: Any) -> None:
+    """Kueue v0.19 makes no Workload for a job whose WorkloadPriorityClass is missing (its job
+    reconciler errors, in its own log only): the RayJob stayed Suspended, `run` said "waiting to be
+    admitted" until its timeout. A LocalQueue that is not there keeps the Workload Inadmissible."""
+    kueue(16)
+    r = e2e_cli("run", *example(*queued("--timeout", "20", priority="nope")))
+    assert r.code == 1, r.out + r.err
+    assert "WorkloadPriorityClass nope, used as label kueue.x-k8s.io/priority-class; create: " in r.err
+    assert "nothing was applied" in r.err
+    assert labelled(cluster, ns) == {}
+    other = e2e_cli("run", *example("--set", "infra.kueue.queueName=elsewhere", "--timeout", "20"))
+    assert other.code == 1 and f"LocalQueue {ns}/elsewhere, used as label kueue.x-k8s.io/queue-name" in other.err
+    assert labelled(cluster, ns) == {}
+    doctor = e2e_cli("doctor", *example(*queued(priority="nope")))
+    assert doctor.code == 1 and "✖ WorkloadPriorityClass  missing: nope (label kueue.x-k8s.io/priority-class)" in \
+        doctor.out, doctor.out
+
+
 def test_a_queued_run_is_not_said_to_have_outlived_kuberay_s_pre_running_deadline(cluster: Any, e2e_cli: Any,
                                                                                   example: Any, ns: str,
                                                                                   kueue: Any) -> None:

@@ -26,6 +26,10 @@ REFERENCE_FIXES = {
     "ServiceAccount": "kubectl -n {ns} create serviceaccount {name} (or drop the serviceAccountName naming it)",
     "ConfigMap": "kubectl -n {ns} create configmap {name} --from-literal=KEY=... (or drop the reference)",
     "PersistentVolumeClaim": "create the claim {name} in {ns} (or drop the volume naming it)",
+    "LocalQueue": "ask the platform admin for it, or set infra.kueue.queueName to one of `kubectl get localqueues "
+                  "-n {ns}`",
+    "WorkloadPriorityClass": "infra.kueue.queueObjects.priorityValue renders it (for an admin to apply), or set "
+                             "infra.kueue.priorityClass to one of `kubectl get workloadpriorityclasses`",
 }
 REFERENCE_TITLES = {"Secret": "Secrets", "ConfigMap": "ConfigMaps", "PersistentVolumeClaim": "PVCs"}
 
@@ -48,7 +52,8 @@ def check_references(references: list[tuple[str, str, str, str]],
     PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom/volumes and imagePullSecrets,
     ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``)."""
     out = []
-    for kind in dict.fromkeys(r[0] for r in references if r[0] != "Namespace"):
+    # the namespace is checked first, the LocalQueue with its ClusterQueue by doctor's Kueue checks
+    for kind in dict.fromkeys(r[0] for r in references if r[0] not in ("Namespace", "LocalQueue")):
         title = REFERENCE_TITLES.get(kind, kind)
         present, missing, unknown, fixes = [], [], [], []
         for k, ns, name, how in references:

@@ -122,3 +122,20 @@ def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
         ("Secret team/pull", "imagePullSecrets"), ("Secret team/s", "key k (env A)"),
         ("Secret team/tls", "volume certs"), ("ConfigMap team/cm", "key x (env C)"),
         ("PersistentVolumeClaim team/data", "volume data")]
+
+
+
+def test_kueue_s_labels_name_a_local_queue_and_a_workload_priority_class_that_must_exist():
+    """Without the LocalQueue the Workload stays Inadmissible; without the WorkloadPriorityClass
+    Kueue v0.19 makes no Workload at all and the job stays suspended, said in Kueue's log only."""
+    from dockyard_k8s import kueue
+    from dockyard_k8s.kube import missing_references
+
+    labels = {kueue.QUEUE_LABEL: "team-a", kueue.PRIORITY_LABEL: "urgent"}
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r", "namespace": "ml", "labels": labels}}
+    assert missing_references([job]) == [
+        ("Namespace ml", ""), ("WorkloadPriorityClass urgent", f"label {kueue.PRIORITY_LABEL}"),
+        ("LocalQueue ml/team-a", f"label {kueue.QUEUE_LABEL}")]
+    rendered_queue = {"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
+                      "metadata": {"name": "team-a", "namespace": "ml"}}
+    assert ("LocalQueue ml/team-a", f"label {kueue.QUEUE_LABEL}") not in missing_references([rendered_queue, job])
