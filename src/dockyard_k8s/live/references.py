@@ -21,8 +21,9 @@ from dockyard_k8s.render.rayauth import TokenSecret
 
 # What a missing reference's fix is, by kind ({ns}, {name} filled in).
 REFERENCE_FIXES = {
-    "PriorityClass": "create it (kubectl create priorityclass {name} --value=1000) or unset infra.priorityClassName",
-    "RuntimeClass": "create it (GPU nodes: handler nvidia, from the NVIDIA container toolkit)",
+    "PriorityClass": "kubectl create priorityclass {name} --value=1000 (or unset infra.priorityClassName)",
+    "RuntimeClass": "a RuntimeClass {name} with a handler the nodes' container runtime has (GPU nodes: nvidia, from "
+                    "the NVIDIA container toolkit or GPU operator), or unset the runtimeClassName that names it",
     "ServiceAccount": "kubectl -n {ns} create serviceaccount {name} (or drop the serviceAccountName naming it)",
     "ConfigMap": "kubectl -n {ns} create configmap {name} --from-literal=KEY=... (or drop the reference)",
     "PersistentVolumeClaim": "create the claim {name} in {ns} (or drop the volume naming it)",
