@@ -150,8 +150,9 @@ def test_a_missing_workload_priority_class_or_local_queue_stops_the_run_before_a
     assert other.code == 1 and f"LocalQueue {ns}/elsewhere, used as label kueue.x-k8s.io/queue-name" in other.err
     assert labelled(cluster, ns) == {}
     doctor = e2e_cli("doctor", *example(*queued(priority="nope")))
-    assert doctor.code == 1 and "✖ WorkloadPriorityClass  missing: nope (label kueue.x-k8s.io/priority-class)" in \
-        doctor.out, doctor.out
+    assert doctor.code == 1, doctor.out
+    assert "✖ WorkloadPriorityClass  missing: nope (label kueue.x-k8s.io/priority-class): Kueue makes no Workload" \
+        in doctor.out
 
 
 def test_a_queued_run_is_not_said_to_have_outlived_kuberay_s_pre_running_deadline(cluster: Any, e2e_cli: Any,

@@ -27,7 +27,7 @@ from dockyard_k8s.live.netpol import Enforcement, enforcement, list_daemonsets
 from dockyard_k8s.live.operator import check_operator, operator_deployments
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
-from dockyard_k8s.live.references import check_references, read_references
+from dockyard_k8s.live.references import REFERENCE_FIXES, check_references, read_references
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
@@ -383,6 +383,12 @@ def kueue_checks(objects: list[dict[str, Any]], found: list[dict[str, Any]] | No
     if installed is None or found is None:
         return [Check("Kueue", None, "cannot read Kueue's objects (permission)", fatal=False)]
     checks = [Check("Kueue", True, "installed (ClusterQueue served)")]
+    priority = str(as_mapping(as_mapping(jobs[0].get("metadata")).get("labels")).get(kueue.PRIORITY_LABEL) or "")
+    if priority and not any(o.get("kind") == "WorkloadPriorityClass" and as_mapping(o.get("metadata")).get("name")
+                            == priority for o in [*found, *objects]):
+        missing = f"missing: {priority} (label {kueue.PRIORITY_LABEL}): Kueue makes no Workload for the job, " \
+                  "which stays suspended"
+        checks.append(Check("WorkloadPriorityClass", False, missing, REFERENCE_FIXES["WorkloadPriorityClass"]))
     mine = [w for w in found if w.get("kind") != "Workload" or not any(kueue.owned_by(w, j) for j in jobs)]
     snap = snapshot_from_objects(mine, "live cluster")
     lq = snap.local_queues.get((namespace, queue))

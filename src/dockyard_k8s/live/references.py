@@ -32,6 +32,8 @@ REFERENCE_FIXES = {
     "WorkloadPriorityClass": "infra.kueue.queueObjects.priorityValue renders it (for an admin to apply), or set "
                              "infra.kueue.priorityClass to one of `kubectl get workloadpriorityclasses`",
 }
+# Kueue's, named by the job's labels: doctor checks them with the rest of Kueue (kueue_checks).
+KUEUE_KINDS = ("LocalQueue", "WorkloadPriorityClass")
 REFERENCE_TITLES = {"Secret": "Secrets", "ConfigMap": "ConfigMaps", "PersistentVolumeClaim": "PVCs"}
 
 
@@ -53,8 +55,8 @@ def check_references(references: list[tuple[str, str, str, str]],
     PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom/volumes and imagePullSecrets,
     ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``)."""
     out = []
-    # the namespace is checked first, the LocalQueue with its ClusterQueue by doctor's Kueue checks
-    for kind in dict.fromkeys(r[0] for r in references if r[0] not in ("Namespace", "LocalQueue")):
+    # the namespace is checked first, Kueue's objects with the rest of Kueue (doctor.kueue_checks)
+    for kind in dict.fromkeys(r[0] for r in references if r[0] != "Namespace" and r[0] not in KUEUE_KINDS):
         title = REFERENCE_TITLES.get(kind, kind)
         present, missing, unknown, fixes = [], [], [], []
         for k, ns, name, how in references:
@@ -97,7 +99,10 @@ def read_references(client: KubeClient, objects: list[dict[str, Any]],
             out[kind, ns, name] = None
             continue
         try:
-            out[kind, ns, name] = client.get(KINDS[kind], ns or None, name) is not None
+            found = client.get(KINDS[kind], ns or None, name) is not None
+            if not found and kind in KUEUE_KINDS and not client.list(KINDS[kind], ns or None, missing_ok=True)[1]:
+                continue  # Kueue is not installed: nothing queues the job (the follower says so; doctor ✖)
+            out[kind, ns, name] = found
         except ClusterError as e:
             if e.status not in (401, 403):
                 raise
