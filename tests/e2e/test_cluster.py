@@ -47,7 +47,7 @@ def test_cluster_up_scales_list_says_not_ready_while_the_head_pod_is_not_ready_a
     up = e2e_cli("cluster", "up", *example("--timeout", "120"))
     lifter.join(10)
     assert up.code == 0, up.out + up.err
-    assert f"✖ -/{RUN}: ReplicaFailure: FailedCreateWorkerPod" in up.out and "exceeded quota: pods" in up.out
+    assert f"✖ RayCluster/{RUN}: ReplicaFailure: FailedCreateWorkerPod" in up.out and "exceeded quota: pods" in up.out
     assert "✔ ready: ready, workers ready 2/2" in up.out  # a finding, not the end
     rc = cluster.get("-n", ns, "raycluster", RUN)
     assert "ReplicaFailure" not in {c["type"] for c in rc["status"]["conditions"]}  # KubeRay cleared it

@@ -42,7 +42,7 @@ def test_invalid_spec_on_an_old_operator_ends_the_run(cli: Any, fake: FakeKube) 
     t.join(10)
     assert not t.errors, t.errors
     assert r.code == 1, r.out + r.err
-    assert "✖ -/grpo-swe: InvalidRayJobSpec" in r.out and "RayJobDeletionPolicy feature gate" in r.out
+    assert "✖ RayJob/grpo-swe: InvalidRayJobSpec" in r.out and "RayJobDeletionPolicy feature gate" in r.out
     assert "stopped following after" not in r.out  # it did not wait for the timeout
 
 

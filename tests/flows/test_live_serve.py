@@ -83,7 +83,8 @@ def test_a_claim_that_stays_pending_is_explained_within_seconds(cli: Any, fake: 
     t.join(5)
     assert not t.errors, t.errors
     assert r.code == 1
-    assert f"✖ -/{NAME}-cache: ProvisioningFailed: storageclass.storage.k8s.io \"standard\" not found" in r.out
+    assert f"✖ PersistentVolumeClaim/{NAME}-cache: ProvisioningFailed: storageclass.storage.k8s.io \"standard\" " \
+           "not found" in r.out
     assert "serve.cache.storageClass" in r.out
     assert f"✖ serve/{POD}: FailedScheduling: 0/1 nodes are available: pod has unbound immediate" in r.out
     assert "a PersistentVolumeClaim the pod mounts is missing or unbound" in r.out

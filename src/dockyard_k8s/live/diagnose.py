@@ -42,7 +42,7 @@ FLEET_KEYS = {
 class Diagnosis:
     """What is wrong with a pod or an object of the run, and what to do (``fleet/pod: reason — hint``)."""
 
-    fleet: str  # head | trainer | inference | sandbox | submitter | "-" (not a pod of a fleet)
+    fleet: str  # head | trainer | inference | sandbox | submitter, or the kind of an object that is not a pod
     pod: str  # pod (or object) name
     reason: str  # the Kubernetes reason: ImagePullBackOff, FailedScheduling, OOMKilled...
     message: str  # what Kubernetes said, one line
@@ -280,10 +280,11 @@ def object_findings(obj: dict[str, Any]) -> list[Diagnosis]:
     out = []
     if cond := true_conditions(obj).get("ReplicaFailure"):
         message = _one_line(f"{cond.get('reason') or ''}: {cond.get('message') or ''}".strip(": "))
-        out.append(Diagnosis("-", name, "ReplicaFailure", message, "KubeRay could not create or delete a pod (quota, "
-                             "admission, RBAC); it retries: read the message", False))
+        out.append(Diagnosis("RayCluster", name, "ReplicaFailure", message,
+                             "KubeRay could not create or delete a pod (quota, admission, RBAC); it retries: read the "
+                             "message", False))
     if st.get("state") == "failed":
-        out.append(Diagnosis("-", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
+        out.append(Diagnosis("RayCluster", name, "RayClusterFailed", _one_line(st.get("reason") or "state: failed"),
                            "read the RayCluster's events: `kubectl describe raycluster " + name + "`", False))
     return out
 

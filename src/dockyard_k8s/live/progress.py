@@ -407,9 +407,9 @@ class RunView:
             return fleet_of(pod) if pod is not None else None
         if inv.get("kind") in self.objects and inv.get("uid"):
             # an object the run tracks: only the live one's events (not an earlier attempt's cluster)
-            return "-" if str(inv["uid"]) in self.objects[str(inv["kind"])] else None
+            return str(inv["kind"]) if str(inv["uid"]) in self.objects[str(inv["kind"])] else None
         if name == self.run or name.startswith(self.run + "-"):
-            return "sandbox" if "-sandbox" in name else "-"
+            return "sandbox" if "-sandbox" in name else str(inv.get("kind") or "-")
         return None
 
     @staticmethod
