@@ -13,6 +13,7 @@ import dataclasses
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -56,10 +57,7 @@ class Applied:
 
 def tally(applied: list[Applied]) -> str:
     """How many objects got each action (its first word), in the order first met: ``2 created, 5 unchanged``."""
-    counts: dict[str, int] = {}
-    for a in applied:
-        word = a.action.split()[0]
-        counts[word] = counts.get(word, 0) + 1
+    counts = Counter(a.action.split()[0] for a in applied)
     return ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
@@ -69,11 +67,8 @@ def run_selector(run: str) -> str:
 
 def split_apply(objects: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(objects `run` applies, in order; render-only objects it skips)."""
-    apply: list[dict[str, Any]] = []
-    skip: list[dict[str, Any]] = []
-    for obj in objects:
-        (skip if obj.get("kind") in RENDER_ONLY else apply).append(obj)
-    return apply, skip
+    objs = list(objects)
+    return [o for o in objs if o.get("kind") not in RENDER_ONLY], [o for o in objs if o.get("kind") in RENDER_ONLY]
 
 
 def _name(obj: dict[str, Any]) -> tuple[Kind, str | None, str]:
