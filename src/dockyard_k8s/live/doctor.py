@@ -16,7 +16,7 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
+from dockyard_k8s.kube import GPU, as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient, allowed
@@ -34,7 +34,6 @@ from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
 from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 
-GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
 
@@ -459,11 +458,11 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     nodes = allowed(lambda: client.list(KINDS["Node"], None)[0])
 
     references = read_references(client, objects, token)
-    access: dict[tuple[str, str, str], bool] | None = {}
+    access: dict[tuple[str, str, str], bool] | None
     try:
-        for verb, group, resource, sub, _, _ in needed_access(objects):
-            key = (verb, f"{resource}.{group}" if group else resource, sub)
-            access[key] = client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)  # type: ignore[index]
+        access = {(verb, f"{resource}.{group}" if group else resource, sub):
+                  client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)
+                  for verb, group, resource, sub, _, _ in needed_access(objects)}
     except ClusterError:
         access = None
     quotas = allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
