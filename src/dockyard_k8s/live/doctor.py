@@ -28,10 +28,11 @@ from dockyard_k8s.live.operator import check_operator, operator_deployments
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
 from dockyard_k8s.live.references import check_references, read_references
+from dockyard_k8s.live.runs import run_of
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
-from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
+from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
@@ -482,14 +483,8 @@ def running_pods(client: KubeClient, objects: list[dict[str, Any]]) -> list[dict
     """Pods of every namespace that hold resources (not Succeeded/Failed; one list call), but
     those of the run ``objects`` belong to: a launch of it finds them there only to replace them."""
     pods = client.list(KINDS["Pod"], None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
-    ours = {run for o in objects if (run := _run_of(o))}
-    return [p for p in pods if _run_of(p) not in ours]
-
-
-def _run_of(obj: dict[str, Any]) -> tuple[str, str] | None:
-    meta = obj.get("metadata") or {}
-    run = (meta.get("labels") or {}).get(RUN_LABEL)
-    return (str(meta.get("namespace")), str(run)) if run else None
+    ours = {run for o in objects if (run := run_of(o))}
+    return [p for p in pods if run_of(p) not in ours]
 
 
 def cluster_inventory_objects(client: KubeClient, objects: list[dict[str, Any]],
