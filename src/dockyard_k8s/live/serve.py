@@ -113,15 +113,10 @@ def require_served(client: KubeClient, bundle: ServeBundle) -> None:
             if not str(obj.get("apiVersion", "")).startswith(prefix):
                 continue
             kind = kind_of(obj)
-            try:
-                client.list(kind, bundle.config.namespace)
-            except ClusterError as e:
-                if e.status != 404:
-                    raise
+            if not client.list(kind, bundle.config.namespace, missing_ok=True)[1]:  # "" when not served
                 raise ClusterError(f"the cluster does not serve {kind.api_version} {kind.kind}: {operator} is not "
                                    "installed; nothing was applied", obj=f"{kind.kind} {bundle.config.namespace}/"
-                                   f"{obj['metadata']['name']}", status=404,
-                                   hint=instead) from e
+                                   f"{obj['metadata']['name']}", status=404, hint=instead)
 
 
 def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions(), *, say: Say = print) -> Outcome:
