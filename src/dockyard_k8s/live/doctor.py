@@ -2,9 +2,7 @@
 e.g. no permission to look) with a one-line fix.
 
 Fetching (``gather``) is separate from judging (the ``check_*`` functions are pure), so
-checks are tested on plain API objects. :func:`check_capacity` is deliberately simple
-(allocatable GPUs vs requested, quota headroom) and self-contained, so it can later
-delegate to the capacity planner.
+checks are tested on plain API objects; placement is ``plan``'s scheduler simulation.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@
   ``status.clusterName`` — the worker cluster the job was dispatched to;
 * :func:`workload_of` finds the run's Workload among a namespace's by ownerReference (Kueue
   names it ``<kind>-<job>-<hash>``, owned by the job);
-* :func:`queue_position` asks Kueue's visibility API for the pending Workload's place;
-* :func:`kueue_objects` is what ``plan --live`` and ``doctor`` read (``doctor.kueue_checks`` judges
-  it: LocalQueue -> ClusterQueue, covered resources, fit, with ``plan``'s admission engine).
+* :func:`kueue_objects` is what ``plan --live`` and ``doctor`` read (``doctor.kueue_checks`` judges it).
 """
 
 from __future__ import annotations

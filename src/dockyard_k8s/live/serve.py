@@ -1,10 +1,4 @@
-"""A model endpoint on the cluster: the launch sequence of ``live/launch.py``, for ``serve``.
-
-    up(client, bundle, options)     server-side apply in order, then follow until the endpoint is Ready
-    wait(client, bundle, options)   follow with watches (the run follower, on the endpoint's label)
-    status(client, bundle)          the endpoint right now: one LIST per kind
-    down(client, bundle, ...)       delete everything labelled with the endpoint (not its cache, unless asked)
-    log_pods(client, bundle, ...)   the server pods whose logs ``serve logs`` shows
+"""A model endpoint on the cluster: the launch sequence of ``live/launch.py``, for ``serve`` (``__all__``).
 
 Everything is found by ``dockyard-k8s/endpoint=<name>``; the Deployment is the object waited
 on (Ready once its rollout is complete, ``progress.deployment_phase``). The PriorityClass is
