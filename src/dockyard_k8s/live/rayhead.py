@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 
 DASHBOARD_PORT = 8265
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
-SECRET = KINDS["Secret"]
-ENV_TOKEN = TOKEN_VAR  # the variable Ray's own CLI reads: an explicit token wins
 ANONYMOUS_PATH = "/api/jobs/"  # the Jobs API's list: what an intruder asks first; needs the token with auth on
 log = logging.getLogger("dockyard_k8s.live")
 
@@ -222,7 +220,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec) -> tuple[str | None, str
         return None, None
     ns, name = infra["infra"]["namespace"], secret_name(infra)
     what = format_ref("Secret", ns, name)
-    have = client.get(SECRET, ns, name)
+    have = client.get(KINDS["Secret"], ns, name)
     if have is not None:
         if TOKEN_KEY not in (have.get("data") or {}):
             raise ClusterError(f"has no key {TOKEN_KEY!r}, which every Ray container reads its token from",
@@ -244,7 +242,7 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
     obj = format_ref("Secret", namespace, name)
-    secret = client.get(SECRET, namespace, name)
+    secret = client.get(KINDS["Secret"], namespace, name)
     if secret is None:
         raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
                            hint=hint or f"`dockyard-k8s run` creates it; or {create_command(namespace, name)}")
@@ -296,7 +294,7 @@ class TokenSource:
     def how_to_read(self) -> str:
         """A command that prints the token (for the web dashboard's login), never the token."""
         if self.env:
-            return f"it is ${ENV_TOKEN}"
+            return f"it is ${TOKEN_VAR}"
         return (f"kubectl -n {self.namespace} get secret {self.secret} -o jsonpath='{{.data.{self.key}}}' "
                 "| base64 -d")
 
@@ -309,11 +307,11 @@ def _of_cluster(client: KubeClient | None, namespace: str, cluster: str) -> Toke
 
 def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
                  env: Mapping[str, str] | None = None) -> TokenSource | None:
-    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN``; ``--cluster``'s
+    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN`` (Ray's own CLI reads it); ``--cluster``'s
     Secret; the run's Secret (attach mode: ``kuberay.auth.secretName``, else the attached
     RayCluster's); None when nothing says (``--address`` alone, auth disabled)."""
     env = os.environ if env is None else env
-    if env.get(ENV_TOKEN):
+    if env.get(TOKEN_VAR):
         return TokenSource(env=True)
     if target.address and bundle is None:
         return None
@@ -338,7 +336,7 @@ def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient
     if source is None:
         return None
     if source.env:
-        return os.environ[ENV_TOKEN].strip()
+        return os.environ[TOKEN_VAR].strip()
     if client is None:
         return None
     return read_token(client, source.namespace, source.secret, source.key)
@@ -353,7 +351,7 @@ def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], N
     mode = ray.auth_mode()
     if mode == "token" and not token:
         raise ClusterError(f"the Ray head at {ray.address} requires a token and none was found", obj="Ray dashboard",
-                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {ENV_TOKEN}")
+                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {TOKEN_VAR}")
     if mode != "token" and note is not None:
         why = "Ray < 2.52 or RAY_AUTH_MODE unset on the head" if mode is None else f"authentication_mode: {mode}"
         note(f"warning: the Ray head at {ray.address} does not require a token ({why}): whoever reaches its "
