@@ -153,8 +153,7 @@ def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> C
     if missing:
         return Check("KubeRay CRDs", False, f"missing: {', '.join(missing)}",
                      "install the KubeRay operator: helm install kuberay-operator kuberay/kuberay-operator")
-    parts = []
-    bad = []
+    parts, bad = [], []
     for name in KUBERAY_CRDS:
         served = [v.get("name") for v in ((crds[name] or {}).get("spec") or {}).get("versions") or []
                   if v.get("served")]
