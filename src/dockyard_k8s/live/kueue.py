@@ -52,10 +52,8 @@ class WorkloadState:
             "evicted": "evicted",
             "finished": "finished",
         }[self.state]
-        if self.reason and self.state != "admitted":
-            text += f" ({self.reason})"
-        if self.message and self.state not in ("admitted",):
-            text += f": {self.message}"
+        if self.state != "admitted":
+            text += (f" ({self.reason})" if self.reason else "") + (f": {self.message}" if self.message else "")
         if self.state == "admitted" and self.flavors:
             text += "; flavors " + ", ".join(f"{ps} {'/'.join(sorted(set(f.values())))}"
                                              for ps, f in self.flavors.items() if f)
