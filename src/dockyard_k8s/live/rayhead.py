@@ -452,9 +452,8 @@ def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
     launch = bundle.run.infra["launch"]
     ns, run = bundle.run.namespace, bundle.run.name
     if launch["mode"] == "attach":
-        cluster, _ = ray_cluster_of(None, launch["attach"])
-        if cluster:
-            return str(cluster)
+        if launch["attach"]["cluster"]:
+            return str(launch["attach"]["cluster"])
         raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
     if launch["mode"] == "rayjob" and client is not None:
         job = client.get(RAYJOB, ns, run)
