@@ -269,8 +269,7 @@ def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: 
 
 def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     """Workload kinds to follow: the main kinds present, plus the RayCluster a RayJob makes."""
-    objs = list(objects)
-    kinds = {str(o.get("kind")): kind_of(o) for o in objs}
+    kinds = {str(o.get("kind")): kind_of(o) for o in objects}
     out = [kinds[k] for k in MAIN_KINDS if k in kinds]
     if "RayJob" in kinds and "RayCluster" not in kinds:
         out.append(kind_for("ray.io/v1", "RayCluster"))
