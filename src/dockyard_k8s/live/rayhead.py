@@ -10,22 +10,10 @@ list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST /api/j
 ``DELETE /api/jobs/{id}``: :class:`RayJobsClient` (a submission's body: :func:`prepare_submit`, pure).
 
 **The token** (Ray >= 2.52: ``Authorization: Bearer <token>`` on every request;
-``GET /api/authentication_mode``, public, says whether the head requires it):
-
-* ``run``/``cluster up`` call :func:`launch_secret` before applying anything: the run's
-  Secret (``kuberay.auth.secretName`` or ``<run>-ray-auth``, key ``auth_token``) is created
-  with a random token when it is missing, and never rewritten when it exists (a running
-  cluster keeps its token). A Secret the user named must exist already. ``down`` deletes
-  the launcher's Secret with the run (it carries the run label).
-* ``run`` checks, in every launch mode, that the head refuses a request without the token
-  (``GET /api/jobs/``: 401 or 403): attach mode before submitting (:func:`require_refused`),
-  the other modes once the head pod is Ready, through the API server's pod proxy, which drops
-  the caller's credentials (:func:`proxy_status`). An answer is a run with token auth OFF —
-  an image with Ray < 2.52 ignores ``RAY_AUTH_MODE`` — and ends ``run`` with exit 1.
-* :func:`dashboard_token`: ``$RAY_AUTH_TOKEN`` if set, else the Secret of the run, of the
-  attached cluster or of ``--cluster`` (its ``spec.authOptions``, or the ``RAY_AUTH_TOKEN``
-  reference of its head container); :func:`check_head` asks the head whether it requires a
-  token, so a head without authentication is reported, never silently used.
+``GET /api/authentication_mode``, public, says whether the head requires it): its Secret
+(:func:`launch_secret`), where a dashboard's token comes from (:func:`token_source`) and the check
+that the head refuses a request without it (:func:`require_refused`, :func:`proxy_status`) are
+docs/security.md's "Ray token authentication".
 
 The token is only ever in a request header (set once on the HTTP client) or the Secret's body:
 never printed, logged or put into an error message.
