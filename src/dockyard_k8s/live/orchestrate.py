@@ -244,10 +244,7 @@ def join_all(threads: Iterable[threading.Thread], seconds: float = JOIN_SECONDS,
 def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float) -> bool:
     """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
     with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
-        for ev in events:
-            if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
-                return True
-    return False
+        return any((ev.type == "SYNC" and not ev.items) or ev.type == "DELETED" for ev in events)
 
 
 def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: float = 300,

@@ -235,12 +235,9 @@ def phase_of(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
 
 def runs_the_head(obj: dict[str, Any]) -> bool:
     """A StatefulSet whose pod 0 is the Ray head (render/shapes.py: DOCKYARD_HEAD_POD names it)."""
-    for t in kube.pod_templates(obj):
-        for c in (t.spec.get("containers") or [])[:1]:
-            env = {e.get("name"): e.get("value") for e in c.get("env") or []}
-            if env.get("DOCKYARD_HEAD_POD") == f"{(obj.get('metadata') or {}).get('name')}-0":
-                return True
-    return False
+    pod0 = f"{(obj.get('metadata') or {}).get('name')}-0"
+    return any({e.get("name"): e.get("value") for e in c.get("env") or []}.get("DOCKYARD_HEAD_POD") == pod0
+               for t in kube.pod_templates(obj) for c in (t.spec.get("containers") or [])[:1])
 
 
 def main_object(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:

@@ -246,12 +246,9 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
 def reads_token(obj: dict[str, Any]) -> bool:
     """Whether a rendered object's Ray containers read their token from a Secret (``run`` then
     reads or creates it: doctor checks those verbs)."""
-    for t in pod_templates(obj):
-        for c in (t.spec.get("containers") or []):
-            for e in (c.get("env") or []) if isinstance(c, dict) else []:
-                if isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e:
-                    return True
-    return False
+    return any(isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e
+               for t in pod_templates(obj) for c in t.spec.get("containers") or []
+               for e in ((c.get("env") or []) if isinstance(c, dict) else []))
 
 
 def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
