@@ -41,8 +41,8 @@ def unreachable_reason(e: Exception, connect_timeout: float) -> str:
         return f"no answer within {connect_timeout:g} s (connect timeout): a firewall, VPN or wrong address?"
     if "refused" in low:
         return "connection refused (nothing listens there)"
-    if "name or service not known" in low or "nodename nor servname" in low or "name resolution" in low or \
-            "no address associated" in low:
+    if any(s in low for s in ("name or service not known", "nodename nor servname", "name resolution",
+                              "no address associated")):
         return "the host name does not resolve (DNS)"
     if "certificate verify failed" in low or "certificate_verify_failed" in low:
         return (f"the server's TLS certificate is not trusted ({text}): check the cluster's "

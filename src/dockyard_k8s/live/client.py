@@ -402,16 +402,15 @@ class KubeClient:
         re-lists (a new SYNC) and watches from there.
         """
         what = f"{kind.plural} in {namespace}" if namespace and kind.namespaced else kind.plural
-        items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
-        yield WatchEvent("SYNC", {}, items)
-        gone = False
+        stop = stop or threading.Event()
+        gone = True  # list first, and again after a 410 Gone
 
         def on_error(e: Exception, failures: int) -> OnErrorResult:
             nonlocal gone
             code = e.status.code if isinstance(e, ApiError) else \
                 e.response.status_code if isinstance(e, httpx2.HTTPStatusError) else 0
             gone = code == 410
-            if gone or (stop is not None and stop.is_set()):
+            if gone or stop.is_set():
                 return OnErrorResult(OnErrorAction.STOP)
             if isinstance(e, httpx2.TransportError) and failures <= max_failures:
                 self.lk.sleep(_backoff(failures))
@@ -419,7 +418,12 @@ class KubeClient:
             return OnErrorResult(OnErrorAction.RAISE)
 
         self.lk.local.stop = stop
-        while not (stop is not None and stop.is_set()):
+        while True:
+            if gone:
+                items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
+                yield WatchEvent("SYNC", {}, items)
+            if stop.is_set():
+                return
             br = self.lk.prepare_request("list", resource_of(kind), namespace=self._where(kind, namespace),
                                          watch=True, params=_params(
                                              labelSelector=label_selector, fieldSelector=field_selector,
@@ -432,7 +436,7 @@ class KubeClient:
                         rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                         if etype != "BOOKMARK":
                             yield WatchEvent(etype, _plain(obj, kind), [])
-                        if stop is not None and stop.is_set():
+                        if stop.is_set():
                             return
             except _Stopped:
                 return
@@ -443,8 +447,6 @@ class KubeClient:
             if not gone:
                 return
             log.debug("watch %s: 410 Gone, re-listing", what)
-            items, rv = self.list(kind, namespace, label_selector=label_selector, field_selector=field_selector)
-            yield WatchEvent("SYNC", {}, items)
 
 
 def allowed(fetch: Callable[[], T]) -> T | None:

@@ -43,13 +43,17 @@ def _plain(path: str) -> str:
     return _INDEX.sub("", path).strip(".")
 
 
+def _in_cluster(kind: str, path: str) -> tuple[str, str]:
+    """(kind, plain path) of a field as the table has it: a RayJob's cluster fields are the RayCluster's."""
+    plain = _plain(path)
+    if kind == "RayJob" and plain.startswith("spec.rayClusterSpec."):
+        return "RayCluster", "spec." + plain.removeprefix("spec.rayClusterSpec.")
+    return kind, plain
+
+
 def since(kind: str, path: str) -> tuple[str, str] | None:
     """(release, infra key) of a field the table knows, for a RayJob's cluster fields too."""
-    plain = _plain(path)
-    found = KUBERAY_FIELDS_SINCE.get((kind, plain))
-    if found is None and kind == "RayJob" and plain.startswith("spec.rayClusterSpec."):
-        found = KUBERAY_FIELDS_SINCE.get(("RayCluster", "spec." + plain.removeprefix("spec.rayClusterSpec.")))
-    return found
+    return KUBERAY_FIELDS_SINCE.get((kind, _plain(path))) or KUBERAY_FIELDS_SINCE.get(_in_cluster(kind, path))
 
 
 def undeclared_in_message(message: str) -> list[str]:
@@ -64,9 +68,7 @@ def _release(version: str) -> tuple[int, ...]:
 def _newer_inside(kind: str, path: str, release: str) -> list[tuple[str, str]]:
     """(sub-field, release) of the table's fields under ``path`` that came after ``release``:
     an object the CRD lacks whole may need a newer operator for what the run renders inside it."""
-    plain = _plain(path)
-    if kind == "RayJob" and plain.startswith("spec.rayClusterSpec."):
-        kind, plain = "RayCluster", "spec." + plain.removeprefix("spec.rayClusterSpec.")
+    kind, plain = _in_cluster(kind, path)
     return sorted(((f.removeprefix(plain + "."), r) for (k, f), (r, _) in KUBERAY_FIELDS_SINCE.items()
                    if k == kind and f.startswith(plain + ".") and _release(r) > _release(release)),
                   key=lambda fr: _release(fr[1]))

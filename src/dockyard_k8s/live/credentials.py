@@ -130,11 +130,8 @@ class ExecAuth(httpx2.Auth):
         info: dict[str, Any] = {"kind": "ExecCredential", "apiVersion": self.spec["apiVersion"],
                                 "spec": {"interactive": interactive}}
         if self.spec.get("provideClusterInfo"):
-            info["spec"]["cluster"] = {k: v for k, v in (
-                ("server", self.cluster.get("server")),
-                ("certificate-authority-data", self.cluster.get("certificate-authority-data")),
-                ("insecure-skip-tls-verify", self.cluster.get("insecure-skip-tls-verify")),
-                ("tls-server-name", self.cluster.get("tls-server-name"))) if v}
+            fields = ("server", "certificate-authority-data", "insecure-skip-tls-verify", "tls-server-name")
+            info["spec"]["cluster"] = {k: self.cluster[k] for k in fields if self.cluster.get(k)}
         env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
         return env
 

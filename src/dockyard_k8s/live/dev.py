@@ -83,9 +83,7 @@ def parse_dotenv(text: str, source: str) -> dict[str, str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("export "):
-            line = line[len("export "):]
-        key, sep, value = line.partition("=")
+        key, sep, value = line.removeprefix("export ").partition("=")
         if not sep or not is_config_key(key.strip()):
             raise UsageError(f"{source}:{number}: expected KEY=VALUE")  # no value echoed
         value = value.strip()

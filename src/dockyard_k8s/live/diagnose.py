@@ -234,7 +234,7 @@ def pod_findings(pod: dict[str, Any]) -> list[Diagnosis]:
     if status.get("reason") == "Evicted":
         full = _flat(status.get("message") or "evicted by the kubelet")
         message, m = _one_line(full), full.lower()
-        if "ephemeral" in m or "ephemeral-storage" in m:
+        if "ephemeral" in m:
             hint = f"the pod wrote more local disk than allowed: raise {_key(fleet, 'ephemeralStorage')}"
         elif "memory" in m:
             hint = f"the node ran low on memory: raise {_key(fleet, 'memory')} so the scheduler reserves it"

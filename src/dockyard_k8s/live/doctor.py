@@ -2,9 +2,7 @@
 e.g. no permission to look) with a one-line fix.
 
 Fetching (``gather``) is separate from judging (the ``check_*`` functions are pure), so
-checks are tested on plain API objects. :func:`check_capacity` is deliberately simple
-(allocatable GPUs vs requested, quota headroom) and self-contained, so it can later
-delegate to the capacity planner.
+checks are tested on plain API objects; placement is ``plan``'s scheduler simulation.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
+from dockyard_k8s.kube import GPU, as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient, allowed
@@ -28,13 +26,13 @@ from dockyard_k8s.live.operator import check_operator, operator_deployments
 from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
 from dockyard_k8s.live.references import REFERENCE_FIXES, check_references, read_references
+from dockyard_k8s.live.runs import run_of
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
-from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
+from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 
-GPU = "nvidia.com/gpu"
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
 
@@ -155,8 +153,7 @@ def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> C
     if missing:
         return Check("KubeRay CRDs", False, f"missing: {', '.join(missing)}",
                      "install the KubeRay operator: helm install kuberay-operator kuberay/kuberay-operator")
-    parts = []
-    bad = []
+    parts, bad = [], []
     for name in KUBERAY_CRDS:
         served = [v.get("name") for v in ((crds[name] or {}).get("spec") or {}).get("versions") or []
                   if v.get("served")]
@@ -465,11 +462,11 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     nodes = allowed(lambda: client.list(KINDS["Node"], None)[0])
 
     references = read_references(client, objects, token)
-    access: dict[tuple[str, str, str], bool] | None = {}
+    access: dict[tuple[str, str, str], bool] | None
     try:
-        for verb, group, resource, sub, _, _ in needed_access(objects):
-            key = (verb, f"{resource}.{group}" if group else resource, sub)
-            access[key] = client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)  # type: ignore[index]
+        access = {(verb, f"{resource}.{group}" if group else resource, sub):
+                  client.can_i(verb, resource, group=group, namespace=namespace, subresource=sub)
+                  for verb, group, resource, sub, _, _ in needed_access(objects)}
     except ClusterError:
         access = None
     quotas = allowed(lambda: client.list(KINDS["ResourceQuota"], namespace)[0])
@@ -489,14 +486,8 @@ def running_pods(client: KubeClient, objects: list[dict[str, Any]]) -> list[dict
     """Pods of every namespace that hold resources (not Succeeded/Failed; one list call), but
     those of the run ``objects`` belong to: a launch of it finds them there only to replace them."""
     pods = client.list(KINDS["Pod"], None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
-    ours = {run for o in objects if (run := _run_of(o))}
-    return [p for p in pods if _run_of(p) not in ours]
-
-
-def _run_of(obj: dict[str, Any]) -> tuple[str, str] | None:
-    meta = obj.get("metadata") or {}
-    run = (meta.get("labels") or {}).get(RUN_LABEL)
-    return (str(meta.get("namespace")), str(run)) if run else None
+    ours = {run for o in objects if (run := run_of(o))}
+    return [p for p in pods if run_of(p) not in ours]
 
 
 def cluster_inventory_objects(client: KubeClient, objects: list[dict[str, Any]],

@@ -95,12 +95,8 @@ def kubeconfig_files(explicit: str | None = None, env: Mapping[str, str] | None 
     if explicit:
         return [os.path.expanduser(explicit)]
     if env.get("KUBECONFIG"):
-        out: list[str] = []
-        for part in env["KUBECONFIG"].split(os.pathsep):
-            path = os.path.expanduser(part)
-            if part and path not in out and os.path.exists(path):
-                out.append(path)
-        return out
+        paths = dict.fromkeys(os.path.expanduser(part) for part in env["KUBECONFIG"].split(os.pathsep) if part)
+        return [path for path in paths if os.path.exists(path)]
     default = os.path.expanduser(DEFAULT_KUBECONFIG)
     return [default] if os.path.exists(default) else []
 

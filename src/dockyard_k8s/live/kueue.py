@@ -7,9 +7,7 @@
   ``status.clusterName`` — the worker cluster the job was dispatched to;
 * :func:`workload_of` finds the run's Workload among a namespace's by ownerReference (Kueue
   names it ``<kind>-<job>-<hash>``, owned by the job);
-* :func:`queue_position` asks Kueue's visibility API for the pending Workload's place;
-* :func:`kueue_objects` is what ``plan --live`` and ``doctor`` read (``doctor.kueue_checks`` judges
-  it: LocalQueue -> ClusterQueue, covered resources, fit, with ``plan``'s admission engine).
+* :func:`kueue_objects` is what ``plan --live`` and ``doctor`` read (``doctor.kueue_checks`` judges it).
 """
 
 from __future__ import annotations
@@ -54,10 +52,8 @@ class WorkloadState:
             "evicted": "evicted",
             "finished": "finished",
         }[self.state]
-        if self.reason and self.state != "admitted":
-            text += f" ({self.reason})"
-        if self.message and self.state not in ("admitted",):
-            text += f": {self.message}"
+        if self.state != "admitted":
+            text += (f" ({self.reason})" if self.reason else "") + (f": {self.message}" if self.message else "")
         if self.state == "admitted" and self.flavors:
             text += "; flavors " + ", ".join(f"{ps} {'/'.join(sorted(set(f.values())))}"
                                              for ps, f in self.flavors.items() if f)

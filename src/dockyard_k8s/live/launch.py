@@ -1,15 +1,6 @@
-"""The launch sequence as a library, torchx ``Runner`` style: the CLI parses, calls one of
-these, prints the :class:`Outcome`.
-
-    launch(client, bundle, options)   apply the run (server-side apply), then follow it or return
-    status(client, bundle)            the run right now (one LIST per kind)
-    wait(client, bundle, options)     follow the run with watches until it ends
-    down(client, bundle)              delete everything of the run
-    preview(bundle)                   what ``launch`` would apply (no cluster: ``--dry-run=client``)
-    list_clusters(client, namespace)  ``cluster list``
-
-Progress goes to ``say`` (one line at a time) and, for attach-mode job logs, ``write``
-(raw text); nothing here prints on its own.
+"""The launch sequence as a library, torchx ``Runner`` style (``__all__``): the CLI parses, calls
+one of these, prints the :class:`Outcome`. Progress goes to ``say`` (one line at a time) and, for
+attach-mode job logs, ``write`` (raw text); nothing here prints on its own.
 """
 
 from __future__ import annotations

@@ -29,10 +29,7 @@ def parse_duration(text: str) -> int:
 def default_fleet(main_kind: str | None, pods: list[dict[str, Any]]) -> str:
     """What `logs` shows without --fleet/--pod: the RayJob submitter (the job's output, still
     there after the cluster is gone) when it exists, else the head."""
-    fleets = {fleet_of(p) for p in pods}
-    if main_kind == "RayJob" and "submitter" in fleets:
-        return "submitter"
-    return "head"
+    return "submitter" if main_kind == "RayJob" and any(fleet_of(p) == "submitter" for p in pods) else "head"
 
 
 def select_pods(pods: list[dict[str, Any]], *, fleet: str | None = None, pod: str | None = None,

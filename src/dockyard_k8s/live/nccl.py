@@ -19,20 +19,15 @@ from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 TERMINAL = ("Succeeded", "Failed")
 
 
-def launcher_selector(mpijob: dict[str, Any]) -> str:
-    labels = mpijob["metadata"]["labels"]
-    return f"{RUN_LABEL}={labels[RUN_LABEL]},{FLEET_LABEL}=nccl-launcher"
-
-
 def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: float) -> str:
     """Watch the launcher pod until it is Succeeded or Failed; return its whole log.
 
     Raises:
         ClusterError: the timeout passed first (the MPIJob is left for `kubectl describe`).
     """
-    namespace = mpijob["metadata"]["namespace"]
+    namespace, run = mpijob["metadata"]["namespace"], mpijob["metadata"]["labels"][RUN_LABEL]
     with closing(watch_for(client, KINDS["Pod"], namespace, timeout=timeout,
-                           label_selector=launcher_selector(mpijob))) as events:
+                           label_selector=f"{RUN_LABEL}={run},{FLEET_LABEL}=nccl-launcher")) as events:
         for event in events:
             pods = event.items if event.type == "SYNC" else [event.obj]
             done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL]
@@ -46,12 +41,9 @@ def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: f
 
 def live_callables(client: KubeClient, *, timeout: float, cleanup: bool) -> dict[str, Any]:
     """The keyword arguments of ``render.nccl.run_and_summarize`` for the live cluster."""
-
-    def delete(obj: dict[str, Any]) -> None:
-        client.delete(kind_of(obj), obj["metadata"]["namespace"], obj["metadata"]["name"])
-
     return {
         "apply": lambda obj: client.apply(obj),
         "wait_launcher_logs": lambda obj: wait_launcher_logs(client, obj, timeout=timeout),
-        "delete": delete if cleanup else None,
+        "delete": (lambda obj: client.delete(kind_of(obj), obj["metadata"]["namespace"], obj["metadata"]["name"]))
+        if cleanup else None,
     }

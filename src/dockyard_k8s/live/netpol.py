@@ -53,6 +53,12 @@ class Enforcement:
     hint: str = ""
 
 
+def first_names(names: list[str], shown: int) -> str:
+    """The first ``shown`` names, then how many in all: ``a, b, … (9 in all)``."""
+    text = ", ".join(names[:shown])
+    return text if len(names) <= shown else f"{text}, … ({len(names)} in all)"
+
+
 def _where(ds: dict[str, Any]) -> str:
     meta = ds.get("metadata") or {}
     return f"{meta.get('namespace') or 'kube-system'}/{meta.get('name')}"
@@ -141,8 +147,7 @@ def enforcement(daemonsets: list[dict[str, Any]] | None, nodes: list[dict[str, A
         return Enforcement(False, "not enforced: " + "; ".join(f"{w}: {why}" for w, why in inert), hint)
     if daemonsets is None:
         return Enforcement(None, "cannot list DaemonSets to recognise the network plugin")
-    shown = ", ".join(names[:6]) + (f", … ({len(names)} in all)" if len(names) > 6 else "")
-    return Enforcement(None, f"no network plugin recognised among the DaemonSets ({shown or 'none'}): "
+    return Enforcement(None, f"no network plugin recognised among the DaemonSets ({first_names(names, 6) or 'none'}): "
                              "NetworkPolicy enforcement unknown",
                        "check that your network plugin enforces NetworkPolicy (Calico, Cilium, Antrea, kube-router "
                        "and GKE Dataplane V2 do; flannel alone does not): otherwise the sandbox policy is inert")

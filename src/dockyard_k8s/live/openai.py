@@ -55,15 +55,14 @@ def read_answer(status: int, body: str, seconds: float, model: str) -> Completio
             err: dict[str, Any] = inner if isinstance(inner, dict) else doc
             detail = str(err.get("message") or err.get("detail") or "")[:300]
         if status in (401, 403):
-            return bad(f"HTTP {status}{': ' + detail if detail else ''}",
-                       "the server wants an API key, or another one: serve.apiKeySecret names the Secret `serve "
-                       "test` reads it from (the server's --api-key)")
-        if status == 404:
-            return bad(f"HTTP 404{': ' + detail if detail else ''}",
-                       f"the server does not serve model {model!r} (GET /v1/models lists what it serves; "
-                       "serve.model.servedName sets the name)")
-        return bad(f"HTTP {status}{': ' + detail if detail else ''}",
-                   "the server refused the request: read its logs (`dockyard-k8s serve logs SPEC`)")
+            hint = ("the server wants an API key, or another one: serve.apiKeySecret names the Secret `serve test` "
+                    "reads it from (the server's --api-key)")
+        elif status == 404:
+            hint = (f"the server does not serve model {model!r} (GET /v1/models lists what it serves; "
+                    "serve.model.servedName sets the name)")
+        else:
+            hint = "the server refused the request: read its logs (`dockyard-k8s serve logs SPEC`)"
+        return bad(f"HTTP {status}{': ' + detail if detail else ''}", hint)
     if not isinstance(doc, dict):
         return bad("the answer is not a JSON object", "is this an OpenAI-compatible server? (vllm, sglang)")
     choices = doc.get("choices")
@@ -91,11 +90,10 @@ def complete(base_url: str, model: str, prompt: str, max_tokens: int, *, timeout
     try:
         with httpx2.Client(base_url=base_url, timeout=timeout, transport=transport, headers=headers) as http:
             response = http.post(path, json=body)
-            seconds = time.monotonic() - start
-            return read_answer(response.status_code, response.text, seconds, model)
+            return read_answer(response.status_code, response.text, time.monotonic() - start, model)
     except httpx2.TimeoutException:
-        return Completion(False, "", 0, 0, time.monotonic() - start, model, f"no answer within {timeout:g}s",
-                          "the server is busy or still loading: `dockyard-k8s serve status SPEC`; raise --timeout")
+        problem, hint = (f"no answer within {timeout:g}s",
+                         "the server is busy or still loading: `dockyard-k8s serve status SPEC`; raise --timeout")
     except httpx2.TransportError as e:
-        return Completion(False, "", 0, 0, time.monotonic() - start, model, f"cannot reach {base_url}: {e}",
-                          "is the endpoint Ready? `dockyard-k8s serve status SPEC`")
+        problem, hint = f"cannot reach {base_url}: {e}", "is the endpoint Ready? `dockyard-k8s serve status SPEC`"
+    return Completion(False, "", 0, 0, time.monotonic() - start, model, problem, hint)

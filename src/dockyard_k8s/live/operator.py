@@ -17,7 +17,7 @@ from typing import Any
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
-from dockyard_k8s.live.netpol import flag_value
+from dockyard_k8s.live.netpol import first_names, flag_value
 
 WATCH_FLAG = "--watch-namespace"
 CONFIG_FLAG = "--config"
@@ -72,11 +72,6 @@ def watch_namespaces(deployment: dict[str, Any]) -> list[str] | None:
     return []
 
 
-def _names(namespaces: list[str]) -> str:
-    shown = ", ".join(namespaces[:SHOWN])
-    return shown if len(namespaces) <= SHOWN else f"{shown}, … ({len(namespaces)} in all)"
-
-
 def check_operator(deployments: list[dict[str, Any]] | None, needed: bool, namespace: str = "") -> Check:
     """Ready, and watching ``namespace`` (``--watch-namespace``)."""
     if not needed:
@@ -97,13 +92,13 @@ def check_operator(deployments: list[dict[str, Any]] | None, needed: bool, names
                      "kubectl -n <ns> describe deploy kuberay-operator (image pull? crash?)")
     watched = [(d, watch_namespaces(d)) for d in ready]
     if not namespace or any(w == [] or (w is not None and namespace in w) for _, w in watched):
-        scope = next((f" (watches {_names(w)})" for _, w in watched if w), "")
+        scope = next((f" (watches {first_names(w, SHOWN)})" for _, w in watched if w), "")
         return Check("KubeRay operator", True, f"{', '.join(where(d) for d in ready)} ready{scope}")
     if any(w is None for _, w in watched):
         return Check("KubeRay operator", None, f"{', '.join(where(d) for d in ready)} ready; whether it watches "
                                                f"{namespace} is in its --config file or a variable (not read)",
                      fatal=False)
-    detail = "; ".join(f"{where(d)} watches only {_names(w or [])}" for d, w in watched)
+    detail = "; ".join(f"{where(d)} watches only {first_names(w or [], SHOWN)}" for d, w in watched)
     return Check("KubeRay operator", False, f"{detail} ({WATCH_FLAG}), not {namespace}: KubeRay would never act "
                                             "on the run's RayJob or RayCluster",
                  f"add {namespace} to the operator's {WATCH_FLAG} (Helm: watchNamespace, with the chart's Role "

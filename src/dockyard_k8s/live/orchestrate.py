@@ -13,6 +13,7 @@ import dataclasses
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -56,10 +57,7 @@ class Applied:
 
 def tally(applied: list[Applied]) -> str:
     """How many objects got each action (its first word), in the order first met: ``2 created, 5 unchanged``."""
-    counts: dict[str, int] = {}
-    for a in applied:
-        word = a.action.split()[0]
-        counts[word] = counts.get(word, 0) + 1
+    counts = Counter(a.action.split()[0] for a in applied)
     return ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
@@ -69,11 +67,8 @@ def run_selector(run: str) -> str:
 
 def split_apply(objects: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(objects `run` applies, in order; render-only objects it skips)."""
-    apply: list[dict[str, Any]] = []
-    skip: list[dict[str, Any]] = []
-    for obj in objects:
-        (skip if obj.get("kind") in RENDER_ONLY else apply).append(obj)
-    return apply, skip
+    objs = list(objects)
+    return [o for o in objs if o.get("kind") not in RENDER_ONLY], [o for o in objs if o.get("kind") in RENDER_ONLY]
 
 
 def _name(obj: dict[str, Any]) -> tuple[Kind, str | None, str]:
@@ -249,10 +244,7 @@ def join_all(threads: Iterable[threading.Thread], seconds: float = JOIN_SECONDS,
 def wait_deleted(client: KubeClient, kind: Kind, namespace: str | None, name: str, *, timeout: float) -> bool:
     """Watch one object until it is gone (like ``kubectl wait --for=delete``); False on timeout."""
     with closing(watch_for(client, kind, namespace, timeout=timeout, field_selector=f"metadata.name={name}")) as events:
-        for ev in events:
-            if (ev.type == "SYNC" and not ev.items) or ev.type == "DELETED":
-                return True
-    return False
+        return any((ev.type == "SYNC" and not ev.items) or ev.type == "DELETED" for ev in events)
 
 
 def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: float = 300,
@@ -274,8 +266,7 @@ def replace_main(client: KubeClient, objects: list[dict[str, Any]], *, timeout: 
 
 def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     """Workload kinds to follow: the main kinds present, plus the RayCluster a RayJob makes."""
-    objs = list(objects)
-    kinds = {str(o.get("kind")): kind_of(o) for o in objs}
+    kinds = {str(o.get("kind")): kind_of(o) for o in objects}
     out = [kinds[k] for k in MAIN_KINDS if k in kinds]
     if "RayJob" in kinds and "RayCluster" not in kinds:
         out.append(kind_for("ray.io/v1", "RayCluster"))

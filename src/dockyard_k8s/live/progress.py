@@ -235,12 +235,9 @@ def phase_of(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
 
 def runs_the_head(obj: dict[str, Any]) -> bool:
     """A StatefulSet whose pod 0 is the Ray head (render/shapes.py: DOCKYARD_HEAD_POD names it)."""
-    for t in kube.pod_templates(obj):
-        for c in (t.spec.get("containers") or [])[:1]:
-            env = {e.get("name"): e.get("value") for e in c.get("env") or []}
-            if env.get("DOCKYARD_HEAD_POD") == f"{(obj.get('metadata') or {}).get('name')}-0":
-                return True
-    return False
+    pod0 = f"{(obj.get('metadata') or {}).get('name')}-0"
+    return any({e.get("name"): e.get("value") for e in c.get("env") or []}.get("DOCKYARD_HEAD_POD") == pod0
+               for t in kube.pod_templates(obj) for c in (t.spec.get("containers") or [])[:1])
 
 
 def main_object(objects: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
@@ -398,12 +395,10 @@ class RunView:
         return workload_of(self.of_kind("Workload"), main) if main is not None and "Workload" in self.objects \
             else None
 
-    def _event_fleet(self, event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
-                     pods_by_name: dict[str, dict[str, Any]]) -> str | None:
+    def _event_fleet(self, event: dict[str, Any], pod: dict[str, Any] | None) -> str | None:
         inv = event.get("involvedObject") or event.get("regarding") or {}
         name = str(inv.get("name", ""))
         if inv.get("kind") == "Pod":
-            pod = self._event_pod(event, pods_by_uid, pods_by_name)
             return fleet_of(pod) if pod is not None else None
         if inv.get("kind") in self.objects and inv.get("uid"):
             # an object the run tracks: only the live one's events (not an earlier attempt's cluster)
@@ -451,8 +446,9 @@ class RunView:
         image = ("ErrImagePull", "ImagePullBackOff")
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=when):
-            fleet = self._event_fleet(event, by_uid, by_name)
-            if fleet is None or history(event, self._event_pod(event, by_uid, by_name)) or self._bound(event):
+            about = self._event_pod(event, by_uid, by_name)
+            fleet = self._event_fleet(event, about)
+            if fleet is None or history(event, about) or self._bound(event):
                 continue
             found = event_finding(event, fleet)
             if found is None or (found.reason in image and found.pod in pulling):

@@ -10,22 +10,10 @@ list, ``GET /api/jobs/{id}`` details, ``GET /api/jobs/{id}/logs``, ``POST /api/j
 ``DELETE /api/jobs/{id}``: :class:`RayJobsClient` (a submission's body: :func:`prepare_submit`, pure).
 
 **The token** (Ray >= 2.52: ``Authorization: Bearer <token>`` on every request;
-``GET /api/authentication_mode``, public, says whether the head requires it):
-
-* ``run``/``cluster up`` call :func:`launch_secret` before applying anything: the run's
-  Secret (``kuberay.auth.secretName`` or ``<run>-ray-auth``, key ``auth_token``) is created
-  with a random token when it is missing, and never rewritten when it exists (a running
-  cluster keeps its token). A Secret the user named must exist already. ``down`` deletes
-  the launcher's Secret with the run (it carries the run label).
-* ``run`` checks, in every launch mode, that the head refuses a request without the token
-  (``GET /api/jobs/``: 401 or 403): attach mode before submitting (:func:`require_refused`),
-  the other modes once the head pod is Ready, through the API server's pod proxy, which drops
-  the caller's credentials (:func:`proxy_status`). An answer is a run with token auth OFF —
-  an image with Ray < 2.52 ignores ``RAY_AUTH_MODE`` — and ends ``run`` with exit 1.
-* :func:`dashboard_token`: ``$RAY_AUTH_TOKEN`` if set, else the Secret of the run, of the
-  attached cluster or of ``--cluster`` (its ``spec.authOptions``, or the ``RAY_AUTH_TOKEN``
-  reference of its head container); :func:`check_head` asks the head whether it requires a
-  token, so a head without authentication is reported, never silently used.
+``GET /api/authentication_mode``, public, says whether the head requires it): its Secret
+(:func:`launch_secret`), where a dashboard's token comes from (:func:`token_source`) and the check
+that the head refuses a request without it (:func:`require_refused`, :func:`proxy_status`) are
+docs/security.md's "Ray token authentication".
 
 The token is only ever in a request header (set once on the HTTP client) or the Secret's body:
 never printed, logged or put into an error message.
@@ -62,8 +50,6 @@ if TYPE_CHECKING:
 
 DASHBOARD_PORT = 8265
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
-SECRET = KINDS["Secret"]
-ENV_TOKEN = TOKEN_VAR  # the variable Ray's own CLI reads: an explicit token wins
 ANONYMOUS_PATH = "/api/jobs/"  # the Jobs API's list: what an intruder asks first; needs the token with auth on
 log = logging.getLogger("dockyard_k8s.live")
 
@@ -222,7 +208,7 @@ def launch_secret(client: KubeClient, infra: InfraSpec) -> tuple[str | None, str
         return None, None
     ns, name = infra["infra"]["namespace"], secret_name(infra)
     what = format_ref("Secret", ns, name)
-    have = client.get(SECRET, ns, name)
+    have = client.get(KINDS["Secret"], ns, name)
     if have is not None:
         if TOKEN_KEY not in (have.get("data") or {}):
             raise ClusterError(f"has no key {TOKEN_KEY!r}, which every Ray container reads its token from",
@@ -244,7 +230,7 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
         ClusterError: the Secret or its key is missing, or the value is not base64.
     """
     obj = format_ref("Secret", namespace, name)
-    secret = client.get(SECRET, namespace, name)
+    secret = client.get(KINDS["Secret"], namespace, name)
     if secret is None:
         raise ClusterError(f"does not exist, so {what} cannot be read", obj=obj, status=404,
                            hint=hint or f"`dockyard-k8s run` creates it; or {create_command(namespace, name)}")
@@ -260,12 +246,9 @@ def read_token(client: KubeClient, namespace: str, name: str, key: str = TOKEN_K
 def reads_token(obj: dict[str, Any]) -> bool:
     """Whether a rendered object's Ray containers read their token from a Secret (``run`` then
     reads or creates it: doctor checks those verbs)."""
-    for t in pod_templates(obj):
-        for c in (t.spec.get("containers") or []):
-            for e in (c.get("env") or []) if isinstance(c, dict) else []:
-                if isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e:
-                    return True
-    return False
+    return any(isinstance(e, dict) and e.get("name") == TOKEN_VAR and "valueFrom" in e
+               for t in pod_templates(obj) for c in t.spec.get("containers") or []
+               for e in ((c.get("env") or []) if isinstance(c, dict) else []))
 
 
 def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
@@ -296,7 +279,7 @@ class TokenSource:
     def how_to_read(self) -> str:
         """A command that prints the token (for the web dashboard's login), never the token."""
         if self.env:
-            return f"it is ${ENV_TOKEN}"
+            return f"it is ${TOKEN_VAR}"
         return (f"kubectl -n {self.namespace} get secret {self.secret} -o jsonpath='{{.data.{self.key}}}' "
                 "| base64 -d")
 
@@ -309,11 +292,11 @@ def _of_cluster(client: KubeClient | None, namespace: str, cluster: str) -> Toke
 
 def token_source(target: RayTarget, bundle: Bundle | None, client: KubeClient | None, *,
                  env: Mapping[str, str] | None = None) -> TokenSource | None:
-    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN``; ``--cluster``'s
+    """Where the target's token is, first match wins: ``$RAY_AUTH_TOKEN`` (Ray's own CLI reads it); ``--cluster``'s
     Secret; the run's Secret (attach mode: ``kuberay.auth.secretName``, else the attached
     RayCluster's); None when nothing says (``--address`` alone, auth disabled)."""
     env = os.environ if env is None else env
-    if env.get(ENV_TOKEN):
+    if env.get(TOKEN_VAR):
         return TokenSource(env=True)
     if target.address and bundle is None:
         return None
@@ -338,7 +321,7 @@ def dashboard_token(target: RayTarget, bundle: Bundle | None, client: KubeClient
     if source is None:
         return None
     if source.env:
-        return os.environ[ENV_TOKEN].strip()
+        return os.environ[TOKEN_VAR].strip()
     if client is None:
         return None
     return read_token(client, source.namespace, source.secret, source.key)
@@ -353,7 +336,7 @@ def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], N
     mode = ray.auth_mode()
     if mode == "token" and not token:
         raise ClusterError(f"the Ray head at {ray.address} requires a token and none was found", obj="Ray dashboard",
-                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {ENV_TOKEN}")
+                           status=401, hint=f"pass RECIPE (the run's Secret) or --cluster NAME, or export {TOKEN_VAR}")
     if mode != "token" and note is not None:
         why = "Ray < 2.52 or RAY_AUTH_MODE unset on the head" if mode is None else f"authentication_mode: {mode}"
         note(f"warning: the Ray head at {ray.address} does not require a token ({why}): whoever reaches its "
@@ -454,9 +437,8 @@ def ray_cluster_name(client: KubeClient | None, bundle: Bundle) -> str:
     launch = bundle.run.infra["launch"]
     ns, run = bundle.run.namespace, bundle.run.name
     if launch["mode"] == "attach":
-        cluster, _ = ray_cluster_of(None, launch["attach"])
-        if cluster:
-            return str(cluster)
+        if launch["attach"]["cluster"]:
+            return str(launch["attach"]["cluster"])
         raise UsageError("launch.attach names no cluster: pass --address or set launch.attach.cluster")
     if launch["mode"] == "rayjob" and client is not None:
         job = client.get(RAYJOB, ns, run)

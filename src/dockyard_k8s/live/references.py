@@ -51,9 +51,7 @@ def _secret_fix(namespace: str, name: str, how: str) -> str:
 def check_references(references: list[tuple[str, str, str, str]],
                      found: dict[tuple[str, str, str], bool | None] | None,
                      token: TokenSecret | None = None) -> list[Check]:
-    """One check per kind the run's pods refer to by name without rendering it (``kube.unheld_references``:
-    PriorityClass, RuntimeClass, ServiceAccount, Secrets of env/envFrom/volumes and imagePullSecrets,
-    ConfigMaps, PVCs): each must exist, except the Ray token Secret ``run`` creates itself (``token``)."""
+    """One check per kind the run's pods refer to (module docstring), the token ``run`` creates aside."""
     out = []
     # the namespace is checked first, Kueue's objects with the rest of Kueue (doctor.kueue_checks)
     for kind in dict.fromkeys(r[0] for r in references if r[0] != "Namespace" and r[0] not in KUEUE_KINDS):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,13 @@ class RunRow:
         return {**dataclasses.asdict(self), "age": age(self.created, now or dt.datetime.now(dt.UTC))}
 
 
+def run_of(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(namespace, run) of an object labelled with a run; None when it carries no run label."""
+    meta = obj.get("metadata") or {}
+    run = (meta.get("labels") or {}).get(RUN_LABEL)
+    return (str(meta.get("namespace")), str(run)) if run else None
+
+
 def _created(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
 
@@ -165,26 +173,18 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
     def labels(base: str) -> str:
         return ",".join(s for s in (base, selector) if s)
 
-    records, _ = client.list(KINDS["ConfigMap"], namespace, label_selector=labels(RECORDS))
-    mains: list[dict[str, Any]] = []
+    records = {key: r for r in client.list(KINDS["ConfigMap"], namespace, label_selector=labels(RECORDS))[0]
+               if (key := run_of(r))}
+    mains: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for kind in MAIN_KINDS:
-        items, _ = client.list(KINDS[kind], namespace, label_selector=labels(MANAGED), missing_ok=True)
-        mains += [o for o in items if not (o.get("metadata") or {}).get("ownerReferences")]
+        for o in client.list(KINDS[kind], namespace, label_selector=labels(MANAGED), missing_ok=True)[0]:
+            if not (o.get("metadata") or {}).get("ownerReferences") and (key := run_of(o)):
+                mains[key].append(o)
     queues = list_workloads(client, namespace)
-    runs: dict[tuple[str, str], dict[str, Any]] = {}
-    for obj, is_record in [*((r, True) for r in records), *((m, False) for m in mains)]:
-        meta = obj.get("metadata") or {}
-        run = (meta.get("labels") or {}).get(RUN_LABEL)
-        if run:
-            entry = runs.setdefault((str(meta.get("namespace")), str(run)), {"record": None, "objects": []})
-            if is_record:
-                entry["record"] = obj
-            else:
-                entry["objects"].append(obj)
     rows = []
-    for (ns, run), entry in sorted(runs.items()):
-        cm = entry["record"]
-        ref = RunRef(ns, run, entry["objects"], read_record(cm))
+    for ns, run in sorted({*records, *mains}):
+        cm = records.get((ns, run))
+        ref = RunRef(ns, run, mains.get((ns, run), []), read_record(cm))
         main = main_object(ref.objects)
         phase = phase_of(main, _head_pod(client, main)) if main else None
         annotations = (cm.get("metadata") or {}).get("annotations") or {} if cm else {}

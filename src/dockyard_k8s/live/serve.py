@@ -1,10 +1,4 @@
-"""A model endpoint on the cluster: the launch sequence of ``live/launch.py``, for ``serve``.
-
-    up(client, bundle, options)     server-side apply in order, then follow until the endpoint is Ready
-    wait(client, bundle, options)   follow with watches (the run follower, on the endpoint's label)
-    status(client, bundle)          the endpoint right now: one LIST per kind
-    down(client, bundle, ...)       delete everything labelled with the endpoint (not its cache, unless asked)
-    log_pods(client, bundle, ...)   the server pods whose logs ``serve logs`` shows
+"""A model endpoint on the cluster: the launch sequence of ``live/launch.py``, for ``serve`` (``__all__``).
 
 Everything is found by ``dockyard-k8s/endpoint=<name>``; the Deployment is the object waited
 on (Ready once its rollout is complete, ``progress.deployment_phase``). The PriorityClass is
@@ -113,15 +107,10 @@ def require_served(client: KubeClient, bundle: ServeBundle) -> None:
             if not str(obj.get("apiVersion", "")).startswith(prefix):
                 continue
             kind = kind_of(obj)
-            try:
-                client.list(kind, bundle.config.namespace)
-            except ClusterError as e:
-                if e.status != 404:
-                    raise
+            if not client.list(kind, bundle.config.namespace, missing_ok=True)[1]:  # "" when not served
                 raise ClusterError(f"the cluster does not serve {kind.api_version} {kind.kind}: {operator} is not "
                                    "installed; nothing was applied", obj=f"{kind.kind} {bundle.config.namespace}/"
-                                   f"{obj['metadata']['name']}", status=404,
-                                   hint=instead) from e
+                                   f"{obj['metadata']['name']}", status=404, hint=instead)
 
 
 def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions(), *, say: Say = print) -> Outcome:
