@@ -11,6 +11,7 @@ from typing import Any
 from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.diagnose import fleet_of
+from dockyard_k8s.live.orchestrate import join_all
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -114,5 +115,4 @@ def follow_logs(client: KubeClient, namespace: str, pods: list[dict[str, Any]], 
     finally:
         stop.set()
         client.close_streams()
-        for t in threads:
-            t.join(timeout=5)
+        join_all(threads)  # one shared deadline: Ctrl-C is not late by 5 s a pod
