@@ -14,7 +14,15 @@ from typing import Any
 
 from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import GPU, as_mapping, parse_quantity, pod_templates, true_conditions, unheld_references
+from dockyard_k8s.kube import (
+    GPU,
+    as_mapping,
+    format_quantity,
+    parse_quantity,
+    pod_templates,
+    true_conditions,
+    unheld_references,
+)
 from dockyard_k8s.kube import pod_requests as kube_pod_requests
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient, allowed
@@ -217,13 +225,6 @@ def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] |
     return Check("placement", False, detail, "`dockyard-k8s plan --live` shows every group", fatal=False)
 
 
-def format_quantity(value: Fraction, resource: str = "") -> str:
-    """Short human form: cpu in cores (``2.5``), memory in Gi, counts as integers."""
-    if resource.endswith("memory") or resource.endswith("storage"):
-        return f"{float(value / 2 ** 30):g}Gi"
-    return f"{float(value):g}"
-
-
 def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
                    quotas: list[dict[str, Any]] | None) -> list[Check]:
     """GPUs allocatable vs requested (whole run and largest pod), and quota headroom.
@@ -293,8 +294,9 @@ def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction],
                 continue
             room = hard_q - used_q
             if need > room:
-                short.append(f"{(q.get('metadata') or {}).get('name')}: {key} needs {format_quantity(need, key)}, "
-                             f"{format_quantity(room, key)} left")
+                binary = key.endswith(("memory", "storage"))  # BinarySI (32Gi), the rest DecimalSI
+                short.append(f"{(q.get('metadata') or {}).get('name')}: {key} needs "
+                             f"{format_quantity(need, binary=binary)}, {format_quantity(room, binary=binary)} left")
     if short:
         return Check("quota", False, "; ".join(short),
                      "lower the run's requests or ask the namespace admin for more quota")
