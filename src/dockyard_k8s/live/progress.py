@@ -439,13 +439,9 @@ class RunView:
         by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
 
-        def when(e: dict[str, Any]) -> str:
-            return str(e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get(
-                "creationTimestamp") or "")
-
         image = ("ErrImagePull", "ImagePullBackOff")
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
-        for event in sorted(self.events.values(), key=when):
+        for event in sorted(self.events.values(), key=event_seen):  # the latest of a reason wins
             about = self._event_pod(event, by_uid, by_name)
             fleet = self._event_fleet(event, about)
             if fleet is None or history(event, about) or self._bound(event):

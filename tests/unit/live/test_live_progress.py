@@ -340,6 +340,19 @@ def test_an_event_older_than_the_pod_s_current_condition_is_history() -> None:
     assert [(f.pod, f.reason) for f in view.findings()] == [("w1", "FailedMount")]  # w1 is not Ready yet
 
 
+def test_of_two_events_of_one_pod_and_reason_the_last_observed_is_said() -> None:
+    """One notion of an event's time (progress.event_seen) for history and for which one is said:
+    a series of the new events API last observed after a core/v1 event of the same reason."""
+    view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
+    view.sync("Pod", [pod("w0", "trainer", "Pending")])
+    view.sync("Event", [
+        warning("e1", "FailedScheduling", "w0", eventTime="2026-12-03T10:00:01.000000Z", message="new",
+                series={"count": 9, "lastObservedTime": "2026-12-03T10:05:00.000000Z"}),
+        warning("e2", "FailedScheduling", "w0", lastTimestamp="2026-12-03T10:01:00Z", message="old"),
+    ])
+    assert [f.message for f in view.findings()] == ["new"]
+
+
 def test_an_event_after_the_pod_s_condition_still_counts() -> None:
     view = RunView("grpo-swe", {"trainer": 1}, "RayJob")
     view.sync("Pod", [scheduled_pod("w0", "2026-12-03T10:00:30Z", "2026-12-03T10:00:40Z")])
