@@ -194,6 +194,12 @@ def test_job_mode_runs_to_completion(cluster: Any, e2e_cli: Any, example: Any, n
                                                                                 requested_gpus(job))
     assert_rerun_writes_nothing(cluster, e2e_cli, args, ns,
                                 says=f"Job {ns}/grpo-swe already finished (complete, active 0, succeeded 1, failed 0)")
+    # a changed recipe changes the Job's pod template, which the API server keeps as created: said in one
+    # line (its 422 prints the whole template, ~6,000 characters), nothing applied
+    changed = e2e_cli("run", *args, "optimizer.lr=9e-6")
+    assert changed.code == 1, changed.out + changed.err
+    assert f"error: Job {ns}/{RUN}: Invalid: spec.template: field is immutable (nothing was applied)" in changed.err
+    assert "--replace deletes it and creates it from this spec" in changed.err and len(changed.err) < 600
 
 
 def test_statefulset_mode_ends_when_the_head_entrypoint_exits(cluster: Any, e2e_cli: Any, example: Any, ns: str,

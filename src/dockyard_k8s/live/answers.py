@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 import msgspec
@@ -115,7 +116,27 @@ def api_error(status: int, body: bytes, obj: str) -> ClusterError:
                 "and sends no credentials over it): write https://HOST:PORT")
     elif status >= 500:
         hint = "the API server failed repeatedly; retry later or check the control plane"
+    elif status == 422 and (causes := _causes(details)):
+        text = f"{reason or 'Invalid'}: {'; '.join(causes)}"  # not the whole object the message prints
+        if all(c.endswith("field is immutable") for c in causes):
+            hint = (f"the API server does not change these fields of an existing {kind} (a Job's pod template, "
+                    "a StatefulSet's selector...): --replace deletes it and creates it from this spec")
     return ClusterError(text, obj=obj, status=status, hint=hint)
+
+
+def _causes(details: dict[str, Any]) -> list[str]:
+    """A 422's causes as ``field: why``, when its message prints a whole object (an immutable pod
+    template is printed in full, thousands of characters): the value left out."""
+    causes = [c for c in details.get("causes") or [] if isinstance(c, dict)]
+    if sum(len(str(c.get("message") or "")) for c in causes) < 400:
+        return []
+    out = []
+    for c in causes:
+        message = str(c.get("message") or "")
+        if message.startswith("Invalid value: ") and len(message) > 200:
+            message = message.rpartition(": ")[2]
+        out.append(f"{c['field']}: {message}" if c.get("field") else message)
+    return out
 
 
 @contextlib.contextmanager

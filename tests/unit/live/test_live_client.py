@@ -75,6 +75,28 @@ def test_api_errors_name_the_object_and_hint(make_client: Any, code: int, reason
     assert e.value.status == code and hint_word in rendered
 
 
+def test_an_immutable_field_is_said_without_the_whole_object_go_prints() -> None:
+    """The API server's 422 for a changed Job pod template prints the whole template (~6,000
+    characters, as on the e2e control plane); its causes say the field and why."""
+    from dockyard_k8s.live.answers import api_error
+
+    value = "{" + ", ".join(f'"Field{i}": "x: y"' for i in range(300)) + "}"
+    body = json.dumps({"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+                       "message": f'Job.batch "my" is invalid: spec.template: Invalid value: {value}: field is '
+                                  'immutable',
+                       "details": {"name": "my", "kind": "jobs", "causes": [
+                           {"reason": "FieldValueInvalid", "message": f"Invalid value: {value}: field is immutable",
+                            "field": "spec.template"}]}}).encode()
+    e = api_error(422, body, "Job ns/my")
+    assert str(e) == "Invalid: spec.template: field is immutable"
+    assert "--replace deletes it and creates it from this spec" in e.hint
+    short = json.dumps({"reason": "Invalid",
+                        "message": 'x "r" is invalid: spec.replicas: Invalid value: -1: must be >= 0',
+                        "details": {"causes": [{"field": "spec.replicas",
+                                                "message": "Invalid value: -1: must be >= 0"}]}})
+    assert "Invalid value: -1: must be >= 0" in str(api_error(422, short.encode(), "Job ns/r"))  # short: as is
+
+
 def test_non_json_error_body(make_client: Any) -> None:
     """Any error body is worded, also one without a Content-Type (lightkube's transform_exception
     would fail on it with KeyError)."""
