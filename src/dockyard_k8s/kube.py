@@ -26,7 +26,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -111,14 +111,7 @@ class PodTemplate:
 
 
 def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    node: Any = obj
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                return None
-        elif not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
+    node = dig(obj, *path)
     if not isinstance(node, dict):
         return None
     # The dicts themselves (not copies), so a caller may edit the object through them.

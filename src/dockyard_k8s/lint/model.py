@@ -27,7 +27,7 @@ from dockyard_k8s.kube import (
 )
 from dockyard_k8s.lint.isolation import runs_untrusted, str_map
 from dockyard_k8s.manifests import Source
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 ERROR = "error"
 WARNING = "warning"
@@ -167,15 +167,7 @@ class Obj:
         return format_ref(self.kind, self.namespace, self.name)
 
     def get(self, *path: str | int) -> Any:
-        node: Any = self.data
-        for part in path:
-            if isinstance(part, int):
-                if not isinstance(node, list) or not -len(node) <= part < len(node):
-                    return None
-            elif not isinstance(node, dict):
-                return None
-            node = node[part] if isinstance(part, int) else node.get(part)
-        return node
+        return dig(self.data, *path)
 
 
 class Context:
