@@ -115,9 +115,12 @@ def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | N
     if not isinstance(node, dict):
         return None
     # The dicts themselves (not copies), so a caller may edit the object through them.
-    meta = node["metadata"] if isinstance(node.get("metadata"), dict) else {}
-    spec = node["spec"] if isinstance(node.get("spec"), dict) else {}
-    return meta, spec
+    return as_mapping(node.get("metadata")), as_mapping(node.get("spec"))
+
+
+def as_mapping(value: Any) -> dict[str, Any]:
+    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
+    return value if isinstance(value, dict) else {}
 
 
 def as_int(value: Any, default: int = 0) -> int:
@@ -143,12 +146,10 @@ def _ray_cluster_templates(spec: Any, at: Path) -> Iterator[PodTemplate]:
 def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     """Every pod template of a workload object; [] for kinds that make no pods."""
     kind = obj.get("kind")
-    raw = obj.get("spec")
-    spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    spec = as_mapping(obj.get("spec"))
     out: list[PodTemplate] = []
     if kind == "Pod":
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        out.append(PodTemplate((), meta or {}, spec, 1, ""))
+        out.append(PodTemplate((), as_mapping(obj.get("metadata")), spec, 1, ""))
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job"):
         found = _template(obj, ("spec", "template"))
         if found:  # a DaemonSet's pods: one per node (None)
@@ -168,8 +169,7 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
         if found:
             out.append(PodTemplate(("spec", "submitterPodTemplate"), *found, 1, "submitter"))
     elif kind == "MPIJob":
-        replica_specs = spec.get("mpiReplicaSpecs") if isinstance(spec.get("mpiReplicaSpecs"), dict) else {}
-        for role, rs in (replica_specs or {}).items():
+        for role, rs in as_mapping(spec.get("mpiReplicaSpecs")).items():
             found = _template(rs, ("template",))
             if found and isinstance(rs, dict):
                 out.append(PodTemplate(("spec", "mpiReplicaSpecs", role, "template"), *found,
@@ -247,11 +247,6 @@ def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 # Extended resources that are GPUs, by device plugin (NVIDIA, AMD, Intel).
 GPU = "nvidia.com/gpu"
 GPU_RESOURCES = (GPU, "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
-
-
-def as_mapping(value: Any) -> dict[str, Any]:
-    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
-    return value if isinstance(value, dict) else {}
 
 
 def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.network import METADATA_CIDRS, POD_CIDRS
-from dockyard_k8s.kube import object_ref, pod_templates, selector_matches
+from dockyard_k8s.kube import as_mapping, object_ref, pod_templates, selector_matches
 from dockyard_k8s.lint import reach
 from dockyard_k8s.plain import Path, dig
 
@@ -81,8 +81,8 @@ def _selected(objects: list[dict[str, Any]], namespace: str, selector: Any) -> I
         if str(dig(obj, "metadata", "namespace") or "") != namespace:
             continue
         for t in pod_templates(obj):
-            labels = t.metadata.get("labels") if isinstance(t.metadata.get("labels"), dict) else {}
-            if selector_matches({"matchLabels": selector}, {str(k): str(v) for k, v in (labels or {}).items()}):
+            labels = {str(k): str(v) for k, v in as_mapping(t.metadata.get("labels")).items()}
+            if selector_matches({"matchLabels": selector}, labels):
                 yield object_ref(obj), (*t.path, "spec")
 
 

@@ -19,6 +19,7 @@ from dockyard_k8s.config.platforms import KNOWN_GPU_NODE_LABELS
 from dockyard_k8s.kube import (
     GPU_RESOURCES,
     PodTemplate,
+    as_mapping,
     format_ref,
     parse_quantity,
     pod_requests,
@@ -146,8 +147,7 @@ class Obj:
     def __init__(self, data: dict[str, Any], source: Source | None = None) -> None:
         self.data = data
         self.source = source
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        self.meta: dict[str, Any] = meta or {}
+        self.meta = as_mapping(data.get("metadata"))
         self.kind = str(data.get("kind", ""))
         self.name = str(self.meta.get("name", ""))
         self.namespace = str(self.meta.get("namespace") or "")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.kube import as_mapping, pod_templates
 from dockyard_k8s.plain import show_typed
 from dockyard_k8s.validate import builtin, cache
 from dockyard_k8s.validate.collect import Collector
@@ -227,7 +227,6 @@ class Engine:
             found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
             found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
             if kueue.judged(obj):  # its rules' module only for a queued job or a Kueue object
-
                 found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
             if found_here:
                 bad.setdefault(m, []).extend(found_here)
@@ -329,7 +328,7 @@ def _matches(filters: set[str], api_version: str, kind: str) -> bool:
 
 
 def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = (meta or {}).get("name") or (meta or {}).get("generateName") or ""
+    meta = as_mapping(obj.get("metadata"))
+    name = meta.get("name") or meta.get("generateName") or ""
     return Problem(doc.file, doc.doc_index, str(obj.get("kind") or ""), str(name), (*doc.path, *path), message,
-                   str((meta or {}).get("namespace") or ""), rule)
+                   str(meta.get("namespace") or ""), rule)

@@ -54,7 +54,7 @@ def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list
     """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
     each pod template's metadata (not a walk of the whole object: this runs on every RayJob
     of a large input)."""
-    spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    spec = as_mapping(obj.get("spec"))
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
     places: list[tuple[Any, Path]] = [(as_mapping(obj.get("metadata")).get("labels"), ("metadata",))]

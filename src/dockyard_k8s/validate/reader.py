@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.validate.goyaml import may_differ, parse_slow
 from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
@@ -224,8 +225,7 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
     for n, p in enumerate(problems):  # name the object a YAML problem belongs to, when it parsed
         data = named.get(p.doc_index)
         if data is not None and not p.kind:
-            raw = data.get("metadata")
-            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            meta = as_mapping(data.get("metadata"))
             problems[n] = dataclasses.replace(p, kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
                                               namespace=str(meta.get("namespace") or ""))
     out: list[Document] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dockyard_k8s.kube import GPU_RESOURCES, parse_quantity
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, parse_quantity
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Rule
 from dockyard_k8s.lint.rules._util import cname
 
@@ -13,10 +13,8 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 
 
 def _resources(k: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    res = k.get("resources")
-    res = res if isinstance(res, dict) else {}
-    req, lim = res.get("requests"), res.get("limits")
-    return (req if isinstance(req, dict) else {}), (lim if isinstance(lim, dict) else {})
+    res = as_mapping(k.get("resources"))
+    return as_mapping(res.get("requests")), as_mapping(res.get("limits"))
 
 
 def _extended(name: str) -> bool:
