@@ -1,17 +1,6 @@
-"""Pure helpers about Kubernetes objects that validate, lint and plan all need.
-
-* :func:`parse_quantity` — apimachinery ``resource.Quantity`` grammar, exact (Fraction);
-  :func:`format_quantity` its canonical text (``Quantity.String()``): the one parse and the one
-  format of quantities.
-* :func:`pod_templates` — every pod template inside a workload object, with its path and
-  replica count (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod,
-  RayJob, RayCluster, MPIJob).
-* :func:`selector_matches` — a LabelSelector (matchLabels + matchExpressions) against labels.
-* :func:`object_ref` — ``Kind namespace/name``, as kubectl names an object in messages.
-* :func:`split_image` — an image reference's repository, tag and digest.
-* :func:`missing_references` — what the objects' pods refer to that the objects do not hold
-  (namespace, PriorityClass, RuntimeClass, ServiceAccount, Secrets, ConfigMaps, claims);
-  :func:`unheld_references` the same as (kind, namespace, name, how).
+"""Pure helpers about Kubernetes objects that validate, lint and plan all need: the one parse and
+format of quantities, the pod templates of every workload kind and their requests, label
+selectors, object and image references, and what pods refer to that the objects do not hold.
 
 No I/O, no client library: plain dicts in, plain data out.
 """

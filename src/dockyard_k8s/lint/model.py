@@ -170,12 +170,12 @@ class Obj:
         return dig(self.data, *path)
 
 
+@dataclass(frozen=True, slots=True)
 class Context:
     """The whole input, for rules that look across objects (NetworkPolicy coverage...)."""
 
-    def __init__(self, objects: list[Obj], config: LintConfig) -> None:
-        self.objects = objects
-        self.config = config
+    objects: list[Obj]
+    config: LintConfig
 
     def of_kind(self, *kinds: str) -> list[Obj]:
         return [o for o in self.objects if o.kind in kinds]
