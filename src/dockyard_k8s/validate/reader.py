@@ -167,8 +167,9 @@ def _parse_chunks(chunks: list[Chunk], file: str, fast: Any) -> tuple[list[Parse
         joined = _joined(chunks, indices)
         quick = indices
         if may_differ(joined):  # rare: find the documents concerned
-            quick = [i for i in indices if not may_differ(chunks[i][0])]
-            slow = [i for i in indices if i not in set(quick)]
+            slow = [i for i in indices if may_differ(chunks[i][0])]
+            flagged = set(slow)
+            quick = [i for i in indices if i not in flagged]
             joined = _joined(chunks, quick)
         values: Any = []
         if quick:
