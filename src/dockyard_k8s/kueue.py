@@ -110,10 +110,7 @@ def _cluster_pod_sets(spec: dict[str, Any], at: Path) -> list[PodSet]:
     for i, group in enumerate(groups if isinstance(groups, list) else []):
         group = as_mapping(group)
         meta, pod = _template(group.get("template"))
-        count = as_int(group.get("replicas"), 1)
-        hosts = as_int(group.get("numOfHosts"), 1)
-        if hosts > 1:
-            count *= hosts
+        count = as_int(group.get("replicas"), 1) * max(as_int(group.get("numOfHosts"), 1), 1)
         out.append(PodSet(str(group.get("groupName", "")).lower(), count, (*at, "workerGroupSpecs", i, "template"),
                           meta, pod))
     return out
@@ -144,10 +141,8 @@ def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
         return out
     if kind == "Job":
         meta, pod = _template(spec.get("template"))
-        count = as_int(spec.get("parallelism"), 1)
-        completions = spec.get("completions")
-        if isinstance(completions, int) and not isinstance(completions, bool) and completions < count:
-            count = completions
+        parallelism = as_int(spec.get("parallelism"), 1)
+        count = min(parallelism, as_int(spec.get("completions"), parallelism))
         return [PodSet(DEFAULT_POD_SET, count, ("spec", "template"), meta, pod)]
     if kind == "StatefulSet":  # one pod group: every replica in one Workload
         meta, pod = _template(spec.get("template"))
