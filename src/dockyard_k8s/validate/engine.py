@@ -34,6 +34,7 @@ from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.cross import CrossObjects, facts_of
 from dockyard_k8s.validate.kuberay import kuberay_problems
 from dockyard_k8s.validate.kueue import kueue_problems
+from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
     RULE_KUEUE,
@@ -301,7 +302,7 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
     if options.exit_on_error and problems:
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
-    problems = manifests.add_lines(problems)
+    problems = add_lines(problems, manifests.texts, chunked=manifests.chunks)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 

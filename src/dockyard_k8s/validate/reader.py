@@ -27,7 +27,6 @@ from typing import Any
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.validate.goyaml import may_differ, parse_slow
-from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
 from dockyard_k8s.validate.split import Chunk, json_like, region_documents, split_documents
 from dockyard_k8s.yamlfile import YamlError, json_key, yaml_rs
@@ -46,10 +45,6 @@ class Manifests:
     files: int
     texts: dict[str, str]  # file -> text, to locate problems afterwards
     chunks: dict[str, list[Chunk] | None]  # file -> its documents as split (None: read whole)
-
-    def add_lines(self, problems: list[Problem]) -> list[Problem]:
-        """``problems`` (of these files) with their lines found."""
-        return add_lines(problems, self.texts, chunked=self.chunks)
 
 
 def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:
