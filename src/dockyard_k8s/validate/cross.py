@@ -62,9 +62,7 @@ def _port_names(spec: dict[str, Any]) -> set[str]:
 
 
 class CrossObjects:
-    """The cross-object rules: a Service whose selector matches no pod template among the
-    objects, when the objects do contain pod templates in its namespace (a Service for pods
-    made elsewhere is not judged); a named targetPort that no selected container declares.
+    """The cross-object rules (the module doc says which).
 
     Facts go in with :meth:`add` (each Service with an opaque ``who`` to report it by), several
     parts' indexes combine with :meth:`merge` (plain data: a worker process sends its index),

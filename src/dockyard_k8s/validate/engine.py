@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from dockyard_k8s import kueue
@@ -157,22 +158,16 @@ class Engine:
     def find(self, api_version: str, kind: str) -> _SchemaRef | None:
         """The schema for an apiVersion/Kind, or None."""
         api_kind = f"{api_version}/{kind}"
-        if self._builtins is not None:
-            name = self._builtins.index(self._root).get(api_kind)
-            if name is not None:
-                b = self._builtins
-                return _SchemaRef(b.key(name), lambda: b.build(name), b.label, False)
+        b = self._builtins
+        name = b.index(self._root).get(api_kind) if b is not None else None
+        if b is not None and name is not None:
+            return _SchemaRef(b.key(name), partial(b.build, name), b.label, False)
         found = self._crds.find(api_kind)
-        if found is not None:
-            key, crds = found.key, self._crds
-            return _SchemaRef(key, lambda: crds.schema(key), found.source, True)
-        return None
+        return _SchemaRef(found.key, partial(self._crds.schema, found.key), found.source, True) if found else None
 
     def _object_meta(self) -> tuple[str, Callable[[], dict[str, Any]]] | None:
-        if self._builtins is None:
-            return None
         b = self._builtins
-        return b.key(builtin.OBJECT_META), lambda: b.build(builtin.OBJECT_META)
+        return (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
 
     def check(self, documents: Sequence[Document]) -> Checked:
         """Every problem of each document on its own, and the facts for the cross-object rules."""
