@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s.kube import as_int, as_mapping
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 GROUP = "kueue.x-k8s.io"
 API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 still served); served since v0.15
@@ -62,8 +62,7 @@ INTEGRATED_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment")
 
 def queue_name(obj: dict[str, Any]) -> str:
     """The LocalQueue a job names, "" when it is not queued."""
-    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
-    value = labels.get(QUEUE_LABEL)
+    value = dig(obj, "metadata", "labels", QUEUE_LABEL)
     return value if isinstance(value, str) else ""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
 from dockyard_k8s.names import match_dns1035_label
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 from dockyard_k8s.yamlfile import YamlError, load_data
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
@@ -104,8 +104,7 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
         for key in ("submitterPodTemplate", "submitterConfig"):
             if spec.get(key) is not None:
                 out.append((("spec", key), f"SidecarMode does not support {key}"))
-        head = as_mapping(as_mapping(as_mapping(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
-        policy = as_mapping(head.get("spec")).get("restartPolicy")
+        policy = dig(spec, "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy")
         if policy not in (None, "", "Never"):
             out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
                         f"got {policy!r}: SidecarMode needs the head restartPolicy Never or unset"))
@@ -148,7 +147,7 @@ def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -
         if isinstance(n, int) and isinstance(lo, int) and isinstance(hi, int) and not lo <= n <= hi:
             out.append(((*path, "replicas"), f"replicas {n} is outside [minReplicas {lo}, maxReplicas {hi}]"))
     for name, group, path in groups:
-        containers = as_mapping(as_mapping(group.get("template")).get("spec")).get("containers") or []
+        containers = dig(group, "template", "spec", "containers") or []
         if not containers:
             out.append(((*path, "template", "spec", "containers"), f"{name} group needs at least one container"))
         params = as_mapping(group.get("rayStartParams"))
