@@ -238,6 +238,12 @@ GPU = "nvidia.com/gpu"
 GPU_RESOURCES = (GPU, "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 
 
+def is_extended_resource(name: str) -> bool:
+    """A domain-prefixed resource outside ``*kubernetes.io/`` (``nvidia.com/gpu``): whole and never
+    overcommitted (apimachinery's ``IsExtendedResourceName``, without its quota-name check)."""
+    return "/" in name and "kubernetes.io/" not in name
+
+
 def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """An object's ``status.conditions`` by type."""
     return {str(c.get("type")): c for c in as_mapping(obj.get("status")).get("conditions") or [] if isinstance(c, dict)}

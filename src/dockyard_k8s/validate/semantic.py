@@ -18,7 +18,7 @@ import functools
 import ipaddress
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, is_extended_resource, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.names import (
     NAME_FORMAT,
     check_name,
@@ -144,14 +144,14 @@ def _resources(out: Found, res: Any, at: JsonPath) -> None:
                 continue
             if q < 0:
                 out.append(((*at, section, name), f"got {show(raw)}, expected a quantity >= 0"))
-            elif "/" in name and not name.startswith("kubernetes.io/") and q.denominator != 1:
+            elif q.denominator != 1 and is_extended_resource(name):
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
             parsed[section][name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
     for name, q in requests.items():
-        extended = "/" in name and not name.startswith("kubernetes.io/")
+        extended = is_extended_resource(name)
         if name in limits and q > limits[name]:
             out.append(((*at, "requests", name), f"request {show(_dict(res['requests'])[name])} is greater than "
                                                  f"limit {show(raw_limits[name])}"))
