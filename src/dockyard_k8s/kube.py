@@ -84,19 +84,13 @@ def format_quantity(value: Fraction | int, binary: bool = False) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
-    """A pod template found in an object.
+    """A pod template found in an object."""
 
-    ``path`` is the JSON path of the template (``("spec", "template")``); ``spec`` its pod
-    spec; ``replicas`` how many pods it makes (DaemonSet: None, one per node); ``group``
-    names it inside multi-template objects (``head``, a worker ``groupName``, ``submitter``,
-    ``Launcher``/``Worker``), "" otherwise.
-    """
-
-    path: Path
+    path: Path  # the JSON path of the template (``("spec", "template")``)
     metadata: dict[str, Any]
-    spec: dict[str, Any]
-    replicas: int | None
-    group: str
+    spec: dict[str, Any]  # its pod spec
+    replicas: int | None  # how many pods it makes (a DaemonSet: None, one per node)
+    group: str  # its name in a multi-template object (``head``, a ``groupName``, ``submitter``, ``Worker``), or ""
 
 
 def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

@@ -55,30 +55,17 @@ from dockyard_k8s.validate.semantic import object_problems
 
 @dataclass(frozen=True, slots=True)
 class ValidateOptions:
-    """What one validation run checks against, and how (immutable: ``dataclasses.replace(options, ...)``
-    for a variant).
+    """What one validation run checks against, and how (a variant: ``dataclasses.replace(options, ...)``)."""
 
-    Attributes:
-        kubernetes_version: selects the built-in schemas (newest shipped version <= it).
-        crd_sources: CRD files or directories, searched before the fetched and bundled CRDs.
-        skip: ``Kind`` or ``apiVersion/Kind`` names not to validate at all (``"A,B"`` allowed).
-        reject: names that are an error wherever they appear.
-        ignore_missing_schemas: an object with no schema is not an error (it still gets the
-            semantic and KubeRay rules).
-        use_fetched / use_bundled: consult CRDs from ``schemas fetch`` / shipped with dockyard-k8s.
-        cache_dir: cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``).
-        exit_on_error: stop after the first object with a problem.
-    """
-
-    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION
-    crd_sources: tuple[str, ...] = ()
-    skip: tuple[str, ...] = ()
-    reject: tuple[str, ...] = ()
-    ignore_missing_schemas: bool = False
-    use_fetched: bool = True
-    use_bundled: bool = True
-    cache_dir: str | None = None
-    exit_on_error: bool = False
+    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION  # the newest built-in schemas not newer than it
+    crd_sources: tuple[str, ...] = ()  # CRD files or directories, searched before the fetched and bundled CRDs
+    skip: tuple[str, ...] = ()  # ``Kind`` or ``apiVersion/Kind`` names not to validate at all (``"A,B"`` allowed)
+    reject: tuple[str, ...] = ()  # names that are an error wherever they appear
+    ignore_missing_schemas: bool = False  # no schema is no error (the semantic and KubeRay rules still run)
+    use_fetched: bool = True  # consult the CRDs of ``schemas fetch``
+    use_bundled: bool = True  # consult the CRDs shipped with dockyard-k8s
+    cache_dir: str | None = None  # cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``)
+    exit_on_error: bool = False  # stop after the first object with a problem
 
 
 DEFAULT_OPTIONS = ValidateOptions()
