@@ -91,18 +91,13 @@ class _SchemaRef:
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    """Documents checked one by one (:meth:`Engine.check`): everything but the cross-object rules.
-
-    ``bad`` maps an index into ``checked`` (the objects not skipped or rejected, in input order)
-    to its problems; ``cross`` holds the facts of ``checked`` for the cross-object rules, each
-    Service by its index there.
-    """
+    """Documents checked one by one (:meth:`Engine.check`): everything but the cross-object rules."""
 
     objects: int  # documents given
     problems: list[Problem]  # documents that are not objects, rejected kinds
-    checked: list[Document]
-    bad: dict[int, list[Problem]]
-    cross: CrossObjects
+    checked: list[Document]  # the objects not skipped or rejected, in input order
+    bad: dict[int, list[Problem]]  # an index into ``checked`` -> its problems
+    cross: CrossObjects  # the facts of ``checked`` for the cross-object rules, each Service by its index there
     skipped: int
     missing: list[str]
     sources: dict[str, str]
