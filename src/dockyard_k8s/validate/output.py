@@ -12,11 +12,6 @@ from dockyard_k8s.validate.problem import Problem, Report, object_key
 FORMATS = ("text", "json", "junit", "tap")
 
 
-def summary_line(report: Report, files: int) -> str:
-    return (f"Summary: {report.objects} object(s) in {files} file(s): {report.valid} valid, "
-            f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
-
-
 def _problem_dict(p: Problem) -> dict[str, Any]:
     return {"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
             "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
@@ -37,7 +32,8 @@ def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
         return _tap(report)
     lines = [str(p) for p in report.problems]
     if summary:
-        lines.append(summary_line(report, files))
+        lines.append(f"Summary: {report.objects} object(s) in {files} file(s): {report.valid} valid, "
+                     f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
