@@ -229,11 +229,9 @@ def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> Non
         items = get(field)
         if items.__class__ is not list:
             continue
-        n = 0
-        for c in items:
+        for n, c in enumerate(items):
             if c.__class__ is dict:
                 _container(out, c, (*at, field, n), field, volumes, names)
-                n += 1
 
 
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
