@@ -96,7 +96,7 @@ def runtime_class(o: Obj, c: Context) -> Iterator[Hit]:
 
 
 def _env_value(container: dict[str, Any], name: str) -> Any:
-    for e in container.get("env") or []:
+    for e in reversed(container.get("env") or []):  # the last of a name wins, as in the container
         if isinstance(e, dict) and e.get("name") == name:
             return e.get("value") if "value" in e else e.get("valueFrom")
     return None
