@@ -36,7 +36,6 @@ from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
 
 ERROR = "error"
 WARNING = "warning"
-RAY_KINDS = ("RayJob", "RayCluster", "RayService")
 RAY_FLEETS = ("head", "trainer", "inference", "submitter")
 ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so only selectors of every namespace match
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
@@ -93,7 +92,7 @@ def templates(objects: Iterable[dict[str, Any]]) -> list[Template]:
                 for p in (c.get("ports") or []) if isinstance(c, dict) and isinstance(c.get("ports"), list) else []:
                     if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
                         ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP")))
-            gpu_side = not untrusted and (kind in RAY_KINDS or labels.get(FLEET_LABEL) in RAY_FLEETS or gpus)
+            gpu_side = not untrusted and (kind in entries.RAY_KINDS or labels.get(FLEET_LABEL) in RAY_FLEETS or gpus)
             out.append(Template(ref, t.group, (*t.path, "spec"), reach.Target(ns, labels, tuple(ports)),
                                 untrusted, gpu_side))
     return out

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.lint import isolation, reach
-from dockyard_k8s.lint.isolation import RAY_KINDS
+from dockyard_k8s.lint import entries, isolation, reach
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -103,7 +102,7 @@ def _env_value(container: dict[str, Any], name: str) -> Any:
 
 
 def ray_auth(o: Obj, c: Context) -> Iterator[Hit]:
-    if o.kind not in RAY_KINDS:
+    if o.kind not in entries.RAY_KINDS:
         return
     for pod in o.pods:
         if pod.labels.get(FLEET_LABEL) == "submitter" or pod.template.group == "submitter":
