@@ -271,25 +271,20 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
     max(sum of app containers + sidecars, each init container + the sidecars started
     before it) per resource, plus ``overhead``. Sidecars are init containers with
     ``restartPolicy: Always`` (Kubernetes >= 1.29)."""
-    def listed(field: str) -> list[Any]:  # a malformed manifest may hold anything here
-        items = pod_spec.get(field)
-        return items if isinstance(items, list) else []
-
     app: dict[str, Fraction] = {}
-    for c in listed("containers"):
-        if isinstance(c, dict):
-            _add(app, container_requests(c))
     sidecars: dict[str, Fraction] = {}
     peak: dict[str, Fraction] = {}
-    for c in listed("initContainers"):
-        if not isinstance(c, dict):
-            continue
+    for field, c in containers(pod_spec):  # the init containers first, in their order
+        if field == "ephemeralContainers":
+            continue  # they have no resources
         req = container_requests(c)
-        if c.get("restartPolicy") == "Always":
+        if field == "containers":
+            _add(app, req)
+        elif c.get("restartPolicy") == "Always":  # a sidecar
             _add(sidecars, req)
-            continue
-        for k in set(req) | set(sidecars):
-            peak[k] = max(peak.get(k, Fraction(0)), req.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)))
+        else:
+            for k in set(req) | set(sidecars):
+                peak[k] = max(peak.get(k, Fraction(0)), req.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)))
     _add(app, sidecars)
     out = {k: max(app.get(k, Fraction(0)), peak.get(k, Fraction(0))) for k in set(app) | set(peak)}
     overhead = pod_spec.get("overhead")
