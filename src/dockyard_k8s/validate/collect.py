@@ -37,9 +37,7 @@ class Collector:
 
     def errors(self, value: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
         """Every problem of ``value`` (at ``path``)."""
-        out: list[tuple[JsonPath, str]] = []
-        self._walk(self.root, value, path, out)
-        return out
+        return self._errors_of(self.root, value, path)
 
     def _resolve(self, schema: Any) -> Any:
         seen = 0

@@ -58,12 +58,8 @@ def target_port(o: Obj, c: Context) -> Iterator[Hit]:
     selected = _selected(c, o)
     if not selected:
         return  # nothing selected in this input: the validator reports Services that select nothing
-    named: set[str] = set()
-    for _, pod in selected:
-        for _, k in pod.containers():
-            for p in k.get("ports") or []:
-                if isinstance(p, dict) and p.get("name"):
-                    named.add(str(p["name"]))
+    named = {str(p["name"]) for _, pod in selected for _, k in pod.containers() for p in k.get("ports") or []
+             if isinstance(p, dict) and p.get("name")}
     ports: Any = o.get("spec", "ports")
     for i, p in enumerate(ports if isinstance(ports, list) else []):
         if not isinstance(p, dict):
