@@ -216,13 +216,8 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
 def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(field, container) for every container of a pod spec: initContainers, containers,
     ephemeralContainers, in that order."""
-    out = []
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        items = pod_spec.get(field)
-        for c in items if isinstance(items, list) else []:
-            if isinstance(c, dict):
-                out.append((field, c))
-    return out
+    return [(field, c) for field in ("initContainers", "containers", "ephemeralContainers")
+            if isinstance(items := pod_spec.get(field), list) for c in items if isinstance(c, dict)]
 
 
 # --- resource requests (added for lint and plan) ---------------------------------------
