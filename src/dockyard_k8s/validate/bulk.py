@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import itertools
 import os
 import pickle
 import signal
@@ -141,10 +142,7 @@ def plan_parts(texts: dict[str, str], whole: set[str], shares: int | Sequence[fl
     ``whole`` is one unit."""
     fractions = [1 / shares] * shares if isinstance(shares, int) else list(shares)
     total = sum(len(t) for t in texts.values()) or 1
-    ends, acc = [], 0.0
-    for share in fractions:
-        acc += share
-        ends.append(round(acc * total))
+    ends = [round(upto * total) for upto in itertools.accumulate(fractions)]
     ends[-1] = total
     last = len(ends) - 1
     parts: list[list[Span]] = [[] for _ in ends]

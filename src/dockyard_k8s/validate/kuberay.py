@@ -57,15 +57,11 @@ def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list
     spec = as_mapping(obj.get("spec"))
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
-    places: list[tuple[Any, Path]] = [(as_mapping(obj.get("metadata")).get("labels"), ("metadata",))]
-    if isinstance(cluster, dict):
-        head = cluster.get("headGroupSpec")
-        if isinstance(head, dict):
-            places.append((head.get("labels"), (*at, "headGroupSpec")))
-        groups = cluster.get("workerGroupSpecs")
-        for i, group in enumerate(groups if isinstance(groups, list) else []):
-            if isinstance(group, dict):
-                places.append((group.get("labels"), (*at, "workerGroupSpecs", i)))
+    places: list[tuple[Any, Path]] = [(dig(obj, "metadata", "labels"), ("metadata",)),
+                                      (dig(cluster, "headGroupSpec", "labels"), (*at, "headGroupSpec"))]
+    groups = dig(cluster, "workerGroupSpecs")
+    places += [(dig(group, "labels"), (*at, "workerGroupSpecs", i))
+               for i, group in enumerate(groups if isinstance(groups, list) else [])]
     places += [(t.metadata.get("labels"), (*t.path, "metadata")) for t in templates]
     for labels, path in places:
         if labels.__class__ is dict and labels:
@@ -101,9 +97,8 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
     if mode == "InteractiveMode" and backoff > 0:
         out.append((("spec", "backoffLimit"), "InteractiveMode does not support backoffLimit > 0"))
     if mode == "SidecarMode":
-        for key in ("submitterPodTemplate", "submitterConfig"):
-            if spec.get(key) is not None:
-                out.append((("spec", key), f"SidecarMode does not support {key}"))
+        out += [(("spec", key), f"SidecarMode does not support {key}")
+                for key in ("submitterPodTemplate", "submitterConfig") if spec.get(key) is not None]
         policy = dig(spec, "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy")
         if policy not in (None, "", "Never"):
             out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
