@@ -51,8 +51,8 @@ def _junit(report: Report, files: int) -> str:
     by_file: dict[str, list[list[Problem]]] = {}
     for (file, _, _), problems in groups.items():
         by_file.setdefault(file or "<objects>", []).append(problems)
-    ok = ET.SubElement(suites, "testsuite", name="valid objects", tests=str(report.valid), failures="0")
-    ok.set("skipped", str(report.skipped))
+    ET.SubElement(suites, "testsuite", name="valid objects", tests=str(report.valid), failures="0",
+                  skipped=str(report.skipped))
     for file, objects in sorted(by_file.items()):
         suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(objects)), failures=str(len(objects)))
         for problems in objects:
@@ -69,9 +69,7 @@ def _tap(report: Report) -> str:
     lines = ["TAP version 13", f"1..{len(groups) + 1}"]
     for i, problems in enumerate(groups, 1):
         first = problems[0]
-        lines.append(f"not ok {i} - {first.where} {first.object_ref}")
-        lines.append("  ---")
-        lines.append("  problems:")
+        lines += [f"not ok {i} - {first.where} {first.object_ref}", "  ---", "  problems:"]
         lines += [f"    - {format_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
         lines.append("  ...")
     lines.append(f"ok {len(groups) + 1} - {report.valid} valid object(s), {report.skipped} skipped")
