@@ -205,15 +205,11 @@ def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str, *, len
                     if quota.get(limit) is not None and not has_parent:
                         out.append(((*rat, limit), f"Invalid value: {str(quota[limit])!r}: must be nil when {parent} "
                                                    "is empty"))
-                lending, nominal = _amount(quota.get("lendingLimit")), _amount(quota.get("nominalQuota"))
+                lending, nominal = parse_quantity(quota.get("lendingLimit")), parse_quantity(quota.get("nominalQuota"))
                 if lend_within_nominal and lending is not None and nominal is not None and lending > nominal:
                     out.append(((*rat, "lendingLimit"), f"Invalid value: {str(quota['lendingLimit'])!r}: must be less "
                                                         "than or equal to the nominalQuota"))
     return out
-
-
-def _amount(value: Any) -> Any:
-    return None if value is None else parse_quantity(value)
 
 
 def _cluster_queue(spec: dict[str, Any]) -> list[tuple[Path, str]]:
