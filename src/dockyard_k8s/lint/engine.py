@@ -105,14 +105,12 @@ def lint_objects(inputs: Sequence[Obj | Manifest | dict[str, Any]], config: Lint
                 raw.append((rule, (), f"could not be checked: a field this rule reads has an unexpected type or "
                                       f"value ({type(e).__name__}); `dockyard-k8s validate` says which", ERROR))
         for rule, path, message, severity in raw:
-            if rule.id in ignored:
-                suppressed.append(Suppression(rule.id, o.ref, "lint.ignore"))
-                continue
-            scope = next((s for s in scopes if path[:len(s[0])] == s[0] and rule.id in s[1]), None)
-            if scope is not None:
-                suppressed.append(Suppression(rule.id, o.ref, scope[2]))
-                continue
-            found.append((o, rule, path, message, severity))
+            by = "lint.ignore" if rule.id in ignored else next(
+                (how for prefix, ids, how in scopes if path[:len(prefix)] == prefix and rule.id in ids), None)
+            if by is not None:
+                suppressed.append(Suppression(rule.id, o.ref, by))
+            else:
+                found.append((o, rule, path, message, severity))
     located = [(written[id(o)], path) for o, _, path, _, _ in found if id(o) in written]
     lines = iter(line_numbers(located))
     findings = [Finding(rule.id, severity or rule.severity, o.ref, path, message, o.source,
