@@ -85,7 +85,6 @@ class CrdRegistry:
 
     def __init__(self, root: str, explicit: Iterable[str] = (), *, use_fetched: bool = True,
                  use_bundled: bool = True) -> None:
-        self.root = root
         self.sources: list[tuple[str, str]] = []  # (file, origin label)
         for item in explicit:
             if not os.path.exists(item):
