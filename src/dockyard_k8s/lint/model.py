@@ -145,12 +145,11 @@ class Obj:
     def __init__(self, data: dict[str, Any], source: Source | None = None) -> None:
         self.data = data
         self.source = source
-        self.meta = as_mapping(data.get("metadata"))
+        meta = as_mapping(data.get("metadata"))
         self.kind = str(data.get("kind", ""))
-        self.name = str(self.meta.get("name", ""))
-        self.namespace = str(self.meta.get("namespace") or "")
-        self.labels = str_map(self.meta.get("labels"))
-        self.annotations = str_map(self.meta.get("annotations"))
+        self.name = str(meta.get("name", ""))
+        self.namespace = str(meta.get("namespace") or "")
+        self.annotations = str_map(meta.get("annotations"))
         self.pods: list[Pod] = []
         for t in pod_templates(data):
             labels, annotations = str_map(t.metadata.get("labels")), str_map(t.metadata.get("annotations"))
