@@ -76,8 +76,8 @@ def judged(obj: dict[str, Any]) -> bool:
 class PodSet:
     """One pod set of a Kueue Workload: ``count`` pods of ``spec``.
 
-    ``path`` is the JSON path of the pod template inside the job ("" parts for a default
-    submitter, which has no template in the job); ``metadata`` its metadata (annotations
+    ``path`` is the JSON path of the pod template inside the job (() for a default submitter,
+    which has no template in the job); ``metadata`` its metadata (annotations
     carry the topology request).
     """
 
