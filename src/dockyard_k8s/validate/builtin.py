@@ -95,11 +95,8 @@ class SchemaSet:
             name = todo.pop()
             if name in out:
                 continue
-            if name in _REPLACED:
-                out[name] = _REPLACED[name]
-                continue
             found: set[str] = set()
-            out[name] = _convert(defs[name], found)
+            out[name] = _REPLACED.get(name) or _convert(defs[name], found)
             todo.extend(sorted(found - out.keys()))
         if definition in _REPLACED:
             root = dict(_REPLACED[definition])
