@@ -47,12 +47,6 @@ class Findings:
     token: TokenSecret | None  # the Ray token Secret, never rendered, and its generator
 
 
-def findings(run: RunConfig, objects: list[dict[str, Any]]) -> Findings:
-    infra = run.infra
-    return Findings(unchecked(objects, infra["plan"]), most_gpus(infra["plan"]), exposures(objects),
-                    missing_references(objects), token_prerequisite(infra))
-
-
 @dataclass(frozen=True, slots=True)
 class Bundle:
     run: RunConfig
@@ -105,7 +99,9 @@ def build_bundle(recipe_file: str, infra_file: str | Sequence[str] | None = None
         raise_blamed(run, rendered, problems)
     if problems:
         raise ConfigError(problems)
-    return Bundle(run, objects, report, findings(run, objects))
+    plan = run.infra["plan"]
+    return Bundle(run, objects, report, Findings(unchecked(objects, plan), most_gpus(plan), exposures(objects),
+                                                 missing_references(objects), token_prerequisite(run.infra)))
 
 
 def fit_problems(run: RunConfig, objects: list[dict[str, Any]]) -> list[RenderedProblem]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -34,16 +33,12 @@ MALFORMED_DATA = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 @dataclass(frozen=True, slots=True)
 class ConfigProblem:
-    """One problem in an input file, located as precisely as we can.
-
-    ``line``/``col`` are 1-based; 0 when unknown (e.g. a missing file).
-    ``path`` is the dotted key path (``kuberay.trainer.replicas``), "" for the whole file.
-    """
+    """One problem in an input file, located as precisely as we can."""
 
     file: str
-    line: int
-    col: int
-    path: str
+    line: int  # 1-based; 0 when unknown (a missing file)
+    col: int  # 1-based; 0 when unknown
+    path: str  # the dotted key path (``kuberay.trainer.replicas``), "" for the whole file
     message: str
 
     def __str__(self) -> str:

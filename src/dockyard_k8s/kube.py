@@ -1,17 +1,6 @@
-"""Pure helpers about Kubernetes objects that validate, lint and plan all need.
-
-* :func:`parse_quantity` — apimachinery ``resource.Quantity`` grammar, exact (Fraction);
-  :func:`format_quantity` its canonical text (``Quantity.String()``): the one parse and the one
-  format of quantities.
-* :func:`pod_templates` — every pod template inside a workload object, with its path and
-  replica count (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod,
-  RayJob, RayCluster, MPIJob).
-* :func:`selector_matches` — a LabelSelector (matchLabels + matchExpressions) against labels.
-* :func:`object_ref` — ``Kind namespace/name``, as kubectl names an object in messages.
-* :func:`split_image` — an image reference's repository, tag and digest.
-* :func:`missing_references` — what the objects' pods refer to that the objects do not hold
-  (namespace, PriorityClass, RuntimeClass, ServiceAccount, Secrets, ConfigMaps, claims);
-  :func:`unheld_references` the same as (kind, namespace, name, how).
+"""Pure helpers about Kubernetes objects that validate, lint and plan all need: the one parse and
+format of quantities, the pod templates of every workload kind and their requests, label
+selectors, object and image references, and what pods refer to that the objects do not hold.
 
 No I/O, no client library: plain dicts in, plain data out.
 """
@@ -26,7 +15,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -95,36 +84,26 @@ def format_quantity(value: Fraction | int, binary: bool = False) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
-    """A pod template found in an object.
+    """A pod template found in an object."""
 
-    ``path`` is the JSON path of the template (``("spec", "template")``); ``spec`` its pod
-    spec; ``replicas`` how many pods it makes (DaemonSet: None, one per node); ``group``
-    names it inside multi-template objects (``head``, a worker ``groupName``, ``submitter``,
-    ``Launcher``/``Worker``), "" otherwise.
-    """
-
-    path: Path
+    path: Path  # the JSON path of the template (``("spec", "template")``)
     metadata: dict[str, Any]
-    spec: dict[str, Any]
-    replicas: int | None
-    group: str
+    spec: dict[str, Any]  # its pod spec
+    replicas: int | None  # how many pods it makes (a DaemonSet: None, one per node)
+    group: str  # its name in a multi-template object (``head``, a ``groupName``, ``submitter``, ``Worker``), or ""
 
 
 def _template(obj: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    node: Any = obj
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                return None
-        elif not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
+    node = dig(obj, *path)
     if not isinstance(node, dict):
         return None
     # The dicts themselves (not copies), so a caller may edit the object through them.
-    meta = node["metadata"] if isinstance(node.get("metadata"), dict) else {}
-    spec = node["spec"] if isinstance(node.get("spec"), dict) else {}
-    return meta, spec
+    return as_mapping(node.get("metadata")), as_mapping(node.get("spec"))
+
+
+def as_mapping(value: Any) -> dict[str, Any]:
+    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
+    return value if isinstance(value, dict) else {}
 
 
 def as_int(value: Any, default: int = 0) -> int:
@@ -150,12 +129,10 @@ def _ray_cluster_templates(spec: Any, at: Path) -> Iterator[PodTemplate]:
 def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     """Every pod template of a workload object; [] for kinds that make no pods."""
     kind = obj.get("kind")
-    raw = obj.get("spec")
-    spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    spec = as_mapping(obj.get("spec"))
     out: list[PodTemplate] = []
     if kind == "Pod":
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        out.append(PodTemplate((), meta or {}, spec, 1, ""))
+        out.append(PodTemplate((), as_mapping(obj.get("metadata")), spec, 1, ""))
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job"):
         found = _template(obj, ("spec", "template"))
         if found:  # a DaemonSet's pods: one per node (None)
@@ -175,8 +152,7 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
         if found:
             out.append(PodTemplate(("spec", "submitterPodTemplate"), *found, 1, "submitter"))
     elif kind == "MPIJob":
-        replica_specs = spec.get("mpiReplicaSpecs") if isinstance(spec.get("mpiReplicaSpecs"), dict) else {}
-        for role, rs in (replica_specs or {}).items():
+        for role, rs in as_mapping(spec.get("mpiReplicaSpecs")).items():
             found = _template(rs, ("template",))
             if found and isinstance(rs, dict):
                 out.append(PodTemplate(("spec", "mpiReplicaSpecs", role, "template"), *found,
@@ -240,13 +216,8 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
 def containers(pod_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(field, container) for every container of a pod spec: initContainers, containers,
     ephemeralContainers, in that order."""
-    out = []
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        items = pod_spec.get(field)
-        for c in items if isinstance(items, list) else []:
-            if isinstance(c, dict):
-                out.append((field, c))
-    return out
+    return [(field, c) for field in ("initContainers", "containers", "ephemeralContainers")
+            if isinstance(items := pod_spec.get(field), list) for c in items if isinstance(c, dict)]
 
 
 # --- resource requests (added for lint and plan) ---------------------------------------
@@ -256,9 +227,10 @@ GPU = "nvidia.com/gpu"
 GPU_RESOURCES = (GPU, "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 
 
-def as_mapping(value: Any) -> dict[str, Any]:
-    """A mapping field, or {} when it is missing or of another type (the schema reports that)."""
-    return value if isinstance(value, dict) else {}
+def is_extended_resource(name: str) -> bool:
+    """A domain-prefixed resource outside ``*kubernetes.io/`` (``nvidia.com/gpu``): whole and never
+    overcommitted (apimachinery's ``IsExtendedResourceName``, without its quota-name check)."""
+    return "/" in name and "kubernetes.io/" not in name
 
 
 def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -294,25 +266,20 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
     max(sum of app containers + sidecars, each init container + the sidecars started
     before it) per resource, plus ``overhead``. Sidecars are init containers with
     ``restartPolicy: Always`` (Kubernetes >= 1.29)."""
-    def listed(field: str) -> list[Any]:  # a malformed manifest may hold anything here
-        items = pod_spec.get(field)
-        return items if isinstance(items, list) else []
-
     app: dict[str, Fraction] = {}
-    for c in listed("containers"):
-        if isinstance(c, dict):
-            _add(app, container_requests(c))
     sidecars: dict[str, Fraction] = {}
     peak: dict[str, Fraction] = {}
-    for c in listed("initContainers"):
-        if not isinstance(c, dict):
-            continue
+    for field, c in containers(pod_spec):  # the init containers first, in their order
+        if field == "ephemeralContainers":
+            continue  # they have no resources
         req = container_requests(c)
-        if c.get("restartPolicy") == "Always":
+        if field == "containers":
+            _add(app, req)
+        elif c.get("restartPolicy") == "Always":  # a sidecar
             _add(sidecars, req)
-            continue
-        for k in set(req) | set(sidecars):
-            peak[k] = max(peak.get(k, Fraction(0)), req.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)))
+        else:
+            for k in set(req) | set(sidecars):
+                peak[k] = max(peak.get(k, Fraction(0)), req.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)))
     _add(app, sidecars)
     out = {k: max(app.get(k, Fraction(0)), peak.get(k, Fraction(0))) for k in set(app) | set(peak)}
     overhead = pod_spec.get("overhead")

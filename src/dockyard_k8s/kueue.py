@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s.kube import as_int, as_mapping
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 GROUP = "kueue.x-k8s.io"
 API_VERSION = f"{GROUP}/v1beta2"  # the storage version of v0.19 (v1beta1 still served); served since v0.15
@@ -62,8 +62,7 @@ INTEGRATED_KINDS = ("RayJob", "RayCluster", "Job", "StatefulSet", "Deployment")
 
 def queue_name(obj: dict[str, Any]) -> str:
     """The LocalQueue a job names, "" when it is not queued."""
-    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
-    value = labels.get(QUEUE_LABEL)
+    value = dig(obj, "metadata", "labels", QUEUE_LABEL)
     return value if isinstance(value, str) else ""
 
 
@@ -77,8 +76,8 @@ def judged(obj: dict[str, Any]) -> bool:
 class PodSet:
     """One pod set of a Kueue Workload: ``count`` pods of ``spec``.
 
-    ``path`` is the JSON path of the pod template inside the job ("" parts for a default
-    submitter, which has no template in the job); ``metadata`` its metadata (annotations
+    ``path`` is the JSON path of the pod template inside the job (() for a default submitter,
+    which has no template in the job); ``metadata`` its metadata (annotations
     carry the topology request).
     """
 
@@ -110,10 +109,7 @@ def _cluster_pod_sets(spec: dict[str, Any], at: Path) -> list[PodSet]:
     for i, group in enumerate(groups if isinstance(groups, list) else []):
         group = as_mapping(group)
         meta, pod = _template(group.get("template"))
-        count = as_int(group.get("replicas"), 1)
-        hosts = as_int(group.get("numOfHosts"), 1)
-        if hosts > 1:
-            count *= hosts
+        count = as_int(group.get("replicas"), 1) * max(as_int(group.get("numOfHosts"), 1), 1)
         out.append(PodSet(str(group.get("groupName", "")).lower(), count, (*at, "workerGroupSpecs", i, "template"),
                           meta, pod))
     return out
@@ -144,10 +140,8 @@ def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
         return out
     if kind == "Job":
         meta, pod = _template(spec.get("template"))
-        count = as_int(spec.get("parallelism"), 1)
-        completions = spec.get("completions")
-        if isinstance(completions, int) and not isinstance(completions, bool) and completions < count:
-            count = completions
+        parallelism = as_int(spec.get("parallelism"), 1)
+        count = min(parallelism, as_int(spec.get("completions"), parallelism))
         return [PodSet(DEFAULT_POD_SET, count, ("spec", "template"), meta, pod)]
     if kind == "StatefulSet":  # one pod group: every replica in one Workload
         meta, pod = _template(spec.get("template"))

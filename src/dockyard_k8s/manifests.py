@@ -32,19 +32,19 @@ class Source:
     rendered: bool = False
 
 
+@dataclass(slots=True, eq=False)  # shared by the objects of a file: compared and hashed as itself
 class _Text:
     """A file's text (a rendered object's made on first use) and its documents as the reader split them."""
 
-    def __init__(self, name: str, text: str | Callable[[], str], chunks: Any = None) -> None:
-        self.name = name
-        self._text = text
-        self.chunks = chunks  # None: the locator splits the text itself
+    name: str
+    text: str | Callable[[], str]
+    chunks: Any = None  # None: the locator splits the text itself
 
     @property
     def value(self) -> str:
-        if not isinstance(self._text, str):
-            self._text = self._text()
-        return self._text
+        if not isinstance(self.text, str):
+            self.text = self.text()
+        return self.text
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,11 +66,6 @@ def is_dns1123_subdomain(text: str) -> bool:
     return len(text) <= DNS1123_SUBDOMAIN_MAX and match_dns1123_subdomain(text) is not None
 
 
-def is_dns1035_label(text: str) -> bool:
-    """``IsDNS1035Label``: ``[a-z]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
-    return len(text) <= DNS1123_LABEL_MAX and match_dns1035_label(text) is not None
-
-
 def is_qualified_name(text: str) -> bool:
     """``IsQualifiedName``: a label or annotation key, ``[prefix/]name``; a prefix, when there is a
     '/', is a non-empty DNS-1123 subdomain; the name at most 63 characters."""

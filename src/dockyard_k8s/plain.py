@@ -22,6 +22,16 @@ def format_path(path: Path) -> str:
     return out
 
 
+def dig(data: Any, *path: str | int) -> Any:
+    """The value at ``path`` in plain data; None where a part is missing or ``data`` has another shape."""
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and -len(data) <= part < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
 # The JSON type names of the types plain data holds, as messages show them.
 _TYPE_NAMES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
                dict: "object"}

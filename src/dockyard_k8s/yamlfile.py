@@ -343,14 +343,10 @@ def resolve_go_yaml(text: str) -> Any:
         return math.nan
     plain = text.replace("_", "")
     if _GO_INT.match(plain):  # strconv.ParseInt(plain, 0, 64): 0x, 0o, 0b and leading-0 octal
-        sign = -1 if plain[0] == "-" else 1
         digits = plain.lstrip("+-")
-        low = digits.lower()
-        if low.startswith(("0x", "0o", "0b")):
-            return sign * int(digits[2:], {"x": 16, "o": 8, "b": 2}[low[1]])
-        if len(digits) > 1 and digits[0] == "0":
-            return sign * int(digits, 8)
-        return sign * int(digits)
+        if digits[:1] == "0" and digits[1:2].isdigit():  # 0755: Python's int(x, 0) refuses a leading 0
+            return (-1 if plain[0] == "-" else 1) * int(digits, 8)
+        return int(plain, 0)
     if _GO_FLOAT.match(plain):
         value = float(plain)
         return int(value) if value.is_integer() and "." not in plain and "e" not in plain.lower() else value

@@ -67,10 +67,6 @@ def unknown_rules(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-def _annotation_ids(value: str) -> list[str]:
-    return [x.strip() for x in value.split(",") if x.strip()]
-
-
 def lint_objects(inputs: Sequence[Obj | Manifest | dict[str, Any]], config: LintConfig | None = None) -> LintReport:
     """Every finding for ``inputs`` (sorted), what was suppressed, and each pod's PSS level; a
     :class:`~dockyard_k8s.manifests.Manifest`'s findings get the lines of their paths (plain
@@ -90,18 +86,17 @@ def lint_objects(inputs: Sequence[Obj | Manifest | dict[str, Any]], config: Lint
     for o in objects:
         # Annotation suppressions: on the object (all its findings) or on a pod template (findings under it).
         scopes: list[tuple[Path, set[str], str]] = []
-        bad_ids: list[tuple[Path, str]] = []
+        raw: list[tuple[Rule, Path, str, str | None]] = []
         for prefix, notes, where in [((), o.annotations, o.ref)] + [
                 (p.template.path, p.annotations, f"{o.ref} ({p.template.group or 'pod template'})") for p in o.pods]:
             value = notes.get(IGNORE_ANNOTATION)
             if value is None:
                 continue
-            ids = _annotation_ids(value)
+            ids = [x.strip() for x in value.split(",") if x.strip()]
             scopes.append((prefix, set(ids), f"annotation on {where}"))
             at = (*prefix, "metadata", "annotations", IGNORE_ANNOTATION)
-            bad_ids += [(at, i) for i in ids if i not in BY_ID]
-        raw: list[tuple[Rule, Path, str, str | None]] = [
-            (INVALID_SUPPRESSION, path, f"{IGNORE_ANNOTATION} names unknown rule {i!r}", None) for path, i in bad_ids]
+            raw += [(INVALID_SUPPRESSION, at, f"{IGNORE_ANNOTATION} names unknown rule {i!r}", None)
+                    for i in ids if i not in BY_ID]
         for rule in RULES:
             try:
                 raw += [(rule, hit.path, hit.message, hit.severity) for hit in rule.check(o, ctx)]
@@ -110,14 +105,12 @@ def lint_objects(inputs: Sequence[Obj | Manifest | dict[str, Any]], config: Lint
                 raw.append((rule, (), f"could not be checked: a field this rule reads has an unexpected type or "
                                       f"value ({type(e).__name__}); `dockyard-k8s validate` says which", ERROR))
         for rule, path, message, severity in raw:
-            if rule.id in ignored:
-                suppressed.append(Suppression(rule.id, o.ref, "lint.ignore"))
-                continue
-            scope = next((s for s in scopes if path[:len(s[0])] == s[0] and rule.id in s[1]), None)
-            if scope is not None:
-                suppressed.append(Suppression(rule.id, o.ref, scope[2]))
-                continue
-            found.append((o, rule, path, message, severity))
+            by = "lint.ignore" if rule.id in ignored else next(
+                (how for prefix, ids, how in scopes if path[:len(prefix)] == prefix and rule.id in ids), None)
+            if by is not None:
+                suppressed.append(Suppression(rule.id, o.ref, by))
+            else:
+                found.append((o, rule, path, message, severity))
     located = [(written[id(o)], path) for o, _, path, _, _ in found if id(o) in written]
     lines = iter(line_numbers(located))
     findings = [Finding(rule.id, severity or rule.severity, o.ref, path, message, o.source,

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.network import METADATA_CIDRS, POD_CIDRS
-from dockyard_k8s.kube import object_ref, pod_templates, selector_matches
+from dockyard_k8s.kube import as_mapping, object_ref, pod_templates, selector_matches
 from dockyard_k8s.lint import reach
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
 PUBLIC_TYPES = ("LoadBalancer", "NodePort")
 NODE_PORTS = (30000, 32767)  # the API server's default --service-node-port-range
@@ -45,19 +45,13 @@ class Entry:
     via_controller: bool  # through an ingress controller (its pods must be admitted by the target's ingress)
 
 
-def _get(node: Any, *path: Any) -> Any:
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def _tcp(numbers: Iterable[Any]) -> reach.Ports:
     spans = reach.merge((int(n), int(n)) for n in numbers if isinstance(n, int) and not isinstance(n, bool))
     return {"TCP": spans} if spans else {}
 
 
 def _service_ports(svc: dict[str, Any], kind: str) -> reach.Ports:
-    ports = _get(svc, "spec", "ports")
+    ports = dig(svc, "spec", "ports")
     entries = [p for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
     if kind == "NodePort":
         given = [p.get("nodePort") for p in entries if p.get("nodePort")]
@@ -68,12 +62,12 @@ def _service_ports(svc: dict[str, Any], kind: str) -> reach.Ports:
 def _head(obj: dict[str, Any]) -> tuple[dict[str, Any], Path] | None:
     """(headGroupSpec, the head template's spec path) of a Ray object."""
     at = RAY_KINDS.get(str(obj.get("kind")))
-    head = _get(obj, *at, "headGroupSpec") if at else None
+    head = dig(obj, *at, "headGroupSpec") if at else None
     return (head, (*at, "headGroupSpec", "template", "spec")) if isinstance(head, dict) and at else None
 
 
 def _head_ports(head: dict[str, Any]) -> reach.Ports:
-    containers = _get(head, "template", "spec", "containers")
+    containers = dig(head, "template", "spec", "containers")
     first = containers[0] if isinstance(containers, list) and containers and isinstance(containers[0], dict) else {}
     declared = [p.get("containerPort") for p in first.get("ports") or [] if isinstance(p, dict)]
     return _tcp(declared) or _tcp(RAY_HEAD_PORTS)
@@ -84,19 +78,19 @@ def _selected(objects: list[dict[str, Any]], namespace: str, selector: Any) -> I
     if not isinstance(selector, dict) or not selector:
         return
     for obj in objects:
-        if str(_get(obj, "metadata", "namespace") or "") != namespace:
+        if str(dig(obj, "metadata", "namespace") or "") != namespace:
             continue
         for t in pod_templates(obj):
-            labels = t.metadata.get("labels") if isinstance(t.metadata.get("labels"), dict) else {}
-            if selector_matches({"matchLabels": selector}, {str(k): str(v) for k, v in (labels or {}).items()}):
+            labels = {str(k): str(v) for k, v in as_mapping(t.metadata.get("labels")).items()}
+            if selector_matches({"matchLabels": selector}, labels):
                 yield object_ref(obj), (*t.path, "spec")
 
 
 def _ingress_backends(ing: dict[str, Any]) -> list[str]:
-    names = [_get(ing, "spec", "defaultBackend", "service", "name")]
-    for rule in _get(ing, "spec", "rules") or []:
-        for path in _get(rule, "http", "paths") or []:
-            names.append(_get(path, "backend", "service", "name"))
+    names = [dig(ing, "spec", "defaultBackend", "service", "name")]
+    for rule in dig(ing, "spec", "rules") or []:
+        for path in dig(rule, "http", "paths") or []:
+            names.append(dig(path, "backend", "service", "name"))
     return [str(n) for n in names if n]
 
 
@@ -107,21 +101,21 @@ def public_entries(objects: Iterable[dict[str, Any]]) -> list[Entry]:
     services: dict[tuple[str, str], dict[str, Any]] = {}
     heads: dict[tuple[str, str], tuple[str, Path]] = {}  # (ns, <cluster>-head-svc) -> (object, head spec path)
     for obj in objects:
-        ns = str(_get(obj, "metadata", "namespace") or "")
+        ns = str(dig(obj, "metadata", "namespace") or "")
         if obj.get("kind") == "Service":
-            services[ns, str(_get(obj, "metadata", "name"))] = obj
-            kind = str(_get(obj, "spec", "type") or "ClusterIP")
+            services[ns, str(dig(obj, "metadata", "name"))] = obj
+            kind = str(dig(obj, "spec", "type") or "ClusterIP")
             if kind in PUBLIC_TYPES:
-                for ref, path in _selected(objects, ns, _get(obj, "spec", "selector")):
-                    out.append(Entry(ref, path, f"Service {ns}/{_get(obj, 'metadata', 'name')} is type {kind}, a "
+                for ref, path in _selected(objects, ns, dig(obj, "spec", "selector")):
+                    out.append(Entry(ref, path, f"Service {ns}/{dig(obj, 'metadata', 'name')} is type {kind}, a "
                                                 "public address", _service_ports(obj, kind), False))
         found = _head(obj)
         if found is None:
             continue
         head, path = found
-        heads[ns, f"{_get(obj, 'metadata', 'name')}-head-svc"] = (object_ref(obj), path)
+        heads[ns, f"{dig(obj, 'metadata', 'name')}-head-svc"] = (object_ref(obj), path)
         for where, typ in (("headGroupSpec.serviceType", head.get("serviceType")),
-                           ("headGroupSpec.headService.spec.type", _get(head, "headService", "spec", "type"))):
+                           ("headGroupSpec.headService.spec.type", dig(head, "headService", "spec", "type"))):
             if typ in PUBLIC_TYPES:
                 ports = _head_ports(head) if typ == "LoadBalancer" else {"TCP": [NODE_PORTS]}
                 out.append(Entry(object_ref(obj), path, f"its head Service is type {typ} ({where}), a public address",
@@ -130,14 +124,14 @@ def public_entries(objects: Iterable[dict[str, Any]]) -> list[Entry]:
             out.append(Entry(object_ref(obj), path, "KubeRay's dashboard Ingress (headGroupSpec.enableIngress)",
                              INGRESS_PORTS, True))
     for ing in (o for o in objects if o.get("kind") == "Ingress"):
-        ns = str(_get(ing, "metadata", "namespace") or "")
+        ns = str(dig(ing, "metadata", "namespace") or "")
         for name in dict.fromkeys(_ingress_backends(ing)):
-            how = f"Ingress {ns}/{_get(ing, 'metadata', 'name')} (backend Service {name})"
+            how = f"Ingress {ns}/{dig(ing, 'metadata', 'name')} (backend Service {name})"
             if (ns, name) in heads:
                 ref, path = heads[ns, name]
                 out.append(Entry(ref, path, how, INGRESS_PORTS, True))
             elif (ns, name) in services:
-                for ref, path in _selected(objects, ns, _get(services[ns, name], "spec", "selector")):
+                for ref, path in _selected(objects, ns, dig(services[ns, name], "spec", "selector")):
                     out.append(Entry(ref, path, how, INGRESS_PORTS, True))
     return out
 
@@ -163,7 +157,7 @@ def controller_rules(dst: reach.Target, policies: reach.Policies) -> list[str]:
                 if not isinstance(sel, dict):
                     continue
                 ns = (sel.get("matchLabels") or {}).get(reach.NAMESPACE_LABEL) or "<any namespace>"
-                labels = _get(peer, "podSelector", "matchLabels")
+                labels = dig(peer, "podSelector", "matchLabels")
                 probe = reach.Target(str(ns), {str(k): str(v) for k, v in (labels or {}).items()})
                 if probe.namespace != dst.namespace:
                     found += policies.ingress_of(dst, probe).rules

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.config.network import GLOBAL_IPV6, METADATA_CIDRS, PRIVATE_CIDRS
-from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, object_ref, pod_requests, pod_templates
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, containers, object_ref, pod_requests, pod_templates
 from dockyard_k8s.lint import entries, reach
 from dockyard_k8s.plain import Path
 from dockyard_k8s.render.meta import FLEET_LABEL, UNTRUSTED_ANNOTATION
@@ -36,7 +36,6 @@ from dockyard_k8s.render.network import RAY_CLUSTER_LABEL
 
 ERROR = "error"
 WARNING = "warning"
-RAY_KINDS = ("RayJob", "RayCluster", "RayService")
 RAY_FLEETS = ("head", "trainer", "inference", "submitter")
 ANY_NAMESPACE = "<any namespace>"  # not a valid name: no selector names it, so only selectors of every namespace match
 PRIVATE_EGRESS_ANNOTATION = "dockyard-k8s/private-egress"  # render/network.py: the explicit opt-ins
@@ -88,12 +87,11 @@ def templates(objects: Iterable[dict[str, Any]]) -> list[Template]:
             untrusted = runs_untrusted(labels, str_map(t.metadata.get("annotations")), obj_notes)
             requests = pod_requests(t.spec)
             gpus = any(requests.get(r, 0) > 0 for r in GPU_RESOURCES)
-            ports = []
-            for c in t.spec.get("containers") or [] if isinstance(t.spec.get("containers"), list) else []:
-                for p in (c.get("ports") or []) if isinstance(c, dict) and isinstance(c.get("ports"), list) else []:
-                    if isinstance(p, dict) and p.get("name") and isinstance(p.get("containerPort"), int):
-                        ports.append((str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP")))
-            gpu_side = not untrusted and (kind in RAY_KINDS or labels.get(FLEET_LABEL) in RAY_FLEETS or gpus)
+            ports = [(str(p["name"]), int(p["containerPort"]), str(p.get("protocol") or "TCP"))
+                     for field, c in containers(t.spec) if field == "containers" and isinstance(c.get("ports"), list)
+                     for p in c["ports"] if isinstance(p, dict) and p.get("name")
+                     and isinstance(p.get("containerPort"), int)]
+            gpu_side = not untrusted and (kind in entries.RAY_KINDS or labels.get(FLEET_LABEL) in RAY_FLEETS or gpus)
             out.append(Template(ref, t.group, (*t.path, "spec"), reach.Target(ns, labels, tuple(ports)),
                                 untrusted, gpu_side))
     return out

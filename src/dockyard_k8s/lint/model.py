@@ -19,19 +19,18 @@ from dockyard_k8s.config.platforms import KNOWN_GPU_NODE_LABELS
 from dockyard_k8s.kube import (
     GPU_RESOURCES,
     PodTemplate,
+    as_mapping,
     format_ref,
     parse_quantity,
     pod_requests,
     pod_templates,
     selector_matches,
 )
-from dockyard_k8s.lint.isolation import runs_untrusted, str_map
+from dockyard_k8s.lint.isolation import ERROR, WARNING, runs_untrusted, str_map
 from dockyard_k8s.manifests import Source
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
+INFO = "info"  # ERROR and WARNING come from isolation.py, which check imports without this module
 SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -146,13 +145,11 @@ class Obj:
     def __init__(self, data: dict[str, Any], source: Source | None = None) -> None:
         self.data = data
         self.source = source
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        self.meta: dict[str, Any] = meta or {}
+        meta = as_mapping(data.get("metadata"))
         self.kind = str(data.get("kind", ""))
-        self.name = str(self.meta.get("name", ""))
-        self.namespace = str(self.meta.get("namespace") or "")
-        self.labels = str_map(self.meta.get("labels"))
-        self.annotations = str_map(self.meta.get("annotations"))
+        self.name = str(meta.get("name", ""))
+        self.namespace = str(meta.get("namespace") or "")
+        self.annotations = str_map(meta.get("annotations"))
         self.pods: list[Pod] = []
         for t in pod_templates(data):
             labels, annotations = str_map(t.metadata.get("labels")), str_map(t.metadata.get("annotations"))
@@ -167,23 +164,15 @@ class Obj:
         return format_ref(self.kind, self.namespace, self.name)
 
     def get(self, *path: str | int) -> Any:
-        node: Any = self.data
-        for part in path:
-            if isinstance(part, int):
-                if not isinstance(node, list) or not -len(node) <= part < len(node):
-                    return None
-            elif not isinstance(node, dict):
-                return None
-            node = node[part] if isinstance(part, int) else node.get(part)
-        return node
+        return dig(self.data, *path)
 
 
+@dataclass(frozen=True, slots=True)
 class Context:
     """The whole input, for rules that look across objects (NetworkPolicy coverage...)."""
 
-    def __init__(self, objects: list[Obj], config: LintConfig) -> None:
-        self.objects = objects
-        self.config = config
+    objects: list[Obj]
+    config: LintConfig
 
     def of_kind(self, *kinds: str) -> list[Obj]:
         return [o for o in self.objects if o.kind in kinds]

@@ -27,9 +27,8 @@ def text(report: LintReport, min_severity: str = "info") -> str:
         origin = f"  ({first.source.file})" if first.source else ""
         lines.append(f"{obj[1]}{origin}")
         for f in items:
-            lines.append(f"  {f.severity:<7}  {f.rule}: {f.message}")
             at = f"line {f.line}: " if f.line else ""
-            lines.append(f"           {at}{format_path(f.path)}")
+            lines += [f"  {f.severity:<7}  {f.rule}: {f.message}", f"           {at}{format_path(f.path)}"]
     if report.pod_security:
         lines.append("pod security standards (level each pod template meets)")
         for p in report.pod_security:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import MALFORMED_DATA
+from dockyard_k8s.kube import as_mapping
 
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
 
@@ -77,8 +78,7 @@ def _containers(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def ctx(obj: dict[str, Any]) -> dict[str, Any]:
     """The securityContext of a pod spec or container ({} when unset)."""
-    sc = obj.get("securityContext")
-    return sc if isinstance(sc, dict) else {}
+    return as_mapping(obj.get("securityContext"))
 
 
 def _quote(names: list[str]) -> str:
@@ -131,8 +131,7 @@ def allow_privilege_escalation(meta: dict[str, Any], spec: dict[str, Any]) -> Vi
 
 def app_armor(meta: dict[str, Any], spec: dict[str, Any]) -> Violation | None:
     bad: list[str] = []
-    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-    for key, value in sorted((annotations or {}).items()):
+    for key, value in sorted(as_mapping(meta.get("annotations")).items()):
         if str(key).startswith(APPARMOR_ANNOTATION) and not (
                 value == "runtime/default" or str(value).startswith("localhost/")):
             bad.append(f'{key}="{value}"')

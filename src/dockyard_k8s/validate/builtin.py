@@ -95,11 +95,8 @@ class SchemaSet:
             name = todo.pop()
             if name in out:
                 continue
-            if name in _REPLACED:
-                out[name] = _REPLACED[name]
-                continue
             found: set[str] = set()
-            out[name] = _convert(defs[name], found)
+            out[name] = _REPLACED.get(name) or _convert(defs[name], found)
             todo.extend(sorted(found - out.keys()))
         if definition in _REPLACED:
             root = dict(_REPLACED[definition])
@@ -159,12 +156,9 @@ def available_versions() -> list[str]:
     package = _package_dir()
     if package is None:
         return []
-    found = []
-    for entry in os.listdir(os.path.join(package, "kubernetes-json-schema")):
-        m = _VERSION_DIR.match(entry)
-        if m:
-            found.append((int(m.group(1)), int(m.group(2))))
-    return [f"{a}.{b}" for a, b in sorted(found)]
+    entries = os.listdir(os.path.join(package, "kubernetes-json-schema"))
+    found = sorted((int(m[1]), int(m[2])) for entry in entries if (m := _VERSION_DIR.match(entry)))
+    return [f"{a}.{b}" for a, b in found]
 
 
 def schema_set(kubernetes_version: str = DEFAULT_KUBERNETES_VERSION) -> SchemaSet | None:

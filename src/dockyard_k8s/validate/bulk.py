@@ -23,10 +23,12 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import itertools
 import os
 import pickle
 import signal
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -140,10 +142,7 @@ def plan_parts(texts: dict[str, str], whole: set[str], shares: int | Sequence[fl
     ``whole`` is one unit."""
     fractions = [1 / shares] * shares if isinstance(shares, int) else list(shares)
     total = sum(len(t) for t in texts.values()) or 1
-    ends, acc = [], 0.0
-    for share in fractions:
-        acc += share
-        ends.append(round(acc * total))
+    ends = [round(upto * total) for upto in itertools.accumulate(fractions)]
     ends[-1] = total
     last = len(ends) - 1
     parts: list[list[Span]] = [[] for _ in ends]
@@ -278,22 +277,18 @@ def _run_part(spans: Sequence[Span], texts: dict[str, str], engine: Engine) -> _
 def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:
     """Document indexes and lines of each part's regions, from their starts, shifted to count
     from the file's start; and all parts' cross-object facts in one index."""
-    seen: dict[str, int] = {}
-    seen_lines: dict[str, int] = {}
+    docs_before: Counter[str] = Counter()
+    lines_before: Counter[str] = Counter()
     out = []
     cross = CrossObjects()
     for r in results:
-        base = {file: seen.get(file, 0) for file in r.counts}
-        for file, n in r.counts.items():
-            seen[file] = base[file] + n
-        lines = {file: seen_lines.get(file, 0) for file in r.lines}
-        for file, n in r.lines.items():
-            seen_lines[file] = lines[file] + n
+        base = {file: docs_before[file] for file in r.counts}
+        lines = {file: lines_before[file] for file in r.lines}
+        docs_before.update(r.counts)
+        lines_before.update(r.lines)
         if any(base.values()) or any(lines.values()):
             r = dataclasses.replace(r, problems=[_shift(p, base, lines) for p in r.problems])
-            cross.merge(r.cross, functools.partial(_base_of, base))
-        else:
-            cross.merge(r.cross)
+        cross.merge(r.cross, functools.partial(_base_of, base))
         out.append(r)
     return out, cross
 

@@ -8,6 +8,7 @@ It implements the draft-07 keywords the Kubernetes and CRD schemas use.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -33,13 +34,10 @@ class Collector:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.root = schema
         self.defs: dict[str, Any] = schema.get("definitions") or {}
-        self._patterns: dict[str, re.Pattern[str]] = {}
 
     def errors(self, value: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
         """Every problem of ``value`` (at ``path``)."""
-        out: list[tuple[JsonPath, str]] = []
-        self._walk(self.root, value, path, out)
-        return out
+        return self._errors_of(self.root, value, path)
 
     def _resolve(self, schema: Any) -> Any:
         seen = 0
@@ -116,7 +114,7 @@ class Collector:
                 matched = True
                 self._walk(props[key], item, (*path, key), out)
             for pattern, sub in patterns.items():
-                if self._regex(pattern).search(key):
+                if _regex(pattern).search(key):
                     matched = True
                     self._walk(sub, item, (*path, key), out)
             if not matched:
@@ -157,7 +155,7 @@ class Collector:
             out.append((path, f"got {show(value)} ({len(value)} characters), expected at least {schema['minLength']}"))
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             out.append((path, f"got {show(value)} ({len(value)} characters), expected at most {schema['maxLength']}"))
-        if "pattern" in schema and not self._regex(schema["pattern"]).search(value):
+        if "pattern" in schema and not _regex(schema["pattern"]).search(value):
             out.append((path, f"got {show(value)}, expected a value matching {schema['pattern']}"))
 
     def _number(self, schema: dict[str, Any], value: float, path: JsonPath, out: list[tuple[JsonPath, str]]) -> None:
@@ -174,14 +172,10 @@ class Collector:
         if step and (value / step) % 1:
             out.append((path, f"got {show(value)}, expected a multiple of {step}"))
 
-    def _regex(self, pattern: str) -> re.Pattern[str]:
-        found = self._patterns.get(pattern)
-        if found is None:
-            try:
-                found = re.compile(pattern)
-            except re.error:  # an ECMA-only construct: never fail the object on our side
-                found = re.compile("")
-            self._patterns[pattern] = found
-        return found
 
-
+@functools.lru_cache(maxsize=4096)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error:  # an ECMA-only construct: never fail the object on our side
+        return re.compile("")

@@ -38,7 +38,6 @@ class ValidatorCache:
     """Schemas and compiled validators under one cache root, memoised per process."""
 
     def __init__(self, root: str) -> None:
-        self.root = root
         self.dir = cache.layout_dir(root)
         self._tag = sys.implementation.cache_tag or "py"
 

@@ -28,10 +28,9 @@ BUNDLED_DIR = os.path.join(os.path.dirname(__file__), "crds")
 
 @dataclass(frozen=True, slots=True)
 class CrdSchema:
-    """One served version of one CRD: ``api_kind`` is ``group/version/Kind``."""
+    """One served version of one CRD (the registry keys it by ``group/version/Kind``)."""
 
-    api_kind: str
-    key: str
+    key: str  # of its converted schema and validator in the cache
     source: str  # one line: which file (and, for bundled or fetched ones, which release)
 
 
@@ -85,7 +84,6 @@ class CrdRegistry:
 
     def __init__(self, root: str, explicit: Iterable[str] = (), *, use_fetched: bool = True,
                  use_bundled: bool = True) -> None:
-        self.root = root
         self.sources: list[tuple[str, str]] = []  # (file, origin label)
         for item in explicit:
             if not os.path.exists(item):
@@ -122,7 +120,7 @@ class CrdRegistry:
             kinds = self._read(file, origin, path, stamp, entry)
         release = _release_of(file, origin == "bundled")
         label = f"{release} CRD ({origin})" if release else f"CRD {file} ({origin})"
-        found = self._kinds[file] = {api_kind: CrdSchema(api_kind, key, label) for api_kind, key in kinds.items()}
+        found = self._kinds[file] = {api_kind: CrdSchema(key, label) for api_kind, key in kinds.items()}
         return found
 
     def _read(self, file: str, origin: str, path: str, stamp: list[int], entry: Any) -> dict[str, str]:

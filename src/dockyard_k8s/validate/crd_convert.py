@@ -166,25 +166,19 @@ def _hoist(root: dict[str, Any]) -> dict[str, Any]:
     return dict(out)
 
 
-def _load_crd_documents(text: str, origin: str) -> list[dict[str, Any]]:
-    """The CustomResourceDefinitions of a file, read as kubectl reads it (:mod:`.reader`)."""
-    docs, problems = documents_of(origin, text)
-    if problems:
-        first = problems[0]
-        raise UsageError(f"--crd {origin}{f':{first.line}' if first.line else ''}: {first.message}")
-    return [d.obj for d in docs if isinstance(d.obj, dict) and d.obj.get("kind") == "CustomResourceDefinition"]
-
-
 def crd_schemas_of(text: str, origin: str) -> dict[str, dict[str, Any]]:
     """Every served version of every CRD in a YAML/JSON text: ``group/version/Kind`` -> schema."""
     return {api_kind: convert_version_schema(*version) for api_kind, version in served_versions(text, origin).items()}
 
 
 def served_versions(text: str, origin: str) -> dict[str, Version]:
-    """Every served version of every CRD in a text, not yet converted: ``group/version/Kind`` ->
-    the arguments of :func:`convert_version_schema`."""
+    """Every served version of every CRD in a text (read as kubectl reads it: :mod:`.reader`), not
+    yet converted: ``group/version/Kind`` -> the arguments of :func:`convert_version_schema`."""
+    docs, problems = documents_of(origin, text)
+    if problems:
+        raise UsageError(f"--crd {origin}{f':{problems[0].line}' if problems[0].line else ''}: {problems[0].message}")
     out: dict[str, Version] = {}
-    for crd in _load_crd_documents(text, origin):
+    for crd in (d.obj for d in docs if isinstance(d.obj, dict) and d.obj.get("kind") == "CustomResourceDefinition"):
         spec = crd.get("spec") or {}
         group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
         if not group or not kind:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, as_mapping, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, as_mapping, containers, pod_templates, selector_matches
 from dockyard_k8s.names import show_labels
 from dockyard_k8s.plain import show
 from dockyard_k8s.validate.problem import JsonPath
@@ -46,25 +46,12 @@ def facts_of(obj: Any, templates: list[PodTemplate] | None = None) -> CrossFacts
 
 def _port_names(spec: dict[str, Any]) -> set[str]:
     """Names of the container ports of a pod spec (the cross-object rules match targetPorts)."""
-    names: set[str] = set()
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        items = spec.get(field)
-        if items.__class__ is not list:
-            continue
-        for c in items:
-            ports = c.get("ports") if c.__class__ is dict else None
-            if ports.__class__ is list:
-                for p in ports:
-                    name = p.get("name") if p.__class__ is dict else None
-                    if name.__class__ is str:
-                        names.add(name)
-    return names
+    return {p["name"] for _, c in containers(spec) if isinstance(ports := c.get("ports"), list)
+            for p in ports if isinstance(p, dict) and isinstance(p.get("name"), str)}
 
 
 class CrossObjects:
-    """The cross-object rules: a Service whose selector matches no pod template among the
-    objects, when the objects do contain pod templates in its namespace (a Service for pods
-    made elsewhere is not judged); a named targetPort that no selected container declares.
+    """The cross-object rules (the module doc says which).
 
     Facts go in with :meth:`add` (each Service with an opaque ``who`` to report it by), several
     parts' indexes combine with :meth:`merge` (plain data: a worker process sends its index),

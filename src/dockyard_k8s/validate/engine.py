@@ -22,10 +22,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from dockyard_k8s import kueue
-from dockyard_k8s.kube import pod_templates
+from dockyard_k8s.kube import as_mapping, pod_templates
 from dockyard_k8s.plain import show_typed
 from dockyard_k8s.validate import builtin, cache
 from dockyard_k8s.validate.collect import Collector
@@ -34,6 +35,7 @@ from dockyard_k8s.validate.crd import CrdRegistry
 from dockyard_k8s.validate.cross import CrossObjects, facts_of
 from dockyard_k8s.validate.kuberay import kuberay_problems
 from dockyard_k8s.validate.kueue import kueue_problems
+from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import (
     RULE_KUBERAY,
     RULE_KUEUE,
@@ -53,30 +55,17 @@ from dockyard_k8s.validate.semantic import object_problems
 
 @dataclass(frozen=True, slots=True)
 class ValidateOptions:
-    """What one validation run checks against, and how (immutable: ``dataclasses.replace(options, ...)``
-    for a variant).
+    """What one validation run checks against, and how (a variant: ``dataclasses.replace(options, ...)``)."""
 
-    Attributes:
-        kubernetes_version: selects the built-in schemas (newest shipped version <= it).
-        crd_sources: CRD files or directories, searched before the fetched and bundled CRDs.
-        skip: ``Kind`` or ``apiVersion/Kind`` names not to validate at all (``"A,B"`` allowed).
-        reject: names that are an error wherever they appear.
-        ignore_missing_schemas: an object with no schema is not an error (it still gets the
-            semantic and KubeRay rules).
-        use_fetched / use_bundled: consult CRDs from ``schemas fetch`` / shipped with dockyard-k8s.
-        cache_dir: cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``).
-        exit_on_error: stop after the first object with a problem.
-    """
-
-    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION
-    crd_sources: tuple[str, ...] = ()
-    skip: tuple[str, ...] = ()
-    reject: tuple[str, ...] = ()
-    ignore_missing_schemas: bool = False
-    use_fetched: bool = True
-    use_bundled: bool = True
-    cache_dir: str | None = None
-    exit_on_error: bool = False
+    kubernetes_version: str = builtin.DEFAULT_KUBERNETES_VERSION  # the newest built-in schemas not newer than it
+    crd_sources: tuple[str, ...] = ()  # CRD files or directories, searched before the fetched and bundled CRDs
+    skip: tuple[str, ...] = ()  # ``Kind`` or ``apiVersion/Kind`` names not to validate at all (``"A,B"`` allowed)
+    reject: tuple[str, ...] = ()  # names that are an error wherever they appear
+    ignore_missing_schemas: bool = False  # no schema is no error (the semantic and KubeRay rules still run)
+    use_fetched: bool = True  # consult the CRDs of ``schemas fetch``
+    use_bundled: bool = True  # consult the CRDs shipped with dockyard-k8s
+    cache_dir: str | None = None  # cache root (default ``$XDG_CACHE_HOME/dockyard-k8s``)
+    exit_on_error: bool = False  # stop after the first object with a problem
 
 
 DEFAULT_OPTIONS = ValidateOptions()
@@ -102,18 +91,13 @@ class _SchemaRef:
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    """Documents checked one by one (:meth:`Engine.check`): everything but the cross-object rules.
-
-    ``bad`` maps an index into ``checked`` (the objects not skipped or rejected, in input order)
-    to its problems; ``cross`` holds the facts of ``checked`` for the cross-object rules, each
-    Service by its index there.
-    """
+    """Documents checked one by one (:meth:`Engine.check`): everything but the cross-object rules."""
 
     objects: int  # documents given
     problems: list[Problem]  # documents that are not objects, rejected kinds
-    checked: list[Document]
-    bad: dict[int, list[Problem]]
-    cross: CrossObjects
+    checked: list[Document]  # the objects not skipped or rejected, in input order
+    bad: dict[int, list[Problem]]  # an index into ``checked`` -> its problems
+    cross: CrossObjects  # the facts of ``checked`` for the cross-object rules, each Service by its index there
     skipped: int
     missing: list[str]
     sources: dict[str, str]
@@ -156,22 +140,16 @@ class Engine:
     def find(self, api_version: str, kind: str) -> _SchemaRef | None:
         """The schema for an apiVersion/Kind, or None."""
         api_kind = f"{api_version}/{kind}"
-        if self._builtins is not None:
-            name = self._builtins.index(self._root).get(api_kind)
-            if name is not None:
-                b = self._builtins
-                return _SchemaRef(b.key(name), lambda: b.build(name), b.label, False)
+        b = self._builtins
+        name = b.index(self._root).get(api_kind) if b is not None else None
+        if b is not None and name is not None:
+            return _SchemaRef(b.key(name), partial(b.build, name), b.label, False)
         found = self._crds.find(api_kind)
-        if found is not None:
-            key, crds = found.key, self._crds
-            return _SchemaRef(key, lambda: crds.schema(key), found.source, True)
-        return None
+        return _SchemaRef(found.key, partial(self._crds.schema, found.key), found.source, True) if found else None
 
     def _object_meta(self) -> tuple[str, Callable[[], dict[str, Any]]] | None:
-        if self._builtins is None:
-            return None
         b = self._builtins
-        return b.key(builtin.OBJECT_META), lambda: b.build(builtin.OBJECT_META)
+        return (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
 
     def check(self, documents: Sequence[Document]) -> Checked:
         """Every problem of each document on its own, and the facts for the cross-object rules."""
@@ -227,7 +205,6 @@ class Engine:
             found_here = [_problem(doc, obj, p, msg, RULE_SEMANTIC) for p, msg in object_problems(obj, templates)]
             found_here += [_problem(doc, obj, p, msg, RULE_KUBERAY) for p, msg in kuberay_problems(obj, templates)]
             if kueue.judged(obj):  # its rules' module only for a queued job or a Kueue object
-
                 found_here += [_problem(doc, obj, p, msg, RULE_KUEUE) for p, msg in kueue_problems(obj)]
             if found_here:
                 bad.setdefault(m, []).extend(found_here)
@@ -302,7 +279,7 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
     if options.exit_on_error and problems:
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
-    problems = manifests.add_lines(problems)
+    problems = add_lines(problems, manifests.texts, chunked=manifests.chunks)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 
@@ -329,7 +306,7 @@ def _matches(filters: set[str], api_version: str, kind: str) -> bool:
 
 
 def _problem(doc: Document, obj: dict[str, Any], path: JsonPath, message: str, rule: str) -> Problem:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = (meta or {}).get("name") or (meta or {}).get("generateName") or ""
+    meta = as_mapping(obj.get("metadata"))
+    name = meta.get("name") or meta.get("generateName") or ""
     return Problem(doc.file, doc.doc_index, str(obj.get("kind") or ""), str(name), (*doc.path, *path), message,
-                   str((meta or {}).get("namespace") or ""), rule)
+                   str(meta.get("namespace") or ""), rule)

@@ -15,7 +15,7 @@ from typing import Any
 
 from dockyard_k8s.kube import PodTemplate, as_int, as_mapping, pod_templates
 from dockyard_k8s.names import match_dns1035_label
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 from dockyard_k8s.yamlfile import YamlError, load_data
 
 MAX_RAYJOB_NAME = 47  # KubeRay appends a 5-character suffix for the RayCluster it creates
@@ -54,18 +54,14 @@ def _removed_labels(obj: dict[str, Any], templates: list[PodTemplate], out: list
     """Where labels go on a RayJob/RayCluster: its metadata, each group's ``labels`` field and
     each pod template's metadata (not a walk of the whole object: this runs on every RayJob
     of a large input)."""
-    spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    spec = as_mapping(obj.get("spec"))
     cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
     at: Path = ("spec", "rayClusterSpec") if obj.get("kind") == "RayJob" else ("spec",)
-    places: list[tuple[Any, Path]] = [(as_mapping(obj.get("metadata")).get("labels"), ("metadata",))]
-    if isinstance(cluster, dict):
-        head = cluster.get("headGroupSpec")
-        if isinstance(head, dict):
-            places.append((head.get("labels"), (*at, "headGroupSpec")))
-        groups = cluster.get("workerGroupSpecs")
-        for i, group in enumerate(groups if isinstance(groups, list) else []):
-            if isinstance(group, dict):
-                places.append((group.get("labels"), (*at, "workerGroupSpecs", i)))
+    places: list[tuple[Any, Path]] = [(dig(obj, "metadata", "labels"), ("metadata",)),
+                                      (dig(cluster, "headGroupSpec", "labels"), (*at, "headGroupSpec"))]
+    groups = dig(cluster, "workerGroupSpecs")
+    places += [(dig(group, "labels"), (*at, "workerGroupSpecs", i))
+               for i, group in enumerate(groups if isinstance(groups, list) else [])]
     places += [(t.metadata.get("labels"), (*t.path, "metadata")) for t in templates]
     for labels, path in places:
         if labels.__class__ is dict and labels:
@@ -101,11 +97,9 @@ def _rayjob(spec: dict[str, Any], out: list[tuple[Path, str]]) -> None:
     if mode == "InteractiveMode" and backoff > 0:
         out.append((("spec", "backoffLimit"), "InteractiveMode does not support backoffLimit > 0"))
     if mode == "SidecarMode":
-        for key in ("submitterPodTemplate", "submitterConfig"):
-            if spec.get(key) is not None:
-                out.append((("spec", key), f"SidecarMode does not support {key}"))
-        head = as_mapping(as_mapping(as_mapping(spec.get("rayClusterSpec")).get("headGroupSpec")).get("template"))
-        policy = as_mapping(head.get("spec")).get("restartPolicy")
+        out += [(("spec", key), f"SidecarMode does not support {key}")
+                for key in ("submitterPodTemplate", "submitterConfig") if spec.get(key) is not None]
+        policy = dig(spec, "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy")
         if policy not in (None, "", "Never"):
             out.append((("spec", "rayClusterSpec", "headGroupSpec", "template", "spec", "restartPolicy"),
                         f"got {policy!r}: SidecarMode needs the head restartPolicy Never or unset"))
@@ -148,7 +142,7 @@ def _cluster_spec(spec: dict[str, Any], at: Path, out: list[tuple[Path, str]]) -
         if isinstance(n, int) and isinstance(lo, int) and isinstance(hi, int) and not lo <= n <= hi:
             out.append(((*path, "replicas"), f"replicas {n} is outside [minReplicas {lo}, maxReplicas {hi}]"))
     for name, group, path in groups:
-        containers = as_mapping(as_mapping(group.get("template")).get("spec")).get("containers") or []
+        containers = dig(group, "template", "spec", "containers") or []
         if not containers:
             out.append(((*path, "template", "spec", "containers"), f"{name} group needs at least one container"))
         params = as_mapping(group.get("rayStartParams"))

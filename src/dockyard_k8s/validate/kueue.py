@@ -24,7 +24,7 @@ from dockyard_k8s.names import (
     is_dns1123_subdomain,
     match_qualified_name,
 )
-from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plain import Path, dig, format_path
 
 # apimachinery IsDNS1123Subdomain's message, as Kueue returns it for a bad queue name.
 DNS1123_SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
@@ -38,8 +38,7 @@ TOPOLOGY_KEYS = f"[{', '.join(repr(k).replace(chr(39), chr(34)) for k in kueue.T
 
 def kueue_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     """Every Kueue webhook (or CEL) rule ``obj`` breaks: a queued job, or a Kueue object."""
-    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
-    queue = labels.get(kueue.QUEUE_LABEL)
+    queue = dig(obj, "metadata", "labels", kueue.QUEUE_LABEL)
     if queue is None:
         kind = obj.get("kind")
         if kind in _OBJECT_RULES and str(obj.get("apiVersion", "")).partition("/")[0] == kueue.GROUP:
@@ -50,7 +49,7 @@ def kueue_problems(obj: dict[str, Any]) -> list[tuple[Path, str]]:
     if not isinstance(queue, str) or not is_dns1123_subdomain(queue):
         out.append((at_label, f"Invalid value: {queue!r}: {DNS1123_SUBDOMAIN_MESSAGE}"))
     kind, spec = obj.get("kind"), as_mapping(obj.get("spec"))
-    elastic = as_mapping(as_mapping(obj.get("metadata")).get("annotations")).get(kueue.ELASTIC_JOB_ANNOTATION) == "true"
+    elastic = dig(obj, "metadata", "annotations", kueue.ELASTIC_JOB_ANNOTATION) == "true"
     if kind == "RayJob":
         if not _rayjob(spec, elastic, out):
             return out  # Kueue's webhook stops there (an existing cluster, or no cluster spec)
@@ -206,15 +205,11 @@ def _resource_groups(spec: dict[str, Any], has_parent: bool, parent: str, *, len
                     if quota.get(limit) is not None and not has_parent:
                         out.append(((*rat, limit), f"Invalid value: {str(quota[limit])!r}: must be nil when {parent} "
                                                    "is empty"))
-                lending, nominal = _amount(quota.get("lendingLimit")), _amount(quota.get("nominalQuota"))
+                lending, nominal = parse_quantity(quota.get("lendingLimit")), parse_quantity(quota.get("nominalQuota"))
                 if lend_within_nominal and lending is not None and nominal is not None and lending > nominal:
                     out.append(((*rat, "lendingLimit"), f"Invalid value: {str(quota['lendingLimit'])!r}: must be less "
                                                         "than or equal to the nominalQuota"))
     return out
-
-
-def _amount(value: Any) -> Any:
-    return None if value is None else parse_quantity(value)
 
 
 def _cluster_queue(spec: dict[str, Any]) -> list[tuple[Path, str]]:

@@ -12,11 +12,6 @@ from dockyard_k8s.validate.problem import Problem, Report, object_key
 FORMATS = ("text", "json", "junit", "tap")
 
 
-def summary_line(report: Report, files: int) -> str:
-    return (f"Summary: {report.objects} object(s) in {files} file(s): {report.valid} valid, "
-            f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
-
-
 def _problem_dict(p: Problem) -> dict[str, Any]:
     return {"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
             "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
@@ -37,7 +32,8 @@ def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
         return _tap(report)
     lines = [str(p) for p in report.problems]
     if summary:
-        lines.append(summary_line(report, files))
+        lines.append(f"Summary: {report.objects} object(s) in {files} file(s): {report.valid} valid, "
+                     f"{report.invalid} invalid, {report.skipped} skipped, {len(report.problems)} problem(s)")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -55,8 +51,8 @@ def _junit(report: Report, files: int) -> str:
     by_file: dict[str, list[list[Problem]]] = {}
     for (file, _, _), problems in groups.items():
         by_file.setdefault(file or "<objects>", []).append(problems)
-    ok = ET.SubElement(suites, "testsuite", name="valid objects", tests=str(report.valid), failures="0")
-    ok.set("skipped", str(report.skipped))
+    ET.SubElement(suites, "testsuite", name="valid objects", tests=str(report.valid), failures="0",
+                  skipped=str(report.skipped))
     for file, objects in sorted(by_file.items()):
         suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(objects)), failures=str(len(objects)))
         for problems in objects:
@@ -73,9 +69,7 @@ def _tap(report: Report) -> str:
     lines = ["TAP version 13", f"1..{len(groups) + 1}"]
     for i, problems in enumerate(groups, 1):
         first = problems[0]
-        lines.append(f"not ok {i} - {first.where} {first.object_ref}")
-        lines.append("  ---")
-        lines.append("  problems:")
+        lines += [f"not ok {i} - {first.where} {first.object_ref}", "  ---", "  problems:"]
         lines += [f"    - {format_path(p.path) or '.'}: {p.message}".replace("\n", " ") for p in problems]
         lines.append("  ...")
     lines.append(f"ok {len(groups) + 1} - {report.valid} valid object(s), {report.skipped} skipped")

@@ -31,23 +31,17 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One thing wrong with one document.
+    """One thing wrong with one document."""
 
-    ``file`` is the manifest file ("-" for stdin, "" for in-memory objects); ``doc_index``
-    the 0-based document index in that file (for an item of a ``kind: List``, the List's
-    document, with ``path`` starting at ``items[i]``); ``path`` the JSON path inside the
-    document; ``line`` the 1-based line of ``path`` in the file when known, else 0.
-    """
-
-    file: str
-    doc_index: int
+    file: str  # the manifest file ("-" for stdin, "" for in-memory objects)
+    doc_index: int  # 0-based document index in the file (an item of a ``kind: List``: the List's)
     kind: str
     name: str
-    path: JsonPath
+    path: JsonPath  # the JSON path inside the document (``("items", i, ...)`` in a List)
     message: str
     namespace: str = ""
     rule: str = RULE_SCHEMA
-    line: int = 0
+    line: int = 0  # the 1-based line of ``path`` in the file when known
 
     @property
     def where(self) -> str:
@@ -68,19 +62,13 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """Everything one validation run found.
-
-    ``objects`` counts the objects looked at; ``skipped`` those matched by ``skip``;
-    ``missing`` the ``apiVersion/Kind`` of objects that had no schema (checked only by the
-    semantic and KubeRay rules when ``ignore_missing_schemas``); ``sources`` maps each
-    ``apiVersion/Kind`` validated to a one-line description of its schema.
-    """
+    """Everything one validation run found."""
 
     problems: list[Problem]
-    objects: int
-    skipped: int
-    missing: list[str]
-    sources: dict[str, str]
+    objects: int  # the objects looked at
+    skipped: int  # those matched by ``skip``
+    missing: list[str]  # the ``apiVersion/Kind`` that had no schema (only the rules checked them)
+    sources: dict[str, str]  # each ``apiVersion/Kind`` validated -> a one-line description of its schema
 
     def coverage(self) -> str:
         """One line: which schemas the objects were validated against, and which had none."""

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.validate.goyaml import may_differ, parse_slow
-from dockyard_k8s.validate.locate import add_lines
 from dockyard_k8s.validate.problem import Document, Problem
 from dockyard_k8s.validate.split import Chunk, json_like, region_documents, split_documents
 from dockyard_k8s.yamlfile import YamlError, json_key, yaml_rs
@@ -45,10 +45,6 @@ class Manifests:
     files: int
     texts: dict[str, str]  # file -> text, to locate problems afterwards
     chunks: dict[str, list[Chunk] | None]  # file -> its documents as split (None: read whole)
-
-    def add_lines(self, problems: list[Problem]) -> list[Problem]:
-        """``problems`` (of these files) with their lines found."""
-        return add_lines(problems, self.texts, chunked=self.chunks)
 
 
 def read_manifests(paths: list[str], texts: dict[str, str] | None = None) -> Manifests:
@@ -166,8 +162,9 @@ def _parse_chunks(chunks: list[Chunk], file: str, fast: Any) -> tuple[list[Parse
         joined = _joined(chunks, indices)
         quick = indices
         if may_differ(joined):  # rare: find the documents concerned
-            quick = [i for i in indices if not may_differ(chunks[i][0])]
-            slow = [i for i in indices if i not in set(quick)]
+            slow = [i for i in indices if may_differ(chunks[i][0])]
+            flagged = set(slow)
+            quick = [i for i in indices if i not in flagged]
             joined = _joined(chunks, quick)
         values: Any = []
         if quick:
@@ -224,8 +221,7 @@ def _documents(file: str, parsed: list[Parsed], problems: list[Problem]) -> tupl
     for n, p in enumerate(problems):  # name the object a YAML problem belongs to, when it parsed
         data = named.get(p.doc_index)
         if data is not None and not p.kind:
-            raw = data.get("metadata")
-            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            meta = as_mapping(data.get("metadata"))
             problems[n] = dataclasses.replace(p, kind=str(data.get("kind") or ""), name=str(meta.get("name") or ""),
                                               namespace=str(meta.get("namespace") or ""))
     out: list[Document] = []

@@ -18,7 +18,7 @@ import functools
 import ipaddress
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, parse_quantity, pod_templates, selector_matches
+from dockyard_k8s.kube import PodTemplate, is_extended_resource, parse_quantity, pod_templates, selector_matches
 from dockyard_k8s.names import (
     NAME_FORMAT,
     check_name,
@@ -144,14 +144,14 @@ def _resources(out: Found, res: Any, at: JsonPath) -> None:
                 continue
             if q < 0:
                 out.append(((*at, section, name), f"got {show(raw)}, expected a quantity >= 0"))
-            elif "/" in name and not name.startswith("kubernetes.io/") and q.denominator != 1:
+            elif q.denominator != 1 and is_extended_resource(name):
                 out.append(((*at, section, name),
                             f"got {show(raw)}: {name} is an extended resource, expected a whole number"))
             parsed[section][name] = q
     limits, requests = parsed["limits"], parsed["requests"]
     raw_limits: dict[str, Any] = _dict(res.get("limits"))
     for name, q in requests.items():
-        extended = "/" in name and not name.startswith("kubernetes.io/")
+        extended = is_extended_resource(name)
         if name in limits and q > limits[name]:
             out.append(((*at, "requests", name), f"request {show(_dict(res['requests'])[name])} is greater than "
                                                  f"limit {show(raw_limits[name])}"))
@@ -229,11 +229,9 @@ def _pod_spec(out: Found, spec: dict[str, Any], at: JsonPath, owner: str) -> Non
         items = get(field)
         if items.__class__ is not list:
             continue
-        n = 0
-        for c in items:
+        for n, c in enumerate(items):
             if c.__class__ is dict:
                 _container(out, c, (*at, field, n), field, volumes, names)
-                n += 1
 
 
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")

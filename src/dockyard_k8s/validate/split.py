@@ -67,10 +67,8 @@ def read_whole(text: str, file: str) -> bool:
     splitting it: JSON, directives, ``...`` lines, content on a ``---`` line."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if json_like(text, file):
-        return True
-    return (_directive_or_end(text) or _CONTENT_AFTER_MARKER.search("\n" + text[:80]) is not None
-            or _CONTENT_AFTER_MARKER.search(text) is not None)
+    return json_like(text, file) or _directive_or_end(text) or any(  # content on the first marker line, or another
+        _CONTENT_AFTER_MARKER.search(part) for part in ("\n" + text[:80], text))
 
 
 def region_documents(text: str, start: int, end: int, line: int = 0) -> list[Chunk]:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from dockyard_k8s.cli import main
-from dockyard_k8s.lint.rules.env import looks_like_credential
+from dockyard_k8s.credentials import looks_like_credential
 from support.paths import REPO
 
 INFRAS = sorted(f for f in os.listdir(os.path.join(REPO, "examples")) if f.endswith(".infra.yaml"))

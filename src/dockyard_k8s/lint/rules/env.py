@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dockyard_k8s.credentials import looks_like_credential as looks_like_credential  # re-exported
-from dockyard_k8s.credentials import token_in
+from dockyard_k8s.credentials import looks_like_credential, token_in
 from dockyard_k8s.lint.model import ERROR, Context, Hit, Obj, Rule
 from dockyard_k8s.lint.rules._util import cname
 

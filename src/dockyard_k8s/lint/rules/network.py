@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dockyard_k8s.kube import selector_matches
-from dockyard_k8s.lint import isolation, reach
-from dockyard_k8s.lint.isolation import RAY_KINDS
+from dockyard_k8s.lint import entries, isolation, reach
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.render.meta import FLEET_LABEL
 
@@ -59,12 +58,8 @@ def target_port(o: Obj, c: Context) -> Iterator[Hit]:
     selected = _selected(c, o)
     if not selected:
         return  # nothing selected in this input: the validator reports Services that select nothing
-    named: set[str] = set()
-    for _, pod in selected:
-        for _, k in pod.containers():
-            for p in k.get("ports") or []:
-                if isinstance(p, dict) and p.get("name"):
-                    named.add(str(p["name"]))
+    named = {str(p["name"]) for _, pod in selected for _, k in pod.containers() for p in k.get("ports") or []
+             if isinstance(p, dict) and p.get("name")}
     ports: Any = o.get("spec", "ports")
     for i, p in enumerate(ports if isinstance(ports, list) else []):
         if not isinstance(p, dict):
@@ -96,14 +91,14 @@ def runtime_class(o: Obj, c: Context) -> Iterator[Hit]:
 
 
 def _env_value(container: dict[str, Any], name: str) -> Any:
-    for e in container.get("env") or []:
+    for e in reversed(container.get("env") or []):  # the last of a name wins, as in the container
         if isinstance(e, dict) and e.get("name") == name:
             return e.get("value") if "value" in e else e.get("valueFrom")
     return None
 
 
 def ray_auth(o: Obj, c: Context) -> Iterator[Hit]:
-    if o.kind not in RAY_KINDS:
+    if o.kind not in entries.RAY_KINDS:
         return
     for pod in o.pods:
         if pod.labels.get(FLEET_LABEL) == "submitter" or pod.template.group == "submitter":

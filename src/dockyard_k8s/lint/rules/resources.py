@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dockyard_k8s.kube import GPU_RESOURCES, parse_quantity
+from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, is_extended_resource, parse_quantity
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Rule
 from dockyard_k8s.lint.rules._util import cname
 
@@ -13,15 +13,8 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 
 
 def _resources(k: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    res = k.get("resources")
-    res = res if isinstance(res, dict) else {}
-    req, lim = res.get("requests"), res.get("limits")
-    return (req if isinstance(req, dict) else {}), (lim if isinstance(lim, dict) else {})
-
-
-def _extended(name: str) -> bool:
-    """Extended resources: domain-prefixed names outside kubernetes.io (and not hugepages)."""
-    return "/" in name and not name.split("/")[0].endswith("kubernetes.io")
+    res = as_mapping(k.get("resources"))
+    return as_mapping(res.get("requests")), as_mapping(res.get("limits"))
 
 
 def container_resources(o: Obj, c: Context) -> Iterator[Hit]:
@@ -52,7 +45,7 @@ def extended_resources(o: Obj, c: Context) -> Iterator[Hit]:
         for path, k in pod.containers():
             req, lim = _resources(k)
             for name in sorted(set(req) | set(lim)):
-                if not _extended(str(name)):
+                if not is_extended_resource(str(name)):
                     continue
                 at = (*path, "resources")
                 for where, values in (("requests", req), ("limits", lim)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dockyard_k8s.kube import as_mapping
 from dockyard_k8s.lint.model import ERROR, INFO, WARNING, Context, Hit, Obj, Rule
 from dockyard_k8s.lint.pss import BASELINE_CAPABILITIES, RESTRICTED_VOLUMES, SAFE_SYSCTLS, SELINUX_TYPES, ctx
 from dockyard_k8s.lint.pss import evaluate as pss_evaluate
@@ -64,8 +65,7 @@ def host_port(o: Obj, c: Context) -> Iterator[Hit]:
 def capabilities(o: Obj, c: Context) -> Iterator[Hit]:
     for pod in o.pods:
         for path, k in pod.containers():
-            cap = ctx(k).get("capabilities")
-            cap = cap if isinstance(cap, dict) else {}
+            cap = as_mapping(ctx(k).get("capabilities"))
             at = (*path, "securityContext", "capabilities")
             if "ALL" not in (cap.get("drop") or []):
                 yield Hit((*at, "drop"), f"container {cname(k)!r} does not drop ALL capabilities",
