@@ -28,7 +28,7 @@ from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.kube import as_mapping, conditions, format_quantity, true_conditions
-from dockyard_k8s.plan.units import parse_units
+from dockyard_k8s.plan.units import amounts
 
 FR = tuple[str, str]  # (flavor, resource)
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -233,11 +233,7 @@ def _kueue(obj: dict[str, Any], kind: str) -> bool:
 
 
 def _amount(resource: str, value: Any, where: str, problems: list[ConfigProblem]) -> int:
-    amount = parse_units(resource, value)
-    if amount is None:
-        problems.append(ConfigProblem(where, 0, 0, resource, f"got {value!r}, expected a Kubernetes quantity"))
-        return 0
-    return amount
+    return amounts({resource: value}, where, problems).get(resource, 0)
 
 
 def _groups(spec: dict[str, Any], node: QuotaNode, where: str, problems: list[ConfigProblem]

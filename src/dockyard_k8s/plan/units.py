@@ -7,8 +7,11 @@ for memory and ephemeral-storage, devices for extended resources): apimachinery'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
+from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import format_quantity, parse_quantity
 
 BYTES = ("memory", "ephemeral-storage", "storage")
@@ -23,6 +26,18 @@ def to_units(resource: str, q: Fraction) -> int:
 def parse_units(resource: str, value: object) -> int | None:
     q = parse_quantity(value)
     return None if q is None else to_units(resource, q)
+
+
+def amounts(values: Mapping[Any, Any], where: str, problems: list[ConfigProblem]) -> dict[str, int]:
+    """``values`` in scheduler units; one that is no quantity is a problem at ``where``, and left out."""
+    out = {}
+    for k, v in values.items():
+        amount = parse_units(str(k), v)
+        if amount is None:
+            problems.append(ConfigProblem(where, 0, 0, str(k), f"got {v!r}, expected a Kubernetes quantity"))
+        else:
+            out[str(k)] = amount
+    return out
 
 
 def format_amount(resource: str, amount: int) -> str:
