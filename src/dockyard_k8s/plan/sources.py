@@ -29,8 +29,6 @@ from dockyard_k8s.plan.schedule import plan
 from dockyard_k8s.validate.engine import ValidateOptions, validate_files
 
 if TYPE_CHECKING:
-    from dockyard_k8s.manifests import Manifest
-    from dockyard_k8s.plan.inventory import Locate
     from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
 
@@ -70,7 +68,8 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
     """
     if live and node_files:
         raise UsageError("--live and --nodes both give the node inventory: choose one")
-    kueue = kueue_from_files(kueue_files) if kueue_files else None
+    kueue = (KueueInput([o.data for o in read_objects(list(kueue_files))], ", ".join(kueue_files))
+             if kueue_files else None)
     if live:
         source = LIVE
     elif node_files:
@@ -82,11 +81,6 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
     else:
         raise UsageError(NO_INVENTORY)
     return Sources(source, tuple(node_files), kueue)
-
-
-def kueue_from_files(files: Sequence[str]) -> KueueInput:
-    """The objects of ``--kueue`` files (``kubectl get clusterqueues,... -o yaml`` output)."""
-    return KueueInput([o.data for o in read_objects(list(files))], ", ".join(files))
 
 
 def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inventory | None:
@@ -110,23 +104,18 @@ def node_file_inventory(files: Sequence[str]) -> Inventory:
     """Nodes (and pods, ResourceQuotas) read from ``kubectl get ... -o yaml`` files; a problem of an
     object is reported at its file:line, a malformed object as ``validate`` reports it."""
     nodes = read_objects(list(files))
-    try:
-        return from_objects([o.data for o in nodes], source=", ".join(files), locate=node_locator(nodes))
-    except MALFORMED_DATA as e:
-        raise malformed(list(files), e) from e
-
-
-def node_locator(nodes: list[Manifest]) -> Locate:
-    """A problem of a node file's object at its file:line (``inventory.from_objects``' ``locate``)."""
     by_id = {id(m.data): m for m in nodes}
 
     def locate(obj: dict[str, Any], path: tuple[Any, ...], message: str) -> ConfigProblem:
         m = by_id[id(obj)]
         line = m.line(path)
-        where = f"{object_ref(obj)}: {format_path(path)}"
-        return ConfigProblem(m.source.file, line, 1 if line else 0, "", f"{where}: {message}")
+        return ConfigProblem(m.source.file, line, 1 if line else 0, "",
+                             f"{object_ref(obj)}: {format_path(path)}: {message}")
 
-    return locate
+    try:
+        return from_objects([o.data for o in nodes], source=", ".join(files), locate=locate)
+    except MALFORMED_DATA as e:
+        raise malformed(list(files), e) from e
 
 
 def live_source(context: str) -> str:
