@@ -133,6 +133,7 @@ class Verdict:
     targets: list[Target] = field(default_factory=list)  # workloads it would preempt
     admission_checks: list[str] = field(default_factory=list)  # names of the queue's checks
     notes: list[str] = field(default_factory=list)
+    usage: dict[FR, int] = field(default_factory=dict)  # what it reserves, (flavor, resource) -> amount, once admitted
 
     @property
     def admitted(self) -> bool:
@@ -474,7 +475,7 @@ def _verdict(snap: Snapshot, wl: WorkloadRequest, cq: ClusterQueue, results: lis
         return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,
                        f"{message}. Pending the preemption of {len(targets)} workload(s)", results, targets, checks)
     return Verdict(wl, cq.name, "admitted", "QuotaReserved", f"Quota reserved in ClusterQueue {cq.name}", results,
-                   admission_checks=checks)
+                   admission_checks=checks, usage=usage)
 
 
 def admit(snap: Snapshot, verdict: Verdict) -> None:
@@ -482,14 +483,7 @@ def admit(snap: Snapshot, verdict: Verdict) -> None:
     if not verdict.admitted or verdict.cluster_queue is None:
         return
     cq = snap.queues[verdict.cluster_queue]
-    covers_pods = cq.group_of("pods") is not None
-    usage: dict[FR, int] = {}
-    for ps, result in zip(verdict.workload.pod_sets, verdict.pod_sets, strict=False):
-        for res, value in _requests(ps, covers_pods).items():
-            if res in result.flavors:
-                fr = (result.flavors[res], res)
-                usage[fr] = usage.get(fr, 0) + value
-    for fr, value in usage.items():
+    for fr, value in verdict.usage.items():
         add_usage(cq.node, fr, value)
     cq.workloads.append(Admitted(verdict.workload.ref, verdict.workload.namespace, cq.name, verdict.workload.priority,
-                                 usage))
+                                 dict(verdict.usage)))

@@ -195,12 +195,10 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, 
             _place_topology(snap, verdict, inventory, notes)
         admit(snap, verdict)
         verdicts.append(verdict)
-        if verdict.admitted and verdict.cluster_queue:
-            for ps, result in zip(wl.pod_sets, verdict.pod_sets, strict=False):
-                for res, flavor in result.flavors.items():
-                    row = rows.get((verdict.cluster_queue, (flavor, res)))
-                    if row is not None:
-                        row.run += ps.total.get(res, ps.count if res == "pods" else 0)
+        if verdict.admitted:
+            for fr, value in verdict.usage.items():
+                if (row := rows.get((str(verdict.cluster_queue), fr))) is not None:
+                    row.run += value
     by_object: dict[int, list[Verdict]] = {}
     for v in verdicts:
         by_object.setdefault(v.workload.object_index, []).append(v)
