@@ -280,14 +280,11 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
         selector = {str(k): str(v) for k, v in as_mapping(ps.spec.get("nodeSelector")).items() if k in keys}
         node_aff = as_mapping(as_mapping(as_mapping(ps.spec.get("affinity")).get("nodeAffinity")).get(
             "requiredDuringSchedulingIgnoredDuringExecution"))
-        terms: list[dict[str, Any]] | None = []
-        for term in node_aff.get("nodeSelectorTerms") or []:
-            exprs = [e for e in as_mapping(term).get("matchExpressions") or [] if as_mapping(e).get("key") in keys]
-            if not exprs:  # a term with no relevant key matches any flavor
-                terms = None
-                break
-            assert terms is not None
-            terms.append({"matchExpressions": exprs})
+        terms = [{"matchExpressions": [e for e in as_mapping(term).get("matchExpressions") or []
+                                       if as_mapping(e).get("key") in keys]}
+                 for term in node_aff.get("nodeSelectorTerms") or []]
+        if not all(t["matchExpressions"] for t in terms):  # a term with no relevant key matches any flavor
+            terms = []
         req = Requirements("", {}, {}, node_selector=selector, affinity_terms=terms or None)
         if not node_affinity_ok(req, Node(flavor.name, "", dict(flavor.node_labels), [], False, {})):
             return f"flavor {flavor.name} doesn't match node affinity"
