@@ -45,7 +45,7 @@ from dockyard_k8s.plan.kueue_model import (
 from dockyard_k8s.plan.kueue_preempt import (
     Preemptor,
     Target,
-    can_preempt_while_borrowing,
+    borrow_within_cohort,
     lowest_fitting_subtree,
     preemption_targets,
     simulate,
@@ -310,7 +310,7 @@ def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request:
         return FIT, borrow, "", ""
     message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
-    if (quota.nominal if quota else 0) >= value or may_reclaim or can_preempt_while_borrowing(cq):
+    if (quota.nominal if quota else 0) >= value or may_reclaim or borrow_within_cohort(cq)[0]:
         found, borrow = simulate(snap, cq, who, fr, value)
         if not found:
             return NO_CANDIDATES, borrow, message, WAITING_FOR_QUOTA

@@ -22,6 +22,7 @@ from admitted Workloads, else the ClusterQueues' ``status.flavorsReservation``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -73,11 +74,15 @@ class QuotaNode:
     def local_available(self, fr: FR) -> int:
         return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
 
+    def parents(self) -> Iterator[QuotaNode]:
+        """The cohorts above, nearest first."""
+        walk = self.parent
+        while walk is not None:
+            yield walk
+            walk = walk.parent
+
     def root(self) -> QuotaNode:
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
+        return [self, *self.parents()][-1]
 
 
 def available(node: QuotaNode, fr: FR) -> int:
@@ -343,14 +348,12 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
             cq.node.parent = parent
     for node in snap.cohorts.values():
         seen = {id(node)}
-        walk = node.parent
-        while walk is not None:
+        for walk in node.parents():
             if id(walk) in seen:
                 problems.append(ConfigProblem(source, 0, 0, "", f"Cohort {node.name}: the cohort tree has a cycle"))
                 node.parent = None
                 break
             seen.add(id(walk))
-            walk = walk.parent
     nodes = [cq.node for cq in snap.queues.values()] + list(snap.cohorts.values())
     for node in nodes:
         if node.parent is not None:
