@@ -8,7 +8,7 @@ label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
@@ -78,6 +78,12 @@ def selector(infra: InfraSpec, fleet: str, *, endpoint: str | None = None) -> di
     """The stable subset of pod labels used in selectors (selectors are immutable)."""
     key, owner = _owner(infra, endpoint)
     return {FLEET_LABEL: fleet, key: owner}
+
+
+def fleets_selector(infra: InfraSpec, fleets: Iterable[str]) -> dict[str, Any]:
+    """Label selector of the run's pods of ``fleets`` (PDBs, anti-affinity, spreading, policies)."""
+    return {"matchLabels": {RUN_LABEL: run_name(infra)},
+            "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
 
 
 def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = True,

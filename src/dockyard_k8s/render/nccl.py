@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import GPU
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import env_list, metadata, name_of, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.platform import (
     add_gpu_scheduling,
     add_runtime_class,
-    gpu_worker_selector,
     keep_off_gpu_nodes,
     off_gpu_nodes,
     padded_deadline,
@@ -94,7 +94,7 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
         worker_pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory",
                                                                "sizeLimit": quantity(sizing["shmSize"])}}]
     add_runtime_class(infra, worker_pod)
-    add_gpu_scheduling(infra, worker_pod, gpu_worker_selector(infra, ("nccl-worker",)))
+    add_gpu_scheduling(infra, worker_pod, meta.fleets_selector(infra, ["nccl-worker"]))
 
     launcher: dict[str, Any] = {
         "name": "launcher", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],

@@ -42,7 +42,7 @@ from dockyard_k8s.config.network import (
     within,
 )
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, fleets_selector, metadata, name_of, run_name, selector
 from dockyard_k8s.render.rayauth import enabled, secret_name
 
 if TYPE_CHECKING:
@@ -233,9 +233,7 @@ def sandbox_sources(infra: InfraSpec) -> list[dict[str, Any]]:
     if launch["mode"] == "attach":
         cluster = launch["attach"]["cluster"]
         return [{"podSelector": not_sandbox({"matchLabels": {RAY_CLUSTER_LABEL: cluster}})}] if cluster else []
-    return [{"podSelector": {"matchLabels": {RUN_LABEL: run_name(infra)},
-                             "matchExpressions": [{"key": FLEET_LABEL, "operator": "In",
-                                                   "values": ray_fleets(infra)}]}}]
+    return [{"podSelector": fleets_selector(infra, ray_fleets(infra))}]
 
 
 def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:

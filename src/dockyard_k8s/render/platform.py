@@ -24,7 +24,7 @@ from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
-    RUN_LABEL,
+    fleets_selector,
     metadata,
     name_of,
     pod_labels,
@@ -59,12 +59,6 @@ def storage_claim_name(infra: InfraSpec) -> str:
 def padded_deadline(infra: InfraSpec, seconds: int | None) -> int | None:
     """A deadline plus the cold-pull allowance (``infra.imagePull.coldPullSeconds``)."""
     return None if seconds is None else seconds + infra["infra"]["imagePull"]["coldPullSeconds"]
-
-
-def gpu_worker_selector(infra: InfraSpec, fleets: tuple[str, ...] = GPU_FLEETS) -> dict[str, Any]:
-    """Label selector of the run's GPU worker pods (for anti-affinity and spreading)."""
-    return {"matchLabels": {RUN_LABEL: run_name(infra)},
-            "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
 
 
 # --- objects ---------------------------------------------------------------------------------
@@ -300,4 +294,4 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
                 pod["priorityClassName"] = created
             add_storage(infra, pod)
             if fleet in GPU_FLEETS and requests_gpu(pod):
-                add_gpu_scheduling(infra, pod, gpu_worker_selector(infra))
+                add_gpu_scheduling(infra, pod, fleets_selector(infra, GPU_FLEETS))

@@ -26,8 +26,8 @@ from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
-    RUN_LABEL,
     env_list,
+    fleets_selector,
     labels,
     metadata,
     name_of,
@@ -312,9 +312,6 @@ def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
         "metadata": metadata(infra, name_of(infra, "gpu"), "ray-cluster"),
         "spec": {
             "maxUnavailable": infra["kuberay"]["pdb"]["maxUnavailable"],
-            "selector": {
-                "matchLabels": {RUN_LABEL: infra["launch"]["name"]},
-                "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": ["head", *GPU_FLEETS]}],
-            },
+            "selector": fleets_selector(infra, ["head", *GPU_FLEETS]),
         },
     }
