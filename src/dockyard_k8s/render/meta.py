@@ -1,4 +1,5 @@
-"""Names and labels shared by every renderer: the contract later commands rely on.
+"""Names and labels shared by every renderer (the contract later commands rely on), and the
+small objects several renderers build alike (Service, PodDisruptionBudget, PriorityClass).
 Every object carries the ``app.kubernetes.io/*`` recommended labels plus
 ``dockyard-k8s/run=<run>``, the label ``status``, ``logs`` and ``down`` select on.
 Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|submitter>``.
@@ -94,6 +95,26 @@ def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = 
     meta["labels"] = labels(infra, component, endpoint=endpoint)
     name_key = ("serve", "name") if endpoint else ("launch", "name")
     return provenance.note_fields(meta, {"name": name_key, "namespace": ("infra", "namespace")})
+
+
+def http_service(meta: dict[str, Any], pods: dict[str, str], port: int | None) -> dict[str, Any]:
+    """A ClusterIP Service of the pods ``pods`` selects, on their container port named ``http``."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"type": "ClusterIP", "selector": pods,
+                     "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}}
+
+
+def pdb(meta: dict[str, Any], max_unavailable: Any, pods: dict[str, Any]) -> dict[str, Any]:
+    """A PodDisruptionBudget over the pods the label selector ``pods`` selects."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+            "spec": {"maxUnavailable": max_unavailable, "selector": pods}}
+
+
+def priority_class(meta: dict[str, Any], section: Mapping[str, Any], description: str) -> dict[str, Any]:
+    """A PriorityClass of a ``priorityClass`` section (value, preemptionPolicy); never the cluster's default."""
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
+            "value": section["value"], "globalDefault": False, "preemptionPolicy": section["preemptionPolicy"],
+            "description": description}
 
 
 def quantity(value: Any) -> str:

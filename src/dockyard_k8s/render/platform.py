@@ -22,6 +22,7 @@ from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
     fleets_selector,
@@ -68,15 +69,8 @@ def priority_class(infra: InfraSpec) -> dict[str, Any] | None:
     pc = infra["infra"]["priorityClass"]
     if not pc["create"]:
         return None
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": metadata(infra, priority_class_name(infra), "governance", namespaced=False),
-        "value": pc["value"],
-        "globalDefault": False,
-        "preemptionPolicy": pc["preemptionPolicy"],
-        "description": f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.",
-    }
+    return meta.priority_class(metadata(infra, priority_class_name(infra), "governance", namespaced=False), pc,
+                               f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.")
 
 
 def storage_claim(infra: InfraSpec) -> dict[str, Any] | None:

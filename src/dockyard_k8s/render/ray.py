@@ -32,6 +32,7 @@ from dockyard_k8s.render.meta import (
     metadata,
     name_of,
     param_text,
+    pdb,
     placement,
     pod_common,
     pod_labels,
@@ -306,12 +307,5 @@ def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
     """PDB over the GPU gang of the run (head + workers) and nothing else: not the sandbox's
     pods (a pod covered by two PDBs cannot be evicted at all), the submitter or the pre-pull
     DaemonSet's pods."""
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": metadata(infra, name_of(infra, "gpu"), "ray-cluster"),
-        "spec": {
-            "maxUnavailable": infra["kuberay"]["pdb"]["maxUnavailable"],
-            "selector": fleets_selector(infra, ["head", *GPU_FLEETS]),
-        },
-    }
+    return pdb(metadata(infra, name_of(infra, "gpu"), "ray-cluster"), infra["kuberay"]["pdb"]["maxUnavailable"],
+               fleets_selector(infra, ["head", *GPU_FLEETS]))

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, placement, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
@@ -51,15 +52,11 @@ def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
                     "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
                     "automountServiceAccountToken": False})
     out.append(_deployment(infra))
-    out.append(_service(infra))
+    out.append(meta.http_service(metadata(infra, name_of(infra, "sandbox"), "sandbox"), selector(infra, "sandbox"),
+                                 sb["port"]))
     if sb["pdb"]["enabled"]:
-        out.append({
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
-            "spec": {"maxUnavailable": sb["pdb"]["maxUnavailable"],
-                     "selector": {"matchLabels": selector(infra, "sandbox")}},
-        })
+        out.append(meta.pdb(metadata(infra, name_of(infra, "sandbox"), "sandbox"), sb["pdb"]["maxUnavailable"],
+                            {"matchLabels": selector(infra, "sandbox")}))
     return out
 
 
@@ -140,18 +137,5 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
             "replicas": sb["replicas"],
             "selector": {"matchLabels": selector(infra, "sandbox")},
             "template": {"metadata": {"labels": pod_labels(infra, "sandbox")}, "spec": pod},
-        },
-    }
-
-
-def _service(infra: InfraSpec) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector(infra, "sandbox"),
-            "ports": [{"name": "http", "port": infra["sandbox"]["port"], "targetPort": "http", "protocol": "TCP"}],
         },
     }

@@ -21,6 +21,7 @@ from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strateg
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
 from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
@@ -61,9 +62,7 @@ def render_serve(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append(cache_claim(cfg))
     out += [deployment(cfg), service(cfg)]
     if s["pdb"]["enabled"]:
-        out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(cfg, cfg.name),
-                    "spec": {"maxUnavailable": s["pdb"]["maxUnavailable"],
-                             "selector": {"matchLabels": selector(cfg)}}})
+        out.append(meta.pdb(_meta(cfg, cfg.name), s["pdb"]["maxUnavailable"], {"matchLabels": selector(cfg)}))
     if scrape_mechanism(s) == "podMonitor":
         out.append(pod_monitor(cfg))
     if s["autoscaling"]["enabled"]:
@@ -82,15 +81,8 @@ def pod_monitor(cfg: ServeConfig) -> dict[str, Any]:
 
 def priority_class(cfg: ServeConfig) -> dict[str, Any]:
     pc = cfg.serve["priorityClass"]
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": _meta(cfg, str(pc["name"]), namespaced=False),
-        "value": pc["value"],
-        "globalDefault": False,
-        "preemptionPolicy": pc["preemptionPolicy"],
-        "description": "Model endpoints of dockyard-k8s: never evicted in favour of best-effort pods.",
-    }
+    return meta.priority_class(_meta(cfg, str(pc["name"]), namespaced=False), pc,
+                               "Model endpoints of dockyard-k8s: never evicted in favour of best-effort pods.")
 
 
 # --- network -------------------------------------------------------------------------------------
@@ -348,9 +340,7 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
 
 
 def service(cfg: ServeConfig) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(cfg, cfg.name),
-            "spec": {"type": "ClusterIP", "selector": selector(cfg),
-                     "ports": [{"name": "http", "port": cfg.serve["port"], "targetPort": "http", "protocol": "TCP"}]}}
+    return meta.http_service(_meta(cfg, cfg.name), selector(cfg), cfg.serve["port"])
 
 
 def service_url(cfg: ServeConfig) -> str:
