@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import plain
@@ -99,11 +100,11 @@ class Trace:
         return Provenance(found)
 
 
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """The noted places of one rendered object: JSON path -> infra path."""
 
-    def __init__(self, found: dict[Path, Path]) -> None:
-        self.found = found
+    found: dict[Path, Path]
 
     def infra_key(self, json_path: Path) -> Path | None:
         """The infra key that produced ``json_path`` (the longest noted prefix, plus the rest
