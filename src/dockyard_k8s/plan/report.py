@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from dockyard_k8s.plan.catalog import GPU
+from dockyard_k8s.plan.inventory import Node
 from dockyard_k8s.plan.schedule import GroupResult, PlanResult
 from dockyard_k8s.plan.units import format_amount
 
@@ -41,8 +42,10 @@ def table(rows: list[list[str]]) -> list[str]:
     return ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
 
 
-def _human(resource: str, used: int, total: int) -> str:
-    """``used/total`` in cores, GiB or devices."""
+def _human(resource: str, nodes: list[Node]) -> str:
+    """What ``nodes`` have placed of ``resource``, out of their allocatable: ``used/total`` in cores, GiB or devices."""
+    used = sum(n.requested.get(resource, 0) for n in nodes)
+    total = sum(n.allocatable.get(resource, 0) for n in nodes)
     if resource == "cpu":
         return f"{used / 1000:g}/{total / 1000:g}"
     if resource in ("memory", "ephemeral-storage"):
@@ -69,10 +72,8 @@ def text(result: PlanResult, wide: bool = False) -> str:
     lines.append("requested / allocatable after placement")
     usage = [["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"]]
     for pool, nodes in pools.items():
-        def used(r: str, nodes: list[Any] = nodes) -> str:
-            return _human(r, sum(n.requested.get(r, 0) for n in nodes), sum(n.allocatable.get(r, 0) for n in nodes))
-        usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)), used("cpu"), used("memory"),
-                      used(GPU)])
+        usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)),
+                      *(_human(r, nodes) for r in ("cpu", "memory", GPU))])
     lines += table(usage)
     lines += [f"note: {n}" for n in result.notes]
     lines.append(verdict(result))
