@@ -41,7 +41,7 @@ from dockyard_k8s.render.meta import (
 )
 from dockyard_k8s.render.rayauth import auth_options, force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
-from dockyard_k8s.render.sandbox import container_security, sandbox_url
+from dockyard_k8s.render.sandbox import container_security, sandbox_env
 from dockyard_k8s.render.serialize import dump_yaml
 
 if TYPE_CHECKING:
@@ -192,9 +192,7 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
 
 
 def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
-    env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
-    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
-        env["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+    env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **sandbox_env(infra)}
     groups = [("head", spec["headGroupSpec"])] + [(g.get("groupName", ""), g) for g in spec["workerGroupSpecs"]]
     for fleet, group in groups:
         template = group.setdefault("template", {})

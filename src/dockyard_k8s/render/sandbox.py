@@ -32,11 +32,12 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 
 
-def sandbox_url(infra: InfraSpec) -> str:
-    """Cluster DNS URL of the sandbox Service, injected as DOCKYARD_SANDBOX_URLS."""
-    ns = infra["infra"]["namespace"]
-    domain = infra["infra"]["clusterDomain"]
-    return f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{infra['sandbox']['port']}"
+def sandbox_env(infra: InfraSpec) -> dict[str, str]:
+    """``DOCKYARD_SANDBOX_URLS``, the cluster DNS URL of the sandbox Service, when the run injects it."""
+    sb, ns, domain = infra["sandbox"], infra["infra"]["namespace"], infra["infra"]["clusterDomain"]
+    if not (sb["enabled"] and sb["injectUrls"]):
+        return {}
+    return {"DOCKYARD_SANDBOX_URLS": f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{sb['port']}"}
 
 
 def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:

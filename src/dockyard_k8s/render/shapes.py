@@ -45,7 +45,7 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.platform import padded_deadline
 from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.rayauth import force_auth_env
-from dockyard_k8s.render.sandbox import sandbox_url
+from dockyard_k8s.render.sandbox import sandbox_env
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
@@ -231,9 +231,7 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
     main["image"] = infra["infra"]["image"]
     main["command"] = ["/bin/bash", SCRIPT_PATH]
     invariants = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **bootstrap,
-                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True)}
-    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
-        invariants["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True), **sandbox_env(infra)}
     if role_env:
         invariants["DOCKYARD_FLEET_ROLE"] = role_env
     for k, v in invariants.items():
