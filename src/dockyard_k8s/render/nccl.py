@@ -72,19 +72,14 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     nodes, gpus = nccl_shape(infra)
     image = nt["image"]
     env = {**sizing["env"], **nt["env"]}
-    env_names = list(env)
     extended = {**sizing["extendedResources"], **nt["extendedResources"], GPU: gpus}
-    requests = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"]),
-                **{k: quantity(v) for k, v in sorted(extended.items())}}
+    amounts = {k: quantity(v) for k, v in sorted(extended.items())}
+    requests = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"]), **amounts}
     limits = {"cpu": quantity(sizing["cpuLimit"] or sizing["cpu"]),
-              "memory": quantity(sizing["memoryLimit"] or sizing["memory"]),
-              **{k: quantity(v) for k, v in sorted(extended.items())}}
+              "memory": quantity(sizing["memoryLimit"] or sizing["memory"]), **amounts}
     worker: dict[str, Any] = {"name": "worker", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
                               "resources": {"requests": requests, "limits": limits}}
-    worker_pod: dict[str, Any] = {}
-    worker_pod.update(pull_secrets(infra))
-    worker_pod.update(placement(sizing))
-    worker_pod["containers"] = [worker]
+    worker_pod: dict[str, Any] = {**pull_secrets(infra), **placement(sizing), "containers": [worker]}
     if sizing["shmSize"] is not None:
         worker["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
         worker_pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory",
@@ -94,13 +89,11 @@ def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
 
     launcher: dict[str, Any] = {
         "name": "launcher", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
-        "command": mpirun_command(infra, env_names),
+        "command": mpirun_command(infra, list(env)),
         "env": env_list(env),
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
     }
-    launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure"}
-    launcher_pod.update(pull_secrets(infra))
-    launcher_pod["containers"] = [launcher]
+    launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure", **pull_secrets(infra), "containers": [launcher]}
     keep_off_gpu_nodes(launcher_pod, off_gpu_nodes(infra))  # a CPU pod: not on a GPU node the test needs
     return {
         "apiVersion": "kubeflow.org/v2beta1",
