@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import GPU
-from dockyard_k8s.plain import Path, clone
+from dockyard_k8s.plain import clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
@@ -64,26 +64,20 @@ def fleet_resource(role: str) -> str:
 
 
 def _resources(sizing: PodSizing) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": sizing["cpu"], "memory": sizing["memory"]}
-    limits: dict[str, Any] = {"cpu": sizing["cpuLimit"] or sizing["cpu"],
-                              "memory": sizing["memoryLimit"] or sizing["memory"]}
-    extended = dict(sizing["extendedResources"])
-    if sizing["gpus"]:
-        extended = {GPU: sizing["gpus"], **extended}
-    requests.update(extended)
-    limits.update(extended)  # extended resources cannot overcommit: requests == limits
+    extended = {**({GPU: sizing["gpus"]} if sizing["gpus"] else {}), **sizing["extendedResources"]}
+    requests = {"cpu": sizing["cpu"], "memory": sizing["memory"], **extended}
+    limits = {"cpu": sizing["cpuLimit"] or sizing["cpu"], "memory": sizing["memoryLimit"] or sizing["memory"],
+              **extended}  # extended resources cannot overcommit: requests == limits
     out = {"requests": {k: quantity(v) for k, v in requests.items()},
            "limits": {k: quantity(v) for k, v in limits.items()}}
     trace = provenance.active()
     at = trace.origin(sizing) if trace else None
     if at is not None:  # which sizing key each amount comes from
-        keys: dict[str, Path] = {GPU: ("gpus",), **{k: ("extendedResources", k) for k in sizing["extendedResources"]}}
-        provenance.note_fields(out["requests"], {"cpu": (*at, "cpu"), "memory": (*at, "memory"),
-                                                 **{k: (*at, *v) for k, v in keys.items()}})
-        provenance.note_fields(out["limits"], {
-            "cpu": (*at, "cpuLimit" if sizing["cpuLimit"] else "cpu"),
-            "memory": (*at, "memoryLimit" if sizing["memoryLimit"] else "memory"),
-            **{k: (*at, *v) for k, v in keys.items()}})
+        amounts = {GPU: (*at, "gpus"), **{k: (*at, "extendedResources", k) for k in sizing["extendedResources"]}}
+        provenance.note_fields(out["requests"], {"cpu": (*at, "cpu"), "memory": (*at, "memory"), **amounts})
+        provenance.note_fields(out["limits"], {"cpu": (*at, "cpuLimit" if sizing["cpuLimit"] else "cpu"),
+                                               "memory": (*at, "memoryLimit" if sizing["memoryLimit"] else "memory"),
+                                               **amounts})
     return out
 
 
