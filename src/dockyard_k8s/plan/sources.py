@@ -58,9 +58,7 @@ class Sources:
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),
                    kueue_files: Sequence[str] = ()) -> Sources:
-    """The node inventory's source (the live cluster, node files, then ``plan.nodePools``; ``NO_NODES``
-    with ``--kueue`` files and none of them) and the ``--kueue`` files' objects (read here, before any
-    cluster is contacted).
+    """The node inventory's source and the ``--kueue`` files' objects (read before any cluster is contacted).
 
     Raises:
         UsageError: both ``live`` and ``node_files``; no inventory and no ``--kueue`` file.
@@ -84,8 +82,7 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
 
 
 def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inventory | None:
-    """The inventory of node files or ``plan.nodePools`` (``LIVE``: see :func:`live_inventory`);
-    None for ``NO_NODES``.
+    """The inventory of node files or ``plan.nodePools``; None for ``NO_NODES``.
 
     Raises:
         ConfigError: a node file without nodes, or with a node's allocatable unreadable, at its file:line.
@@ -172,12 +169,9 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
              atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str] = ()
              ) -> PlanResult | KueuePlan:
     """Plan the run's objects on ``inventory``, after Kueue's admission when ``kueue`` is given
-    (the team's queue objects are then the queue, not part of the run). A queued run planned
-    without Kueue input gets a note saying how to simulate its admission. Without an inventory
-    (``NO_NODES``) only Kueue's admission of a queued run is planned.
-
-    ``manifest_files``: the files the objects were read from; ``None`` when they were rendered
-    (and validated: an object the planner cannot read is then a bug, raised as is).
+    (the team's queue objects are then the queue, not part of the run). ``manifest_files``: the files
+    the objects were read from; ``None`` when they were rendered and validated (an object the planner
+    cannot read is then a bug, raised as is).
 
     Raises:
         UsageError: a malformed manifest or ``--kueue`` object, with ``validate``'s problems; no
