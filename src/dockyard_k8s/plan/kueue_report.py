@@ -107,9 +107,7 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
         lines.append(f"node fit: {NOT_CHECKED} (no node inventory: declare plan.nodePools, or pass --nodes FILE or "
                      "--live)")
     else:
-        nodes = report.text(plan.nodes, wide)
-        own = report.verdict(plan.nodes) + "\n"
-        lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
+        lines.append(report.text(plan.nodes, wide, with_verdict=False).rstrip("\n"))
     lines.append(verdict(plan))
     return "\n".join(lines) + "\n"
 

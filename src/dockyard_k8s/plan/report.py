@@ -53,7 +53,7 @@ def _human(resource: str, nodes: list[Node]) -> str:
     return f"{used}/{total}"
 
 
-def text(result: PlanResult, wide: bool = False) -> str:
+def text(result: PlanResult, wide: bool = False, *, with_verdict: bool = True) -> str:
     pools = result.inventory.pools()
     pool_of = {n.name: p for p, nodes in pools.items() for n in nodes}
     lines = [f"inventory: {len(result.inventory.nodes)} nodes from {result.inventory.source}"]
@@ -76,7 +76,7 @@ def text(result: PlanResult, wide: bool = False) -> str:
                       *(_human(r, nodes) for r in ("cpu", "memory", GPU))])
     lines += table(usage)
     lines += [f"note: {n}" for n in result.notes]
-    lines.append(verdict(result))
+    lines += [verdict(result)] if with_verdict else []
     return "\n".join(lines) + "\n"
 
 
