@@ -209,11 +209,8 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
                 cursor += 1
             if chosen is None:
                 if cached[0] != state.version:
-                    counts: Counter[str] = Counter()
-                    for i, node in enumerate(nodes):
-                        static = statics[i]
-                        for reason in ([static] if static else state.dynamic_reasons(req, node, spread)):
-                            counts[reason] += 1
+                    counts = Counter(reason for static, node in zip(statics, nodes, strict=True)
+                                     for reason in ([static] if static else state.dynamic_reasons(req, node, spread)))
                     cached = (state.version, fit_error(counts, len(nodes)))
                 result.reasons[idx] = cached[1]
                 continue
