@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render import provenance
+from dockyard_k8s.render import provenance, rayauth
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
@@ -39,7 +39,7 @@ from dockyard_k8s.render.meta import (
     pull_secrets,
     quantity,
 )
-from dockyard_k8s.render.rayauth import auth_options, force_auth_env
+from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_env
 from dockyard_k8s.render.serialize import dump_yaml
@@ -223,9 +223,8 @@ def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
         # finalizer Update of a RayJob then changes nothing, and so takes no ownership of the
         # atomic list, which made every re-run a 409 (controllers/ray/rayjob_controller.go).
         group.setdefault("scaleStrategy", {})
-    options = auth_options(infra)
-    if options:
-        spec["authOptions"] = options
+    if rayauth.enabled(infra):  # secretName: KubeRay >= 1.6.0 (rayauth's docstring)
+        spec["authOptions"] = {"mode": "token", "secretName": rayauth.secret_name(infra)}
     return spec
 
 

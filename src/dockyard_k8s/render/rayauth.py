@@ -70,11 +70,6 @@ def force_auth_env(infra: InfraSpec, container: dict[str, Any]) -> None:
                                                                            "key": TOKEN_KEY}}}]
 
 
-def auth_options(infra: InfraSpec) -> dict[str, Any] | None:
-    """RayCluster ``spec.authOptions`` (``secretName``: KubeRay >= 1.6.0), or None when auth is disabled."""
-    return {"mode": "token", "secretName": secret_name(infra)} if enabled(infra) else None
-
-
 def create_command(namespace: str, name: str, run: str | None = None) -> str:
     """The shell command that creates a token Secret with a random token (``kubectl create``: it
     fails when the Secret exists, so it never rewrites one); with ``run``, labelled as ``run``
