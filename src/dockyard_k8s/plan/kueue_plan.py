@@ -19,6 +19,7 @@ placement of topology requests, are said not to be checked.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,15 +252,12 @@ def _quota_rows(cq: ClusterQueue, pod_sets: list[Any], rows: dict[tuple[str, FR]
     """The queue's quota for every resource the pod sets request, as it stands before the run."""
     wanted = {r for ps in pod_sets for r in ps.total} | ({"pods"} if cq.group_of("pods") else set())
     for covered, flavors in cq.groups:
-        for flavor in flavors:
-            for res in covered:
-                if res not in wanted:
-                    continue
-                fr = (flavor, res)
-                if (cq.name, fr) in rows:
-                    continue
-                quota = cq.node.quotas.get(fr)
-                rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
-                                               quota.borrowing if quota else None, quota.lending if quota else None,
-                                               cq.node.usage.get(fr, 0), available(cq.node, fr),
-                                               potential_available(cq.node, fr))
+        for flavor, res in itertools.product(flavors, covered):
+            fr = (flavor, res)
+            if res not in wanted or (cq.name, fr) in rows:
+                continue
+            quota = cq.node.quotas.get(fr)
+            rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
+                                           quota.borrowing if quota else None, quota.lending if quota else None,
+                                           cq.node.usage.get(fr, 0), available(cq.node, fr),
+                                           potential_available(cq.node, fr))

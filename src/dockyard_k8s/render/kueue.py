@@ -64,13 +64,6 @@ def _fleet_of(ps: kueue.PodSet) -> str:
     return str(labels.get(FLEET_LABEL) or ("submitter" if ps.name == kueue.SUBMITTER_POD_SET else ps.name))
 
 
-def topology_key(infra: InfraSpec, fleet: str) -> Path:
-    """The infra key of ``fleet``'s topology request: its own ``fleets.<fleet>``, else the shared one."""
-    fleets: Mapping[str, Any] = infra["infra"]["kueue"]["fleets"]
-    own = fleets.get(fleet)
-    return ("infra", "kueue", "fleets", fleet) if own is not None else ("infra", "kueue", "topology")
-
-
 def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
     """(mode, level) the run asks for the pod set of ``fleet``, or None."""
     k = infra["infra"]["kueue"]
@@ -85,6 +78,7 @@ def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
 def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """Queue labels on the queued workloads and topology annotations on their pod sets, in place."""
     k = infra["infra"]["kueue"]
+    fleets: Mapping[str, Any] = k["fleets"]
     for obj in queued_objects(infra, objects):
         meta = obj["metadata"]
         extra = {kueue.QUEUE_LABEL: k["queueName"]}
@@ -110,7 +104,9 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
             if annotations:
                 meta = ps.metadata  # the template's own (every rendered pod template has labels)
                 meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
-                key = topology_key(infra, fleet)
+                # the infra key of the request: the fleet's own fleets.<fleet>, else the shared one
+                key: Path = (("infra", "kueue", "fleets", fleet) if fleets.get(fleet) is not None
+                             else ("infra", "kueue", "topology"))
                 provenance.note_fields(meta["annotations"], {
                     **{a: key for a in kueue.MODE_ANNOTATION.values()},
                     kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
