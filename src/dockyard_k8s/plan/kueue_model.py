@@ -176,10 +176,7 @@ class ClusterQueue:
     workloads: list[Admitted] = field(default_factory=list)
 
     def group_of(self, resource: str) -> tuple[list[str], list[str]] | None:
-        for group in self.groups:
-            if resource in group[0]:
-                return group
-        return None
+        return next((group for group in self.groups if resource in group[0]), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,12 +233,8 @@ def _valid(snap: Snapshot, cq: ClusterQueue, c: _Candidate, borrowing: bool, frs
 def _fits(cq: ClusterQueue, usage: dict[FR, int], borrowing: bool) -> bool:
     """workloadFits: every request within what the queue can use now, and within its nominal quota
     unless borrowing is allowed."""
-    for fr, value in usage.items():
-        if not borrowing and borrowing_with(cq.node, fr, value):
-            return False
-        if value > max(0, available(cq.node, fr)):
-            return False
-    return True
+    return all((borrowing or not borrowing_with(cq.node, fr, value)) and value <= max(0, available(cq.node, fr))
+               for fr, value in usage.items())
 
 
 def _under_nominal(cq: ClusterQueue, frs: set[FR]) -> bool:

@@ -152,13 +152,8 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
 
 
 def requests_gpu(pod: dict[str, Any]) -> bool:
-    for c in pod.get("containers") or []:
-        res = c.get("resources") or {}
-        for part in ("limits", "requests"):
-            amount = (res.get(part) or {}).get(GPU)
-            if amount not in (None, 0, "0"):
-                return True
-    return False
+    return any(((c.get("resources") or {}).get(part) or {}).get(GPU) not in (None, 0, "0")
+               for c in pod.get("containers") or [] for part in ("limits", "requests"))
 
 
 def add_gpu_scheduling(infra: InfraSpec, pod: dict[str, Any], select: dict[str, Any]) -> None:
