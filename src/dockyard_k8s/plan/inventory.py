@@ -226,9 +226,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
                                    {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
                                    required_anti_affinity(spec)))
         host.host_ports |= host_ports(spec)
-    quotas = []
-    for q in _items(objects, "ResourceQuota"):
-        quotas.append(quota_of(q, problems))
+    quotas = [quota_of(q, problems) for q in _items(objects, "ResourceQuota")]
     if problems:
         raise ConfigError(problems)
     return Inventory(nodes, quotas, source)

@@ -57,24 +57,19 @@ def text(result: PlanResult, wide: bool = False, *, with_verdict: bool = True) -
     pools = result.inventory.pools()
     pool_of = {n.name: p for p, nodes in pools.items() for n in nodes}
     lines = [f"inventory: {len(result.inventory.nodes)} nodes from {result.inventory.source}"]
-    rows = [["GROUP", "PODS", "GPU/POD", "PLACED", "PENDING", "WHERE"]]
-    for g in result.groups:
-        rows.append([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
-                     _where(g, pool_of, wide)])
-    lines += table(rows)
+    lines += table([["GROUP", "PODS", "GPU/POD", "PLACED", "PENDING", "WHERE"],
+                    *([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
+                       _where(g, pool_of, wide)] for g in result.groups)])
     pending = [(g, reason, n) for g in result.groups
                for reason, n in sorted(Counter(r for r, node in zip(g.reasons, g.nodes, strict=True)
                                                if node is None).items())]
     if pending:
         lines.append("pending")
-        for g, reason, n in pending:
-            lines.append(f"  {g.group.name}: {n} pod{'s' if n > 1 else ''}: {reason}")
+        lines += [f"  {g.group.name}: {n} pod{'s' if n > 1 else ''}: {reason}" for g, reason, n in pending]
     lines.append("requested / allocatable after placement")
-    usage = [["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"]]
-    for pool, nodes in pools.items():
-        usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)),
-                      *(_human(r, nodes) for r in ("cpu", "memory", GPU))])
-    lines += table(usage)
+    lines += table([["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"],
+                    *([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)),
+                       *(_human(r, nodes) for r in ("cpu", "memory", GPU))] for pool, nodes in pools.items())])
     lines += [f"note: {n}" for n in result.notes]
     lines += [verdict(result)] if with_verdict else []
     return "\n".join(lines) + "\n"

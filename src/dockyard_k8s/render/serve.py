@@ -105,14 +105,11 @@ def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Who may call the serving port: named namespaces (sandbox pools excepted), runs' pods
     (their sandbox pool only when a run says so), then serve.network.extraIngress."""
     net, port = cfg.serve["network"], [{"protocol": "TCP", "port": cfg.serve["port"]}]
-    rules: list[dict[str, Any]] = []
-    for peer in net["ingress"]:
-        rules.append({"from": [{"namespaceSelector": _namespace(peer["namespace"]),
-                                "podSelector": _pods(peer["podLabels"])}], "ports": clone(port)})
-    for run in net["runs"]:
-        rules.append({"from": [{"namespaceSelector": _namespace(run["namespace"] or cfg.namespace),
-                                "podSelector": _pods({RUN_LABEL: run["name"]}, sandbox=run["sandbox"])}],
-                      "ports": clone(port)})
+    rules = [{"from": [{"namespaceSelector": _namespace(peer["namespace"]), "podSelector": _pods(peer["podLabels"])}],
+              "ports": clone(port)} for peer in net["ingress"]]
+    rules += [{"from": [{"namespaceSelector": _namespace(run["namespace"] or cfg.namespace),
+                         "podSelector": _pods({RUN_LABEL: run["name"]}, sandbox=run["sandbox"])}],
+               "ports": clone(port)} for run in net["runs"]]
     return rules + clone(net["extraIngress"])
 
 
@@ -120,10 +117,9 @@ def egress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Cluster DNS, the named internal services, HTTPS to public addresses only, extraEgress."""
     net = cfg.serve["network"]
     rules: list[dict[str, Any]] = [{"to": [dns_peer()], "ports": clone(DNS_PORTS)}]
-    for peer in net["egress"]:
-        rules.append({"to": [{"namespaceSelector": _namespace(peer["namespace"]),
-                              "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
-                      "ports": [{"protocol": "TCP", "port": p} for p in peer["ports"]]})
+    rules += [{"to": [{"namespaceSelector": _namespace(peer["namespace"]),
+                       "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
+               "ports": [{"protocol": "TCP", "port": p} for p in peer["ports"]]} for peer in net["egress"]]
     if net["httpsEgress"]:
         rules.append({"to": egress_blocks(list(OPEN_EGRESS), net["privateCidrs"]),
                       "ports": [{"protocol": "TCP", "port": 443}]})
