@@ -237,10 +237,6 @@ def _fits(cq: ClusterQueue, usage: dict[FR, int], borrowing: bool) -> bool:
                for fr, value in usage.items())
 
 
-def _under_nominal(cq: ClusterQueue, frs: set[FR]) -> bool:
-    return all(cq.node.usage.get(fr, 0) < (q.nominal if (q := cq.node.quotas.get(fr)) else 0) for fr in frs)
-
-
 def _fill_back(snap: Snapshot, cq: ClusterQueue, usage: dict[FR, int], borrowing: bool,
                taken: list[_Candidate]) -> list[_Candidate]:
     """fillBackWorkloads: in reverse order, give back every target the workload fits without (the
@@ -262,7 +258,8 @@ def preemption_targets(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: se
     [] when there is none. ``snap`` is left as it was."""
     own, hierarchical, by_priority = _candidates(snap, cq, who, frs, usage)
     forbidden = not borrow_within_cohort(cq)[0]
-    if not (hierarchical or by_priority) or (forbidden and not _under_nominal(cq, frs)):
+    under_nominal = all(cq.node.usage.get(fr, 0) < (q.nominal if (q := cq.node.quotas.get(fr)) else 0) for fr in frs)
+    if not (hierarchical or by_priority) or (forbidden and not under_nominal):
         attempts: tuple[bool, ...] = (True,)
     elif forbidden and not hierarchical:
         attempts = (False, True)

@@ -107,11 +107,11 @@ def _quota_reason(quotas: list[Quota], group: Group, usage: dict[str, int]) -> s
     return None
 
 
-def _charge(quotas: list[Quota], group: Group, usage: dict[str, int], sign: int = 1) -> None:
+def _charge(quotas: list[Quota], group: Group, usage: dict[str, int]) -> None:
     for q in quotas:
         if q.namespace == group.namespace:
             for r in set(q.hard) & set(usage):
-                q.used[r] = q.used.get(r, 0) + sign * usage[r]
+                q.used[r] = q.used.get(r, 0) + usage[r]
 
 
 class _State:

@@ -281,14 +281,6 @@ def spread_constraints(cfg: ServeConfig) -> list[dict[str, Any]]:
     return [{**clone(c), "labelSelector": clone(c.get("labelSelector") or own)} for c in s["topologySpreadConstraints"]]
 
 
-def _strategy(s: Serve) -> dict[str, Any]:
-    if rollout_strategy(s) == "Recreate":
-        return {"type": "Recreate"}
-    r = s["rollout"]
-    return {"type": "RollingUpdate",
-            "rollingUpdate": {"maxSurge": r["maxSurge"], "maxUnavailable": r["maxUnavailable"]}}
-
-
 def deployment(cfg: ServeConfig) -> dict[str, Any]:
     s = cfg.serve
     infra = cfg.infra
@@ -325,7 +317,9 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
         spec["replicas"] = s["replicas"]  # with KEDA the HPA owns it: applying a count would fight it
     # A rollout counts as stuck only after a cold pull plus the whole start-up allowance.
     spec["progressDeadlineSeconds"] = padded_deadline(infra, s["probes"]["startupSeconds"] + 600)
-    spec["strategy"] = _strategy(s)
+    r = s["rollout"]
+    spec["strategy"] = {"type": "Recreate"} if rollout_strategy(s) == "Recreate" else {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": r["maxSurge"], "maxUnavailable": r["maxUnavailable"]}}
     spec["selector"] = {"matchLabels": selector(cfg)}
     template: dict[str, Any] = {"labels": pod_labels(infra, FLEET, endpoint=cfg.name)}
     if scrape_mechanism(s) == "annotations":  # one mechanism only: a Prometheus doing both would count twice

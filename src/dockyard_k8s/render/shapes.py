@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -173,11 +172,6 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
             provenance.note(pod["nodeSelector"], key, ("kuberay", owner, "nodeSelector", key))
 
 
-def _ray_args(params: Mapping[str, Any]) -> str:
-    """rayStartParams -> ``--key=value`` words (``resources`` is passed on its own)."""
-    return " ".join(f"--{k}={param_text(v)}" for k, v in params.items() if k != "resources")
-
-
 def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
     """The pod template fragment of ``kuberay.spec`` for a group, containers renamed to ours."""
     spec = infra["kuberay"]["spec"]
@@ -250,7 +244,8 @@ def _bootstrap_env(infra: InfraSpec, *, nodes: int, head_pod: str, after: str,
         "DOCKYARD_NUM_NODES": str(nodes),
         "DOCKYARD_TIMEOUT_SECONDS": str(padded_deadline(infra, b["timeoutSeconds"])),
         "DOCKYARD_POLL_SECONDS": str(b["pollSeconds"]),
-        "DOCKYARD_RAY_START_ARGS": _ray_args(params),
+        # rayStartParams as --key=value words (resources is passed on its own)
+        "DOCKYARD_RAY_START_ARGS": " ".join(f"--{k}={param_text(v)}" for k, v in params.items() if k != "resources"),
         "DOCKYARD_ENTRYPOINT": entrypoint(infra, job_args),
         "DOCKYARD_AFTER_FINISH": after,
         "DOCKYARD_STATE_DIR": STATE_DIR,
