@@ -134,13 +134,9 @@ def static_reason(req: Requirements, node: Node) -> str | None:
 
 def resource_reasons(req: Requirements, node: Node) -> list[str]:
     """NodeResourcesFit: every insufficient resource of the node (empty when the pod fits)."""
-    out = []
-    if len(node.pods) + 1 > node.allocatable.get("pods", 110):
-        out.append(TOO_MANY_PODS)
-    for name, amount in req.requests.items():
-        if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0):
-            out.append(f"Insufficient {name}")
-    return out
+    too_many = [TOO_MANY_PODS] if len(node.pods) + 1 > node.allocatable.get("pods", 110) else []
+    return too_many + [f"Insufficient {name}" for name, amount in req.requests.items()
+                       if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)]
 
 
 def ports_free(req: Requirements, node: Node) -> bool:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
 from dockyard_k8s.render import meta
-from dockyard_k8s.render.meta import env_list as _env_list
 from dockyard_k8s.render.meta import metadata, name_of, placement, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
 
@@ -97,7 +96,7 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
     if sb["args"] is not None:
         container["args"] = sb["args"]
     container["ports"] = [{"name": "http", "containerPort": sb["port"], "protocol": "TCP"}]
-    container["env"] = _env_list({"NVIDIA_VISIBLE_DEVICES": "void", **sb["env"]})
+    container["env"] = meta.env_list({"NVIDIA_VISIBLE_DEVICES": "void", **sb["env"]})
     container["resources"] = _resources(sb["resources"])
     if sb["probes"]:
         container["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 10}
