@@ -19,7 +19,9 @@ placement of topology requests, are said not to be checked.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,14 +104,9 @@ class KueuePlan:
 
 def _capacity(node: Node, per_pod: dict[str, int], empty: bool) -> int:
     """How many more pods of ``per_pod`` fit on ``node`` (on the empty node with ``empty``)."""
-    fits = []
-    for resource, amount in {**per_pod, "pods": 1}.items():
-        if amount <= 0:
-            continue
-        total = node.allocatable.get(resource, 0)
-        used = 0 if empty else node.requested.get(resource, 0) + (len(node.pods) if resource == "pods" else 0)
-        fits.append(max(0, total - used) // amount)
-    return min(fits) if fits else 0
+    used = {} if empty else {**node.requested, "pods": node.requested.get("pods", 0) + len(node.pods)}
+    return min(max(0, node.allocatable.get(resource, 0) - used.get(resource, 0)) // amount
+               for resource, amount in {**per_pod, "pods": 1}.items() if amount > 0)
 
 
 def topology_failure(snap: Snapshot, verdict: Verdict, inventory: Inventory) -> tuple[str, str, bool] | None:
@@ -171,9 +168,7 @@ def _admitted_object(obj: dict[str, Any], verdict: Verdict, snap: Snapshot) -> d
     for ps, result in zip(kueue.pod_sets(out), verdict.pod_sets, strict=False):
         if not ps.path:
             continue
-        node: Any = out
-        for part in ps.path:
-            node = node[part]
+        node: Any = functools.reduce(operator.getitem, ps.path, out)
         flavors = [snap.flavors[f] for f in dict.fromkeys(result.flavors.values())]
         node["spec"] = _admitted_spec(as_mapping(node.get("spec")), flavors)
     return out
