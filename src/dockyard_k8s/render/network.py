@@ -287,16 +287,9 @@ def sandbox_policy(infra: InfraSpec) -> dict[str, Any]:
 
 
 def _ports(ports: list[Any]) -> str:
-    if not ports:
-        return "every port"
-    words = []
-    for p in ports:
-        if isinstance(p, int):
-            words.append(f"TCP {p}")
-        else:
-            end = f"-{p['endPort']}" if p.get("endPort") else ""
-            words.append(f"{p.get('protocol', 'TCP')} {p['port']}{end}")
-    return ", ".join(words)
+    return ", ".join(f"TCP {p}" if isinstance(p, int) else
+                     f"{p.get('protocol', 'TCP')} {p['port']}" + (f"-{p['endPort']}" if p.get("endPort") else "")
+                     for p in ports) or "every port"
 
 
 def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
