@@ -191,7 +191,6 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
     objects = list(objects)
     problems: list[ConfigProblem] = []
     nodes: list[Node] = []
-    by_name: dict[str, Node] = {}
     for o in _items(objects, "Node"):
         meta = o.get("metadata") or {}
         name = str(meta.get("name", ""))
@@ -204,15 +203,14 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
         problems += found if locate is None else [locate(o, ("status", part, p.path), p.message) for p in found]
         pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
         spec = o.get("spec") or {}
-        node = Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc)
-        nodes.append(node)
-        by_name[name] = node
+        nodes.append(Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc))
     if not nodes and not problems and live:
         raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
                            "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
     if not nodes and not problems:
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
+    by_name = {n.name: n for n in nodes}
     for p in _items(objects, "Pod"):
         spec = p.get("spec") or {}
         host = by_name.get(str(spec.get("nodeName") or ""))
