@@ -147,7 +147,5 @@ def placement(section: Mapping[str, Any]) -> dict[str, Any]:
 
 def pod_common(infra: InfraSpec) -> dict[str, Any]:
     """Pod spec fields every managed pod shares (priority class, pull secrets)."""
-    spec: dict[str, Any] = {}
-    if infra["infra"]["priorityClassName"]:
-        spec["priorityClassName"] = infra["infra"]["priorityClassName"]
-    return {**spec, **pull_secrets(infra)}
+    name = infra["infra"]["priorityClassName"]
+    return {**({"priorityClassName": name} if name else {}), **pull_secrets(infra)}
