@@ -23,13 +23,18 @@ A lookup takes the longest recorded prefix of a rendered path and appends the re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import plain
 from dockyard_k8s.plain import Path
+
+
+def _children(value: Any) -> Iterable[tuple[Any, Any]]:
+    """(key or index, item) of a mapping or a list; nothing of a scalar."""
+    return value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
 
 
 class Trace:
@@ -50,14 +55,10 @@ class Trace:
 
     def register(self, data: Any, path: Path = ()) -> None:
         """Note every container of ``data`` (the loaded infra spec) at its own path."""
-        if isinstance(data, dict):
+        if isinstance(data, dict | list):
             self.node(data, path)
-            for k, v in data.items():
-                self.register(v, (*path, k))
-        elif isinstance(data, list):
-            self.node(data, path)
-            for i, v in enumerate(data):
-                self.register(v, (*path, i))
+        for k, v in _children(data):
+            self.register(v, (*path, k))
 
     def clone(self, value: Any) -> Any:
         """``plain.clone`` while tracing: the copy carries the original's notes."""
@@ -89,12 +90,8 @@ class Trace:
                 found[at] = self.nodes[id(node)]
             for key, origin in self.fields.get(id(node), {}).items():
                 found[(*at, key)] = origin
-            if isinstance(node, dict):
-                for k, v in node.items():
-                    walk(v, (*at, k))
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    walk(v, (*at, i))
+            for k, v in _children(node):
+                walk(v, (*at, k))
 
         walk(obj, ())
         return Provenance(found)
