@@ -25,6 +25,7 @@ Fair sharing and admission fair sharing are not simulated.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -410,10 +411,9 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
     contested: set[FR] = set()  # (flavor, resource) pairs assigned by preemption
     results: list[PodSetResult] = []
     for members in groups.values():
-        requests: dict[str, int] = {}
+        requests: Counter[str] = Counter()
         for ps in members:
-            for res, value in _requests(ps, covers_pods).items():
-                requests[res] = requests.get(res, 0) + value
+            requests.update(_requests(ps, covers_pods))
         chosen: dict[str, tuple[str, int, int]] = {}
         reasons: list[str] = []
         severity, failed = "", False
@@ -432,8 +432,8 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
                 severity, failed = found.no_fit, True
                 break
             chosen.update(found.flavors)
-            if found.mode[0] != FIT:
-                severity = found.no_fit if found.mode[0] == NO_CANDIDATES else severity
+            if found.mode[0] == NO_CANDIDATES:
+                severity = found.no_fit
         for ps in members:
             mine = {r: chosen[r] for r in _requests(ps, covers_pods) if r in chosen}
             mode = min((m for _, m, _ in mine.values()), default=FIT) if not failed else NO_FIT
