@@ -95,21 +95,20 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
             # the one pod of the job shape holds every fleet: the GPU request decides
             fleet = "trainer" if obj.get("kind") == "Job" else _fleet_of(ps)
             wanted = topology_of(infra, fleet)
-            annotations: dict[str, str] = {}
-            if wanted:
-                annotations[kueue.MODE_ANNOTATION[wanted[0]]] = wanted[1]
-                if k["topology"]["together"] and fleet in ("trainer", "inference") \
-                        and obj.get("kind") in ("RayJob", "RayCluster"):
-                    annotations[kueue.POD_SET_GROUP] = GROUP_NAME
-            if annotations:
-                meta = ps.metadata  # the template's own (every rendered pod template has labels)
-                meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
-                # the infra key of the request: the fleet's own fleets.<fleet>, else the shared one
-                key: Path = (("infra", "kueue", "fleets", fleet) if fleets.get(fleet) is not None
-                             else ("infra", "kueue", "topology"))
-                provenance.note_fields(meta["annotations"], {
-                    **{a: key for a in kueue.MODE_ANNOTATION.values()},
-                    kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
+            if not wanted:
+                continue
+            annotations = {kueue.MODE_ANNOTATION[wanted[0]]: wanted[1]}
+            if k["topology"]["together"] and fleet in ("trainer", "inference") \
+                    and obj.get("kind") in ("RayJob", "RayCluster"):
+                annotations[kueue.POD_SET_GROUP] = GROUP_NAME
+            meta = ps.metadata  # the template's own (every rendered pod template has labels)
+            meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
+            # the infra key of the request: the fleet's own fleets.<fleet>, else the shared one
+            key: Path = (("infra", "kueue", "fleets", fleet) if fleets.get(fleet) is not None
+                         else ("infra", "kueue", "topology"))
+            provenance.note_fields(meta["annotations"], {
+                **{a: key for a in kueue.MODE_ANNOTATION.values()},
+                kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
 
 
 # --- the team's queue objects (render-only) ---------------------------------------------------
