@@ -341,8 +341,7 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
                 int(as_mapping(o.get("status")).get("pendingWorkloads") or 0))
     for cq in snap.queues.values():
         if cq.cohort:
-            parent = snap.cohorts.setdefault(cq.cohort, QuotaNode(cq.cohort, False))
-            cq.node.parent = parent
+            cq.node.parent = snap.cohorts.setdefault(cq.cohort, QuotaNode(cq.cohort, False))
     for node in snap.cohorts.values():
         seen = {id(node)}
         for walk in node.parents():

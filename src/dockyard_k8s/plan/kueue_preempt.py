@@ -177,9 +177,8 @@ def _collect(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], nod
 def _candidates(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], usage: dict[FR, int]
                 ) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
     """(the queue's own, hierarchical, priority) candidates."""
-    own = []
-    if (cq.preemption.get("withinClusterQueue") or "Never") != "Never":
-        own = _from_queue(cq, cq, who, frs, False, None)
+    within = (cq.preemption.get("withinClusterQueue") or "Never") != "Never"
+    own = _from_queue(cq, cq, who, frs, False, None) if within else []
     hierarchical: list[_Candidate] = []
     by_priority: list[_Candidate] = []
     if cq.node.parent is None or (cq.preemption.get("reclaimWithinCohort") or "Never") == "Never":
