@@ -106,13 +106,14 @@ def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     return out
 
 
-def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory:
+def from_pools(section: dict[str, Any]) -> Inventory:
     """Nodes of the infra spec's ``plan`` section (the loader has reported :func:`pool_problems`
-    at their lines; ``file`` names the section for a caller that did not load it).
+    at their lines; a caller that did not load it gets them here).
 
     Raises:
         ConfigError: an unknown instance type or a bad quantity.
     """
+    file = "<infra spec>"
     problems = [ConfigProblem(file, 0, 0, format_path(("plan", *path)), message)
                 for path, message in pool_problems(section)]
     if problems:
