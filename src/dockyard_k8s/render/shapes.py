@@ -154,8 +154,8 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
         if name == GPU:
             return ("kuberay", g, "gpus")
         if name in ("cpu", "memory"):
-            limit = f"{name}Limit"
-            return ("kuberay", g, limit if part == "limits" and s[limit] else name)  # type: ignore[literal-required]
+            limit = s["cpuLimit"] if name == "cpu" else s["memoryLimit"]
+            return ("kuberay", g, f"{name}Limit" if part == "limits" and limit else name)
         return ("kuberay", g, "extendedResources", name)
 
     def amount(g: Group, name: str, part: str) -> Fraction:
