@@ -182,11 +182,9 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, 
     verdicts: list[Verdict] = []
     rows: dict[tuple[str, FR], QuotaRow] = {}
     for wl in requests:
-        lq = snap.local_queues.get((wl.namespace, wl.queue))
-        cq = snap.queues.get(str(as_mapping((lq or {}).get("spec")).get("clusterQueue")))
-        if cq is not None:
+        verdict = assign(snap, wl)  # snap unchanged until admit: the quota rows are as before the workload
+        if (cq := snap.queues.get(verdict.cluster_queue or "")) is not None:
             _quota_rows(cq, wl.pod_sets, rows)
-        verdict = assign(snap, wl)
         if verdict.state in ("admitted", "preempt"):
             _place_topology(snap, verdict, inventory, notes)
         admit(snap, verdict)
