@@ -195,7 +195,7 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
                 "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}})
     for obj in out:  # an admin's objects: any problem in them is the queueObjects settings'
         if not any(obj is a for a in admin):  # those name their own keys
-            provenance.note(obj, "spec", ("infra", "kueue", "queueObjects"))
+            provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects")})
     return out
 
 
@@ -210,7 +210,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
     if qo["priorityValue"] is not None and k["priorityClass"]:
         wpc = {"apiVersion": kueue.API_VERSION, "kind": "WorkloadPriorityClass",
                "metadata": _meta(infra, k["priorityClass"]), "value": qo["priorityValue"]}
-        provenance.note(wpc, "value", ("infra", "kueue", "queueObjects", "priorityValue"))
+        provenance.note_fields(wpc, {"value": ("infra", "kueue", "queueObjects", "priorityValue")})
         out.append(wpc)
     mk = qo["multiKueue"]
     if not mk["clusters"]:
@@ -219,7 +219,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
         secret = cluster["kubeConfigSecret"] or f"{cluster['name']}-kubeconfig"
         obj = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueCluster", "metadata": _meta(infra, cluster["name"]),
                "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}}
-        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue", "clusters", i))
+        provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects", "multiKueue", "clusters", i)})
         out.append(obj)
     name = mk["admissionCheck"]
     config = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueConfig", "metadata": _meta(infra, name),
@@ -228,7 +228,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
              "spec": {"controllerName": kueue.MULTIKUEUE_CONTROLLER,
                       "parameters": {"apiGroup": kueue.GROUP, "kind": "MultiKueueConfig", "name": name}}}
     for obj in (config, check):
-        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue"))
+        provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects", "multiKueue")})
     return [*out, config, check]
 
 

@@ -14,7 +14,7 @@ What is recorded, and by whom:
   carries its infra path along;
 * ``render/merge.py`` notes each key a ``kuberay.spec`` fragment adds or replaces, and each
   list item it appends, so a fragment's field is blamed on the fragment's own line;
-* renderers note the scalar fields they copy from infra keys (:func:`note`), e.g. the
+* renderers note the scalar fields they copy from infra keys (:func:`note_fields`), e.g. the
   RayJob's ``spec.suspend`` from ``launch.suspend``.
 
 A lookup takes the longest recorded prefix of a rendered path and appends the rest, so
@@ -121,14 +121,9 @@ def active() -> Trace | None:
     return _trace
 
 
-def note(container: Any, key: Any, infra_path: Path) -> None:
-    """Record that ``container[key]`` comes from ``infra_path`` (no-op unless tracing)."""
-    if _trace is not None:
-        _trace.field(container, key, infra_path)
-
-
 def note_fields(container: dict[str, Any], origins: dict[str, Path]) -> dict[str, Any]:
-    """Record ``container[key]`` -> infra path for each of ``origins`` present; returns ``container``."""
+    """Record ``container[key]`` -> infra path for each of ``origins`` present (no-op unless tracing);
+    returns ``container``."""
     if _trace is not None:
         for key, path in origins.items():
             if key in container:

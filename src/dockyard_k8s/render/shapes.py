@@ -165,11 +165,11 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
     for part in ("requests", "limits"):
         for name in resources.get(part) or {}:
             top = max(groups, key=lambda g: amount(g, name, part))
-            provenance.note(resources[part], name, key_of(top, name, part))
+            provenance.note_fields(resources[part], {name: key_of(top, name, part)})
     for key in pod.get("nodeSelector") or {}:
         owner = next((g for g in ("trainer", "inference", "head") if key in kr[g]["nodeSelector"]), None)
         if owner is not None:
-            provenance.note(pod["nodeSelector"], key, ("kuberay", owner, "nodeSelector", key))
+            provenance.note_fields(pod["nodeSelector"], {key: ("kuberay", owner, "nodeSelector", key)})
 
 
 def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
