@@ -217,7 +217,6 @@ class Snapshot:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     workloads: list[dict[str, Any]] = field(default_factory=list)  # every Workload object read
     usage_source: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _items(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
