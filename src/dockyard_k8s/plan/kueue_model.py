@@ -172,7 +172,6 @@ class ClusterQueue:
     stop_policy: str
     admission_checks: list[str]
     cohort: str | None
-    pending: int = 0
     workloads: list[Admitted] = field(default_factory=list)
 
     def group_of(self, resource: str) -> tuple[list[str], list[str]] | None:
@@ -336,8 +335,7 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
             snap.queues[name] = ClusterQueue(
                 name, node, groups, selector if isinstance(selector, dict) else None,
                 as_mapping(spec.get("preemption")), as_mapping(spec.get("flavorFungibility")),
-                str(spec.get("stopPolicy") or "None"), checks, str(cohort) if cohort else None,
-                int(as_mapping(o.get("status")).get("pendingWorkloads") or 0))
+                str(spec.get("stopPolicy") or "None"), checks, str(cohort) if cohort else None)
     for cq in snap.queues.values():
         if cq.cohort:
             cq.node.parent = snap.cohorts.setdefault(cq.cohort, QuotaNode(cq.cohort, False))
