@@ -7,6 +7,7 @@ for memory and ephemeral-storage, devices for extended resources): apimachinery'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -19,8 +20,7 @@ BYTES = ("memory", "ephemeral-storage", "storage")
 
 def to_units(resource: str, q: Fraction) -> int:
     """A parsed quantity in scheduler units (rounded up)."""
-    value = q * 1000 if resource == "cpu" or resource.endswith(".cpu") else q
-    return -(-value.numerator // value.denominator)
+    return math.ceil(q * 1000 if resource == "cpu" or resource.endswith(".cpu") else q)
 
 
 def parse_units(resource: str, value: object) -> int | None:

@@ -134,6 +134,11 @@ def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
     return [{"name": k, "value": param_text(v)} for k, v in env.items()]
 
 
+def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    """An EnvVar from key ``key`` of Secret ``secret``."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
 def pull_secrets(infra: InfraSpec) -> dict[str, Any]:
     """The pod spec field of ``infra.imagePullSecrets``, when it names any."""
     names = infra["infra"]["imagePullSecrets"]

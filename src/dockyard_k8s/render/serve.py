@@ -227,17 +227,14 @@ def _env(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append({"name": "HF_HUB_OFFLINE", "value": "1"})  # local weights: never reach for the hub
     token = s["model"]["hubTokenSecret"]
     if token["name"]:
-        out.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token["name"], "key": token["key"]}}})
+        out.append(meta.secret_env("HF_TOKEN", token["name"], token["key"]))
     keys = s["apiKeySecret"]
     if keys["name"]:
-        out.append({"name": API_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"], "key": keys["key"]}}})
+        out.append(meta.secret_env(API_KEY_VAR, keys["name"], keys["key"]))
         if "adminApiKey" in backend_of(s).flags:
-            out.append({"name": ADMIN_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"],
-                                                                             "key": keys["adminKey"]}}})
-    out += env_list(s["env"])
-    for name, ref in s["secretEnv"].items():
-        out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}})
-    return out
+            out.append(meta.secret_env(ADMIN_KEY_VAR, keys["name"], keys["adminKey"]))
+    return out + env_list(s["env"]) + [meta.secret_env(name, ref["secret"], ref["key"])
+                                       for name, ref in s["secretEnv"].items()]
 
 
 def _resources(s: Serve) -> dict[str, Any]:

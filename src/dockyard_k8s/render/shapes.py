@@ -179,8 +179,8 @@ def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
         template = (spec.get("headGroupSpec") or {}).get("template") or {}
         theirs = "ray-head"
     else:
-        groups = [g for g in spec.get("workerGroupSpecs") or [] if g.get("groupName") == group]
-        template = (groups[0].get("template") if groups else None) or {}
+        template = next((g.get("template") for g in spec.get("workerGroupSpecs") or []
+                         if g.get("groupName") == group), None) or {}
         theirs = "ray-worker"
     template = clone(template)
     for c in (template.get("spec") or {}).get("containers") or []:
