@@ -54,7 +54,7 @@ HEAD_PORTS = [
     {"containerPort": 8265, "name": "dashboard", "protocol": "TCP"},
     {"containerPort": 10001, "name": "client", "protocol": "TCP"},
 ]
-# The default RayJob submitter sizing KubeRay itself uses.
+# The name KubeRay gives the submitter container of a RayJob (K8sJobMode).
 SUBMITTER_CONTAINER = "ray-job-submitter"
 
 
