@@ -12,6 +12,7 @@ nodes -o yaml`` and pass ``--nodes``, or declare your own type in ``plan.instanc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -80,7 +81,7 @@ def _cpu_reserved_milli(vcpu: int) -> int:
         used = min(left, count)
         total += used * per_core
         left -= used
-    return -(-total.numerator // total.denominator)
+    return math.ceil(total)
 
 
 def eks_allocatable(cap: Capacity, root_volume: int = 20 * GI) -> dict[str, int]:

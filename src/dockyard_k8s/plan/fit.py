@@ -78,33 +78,36 @@ def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misf
             if any(reason is None and not short for _, reason, short in verdicts):
                 continue
             node, reason, short = verdicts[0]
+            said = "`plan` would say: 0/1 nodes are available: "
             if reason is not None:
-                out.append(_blame(index, t.path, t.spec, req, node, itype, reason, short))
-            for one in short:  # each resource that does not fit, at the request that asks for it
-                out.append(_blame(index, t.path, t.spec, req, node, itype, None, [one], said=short))
+                out.append(_blame_node(index, t.path, req, node, itype, f"{said}1 {reason}"))
+            # each resource that does not fit, at the request that asks for it
+            out += [_blame_request(index, t.path, t.spec, req, node, itype, one, said + ", ".join(short))
+                    for one in short]
     return out
 
 
-def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: Node, itype: str,
-           reason: str | None, short: list[str], said: list[str] | None = None) -> Misfit:
-    said_text = f"`plan` would say: 0/1 nodes are available: 1 {reason}" if reason else \
-        f"`plan` would say: 0/1 nodes are available: {', '.join(said or short)}"
-    if reason is not None:
-        for key, value in req.node_selector.items():
-            if node.labels.get(key) != value:
-                where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
-                    f"a {itype} node does not carry this label" if node.pool == CATALOGUE_POOL else \
-                    f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
-                    f"pool's labels if its nodes have it)"
-                return Misfit(index, (*at, "spec", "nodeSelector", key),
-                              f"{key}={value}: {where}, so the pod never schedules ({said_text})")
-        for taint in node.taints:
-            return Misfit(index, (*at, "spec", "tolerations"),
-                          f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"
-                          f"{taint.get('effect')} of the {itype} pool ({said_text})")
-        return Misfit(index, (*at, "spec", "affinity"),
-                      f"no {itype} node matches the pod's node affinity ({said_text})")
-    resource = next((s.removeprefix("Insufficient ") for s in short if s.startswith("Insufficient ")), "pods")
+def _blame_node(index: int, at: Path, req: Requirements, node: Node, itype: str, said: str) -> Misfit:
+    """The misfit of a pod the node's labels or taints refuse."""
+    for key, value in req.node_selector.items():
+        if node.labels.get(key) != value:
+            where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
+                f"a {itype} node does not carry this label" if node.pool == CATALOGUE_POOL else \
+                f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
+                f"pool's labels if its nodes have it)"
+            return Misfit(index, (*at, "spec", "nodeSelector", key),
+                          f"{key}={value}: {where}, so the pod never schedules ({said})")
+    for taint in node.taints:
+        return Misfit(index, (*at, "spec", "tolerations"),
+                      f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"
+                      f"{taint.get('effect')} of the {itype} pool ({said})")
+    return Misfit(index, (*at, "spec", "affinity"), f"no {itype} node matches the pod's node affinity ({said})")
+
+
+def _blame_request(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: Node, itype: str,
+                   short: str, said: str) -> Misfit:
+    """The misfit of a pod one of whose requests (``short``: NodeResourcesFit's reason) one node cannot hold."""
+    resource = short.removeprefix("Insufficient ") if short.startswith("Insufficient ") else "pods"
     wanted = req.requests.get(resource, 0)
     have = node.allocatable.get(resource, 0)
     containers = spec.get("containers") or []
@@ -113,7 +116,7 @@ def _blame(index: int, at: Path, spec: dict[str, Any], req: Requirements, node: 
     j = max(range(len(amounts)), key=amounts.__getitem__) if amounts else 0
     return Misfit(index, (*at, "spec", "containers", j, "resources", "requests", resource),
                   f"the pod requests {resource} {format_amount(resource, wanted)}, but one {itype} node has "
-                  f"{format_amount(resource, have)} allocatable, so it never schedules ({said_text})")
+                  f"{format_amount(resource, have)} allocatable, so it never schedules ({said})")
 
 
 @dataclass(frozen=True, slots=True)

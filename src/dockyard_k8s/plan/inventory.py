@@ -13,7 +13,7 @@ Three sources, one shape (:class:`Inventory`):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dockyard_k8s.config.platforms import GPU_PRESENT_LABEL
@@ -21,7 +21,7 @@ from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
 from dockyard_k8s.kube import pod_requests
 from dockyard_k8s.plain import Path, format_path, show
 from dockyard_k8s.plan import catalog
-from dockyard_k8s.plan.units import parse_units, to_units
+from dockyard_k8s.plan.units import amounts, parse_units, to_units
 from dockyard_k8s.suggest import did_you_mean
 
 # (an object of the inventory, a path in it, what is wrong) -> the problem, at its file:line
@@ -43,18 +43,20 @@ class PlacedPod:
     anti_affinity: list[dict[str, Any]]  # required terms
 
 
+@dataclass(eq=False)
 class Node:
     """A node, and what the simulation has placed on it so far (``requested``, ``pods`` and
     ``host_ports`` grow as pods are placed): state, not a value."""
 
-    def __init__(self, name: str, pool: str, labels: dict[str, str], taints: list[dict[str, Any]], unschedulable: bool,
-                 allocatable: dict[str, int], requested: dict[str, int] | None = None,
-                 pods: list[PlacedPod] | None = None, host_ports: set[tuple[str, int]] | None = None) -> None:
-        self.name, self.pool, self.labels, self.taints = name, pool, labels, taints
-        self.unschedulable, self.allocatable = unschedulable, allocatable
-        self.requested = {} if requested is None else requested
-        self.pods = [] if pods is None else pods
-        self.host_ports = set() if host_ports is None else host_ports
+    name: str
+    pool: str
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: list[PlacedPod] = field(default_factory=list)
+    host_ports: set[tuple[str, int]] = field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, pool={self.pool!r}, pods={len(self.pods)})"
@@ -83,17 +85,6 @@ class Inventory:
         return out
 
 
-def _allocatable(values: dict[str, Any], where: str, problems: list[ConfigProblem]) -> dict[str, int]:
-    out = {}
-    for k, v in (values or {}).items():
-        amount = parse_units(str(k), v)
-        if amount is None:
-            problems.append(ConfigProblem(where, 0, 0, str(k), f"got {v!r}, expected a Kubernetes quantity"))
-        else:
-            out[str(k)] = amount
-    return out
-
-
 def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     """What is wrong in the infra spec's ``plan`` section beyond its schema, as (path under
     ``plan``, message): the loader reports each at its file:line:col, so ``check`` and ``plan``
@@ -115,13 +106,14 @@ def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     return out
 
 
-def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory:
+def from_pools(section: dict[str, Any]) -> Inventory:
     """Nodes of the infra spec's ``plan`` section (the loader has reported :func:`pool_problems`
-    at their lines; ``file`` names the section for a caller that did not load it).
+    at their lines; a caller that did not load it gets them here).
 
     Raises:
         ConfigError: an unknown instance type or a bad quantity.
     """
+    file = "<infra spec>"
     problems = [ConfigProblem(file, 0, 0, format_path(("plan", *path)), message)
                 for path, message in pool_problems(section)]
     if problems:
@@ -134,13 +126,13 @@ def from_pools(section: dict[str, Any], file: str = "<infra spec>") -> Inventory
         root_bytes = parse_units("ephemeral-storage", root) if root is not None else None
         labels = {INSTANCE_TYPE: itype, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
         if itype in custom:
-            alloc = _allocatable(custom[itype].get("allocatable") or {}, file, problems)
+            alloc = amounts(custom[itype].get("allocatable") or {}, file, problems)
             labels.update(custom[itype].get("labels") or {})
         elif itype in catalog.AWS:
             alloc = catalog.eks_allocatable(catalog.AWS[itype], root_bytes or 20 * catalog.GI)
             root_bytes = None
         else:
-            alloc = _allocatable(dict(catalog.EXPLICIT[itype]), file, problems)
+            alloc = amounts(catalog.EXPLICIT[itype], file, problems)
         if root_bytes is not None:  # explicit types: a rootVolume overrides their ephemeral-storage
             alloc["ephemeral-storage"] = root_bytes - root_bytes // 10 - catalog.GI
         if alloc.get(catalog.GPU, 0) > 0:  # as the NVIDIA GPU operator's feature discovery labels a GPU node
@@ -200,28 +192,26 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
     objects = list(objects)
     problems: list[ConfigProblem] = []
     nodes: list[Node] = []
-    by_name: dict[str, Node] = {}
     for o in _items(objects, "Node"):
         meta = o.get("metadata") or {}
         name = str(meta.get("name", ""))
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         labels.setdefault(HOSTNAME, name)
         status = o.get("status") or {}
-        field = "allocatable" if status.get("allocatable") else "capacity"
+        part = "allocatable" if status.get("allocatable") else "capacity"
         found: list[ConfigProblem] = []
-        alloc = _allocatable(status.get(field) or {}, f"{source}: Node {name}", found)
-        problems += found if locate is None else [locate(o, ("status", field, p.path), p.message) for p in found]
+        alloc = amounts(status.get(part) or {}, f"{source}: Node {name}", found)
+        problems += found if locate is None else [locate(o, ("status", part, p.path), p.message) for p in found]
         pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
         spec = o.get("spec") or {}
-        node = Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc)
-        nodes.append(node)
-        by_name[name] = node
+        nodes.append(Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc))
     if not nodes and not problems and live:
         raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
                            "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
     if not nodes and not problems:
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
+    by_name = {n.name: n for n in nodes}
     for p in _items(objects, "Pod"):
         spec = p.get("spec") or {}
         host = by_name.get(str(spec.get("nodeName") or ""))
@@ -235,9 +225,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
                                    {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
                                    required_anti_affinity(spec)))
         host.host_ports |= host_ports(spec)
-    quotas = []
-    for q in _items(objects, "ResourceQuota"):
-        quotas.append(quota_of(q, problems))
+    quotas = [quota_of(q, problems) for q in _items(objects, "ResourceQuota")]
     if problems:
         raise ConfigError(problems)
     return Inventory(nodes, quotas, source)
@@ -248,8 +236,8 @@ def quota_of(obj: dict[str, Any], problems: list[ConfigProblem] | None = None) -
     status = obj.get("status") or {}
     sink: list[ConfigProblem] = [] if problems is None else problems
     where = f"ResourceQuota {meta.get('name')}"
-    hard = _allocatable((obj.get("spec") or {}).get("hard") or {}, where, sink)
-    used = _allocatable(status.get("used") or {}, where, sink)
+    hard = amounts((obj.get("spec") or {}).get("hard") or {}, where, sink)
+    used = amounts(status.get("used") or {}, where, sink)
     return Quota(str(meta.get("name", "")), str(meta.get("namespace") or "default"), hard, used)
 
 

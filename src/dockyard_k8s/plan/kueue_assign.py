@@ -25,6 +25,7 @@ Fair sharing and admission fair sharing are not simulated.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,7 @@ from dockyard_k8s.plan.kueue_model import (
 from dockyard_k8s.plan.kueue_preempt import (
     Preemptor,
     Target,
-    can_preempt_while_borrowing,
+    borrow_within_cohort,
     lowest_fitting_subtree,
     preemption_targets,
     simulate,
@@ -133,6 +134,7 @@ class Verdict:
     targets: list[Target] = field(default_factory=list)  # workloads it would preempt
     admission_checks: list[str] = field(default_factory=list)  # names of the queue's checks
     notes: list[str] = field(default_factory=list)
+    usage: dict[FR, int] = field(default_factory=dict)  # what it reserves, (flavor, resource) -> amount, once admitted
 
     @property
     def admitted(self) -> bool:
@@ -279,14 +281,11 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
         selector = {str(k): str(v) for k, v in as_mapping(ps.spec.get("nodeSelector")).items() if k in keys}
         node_aff = as_mapping(as_mapping(as_mapping(ps.spec.get("affinity")).get("nodeAffinity")).get(
             "requiredDuringSchedulingIgnoredDuringExecution"))
-        terms: list[dict[str, Any]] | None = []
-        for term in node_aff.get("nodeSelectorTerms") or []:
-            exprs = [e for e in as_mapping(term).get("matchExpressions") or [] if as_mapping(e).get("key") in keys]
-            if not exprs:  # a term with no relevant key matches any flavor
-                terms = None
-                break
-            assert terms is not None
-            terms.append({"matchExpressions": exprs})
+        terms = [{"matchExpressions": [e for e in as_mapping(term).get("matchExpressions") or []
+                                       if as_mapping(e).get("key") in keys]}
+                 for term in node_aff.get("nodeSelectorTerms") or []]
+        if not all(t["matchExpressions"] for t in terms):  # a term with no relevant key matches any flavor
+            terms = []
         req = Requirements("", {}, {}, node_selector=selector, affinity_terms=terms or None)
         if not node_affinity_ok(req, Node(flavor.name, "", dict(flavor.node_labels), [], False, {})):
             return f"flavor {flavor.name} doesn't match node affinity"
@@ -312,7 +311,7 @@ def _fits_quota(snap: Snapshot, cq: ClusterQueue, fr: FR, assumed: int, request:
         return FIT, borrow, "", ""
     message = f"insufficient unused quota for {res} in flavor {flavor}, {kueue_amount(res, value - free)} more needed"
     quota = cq.node.quotas.get(fr)
-    if (quota.nominal if quota else 0) >= value or may_reclaim or can_preempt_while_borrowing(cq):
+    if (quota.nominal if quota else 0) >= value or may_reclaim or borrow_within_cohort(cq)[0]:
         found, borrow = simulate(snap, cq, who, fr, value)
         if not found:
             return NO_CANDIDATES, borrow, message, WAITING_FOR_QUOTA
@@ -412,10 +411,9 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
     contested: set[FR] = set()  # (flavor, resource) pairs assigned by preemption
     results: list[PodSetResult] = []
     for members in groups.values():
-        requests: dict[str, int] = {}
+        requests: Counter[str] = Counter()
         for ps in members:
-            for res, value in _requests(ps, covers_pods).items():
-                requests[res] = requests.get(res, 0) + value
+            requests.update(_requests(ps, covers_pods))
         chosen: dict[str, tuple[str, int, int]] = {}
         reasons: list[str] = []
         severity, failed = "", False
@@ -434,8 +432,8 @@ def assign(snap: Snapshot, wl: WorkloadRequest) -> Verdict:
                 severity, failed = found.no_fit, True
                 break
             chosen.update(found.flavors)
-            if found.mode[0] != FIT:
-                severity = found.no_fit if found.mode[0] == NO_CANDIDATES else severity
+            if found.mode[0] == NO_CANDIDATES:
+                severity = found.no_fit
         for ps in members:
             mine = {r: chosen[r] for r in _requests(ps, covers_pods) if r in chosen}
             mode = min((m for _, m, _ in mine.values()), default=FIT) if not failed else NO_FIT
@@ -474,7 +472,7 @@ def _verdict(snap: Snapshot, wl: WorkloadRequest, cq: ClusterQueue, results: lis
         return Verdict(wl, cq.name, "preempt", WAITING_FOR_QUOTA,
                        f"{message}. Pending the preemption of {len(targets)} workload(s)", results, targets, checks)
     return Verdict(wl, cq.name, "admitted", "QuotaReserved", f"Quota reserved in ClusterQueue {cq.name}", results,
-                   admission_checks=checks)
+                   admission_checks=checks, usage=usage)
 
 
 def admit(snap: Snapshot, verdict: Verdict) -> None:
@@ -482,14 +480,7 @@ def admit(snap: Snapshot, verdict: Verdict) -> None:
     if not verdict.admitted or verdict.cluster_queue is None:
         return
     cq = snap.queues[verdict.cluster_queue]
-    covers_pods = cq.group_of("pods") is not None
-    usage: dict[FR, int] = {}
-    for ps, result in zip(verdict.workload.pod_sets, verdict.pod_sets, strict=False):
-        for res, value in _requests(ps, covers_pods).items():
-            if res in result.flavors:
-                fr = (result.flavors[res], res)
-                usage[fr] = usage.get(fr, 0) + value
-    for fr, value in usage.items():
+    for fr, value in verdict.usage.items():
         add_usage(cq.node, fr, value)
     cq.workloads.append(Admitted(verdict.workload.ref, verdict.workload.namespace, cq.name, verdict.workload.priority,
-                                 usage))
+                                 dict(verdict.usage)))

@@ -22,13 +22,14 @@ from admitted Workloads, else the ClusterQueues' ``status.flavorsReservation``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.kube import as_mapping, conditions, format_quantity, true_conditions
-from dockyard_k8s.plan.units import parse_units
+from dockyard_k8s.plan.units import amounts
 
 FR = tuple[str, str]  # (flavor, resource)
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -73,11 +74,15 @@ class QuotaNode:
     def local_available(self, fr: FR) -> int:
         return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
 
+    def parents(self) -> Iterator[QuotaNode]:
+        """The cohorts above, nearest first."""
+        walk = self.parent
+        while walk is not None:
+            yield walk
+            walk = walk.parent
+
     def root(self) -> QuotaNode:
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
+        return [self, *self.parents()][-1]
 
 
 def available(node: QuotaNode, fr: FR) -> int:
@@ -167,14 +172,10 @@ class ClusterQueue:
     stop_policy: str
     admission_checks: list[str]
     cohort: str | None
-    pending: int = 0
     workloads: list[Admitted] = field(default_factory=list)
 
     def group_of(self, resource: str) -> tuple[list[str], list[str]] | None:
-        for group in self.groups:
-            if resource in group[0]:
-                return group
-        return None
+        return next((group for group in self.groups if resource in group[0]), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +216,6 @@ class Snapshot:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     workloads: list[dict[str, Any]] = field(default_factory=list)  # every Workload object read
     usage_source: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _items(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -233,11 +233,7 @@ def _kueue(obj: dict[str, Any], kind: str) -> bool:
 
 
 def _amount(resource: str, value: Any, where: str, problems: list[ConfigProblem]) -> int:
-    amount = parse_units(resource, value)
-    if amount is None:
-        problems.append(ConfigProblem(where, 0, 0, resource, f"got {value!r}, expected a Kubernetes quantity"))
-        return 0
-    return amount
+    return amounts({resource: value}, where, problems).get(resource, 0)
 
 
 def _groups(spec: dict[str, Any], node: QuotaNode, where: str, problems: list[ConfigProblem]
@@ -339,22 +335,18 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
             snap.queues[name] = ClusterQueue(
                 name, node, groups, selector if isinstance(selector, dict) else None,
                 as_mapping(spec.get("preemption")), as_mapping(spec.get("flavorFungibility")),
-                str(spec.get("stopPolicy") or "None"), checks, str(cohort) if cohort else None,
-                int(as_mapping(o.get("status")).get("pendingWorkloads") or 0))
+                str(spec.get("stopPolicy") or "None"), checks, str(cohort) if cohort else None)
     for cq in snap.queues.values():
         if cq.cohort:
-            parent = snap.cohorts.setdefault(cq.cohort, QuotaNode(cq.cohort, False))
-            cq.node.parent = parent
+            cq.node.parent = snap.cohorts.setdefault(cq.cohort, QuotaNode(cq.cohort, False))
     for node in snap.cohorts.values():
         seen = {id(node)}
-        walk = node.parent
-        while walk is not None:
+        for walk in node.parents():
             if id(walk) in seen:
                 problems.append(ConfigProblem(source, 0, 0, "", f"Cohort {node.name}: the cohort tree has a cycle"))
                 node.parent = None
                 break
             seen.add(id(walk))
-            walk = walk.parent
     nodes = [cq.node for cq in snap.queues.values()] + list(snap.cohorts.values())
     for node in nodes:
         if node.parent is not None:

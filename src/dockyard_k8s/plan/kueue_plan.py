@@ -19,6 +19,9 @@ placement of topology requests, are said not to be checked.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,14 +104,9 @@ class KueuePlan:
 
 def _capacity(node: Node, per_pod: dict[str, int], empty: bool) -> int:
     """How many more pods of ``per_pod`` fit on ``node`` (on the empty node with ``empty``)."""
-    fits = []
-    for resource, amount in {**per_pod, "pods": 1}.items():
-        if amount <= 0:
-            continue
-        total = node.allocatable.get(resource, 0)
-        used = 0 if empty else node.requested.get(resource, 0) + (len(node.pods) if resource == "pods" else 0)
-        fits.append(max(0, total - used) // amount)
-    return min(fits) if fits else 0
+    used = {} if empty else {**node.requested, "pods": node.requested.get("pods", 0) + len(node.pods)}
+    return min(max(0, node.allocatable.get(resource, 0) - used.get(resource, 0)) // amount
+               for resource, amount in {**per_pod, "pods": 1}.items() if amount > 0)
 
 
 def topology_failure(snap: Snapshot, verdict: Verdict, inventory: Inventory) -> tuple[str, str, bool] | None:
@@ -170,9 +168,7 @@ def _admitted_object(obj: dict[str, Any], verdict: Verdict, snap: Snapshot) -> d
     for ps, result in zip(kueue.pod_sets(out), verdict.pod_sets, strict=False):
         if not ps.path:
             continue
-        node: Any = out
-        for part in ps.path:
-            node = node[part]
+        node: Any = functools.reduce(operator.getitem, ps.path, out)
         flavors = [snap.flavors[f] for f in dict.fromkeys(result.flavors.values())]
         node["spec"] = _admitted_spec(as_mapping(node.get("spec")), flavors)
     return out
@@ -186,21 +182,17 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, 
     verdicts: list[Verdict] = []
     rows: dict[tuple[str, FR], QuotaRow] = {}
     for wl in requests:
-        lq = snap.local_queues.get((wl.namespace, wl.queue))
-        cq = snap.queues.get(str(as_mapping((lq or {}).get("spec")).get("clusterQueue")))
-        if cq is not None:
+        verdict = assign(snap, wl)  # snap unchanged until admit: the quota rows are as before the workload
+        if (cq := snap.queues.get(verdict.cluster_queue or "")) is not None:
             _quota_rows(cq, wl.pod_sets, rows)
-        verdict = assign(snap, wl)
         if verdict.state in ("admitted", "preempt"):
             _place_topology(snap, verdict, inventory, notes)
         admit(snap, verdict)
         verdicts.append(verdict)
-        if verdict.admitted and verdict.cluster_queue:
-            for ps, result in zip(wl.pod_sets, verdict.pod_sets, strict=False):
-                for res, flavor in result.flavors.items():
-                    row = rows.get((verdict.cluster_queue, (flavor, res)))
-                    if row is not None:
-                        row.run += ps.total.get(res, ps.count if res == "pods" else 0)
+        if verdict.admitted:
+            for fr, value in verdict.usage.items():
+                if (row := rows.get((str(verdict.cluster_queue), fr))) is not None:
+                    row.run += value
     by_object: dict[int, list[Verdict]] = {}
     for v in verdicts:
         by_object.setdefault(v.workload.object_index, []).append(v)
@@ -253,15 +245,12 @@ def _quota_rows(cq: ClusterQueue, pod_sets: list[Any], rows: dict[tuple[str, FR]
     """The queue's quota for every resource the pod sets request, as it stands before the run."""
     wanted = {r for ps in pod_sets for r in ps.total} | ({"pods"} if cq.group_of("pods") else set())
     for covered, flavors in cq.groups:
-        for flavor in flavors:
-            for res in covered:
-                if res not in wanted:
-                    continue
-                fr = (flavor, res)
-                if (cq.name, fr) in rows:
-                    continue
-                quota = cq.node.quotas.get(fr)
-                rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
-                                               quota.borrowing if quota else None, quota.lending if quota else None,
-                                               cq.node.usage.get(fr, 0), available(cq.node, fr),
-                                               potential_available(cq.node, fr))
+        for flavor, res in itertools.product(flavors, covered):
+            fr = (flavor, res)
+            if res not in wanted or (cq.name, fr) in rows:
+                continue
+            quota = cq.node.quotas.get(fr)
+            rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
+                                           quota.borrowing if quota else None, quota.lending if quota else None,
+                                           cq.node.usage.get(fr, 0), available(cq.node, fr),
+                                           potential_available(cq.node, fr))

@@ -27,7 +27,6 @@ Topology-aware placement is not part of the fit here (``kueue_plan`` places admi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dockyard_k8s.kube import as_mapping
@@ -81,13 +80,6 @@ class _Candidate:
 # --- the quota tree, as the preemption code reads it ---------------------------------------------------
 
 
-def _parents(node: QuotaNode) -> Iterator[QuotaNode]:
-    walk = node.parent
-    while walk is not None:
-        yield walk
-        walk = walk.parent
-
-
 def _height(node: QuotaNode) -> int:
     """getNodeHeight: the distance from a cohort to its farthest leaf."""
     height = min(len(node.children), 1)
@@ -104,7 +96,7 @@ def lowest_fitting_subtree(node: QuotaNode, fr: FR, value: int) -> tuple[int, bo
     if node.parent is None or not borrowing_with(node, fr, value):
         return 0, node.parent is not None
     remaining = value - node.local_available(fr)
-    for cohort in _parents(node):
+    for cohort in node.parents():
         if not borrowing_with(cohort, fr, remaining):
             return _height(cohort), cohort.parent is not None
         remaining -= cohort.local_available(fr)
@@ -138,8 +130,9 @@ def _satisfies(policy: str, who: Preemptor, candidate: Admitted) -> bool:
     return policy == "Any"
 
 
-def _borrow_within_cohort(cq: ClusterQueue) -> tuple[bool, int | None]:
-    """(borrowWithinCohort allows preempting while borrowing, its maxPriorityThreshold)."""
+def borrow_within_cohort(cq: ClusterQueue) -> tuple[bool, int | None]:
+    """(borrowWithinCohort allows preempting while borrowing, i.e. canPreemptWhileBorrowing with fair sharing
+    off; its maxPriorityThreshold)."""
     bwc = as_mapping(cq.preemption.get("borrowWithinCohort"))
     threshold = bwc.get("maxPriorityThreshold")
     return (bwc.get("policy") or "Never") != "Never", threshold if isinstance(threshold, int) else None
@@ -157,7 +150,7 @@ def _variant(cq: ClusterQueue, who: Preemptor, w: Admitted, frs: set[FR], advant
         return WITHIN_CQ
     if advantage:
         return HIERARCHICAL_RECLAIM
-    allowed, threshold = _borrow_within_cohort(cq)
+    allowed, threshold = borrow_within_cohort(cq)
     if not allowed or w.priority >= who.priority or (threshold is not None and w.priority > threshold):
         return RECLAIM_WITHOUT_BORROWING
     return RECLAIM_WHILE_BORROWING
@@ -184,16 +177,15 @@ def _collect(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], nod
 def _candidates(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: set[FR], usage: dict[FR, int]
                 ) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
     """(the queue's own, hierarchical, priority) candidates."""
-    own = []
-    if (cq.preemption.get("withinClusterQueue") or "Never") != "Never":
-        own = _from_queue(cq, cq, who, frs, False, None)
+    within = (cq.preemption.get("withinClusterQueue") or "Never") != "Never"
+    own = _from_queue(cq, cq, who, frs, False, None) if within else []
     hierarchical: list[_Candidate] = []
     by_priority: list[_Candidate] = []
     if cq.node.parent is None or (cq.preemption.get("reclaimWithinCohort") or "Never") == "Never":
         return own, hierarchical, by_priority
     advantage, remaining = _fits_in_quota(cq.node, usage)
     previous = None
-    for subtree in _parents(cq.node):
+    for subtree in cq.node.parents():
         _collect(snap, cq, who, frs, subtree, subtree, previous, advantage,
                  hierarchical if advantage else by_priority)
         fits, remaining = _fits_in_quota(subtree, remaining)
@@ -229,7 +221,7 @@ def _valid(snap: Snapshot, cq: ClusterQueue, c: _Candidate, borrowing: bool, frs
     node = snap.queues[c.workload.cluster_queue].node
     if within_nominal(node, frs):
         return False
-    for cohort in _parents(node):
+    for cohort in node.parents():
         if cohort is c.lca:
             break
         if within_nominal(cohort, frs):
@@ -240,20 +232,8 @@ def _valid(snap: Snapshot, cq: ClusterQueue, c: _Candidate, borrowing: bool, frs
 def _fits(cq: ClusterQueue, usage: dict[FR, int], borrowing: bool) -> bool:
     """workloadFits: every request within what the queue can use now, and within its nominal quota
     unless borrowing is allowed."""
-    for fr, value in usage.items():
-        if not borrowing and borrowing_with(cq.node, fr, value):
-            return False
-        if value > max(0, available(cq.node, fr)):
-            return False
-    return True
-
-
-def _under_nominal(cq: ClusterQueue, frs: set[FR]) -> bool:
-    for fr in frs:
-        quota = cq.node.quotas.get(fr)
-        if (quota.nominal if quota else 0) <= cq.node.usage.get(fr, 0):
-            return False
-    return True
+    return all((borrowing or not borrowing_with(cq.node, fr, value)) and value <= max(0, available(cq.node, fr))
+               for fr, value in usage.items())
 
 
 def _fill_back(snap: Snapshot, cq: ClusterQueue, usage: dict[FR, int], borrowing: bool,
@@ -276,8 +256,9 @@ def preemption_targets(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: se
     using ``usage`` fits ``cq``, where ``frs`` are the (flavor, resource) pairs that need preemption;
     [] when there is none. ``snap`` is left as it was."""
     own, hierarchical, by_priority = _candidates(snap, cq, who, frs, usage)
-    forbidden = not _borrow_within_cohort(cq)[0]
-    if not (hierarchical or by_priority) or (forbidden and not _under_nominal(cq, frs)):
+    forbidden = not borrow_within_cohort(cq)[0]
+    under_nominal = all(cq.node.usage.get(fr, 0) < (q.nominal if (q := cq.node.quotas.get(fr)) else 0) for fr in frs)
+    if not (hierarchical or by_priority) or (forbidden and not under_nominal):
         attempts: tuple[bool, ...] = (True,)
     elif forbidden and not hierarchical:
         attempts = (False, True)
@@ -301,11 +282,6 @@ def preemption_targets(snap: Snapshot, cq: ClusterQueue, who: Preemptor, frs: se
         for t in taken:
             charge(snap, t.workload, 1)
     return []
-
-
-def can_preempt_while_borrowing(cq: ClusterQueue) -> bool:
-    """canPreemptWhileBorrowing (fair sharing off): ``borrowWithinCohort`` is set and not Never."""
-    return _borrow_within_cohort(cq)[0]
 
 
 def simulate(snap: Snapshot, cq: ClusterQueue, who: Preemptor, fr: FR, value: int) -> tuple[list[Target], int]:

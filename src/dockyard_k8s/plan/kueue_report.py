@@ -107,9 +107,7 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
         lines.append(f"node fit: {NOT_CHECKED} (no node inventory: declare plan.nodePools, or pass --nodes FILE or "
                      "--live)")
     else:
-        nodes = report.text(plan.nodes, wide)
-        own = report.verdict(plan.nodes) + "\n"
-        lines.append((nodes[:-len(own)] if nodes.endswith(own) else nodes).rstrip("\n"))
+        lines.append(report.text(plan.nodes, wide, with_verdict=False).rstrip("\n"))
     lines.append(verdict(plan))
     return "\n".join(lines) + "\n"
 
@@ -117,17 +115,15 @@ def text(plan: KueuePlan, wide: bool = False) -> str:
 def verdict(plan: KueuePlan) -> str:
     """The combined verdict: Kueue's admission first, then whether the nodes hold what it admits."""
     waiting = [v for v in plan.verdicts if v.state not in ("admitted", "preempt")]
-    if plan.nodes is None:
-        if waiting:
-            return f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
-        return f"{OK} Kueue admits the run; node fit: {NOT_CHECKED}"
-    nodes = report.verdict(plan.nodes).splitlines()
     if waiting:
         head = f"{FAIL} not admitted by Kueue now: " + "; ".join(f"{v.workload.ref} ({v.reason})" for v in waiting)
-        if not plan.nodes.fits:
+        if plan.nodes is not None and not plan.nodes.fits:
             head += (f"\n  and of what runs beside the queue, {plan.nodes.pending} of {plan.nodes.pods} pods stay "
                      "pending")
         return head
+    if plan.nodes is None:
+        return f"{OK} Kueue admits the run; node fit: {NOT_CHECKED}"
+    nodes = report.verdict(plan.nodes).splitlines()
     if not plan.nodes.fits:
         what = "Kueue admits the run, but the nodes cannot hold it" if plan.verdicts else "does not fit"
         return "\n".join([f"{FAIL} {what}: {plan.nodes.pending} of {plan.nodes.pods} pods pending", *nodes[1:]])

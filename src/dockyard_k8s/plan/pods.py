@@ -7,6 +7,7 @@ RayCluster form a gang: the run can start only when all of them (and the head) a
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -35,17 +36,12 @@ class Group:
 
 def _limits(spec: dict[str, Any]) -> dict[str, Fraction]:
     """Effective pod limits (quota's limits.*): like requests, without request defaulting."""
-    def lim(c: dict[str, Any]) -> dict[str, Fraction]:
-        values = as_mapping(as_mapping(c.get("resources")).get("limits"))
-        return {str(k): q for k, v in values.items() if (q := parse_quantity(v)) is not None}
-
     total: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for k, v in lim(c or {}).items():
-            total[k] = total.get(k, Fraction(0)) + v
-    for c in spec.get("initContainers") or []:
-        for k, v in lim(c or {}).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
+    for field, combine in (("containers", operator.add), ("initContainers", max)):
+        for c in spec.get(field) or []:
+            for k, v in as_mapping(as_mapping((c or {}).get("resources")).get("limits")).items():
+                if (q := parse_quantity(v)) is not None:
+                    total[str(k)] = combine(total.get(str(k), Fraction(0)), q)
     return total
 
 

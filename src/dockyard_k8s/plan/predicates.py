@@ -10,6 +10,7 @@ sorted ``<count> <reason>`` strings (Go string sort), as ``kubectl describe pod`
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from dockyard_k8s.kube import selector_matches
@@ -72,21 +73,20 @@ def _term_matches(term: dict[str, Any], node: Node) -> bool:
             and all(_expression_matches(f, node.name if f.get("key") == "metadata.name" else None) for f in fields))
 
 
+@dataclass(eq=False)
 class Requirements:
     """What the filters ask of a pod, compiled once per pod template (mutable: ``check``'s fit
     test drops ``affinity_terms`` it cannot judge)."""
 
-    def __init__(self, namespace: str, labels: dict[str, str], requests: dict[str, int],
-                 tolerations: list[dict[str, Any]] | None = None, node_selector: dict[str, str] | None = None,
-                 affinity_terms: list[dict[str, Any]] | None = None, host_ports: set[tuple[str, int]] | None = None,
-                 anti_affinity: list[dict[str, Any]] | None = None, spread: list[dict[str, Any]] | None = None) -> None:
-        self.namespace, self.labels, self.requests = namespace, labels, requests
-        self.tolerations = [] if tolerations is None else tolerations
-        self.node_selector = {} if node_selector is None else node_selector
-        self.affinity_terms = affinity_terms  # required nodeSelectorTerms (ORed); None = none
-        self.host_ports = set() if host_ports is None else host_ports
-        self.anti_affinity = [] if anti_affinity is None else anti_affinity  # own required terms
-        self.spread = [] if spread is None else spread  # DoNotSchedule constraints
+    namespace: str
+    labels: dict[str, str]
+    requests: dict[str, int]
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity_terms: list[dict[str, Any]] | None = None  # required nodeSelectorTerms (ORed); None = none
+    host_ports: set[tuple[str, int]] = field(default_factory=set)
+    anti_affinity: list[dict[str, Any]] = field(default_factory=list)  # own required terms
+    spread: list[dict[str, Any]] = field(default_factory=list)  # DoNotSchedule constraints
 
     @classmethod
     def from_pod(cls, spec: dict[str, Any], labels: dict[str, str], namespace: str,
@@ -134,13 +134,9 @@ def static_reason(req: Requirements, node: Node) -> str | None:
 
 def resource_reasons(req: Requirements, node: Node) -> list[str]:
     """NodeResourcesFit: every insufficient resource of the node (empty when the pod fits)."""
-    out = []
-    if len(node.pods) + 1 > node.allocatable.get("pods", 110):
-        out.append(TOO_MANY_PODS)
-    for name, amount in req.requests.items():
-        if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0):
-            out.append(f"Insufficient {name}")
-    return out
+    too_many = [TOO_MANY_PODS] if len(node.pods) + 1 > node.allocatable.get("pods", 110) else []
+    return too_many + [f"Insufficient {name}" for name, amount in req.requests.items()
+                       if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)]
 
 
 def ports_free(req: Requirements, node: Node) -> bool:

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from dockyard_k8s.plan.catalog import GPU
+from dockyard_k8s.plan.inventory import Node
 from dockyard_k8s.plan.schedule import GroupResult, PlanResult
 from dockyard_k8s.plan.units import format_amount
 
@@ -41,8 +42,10 @@ def table(rows: list[list[str]]) -> list[str]:
     return ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
 
 
-def _human(resource: str, used: int, total: int) -> str:
-    """``used/total`` in cores, GiB or devices."""
+def _human(resource: str, nodes: list[Node]) -> str:
+    """What ``nodes`` have placed of ``resource``, out of their allocatable: ``used/total`` in cores, GiB or devices."""
+    used = sum(n.requested.get(resource, 0) for n in nodes)
+    total = sum(n.allocatable.get(resource, 0) for n in nodes)
     if resource == "cpu":
         return f"{used / 1000:g}/{total / 1000:g}"
     if resource in ("memory", "ephemeral-storage"):
@@ -50,32 +53,25 @@ def _human(resource: str, used: int, total: int) -> str:
     return f"{used}/{total}"
 
 
-def text(result: PlanResult, wide: bool = False) -> str:
+def text(result: PlanResult, wide: bool = False, *, with_verdict: bool = True) -> str:
     pools = result.inventory.pools()
     pool_of = {n.name: p for p, nodes in pools.items() for n in nodes}
     lines = [f"inventory: {len(result.inventory.nodes)} nodes from {result.inventory.source}"]
-    rows = [["GROUP", "PODS", "GPU/POD", "PLACED", "PENDING", "WHERE"]]
-    for g in result.groups:
-        rows.append([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
-                     _where(g, pool_of, wide)])
-    lines += table(rows)
+    lines += table([["GROUP", "PODS", "GPU/POD", "PLACED", "PENDING", "WHERE"],
+                    *([g.group.name, str(len(g.nodes)), str(g.group.gpus), str(g.placed), str(g.pending),
+                       _where(g, pool_of, wide)] for g in result.groups)])
     pending = [(g, reason, n) for g in result.groups
                for reason, n in sorted(Counter(r for r, node in zip(g.reasons, g.nodes, strict=True)
                                                if node is None).items())]
     if pending:
         lines.append("pending")
-        for g, reason, n in pending:
-            lines.append(f"  {g.group.name}: {n} pod{'s' if n > 1 else ''}: {reason}")
+        lines += [f"  {g.group.name}: {n} pod{'s' if n > 1 else ''}: {reason}" for g, reason, n in pending]
     lines.append("requested / allocatable after placement")
-    usage = [["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"]]
-    for pool, nodes in pools.items():
-        def used(r: str, nodes: list[Any] = nodes) -> str:
-            return _human(r, sum(n.requested.get(r, 0) for n in nodes), sum(n.allocatable.get(r, 0) for n in nodes))
-        usage.append([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)), used("cpu"), used("memory"),
-                      used(GPU)])
-    lines += table(usage)
+    lines += table([["POOL", "NODES", "PODS", "CPU", "MEMORY", "GPU"],
+                    *([pool, str(len(nodes)), str(sum(len(n.pods) for n in nodes)),
+                       *(_human(r, nodes) for r in ("cpu", "memory", GPU))] for pool, nodes in pools.items())])
     lines += [f"note: {n}" for n in result.notes]
-    lines.append(verdict(result))
+    lines += [verdict(result)] if with_verdict else []
     return "\n".join(lines) + "\n"
 
 

@@ -107,11 +107,11 @@ def _quota_reason(quotas: list[Quota], group: Group, usage: dict[str, int]) -> s
     return None
 
 
-def _charge(quotas: list[Quota], group: Group, usage: dict[str, int], sign: int = 1) -> None:
+def _charge(quotas: list[Quota], group: Group, usage: dict[str, int]) -> None:
     for q in quotas:
         if q.namespace == group.namespace:
             for r in set(q.hard) & set(usage):
-                q.used[r] = q.used.get(r, 0) + sign * usage[r]
+                q.used[r] = q.used.get(r, 0) + usage[r]
 
 
 class _State:
@@ -209,11 +209,8 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
                 cursor += 1
             if chosen is None:
                 if cached[0] != state.version:
-                    counts: Counter[str] = Counter()
-                    for i, node in enumerate(nodes):
-                        static = statics[i]
-                        for reason in ([static] if static else state.dynamic_reasons(req, node, spread)):
-                            counts[reason] += 1
+                    counts = Counter(reason for static, node in zip(statics, nodes, strict=True)
+                                     for reason in ([static] if static else state.dynamic_reasons(req, node, spread)))
                     cached = (state.version, fit_error(counts, len(nodes)))
                 result.reasons[idx] = cached[1]
                 continue

@@ -29,8 +29,6 @@ from dockyard_k8s.plan.schedule import plan
 from dockyard_k8s.validate.engine import ValidateOptions, validate_files
 
 if TYPE_CHECKING:
-    from dockyard_k8s.manifests import Manifest
-    from dockyard_k8s.plan.inventory import Locate
     from dockyard_k8s.plan.kueue_plan import KueuePlan
     from dockyard_k8s.plan.schedule import PlanResult
 
@@ -60,9 +58,7 @@ class Sources:
 
 def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_files: Sequence[str] = (),
                    kueue_files: Sequence[str] = ()) -> Sources:
-    """The node inventory's source (the live cluster, node files, then ``plan.nodePools``; ``NO_NODES``
-    with ``--kueue`` files and none of them) and the ``--kueue`` files' objects (read here, before any
-    cluster is contacted).
+    """The node inventory's source and the ``--kueue`` files' objects (read before any cluster is contacted).
 
     Raises:
         UsageError: both ``live`` and ``node_files``; no inventory and no ``--kueue`` file.
@@ -70,7 +66,8 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
     """
     if live and node_files:
         raise UsageError("--live and --nodes both give the node inventory: choose one")
-    kueue = kueue_from_files(kueue_files) if kueue_files else None
+    kueue = (KueueInput([o.data for o in read_objects(list(kueue_files))], ", ".join(kueue_files))
+             if kueue_files else None)
     if live:
         source = LIVE
     elif node_files:
@@ -84,14 +81,8 @@ def choose_sources(plan_section: Mapping[str, Any], *, live: bool = False, node_
     return Sources(source, tuple(node_files), kueue)
 
 
-def kueue_from_files(files: Sequence[str]) -> KueueInput:
-    """The objects of ``--kueue`` files (``kubectl get clusterqueues,... -o yaml`` output)."""
-    return KueueInput([o.data for o in read_objects(list(files))], ", ".join(files))
-
-
 def offline_inventory(sources: Sources, plan_section: Mapping[str, Any]) -> Inventory | None:
-    """The inventory of node files or ``plan.nodePools`` (``LIVE``: see :func:`live_inventory`);
-    None for ``NO_NODES``.
+    """The inventory of node files or ``plan.nodePools``; None for ``NO_NODES``.
 
     Raises:
         ConfigError: a node file without nodes, or with a node's allocatable unreadable, at its file:line.
@@ -110,23 +101,18 @@ def node_file_inventory(files: Sequence[str]) -> Inventory:
     """Nodes (and pods, ResourceQuotas) read from ``kubectl get ... -o yaml`` files; a problem of an
     object is reported at its file:line, a malformed object as ``validate`` reports it."""
     nodes = read_objects(list(files))
-    try:
-        return from_objects([o.data for o in nodes], source=", ".join(files), locate=node_locator(nodes))
-    except MALFORMED_DATA as e:
-        raise malformed(list(files), e) from e
-
-
-def node_locator(nodes: list[Manifest]) -> Locate:
-    """A problem of a node file's object at its file:line (``inventory.from_objects``' ``locate``)."""
     by_id = {id(m.data): m for m in nodes}
 
     def locate(obj: dict[str, Any], path: tuple[Any, ...], message: str) -> ConfigProblem:
         m = by_id[id(obj)]
         line = m.line(path)
-        where = f"{object_ref(obj)}: {format_path(path)}"
-        return ConfigProblem(m.source.file, line, 1 if line else 0, "", f"{where}: {message}")
+        return ConfigProblem(m.source.file, line, 1 if line else 0, "",
+                             f"{object_ref(obj)}: {format_path(path)}: {message}")
 
-    return locate
+    try:
+        return from_objects([o.data for o in nodes], source=", ".join(files), locate=locate)
+    except MALFORMED_DATA as e:
+        raise malformed(list(files), e) from e
 
 
 def live_source(context: str) -> str:
@@ -183,12 +169,9 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
              atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str] = ()
              ) -> PlanResult | KueuePlan:
     """Plan the run's objects on ``inventory``, after Kueue's admission when ``kueue`` is given
-    (the team's queue objects are then the queue, not part of the run). A queued run planned
-    without Kueue input gets a note saying how to simulate its admission. Without an inventory
-    (``NO_NODES``) only Kueue's admission of a queued run is planned.
-
-    ``manifest_files``: the files the objects were read from; ``None`` when they were rendered
-    (and validated: an object the planner cannot read is then a bug, raised as is).
+    (the team's queue objects are then the queue, not part of the run). ``manifest_files``: the files
+    the objects were read from; ``None`` when they were rendered and validated (an object the planner
+    cannot read is then a bug, raised as is).
 
     Raises:
         UsageError: a malformed manifest or ``--kueue`` object, with ``validate``'s problems; no

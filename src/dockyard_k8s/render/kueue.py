@@ -64,13 +64,6 @@ def _fleet_of(ps: kueue.PodSet) -> str:
     return str(labels.get(FLEET_LABEL) or ("submitter" if ps.name == kueue.SUBMITTER_POD_SET else ps.name))
 
 
-def topology_key(infra: InfraSpec, fleet: str) -> Path:
-    """The infra key of ``fleet``'s topology request: its own ``fleets.<fleet>``, else the shared one."""
-    fleets: Mapping[str, Any] = infra["infra"]["kueue"]["fleets"]
-    own = fleets.get(fleet)
-    return ("infra", "kueue", "fleets", fleet) if own is not None else ("infra", "kueue", "topology")
-
-
 def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
     """(mode, level) the run asks for the pod set of ``fleet``, or None."""
     k = infra["infra"]["kueue"]
@@ -85,6 +78,7 @@ def topology_of(infra: InfraSpec, fleet: str) -> tuple[str, str] | None:
 def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     """Queue labels on the queued workloads and topology annotations on their pod sets, in place."""
     k = infra["infra"]["kueue"]
+    fleets: Mapping[str, Any] = k["fleets"]
     for obj in queued_objects(infra, objects):
         meta = obj["metadata"]
         extra = {kueue.QUEUE_LABEL: k["queueName"]}
@@ -101,19 +95,20 @@ def apply_kueue(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
             # the one pod of the job shape holds every fleet: the GPU request decides
             fleet = "trainer" if obj.get("kind") == "Job" else _fleet_of(ps)
             wanted = topology_of(infra, fleet)
-            annotations: dict[str, str] = {}
-            if wanted:
-                annotations[kueue.MODE_ANNOTATION[wanted[0]]] = wanted[1]
-                if k["topology"]["together"] and fleet in ("trainer", "inference") \
-                        and obj.get("kind") in ("RayJob", "RayCluster"):
-                    annotations[kueue.POD_SET_GROUP] = GROUP_NAME
-            if annotations:
-                meta = ps.metadata  # the template's own (every rendered pod template has labels)
-                meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
-                key = topology_key(infra, fleet)
-                provenance.note_fields(meta["annotations"], {
-                    **{a: key for a in kueue.MODE_ANNOTATION.values()},
-                    kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
+            if not wanted:
+                continue
+            annotations = {kueue.MODE_ANNOTATION[wanted[0]]: wanted[1]}
+            if k["topology"]["together"] and fleet in ("trainer", "inference") \
+                    and obj.get("kind") in ("RayJob", "RayCluster"):
+                annotations[kueue.POD_SET_GROUP] = GROUP_NAME
+            meta = ps.metadata  # the template's own (every rendered pod template has labels)
+            meta["annotations"] = dict(sorted({**meta.get("annotations", {}), **annotations}.items()))
+            # the infra key of the request: the fleet's own fleets.<fleet>, else the shared one
+            key: Path = (("infra", "kueue", "fleets", fleet) if fleets.get(fleet) is not None
+                         else ("infra", "kueue", "topology"))
+            provenance.note_fields(meta["annotations"], {
+                **{a: key for a in kueue.MODE_ANNOTATION.values()},
+                kueue.POD_SET_GROUP: ("infra", "kueue", "topology", "together")})
 
 
 # --- the team's queue objects (render-only) ---------------------------------------------------
@@ -200,7 +195,7 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
                 "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}})
     for obj in out:  # an admin's objects: any problem in them is the queueObjects settings'
         if not any(obj is a for a in admin):  # those name their own keys
-            provenance.note(obj, "spec", ("infra", "kueue", "queueObjects"))
+            provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects")})
     return out
 
 
@@ -215,7 +210,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
     if qo["priorityValue"] is not None and k["priorityClass"]:
         wpc = {"apiVersion": kueue.API_VERSION, "kind": "WorkloadPriorityClass",
                "metadata": _meta(infra, k["priorityClass"]), "value": qo["priorityValue"]}
-        provenance.note(wpc, "value", ("infra", "kueue", "queueObjects", "priorityValue"))
+        provenance.note_fields(wpc, {"value": ("infra", "kueue", "queueObjects", "priorityValue")})
         out.append(wpc)
     mk = qo["multiKueue"]
     if not mk["clusters"]:
@@ -224,7 +219,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
         secret = cluster["kubeConfigSecret"] or f"{cluster['name']}-kubeconfig"
         obj = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueCluster", "metadata": _meta(infra, cluster["name"]),
                "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}}
-        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue", "clusters", i))
+        provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects", "multiKueue", "clusters", i)})
         out.append(obj)
     name = mk["admissionCheck"]
     config = {"apiVersion": kueue.API_VERSION, "kind": "MultiKueueConfig", "metadata": _meta(infra, name),
@@ -233,7 +228,7 @@ def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:
              "spec": {"controllerName": kueue.MULTIKUEUE_CONTROLLER,
                       "parameters": {"apiGroup": kueue.GROUP, "kind": "MultiKueueConfig", "name": name}}}
     for obj in (config, check):
-        provenance.note(obj, "spec", ("infra", "kueue", "queueObjects", "multiKueue"))
+        provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects", "multiKueue")})
     return [*out, config, check]
 
 

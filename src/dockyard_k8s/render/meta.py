@@ -1,4 +1,5 @@
-"""Names and labels shared by every renderer: the contract later commands rely on.
+"""Names and labels shared by every renderer (the contract later commands rely on), and the
+small objects several renderers build alike (Service, PodDisruptionBudget, PriorityClass).
 Every object carries the ``app.kubernetes.io/*`` recommended labels plus
 ``dockyard-k8s/run=<run>``, the label ``status``, ``logs`` and ``down`` select on.
 Pod templates also carry ``dockyard-k8s/fleet=<head|trainer|inference|sandbox|submitter>``.
@@ -8,7 +9,7 @@ label, so no run's ``down`` or NetworkPolicy ever selects it; its pods are fleet
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
@@ -80,6 +81,12 @@ def selector(infra: InfraSpec, fleet: str, *, endpoint: str | None = None) -> di
     return {FLEET_LABEL: fleet, key: owner}
 
 
+def fleets_selector(infra: InfraSpec, fleets: Iterable[str]) -> dict[str, Any]:
+    """Label selector of the run's pods of ``fleets`` (PDBs, anti-affinity, spreading, policies)."""
+    return {"matchLabels": {RUN_LABEL: run_name(infra)},
+            "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
+
+
 def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = True,
              endpoint: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
@@ -88,6 +95,26 @@ def metadata(infra: InfraSpec, name: str, component: str, *, namespaced: bool = 
     meta["labels"] = labels(infra, component, endpoint=endpoint)
     name_key = ("serve", "name") if endpoint else ("launch", "name")
     return provenance.note_fields(meta, {"name": name_key, "namespace": ("infra", "namespace")})
+
+
+def http_service(meta: dict[str, Any], pods: dict[str, str], port: int | None) -> dict[str, Any]:
+    """A ClusterIP Service of the pods ``pods`` selects, on their container port named ``http``."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"type": "ClusterIP", "selector": pods,
+                     "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}}
+
+
+def pdb(meta: dict[str, Any], max_unavailable: Any, pods: dict[str, Any]) -> dict[str, Any]:
+    """A PodDisruptionBudget over the pods the label selector ``pods`` selects."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+            "spec": {"maxUnavailable": max_unavailable, "selector": pods}}
+
+
+def priority_class(meta: dict[str, Any], section: Mapping[str, Any], description: str) -> dict[str, Any]:
+    """A PriorityClass of a ``priorityClass`` section (value, preemptionPolicy); never the cluster's default."""
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
+            "value": section["value"], "globalDefault": False, "preemptionPolicy": section["preemptionPolicy"],
+            "description": description}
 
 
 def quantity(value: Any) -> str:
@@ -107,6 +134,11 @@ def env_list(env: dict[str, Any]) -> list[dict[str, str]]:
     return [{"name": k, "value": param_text(v)} for k, v in env.items()]
 
 
+def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    """An EnvVar from key ``key`` of Secret ``secret``."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
 def pull_secrets(infra: InfraSpec) -> dict[str, Any]:
     """The pod spec field of ``infra.imagePullSecrets``, when it names any."""
     names = infra["infra"]["imagePullSecrets"]
@@ -120,7 +152,5 @@ def placement(section: Mapping[str, Any]) -> dict[str, Any]:
 
 def pod_common(infra: InfraSpec) -> dict[str, Any]:
     """Pod spec fields every managed pod shares (priority class, pull secrets)."""
-    spec: dict[str, Any] = {}
-    if infra["infra"]["priorityClassName"]:
-        spec["priorityClassName"] = infra["infra"]["priorityClassName"]
-    return {**spec, **pull_secrets(infra)}
+    name = infra["infra"]["priorityClassName"]
+    return {**({"priorityClassName": name} if name else {}), **pull_secrets(infra)}

@@ -11,9 +11,8 @@ environment, so every variable (the fleet's, e.g. ``FI_PROVIDER=efa``, and
 Pattern: [NCCL] aws-samples/sample-rlinf-on-eks ``infrastructure/manifests/nccl-tests-mpijob.yaml``
 (itself from awslabs/awsome-distributed-ai), which the EKS manifests text names.
 
-:func:`parse_all_reduce` and :func:`format_summary` are pure. :func:`run_and_summarize`
-is the live path, written against three injected callables so the live client can be
-plugged in without this module importing it.
+:func:`run_and_summarize` takes the live client's callables (``live/nccl.py``): this module
+imports no client.
 """
 
 from __future__ import annotations
@@ -25,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import GPU
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import env_list, metadata, name_of, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.platform import (
     add_gpu_scheduling,
     add_runtime_class,
-    gpu_worker_selector,
     keep_off_gpu_nodes,
     off_gpu_nodes,
     padded_deadline,
@@ -37,23 +36,20 @@ from dockyard_k8s.render.platform import (
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
+    from dockyard_k8s.config.model import Fleet
+
+
+def _gpu_fleet(infra: InfraSpec) -> Fleet | None:
+    """The GPU fleet whose nodes the test uses: the first with GPU pods."""
+    kr = infra["kuberay"]
+    return next((r for r in GPU_FLEETS if kr[r]["gpus"] > 0 and kr[r]["replicas"] > 0), None)
 
 
 def nccl_shape(infra: InfraSpec) -> tuple[int, int]:
     """(worker nodes, GPUs per node) of the test: the run's GPU pods unless ncclTest says otherwise."""
-    nt, kr = infra["ncclTest"], infra["kuberay"]
+    nt, kr, fleet = infra["ncclTest"], infra["kuberay"], _gpu_fleet(infra)
     pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
-    gpus = next((kr[r]["gpus"] for r in GPU_FLEETS if kr[r]["gpus"] > 0 and kr[r]["replicas"] > 0), 1)
-    return int(nt["nodes"] or max(pods, 1)), int(nt["gpusPerNode"] or gpus)
-
-
-def _sizing(infra: InfraSpec) -> dict[str, Any]:
-    """The GPU fleet whose nodes the test uses: the trainer's, unless it has no GPU pods."""
-    kr = infra["kuberay"]
-    for role in GPU_FLEETS:
-        if kr[role]["gpus"] > 0 and kr[role]["replicas"] > 0:
-            return dict(kr[role])
-    return dict(kr["trainer"])
+    return int(nt["nodes"] or max(pods, 1)), int(nt["gpusPerNode"] or (kr[fleet]["gpus"] if fleet else 1))
 
 
 def mpirun_command(infra: InfraSpec, env_names: list[str]) -> list[str]:
@@ -72,39 +68,32 @@ def mpirun_command(infra: InfraSpec, env_names: list[str]) -> list[str]:
 def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:
     """The MPIJob ``<run>-nccl``. ``infra["ncclTest"]["image"]`` must be set (see :func:`nccl_problems`)."""
     nt = infra["ncclTest"]
-    sizing = _sizing(infra)
+    sizing: dict[str, Any] = dict(infra["kuberay"][_gpu_fleet(infra) or "trainer"])
     nodes, gpus = nccl_shape(infra)
     image = nt["image"]
     env = {**sizing["env"], **nt["env"]}
-    env_names = list(env)
     extended = {**sizing["extendedResources"], **nt["extendedResources"], GPU: gpus}
-    requests = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"]),
-                **{k: quantity(v) for k, v in sorted(extended.items())}}
+    amounts = {k: quantity(v) for k, v in sorted(extended.items())}
+    requests = {"cpu": quantity(sizing["cpu"]), "memory": quantity(sizing["memory"]), **amounts}
     limits = {"cpu": quantity(sizing["cpuLimit"] or sizing["cpu"]),
-              "memory": quantity(sizing["memoryLimit"] or sizing["memory"]),
-              **{k: quantity(v) for k, v in sorted(extended.items())}}
+              "memory": quantity(sizing["memoryLimit"] or sizing["memory"]), **amounts}
     worker: dict[str, Any] = {"name": "worker", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
                               "resources": {"requests": requests, "limits": limits}}
-    worker_pod: dict[str, Any] = {}
-    worker_pod.update(pull_secrets(infra))
-    worker_pod.update(placement(sizing))
-    worker_pod["containers"] = [worker]
+    worker_pod: dict[str, Any] = {**pull_secrets(infra), **placement(sizing), "containers": [worker]}
     if sizing["shmSize"] is not None:
         worker["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
         worker_pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory",
                                                                "sizeLimit": quantity(sizing["shmSize"])}}]
     add_runtime_class(infra, worker_pod)
-    add_gpu_scheduling(infra, worker_pod, gpu_worker_selector(infra, ("nccl-worker",)))
+    add_gpu_scheduling(infra, worker_pod, meta.fleets_selector(infra, ["nccl-worker"]))
 
     launcher: dict[str, Any] = {
         "name": "launcher", "image": image, "imagePullPolicy": infra["infra"]["imagePullPolicy"],
-        "command": mpirun_command(infra, env_names),
+        "command": mpirun_command(infra, list(env)),
         "env": env_list(env),
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
     }
-    launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure"}
-    launcher_pod.update(pull_secrets(infra))
-    launcher_pod["containers"] = [launcher]
+    launcher_pod: dict[str, Any] = {"restartPolicy": "OnFailure", **pull_secrets(infra), "containers": [launcher]}
     keep_off_gpu_nodes(launcher_pod, off_gpu_nodes(infra))  # a CPU pod: not on a GPU node the test needs
     return {
         "apiVersion": "kubeflow.org/v2beta1",
@@ -251,15 +240,8 @@ def run_and_summarize(
     wait_launcher_logs: Callable[[dict[str, Any]], str],
     delete: Callable[[dict[str, Any]], None] | None = None,
 ) -> NcclSummary:
-    """THE LIVE PATH (to be wired to the live client): apply the MPIJob, wait for the
-    launcher to finish and return its parsed log; delete the MPIJob afterwards if asked.
-
-    Args:
-        apply: create or update the object (server-side apply).
-        wait_launcher_logs: block until the launcher pod terminates; return its full log
-            (pods labelled dockyard-k8s/fleet=nccl-launcher of the run).
-        delete: remove the MPIJob (None keeps it, e.g. for `kubectl describe`).
-    """
+    """Apply the MPIJob, wait for the launcher pod to terminate and parse its full log
+    (``wait_launcher_logs``), then delete the MPIJob (``delete`` None keeps it, e.g. for `kubectl describe`)."""
     apply(mpijob)
     try:
         return parse_all_reduce(wait_launcher_logs(mpijob))

@@ -42,7 +42,7 @@ from dockyard_k8s.config.network import (
     within,
 )
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, metadata, name_of, run_name, selector
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL, fleets_selector, metadata, name_of, run_name, selector
 from dockyard_k8s.render.rayauth import enabled, secret_name
 
 if TYPE_CHECKING:
@@ -233,9 +233,7 @@ def sandbox_sources(infra: InfraSpec) -> list[dict[str, Any]]:
     if launch["mode"] == "attach":
         cluster = launch["attach"]["cluster"]
         return [{"podSelector": not_sandbox({"matchLabels": {RAY_CLUSTER_LABEL: cluster}})}] if cluster else []
-    return [{"podSelector": {"matchLabels": {RUN_LABEL: run_name(infra)},
-                             "matchExpressions": [{"key": FLEET_LABEL, "operator": "In",
-                                                   "values": ray_fleets(infra)}]}}]
+    return [{"podSelector": fleets_selector(infra, ray_fleets(infra))}]
 
 
 def sandbox_egress(infra: InfraSpec) -> list[dict[str, Any]]:
@@ -289,16 +287,9 @@ def sandbox_policy(infra: InfraSpec) -> dict[str, Any]:
 
 
 def _ports(ports: list[Any]) -> str:
-    if not ports:
-        return "every port"
-    words = []
-    for p in ports:
-        if isinstance(p, int):
-            words.append(f"TCP {p}")
-        else:
-            end = f"-{p['endPort']}" if p.get("endPort") else ""
-            words.append(f"{p.get('protocol', 'TCP')} {p['port']}{end}")
-    return ", ".join(words)
+    return ", ".join(f"TCP {p}" if isinstance(p, int) else
+                     f"{p.get('protocol', 'TCP')} {p['port']}" + (f"-{p['endPort']}" if p.get("endPort") else "")
+                     for p in ports) or "every port"
 
 
 def sandbox_rows(infra: InfraSpec) -> list[list[str]]:

@@ -22,9 +22,10 @@ from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
-    RUN_LABEL,
+    fleets_selector,
     metadata,
     name_of,
     pod_labels,
@@ -61,12 +62,6 @@ def padded_deadline(infra: InfraSpec, seconds: int | None) -> int | None:
     return None if seconds is None else seconds + infra["infra"]["imagePull"]["coldPullSeconds"]
 
 
-def gpu_worker_selector(infra: InfraSpec, fleets: tuple[str, ...] = GPU_FLEETS) -> dict[str, Any]:
-    """Label selector of the run's GPU worker pods (for anti-affinity and spreading)."""
-    return {"matchLabels": {RUN_LABEL: run_name(infra)},
-            "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": list(fleets)}]}
-
-
 # --- objects ---------------------------------------------------------------------------------
 
 
@@ -74,15 +69,8 @@ def priority_class(infra: InfraSpec) -> dict[str, Any] | None:
     pc = infra["infra"]["priorityClass"]
     if not pc["create"]:
         return None
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": metadata(infra, priority_class_name(infra), "governance", namespaced=False),
-        "value": pc["value"],
-        "globalDefault": False,
-        "preemptionPolicy": pc["preemptionPolicy"],
-        "description": f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.",
-    }
+    return meta.priority_class(metadata(infra, priority_class_name(infra), "governance", namespaced=False), pc,
+                               f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.")
 
 
 def storage_claim(infra: InfraSpec) -> dict[str, Any] | None:
@@ -164,13 +152,8 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
 
 
 def requests_gpu(pod: dict[str, Any]) -> bool:
-    for c in pod.get("containers") or []:
-        res = c.get("resources") or {}
-        for part in ("limits", "requests"):
-            amount = (res.get(part) or {}).get(GPU)
-            if amount not in (None, 0, "0"):
-                return True
-    return False
+    return any(((c.get("resources") or {}).get(part) or {}).get(GPU) not in (None, 0, "0")
+               for c in pod.get("containers") or [] for part in ("limits", "requests"))
 
 
 def add_gpu_scheduling(infra: InfraSpec, pod: dict[str, Any], select: dict[str, Any]) -> None:
@@ -300,4 +283,4 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
                 pod["priorityClassName"] = created
             add_storage(infra, pod)
             if fleet in GPU_FLEETS and requests_gpu(pod):
-                add_gpu_scheduling(infra, pod, gpu_worker_selector(infra))
+                add_gpu_scheduling(infra, pod, fleets_selector(infra, GPU_FLEETS))

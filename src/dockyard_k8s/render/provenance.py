@@ -14,7 +14,7 @@ What is recorded, and by whom:
   carries its infra path along;
 * ``render/merge.py`` notes each key a ``kuberay.spec`` fragment adds or replaces, and each
   list item it appends, so a fragment's field is blamed on the fragment's own line;
-* renderers note the scalar fields they copy from infra keys (:func:`note`), e.g. the
+* renderers note the scalar fields they copy from infra keys (:func:`note_fields`), e.g. the
   RayJob's ``spec.suspend`` from ``launch.suspend``.
 
 A lookup takes the longest recorded prefix of a rendered path and appends the rest, so
@@ -23,12 +23,18 @@ A lookup takes the longest recorded prefix of a rendered path and appends the re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s import plain
 from dockyard_k8s.plain import Path
+
+
+def _children(value: Any) -> Iterable[tuple[Any, Any]]:
+    """(key or index, item) of a mapping or a list; nothing of a scalar."""
+    return value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
 
 
 class Trace:
@@ -49,14 +55,10 @@ class Trace:
 
     def register(self, data: Any, path: Path = ()) -> None:
         """Note every container of ``data`` (the loaded infra spec) at its own path."""
-        if isinstance(data, dict):
+        if isinstance(data, dict | list):
             self.node(data, path)
-            for k, v in data.items():
-                self.register(v, (*path, k))
-        elif isinstance(data, list):
-            self.node(data, path)
-            for i, v in enumerate(data):
-                self.register(v, (*path, i))
+        for k, v in _children(data):
+            self.register(v, (*path, k))
 
     def clone(self, value: Any) -> Any:
         """``plain.clone`` while tracing: the copy carries the original's notes."""
@@ -88,22 +90,18 @@ class Trace:
                 found[at] = self.nodes[id(node)]
             for key, origin in self.fields.get(id(node), {}).items():
                 found[(*at, key)] = origin
-            if isinstance(node, dict):
-                for k, v in node.items():
-                    walk(v, (*at, k))
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    walk(v, (*at, i))
+            for k, v in _children(node):
+                walk(v, (*at, k))
 
         walk(obj, ())
         return Provenance(found)
 
 
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """The noted places of one rendered object: JSON path -> infra path."""
 
-    def __init__(self, found: dict[Path, Path]) -> None:
-        self.found = found
+    found: dict[Path, Path]
 
     def infra_key(self, json_path: Path) -> Path | None:
         """The infra key that produced ``json_path`` (the longest noted prefix, plus the rest
@@ -123,14 +121,9 @@ def active() -> Trace | None:
     return _trace
 
 
-def note(container: Any, key: Any, infra_path: Path) -> None:
-    """Record that ``container[key]`` comes from ``infra_path`` (no-op unless tracing)."""
-    if _trace is not None:
-        _trace.field(container, key, infra_path)
-
-
 def note_fields(container: dict[str, Any], origins: dict[str, Path]) -> dict[str, Any]:
-    """Record ``container[key]`` -> infra path for each of ``origins`` present; returns ``container``."""
+    """Record ``container[key]`` -> infra path for each of ``origins`` present (no-op unless tracing);
+    returns ``container``."""
     if _trace is not None:
         for key, path in origins.items():
             if key in container:

@@ -21,26 +21,27 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.kube import GPU
-from dockyard_k8s.plain import Path, clone
-from dockyard_k8s.render import provenance
+from dockyard_k8s.plain import clone
+from dockyard_k8s.render import provenance, rayauth
 from dockyard_k8s.render.merge import deep_merge
 from dockyard_k8s.render.meta import (
     FLEET_LABEL,
-    RUN_LABEL,
     env_list,
+    fleets_selector,
     labels,
     metadata,
     name_of,
     param_text,
+    pdb,
     placement,
     pod_common,
     pod_labels,
     pull_secrets,
     quantity,
 )
-from dockyard_k8s.render.rayauth import auth_options, force_auth_env
+from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
-from dockyard_k8s.render.sandbox import container_security, sandbox_url
+from dockyard_k8s.render.sandbox import container_security, sandbox_env
 from dockyard_k8s.render.serialize import dump_yaml
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ HEAD_PORTS = [
     {"containerPort": 8265, "name": "dashboard", "protocol": "TCP"},
     {"containerPort": 10001, "name": "client", "protocol": "TCP"},
 ]
-# The default RayJob submitter sizing KubeRay itself uses.
+# The name KubeRay gives the submitter container of a RayJob (K8sJobMode).
 SUBMITTER_CONTAINER = "ray-job-submitter"
 
 
@@ -63,26 +64,20 @@ def fleet_resource(role: str) -> str:
 
 
 def _resources(sizing: PodSizing) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": sizing["cpu"], "memory": sizing["memory"]}
-    limits: dict[str, Any] = {"cpu": sizing["cpuLimit"] or sizing["cpu"],
-                              "memory": sizing["memoryLimit"] or sizing["memory"]}
-    extended = dict(sizing["extendedResources"])
-    if sizing["gpus"]:
-        extended = {GPU: sizing["gpus"], **extended}
-    requests.update(extended)
-    limits.update(extended)  # extended resources cannot overcommit: requests == limits
+    extended = {**({GPU: sizing["gpus"]} if sizing["gpus"] else {}), **sizing["extendedResources"]}
+    requests = {"cpu": sizing["cpu"], "memory": sizing["memory"], **extended}
+    limits = {"cpu": sizing["cpuLimit"] or sizing["cpu"], "memory": sizing["memoryLimit"] or sizing["memory"],
+              **extended}  # extended resources cannot overcommit: requests == limits
     out = {"requests": {k: quantity(v) for k, v in requests.items()},
            "limits": {k: quantity(v) for k, v in limits.items()}}
     trace = provenance.active()
     at = trace.origin(sizing) if trace else None
     if at is not None:  # which sizing key each amount comes from
-        keys: dict[str, Path] = {GPU: ("gpus",), **{k: ("extendedResources", k) for k in sizing["extendedResources"]}}
-        provenance.note_fields(out["requests"], {"cpu": (*at, "cpu"), "memory": (*at, "memory"),
-                                                 **{k: (*at, *v) for k, v in keys.items()}})
-        provenance.note_fields(out["limits"], {
-            "cpu": (*at, "cpuLimit" if sizing["cpuLimit"] else "cpu"),
-            "memory": (*at, "memoryLimit" if sizing["memoryLimit"] else "memory"),
-            **{k: (*at, *v) for k, v in keys.items()}})
+        amounts = {GPU: (*at, "gpus"), **{k: (*at, "extendedResources", k) for k in sizing["extendedResources"]}}
+        provenance.note_fields(out["requests"], {"cpu": (*at, "cpu"), "memory": (*at, "memory"), **amounts})
+        provenance.note_fields(out["limits"], {"cpu": (*at, "cpuLimit" if sizing["cpuLimit"] else "cpu"),
+                                               "memory": (*at, "memoryLimit" if sizing["memoryLimit"] else "memory"),
+                                               **amounts})
     return out
 
 
@@ -191,9 +186,7 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
 
 
 def _apply_invariants(infra: InfraSpec, spec: dict[str, Any]) -> None:
-    env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
-    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
-        env["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+    env = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **sandbox_env(infra)}
     groups = [("head", spec["headGroupSpec"])] + [(g.get("groupName", ""), g) for g in spec["workerGroupSpecs"]]
     for fleet, group in groups:
         template = group.setdefault("template", {})
@@ -230,9 +223,8 @@ def raycluster_spec(infra: InfraSpec) -> dict[str, Any]:
         # finalizer Update of a RayJob then changes nothing, and so takes no ownership of the
         # atomic list, which made every re-run a 409 (controllers/ray/rayjob_controller.go).
         group.setdefault("scaleStrategy", {})
-    options = auth_options(infra)
-    if options:
-        spec["authOptions"] = options
+    if rayauth.enabled(infra):  # secretName: KubeRay >= 1.6.0 (rayauth's docstring)
+        spec["authOptions"] = {"mode": "token", "secretName": rayauth.secret_name(infra)}
     return spec
 
 
@@ -306,15 +298,5 @@ def gpu_pdb(infra: InfraSpec) -> dict[str, Any]:
     """PDB over the GPU gang of the run (head + workers) and nothing else: not the sandbox's
     pods (a pod covered by two PDBs cannot be evicted at all), the submitter or the pre-pull
     DaemonSet's pods."""
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": metadata(infra, name_of(infra, "gpu"), "ray-cluster"),
-        "spec": {
-            "maxUnavailable": infra["kuberay"]["pdb"]["maxUnavailable"],
-            "selector": {
-                "matchLabels": {RUN_LABEL: infra["launch"]["name"]},
-                "matchExpressions": [{"key": FLEET_LABEL, "operator": "In", "values": ["head", *GPU_FLEETS]}],
-            },
-        },
-    }
+    return pdb(metadata(infra, name_of(infra, "gpu"), "ray-cluster"), infra["kuberay"]["pdb"]["maxUnavailable"],
+               fleets_selector(infra, ["head", *GPU_FLEETS]))

@@ -28,7 +28,7 @@ import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.render.meta import RUN_LABEL, labels, name_of, run_name
+from dockyard_k8s.render.meta import RUN_LABEL, labels, name_of, run_name, secret_env
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -66,13 +66,7 @@ def force_auth_env(infra: InfraSpec, container: dict[str, Any]) -> None:
     ours = (MODE_VAR, TOKEN_VAR)
     env = [e for e in container.get("env") or [] if not (isinstance(e, dict) and e.get("name") in ours)]
     container["env"] = [*env, {"name": MODE_VAR, "value": "token"},
-                        {"name": TOKEN_VAR, "valueFrom": {"secretKeyRef": {"name": secret_name(infra),
-                                                                           "key": TOKEN_KEY}}}]
-
-
-def auth_options(infra: InfraSpec) -> dict[str, Any] | None:
-    """RayCluster ``spec.authOptions`` (``secretName``: KubeRay >= 1.6.0), or None when auth is disabled."""
-    return {"mode": "token", "secretName": secret_name(infra)} if enabled(infra) else None
+                        secret_env(TOKEN_VAR, secret_name(infra), TOKEN_KEY)]
 
 
 def create_command(namespace: str, name: str, run: str | None = None) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.plain import clone
-from dockyard_k8s.render.meta import env_list as _env_list
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import metadata, name_of, placement, pod_common, pod_labels, quantity, selector
 from dockyard_k8s.render.network import sandbox_policy
 
@@ -31,11 +31,12 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, SandboxResources
 
 
-def sandbox_url(infra: InfraSpec) -> str:
-    """Cluster DNS URL of the sandbox Service, injected as DOCKYARD_SANDBOX_URLS."""
-    ns = infra["infra"]["namespace"]
-    domain = infra["infra"]["clusterDomain"]
-    return f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{infra['sandbox']['port']}"
+def sandbox_env(infra: InfraSpec) -> dict[str, str]:
+    """``DOCKYARD_SANDBOX_URLS``, the cluster DNS URL of the sandbox Service, when the run injects it."""
+    sb, ns, domain = infra["sandbox"], infra["infra"]["namespace"], infra["infra"]["clusterDomain"]
+    if not (sb["enabled"] and sb["injectUrls"]):
+        return {}
+    return {"DOCKYARD_SANDBOX_URLS": f"http://{name_of(infra, 'sandbox')}.{ns}.svc.{domain}:{sb['port']}"}
 
 
 def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
@@ -51,15 +52,11 @@ def sandbox_objects(infra: InfraSpec) -> list[dict[str, Any]]:
                     "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
                     "automountServiceAccountToken": False})
     out.append(_deployment(infra))
-    out.append(_service(infra))
+    out.append(meta.http_service(metadata(infra, name_of(infra, "sandbox"), "sandbox"), selector(infra, "sandbox"),
+                                 sb["port"]))
     if sb["pdb"]["enabled"]:
-        out.append({
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
-            "spec": {"maxUnavailable": sb["pdb"]["maxUnavailable"],
-                     "selector": {"matchLabels": selector(infra, "sandbox")}},
-        })
+        out.append(meta.pdb(metadata(infra, name_of(infra, "sandbox"), "sandbox"), sb["pdb"]["maxUnavailable"],
+                            {"matchLabels": selector(infra, "sandbox")}))
     return out
 
 
@@ -99,7 +96,7 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
     if sb["args"] is not None:
         container["args"] = sb["args"]
     container["ports"] = [{"name": "http", "containerPort": sb["port"], "protocol": "TCP"}]
-    container["env"] = _env_list({"NVIDIA_VISIBLE_DEVICES": "void", **sb["env"]})
+    container["env"] = meta.env_list({"NVIDIA_VISIBLE_DEVICES": "void", **sb["env"]})
     container["resources"] = _resources(sb["resources"])
     if sb["probes"]:
         container["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 10}
@@ -140,18 +137,5 @@ def _deployment(infra: InfraSpec) -> dict[str, Any]:
             "replicas": sb["replicas"],
             "selector": {"matchLabels": selector(infra, "sandbox")},
             "template": {"metadata": {"labels": pod_labels(infra, "sandbox")}, "spec": pod},
-        },
-    }
-
-
-def _service(infra: InfraSpec) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(infra, name_of(infra, "sandbox"), "sandbox"),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector(infra, "sandbox"),
-            "ports": [{"name": "http", "port": infra["sandbox"]["port"], "targetPort": "http", "protocol": "TCP"}],
         },
     }

@@ -21,6 +21,7 @@ from dockyard_k8s.config.serve import ServeConfig, max_replicas, rollout_strateg
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.kube import GPU
 from dockyard_k8s.plain import clone
+from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
 from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
@@ -61,9 +62,7 @@ def render_serve(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append(cache_claim(cfg))
     out += [deployment(cfg), service(cfg)]
     if s["pdb"]["enabled"]:
-        out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(cfg, cfg.name),
-                    "spec": {"maxUnavailable": s["pdb"]["maxUnavailable"],
-                             "selector": {"matchLabels": selector(cfg)}}})
+        out.append(meta.pdb(_meta(cfg, cfg.name), s["pdb"]["maxUnavailable"], {"matchLabels": selector(cfg)}))
     if scrape_mechanism(s) == "podMonitor":
         out.append(pod_monitor(cfg))
     if s["autoscaling"]["enabled"]:
@@ -82,15 +81,8 @@ def pod_monitor(cfg: ServeConfig) -> dict[str, Any]:
 
 def priority_class(cfg: ServeConfig) -> dict[str, Any]:
     pc = cfg.serve["priorityClass"]
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": _meta(cfg, str(pc["name"]), namespaced=False),
-        "value": pc["value"],
-        "globalDefault": False,
-        "preemptionPolicy": pc["preemptionPolicy"],
-        "description": "Model endpoints of dockyard-k8s: never evicted in favour of best-effort pods.",
-    }
+    return meta.priority_class(_meta(cfg, str(pc["name"]), namespaced=False), pc,
+                               "Model endpoints of dockyard-k8s: never evicted in favour of best-effort pods.")
 
 
 # --- network -------------------------------------------------------------------------------------
@@ -113,14 +105,11 @@ def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Who may call the serving port: named namespaces (sandbox pools excepted), runs' pods
     (their sandbox pool only when a run says so), then serve.network.extraIngress."""
     net, port = cfg.serve["network"], [{"protocol": "TCP", "port": cfg.serve["port"]}]
-    rules: list[dict[str, Any]] = []
-    for peer in net["ingress"]:
-        rules.append({"from": [{"namespaceSelector": _namespace(peer["namespace"]),
-                                "podSelector": _pods(peer["podLabels"])}], "ports": clone(port)})
-    for run in net["runs"]:
-        rules.append({"from": [{"namespaceSelector": _namespace(run["namespace"] or cfg.namespace),
-                                "podSelector": _pods({RUN_LABEL: run["name"]}, sandbox=run["sandbox"])}],
-                      "ports": clone(port)})
+    rules = [{"from": [{"namespaceSelector": _namespace(peer["namespace"]), "podSelector": _pods(peer["podLabels"])}],
+              "ports": clone(port)} for peer in net["ingress"]]
+    rules += [{"from": [{"namespaceSelector": _namespace(run["namespace"] or cfg.namespace),
+                         "podSelector": _pods({RUN_LABEL: run["name"]}, sandbox=run["sandbox"])}],
+               "ports": clone(port)} for run in net["runs"]]
     return rules + clone(net["extraIngress"])
 
 
@@ -128,10 +117,9 @@ def egress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:
     """Cluster DNS, the named internal services, HTTPS to public addresses only, extraEgress."""
     net = cfg.serve["network"]
     rules: list[dict[str, Any]] = [{"to": [dns_peer()], "ports": clone(DNS_PORTS)}]
-    for peer in net["egress"]:
-        rules.append({"to": [{"namespaceSelector": _namespace(peer["namespace"]),
-                              "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
-                      "ports": [{"protocol": "TCP", "port": p} for p in peer["ports"]]})
+    rules += [{"to": [{"namespaceSelector": _namespace(peer["namespace"]),
+                       "podSelector": {"matchLabels": dict(peer["podLabels"])} if peer["podLabels"] else {}}],
+               "ports": [{"protocol": "TCP", "port": p} for p in peer["ports"]]} for peer in net["egress"]]
     if net["httpsEgress"]:
         rules.append({"to": egress_blocks(list(OPEN_EGRESS), net["privateCidrs"]),
                       "ports": [{"protocol": "TCP", "port": 443}]})
@@ -239,17 +227,14 @@ def _env(cfg: ServeConfig) -> list[dict[str, Any]]:
         out.append({"name": "HF_HUB_OFFLINE", "value": "1"})  # local weights: never reach for the hub
     token = s["model"]["hubTokenSecret"]
     if token["name"]:
-        out.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token["name"], "key": token["key"]}}})
+        out.append(meta.secret_env("HF_TOKEN", token["name"], token["key"]))
     keys = s["apiKeySecret"]
     if keys["name"]:
-        out.append({"name": API_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"], "key": keys["key"]}}})
+        out.append(meta.secret_env(API_KEY_VAR, keys["name"], keys["key"]))
         if "adminApiKey" in backend_of(s).flags:
-            out.append({"name": ADMIN_KEY_VAR, "valueFrom": {"secretKeyRef": {"name": keys["name"],
-                                                                             "key": keys["adminKey"]}}})
-    out += env_list(s["env"])
-    for name, ref in s["secretEnv"].items():
-        out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}})
-    return out
+            out.append(meta.secret_env(ADMIN_KEY_VAR, keys["name"], keys["adminKey"]))
+    return out + env_list(s["env"]) + [meta.secret_env(name, ref["secret"], ref["key"])
+                                       for name, ref in s["secretEnv"].items()]
 
 
 def _resources(s: Serve) -> dict[str, Any]:
@@ -293,14 +278,6 @@ def spread_constraints(cfg: ServeConfig) -> list[dict[str, Any]]:
     return [{**clone(c), "labelSelector": clone(c.get("labelSelector") or own)} for c in s["topologySpreadConstraints"]]
 
 
-def _strategy(s: Serve) -> dict[str, Any]:
-    if rollout_strategy(s) == "Recreate":
-        return {"type": "Recreate"}
-    r = s["rollout"]
-    return {"type": "RollingUpdate",
-            "rollingUpdate": {"maxSurge": r["maxSurge"], "maxUnavailable": r["maxUnavailable"]}}
-
-
 def deployment(cfg: ServeConfig) -> dict[str, Any]:
     s = cfg.serve
     infra = cfg.infra
@@ -337,7 +314,9 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
         spec["replicas"] = s["replicas"]  # with KEDA the HPA owns it: applying a count would fight it
     # A rollout counts as stuck only after a cold pull plus the whole start-up allowance.
     spec["progressDeadlineSeconds"] = padded_deadline(infra, s["probes"]["startupSeconds"] + 600)
-    spec["strategy"] = _strategy(s)
+    r = s["rollout"]
+    spec["strategy"] = {"type": "Recreate"} if rollout_strategy(s) == "Recreate" else {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": r["maxSurge"], "maxUnavailable": r["maxUnavailable"]}}
     spec["selector"] = {"matchLabels": selector(cfg)}
     template: dict[str, Any] = {"labels": pod_labels(infra, FLEET, endpoint=cfg.name)}
     if scrape_mechanism(s) == "annotations":  # one mechanism only: a Prometheus doing both would count twice
@@ -348,9 +327,7 @@ def deployment(cfg: ServeConfig) -> dict[str, Any]:
 
 
 def service(cfg: ServeConfig) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(cfg, cfg.name),
-            "spec": {"type": "ClusterIP", "selector": selector(cfg),
-                     "ports": [{"name": "http", "port": cfg.serve["port"], "targetPort": "http", "protocol": "TCP"}]}}
+    return meta.http_service(_meta(cfg, cfg.name), selector(cfg), cfg.serve["port"])
 
 
 def service_url(cfg: ServeConfig) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,7 +44,7 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.platform import padded_deadline
 from dockyard_k8s.render.ray import HEAD_PORTS, entrypoint, fleet_resource, gpu_container, set_env
 from dockyard_k8s.render.rayauth import force_auth_env
-from dockyard_k8s.render.sandbox import sandbox_url
+from dockyard_k8s.render.sandbox import sandbox_env
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec, KuberayHead
@@ -155,8 +154,8 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
         if name == GPU:
             return ("kuberay", g, "gpus")
         if name in ("cpu", "memory"):
-            limit = f"{name}Limit"
-            return ("kuberay", g, limit if part == "limits" and s[limit] else name)  # type: ignore[literal-required]
+            limit = s["cpuLimit"] if name == "cpu" else s["memoryLimit"]
+            return ("kuberay", g, f"{name}Limit" if part == "limits" and limit else name)
         return ("kuberay", g, "extendedResources", name)
 
     def amount(g: Group, name: str, part: str) -> Fraction:
@@ -166,16 +165,11 @@ def _note_job_sizing(infra: InfraSpec, pod: dict[str, Any]) -> None:
     for part in ("requests", "limits"):
         for name in resources.get(part) or {}:
             top = max(groups, key=lambda g: amount(g, name, part))
-            provenance.note(resources[part], name, key_of(top, name, part))
+            provenance.note_fields(resources[part], {name: key_of(top, name, part)})
     for key in pod.get("nodeSelector") or {}:
         owner = next((g for g in ("trainer", "inference", "head") if key in kr[g]["nodeSelector"]), None)
         if owner is not None:
-            provenance.note(pod["nodeSelector"], key, ("kuberay", owner, "nodeSelector", key))
-
-
-def _ray_args(params: Mapping[str, Any]) -> str:
-    """rayStartParams -> ``--key=value`` words (``resources`` is passed on its own)."""
-    return " ".join(f"--{k}={param_text(v)}" for k, v in params.items() if k != "resources")
+            provenance.note_fields(pod["nodeSelector"], {key: ("kuberay", owner, "nodeSelector", key)})
 
 
 def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
@@ -185,8 +179,8 @@ def _fragment(infra: InfraSpec, group: str, container: str) -> dict[str, Any]:
         template = (spec.get("headGroupSpec") or {}).get("template") or {}
         theirs = "ray-head"
     else:
-        groups = [g for g in spec.get("workerGroupSpecs") or [] if g.get("groupName") == group]
-        template = (groups[0].get("template") if groups else None) or {}
+        template = next((g.get("template") for g in spec.get("workerGroupSpecs") or []
+                         if g.get("groupName") == group), None) or {}
         theirs = "ray-worker"
     template = clone(template)
     for c in (template.get("spec") or {}).get("containers") or []:
@@ -231,9 +225,7 @@ def _pod_template(infra: InfraSpec, *, fleet: str, sizing: PodSizing, tags: dict
     main["image"] = infra["infra"]["image"]
     main["command"] = ["/bin/bash", SCRIPT_PATH]
     invariants = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **bootstrap,
-                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True)}
-    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
-        invariants["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+                  "DOCKYARD_RAY_RESOURCES": json.dumps(tags, sort_keys=True), **sandbox_env(infra)}
     if role_env:
         invariants["DOCKYARD_FLEET_ROLE"] = role_env
     for k, v in invariants.items():
@@ -252,7 +244,8 @@ def _bootstrap_env(infra: InfraSpec, *, nodes: int, head_pod: str, after: str,
         "DOCKYARD_NUM_NODES": str(nodes),
         "DOCKYARD_TIMEOUT_SECONDS": str(padded_deadline(infra, b["timeoutSeconds"])),
         "DOCKYARD_POLL_SECONDS": str(b["pollSeconds"]),
-        "DOCKYARD_RAY_START_ARGS": _ray_args(params),
+        # rayStartParams as --key=value words (resources is passed on its own)
+        "DOCKYARD_RAY_START_ARGS": " ".join(f"--{k}={param_text(v)}" for k, v in params.items() if k != "resources"),
         "DOCKYARD_ENTRYPOINT": entrypoint(infra, job_args),
         "DOCKYARD_AFTER_FINISH": after,
         "DOCKYARD_STATE_DIR": STATE_DIR,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.render.meta import run_name
 from dockyard_k8s.render.ray import entrypoint
-from dockyard_k8s.render.sandbox import sandbox_url
+from dockyard_k8s.render.sandbox import sandbox_env
 from dockyard_k8s.render.serialize import dump_yaml
 
 if TYPE_CHECKING:
@@ -49,9 +49,7 @@ def submission(infra: InfraSpec, recipe: dict[str, Any], job_args: list[str], *,
 
     path = attach_recipe_path(infra)
     env_vars = {**(user_env.get("env_vars") or {}), "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-                "DOCKYARD_RECIPE": path, "DOCKYARD_RECIPE_YAML": dump_yaml(recipe)}
-    if infra["sandbox"]["enabled"] and infra["sandbox"]["injectUrls"]:
-        env_vars["DOCKYARD_SANDBOX_URLS"] = sandbox_url(infra)
+                "DOCKYARD_RECIPE": path, "DOCKYARD_RECIPE_YAML": dump_yaml(recipe), **sandbox_env(infra)}
     directory = shlex.quote(path.rsplit("/", 1)[0])
     write = f'mkdir -p {directory} && printf %s "$DOCKYARD_RECIPE_YAML" > {shlex.quote(path)}'
     command = command.replace("{recipe}", path) if command else entrypoint(infra, job_args, recipe_path=path)
