@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
     def sub_parser(name: str, description: str, *, live: bool = False) -> argparse.ArgumentParser:
         q: argparse.ArgumentParser = ss.add_parser(name, help=description.split(".")[0], description=description,
                                                    epilog=SPEC_HELP + ("\n" + CLUSTER_HELP if live else "")
-                                                   + "\n" + EXAMPLES, formatter_class=p.formatter_class)
+                                                   + "\n" + EXAMPLES)
         add_spec_args(q)
         if live:
             add_cluster_args(q)
