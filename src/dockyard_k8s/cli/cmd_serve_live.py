@@ -61,10 +61,7 @@ def register(sub_parser: Any) -> None:
 
     logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
     logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
-    logs.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    logs.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    logs.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
-    logs.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+    _live.add_log_args(logs)
     logs.set_defaults(func=run_logs)
 
     down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
