@@ -58,10 +58,6 @@ def register(sub: Any) -> None:
     stop.set_defaults(func=job_stop)
 
 
-def _bundle(args: argparse.Namespace) -> Any:
-    return load_bundle(args) if args.recipe else None
-
-
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
     from dockyard_k8s.live.rayhead import latest_job
@@ -88,7 +84,7 @@ def _with_ray(args: argparse.Namespace, action: Any) -> int:
     from dockyard_k8s.live.rayhead import ray_jobs
 
     name = run_name_arg(args)
-    bundle = None if name else _bundle(args)
+    bundle = load_bundle(args) if args.recipe and not name else None
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(connect(args)) if not args.address or name else None
         target = ray_target(args)
