@@ -68,9 +68,9 @@ class RecipeComposer:
                  overrides: dict[str, str]) -> Document:
         doc = self.reader.read(file)
         if doc is None:
-            return Document({}, {}, {})
+            return Document({})
         raw = doc.data.pop("defaults", None)
-        own = _place(Document(doc.data, doc.marks, doc.key_marks), package)
+        own = _place(doc, package)
         if raw is None:
             self.reader.files.append(file)
             return own
@@ -82,7 +82,7 @@ class RecipeComposer:
         if not any(e.kind == "self" for e in entries):
             entries.append(_Entry("self", "", None, False, ("defaults",), doc, ""))
         real = os.path.realpath(file)
-        merged = Document({}, {}, {})
+        merged = Document({})
         for e in entries:
             if e.kind == "self":
                 merged = merge_docs(merged, own)
