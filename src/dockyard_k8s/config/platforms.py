@@ -263,12 +263,7 @@ def gpu_pod_count(infra: InfraSpec) -> int:
     """GPU pods of the run in the launch shape chosen (the job shape is one pod)."""
     kr = infra["kuberay"]
     pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
-    mode = infra["launch"]["mode"]
-    if mode == "attach":
-        return 0
-    if mode == "job":
-        return 1 if pods else 0
-    return pods
+    return {"attach": 0, "job": min(pods, 1)}.get(infra["launch"]["mode"], pods)
 
 
 def _images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
