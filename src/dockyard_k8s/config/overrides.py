@@ -218,26 +218,15 @@ def _correct(data: Any, path: Path) -> Path | None:
     """``path`` with every part that is not a key replaced by the closest key at its level,
     or None when some part has no close key (or nothing needed correcting)."""
     out: list[str | int] = []
-    node = data
-    changed = False
+    node, changed = data, False
     for part in path:
-        part = _item(node, part)
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                return None
-            node = node[part]
-            out.append(part)
-            continue
-        if not isinstance(node, dict):
+        near: str | int | None = _item(node, part)
+        if isinstance(node, dict) and near not in node:
+            near, changed = closest(str(part), [k for k in node if isinstance(k, str)]), True
+        found, node = lookup(node, (near,)) if near is not None else (False, None)
+        if not found or near is None:
             return None
-        if part not in node:
-            keys = [k for k in node if isinstance(k, str)]
-            near = closest(part, keys)
-            if near is None:
-                return None
-            part, changed = near, True
-        out.append(part)
-        node = node[part]
+        out.append(near)
     return tuple(out) if changed else None
 
 
