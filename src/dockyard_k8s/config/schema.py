@@ -166,20 +166,20 @@ def _matches_type(value: Any, types: str | list[str]) -> bool:
     return any(type_name(value) == n or (n == "number" and type_name(value) == "integer") for n in names)
 
 
-def check(schema: Schema, value: Any, path: Path = ()) -> list[tuple[Path, str]]:
+def check(schema: Schema, value: Any) -> list[tuple[Path, str]]:
     """Every problem of ``value`` against ``schema``, as (path, message) pairs."""
     problems: list[tuple[Path, str]] = []
-    _check(schema, value, path, problems)
-    return [(p, _elsewhere(schema, path, p, m)) for p, m in problems]
+    _check(schema, value, (), problems)
+    return [(p, _elsewhere(schema, p, m)) for p, m in problems]
 
 
-def _elsewhere(schema: Schema, root: Path, path: Path, message: str) -> str:
+def _elsewhere(schema: Schema, path: Path, message: str) -> str:
     """An unknown key that is a key somewhere else in ``schema`` (``launch.namespace``, a
     top-level ``image``) says where, instead of guessing a sibling of a similar spelling."""
     key = path[-1] if path else None
     if not message.startswith(f"unknown key '{key}' ("):
         return message
-    homes = [".".join(map(str, (*root, *at))) for at in _homes(schema, str(key))]
+    homes = [".".join(map(str, at)) for at in _homes(schema, str(key))]
     if not homes:
         return message
     return f"{message.split('; did you mean')[0]}; '{key}' belongs at {' or '.join(homes[:3])}"
