@@ -206,10 +206,11 @@ def _group_choice(item: ov.Override, key: str, group: str, composer: RecipeCompo
             "one key")
 
 
-def _unset_sandbox_urls(recipe: dict[str, Any], data: Any) -> list[str]:
+def _unset_sandbox_urls(recipe: dict[str, Any], infra: InfraSpec) -> list[str]:
     """The injected DOCKYARD_SANDBOX_URLS must win over the recipe's localhost default: the key set
-    to null in the recipe, and passed to the job so (``launch.sandboxUrlsKey``)."""
-    key = _sandbox_urls_key(data)
+    to null in the recipe, and passed to the job so (``launch.sandboxUrlsKey``), when URLs are injected."""
+    text, sandbox = infra["launch"]["sandboxUrlsKey"], infra["sandbox"]
+    key = ov.parse_key(text) if text and sandbox["enabled"] and sandbox["injectUrls"] else None
     if key is None or not ov.lookup(recipe, key)[0]:
         return []
     unset = ov.Override("++", key, None, f"++{format_path(key)}=null")
@@ -253,15 +254,6 @@ def _names(problem: ConfigProblem, section: str) -> bool:
     if problem.path == section or problem.path.startswith((section + ".", section + "[")):
         return True
     return re.search(rf"(?<![\w.-]){re.escape(section)}(?![\w-])", problem.message) is not None
-
-
-def _sandbox_urls_key(data: Any) -> Path | None:
-    """The recipe key set to null so the injected sandbox URLs win, when URLs are injected."""
-    sandbox, launch = data.get("sandbox") or {}, data.get("launch") or {}
-    text = launch.get("sandboxUrlsKey", "env.code.sandbox_urls")
-    if not (sandbox.get("enabled", True) and sandbox.get("injectUrls", True)) or not isinstance(text, str):
-        return None
-    return ov.parse_key(text)
 
 
 def _infra_layers(reader: LayerReader, files: Sequence[str], layers: Layers, *,
