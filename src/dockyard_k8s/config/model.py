@@ -98,11 +98,10 @@ class RunConfig:
     def locate(self, path: Path, message: str, *, at_key: bool = False) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it (its key with
         ``at_key``: for a key that should not be there)."""
-        mark = self.origin(path, at_key=at_key)
         if path == ("launch", "name") and path not in self.marks:
-            mark = Mark(self.recipe_file, 0, 0)
-            message += " (the run name defaults to the recipe file name; set launch.name)"
-        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+            return ConfigProblem(self.recipe_file, 0, 0, format_path(path),
+                                 message + " (the run name defaults to the recipe file name; set launch.name)")
+        return problem_at(self.marks, self.key_marks, path, message, at_key=at_key)
 
     def layer(self, path: Path) -> str:
         """The layer that set the value at ``path``: a file, ``<kind profile>``, ``--set ...``, or
