@@ -126,9 +126,9 @@ def array(description: str, items: Schema, default: Any = NO_DEFAULT, *, nullabl
     return s
 
 
-def free_object(description: str, default: Any = NO_DEFAULT, *, nullable: bool = False) -> Schema:
-    """Any mapping; checked later against the Kubernetes/KubeRay schemas once rendered."""
-    return _typed("object", description, {} if default is NO_DEFAULT else default, nullable)
+def free_object(description: str) -> Schema:
+    """Any mapping (``{}`` by default); checked later against the Kubernetes/KubeRay schemas once rendered."""
+    return _typed("object", description, {}, False)
 
 
 def obj(description: str, properties: dict[str, Schema], *, required: tuple[str, ...] = (),
