@@ -30,8 +30,6 @@ from dockyard_k8s.config.layering import (
     Layers,
     Setting,
     key_paths,
-    merge,
-    merge_docs,
     settings_layer,
     settings_of,
     stack,
@@ -51,8 +49,8 @@ from dockyard_k8s.plan.inventory import pool_problems
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
-__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
-           "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
+__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "resolve_run", "run_name_from",
+           "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
 INFRA_SECTIONS = tuple(k for k in INFRA["properties"] if k != "defaults")
