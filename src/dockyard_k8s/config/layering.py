@@ -210,18 +210,9 @@ def apply_settings(doc: Document, settings: Sequence[Setting]) -> list[ConfigPro
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
             continue
-        for path in {s.path, *created, *key_paths(value, s.path)}:  # every key it brings is this setting's
+        for path in {s.path, *created, *ov.key_paths(value, s.path)}:  # every key it brings is this setting's
             doc.marks[path] = doc.key_marks[path] = mark
     return problems
-
-
-def key_paths(data: Any, at: Path = ()) -> list[Path]:
-    """The path of every mapping key in ``data`` (written at ``at``), nested ones too."""
-    out: list[Path] = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += [(*at, k), *key_paths(v, (*at, k))]
-    return out
 
 
 def resolve_nulls(schema: Schema, data: Any) -> None:

@@ -29,7 +29,6 @@ from dockyard_k8s.config.layering import (
     LayerReader,
     Layers,
     Setting,
-    key_paths,
     settings_layer,
     settings_of,
     stack,
@@ -341,7 +340,7 @@ def _profile_doc(data: Any) -> Document | None:
                           launch.get("mode") if isinstance(launch, dict) else None)
     if not layer:
         return None
-    marks = dict.fromkeys(key_paths(layer), Mark(_profile_name(data), 0, 0))
+    marks = dict.fromkeys(ov.key_paths(layer), Mark(_profile_name(data), 0, 0))
     return Document(layer, marks, dict(marks))
 
 
