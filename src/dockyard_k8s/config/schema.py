@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s import names
@@ -153,12 +153,17 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
-def shorthands(schema: Schema, path: Path = ()) -> list[tuple[Path, str]]:
-    """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
-    out = [(path, schema["x-shorthand"])] if "x-shorthand" in schema else []
+def subschemas(schema: Schema, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Schema]]:
+    """``schema`` and every schema of its properties, nested ones too (not array items nor map
+    values), each with its path, parents first."""
+    yield path, schema
     for key, sub in schema.get("properties", {}).items():
-        out += shorthands(sub, (*path, key))
-    return out
+        yield from subschemas(sub, (*path, key))
+
+
+def shorthands(schema: Schema) -> list[tuple[Path, str]]:
+    """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
+    return [(path, sub["x-shorthand"]) for path, sub in subschemas(schema) if "x-shorthand" in sub]
 
 
 def _matches_type(value: Any, types: str | list[str]) -> bool:
@@ -179,17 +184,10 @@ def _elsewhere(schema: Schema, path: Path, message: str) -> str:
     key = path[-1] if path else None
     if not message.startswith(f"unknown key '{key}' ("):
         return message
-    homes = [".".join(map(str, at)) for at in _homes(schema, str(key))]
+    homes = [".".join((*at, str(key))) for at, sub in subschemas(schema) if key in sub.get("properties", {})]
     if not homes:
         return message
     return f"{message.split('; did you mean')[0]}; '{key}' belongs at {' or '.join(homes[:3])}"
-
-
-def _homes(schema: Schema, key: str, at: Path = ()) -> list[Path]:
-    """Where ``key`` is a property of an object in ``schema`` (arrays and free maps not entered)."""
-    props: dict[str, Schema] = schema.get("properties", {})
-    found = [(*at, key)] if key in props else []
-    return found + [h for name, sub in props.items() for h in _homes(sub, key, (*at, name))]
 
 
 def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) -> None:
