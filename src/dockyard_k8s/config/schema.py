@@ -276,12 +276,7 @@ def defaults_of(schema: Schema) -> Any:
     if "default" in schema:
         return clone(schema["default"])
     if "properties" in schema:
-        out = {}
-        for key, sub in schema["properties"].items():
-            d = defaults_of(sub)
-            if d is not NO_DEFAULT:
-                out[key] = d
-        return out
+        return {key: d for key, sub in schema["properties"].items() if (d := defaults_of(sub)) is not NO_DEFAULT}
     return NO_DEFAULT
 
 
@@ -291,10 +286,8 @@ def fill_defaults(schema: Schema, value: Any) -> None:
     objects inside lists. Call it only on data that passed :func:`check`."""
     if isinstance(value, dict) and "properties" in schema:
         for key, sub in schema["properties"].items():
-            if key not in value:
-                d = defaults_of(sub)
-                if d is not NO_DEFAULT:
-                    value[key] = d
+            if key not in value and (d := defaults_of(sub)) is not NO_DEFAULT:
+                value[key] = d
             if key in value:
                 fill_defaults(sub, value[key])
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
