@@ -43,19 +43,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = getattr(args, "output_file", None)
+    out = args.output_file
     if out:
         document_path(out)
     check_output_paths(args)
     bundle = load_bundle(args)
-    if out or args.output in ("json", "yaml"):
-        doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
-        if args.output in ("json", "yaml"):
-            print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
-        if out:
-            write_document(out, doc)
-        if args.output != "text":
-            return 0
+    doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
+    if args.output != "text":  # json or yaml: the document instead of the summary
+        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+    if out:
+        write_document(out, doc)
+    if args.output != "text":
+        return 0
     print(summary(bundle))
     for note in bundle.run.notes:
         print(f"note: {note}")
