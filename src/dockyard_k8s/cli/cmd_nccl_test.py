@@ -105,11 +105,10 @@ def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
     rows = [[nccl.human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
              "-" if r.oop_wrong is None and r.ip_wrong is None else (r.oop_wrong or 0) + (r.ip_wrong or 0)]
             for r in summary.rows]
-    lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"])]
+    lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"]), ""]
     peak = summary.peak
     assert peak is not None
     largest = summary.rows[-1]
-    lines.append("")
     lines.append(f"ranks: {summary.ranks or '?'}  largest message {nccl.human_bytes(largest.size)}: "
                  f"{max(largest.oop_busbw, largest.ip_busbw):.2f} GB/s  peak: "
                  f"{max(peak.oop_busbw, peak.ip_busbw):.2f} GB/s at {nccl.human_bytes(peak.size)}"
@@ -117,5 +116,3 @@ def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
     verdict = nccl.summary_problems(summary, min_busbw=min_busbw)
     lines.append(("✔ " if not verdict else "✖ ") + ("fabric OK" if not verdict else "; ".join(verdict)))
     return "\n".join(lines)
-
-

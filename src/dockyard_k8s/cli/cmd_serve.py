@@ -155,10 +155,9 @@ def _auth_line(s: Serve) -> str:
 
 
 def _spread_line(cfg: ServeConfig) -> str:
-    words = [f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
-             f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
-             for c in spread_constraints(cfg)]
-    return "; ".join(words)
+    return "; ".join(f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
+                     f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
+                     for c in spread_constraints(cfg))
 
 
 def _fallback_words(auto: Any) -> str:

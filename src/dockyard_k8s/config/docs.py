@@ -68,4 +68,3 @@ def infra_markdown() -> str:
             "", "| was | now |", "| --- | --- |", *(f"| `{old}` | {new} |" for old, new in moved)] if moved else []
     rows = [_row(".".join(path), sub) for path, sub in subschemas(INFRA) if path]
     return "\n".join(head + rows + tail) + "\n"
-

@@ -242,13 +242,11 @@ def profile_layer(platform: Any, instance_type: Any, mode: Any = None) -> dict[s
 def image_pin_problem(image: str) -> str:
     """"" when ``image`` is pinned (a digest, or a tag other than ``latest``); else why not."""
     _, tag, digest = split_image(image)
-    if digest:
+    if digest or tag not in (None, "latest"):
         return ""
     if tag is None:
         return f"got {image!r} (no tag: Kubernetes pulls :latest), expected a pinned tag or @sha256: digest"
-    if tag == "latest":
-        return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
-    return ""
+    return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
 
 
 # --- cross-field rules (called by the loader once the layers are merged) --------------------
