@@ -165,14 +165,13 @@ class RecipeComposer:
         """The file of an entry, or None (a problem was reported, or an optional option is missing)."""
         if e.kind == "file":
             file = find_file(self.root if e.path.startswith("/") else e.directory, e.path.lstrip("/"))
-            if os.path.exists(file):
-                return file
-            self.reader.problem(e.doc, e.at, f"parent file {file} does not exist")
-            return None
-        file = find_file(self.root, path)
+        else:
+            file = find_file(self.root, path)
         if os.path.exists(file):
             return file
-        if not e.optional:
+        if e.kind == "file":
+            self.reader.problem(e.doc, e.at, f"parent file {file} does not exist")
+        elif not e.optional:
             options = _options(self.root, os.path.dirname(path))
             hint = f" (options: {', '.join(options)})" if options else ""
             self.reader.problem(e.doc, e.at, f"no config {path}.yaml under {self.root}{hint}")
