@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
     stop.set_defaults(func=job_stop)
 
 
-def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
+def _job_id(args: argparse.Namespace, bundle: Any, ray: Any) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
     from dockyard_k8s.live.rayhead import latest_job
 
@@ -68,7 +68,7 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     if ref is not None:  # by run name: the RayJob's job, else the run's latest submission
         from dockyard_k8s.live.runs import run_job_id
 
-        found = run_job_id(ref, ray.list() if ray is not None else [])
+        found = run_job_id(ref, ray.list())
         if not found:
             raise UsageError(f"run {ref.run} has no Ray job yet: pass --job ID (`dockyard-k8s job list {ref.run}`)")
         return found
@@ -77,7 +77,7 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     from dockyard_k8s.live.launch import run_submission
 
     base = run_submission(bundle)[0]
-    return str(((latest_job(ray, base) if ray is not None else None) or {}).get("submission_id") or base)
+    return str((latest_job(ray, base) or {}).get("submission_id") or base)
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
