@@ -203,9 +203,7 @@ def apply_settings(doc: Document, settings: Sequence[Setting]) -> list[ConfigPro
     for s in settings:
         mark = Mark(s.origin, 0, 0)
         created = [s.path[:end] for end in range(1, len(s.path) + 1) if s.path[:end] not in doc.marks]
-        found, current = ov.lookup(doc.data, s.path)
-        value = merge(current, s.value) if found and isinstance(current, dict) and isinstance(s.value, dict) \
-            else s.value
+        value = merge(ov.lookup(doc.data, s.path)[1], s.value)  # a mapping merges into one there, as in files
         error = ov.set_path(doc.data, s.path, value)
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
