@@ -66,7 +66,10 @@ def register(sub: Any) -> None:
         q: argparse.ArgumentParser = ss.add_parser(name, help=description.split(".")[0], description=description,
                                                    epilog=SPEC_HELP + ("\n" + CLUSTER_HELP if live else "")
                                                    + "\n" + EXAMPLES)
-        add_spec_args(q)
+        q.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
+        q.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a key, e.g. --set serve.replicas=2 (repeatable)")
+        q.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
         if live:
             add_cluster_args(q)
         return q
@@ -85,13 +88,6 @@ def register(sub: Any) -> None:
     render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
     cmd_serve_live.register(sub_parser)
-
-
-def add_spec_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a key, e.g. --set serve.replicas=2 (repeatable)")
-    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
 # --- check / render -------------------------------------------------------------------------------
