@@ -68,13 +68,10 @@ def register(sub: Any) -> None:
     dash.set_defaults(func=cluster_dashboard)
 
 
-BRINGUP = Setting(("launch", "mode"), "bringup", "cluster up/down (launch.mode: bringup)")
-
-
 def _bringup(args: argparse.Namespace) -> list[Setting]:
     """``cluster`` commands act on the bringup shape; hints to follow it say so too."""
     args.implied_sets = ["launch.mode=bringup"]
-    return [BRINGUP]
+    return [Setting(("launch", "mode"), "bringup", "cluster up/down (launch.mode: bringup)")]
 
 
 def cluster_up(args: argparse.Namespace) -> int:
