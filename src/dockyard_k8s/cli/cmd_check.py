@@ -88,9 +88,9 @@ def _urls(infra: InfraSpec) -> str:
 def _fit_lines(found: Findings) -> list[str]:
     """What the one-node fit test could not judge (docs/hardware-deferred-validation.md HV-PLAN-7):
     GPU pods without a known instance type, and one that asks for more GPUs than any known node has."""
-    if not found.unchecked:
-        return []
     unchecked = found.unchecked
+    if not unchecked:
+        return []
     why = ["no instance type declared"] if any(not u.instance_type for u in unchecked) else []
     why += [f"{t} is neither in the catalogue nor under plan.instanceTypes"
             for t in sorted({u.instance_type for u in unchecked if u.instance_type})]
