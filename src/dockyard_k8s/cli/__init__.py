@@ -85,7 +85,11 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a "did you mean" for a mistyped action or flag (exit 2, as argparse)."""
+    """argparse with our formatter (every subparser is a _Parser too) and a "did you mean" for a
+    mistyped action or flag (exit 2, as argparse)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(formatter_class=_Formatter, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
@@ -102,15 +106,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Subparsers:
-    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS, our
-    formatter and the command module's ``run`` as the handler."""
+    """``add_subparsers()`` whose ``add_parser`` fills in the one-line summary from COMMANDS and
+    the command module's ``run`` as the handler."""
 
     def __init__(self, sub: Any, module: Any) -> None:
         self._sub, self._module = sub, module
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], formatter_class=_Formatter,
-                                                               **kwargs)
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, help=COMMANDS[name], **kwargs)
         if hasattr(self._module, "run"):  # a command with actions sets each action's handler
             parser.set_defaults(func=self._module.run)
         return parser
@@ -119,15 +122,15 @@ class _Subparsers:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, that command alone (what running it needs: the top-level
     ``--help`` is built without ``only``, with every command listed but only its summary)."""
-    parser = _Parser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
+    parser = _Parser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dockyard-k8s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
             module.register(_Subparsers(sub, module))
-        elif only is None:  # our formatter: argparse's default one imports shutil for the terminal width
-            sub.add_parser(name, help=summary, formatter_class=_Formatter)
+        elif only is None:  # a _Parser: argparse's default formatter imports shutil for the terminal width
+            sub.add_parser(name, help=summary)
     return parser
 
 

@@ -103,6 +103,14 @@ def ray_target(args: argparse.Namespace) -> RayTarget:
                      kubeconfig=getattr(args, "kubeconfig", None))
 
 
+def add_log_args(parser: argparse.ArgumentParser) -> None:
+    """``logs``' and ``serve logs``' flags, as kubectl logs has them."""
+    parser.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
+    parser.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
+    parser.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
+    parser.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+
+
 def log_window(args: argparse.Namespace) -> int | None:
     """``--since`` in seconds; ``--follow`` with ``--previous`` is bad input."""
     from dockyard_k8s.live.logs import parse_duration

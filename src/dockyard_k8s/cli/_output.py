@@ -51,12 +51,11 @@ class OutputAction(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
-def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, default: str | None = None,
-                   writes: str = "", help_extra: str = "") -> None:
-    """``-o/--output FORMAT`` (see the module doc)."""
-    parser.add_argument("-o", "--output", action=OutputAction, formats=formats, writes=writes,
-                        default=default or formats[0], metavar="|".join(formats),
-                        help=f"output format (default {default or formats[0]}){help_extra}")
+def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, writes: str = "",
+                   help_extra: str = "") -> None:
+    """``-o/--output FORMAT``, the first of ``formats`` by default (see the module doc)."""
+    parser.add_argument("-o", "--output", action=OutputAction, formats=formats, writes=writes, default=formats[0],
+                        metavar="|".join(formats), help=f"output format (default {formats[0]}){help_extra}")
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str] | None = None, indent: str = "") -> str:

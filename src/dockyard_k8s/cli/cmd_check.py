@@ -43,19 +43,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = getattr(args, "output_file", None)
+    out = args.output_file
     if out:
         document_path(out)
     check_output_paths(args)
     bundle = load_bundle(args)
-    if out or args.output in ("json", "yaml"):
-        doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
-        if args.output in ("json", "yaml"):
-            print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
-        if out:
-            write_document(out, doc)
-        if args.output != "text":
-            return 0
+    doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
+    if args.output != "text":  # json or yaml: the document instead of the summary
+        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+    if out:
+        write_document(out, doc)
+    if args.output != "text":
+        return 0
     print(summary(bundle))
     for note in bundle.run.notes:
         print(f"note: {note}")
@@ -89,9 +88,9 @@ def _urls(infra: InfraSpec) -> str:
 def _fit_lines(found: Findings) -> list[str]:
     """What the one-node fit test could not judge (docs/hardware-deferred-validation.md HV-PLAN-7):
     GPU pods without a known instance type, and one that asks for more GPUs than any known node has."""
-    if not found.unchecked:
-        return []
     unchecked = found.unchecked
+    if not unchecked:
+        return []
     why = ["no instance type declared"] if any(not u.instance_type for u in unchecked) else []
     why += [f"{t} is neither in the catalogue nor under plan.instanceTypes"
             for t in sorted({u.instance_type for u in unchecked if u.instance_type})]

@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
     cs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
 
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
-                       epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
+                       epilog=RUN_ARGS_HELP)
     add_run_args(up)
     add_cluster_args(up)
     add_follow_args(up)
@@ -44,14 +44,13 @@ def register(sub: Any) -> None:
     up.add_argument("--force-conflicts", action="store_true", help="as for run")
     up.set_defaults(func=cluster_up)
 
-    down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP,
-                         formatter_class=p.formatter_class)
+    down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP)
     add_run_args(down, by_name=True)
     add_cluster_args(down)
     add_down_args(down)
     down.set_defaults(func=cluster_down)
 
-    ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s", formatter_class=p.formatter_class)
+    ls = cs.add_parser("list", help="RayClusters made by dockyard-k8s")
     ls.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     ls.add_argument("-l", "--selector", default="", metavar="SELECTOR", help="label selector (kubectl syntax)")
@@ -61,7 +60,7 @@ def register(sub: Any) -> None:
 
     dash = cs.add_parser("dashboard", help="port-forward the head's dashboard (8265) and print the URL",
                          description="Runs `kubectl port-forward` to <cluster>-head-svc:8265 until Ctrl-C.",
-                         epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
+                         epilog=RUN_ARGS_HELP)
     add_run_args(dash, recipe_required=False)
     add_cluster_args(dash)
     dash.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
@@ -69,13 +68,10 @@ def register(sub: Any) -> None:
     dash.set_defaults(func=cluster_dashboard)
 
 
-BRINGUP = Setting(("launch", "mode"), "bringup", "cluster up/down (launch.mode: bringup)")
-
-
 def _bringup(args: argparse.Namespace) -> list[Setting]:
     """``cluster`` commands act on the bringup shape; hints to follow it say so too."""
     args.implied_sets = ["launch.mode=bringup"]
-    return [BRINGUP]
+    return [Setting(("launch", "mode"), "bringup", "cluster up/down (launch.mode: bringup)")]
 
 
 def cluster_up(args: argparse.Namespace) -> int:

@@ -6,8 +6,7 @@ where a file goes (RECIPE, ``--infra``, ``--kubeconfig``...), directories where 
 goes. Where a run's name may go (``status``, ``logs``, ``down``, ``job``: ``RECIPE|RUN``), the
 files and the runs complete: ``dockyard-k8s runs -o name`` for the cluster and namespace the line
 names so far (``-n``, ``--context``, ``--kubeconfig``), asked when completing and given 3 s where
-``timeout`` exists (no cluster: files only). shtab is imported
-here only: no other command pays for it.
+``timeout`` exists (no cluster: files only). shtab is imported here only: no other command pays for it.
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ SHELLS = ("bash", "zsh", "fish")
 FILE_DESTS = frozenset({"recipe", "infra", "kubeconfig", "nodes", "summarize", "from_file", "output_file",
                         "serve", "overrides"})
 DIR_DESTS = frozenset({"output_dir"})
-# RECIPE|RUN: a recipe file or a run's name, in each shell's terms (shtab adds the preambles once).
-# The runs are those of the cluster and namespace the line names so far (-n, --context,
-# --kubeconfig), asked from `dockyard-k8s runs -o name`, 3 s at most where `timeout` exists.
+# RECIPE|RUN: a recipe file or a run's name (see the module doc), in each shell's terms (shtab adds the preambles once).
 _BASH = """\
 _dockyard_k8s_runs() {
   local -a args=(runs -o name)

@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
                        epilog=CLUSTER_HELP + "\n" + EXAMPLES)
     ds = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     conn = ds.add_parser("connect", help="create the dev pod if absent and open a shell (kubectl exec -it)",
-                         epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
+                         epilog=RUN_ARGS_HELP)
     _common(conn)
     conn.add_argument("--image", help="image (default: infra.image)")
     conn.add_argument("--cpu", default="2", help="cpu request = limit (default 2)")
@@ -44,13 +44,13 @@ def register(sub: Any) -> None:
     conn.add_argument("--shell", default="", help="command to run instead of bash (or sh)")
     conn.add_argument("--timeout", type=float, default=600, help="seconds to wait for the pod (default 600)")
     conn.set_defaults(func=dev_connect)
-    stop = ds.add_parser("stop", help="delete the dev pod (its Secret stays)", formatter_class=p.formatter_class)
+    stop = ds.add_parser("stop", help="delete the dev pod (its Secret stays)")
     _common(stop)
     stop.set_defaults(func=dev_stop)
     sec = ds.add_parser("secrets", help="create/update the dev Secret; values are never printed",
                         description="KEY=VALUE sets a key; a bare KEY asks for the value without echo (keeps it out "
                                     "of shell history); --from-file reads a .env file or KEY=PATH. Existing keys are "
-                                    "kept.", formatter_class=p.formatter_class)
+                                    "kept.")
     _common(sec)
     sec.add_argument("--from-file", action="append", default=[], metavar="FILE|KEY=PATH",
                      help="a .env file of KEY=VALUE lines, or KEY=PATH for a file's content (repeatable)")

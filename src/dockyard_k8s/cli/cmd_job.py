@@ -39,32 +39,28 @@ def register(sub: Any) -> None:
                        epilog=RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     js = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     submit = js.add_parser("submit", help="submit the run's entrypoint (idempotent: same spec, same job)",
-                           epilog=RUN_ARGS_HELP, formatter_class=p.formatter_class)
+                           epilog=RUN_ARGS_HELP)
     _target_args(submit)
     submit.add_argument("--entrypoint", help="command to run instead of the run's entrypoint (or the words "
                         "after --, as `ray job submit -- CMD` takes them)")
     submit.add_argument("--wait", action="store_true", help="print the logs until the job ends; exit 1 if it fails")
     submit.set_defaults(func=job_submit)
-    ls = js.add_parser("list", help="jobs of the cluster", formatter_class=p.formatter_class)
+    ls = js.add_parser("list", help="jobs of the cluster")
     _target_args(ls)
     ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     ls.set_defaults(func=job_list)
-    logs = js.add_parser("logs", help="logs of one job", formatter_class=p.formatter_class)
+    logs = js.add_parser("logs", help="logs of one job")
     _target_args(logs)
     logs.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
     logs.add_argument("--follow", action="store_true", help="stream new lines until the job ends")
     logs.set_defaults(func=job_logs)
-    stop = js.add_parser("stop", help="stop a job", formatter_class=p.formatter_class)
+    stop = js.add_parser("stop", help="stop a job")
     _target_args(stop)
     stop.add_argument("--job", dest="job_id", metavar="ID", help="submission id (default: the run's job)")
     stop.set_defaults(func=job_stop)
 
 
-def _bundle(args: argparse.Namespace) -> Any:
-    return load_bundle(args) if args.recipe else None
-
-
-def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
+def _job_id(args: argparse.Namespace, bundle: Any, ray: Any) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
     from dockyard_k8s.live.rayhead import latest_job
 
@@ -74,7 +70,7 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     if ref is not None:  # by run name: the RayJob's job, else the run's latest submission
         from dockyard_k8s.live.runs import run_job_id
 
-        found = run_job_id(ref, ray.list() if ray is not None else [])
+        found = run_job_id(ref, ray.list())
         if not found:
             raise UsageError(f"run {ref.run} has no Ray job yet: pass --job ID (`dockyard-k8s job list {ref.run}`)")
         return found
@@ -83,14 +79,14 @@ def _job_id(args: argparse.Namespace, bundle: Any, ray: Any = None) -> str:
     from dockyard_k8s.live.launch import run_submission
 
     base = run_submission(bundle)[0]
-    return str(((latest_job(ray, base) if ray is not None else None) or {}).get("submission_id") or base)
+    return str((latest_job(ray, base) or {}).get("submission_id") or base)
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
     from dockyard_k8s.live.rayhead import ray_jobs
 
     name = run_name_arg(args)
-    bundle = None if name else _bundle(args)
+    bundle = load_bundle(args) if args.recipe and not name else None
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(connect(args)) if not args.address or name else None
         target = ray_target(args)

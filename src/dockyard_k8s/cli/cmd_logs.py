@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, log_window, print_logs
+from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, add_log_args, connect, log_window, print_logs
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
 
@@ -32,10 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("-c", "--container", help="container (default: the pod's default or first container)")
     p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
                    help="only the run's pods with these labels too (kubectl syntax), e.g. -l app=x")
-    p.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
-    p.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+    add_log_args(p)
 
 
 def run(args: argparse.Namespace) -> int:

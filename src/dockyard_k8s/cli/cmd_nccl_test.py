@@ -13,7 +13,6 @@ from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 from dockyard_k8s.output import write_file
 from dockyard_k8s.render import nccl
-from dockyard_k8s.render.nccl import human_bytes, summary_problems
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
@@ -52,26 +51,23 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.summarize:
-        text = sys.stdin.read() if args.summarize == "-" else _read(args.summarize)
-        summary = nccl.parse_all_reduce(text)
-        print(format_summary(summary, min_busbw=args.min_busbw))
-        return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
-    if not args.recipe:
+    if not args.summarize and not args.recipe:
         raise UsageError("nccl-test needs RECIPE (or --summarize LOG)")
-    mpijob = render_mpijob(args)
-    if args.run:
-        summary = run_live(args, mpijob)
-        print(format_summary(summary, min_busbw=args.min_busbw))
-        return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
-
-    text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
-    if args.output_file:
-        write_file(args.output_file, text)
-        print(f"wrote {args.output_file}")
+    if args.summarize:
+        summary = nccl.parse_all_reduce(sys.stdin.read() if args.summarize == "-" else _read(args.summarize))
+    elif args.run:
+        summary = run_live(args, render_mpijob(args))
     else:
-        print(text, end="")
-    return 0
+        mpijob = render_mpijob(args)
+        text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
+        if args.output_file:
+            write_file(args.output_file, text)
+            print(f"wrote {args.output_file}")
+        else:
+            print(text, end="")
+        return 0
+    print(format_summary(summary, min_busbw=args.min_busbw))
+    return EXIT_FAILURE if nccl.summary_problems(summary, min_busbw=args.min_busbw) else 0
 
 
 def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
@@ -106,20 +102,17 @@ def format_summary(summary: Any, *, min_busbw: float | None = None) -> str:
     """Bus bandwidth per message size, then the verdict lines."""
     if not summary.rows:
         return "no all_reduce_perf result rows found (did the test run to completion? see the launcher log)"
-    rows = [[human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
+    rows = [[nccl.human_bytes(r.size), r.elements, f"{r.oop_busbw:.2f}", f"{r.ip_busbw:.2f}",
              "-" if r.oop_wrong is None and r.ip_wrong is None else (r.oop_wrong or 0) + (r.ip_wrong or 0)]
             for r in summary.rows]
-    lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"])]
+    lines = [table(rows, ["size", "count", "busbw GB/s (out-of-place)", "busbw GB/s (in-place)", "#wrong"]), ""]
     peak = summary.peak
     assert peak is not None
     largest = summary.rows[-1]
-    lines.append("")
-    lines.append(f"ranks: {summary.ranks or '?'}  largest message {human_bytes(largest.size)}: "
+    lines.append(f"ranks: {summary.ranks or '?'}  largest message {nccl.human_bytes(largest.size)}: "
                  f"{max(largest.oop_busbw, largest.ip_busbw):.2f} GB/s  peak: "
-                 f"{max(peak.oop_busbw, peak.ip_busbw):.2f} GB/s at {human_bytes(peak.size)}"
+                 f"{max(peak.oop_busbw, peak.ip_busbw):.2f} GB/s at {nccl.human_bytes(peak.size)}"
                  + (f"  average: {summary.avg_busbw:g} GB/s" if summary.avg_busbw is not None else ""))
-    verdict = summary_problems(summary, min_busbw=min_busbw)
+    verdict = nccl.summary_problems(summary, min_busbw=min_busbw)
     lines.append(("✔ " if not verdict else "✖ ") + ("fabric OK" if not verdict else "; ".join(verdict)))
     return "\n".join(lines)
-
-

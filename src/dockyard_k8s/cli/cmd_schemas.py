@@ -28,15 +28,13 @@ def register(sub: Any) -> None:
                                    "once (network), into the user cache.",
                        epilog=EXAMPLES)
     actions = p.add_subparsers(title="actions", metavar="ACTION", required=True)
-    fetch = actions.add_parser("fetch", help="download CRDs (KubeRay release) into the user cache",
-                               formatter_class=p.formatter_class)
+    fetch = actions.add_parser("fetch", help="download CRDs (KubeRay release) into the user cache")
     fetch.add_argument("--kuberay", required=True, metavar="VERSION", help="KubeRay release, e.g. v1.7.0")
     fetch.add_argument("--from", dest="base_url", metavar="URL",
                        help="where the CRD files are: a base URL, a local directory or a file:// URL ({version} is "
                             "replaced; default: the GitHub release tag)")
     fetch.set_defaults(func=run_fetch)
-    listing = actions.add_parser("list", help="the schema sources validation uses, and the cache",
-                                 formatter_class=p.formatter_class)
+    listing = actions.add_parser("list", help="the schema sources validation uses, and the cache")
     listing.add_argument("--kubernetes-version", default="1.29", metavar="X.Y")
     listing.set_defaults(func=run_list)
 

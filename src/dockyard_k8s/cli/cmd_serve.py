@@ -65,8 +65,11 @@ def register(sub: Any) -> None:
     def sub_parser(name: str, description: str, *, live: bool = False) -> argparse.ArgumentParser:
         q: argparse.ArgumentParser = ss.add_parser(name, help=description.split(".")[0], description=description,
                                                    epilog=SPEC_HELP + ("\n" + CLUSTER_HELP if live else "")
-                                                   + "\n" + EXAMPLES, formatter_class=p.formatter_class)
-        add_spec_args(q)
+                                                   + "\n" + EXAMPLES)
+        q.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
+        q.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a key, e.g. --set serve.replicas=2 (repeatable)")
+        q.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
         if live:
             add_cluster_args(q)
         return q
@@ -85,13 +88,6 @@ def register(sub: Any) -> None:
     render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
     cmd_serve_live.register(sub_parser)
-
-
-def add_spec_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a key, e.g. --set serve.replicas=2 (repeatable)")
-    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
 # --- check / render -------------------------------------------------------------------------------
@@ -155,10 +151,9 @@ def _auth_line(s: Serve) -> str:
 
 
 def _spread_line(cfg: ServeConfig) -> str:
-    words = [f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
-             f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
-             for c in spread_constraints(cfg)]
-    return "; ".join(words)
+    return "; ".join(f"{'across nodes' if c.get('topologyKey') == 'kubernetes.io/hostname' else 'across'} "
+                     f"({c.get('topologyKey')}, maxSkew {c.get('maxSkew')}, {c.get('whenUnsatisfiable')})"
+                     for c in spread_constraints(cfg))
 
 
 def _fallback_words(auto: Any) -> str:

@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from dockyard_k8s.serve_bundle import ServeBundle
 
 
-def command_text(args: argparse.Namespace, sub: str, *extra: str) -> str:
-    """The command line that targets the same endpoint (for hints)."""
-    return _live.command_text(args, f"serve {sub}", *extra)
-
-
 def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
     cfg = bundle.config
     _live.say_follow_hints(args, command="serve", kubectl=f"kubectl -n {cfg.namespace} get deploy,pods,pvc,svc "
@@ -61,10 +56,7 @@ def register(sub_parser: Any) -> None:
 
     logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
     logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
-    logs.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    logs.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    logs.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
-    logs.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+    _live.add_log_args(logs)
     logs.set_defaults(func=run_logs)
 
     down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
@@ -121,7 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
         say(f"✔ {bundle.config.name} is ready: {outcome.message}")
         say(f"  in cluster: {service_url(bundle.config)}/v1 (OpenAI API, model "
             f"{bundle.config.serve['model']['servedName']!r})")
-        say(f"  try it:     {command_text(args, 'test')}")
+        say(f"  try it:     {_live.command_text(args, 'serve test')}")
         return 0
     say(f"✖ {outcome.reason}: {outcome.message}")
     say_follow_hints(args, bundle)
@@ -173,7 +165,7 @@ def run_status(args: argparse.Namespace) -> int:
         return 0 if st.found else EXIT_FAILURE
     if not st.found:
         say(f"nothing of endpoint {cfg.name} in namespace {cfg.namespace} (label dockyard-k8s/endpoint={cfg.name})")
-        say(f"  start it: {command_text(args, 'up')}")
+        say(f"  start it: {_live.command_text(args, 'serve up')}")
         return EXIT_FAILURE
     say(f"endpoint {cfg.name} in {cfg.namespace}" + (f" (context {context})" if context else ""))
     _live.say_phases(st.view, ("Deployment",))
@@ -248,7 +240,7 @@ def run_test(args: argparse.Namespace) -> int:
                 answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout, api_key=key)
         except ClusterError as e:
             if e.hint.startswith("is the head pod running"):  # port_forward's hint is about Ray heads
-                e.hint = f"is the endpoint up and Ready? `{command_text(args, 'status')}`"
+                e.hint = f"is the endpoint up and Ready? `{_live.command_text(args, 'serve status')}`"
             raise
         where = f"{cfg.namespace}/{target}"
     if not answer.ok:

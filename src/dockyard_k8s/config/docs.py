@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from dockyard_k8s.config.infra_schema import INFRA
-from dockyard_k8s.config.schema import QUANTITY, Schema
+from dockyard_k8s.config.schema import QUANTITY, Schema, subschemas
 
 SCHEMA_ID = "https://dockyard-k8s.invalid/schemas/infra.json"
 
@@ -42,17 +42,11 @@ def _default(s: Schema) -> str:
     return "" if d is None else "`" + json.dumps(d) + "`"
 
 
-def _rows(schema: Schema, prefix: str) -> list[str]:
-    rows = []
-    for key, sub in schema.get("properties", {}).items():
-        path = f"{prefix}.{key}" if prefix else key
-        desc = sub.get("description", "").replace("|", "\\|")
-        if "properties" in sub:
-            rows.append(f"| **`{path}`** | section | | {desc} |")
-            rows.extend(_rows(sub, path))
-        else:
-            rows.append(f"| `{path}` | {_type(sub)} | {_default(sub)} | {desc} |")
-    return rows
+def _row(path: str, sub: Schema) -> str:
+    desc = sub.get("description", "").replace("|", "\\|")
+    if "properties" in sub:
+        return f"| **`{path}`** | section | | {desc} |"
+    return f"| `{path}` | {_type(sub)} | {_default(sub)} | {desc} |"
 
 
 def infra_markdown() -> str:
@@ -68,16 +62,9 @@ def infra_markdown() -> str:
         "| key | type | default | what it does |",
         "| --- | --- | --- | --- |",
     ]
-    moved = _moved(INFRA, "")
+    moved = [(".".join((*path, old)), new.replace("|", "\\|"))
+             for path, sub in subschemas(INFRA) for old, new in sub.get("x-moved", {}).items()]
     tail = ["", "## Moved keys", "", "A key an earlier release had is an error at its line that says where it went:",
             "", "| was | now |", "| --- | --- |", *(f"| `{old}` | {new} |" for old, new in moved)] if moved else []
-    return "\n".join(head + _rows(INFRA, "") + tail) + "\n"
-
-
-def _moved(schema: Schema, prefix: str) -> list[tuple[str, str]]:
-    """(old dotted key, where it went) of every ``x-moved`` in ``schema``."""
-    out = [(f"{prefix}.{key}" if prefix else key, new.replace("|", "\\|"))
-           for key, new in schema.get("x-moved", {}).items()]
-    for key, sub in schema.get("properties", {}).items():
-        out += _moved(sub, f"{prefix}.{key}" if prefix else key)
-    return out
+    rows = [_row(".".join(path), sub) for path, sub in subschemas(INFRA) if path]
+    return "\n".join(head + rows + tail) + "\n"

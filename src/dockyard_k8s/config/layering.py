@@ -21,6 +21,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from dockyard_k8s import yamlfile
@@ -67,15 +68,15 @@ class Layers:
 # --- reading files ------------------------------------------------------------------------
 
 
-def read_text(file: str) -> tuple[str | None, ConfigProblem | None]:
+def read_text(file: str) -> str | ConfigProblem:
     """A config file's text, or the problem reading it (missing, unreadable, not UTF-8)."""
     try:
-        return yamlfile.read_text(file), None
+        return yamlfile.read_text(file)
     except OSError as e:
-        return None, ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
+        return ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
     except yamlfile.YamlError as e:
         at = e.problem.mark
-        return None, ConfigProblem(file, at.line, at.col, "", e.problem.message)
+        return ConfigProblem(file, at.line, at.col, "", e.problem.message)
 
 
 class LayerReader:
@@ -95,9 +96,9 @@ class LayerReader:
 
     def read(self, file: str) -> Document | None:
         """One file as a top-level mapping (``{}`` when empty), or None after a problem."""
-        text, problem = read_text(file)
-        if problem is not None or text is None:
-            self.problems.append(problem or ConfigProblem(file, 0, 0, "", "cannot read file"))
+        text = read_text(file)
+        if isinstance(text, ConfigProblem):
+            self.problems.append(text)
             return None
         doc, problems = parse_yaml(text, file, self.env)
         self.problems.extend(problems)
@@ -116,7 +117,7 @@ class LayerReader:
         optional, parent-first, chains allowed, cycles reported)."""
         doc = self.read(file)
         if doc is None:
-            return Document({}, {}, {})
+            return Document({})
         parents = doc.data.pop("defaults", None)
         if parents is None:
             self.files.append(file)
@@ -125,7 +126,7 @@ class LayerReader:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             self.problem(doc, ("defaults",), f"got {parents!r}, expected a file name or a list of names")
             return doc
-        merged = Document({}, {}, {})
+        merged = Document({})
         real = os.path.realpath(file)
         for i, name in enumerate(names):
             at: Path = ("defaults", i) if isinstance(parents, list) else ("defaults",)
@@ -183,9 +184,8 @@ def settings_of(layers: Layers) -> tuple[list[Setting], list[ConfigProblem]]:
             origin = f"{flag} {text}"
             path, value, error = ov.parse_set(text, typed=flag == "--set")
             if not error and flag == "--set-file":
-                content, problem = read_text(os.path.expanduser(str(value)))
-                if problem is not None:
-                    error = f"{problem.message} ({value})"
+                content = read_text(os.path.expanduser(str(value)))
+                error = f"{content.message} ({value})" if isinstance(content, ConfigProblem) else ""
                 value = content
             # every message that names this layer names it without a credential it holds
             if error or path is None:
@@ -203,25 +203,14 @@ def apply_settings(doc: Document, settings: Sequence[Setting]) -> list[ConfigPro
     for s in settings:
         mark = Mark(s.origin, 0, 0)
         created = [s.path[:end] for end in range(1, len(s.path) + 1) if s.path[:end] not in doc.marks]
-        found, current = ov.lookup(doc.data, s.path)
-        value = merge(current, s.value) if found and isinstance(current, dict) and isinstance(s.value, dict) \
-            else s.value
+        value = merge(ov.lookup(doc.data, s.path)[1], s.value)  # a mapping merges into one there, as in files
         error = ov.set_path(doc.data, s.path, value)
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
             continue
-        for path in {s.path, *created, *key_paths(value, s.path)}:  # every key it brings is this setting's
+        for path in {s.path, *created, *ov.key_paths(value, s.path)}:  # every key it brings is this setting's
             doc.marks[path] = doc.key_marks[path] = mark
     return problems
-
-
-def key_paths(data: Any, at: Path = ()) -> list[Path]:
-    """The path of every mapping key in ``data`` (written at ``at``), nested ones too."""
-    out: list[Path] = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += [(*at, k), *key_paths(v, (*at, k))]
-    return out
 
 
 def resolve_nulls(schema: Schema, data: Any) -> None:
@@ -296,10 +285,8 @@ def stack(schema: Schema, docs: Sequence[Document], settings: Sequence[Setting] 
           ) -> tuple[Document, list[ConfigProblem]]:
     """The shipped defaults of ``schema`` < ``docs`` (lowest first) < ``settings``, as one
     fresh Document (inputs untouched), nulls resolved."""
-    out = Document(defaults_of(schema), {}, {})
-    for doc in docs:
-        out = merge_docs(out, doc)
-    out = Document(clone(out.data), dict(out.marks), dict(out.key_marks))
+    out = reduce(merge_docs, docs, Document(defaults_of(schema)))
+    out = dataclasses.replace(out, data=clone(out.data))  # its marks are new dicts, its data shares the docs'
     problems = apply_settings(out, _expanded(schema, settings))
     resolve_nulls(schema, out.data)
     return out, problems
@@ -309,7 +296,7 @@ def settings_layer(schema: Schema, settings: Sequence[Setting]) -> tuple[Documen
     """``settings`` as a layer of their own, to stack below the user's files (what a command
     knows but the user did not write: the kubeconfig context's namespace), each value marked
     with its origin."""
-    out = Document({}, {}, {})
+    out = Document({})
     return out, apply_settings(out, _expanded(schema, settings))
 
 

@@ -29,9 +29,6 @@ from dockyard_k8s.config.layering import (
     LayerReader,
     Layers,
     Setting,
-    key_paths,
-    merge,
-    merge_docs,
     settings_layer,
     settings_of,
     stack,
@@ -51,8 +48,8 @@ from dockyard_k8s.plan.inventory import pool_problems
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
 
-__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "merge",
-           "merge_docs", "resolve_run", "run_name_from", "user_defaults_file"]
+__all__ = ["Layers", "Setting", "default_infra_file", "load_infra_doc", "load_run", "resolve_run", "run_name_from",
+           "user_defaults_file"]
 
 # The infra spec's sections: a recipe override that starts with one of them is an infra key.
 INFRA_SECTIONS = tuple(k for k in INFRA["properties"] if k != "defaults")
@@ -120,14 +117,11 @@ def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
     env = layers.environ()
     reader = LayerReader(env, INFRA)
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
-    settings, problems = settings_of(layers)
-    reader.problems += problems
     composer = RecipeComposer(LayerReader(env), recipe_file)  # its own problems: the infra files come first
     composed = composer.compose(recipe_file)
     if {"infra", "kuberay"} & set(composed.data) and set(composed.data) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
         return None, [_infra_as_recipe(recipe_file, composed)]
-    infra, sources, broken = _infra_layers(reader, files, settings, recipe=(recipe_file, composed.data),
-                                           under=layers.under)
+    infra, sources, broken = _infra_layers(reader, files, layers, recipe=(recipe_file, composed.data))
     recipe_problems = [*composer.reader.problems, *_empty_recipe(recipe_file, composed, composer)]
     recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, layers.overrides)
     recipe_problems += override_problems
@@ -209,10 +203,11 @@ def _group_choice(item: ov.Override, key: str, group: str, composer: RecipeCompo
             "one key")
 
 
-def _unset_sandbox_urls(recipe: dict[str, Any], data: Any) -> list[str]:
+def _unset_sandbox_urls(recipe: dict[str, Any], infra: InfraSpec) -> list[str]:
     """The injected DOCKYARD_SANDBOX_URLS must win over the recipe's localhost default: the key set
-    to null in the recipe, and passed to the job so (``launch.sandboxUrlsKey``)."""
-    key = _sandbox_urls_key(data)
+    to null in the recipe, and passed to the job so (``launch.sandboxUrlsKey``), when URLs are injected."""
+    text, sandbox = infra["launch"]["sandboxUrlsKey"], infra["sandbox"]
+    key = ov.parse_key(text) if text and sandbox["enabled"] and sandbox["injectUrls"] else None
     if key is None or not ov.lookup(recipe, key)[0]:
         return []
     unset = ov.Override("++", key, None, f"++{format_path(key)}=null")
@@ -258,28 +253,20 @@ def _names(problem: ConfigProblem, section: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(section)}(?![\w-])", problem.message) is not None
 
 
-def _sandbox_urls_key(data: Any) -> Path | None:
-    """The recipe key set to null so the injected sandbox URLs win, when URLs are injected."""
-    sandbox, launch = data.get("sandbox") or {}, data.get("launch") or {}
-    text = launch.get("sandboxUrlsKey", "env.code.sandbox_urls")
-    if not (sandbox.get("enabled", True) and sandbox.get("injectUrls", True)) or not isinstance(text, str):
-        return None
-    return ov.parse_key(text)
-
-
-def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[Setting], *,
-                  recipe: tuple[str, dict[str, Any]] | None = None,
-                  under: Sequence[Setting] = ()) -> tuple[Document, list[str], list[Path]]:
-    """Every infra layer stacked and schema-checked (problems go to ``layers``): the merged
+def _infra_layers(reader: LayerReader, files: Sequence[str], layers: Layers, *,
+                  recipe: tuple[str, dict[str, Any]] | None = None) -> tuple[Document, list[str], list[Path]]:
+    """Every infra layer stacked and schema-checked (problems go to ``reader``): the merged
     document, the names of its sources, lowest first, and the keys the schema check refused.
-    ``under``: values below the user's files (not a source: the user did not write them)."""
-    user = user_defaults_file(layers.env)
-    docs = [layers.load_chain(f) for f in ([user] if user else []) + list(files)]
-    if under:
-        below, problems = settings_layer(INFRA, under)
-        layers.problems.extend(problems)
+    ``layers.under``: values below the user's files (not a source: the user did not write them)."""
+    settings, problems = settings_of(layers)
+    reader.problems += problems
+    user = user_defaults_file(reader.env)
+    docs = [reader.load_chain(f) for f in ([user] if user else []) + list(files)]
+    if layers.under:
+        below, problems = settings_layer(INFRA, layers.under)
+        reader.problems.extend(problems)
         docs.insert(0, below)
-    sources = [SHIPPED, *layers.files]
+    sources = [SHIPPED, *reader.files]
     # The platform profile sits between the shipped defaults and the user defaults, and is
     # chosen from the merged layers: stack once without it to read infra.platform.
     infra, set_problems = stack(INFRA, docs, settings)
@@ -287,7 +274,7 @@ def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[
     if profile is not None:
         infra, set_problems = stack(INFRA, [profile, *docs], settings)
         sources.insert(1, _profile_name(infra.data))
-    layers.problems.extend(set_problems)
+    reader.problems.extend(set_problems)
     found = check(INFRA, infra.data)
     for path, message in found:
         origin = infra.marks.get(path, Mark("", 0, 0)).file
@@ -298,13 +285,13 @@ def _infra_layers(layers: LayerReader, files: Sequence[str], settings: Sequence[
                            f"{written} after the recipe, without --set")
             else:
                 message += "; a recipe override goes after RECIPE, without --set"
-        layers.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
+        reader.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
     broken = [path for path, _ in found]
     plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
     if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
             not any(path[:1] == ("plan",) for path, _ in found):
         for path, message in pool_problems(plan):
-            layers.problem(infra, ("plan", *path), message)
+            reader.problem(infra, ("plan", *path), message)
             broken.append(("plan", *path))
     return infra, sources, broken
 
@@ -330,9 +317,7 @@ def load_infra_doc(infra_file: str | Sequence[str] | None, layers: Layers = Laye
         ConfigError: every problem, located.
     """
     reader = LayerReader(layers.environ(), INFRA)
-    settings, problems = settings_of(layers)
-    reader.problems += problems
-    infra, sources, _ = _infra_layers(reader, _files(infra_file), settings, under=layers.under)
+    infra, sources, _ = _infra_layers(reader, _files(infra_file), layers)
     if reader.problems:
         raise ConfigError(reader.problems)
     fill_defaults(INFRA, infra.data)
@@ -355,7 +340,7 @@ def _profile_doc(data: Any) -> Document | None:
                           launch.get("mode") if isinstance(launch, dict) else None)
     if not layer:
         return None
-    marks = dict.fromkeys(key_paths(layer), Mark(_profile_name(data), 0, 0))
+    marks = dict.fromkeys(ov.key_paths(layer), Mark(_profile_name(data), 0, 0))
     return Document(layer, marks, dict(marks))
 
 

@@ -2,9 +2,9 @@
 
 ``RunConfig.infra`` is typed by ``infra_types.InfraSpec`` (generated from the schema), so
 mypy checks every ``infra["..."]`` lookup. Each infra value also knows where it came from
-(:meth:`RunConfig.origin`): the layer (shipped defaults, a platform profile, the user
-defaults file, an infra file and its parents, ``--set``) and the file:line:col it was
-written at. The renderers' provenance (``render/provenance.py``) maps a rendered field back
+(:meth:`RunConfig.layer`, :meth:`RunConfig.locate`): the layer (shipped defaults, a platform
+profile, the user defaults file, an infra file and its parents, ``--set``) and the file:line:col
+it was written at. The renderers' provenance (``render/provenance.py``) maps a rendered field back
 to the infra key, so a problem in a rendered object is reported where the user wrote it.
 """
 
@@ -89,20 +89,13 @@ class RunConfig:
     def namespace(self) -> str:
         return str(self.infra["infra"]["namespace"])
 
-    def origin(self, path: Path, *, at_key: bool = False) -> Mark:
-        """Where infra key ``path`` got its value (or, ``at_key``, where its key is written): a
-        file:line:col, or a layer (``<kind profile>``, ``<shipped defaults>``, ``--set ...``)
-        with line 0."""
-        return locate(self.marks, self.key_marks, path, at_key=at_key)
-
     def locate(self, path: Path, message: str, *, at_key: bool = False) -> ConfigProblem:
         """A problem about infra key ``path``, at the place the user wrote it (its key with
         ``at_key``: for a key that should not be there)."""
-        mark = self.origin(path, at_key=at_key)
         if path == ("launch", "name") and path not in self.marks:
-            mark = Mark(self.recipe_file, 0, 0)
-            message += " (the run name defaults to the recipe file name; set launch.name)"
-        return ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message)
+            return ConfigProblem(self.recipe_file, 0, 0, format_path(path),
+                                 message + " (the run name defaults to the recipe file name; set launch.name)")
+        return problem_at(self.marks, self.key_marks, path, message, at_key=at_key)
 
     def layer(self, path: Path) -> str:
         """The layer that set the value at ``path``: a file, ``<kind profile>``, ``--set ...``, or

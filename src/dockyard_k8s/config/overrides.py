@@ -162,6 +162,15 @@ def lookup(data: Any, path: Path) -> tuple[bool, Any]:
     return True, data
 
 
+def key_paths(data: Any, at: Path = ()) -> list[Path]:
+    """The path of every mapping key in ``data`` (written at ``at``), nested ones too."""
+    out: list[Path] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += [(*at, k), *key_paths(v, (*at, k))]
+    return out
+
+
 def set_path(data: dict[str, Any], path: Path, value: Any) -> str:
     """Set ``path`` in ``data``, creating mappings on the way. Returns an error or ""."""
     node: Any = data
@@ -196,21 +205,9 @@ def _suggest(data: Any, path: Path) -> str:
     """Existing keys the user probably meant: each missing part of ``path`` replaced by the
     closest key at its level (``trainer.lrr`` -> ``trainer.lr``, ``optimzer.lr`` -> ``optimizer.lr``),
     then keys elsewhere with the same last part (``lr`` -> ``optimizer.lr``)."""
-    found: list[str] = []
     corrected = _correct(data, path)
-    if corrected is not None:
-        found.append(format_path(corrected))
-    leaf = path[-1]
-
-    def walk(node: Any, here: Path) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k == leaf:
-                    found.append(format_path((*here, k)))
-                walk(v, (*here, k))
-
-    walk(data, ())
-    found = list(dict.fromkeys(found))
+    same_leaf = [format_path(p) for p in key_paths(data) if p[-1] == path[-1]]
+    found = list(dict.fromkeys([format_path(corrected), *same_leaf] if corrected else same_leaf))
     return f"; did you mean {' or '.join(found[:3])}?" if found else ""
 
 
@@ -218,26 +215,15 @@ def _correct(data: Any, path: Path) -> Path | None:
     """``path`` with every part that is not a key replaced by the closest key at its level,
     or None when some part has no close key (or nothing needed correcting)."""
     out: list[str | int] = []
-    node = data
-    changed = False
+    node, changed = data, False
     for part in path:
-        part = _item(node, part)
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                return None
-            node = node[part]
-            out.append(part)
-            continue
-        if not isinstance(node, dict):
+        near: str | int | None = _item(node, part)
+        if isinstance(node, dict) and near not in node:
+            near, changed = closest(str(part), [k for k in node if isinstance(k, str)]), True
+        found, node = lookup(node, (near,)) if near is not None else (False, None)
+        if not found or near is None:
             return None
-        if part not in node:
-            keys = [k for k in node if isinstance(k, str)]
-            near = closest(part, keys)
-            if near is None:
-                return None
-            part, changed = near, True
-        out.append(part)
-        node = node[part]
+        out.append(near)
     return tuple(out) if changed else None
 
 
@@ -277,17 +263,12 @@ def job_arg(ov: Override) -> str:
 
 
 def _hydra_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):  # inf, nan as Hydra reads them (JSON has no such numbers)
         return repr(value)
     if isinstance(value, str):
         if re.fullmatch(r"[\w./:@%+-]+", value) and not _looks_typed(value):
             return value
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra quoted string
-
     return json.dumps(value, separators=(",", ":"))
 
 

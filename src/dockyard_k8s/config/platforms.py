@@ -242,13 +242,11 @@ def profile_layer(platform: Any, instance_type: Any, mode: Any = None) -> dict[s
 def image_pin_problem(image: str) -> str:
     """"" when ``image`` is pinned (a digest, or a tag other than ``latest``); else why not."""
     _, tag, digest = split_image(image)
-    if digest:
+    if digest or tag not in (None, "latest"):
         return ""
     if tag is None:
         return f"got {image!r} (no tag: Kubernetes pulls :latest), expected a pinned tag or @sha256: digest"
-    if tag == "latest":
-        return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
-    return ""
+    return f"got {image!r}, expected a pinned tag or @sha256: digest (:latest changes under a running job)"
 
 
 # --- cross-field rules (called by the loader once the layers are merged) --------------------
@@ -263,12 +261,7 @@ def gpu_pod_count(infra: InfraSpec) -> int:
     """GPU pods of the run in the launch shape chosen (the job shape is one pod)."""
     kr = infra["kuberay"]
     pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
-    mode = infra["launch"]["mode"]
-    if mode == "attach":
-        return 0
-    if mode == "job":
-        return 1 if pods else 0
-    return pods
+    return {"attach": 0, "job": min(pods, 1)}.get(infra["launch"]["mode"], pods)
 
 
 def _images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:

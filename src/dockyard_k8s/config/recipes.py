@@ -68,9 +68,9 @@ class RecipeComposer:
                  overrides: dict[str, str]) -> Document:
         doc = self.reader.read(file)
         if doc is None:
-            return Document({}, {}, {})
+            return Document({})
         raw = doc.data.pop("defaults", None)
-        own = _place(Document(doc.data, doc.marks, doc.key_marks), package)
+        own = _place(doc, package)
         if raw is None:
             self.reader.files.append(file)
             return own
@@ -82,7 +82,7 @@ class RecipeComposer:
         if not any(e.kind == "self" for e in entries):
             entries.append(_Entry("self", "", None, False, ("defaults",), doc, ""))
         real = os.path.realpath(file)
-        merged = Document({}, {}, {})
+        merged = Document({})
         for e in entries:
             if e.kind == "self":
                 merged = merge_docs(merged, own)
@@ -165,14 +165,13 @@ class RecipeComposer:
         """The file of an entry, or None (a problem was reported, or an optional option is missing)."""
         if e.kind == "file":
             file = find_file(self.root if e.path.startswith("/") else e.directory, e.path.lstrip("/"))
-            if os.path.exists(file):
-                return file
-            self.reader.problem(e.doc, e.at, f"parent file {file} does not exist")
-            return None
-        file = find_file(self.root, path)
+        else:
+            file = find_file(self.root, path)
         if os.path.exists(file):
             return file
-        if not e.optional:
+        if e.kind == "file":
+            self.reader.problem(e.doc, e.at, f"parent file {file} does not exist")
+        elif not e.optional:
             options = _options(self.root, os.path.dirname(path))
             hint = f" (options: {', '.join(options)})" if options else ""
             self.reader.problem(e.doc, e.at, f"no config {path}.yaml under {self.root}{hint}")

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.config.kueue import kueue_config_problems
-from dockyard_k8s.config.model import GPU_FLEETS, RunConfig, layer_name
+from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
@@ -79,7 +79,7 @@ def run_rules(run: RunConfig, *, missing_infra: str = "") -> tuple[list[ConfigPr
     if not infra["infra"]["image"]:
         message = "is required (got nothing, expected an image like registry.example.com/ubuntu-swe:vllm-1.4.2)"
         problem = run.locate(("infra", "image"), message + missing_infra)
-        if problem.file == "<shipped defaults>":  # nothing wrote it: say where it should go
+        if problem.file == SHIPPED:  # nothing wrote it: say where it should go
             where = run.infra_files[-1] if run.infra_files else run.recipe_file
             problem = dataclasses.replace(problem, file=where)
         problems.append(problem)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s import names
@@ -126,9 +126,9 @@ def array(description: str, items: Schema, default: Any = NO_DEFAULT, *, nullabl
     return s
 
 
-def free_object(description: str, default: Any = NO_DEFAULT, *, nullable: bool = False) -> Schema:
-    """Any mapping; checked later against the Kubernetes/KubeRay schemas once rendered."""
-    return _typed("object", description, {} if default is NO_DEFAULT else default, nullable)
+def free_object(description: str) -> Schema:
+    """Any mapping (``{}`` by default); checked later against the Kubernetes/KubeRay schemas once rendered."""
+    return _typed("object", description, {}, False)
 
 
 def obj(description: str, properties: dict[str, Schema], *, required: tuple[str, ...] = (),
@@ -153,12 +153,17 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
-def shorthands(schema: Schema, path: Path = ()) -> list[tuple[Path, str]]:
-    """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
-    out = [(path, schema["x-shorthand"])] if "x-shorthand" in schema else []
+def subschemas(schema: Schema, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Schema]]:
+    """``schema`` and every schema of its properties, nested ones too (not array items nor map
+    values), each with its path, parents first."""
+    yield path, schema
     for key, sub in schema.get("properties", {}).items():
-        out += shorthands(sub, (*path, key))
-    return out
+        yield from subschemas(sub, (*path, key))
+
+
+def shorthands(schema: Schema) -> list[tuple[Path, str]]:
+    """(path, key) of every object of ``schema`` that a string may stand for (``x-shorthand``)."""
+    return [(path, sub["x-shorthand"]) for path, sub in subschemas(schema) if "x-shorthand" in sub]
 
 
 def _matches_type(value: Any, types: str | list[str]) -> bool:
@@ -166,30 +171,23 @@ def _matches_type(value: Any, types: str | list[str]) -> bool:
     return any(type_name(value) == n or (n == "number" and type_name(value) == "integer") for n in names)
 
 
-def check(schema: Schema, value: Any, path: Path = ()) -> list[tuple[Path, str]]:
+def check(schema: Schema, value: Any) -> list[tuple[Path, str]]:
     """Every problem of ``value`` against ``schema``, as (path, message) pairs."""
     problems: list[tuple[Path, str]] = []
-    _check(schema, value, path, problems)
-    return [(p, _elsewhere(schema, path, p, m)) for p, m in problems]
+    _check(schema, value, (), problems)
+    return [(p, _elsewhere(schema, p, m)) for p, m in problems]
 
 
-def _elsewhere(schema: Schema, root: Path, path: Path, message: str) -> str:
+def _elsewhere(schema: Schema, path: Path, message: str) -> str:
     """An unknown key that is a key somewhere else in ``schema`` (``launch.namespace``, a
     top-level ``image``) says where, instead of guessing a sibling of a similar spelling."""
     key = path[-1] if path else None
     if not message.startswith(f"unknown key '{key}' ("):
         return message
-    homes = [".".join(map(str, (*root, *at))) for at in _homes(schema, str(key))]
+    homes = [".".join((*at, str(key))) for at, sub in subschemas(schema) if key in sub.get("properties", {})]
     if not homes:
         return message
     return f"{message.split('; did you mean')[0]}; '{key}' belongs at {' or '.join(homes[:3])}"
-
-
-def _homes(schema: Schema, key: str, at: Path = ()) -> list[Path]:
-    """Where ``key`` is a property of an object in ``schema`` (arrays and free maps not entered)."""
-    props: dict[str, Schema] = schema.get("properties", {})
-    found = [(*at, key)] if key in props else []
-    return found + [h for name, sub in props.items() for h in _homes(sub, key, (*at, name))]
 
 
 def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) -> None:
@@ -291,12 +289,7 @@ def defaults_of(schema: Schema) -> Any:
     if "default" in schema:
         return clone(schema["default"])
     if "properties" in schema:
-        out = {}
-        for key, sub in schema["properties"].items():
-            d = defaults_of(sub)
-            if d is not NO_DEFAULT:
-                out[key] = d
-        return out
+        return {key: d for key, sub in schema["properties"].items() if (d := defaults_of(sub)) is not NO_DEFAULT}
     return NO_DEFAULT
 
 
@@ -306,10 +299,8 @@ def fill_defaults(schema: Schema, value: Any) -> None:
     objects inside lists. Call it only on data that passed :func:`check`."""
     if isinstance(value, dict) and "properties" in schema:
         for key, sub in schema["properties"].items():
-            if key not in value:
-                d = defaults_of(sub)
-                if d is not NO_DEFAULT:
-                    value[key] = d
+            if key not in value and (d := defaults_of(sub)) is not NO_DEFAULT:
+                value[key] = d
             if key in value:
                 fill_defaults(sub, value[key])
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):

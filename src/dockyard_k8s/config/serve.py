@@ -79,20 +79,18 @@ def load_serve(spec_file: str, layers: Layers = Layers()) -> ServeConfig:
         doc, sources = load_infra_doc(spec_file, layers)
     except ConfigError as e:
         raise _recipe_given(spec_file, e) from None
-    name_written = ("serve", "name") in doc.marks
     fill_derived(doc.data, spec_file)
-    cfg = ServeConfig(doc.data, spec_file, sources, doc.marks, doc.key_marks)
     problems = []
     written = {path[:end] for path in doc.marks for end in range(1, len(path) + 1)}  # a key or one under it
     for path, message in serve_problems(doc.data, written=written.__contains__):
-        if path == ("serve", "name") and not name_written:
+        if path == ("serve", "name") and path not in doc.marks:
             problems.append(ConfigProblem(spec_file, 0, 0, format_path(path),
                                           message + " (the name defaults to the spec file name; set serve.name)"))
         else:
             problems.append(problem_at(doc.marks, doc.key_marks, path, message))
     if problems:
         raise ConfigError(problems)
-    return cfg
+    return ServeConfig(doc.data, spec_file, sources, doc.marks, doc.key_marks)
 
 
 def _recipe_given(spec_file: str, error: ConfigError) -> ConfigError:

@@ -65,19 +65,10 @@ def _resolve_plain(value: str) -> tuple[str, Any]:
         return "null", None
     if _BOOL.match(value):
         return "bool", value.lower() == "true"
-    if _INT.match(value):
-        if value.startswith("0o"):
-            return "int", int(value[2:], 8)
-        if value.startswith("0x"):
-            return "int", int(value[2:], 16)
-        return "int", int(value)
-    if _FLOAT.match(value):
-        low = value.lower()
-        if low.endswith("inf"):
-            return "float", float("-inf") if low.startswith("-") else float("inf")
-        if low.endswith("nan"):
-            return "float", float("nan")
-        return "float", float(value)
+    if _INT.match(value):  # 0o17 and 0x1F as Python writes them; 017 is decimal (int(_, 0) refuses it)
+        return "int", int(value, 0) if value.startswith(("0o", "0x")) else int(value)
+    if _FLOAT.match(value):  # .inf, -.Inf, .NaN: Python's float() takes them without the dot
+        return "float", float(value.lower().replace(".inf", "inf").replace(".nan", "nan"))
     return "str", value
 
 

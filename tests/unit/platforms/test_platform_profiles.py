@@ -119,7 +119,7 @@ def test_profile_layer_ignores_garbage() -> None:
 
 def test_profiles_only_name_keys_of_the_schema() -> None:
     from dockyard_k8s.config.infra_schema import INFRA
-    from dockyard_k8s.config.loader import merge
+    from dockyard_k8s.config.layering import merge
     from dockyard_k8s.config.schema import check, defaults_of
 
     for name in PROFILES:

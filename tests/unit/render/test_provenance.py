@@ -57,8 +57,8 @@ def test_rendered_fields_know_their_infra_keys(recipe, write, clean_env):
                                            "containers", 0, "ports")
     assert where((*container, "volumeMounts", 0, "mountPath")) is None
     # and the loader knows the layer and place of each key
-    mark = run.origin(("kuberay", "trainer", "memoryLimit"))
-    assert (mark.file, mark.line) == (infra, 7)
+    problem = run.locate(("kuberay", "trainer", "memoryLimit"), "")
+    assert (problem.file, problem.line) == (infra, 7)
     assert run.layer(("kuberay", "trainer", "memory")) == "<shipped defaults>"
     assert run.layer(("kuberay", "trainer", "memoryLimit")) == infra
     assert run.layer(("kuberay", "trainer", "tolerations", 0, "key")) == "<shipped defaults>"
