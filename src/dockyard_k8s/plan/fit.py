@@ -21,7 +21,7 @@ from dockyard_k8s.kube import as_mapping, container_requests, pod_requests, pod_
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
-from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason
+from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason, tolerates
 from dockyard_k8s.plan.units import format_amount, parse_units, to_units
 from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
 
@@ -97,7 +97,9 @@ def _blame_node(index: int, at: Path, req: Requirements, node: Node, itype: str,
                 f"pool's labels if its nodes have it)"
             return Misfit(index, (*at, "spec", "nodeSelector", key),
                           f"{key}={value}: {where}, so the pod never schedules ({said})")
-    for taint in node.taints:
+    for taint in node.taints:  # the first the pod does not tolerate, as TaintToleration reports it
+        if taint.get("effect") not in ("NoSchedule", "NoExecute") or any(tolerates(t, taint) for t in req.tolerations):
+            continue
         return Misfit(index, (*at, "spec", "tolerations"),
                       f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"
                       f"{taint.get('effect')} of the {itype} pool ({said})")
