@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate import cache, crd_convert
+from dockyard_k8s.validate.reader import manifest_files
 
 if TYPE_CHECKING:
     from dockyard_k8s.validate.crd_convert import Version
@@ -35,13 +36,10 @@ class CrdSchema:
 
 
 def _crd_files(path: str) -> list[str]:
-    if os.path.isdir(path):
-        found = []
-        for base, dirs, files in os.walk(path):
-            dirs.sort()
-            found += [os.path.join(base, f) for f in sorted(files) if f.endswith((".yaml", ".yml", ".json"))]
-        return found
-    return [path]
+    """A ``--crd`` file, or a directory's manifests as ``validate`` reads them: kubebuilder's
+    ``config/crd`` (its kustomization.yaml lists files) and no dot-directory (a ``schemas fetch``
+    staging folder)."""
+    return manifest_files([path]) if os.path.isdir(path) else [path]
 
 
 # Display names of the projects whose CRDs are bundled (validate/crds/<project>-<version>/) or

@@ -77,6 +77,16 @@ def test_crd_directory_and_source_label(crd_file, tmp_path):
     assert report.problems == [] and report.sources == {"example.com/v1/Widget": f"CRD {crd_file} (--crd)"}
 
 
+def test_a_crd_directory_in_kubebuilder_s_layout_is_read_as_validate_reads_manifests(crd_file, tmp_path):
+    """config/crd: a kustomization.yaml that lists the CRD files (it was refused: "no
+    CustomResourceDefinition in the file"), and a dot-directory (a fetch's staging folder) left out."""
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- widget.yaml\n")
+    (tmp_path / ".fetch-1").mkdir()
+    (tmp_path / ".fetch-1" / "half.yaml").write_text("kind: ConfigMap\n")
+    report = validate_report([widget()], ValidateOptions(crd_sources=(str(tmp_path),)))
+    assert report.problems == [] and report.sources == {"example.com/v1/Widget": f"CRD {crd_file} (--crd)"}
+
+
 def test_a_changed_crd_file_invalidates_the_cached_schema(crd_file):
     assert validate_objects([widget(size=5)], ValidateOptions(crd_sources=(crd_file,))) == []
     with open(crd_file, "w") as f:
