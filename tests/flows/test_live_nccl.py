@@ -80,3 +80,15 @@ def test_waiting_for_the_launcher_times_out_even_when_no_event_arrives(client: A
     with pytest.raises(ClusterError) as e:
         wait_launcher_logs(client, job, timeout=1)
     assert str(e.value) == "the NCCL launcher did not finish within 1s"
+
+
+def test_nccl_test_run_uses_the_context_s_namespace_as_run_does(cli: Any, fake: FakeKube, tmp_path: Any) -> None:
+    """An infra file that names no namespace: the MPIJob goes where `run` would put the run (the
+    kubeconfig context's namespace, rl-research here), not to default."""
+    bare = tmp_path / "bare.infra.yaml"
+    bare.write_text("infra:\n  image: ghcr.io/acme/trainer:1.0\nncclTest:\n  image: ghcr.io/acme/nccl:1.0\n")
+    fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rl-research"}})
+    operator = MpiOperator(fake, "Succeeded")
+    r = cli("nccl-test", ARGS[0], "--infra", str(bare), "--run", "--keep", "--timeout", str(BOUND))
+    operator.stop()
+    assert "applying MPIJob rl-research/" in r.out, r.out + r.err

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summarize:
         summary = nccl.parse_all_reduce(sys.stdin.read() if args.summarize == "-" else _read(args.summarize))
     elif args.run:
+        args.live = True  # load_bundle: the kubeconfig context's namespace when none is given, as `run` does
         summary = run_live(args, render_mpijob(args))
     else:
         mpijob = render_mpijob(args)
