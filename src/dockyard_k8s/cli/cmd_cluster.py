@@ -10,7 +10,7 @@ from typing import Any
 
 from dockyard_k8s.cli import cmd_down
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.cli.cmd_down import add_down_args
 from dockyard_k8s.cli.cmd_run import add_follow_args, deadline_setting, execute
@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
     ls.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     ls.add_argument("-l", "--selector", default="", metavar="SELECTOR", help="label selector (kubectl syntax)")
-    ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
+    add_output_arg(ls, ("text", "json", "yaml"))
     add_cluster_args(ls)
     ls.set_defaults(func=cluster_list)
 

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
@@ -30,7 +31,7 @@ def register(sub: Any) -> None:
                        epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
     add_run_args(p)
     add_cluster_args(p)
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
+    add_output_arg(p, ("text", "json", "yaml"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, ray_target, say, warn
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     submit.set_defaults(func=job_submit)
     ls = js.add_parser("list", help="jobs of the cluster")
     _target_args(ls)
-    ls.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
+    add_output_arg(ls, ("text", "json", "yaml"))
     ls.set_defaults(func=job_list)
     logs = js.add_parser("logs", help="logs of one job")
     _target_args(logs)

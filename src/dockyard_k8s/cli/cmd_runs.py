@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
-from dockyard_k8s.cli._output import table
+from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
@@ -31,9 +31,8 @@ def register(sub: Any) -> None:
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     p.add_argument("-l", "--selector", default="", metavar="SELECTOR",
                    help="only runs whose objects carry these labels (kubectl syntax: team=rl,tier!=dev)")
-    p.add_argument("-o", "--output", choices=("text", "wide", "name", "json", "yaml"), default="text",
-                   help="output format (wide adds each run's one-line summary; name prints one run per line, "
-                        "for xargs)")
+    add_output_arg(p, ("text", "wide", "name", "json", "yaml"),
+                   help_extra="; wide adds each run's one-line summary, name prints one run per line for xargs")
     add_cluster_args(p)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, say
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
 from dockyard_k8s.kube import object_ref
@@ -51,7 +52,7 @@ def register(sub_parser: Any) -> None:
     status = sub_parser("status", "The endpoint on one screen: Deployment rollout, pods, cache claim, autoscaler, "
                                   "and the problems explaining anything not ready. Exit 1 when nothing exists.",
                         live=True)
-    status.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    add_output_arg(status, ("text", "json"))
     status.set_defaults(func=run_status)
 
     logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.validate.bulk import validate_paths
 from dockyard_k8s.validate.engine import ValidateOptions
@@ -44,8 +45,7 @@ def register(sub: Any) -> None:
                    help="an object with no schema is not an error (it still gets the semantic rules)")
     p.add_argument("--no-bundled-crds", action="store_true",
                    help="do not use the KubeRay, KEDA and Kueue CRDs shipped with dockyard-k8s")
-    p.add_argument("-o", "--output", choices=("text", "json", "junit", "tap"), default="text",
-                   help="report format (default text)")
+    add_output_arg(p, ("text", "json", "junit", "tap"))
     p.add_argument("--summary", action="store_true", help="print a summary line (text output)")
     p.add_argument("--exit-on-error", action="store_true", help="stop at the first invalid object")
     p.add_argument("--workers", type=_workers, default=0, metavar="N",
