@@ -59,6 +59,18 @@ _BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 
 
+def quantity_fix(value: str) -> str:
+    """The byte units people write (``1000GB``, ``16GiB``, ``512mb``) as Kubernetes spells them:
+    ``Gi`` binary or ``G`` decimal, no ``B`` (a lowercase ``m`` is milli there)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?) ?([kmgtpe])(i?)b?", value, re.IGNORECASE)
+    if m is None:
+        return ""
+    number, unit, binary = m[1], m[2].upper(), m[3]
+    if binary:
+        return f"; did you mean '{number}{unit}i'?"
+    return f"; did you mean '{number}{unit}i' (binary) or '{number}{'k' if unit == 'K' else unit}' (decimal)?"
+
+
 def format_quantity(value: Fraction | int, binary: bool = False) -> str:
     """The canonical text of an amount, as apimachinery's ``Quantity.String()`` writes it.
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dockyard_k8s import names
+from dockyard_k8s.kube import quantity_fix
 from dockyard_k8s.plain import Path, clone, show, show_typed, type_name
 from dockyard_k8s.suggest import did_you_mean
 
@@ -211,7 +212,7 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
             out.append((path, f"got {value}, expected a number <= {schema['maximum']}{why}"))
     scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
     if "pattern" in schema and scalar and not re.match(schema["pattern"], str(value)):
-        fix = _quantity_fix(str(value)) if schema["pattern"] == QUANTITY else ""
+        fix = quantity_fix(str(value)) if schema["pattern"] == QUANTITY else ""
         out.append((path, f"got {show_typed(value)}, expected {_pattern_hint(schema['pattern'])}{fix}"))
     if "x-format" in schema and isinstance(value, str):
         ok, expected = FORMATS[schema["x-format"]]
@@ -259,18 +260,6 @@ _PATTERN_HINTS = {
     DNS1123_SUBDOMAIN: "a DNS-1123 name (lowercase letters, digits, '-' and '.')",
     HUB_ID: "a model hub id like meta-llama/Meta-Llama-3-8B-Instruct (a directory goes in serve.model.path)",
 }
-
-
-def _quantity_fix(value: str) -> str:
-    """The byte units people write (``1000GB``, ``16GiB``, ``512mb``) as Kubernetes spells them:
-    ``Gi`` binary or ``G`` decimal, no ``B`` (a lowercase ``m`` is milli there)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?) ?([kmgtpe])(i?)b?", value, re.IGNORECASE)
-    if m is None:
-        return ""
-    number, unit, binary = m[1], m[2].upper(), m[3]
-    if binary:
-        return f"; did you mean '{number}{unit}i'?"
-    return f"; did you mean '{number}{unit}i' (binary) or '{number}{'k' if unit == 'K' else unit}' (decimal)?"
 
 
 def _pattern_hint(pattern: str) -> str:

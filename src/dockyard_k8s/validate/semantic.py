@@ -18,7 +18,14 @@ import functools
 import ipaddress
 from typing import Any
 
-from dockyard_k8s.kube import PodTemplate, is_extended_resource, parse_quantity, pod_templates, selector_matches
+from dockyard_k8s.kube import (
+    PodTemplate,
+    is_extended_resource,
+    parse_quantity,
+    pod_templates,
+    quantity_fix,
+    selector_matches,
+)
 from dockyard_k8s.names import (
     NAME_FORMAT,
     check_name,
@@ -140,7 +147,8 @@ def _resources(out: Found, res: Any, at: JsonPath) -> None:
             q = parse_quantity(raw)
             if q is None:
                 if isinstance(raw, str | int | float) and not isinstance(raw, bool):
-                    out.append(((*at, section, name), f"got {show(raw)}, expected a quantity such as 500m, 2, 16Gi"))
+                    out.append(((*at, section, name), f"got {show(raw)}, expected a quantity such as 500m, 2, 16Gi"
+                                                           f"{quantity_fix(str(raw))}"))
                 continue
             if q < 0:
                 out.append(((*at, section, name), f"got {show(raw)}, expected a quantity >= 0"))

@@ -23,6 +23,8 @@ def _set(obj, path, value):
     [
         ((*C, "resources", "limits", "nvidia.com/gpu"), "abc", (*C, "resources", "limits", "nvidia.com/gpu"),
          "got 'abc', expected a quantity such as 500m, 2, 16Gi"),
+        ((*C, "resources", "limits", "memory"), "16GB", (*C, "resources", "limits", "memory"),
+         "got '16GB', expected a quantity such as 500m, 2, 16Gi; did you mean '16Gi' (binary) or '16G' (decimal)?"),
         ((*C, "resources", "limits", "nvidia.com/gpu"), "1.5", (*C, "resources", "limits", "nvidia.com/gpu"),
          "got '1.5': nvidia.com/gpu is an extended resource, expected a whole number"),
         ((*C, "resources", "requests"), {"cpu": "2"}, (*C, "resources", "requests", "cpu"),
