@@ -122,8 +122,17 @@ def test_dry_run_server_persists_nothing_and_says_what_would_change(cluster: Any
     again = e2e_cli("run", *example("--dry-run=server"))
     assert again.code == 0, again.out + again.err
     assert "unchanged (server dry run) RayJob " + ns + "/grpo-swe" in again.out, again.out
+    scaled = e2e_cli("run", *example("--dry-run=server", "--set", "sandbox.replicas=2"))
+    assert scaled.code == 0, scaled.out + scaled.err
+    assert f"configured (server dry run) Deployment {ns}/grpo-swe-sandbox" in scaled.out, scaled.out
+    assert "unchanged (server dry run) RayJob " + ns + "/grpo-swe" in scaled.out, scaled.out
+    # a changed RayJob KubeRay has started: the dry run says what `run` would, a refusal (KubeRay
+    # reads the spec once)
+    cluster.wait("KubeRay starting the RayJob", lambda: cluster.get("-n", ns, "rayjob", RUN).get("status", {}).get(
+        "jobDeploymentStatus") not in (None, "", "New"))
     changed = e2e_cli("run", *example("--dry-run=server", "--set", "kuberay.trainer.env.NCCL_DEBUG=INFO"))
-    assert "configured (server dry run) RayJob " + ns + "/grpo-swe" in changed.out, changed.out
+    assert changed.code == 1 and "from another spec" in changed.out and "nothing was applied" in changed.out, \
+        changed.out + changed.err
     assert versions(labelled(cluster, ns)) == before
     live = cluster.get("-n", ns, "rayjob", RUN)["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     env = {e["name"]: e.get("value") for e in live["template"]["spec"]["containers"][0]["env"]}
