@@ -51,6 +51,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("no infra file beside the recipe", "check tiny.yaml", {"tiny.yaml": "a: 1\n"}),
         ("the top level is not a mapping", CHECK, {"i.yaml": "- a\n- b\n"}),
         ("a file that is not there", "check nope.yaml -f i.yaml", {}),
+        ("a mistyped recipe: the near name, and nothing about its infra file", "check grpo-swe.yaml",
+         {"grpo_swe.yaml": "a: 1\n"}),
         ("not UTF-8", CHECK, {"i.yaml": b"infra:\n  image: caf\xe9\n"}),
         ("not YAML", CHECK, {"i.yaml": "infra:\n  image: [x\n"}),
         ("a tab for indentation", CHECK, {"i.yaml": IMG + "kuberay:\n\ttrainer: {}\n"}),

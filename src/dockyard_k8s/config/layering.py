@@ -32,6 +32,7 @@ from dockyard_k8s.config.yamlio import Document, Mark, Path, format_path, parse_
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.plain import clone, show_typed
+from dockyard_k8s.suggest import closest
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +74,22 @@ def read_text(file: str) -> str | ConfigProblem:
     try:
         return yamlfile.read_text(file)
     except OSError as e:
-        return ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}")
+        near = _near_file(file) if isinstance(e, FileNotFoundError) else ""
+        return ConfigProblem(file, 0, 0, "", f"cannot read file: {e.strerror or e}{near}")
     except yamlfile.YamlError as e:
         at = e.problem.mark
         return ConfigProblem(file, at.line, at.col, "", e.problem.message)
+
+
+def _near_file(file: str) -> str:
+    """``; did you mean 'grpo_swe.yaml'?`` for a YAML file beside ``file`` of a near name (the
+    names compared without their extension, which every candidate shares)."""
+    folder = os.path.dirname(file) or "."
+    if not os.path.isdir(folder):
+        return ""
+    stems = {os.path.splitext(n)[0]: n for n in sorted(os.listdir(folder)) if n.endswith((".yaml", ".yml"))}
+    near = closest(os.path.splitext(os.path.basename(file))[0], stems)
+    return f"; did you mean '{os.path.join(os.path.dirname(file), stems[near])}'?" if near is not None else ""
 
 
 class LayerReader:

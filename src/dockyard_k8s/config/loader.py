@@ -119,6 +119,8 @@ def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
     files = _files(infra_file) or [f for f in (default_infra_file(recipe_file),) if f]
     composer = RecipeComposer(LayerReader(env), recipe_file)  # its own problems: the infra files come first
     composed = composer.compose(recipe_file)
+    if not files and not os.path.exists(recipe_file):  # a mistyped recipe: its infra is not there either
+        return None, composer.reader.problems
     if {"infra", "kuberay"} & set(composed.data) and set(composed.data) <= set(INFRA_SECTIONS):  # `check x.infra.yaml`
         return None, [_infra_as_recipe(recipe_file, composed)]
     infra, sources, broken = _infra_layers(reader, files, layers, recipe=(recipe_file, composed.data))
