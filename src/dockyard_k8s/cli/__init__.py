@@ -102,6 +102,8 @@ class _Parser(argparse.ArgumentParser):
             hints = [did_you_mean(w.split("=")[0], flags) for w in message.split(": ", 1)[1].split()
                      if w.startswith("--")]
             message += "".join(h for h in hints if h)
+        elif message.endswith("required: RECIPE|RUN"):  # status, logs, down...: which runs there are
+            message += " (`dockyard-k8s runs` lists the runs of the namespace, `runs -A` of every namespace)"
         super().error(message)
 
 
