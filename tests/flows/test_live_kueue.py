@@ -20,6 +20,7 @@ from states import (
     flavor,
     install_kueue,
     local_queue,
+    set_job,
     workload_of,
 )
 
@@ -159,3 +160,23 @@ def test_run_of_a_queued_job_on_a_cluster_without_kueue_says_nothing_queues_it(c
     r = cli("run", *KUEUE_ARGS, "--timeout", "0.5")
     assert "note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue " \
            "Workloads: Kueue is not installed" in r.out
+
+
+def test_a_suspended_queued_job_kueue_makes_no_workload_for_is_said(cli: Any, fake: FakeKube,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue v0.19.2 makes no Workload for a job whose WorkloadPriorityClass went missing after the
+    launch checked it (its reconciler's error is in its log only): the run said only "waiting to be
+    admitted" until its timeout. Here no Kueue runs at all, which looks the same from the API."""
+    from dockyard_k8s.live import orchestrate
+
+    monkeypatch.setattr(orchestrate, "NO_WORKLOAD_SECONDS", 0.0)
+    install_kueue(fake)
+    for obj in queue_objects():
+        fake.put(obj)
+    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
+    set_job(fake, "Suspended")
+    r = cli("run", *KUEUE_ARGS, "--timeout", "2")
+    assert ("note: Kueue has made no Workload for RayJob grpo-swe in 0s, so nothing queues it: Kueue's job reconciler "
+            "fails on it (its WorkloadPriorityClass research-normal missing? `kubectl get workloadpriorityclass "
+            "research-normal`; the error is in the Kueue manager's log only)") in r.out, r.out + r.err
+    assert r.out.count("Kueue has made no Workload") == 1

@@ -19,6 +19,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s import kueue
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
@@ -362,6 +363,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             say("note: the run is queued with Kueue (kueue.x-k8s.io/queue-name) but this cluster serves no Kueue "
                 "Workloads: Kueue is not installed, so nothing queues the job (it runs as soon as it is created)")
     tracked = {k.kind for k, _, _ in sources} - {"Event"}
+    told_no_workload = "Workload" not in tracked  # a queued job Kueue makes no Workload for: said once
     synced: set[str] = set()
     last: dict[str, Any] | None = None  # the main object as the last event that had it left it
     deadline_clock = PreRunningClock(start)  # stopped while Kueue holds the job, restarted per attempt
@@ -389,12 +391,17 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 return Outcome(False, "pre-running-deadline",
                                f"not running after {int(pre_running_deadline)}s (pre-running deadline); "
                                "the run is left as is")
+            if not told_no_workload and len(synced) == len(sources) and now - start >= NO_WORKLOAD_SECONDS \
+                    and view.workload() is None and getattr(view.main_phase(), "state", "") == "suspended":
+                told_no_workload = True
+                say(f"{stamp()} {no_workload_note(view.main() or {})}")
             batch = _burst(inbox)
             for source, ev in batch:
                 kind = source.kind
                 if isinstance(ev, ClusterError) and ev.status == 403 and kind not in rendered and kind != "Pod":
                     say(f"warning: not allowed to watch {source.resource} in {namespace} (403): followed without them")
                     ev = WatchEvent("SYNC", {}, [])
+                    told_no_workload = told_no_workload or kind == "Workload"  # unseen, not missing
                 if isinstance(ev, BaseException):
                     raise ev
                 if ev.type == "SYNC":
@@ -442,6 +449,24 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             verdict = on_view(view) if on_view is not None else None
             if verdict is not None:
                 return verdict
+
+
+# Kueue makes a queued job's Workload within a second or so; a suspended job without one after
+# this long is one Kueue's job reconciler fails on, and nothing else would say so.
+NO_WORKLOAD_SECONDS = 15.0
+
+
+def no_workload_note(main: dict[str, Any]) -> str:
+    """Why a suspended, queued job may have no Workload (seen on Kueue v0.19.2: a missing
+    WorkloadPriorityClass fails its reconciler, in the manager's log only)."""
+    meta = main.get("metadata") or {}
+    priority = (meta.get("labels") or {}).get(kueue.PRIORITY_LABEL)
+    missing = f"its WorkloadPriorityClass {priority} missing? `kubectl get workloadpriorityclass {priority}`; " \
+        if priority else ""
+    return (f"note: Kueue has made no Workload for {main.get('kind')} {meta.get('name')} in "
+            f"{int(NO_WORKLOAD_SECONDS)}s, so nothing queues it: Kueue's job reconciler fails on it ({missing}the "
+            "error is in the Kueue manager's log only), or the manager is not running (`kubectl -n kueue-system "
+            "get pods`)")
 
 
 # A burst of watch events (16 sandbox pods turning Ready within milliseconds) is taken in whole
