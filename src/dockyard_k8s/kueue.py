@@ -66,6 +66,12 @@ def queue_name(obj: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def priority_class(obj: dict[str, Any]) -> str:
+    """The WorkloadPriorityClass a job names, "" when it names none."""
+    value = as_mapping(as_mapping(obj.get("metadata")).get("labels")).get(PRIORITY_LABEL)
+    return value if isinstance(value, str) else ""
+
+
 def judged(obj: dict[str, Any]) -> bool:
     """True when Kueue's webhooks judge ``obj``: it carries the queue-name label (of any value),
     or it is one of Kueue's own objects."""

@@ -382,7 +382,7 @@ def kueue_checks(objects: list[dict[str, Any]], found: list[dict[str, Any]] | No
     if installed is None or found is None:
         return [Check("Kueue", None, "cannot read Kueue's objects (permission)", fatal=False)]
     checks = [Check("Kueue", True, "installed (ClusterQueue served)")]
-    priority = str(as_mapping(as_mapping(jobs[0].get("metadata")).get("labels")).get(kueue.PRIORITY_LABEL) or "")
+    priority = kueue.priority_class(jobs[0])
     if priority and not any(o.get("kind") == "WorkloadPriorityClass" and as_mapping(o.get("metadata")).get("name")
                             == priority for o in [*found, *objects]):
         missing = f"missing: {priority} (label {kueue.PRIORITY_LABEL}): Kueue makes no Workload for the job, " \

@@ -459,11 +459,10 @@ NO_WORKLOAD_SECONDS = 15.0
 def no_workload_note(main: dict[str, Any]) -> str:
     """Why a suspended, queued job may have no Workload (seen on Kueue v0.19.2: a missing
     WorkloadPriorityClass fails its reconciler, in the manager's log only)."""
-    meta = main.get("metadata") or {}
-    priority = (meta.get("labels") or {}).get(kueue.PRIORITY_LABEL)
+    priority = kueue.priority_class(main)
     missing = f"its WorkloadPriorityClass {priority} missing? `kubectl get workloadpriorityclass {priority}`; " \
         if priority else ""
-    return (f"note: Kueue has made no Workload for {main.get('kind')} {meta.get('name')} in "
+    return (f"note: Kueue has made no Workload for {main.get('kind')} {(main.get('metadata') or {}).get('name')} in "
             f"{int(NO_WORKLOAD_SECONDS)}s, so nothing queues it: Kueue's job reconciler fails on it ({missing}the "
             "error is in the Kueue manager's log only), or the manager is not running (`kubectl -n kueue-system "
             "get pods`)")

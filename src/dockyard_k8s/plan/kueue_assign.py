@@ -149,9 +149,8 @@ class Verdict:
 
 
 def _priority(snap: Snapshot, obj: dict[str, Any], sets: list[kueue.PodSet]) -> tuple[int, str, list[str]]:
-    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
-    wpc = labels.get(kueue.PRIORITY_LABEL)
-    if isinstance(wpc, str) and wpc:
+    wpc = kueue.priority_class(obj)
+    if wpc:
         if wpc in snap.workload_priorities:
             return snap.workload_priorities[wpc], f"WorkloadPriorityClass {wpc}", []
         return 0, f"WorkloadPriorityClass {wpc}", [
