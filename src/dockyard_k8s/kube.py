@@ -301,9 +301,9 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
 
 
 # Kinds in the order they must exist: the namespace, then cluster-scoped, then namespaced.
-_REFERENCE_ORDER = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass", "LocalQueue",
-                    "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim")
-_CLUSTER_SCOPED = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass")
+_REFERENCE_ORDER = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass", "StorageClass",
+                    "LocalQueue", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim")
+_CLUSTER_SCOPED = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "RuntimeClass", "StorageClass")
 # What an object's label names (Kueue's, kueue.QUEUE_LABEL and kueue.PRIORITY_LABEL): without the
 # LocalQueue the Workload stays Inadmissible; without the WorkloadPriorityClass Kueue makes no
 # Workload at all (its job reconciler errors, in its own log only) and the job stays suspended.
@@ -363,6 +363,13 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
         labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
         named = [(kind, str(labels[label]), f"label {label}") for label, kind in _LABEL_REFERENCES.items()
                  if labels.get(label)]
+        # A claim's class (not "": no class, bound to a static PV by name): without the StorageClass
+        # or a PersistentVolume of that class the claim, and every pod mounting it, stays Pending.
+        storage_class = as_mapping(obj.get("spec")).get("storageClassName") if obj.get("kind") == \
+            "PersistentVolumeClaim" else None
+        if storage_class:
+            named.append(("StorageClass", str(storage_class),
+                          f"storageClassName of claim {as_mapping(obj.get('metadata')).get('name')}"))
         for kind, name, how in [*named, *(r for t in pod_templates(obj) for r in _pod_references(t.spec))]:
             key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
             uses = found.setdefault(key, [])

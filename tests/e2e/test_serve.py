@@ -53,6 +53,9 @@ def test_serve_up_refuses_before_applying_then_rolls_out_and_down_keeps_the_weig
     assert f"error: endpoint {NAME} refers to" in refused.err and "nothing was applied" in refused.err
     assert f"  Secret {ns}/hf-token, used as key token (env HF_TOKEN); create: kubectl -n {ns} create secret " \
            "generic hf-token --from-literal=token=..." in refused.err
+    # no StorageClass "standard" here and no PersistentVolume of that class yet: the claim would stay Pending
+    assert "  StorageClass standard, used as storageClassName of claim llama-8b-cache; create: set " \
+           "infra.storage.storageClassName" in refused.err, refused.err
     assert endpoint_objects(cluster, ns) == {}  # the cluster agrees: nothing half-applied
 
     admin_prerequisites(cluster, ns)

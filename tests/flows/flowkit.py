@@ -16,6 +16,9 @@ PREREQUISITES: list[dict[str, Any]] = [
     *({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": 1000}
       for n in ("gpu-training",)),
     {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"},
+    # the kind profile's claim class (kind's local-path provisioner serves it as "standard")
+    {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "standard"},
+     "provisioner": "rancher.io/local-path"},
     *({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": n, "namespace": "rl-research"}}
       for n in ("ghcr-pull", "wandb")),
     *({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": ns}}

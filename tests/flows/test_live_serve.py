@@ -173,6 +173,30 @@ def test_a_missing_priority_class_is_named_before_anything_is_applied(cli: Any, 
     assert not [q for q in fake.requests if q.method == "PATCH"]
 
 
+def test_a_claim_class_the_cluster_has_no_storage_class_or_volume_of_is_refused(cli: Any, fake: FakeKube) -> None:
+    """A claim of class "standard" with no such StorageClass stays Pending with its pod; a static
+    PersistentVolume of that class binds it by class name, so it counts; a user who may not list
+    PersistentVolumes gets a note, not a refusal."""
+    fake.remove("storage.k8s.io/v1", "StorageClass", "", "standard")
+    r = cli("serve", "up", KIND_SPEC, "--detach")
+    assert r.code == 1, r.out + r.err
+    assert "  StorageClass standard, used as storageClassName of claim llama-8b-cache; create: set " \
+           "infra.storage.storageClassName (serve.cache.storageClass) to one of `kubectl get storageclass`" in r.err
+    assert not [q for q in fake.requests if q.method == "PATCH"]
+
+    fake.deny("list", "persistentvolumes")
+    denied = cli("serve", "up", KIND_SPEC, "--detach")
+    assert denied.code == 0, denied.out + denied.err
+    assert "note: not checked: the StorageClass the pods name (no permission to get storageclasses or list " \
+           "persistentvolumes)" in denied.out + denied.err
+
+    fake.denied.clear()
+    fake.put({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "static"},
+              "spec": {"storageClassName": "standard", "capacity": {"storage": "100Gi"}}})
+    bound = cli("serve", "up", KIND_SPEC, "--detach")
+    assert bound.code == 0, bound.out + bound.err
+
+
 def test_a_rollout_past_its_deadline_fails(cli: Any, fake: FakeKube) -> None:
     def controller() -> None:
         following(fake)

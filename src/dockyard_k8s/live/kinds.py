@@ -40,6 +40,8 @@ _TABLE = [
     Kind("v1", "LimitRange", "limitranges"),
     Kind("v1", "Namespace", "namespaces", namespaced=False),
     Kind("v1", "Node", "nodes", namespaced=False),
+    Kind("v1", "PersistentVolume", "persistentvolumes", namespaced=False),
+    Kind("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False),
     Kind("apps/v1", "Deployment", "deployments"),
     Kind("apps/v1", "StatefulSet", "statefulsets"),
     Kind("apps/v1", "DaemonSet", "daemonsets"),

@@ -25,6 +25,9 @@ REFERENCE_FIXES = {
     "RuntimeClass": "a RuntimeClass {name} with a handler the nodes' container runtime has (GPU nodes: nvidia, from "
                     "the NVIDIA container toolkit or GPU operator), or unset the runtimeClassName that names it",
     "ServiceAccount": "kubectl -n {ns} create serviceaccount {name} (or drop the serviceAccountName naming it)",
+    "StorageClass": "set infra.storage.storageClassName (serve.cache.storageClass) to one of `kubectl get "
+                    "storageclass`, or null for the cluster's default class (or create PersistentVolumes of class "
+                    "{name})",
     "ConfigMap": "kubectl -n {ns} create configmap {name} --from-literal=KEY=... (or drop the reference)",
     "PersistentVolumeClaim": "create the claim {name} in {ns} (or drop the volume naming it)",
     "LocalQueue": "ask the platform admin for it, or set infra.kueue.queueName to one of `kubectl get localqueues "
@@ -77,8 +80,8 @@ def check_references(references: list[tuple[str, str, str, str]],
         if missing:
             out.append(Check(title, False, "missing: " + ", ".join(missing), "; ".join(dict.fromkeys(fixes))))
         elif unknown:
-            out.append(Check(title, None, f"{', '.join(unknown)}: cannot tell (no permission to read {kind}s)",
-                             fatal=False))
+            out.append(Check(title, None, f"{', '.join(unknown)}: cannot tell (no permission to read "
+                                          f"{KINDS[kind].plural})", fatal=False))
         else:
             out.append(Check(title, True, ", ".join(present)))
     return out
@@ -98,6 +101,9 @@ def read_references(client: KubeClient, objects: list[dict[str, Any]],
             continue
         try:
             found = client.get(KINDS[kind], ns or None, name) is not None
+            if not found and kind == "StorageClass":  # a static PersistentVolume of that class binds the claim
+                volumes = client.list(KINDS["PersistentVolume"], None)[0]
+                found = any((v.get("spec") or {}).get("storageClassName") == name for v in volumes)
             if not found and kind in KUEUE_KINDS and not client.list(KINDS[kind], ns or None, missing_ok=True)[1]:
                 continue  # Kueue is not installed: nothing queues the job (the follower says so; doctor ✖)
             out[kind, ns, name] = found
@@ -151,5 +157,6 @@ def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, cre
                            "never start; nothing was applied:\n" + "\n".join(lines),
                            hint=f"create them (or change the spec), then run it again; `{check}` lists what must "
                                 "exist")
-    return [f"note: not checked: the {kind} the pods name (no permission to get {KINDS[kind].plural})"
+    return [f"note: not checked: the {kind} the pods name (no permission to get {KINDS[kind].plural}"
+            + (" or list persistentvolumes)" if kind == "StorageClass" else ")")
             for kind in sorted({kind for (kind, _, _), exists in found.items() if exists is None})]

@@ -124,6 +124,20 @@ def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
         ("PersistentVolumeClaim team/data", "volume data")]
 
 
+def test_a_rendered_claim_names_its_storage_class_which_must_exist():
+    """A claim of a class the cluster has no StorageClass (or static PersistentVolume) for stays
+    Pending with every pod that mounts it; "" asks for no class and names nothing."""
+    from dockyard_k8s.kube import missing_references
+
+    def claim(name: str, cls: str | None) -> dict:
+        spec = {} if cls is None else {"storageClassName": cls}
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "t"},
+                "spec": spec}
+
+    assert missing_references([claim("a", "fsx"), claim("b", ""), claim("c", None), claim("d", "fsx")]) == [
+        ("Namespace t", ""), ("StorageClass fsx", "storageClassName of claim a; storageClassName of claim d")]
+
+
 
 def test_kueue_s_labels_name_a_local_queue_and_a_workload_priority_class_that_must_exist():
     """Without the LocalQueue the Workload stays Inadmissible; without the WorkloadPriorityClass

@@ -110,6 +110,10 @@ def test_references_missing_present_and_created_by_the_run() -> None:
     assert "kubectl -n ns create secret generic run-ray-auth ..." in secrets.hint
     unknown = check_references(wanted[1:3], {("Secret", "ns", "pull"): None, ("Secret", "ns", "wandb"): None})
     assert [c.ok for c in unknown] == [None] and not unknown[0].fatal
+    assert unknown[0].detail == "pull, wandb: cannot tell (no permission to read secrets)"  # not "Secrets"
+    (cls,) = check_references([("StorageClass", "", "fsx", "storageClassName of claim c")],
+                              {("StorageClass", "", "fsx"): None})
+    assert cls.detail == "fsx: cannot tell (no permission to read storageclasses)"  # not "StorageClasss"
 
 
 def test_access_essential_vs_optional() -> None:
