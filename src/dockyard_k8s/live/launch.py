@@ -289,8 +289,14 @@ def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> 
             say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
                 "`dockyard-k8s job list` with the same files checks it through a port-forward")
             return None
-        if refused(status):
+        verdict = refused(status)
+        if verdict:
             say(f"✔ the Ray head {pod} refuses a request without the token (GET /api/jobs/: HTTP {status})")
+            return None
+        if verdict is None:
+            say(f"note: could not check that the Ray head {pod} refuses a request without the token (HTTP {status} "
+                "is not a Ray head's answer to it, 401: a proxy or filter on the way?); `dockyard-k8s job list` "
+                "with the same files checks it through a port-forward")
             return None
         say(f"✖ {unauthenticated(f'the Ray head {pod}', status)}")
         return Outcome(False, "unauthenticated", "the run is left as it is: stop it with `dockyard-k8s down` (the "
@@ -356,7 +362,9 @@ def attach_submit(client: KubeClient, bundle: Bundle, options: LaunchOptions, *,
     with ray_jobs(options.ray, bundle, client, on_forward=note) as ray:
         if enabled(bundle.run.infra):  # the run asked for token auth: an open head gets no job
             status = require_refused(ray.address)
-            say(f"✔ the Ray head at {ray.address} refuses a request without the token (GET /api/jobs/: HTTP {status})")
+            say(f"✔ the Ray head at {ray.address} refuses a request without the token (GET /api/jobs/: HTTP {status})"
+                if refused(status) else f"note: could not check that the Ray head at {ray.address} refuses a "
+                f"request without the token (HTTP {status} is not a Ray head's answer to it, 401)")
         existing = latest_job(ray, base)
         sub_id = str((existing or {}).get("submission_id") or base)
         if existing and options.replace:

@@ -346,8 +346,12 @@ def check_head(ray: RayJobsClient, token: str | None, *, note: Callable[[str], N
 # --- does the head refuse a request without the token? ------------------------------------------
 
 
-def refused(status: int) -> bool:
-    return status in (401, 403)
+def refused(status: int) -> bool | None:
+    """What the status of ``GET /api/jobs/`` sent without any credential says of the head: True
+    refused (401: Ray's token middleware answers a request without a token so; 403 is its answer to
+    a wrong token, never to none), False answered (token auth is off), None not Ray's answer (a
+    proxy or filter between us and the head: cannot tell)."""
+    return True if status == 401 else False if 200 <= status < 300 else None
 
 
 def unauthenticated(where: str, status: int) -> str:
@@ -363,13 +367,14 @@ def require_refused(address: str, *, transport: httpx2.BaseTransport | None = No
 
     Raises:
         ClusterError: it answered (token auth is off on the attached cluster), or cannot be reached.
+        Any other status (not Ray's refusal, 401) is returned: the caller says it could not tell.
     """
     try:
         with httpx2.Client(base_url=address, timeout=30.0, transport=transport) as http:
             status = http.get(ANONYMOUS_PATH).status_code
     except httpx2.TransportError as e:
         raise ClusterError(f"cannot reach the Ray dashboard at {address}: {e}", obj="Ray dashboard") from e
-    if not refused(status):
+    if refused(status) is False:
         raise ClusterError(unauthenticated(f"the Ray head at {address}", status) + "; nothing was submitted",
                            obj="Ray dashboard", hint="give the attached cluster an image with Ray >= 2.52 and "
                                                      "RAY_AUTH_MODE=token on its pods, or set kuberay.auth.mode: "

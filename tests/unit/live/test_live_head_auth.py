@@ -47,7 +47,12 @@ def test_an_answer_of_the_api_server_itself_says_nothing_about_the_head(make_cli
     assert seen[-1].url.path == "/api/v1/namespaces/ns/pods/h:8265/proxy/api/jobs/"
     assert proxy_status(make_client(answer(401, "Unauthorized")), "ns", "h") == (401, True)
     assert proxy_status(make_client(answer(200, [])), "ns", "h") == (200, True)
-    assert refused(401) and refused(403) and not refused(200)
+
+    # 401 is Ray's answer to a request without a token (its token middleware: "Unauthorized: Missing
+    # authentication token"; 403 is its answer to a wrong token); a 403 with no Status, as a network
+    # filter between the API server and the pod gives, is not the head refusing
+    assert [refused(s) for s in (401, 200, 204, 403, 404, 407, 500)] == [True, False, False, None, None, None, None]
+    assert require_refused("http://ray:8265", transport=httpx2.MockTransport(lambda r: httpx2.Response(403))) == 403
 
 
 def test_an_attached_head_is_asked_without_any_credential() -> None:
@@ -63,3 +68,29 @@ def test_an_attached_head_is_asked_without_any_credential() -> None:
         in str(e.value) and "nothing was submitted" in str(e.value)
     assert headers == [None]
     assert require_refused("http://ray:8265", transport=httpx2.MockTransport(lambda r: httpx2.Response(401))) == 401
+
+
+@pytest.mark.parametrize(("status", "said", "ends"), [
+    (401, "✔ the Ray head exp-abcde-head-x1 refuses a request without the token (GET /api/jobs/: HTTP 401)", False),
+    (200, "✖ the Ray head exp-abcde-head-x1 answered a request without the token (GET /api/jobs/: HTTP 200)", True),
+    # a network filter's 403 (what the e2e machines' egress filter answered before the control plane
+    # routed the API server's pod traffic to the stand-in head) is not the head refusing: no ✔
+    (403, "note: could not check that the Ray head exp-abcde-head-x1 refuses a request without the token (HTTP 403 "
+          "is not a Ray head's answer to it, 401", False),
+])
+def test_run_says_what_the_head_s_answer_proves(monkeypatch: pytest.MonkeyPatch, status: int, said: str,
+                                                 ends: bool) -> None:
+    from dockyard_k8s.bundle import build_bundle
+    from dockyard_k8s.live import launch
+    from dockyard_k8s.live.progress import RunView
+
+    bundle = build_bundle("examples/grpo_swe.yaml", "examples/grpo_swe.infra.yaml")
+    monkeypatch.setattr(launch, "proxy_status", lambda client, ns, pod: (status, True))
+    lines: list[str] = []
+    check = launch.head_auth_check(None, bundle, say=lines.append)  # type: ignore[arg-type]
+    view = RunView(bundle.run.name, {"head": 1}, "RayJob")
+    view.sync("Pod", [pod("exp-abcde-head-x1", "head", True)])
+    outcome = check(view)
+    assert any(line.startswith(said) for line in lines), lines
+    assert (outcome is not None and not outcome.ok) == ends
+    assert check(view) is None and len(lines) == 1  # asked once
