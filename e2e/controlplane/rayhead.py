@@ -23,6 +23,8 @@ on the control port (``POST /script``) matched by RayJob name or submission id: 
 status steps, the logs and how many submitter pods fail first. A KubeRay submitter pod (label
 ``dockyard-k8s/fleet=submitter``) runs ``ray job submit``: its job appears when it runs, and the pod
 completes (exit 0, whatever the job's result) when the job ends, as the real submitter does.
+A head can be made an old Ray (``POST /heads`` ``{"match", "namespace", "ray_version"}``): below 2.52
+it ignores the token (``RAY_AUTH_MODE`` is unknown there) and has no ``/api/authentication_mode``.
 
 Standard library only (and PyYAML, a dependency of the project).
 """
@@ -51,6 +53,7 @@ from typing import Any
 import yaml
 
 RAY_VERSION = "2.52.1"
+TOKEN_AUTH_SINCE = (2, 52)  # RAY_AUTH_MODE=token: an older Ray ignores the variable
 DASHBOARD_PORT = 8265
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 DEFAULT_STEPS: list[list[Any]] = [["RUNNING", 1.0], ["SUCCEEDED", 0, "Job finished successfully."]]
@@ -202,7 +205,23 @@ class Heads:
         self.scripts: list[Script] = []
         self.submitter_failed: dict[str, int] = {}  # RayJob ns/name -> submitter pods failed on purpose
         self._auth_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
+        self.versions: list[tuple[str, str | None, str]] = []  # (match, namespace, Ray version): POST /heads
         self.egress = Egress()
+
+    # --- which Ray a head runs (POST /heads: an old image)
+    def ray_version(self, namespace: str, cluster: str) -> str:
+        with self.lock:
+            for match, ns, version in reversed(self.versions):
+                if ns in (None, namespace) and (cluster == match or cluster.startswith(match)):
+                    return version
+        return RAY_VERSION
+
+    def knows_token_auth(self, namespace: str, cluster: str) -> bool:
+        try:
+            version = tuple(int(p) for p in self.ray_version(namespace, cluster).split(".")[:2])
+        except ValueError:
+            return True
+        return version >= TOKEN_AUTH_SINCE
 
     def head_at(self, ip: str) -> tuple[str, str, str] | None:
         """(namespace, cluster, pod) of the running Ray head pod whose IP is ``ip``, asked of the API
@@ -236,6 +255,8 @@ class Heads:
     # --- auth: what RAY_AUTH_MODE=token on this cluster's head would accept
     def token(self, namespace: str, cluster: str) -> str | None:
         key = (namespace, cluster)
+        if not self.knows_token_auth(namespace, cluster):
+            return None  # Ray < 2.52 answers everyone, whatever the cluster's authOptions say
         now = time.monotonic()
         cached = self._auth_cache.get(key)
         if cached and now - cached[0] < 2:
@@ -353,7 +374,11 @@ class RayHandler(BaseHTTPRequestHandler):
     def _ray_api(self, method: str, namespace: str, cluster: str, path: str, body: Any) -> None:
         heads, now = self.heads, time.time()
         if path == "/api/version":
-            self._send(200, {"version": "4", "ray_version": RAY_VERSION, "ray_commit": "stand-in"})
+            self._send(200, {"version": "4", "ray_version": heads.ray_version(namespace, cluster),
+                             "ray_commit": "stand-in"})
+            return
+        if path == "/api/authentication_mode" and not heads.knows_token_auth(namespace, cluster):
+            self._send(404, "404: Not Found", content_type="text/plain")  # no such route before Ray 2.52
             return
         if path == "/api/authentication_mode":
             self._send(200, {"authentication_mode": "token" if heads.token(namespace, cluster) else "disabled"})
@@ -561,10 +586,17 @@ class ControlHandler(BaseHTTPRequestHandler):
             with self.heads.lock:
                 self.heads.scripts.append(Script(body["match"], body.get("namespace"), attempts))
             self._send(200, {"ok": True})
+        elif self.path == "/heads":  # {"match": cluster or RayJob name, "namespace": .., "ray_version": "2.46.0"}
+            with self.heads.lock:
+                self.heads.versions.append((body["match"], body.get("namespace"), str(body["ray_version"])))
+                self.heads._auth_cache.clear()
+            self._send(200, {"ok": True})
         elif self.path == "/reset":
             with self.heads.lock:
                 self.heads.scripts.clear()
                 self.heads.jobs.clear()
+                self.heads.versions.clear()
+                self.heads._auth_cache.clear()
             self._send(200, {"ok": True})
         else:
             self._send(404, {"error": self.path})
