@@ -176,7 +176,7 @@ class Egress:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.served: dict[str, int] = {}  # "<ip>:8265 ns/pod" -> tunnels
+        self.served: dict[str, int] = {}  # "<ip>:8265 ns/pod" -> requests answered as that head
         self.dialled: dict[str, int] = {}  # "127.0.0.1:<port>" -> tunnels
         self.refused: list[dict[str, Any]] = []
 
@@ -309,7 +309,11 @@ class RayHandler(BaseHTTPRequestHandler):
             return self.target[0], self.target[1], urllib.parse.urlsplit(self.path).path
         if self.tunnel is not None:
             head = self.heads.head_at(self.tunnel)
-            return (head[0], head[1], urllib.parse.urlsplit(self.path).path) if head else None
+            if head is None:
+                return None
+            # per request: the API server keeps a tunnel open and reuses it for the next pod with that IP
+            self.heads.egress.count(self.heads.egress.served, f"{self.tunnel}:{DASHBOARD_PORT} {head[0]}/{head[2]}")
+            return head[0], head[1], urllib.parse.urlsplit(self.path).path
         url = urllib.parse.urlsplit(self.path)
         host = url.hostname or ""
         parts = host.split(".")
@@ -484,7 +488,6 @@ class EgressHandler(RayHandler):
             self._refuse(target, f"cannot ask the API server which pod has this IP: {type(e).__name__}: {e}")
             return
         if head is not None:
-            self.heads.egress.count(self.heads.egress.served, f"{target} {head[0]}/{head[2]}")
             self._established()
             self.tunnel = ip  # the connection's next requests go to that head (RayHandler._which)
             return
