@@ -247,6 +247,11 @@ class Stack:
     def state_file(self) -> Path:
         return self.run / "stack.json"
 
+    @property
+    def egress_socket(self) -> Path:
+        """The API server's ``cluster`` egress: HTTP CONNECT over this unix socket, to rayhead.py."""
+        return self.run / "egress.sock"
+
     def state(self) -> dict[str, Any]:
         return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
 
@@ -288,6 +293,23 @@ def apply(stack: Stack, bins: Path, objects: list[dict[str, Any]]) -> None:
 
 def load_yaml(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def egress_selector(stack: Stack) -> dict[str, Any]:
+    """The API server's egress selector (--egress-selector-config-file): its ``cluster`` connections
+    (pods/proxy, services/proxy, node proxy and the kubelet API: logs, exec, port-forward) are
+    HTTP CONNECT over a unix socket, where rayhead.py serves a Ray head pod's dashboard itself, relays
+    loopback addresses (kwok's kubelet) and refuses anything else: nothing dials kwok's fake pod IPs.
+    The UDS transport is a plain unix socket (the TCP one always speaks TLS with a client certificate:
+    k8s.io/apiserver pkg/server/egressselector). ``controlplane`` (URL-configured webhooks: Kueue's)
+    and ``etcd`` are left out, so they stay direct."""
+    path = str(stack.egress_socket)
+    if len(path.encode()) >= 104:  # sun_path: 108 bytes on Linux, 104 elsewhere
+        raise SystemExit(f"controlplane: the egress socket path {path} is too long for a unix socket: "
+                         "set DOCKYARD_CP_CACHE to a shorter directory")
+    return {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+            "egressSelections": [{"name": "cluster", "connection": {
+                "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": path}}}}]}
 
 
 # The fake fleet: CPU nodes for heads, submitters and sandboxes; GPU nodes shaped like AWS
@@ -480,6 +502,8 @@ def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False, audit_policy: P
     started = time.monotonic()
     stack.run.mkdir(parents=True, exist_ok=True)
     (stack.run / "logs").mkdir(exist_ok=True)
+    egress = stack.run / "egress-selector.yaml"
+    egress.write_text(json.dumps(egress_selector(stack), indent=1))
 
     config = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
@@ -493,8 +517,10 @@ def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False, audit_policy: P
         "componentsPatches": [
             {"name": "etcd", "extraArgs": [{"key": "unsafe-no-fsync", "value": "true"}]},
             # Kueue's CRDs converted by its webhook, and webhooks at https://127.0.0.1 (no Service DNS).
+            # The API server's connections to pods and kubelets go through rayhead.py (egress_selector).
             {"name": "kube-apiserver", "extraArgs": [{"key": "max-requests-inflight", "value": "1000"},
-                                                     {"key": "max-mutating-requests-inflight", "value": "500"}]},
+                                                     {"key": "max-mutating-requests-inflight", "value": "500"},
+                                                     {"key": "egress-selector-config-file", "value": str(egress)}]},
         ],
     }
     if audit_policy is not None:  # the API server's audit log (bench/): kwok_cluster/logs/audit.log
@@ -540,7 +566,8 @@ def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False, audit_policy: P
     say("starting the Ray head stand-in, the KubeRay operator and the Kueue manager")
     pids["rayhead"] = start(stack, "rayhead", [
         sys.executable, str(HERE / "rayhead.py"), "--kubeconfig", kubeconfig,
-        "--proxy-port", str(ports["rayhead_proxy"]), "--control-port", str(ports["rayhead_control"])])
+        "--proxy-port", str(ports["rayhead_proxy"]), "--control-port", str(ports["rayhead_control"]),
+        "--egress-socket", str(stack.egress_socket)])
     kuberay_args = [
         f"--kubeconfig={kubeconfig}", "--enable-leader-election=false",
         f"--metrics-addr=127.0.0.1:{ports['kuberay_metrics']}",
@@ -563,8 +590,8 @@ def cmd_up(stack: Stack, *, watch_test_namespaces: bool = False, audit_policy: P
              "pins": build["pins"]}
     stack.state_file.write_text(json.dumps(state, indent=1))
 
-    wait_for("Ray head stand-in", lambda: http_ok(f"http://127.0.0.1:{ports['rayhead_control']}/healthz"),
-             stack=stack, log="rayhead")
+    wait_for("Ray head stand-in", lambda: http_ok(f"http://127.0.0.1:{ports['rayhead_control']}/healthz")
+             and stack.egress_socket.is_socket(), stack=stack, log="rayhead")
     wait_for("KubeRay operator", lambda: http_ok(f"http://127.0.0.1:{ports['kuberay_health']}/readyz"),
              stack=stack, log="kuberay")
     wait_for("Kueue's webhook certificate", lambda: mount_secret(stack, bins, "kueue-system",

@@ -9,22 +9,35 @@ checked against the cluster's Secret, as ``RAY_AUTH_MODE=token`` does). It is re
   ``http://<cluster>-head-svc.<ns>.svc.cluster.local:8265/...`` and this process answers as that head;
 - by ``kubectl port-forward`` (the launcher's way in): for every running head pod it opens a
   listener and creates kwok's ``PortForward`` for that pod, so the API server's port-forward goes
-  through kwok to this process. Nothing connects to kwok's fake pod IPs.
+  through kwok to this process;
+- by the API server's own connections into the cluster (pods/proxy, services/proxy, and the kubelet
+  calls kwok serves: logs, exec, port-forward): the API server's ``cluster`` egress
+  (``--egress-selector-config-file``) is HTTP CONNECT over this process's unix socket
+  (``--egress-socket``). A CONNECT to ``<ip>:8265`` where ``<ip>`` is a running head pod's IP is
+  answered here as that head's dashboard (token auth checked as for every caller); one to a loopback
+  address (kwok's kubelet: the nodes' address is ``localhost``) is relayed to it; anything else is
+  refused with 502 and logged. Nothing connects to kwok's fake pod IPs (a private range).
 
 Ray jobs follow a script: by default RUNNING for a second, then SUCCEEDED. Tests register scripts
 on the control port (``POST /script``) matched by RayJob name or submission id: per attempt, the
 status steps, the logs and how many submitter pods fail first. A KubeRay submitter pod (label
 ``dockyard-k8s/fleet=submitter``) runs ``ray job submit``: its job appears when it runs, and the pod
 completes (exit 0, whatever the job's result) when the job ends, as the real submitter does.
+A head can be made an old Ray (``POST /heads`` ``{"match", "namespace", "ray_version"}``): below 2.52
+it ignores the token (``RAY_AUTH_MODE`` is unknown there) and has no ``/api/authentication_mode``.
 
-Standard library only.
+Standard library only (and PyYAML, a dependency of the project).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import ipaddress
 import json
+import os
+import socket
+import socketserver
 import ssl
 import sys
 import tempfile
@@ -40,6 +53,8 @@ from typing import Any
 import yaml
 
 RAY_VERSION = "2.52.1"
+TOKEN_AUTH_SINCE = (2, 52)  # RAY_AUTH_MODE=token: an older Ray ignores the variable
+DASHBOARD_PORT = 8265
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 DEFAULT_STEPS: list[list[Any]] = [["RUNNING", 1.0], ["SUCCEEDED", 0, "Job finished successfully."]]
 
@@ -152,6 +167,34 @@ class Job:
         return self.attempt.logs or f"submitted: {self.entrypoint}\n"
 
 
+class Egress:
+    """What came through the API server's ``cluster`` egress socket: the heads served, the loopback
+    addresses dialled for it (the only addresses this process ever dials for the API server) and
+    the CONNECTs refused (a pod IP that is no head's dashboard, any other address)."""
+
+    MAX_REFUSED = 1000
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.served: dict[str, int] = {}  # "<ip>:8265 ns/pod" -> requests answered as that head
+        self.dialled: dict[str, int] = {}  # "127.0.0.1:<port>" -> tunnels
+        self.refused: list[dict[str, Any]] = []
+
+    def count(self, table: dict[str, int], key: str) -> None:
+        with self.lock:
+            table[key] = table.get(key, 0) + 1
+
+    def refuse(self, target: str, why: str) -> None:
+        print(f"rayhead: egress: refused CONNECT {target} ({why}): nothing dialled", file=sys.stderr, flush=True)
+        with self.lock:
+            self.refused.append({"target": target, "why": why, "time": time.time()})
+            del self.refused[:-self.MAX_REFUSED]
+
+    def report(self) -> dict[str, Any]:
+        with self.lock:
+            return {"served": dict(self.served), "dialled": dict(self.dialled), "refused": list(self.refused)}
+
+
 class Heads:
     """Every Ray head of the cluster: their jobs, scripts and auth, shared by all listeners."""
 
@@ -162,6 +205,34 @@ class Heads:
         self.scripts: list[Script] = []
         self.submitter_failed: dict[str, int] = {}  # RayJob ns/name -> submitter pods failed on purpose
         self._auth_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
+        self.versions: list[tuple[str, str | None, str]] = []  # (match, namespace, Ray version): POST /heads
+        self.egress = Egress()
+
+    # --- which Ray a head runs (POST /heads: an old image)
+    def ray_version(self, namespace: str, cluster: str) -> str:
+        with self.lock:
+            for match, ns, version in reversed(self.versions):
+                if ns in (None, namespace) and (cluster == match or cluster.startswith(match)):
+                    return version
+        return RAY_VERSION
+
+    def knows_token_auth(self, namespace: str, cluster: str) -> bool:
+        try:
+            version = tuple(int(p) for p in self.ray_version(namespace, cluster).split(".")[:2])
+        except ValueError:
+            return True
+        return version >= TOKEN_AUTH_SINCE
+
+    def head_at(self, ip: str) -> tuple[str, str, str] | None:
+        """(namespace, cluster, pod) of the running Ray head pod whose IP is ``ip``, asked of the API
+        server now (a pod's IP is reused once it is gone: never from a cache)."""
+        query = urllib.parse.urlencode({"labelSelector": "ray.io/node-type=head",
+                                        "fieldSelector": f"status.podIP={ip}"})
+        for pod in (self.kube.get(f"/api/v1/pods?{query}") or {"items": []})["items"]:
+            meta = pod["metadata"]
+            if (pod.get("status") or {}).get("phase") == "Running" and not meta.get("deletionTimestamp"):
+                return meta["namespace"], (meta.get("labels") or {}).get("ray.io/cluster", ""), meta["name"]
+        return None
 
     # --- scripts
     def script_for(self, namespace: str, names: list[str]) -> Script | None:
@@ -184,6 +255,8 @@ class Heads:
     # --- auth: what RAY_AUTH_MODE=token on this cluster's head would accept
     def token(self, namespace: str, cluster: str) -> str | None:
         key = (namespace, cluster)
+        if not self.knows_token_auth(namespace, cluster):
+            return None  # Ray < 2.52 answers everyone, whatever the cluster's authOptions say
         now = time.monotonic()
         cached = self._auth_cache.get(key)
         if cached and now - cached[0] < 2:
@@ -216,6 +289,7 @@ class RayHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     heads: Heads
     target: tuple[str, str] | None = None  # (namespace, cluster) of a port-forward listener
+    tunnel: str | None = None  # the pod IP an egress CONNECT opened this connection to (EgressHandler)
 
     def log_message(self, fmt: str, *args: Any) -> None:
         sys.stderr.write("%s %s\n" % (self.address_string(), fmt % args))
@@ -229,9 +303,17 @@ class RayHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _which(self) -> tuple[str, str, str] | None:
-        """(namespace, cluster, path) of the request: the listener's cluster, or the proxied host."""
+        """(namespace, cluster, path) of the request: the listener's cluster, the head pod the API
+        server's CONNECT named, or the proxied host."""
         if self.target is not None:
             return self.target[0], self.target[1], urllib.parse.urlsplit(self.path).path
+        if self.tunnel is not None:
+            head = self.heads.head_at(self.tunnel)
+            if head is None:
+                return None
+            # per request: the API server keeps a tunnel open and reuses it for the next pod with that IP
+            self.heads.egress.count(self.heads.egress.served, f"{self.tunnel}:{DASHBOARD_PORT} {head[0]}/{head[2]}")
+            return head[0], head[1], urllib.parse.urlsplit(self.path).path
         url = urllib.parse.urlsplit(self.path)
         host = url.hostname or ""
         parts = host.split(".")
@@ -278,6 +360,10 @@ class RayHandler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         try:
             which = self._which()
+            if which is None and self.tunnel is not None:
+                # The head pod went while the API server kept this tunnel open: its connection is reset.
+                self.close_connection = True
+                return
             if which is None:
                 self._send(502, {"error": f"no Ray head answers for {self.path}"})
                 return
@@ -292,7 +378,11 @@ class RayHandler(BaseHTTPRequestHandler):
     def _ray_api(self, method: str, namespace: str, cluster: str, path: str, body: Any) -> None:
         heads, now = self.heads, time.time()
         if path == "/api/version":
-            self._send(200, {"version": "4", "ray_version": RAY_VERSION, "ray_commit": "stand-in"})
+            self._send(200, {"version": "4", "ray_version": heads.ray_version(namespace, cluster),
+                             "ray_commit": "stand-in"})
+            return
+        if path == "/api/authentication_mode" and not heads.knows_token_auth(namespace, cluster):
+            self._send(404, "404: Not Found", content_type="text/plain")  # no such route before Ray 2.52
             return
         if path == "/api/authentication_mode":
             self._send(200, {"authentication_mode": "token" if heads.token(namespace, cluster) else "disabled"})
@@ -355,6 +445,110 @@ class RayHandler(BaseHTTPRequestHandler):
         self._send(404, {"error": f"no route {method} {path}"})
 
 
+# ------------------------------------------------------------------- the API server's cluster egress
+
+
+def loopback(host: str) -> str | None:
+    """The address to dial for a CONNECT to ``host``: a loopback IP as given, ``localhost`` as
+    127.0.0.1 (the nodes' address: kwok serves their kubelet API on 127.0.0.1); None for anything
+    else (no name is resolved)."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    return str(ip) if ip.is_loopback else None
+
+
+class EgressHandler(RayHandler):
+    """One connection of the API server's ``cluster`` egress: ``proxyProtocol: HTTPConnect`` over a
+    unix socket (k8s.io/apiserver pkg/server/egressselector: it writes ``CONNECT host:port HTTP/1.1``,
+    expects 200, then speaks through the tunnel). A running head pod's dashboard is served here with
+    RayHandler (the tunnel's requests are then this class's next requests); a loopback address is
+    relayed; anything else is refused, never dialled."""
+
+    def address_string(self) -> str:
+        return "egress"
+
+    def do_CONNECT(self) -> None:
+        target = self.path
+        if self.tunnel is not None:
+            self._refuse(target, "a CONNECT inside a tunnel")
+            return
+        host, _, port_text = target.rpartition(":")
+        port = int(port_text) if port_text.isdigit() else -1
+        try:
+            ip = str(ipaddress.ip_address(host.strip("[]")))
+        except ValueError:
+            ip = ""
+        try:
+            head = self.heads.head_at(ip) if ip and port == DASHBOARD_PORT else None
+        except Exception as e:  # the API server restarting: a head cannot be told from a pod
+            self._refuse(target, f"cannot ask the API server which pod has this IP: {type(e).__name__}: {e}")
+            return
+        if head is not None:
+            self._established()
+            self.tunnel = ip  # the connection's next requests go to that head (RayHandler._which)
+            return
+        dial = loopback(host)
+        if dial is None or not 0 < port < 65536:
+            self._refuse(target, "not a running Ray head pod's dashboard, nor a loopback address")
+            return
+        self._relay(dial, port)
+
+    def _established(self) -> None:
+        self.send_response_only(200, "Connection established")
+        self.end_headers()
+
+    def _refuse(self, target: str, why: str) -> None:
+        self.heads.egress.refuse(target, why)
+        self.close_connection = True
+        self._send(502, f"rayhead: CONNECT {target} refused: {why}\n", content_type="text/plain")
+
+    def _relay(self, host: str, port: int) -> None:
+        """The bytes both ways between the API server and ``host:port`` (kwok's kubelet API: TLS, logs,
+        exec and port-forward streams), until either side closes."""
+        self.close_connection = True
+        try:
+            upstream = socket.create_connection((host, port), timeout=10)
+        except OSError as e:
+            self.heads.egress.refuse(f"{host}:{port}", f"cannot connect: {e}")
+            self._send(502, f"rayhead: cannot connect to {host}:{port}: {e}\n", content_type="text/plain")
+            return
+        self.heads.egress.count(self.heads.egress.dialled, f"{host}:{port}")
+        upstream.settimeout(None)
+        self._established()
+
+        def to_upstream() -> None:
+            try:
+                while data := self.rfile.read1(65536):  # what the API server sent, buffered bytes first
+                    upstream.sendall(data)
+                upstream.shutdown(socket.SHUT_WR)
+            except OSError:
+                upstream.close()
+
+        pump = threading.Thread(target=to_upstream, daemon=True)
+        pump.start()
+        try:
+            while data := upstream.recv(65536):
+                self.connection.sendall(data)
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        pump.join(timeout=30)
+        upstream.close()
+
+
+class EgressServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, heads: Heads) -> None:
+        if os.path.exists(path):
+            os.unlink(path)  # a previous stand-in's socket
+        super().__init__(path, type("StackEgressHandler", (EgressHandler,), {"heads": heads}))
+
+
 # ---------------------------------------------------------------------------------- HTTP: control
 
 
@@ -376,6 +570,8 @@ class ControlHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/healthz":
             self._send(200, {"ok": True})
+        elif self.path == "/egress":
+            self._send(200, self.heads.egress.report())
         elif self.path == "/jobs":
             now = time.time()
             with self.heads.lock:
@@ -393,10 +589,17 @@ class ControlHandler(BaseHTTPRequestHandler):
             with self.heads.lock:
                 self.heads.scripts.append(Script(body["match"], body.get("namespace"), attempts))
             self._send(200, {"ok": True})
+        elif self.path == "/heads":  # {"match": cluster or RayJob name, "namespace": .., "ray_version": "2.46.0"}
+            with self.heads.lock:
+                self.heads.versions.append((body["match"], body.get("namespace"), str(body["ray_version"])))
+                self.heads._auth_cache.clear()
+            self._send(200, {"ok": True})
         elif self.path == "/reset":
             with self.heads.lock:
                 self.heads.scripts.clear()
                 self.heads.jobs.clear()
+                self.heads.versions.clear()
+                self.heads._auth_cache.clear()
             self._send(200, {"ok": True})
         else:
             self._send(404, {"error": self.path})
@@ -517,15 +720,21 @@ def main() -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--proxy-port", type=int, required=True)
     parser.add_argument("--control-port", type=int, required=True)
+    parser.add_argument("--egress-socket", help="the unix socket the API server's cluster egress CONNECTs through")
     args = parser.parse_args()
     heads = Heads(Kube(args.kubeconfig))
     proxy = ThreadingHTTPServer(("127.0.0.1", args.proxy_port), type("ProxyRayHandler", (RayHandler,), {"heads": heads}))
     control = ThreadingHTTPServer(("127.0.0.1", args.control_port),
                                   type("Control", (ControlHandler,), {"heads": heads}))
+    servers: list[socketserver.BaseServer] = [proxy, control]
     for server in (proxy, control):
         server.daemon_threads = True
+    if args.egress_socket:
+        servers.append(EgressServer(args.egress_socket, heads))
+    for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(f"rayhead: proxy on 127.0.0.1:{args.proxy_port}, control on 127.0.0.1:{args.control_port}", flush=True)
+    print(f"rayhead: proxy on 127.0.0.1:{args.proxy_port}, control on 127.0.0.1:{args.control_port}"
+          + (f", the API server's cluster egress on {args.egress_socket}" if args.egress_socket else ""), flush=True)
     PodWatcher(heads).loop()
     return 0
 

@@ -100,6 +100,23 @@ class Cluster:
         with urllib.request.urlopen(f"{self.rayhead}/jobs", timeout=5) as resp:
             return list(json.loads(resp.read()))
 
+    def ray_version(self, match: str, version: str, namespace: str | None = None) -> None:
+        """The Ray the heads of RayCluster (or RayJob) ``match`` run: below 2.52 a head ignores the
+        token, as an old image ignores RAY_AUTH_MODE (rayhead.py)."""
+        if not self.rayhead:
+            pytest.skip("needs the control plane's Ray head stand-in")
+        body = json.dumps({"match": match, "namespace": namespace, "ray_version": version}).encode()
+        req = urllib.request.Request(f"{self.rayhead}/heads", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5):
+            pass
+
+    def egress(self) -> dict[str, Any]:
+        """What came through the API server's cluster egress (rayhead.py ``Egress``): the heads it
+        served, the addresses it dialled, the CONNECTs it refused."""
+        with urllib.request.urlopen(f"{self.rayhead}/egress", timeout=5) as resp:
+            return dict(json.loads(resp.read()))
+
     def wait(self, what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -3,6 +3,7 @@ run sized to share the fake fleet, and the run's objects and pods read back from
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 import sys
 from typing import Any
@@ -77,3 +78,11 @@ def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
     """The launcher in a process of its own: beside a command running in this one (``e2e_cli``
     redirects this process's stdout), e.g. `status` while `run` follows. KUBECONFIG is the test's."""
     return subprocess.run([sys.executable, "-m", "dockyard_k8s", *args], capture_output=True, text=True, timeout=60)
+
+
+def loopback(address: str) -> bool:
+    """``host:port`` (an address the Ray head stand-in dialled for the API server) is a loopback one."""
+    try:
+        return ipaddress.ip_address(address.rpartition(":")[0].strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -7,11 +7,13 @@ anything, and the component logs are printed at the end of the session.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from typing import Any
 
 import controlplane as cp
 import pytest
+from e2e_helpers import loopback
 
 pytestmark = pytest.mark.e2e
 
@@ -84,6 +86,35 @@ def test_a_tiny_rayjob_completes_through_the_real_operator(ours: Any, ns: str) -
         status = ours.get("-n", ns, "rayjob", "tiny").get("status") or {}
         return (status.get("jobDeploymentStatus"), status.get("jobStatus")) == ("Complete", "SUCCEEDED")
     ours.wait("RayJob Complete", complete)
+
+
+def test_the_api_server_reaches_pods_and_kubelets_only_through_the_head_stand_in(ours: Any, ns: str) -> None:
+    """kube-apiserver's ``cluster`` egress is HTTP CONNECT over rayhead.py's unix socket
+    (controlplane.egress_selector): a pod that is no Ray head is refused there (kwok's fake pod IP,
+    a private address, is never dialled); the kubelet API kwok serves on loopback is relayed."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "egress-canary", "namespace": ns},
+           "spec": {"nodeSelector": {"node-role": "cpu"}, "containers": [{"name": "c", "image": "busybox"}]}}
+    ours.apply(pod)
+    ip = ours.wait("the pod's IP", lambda: ours.get("-n", ns, "pod", "egress-canary")["status"].get("podIP"))
+    proxied = ours.kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/pods/egress-canary:8265/proxy/api/jobs/",
+                           check=False)
+    assert proxied.returncode != 0
+    assert f"proxy error from {ours.stack.egress_socket} while dialing {ip}:8265, code 502" in proxied.stderr
+    assert any(r["target"] == f"{ip}:8265" for r in ours.egress()["refused"])
+
+    assert "hello from the fake kubelet" in ours.kubectl("-n", ns, "logs", "egress-canary").stdout
+    dialled = ours.egress()["dialled"]
+    assert dialled and all(loopback(a) for a in dialled), dialled
+
+    with socket.socket(socket.AF_UNIX) as conn:  # what the API server writes, to a private address
+        conn.settimeout(10)
+        conn.connect(str(ours.stack.egress_socket))
+        conn.sendall(b"CONNECT 10.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert conn.recv(4096).startswith(b"HTTP/1.1 502 ")
+    egress = ours.egress()
+    assert any(r["target"] == "10.0.0.1:443" for r in egress["refused"])
+    assert all(loopback(a) for a in egress["dialled"]), egress["dialled"]
+    ours.kubectl("-n", ns, "delete", "pod", "egress-canary", "--wait=false")
 
 
 def test_go_mod_replaces_every_staging_module_of_the_pinned_kubernetes(ours: Any) -> None:
