@@ -8,7 +8,6 @@ override, the entrypoint: ``config/rules.py``, ``config/loader.py``) and ``serve
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
@@ -18,14 +17,17 @@ REDACTED = "<redacted>"
 # Keys whose values are environment variables: a map (NAME: value) or Kubernetes' [{name, value}].
 ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
 
-# Names that announce a credential: one of these words (or word pairs) in the name, split at
-# '_', '-', '.' and lowerCase-UpperCase boundaries. A word, not a substring: TOKENIZERS_PARALLELISM
-# and MAX_NEW_TOKENS are not credentials, HF_TOKEN and GITHUB_TOKEN are.
+# Names that announce a credential: the name's head -- its last word, split at '_', '-', '.' and
+# lowerCase-UpperCase boundaries, trailing digits aside -- is one of these words, or its last two
+# words one of these pairs. The head, as in English compounds: HF_TOKEN, auth_token and
+# WANDB_API_KEY are credentials; token_budget, max_tokens, tokenizer, TOKENIZERS_PARALLELISM and
+# HF_TOKEN_PATH are about tokens, not tokens (tests/unit/config/test_secrets_by_value.py).
 _SECRET_WORDS = frozenset({"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL",
                            "CREDENTIALS", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY"})
 _SECRET_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
                            ("AUTH", "KEY"), ("SIGNING", "KEY")})
-# ...unless the name says it holds something else: where the credential is, or a setting about it.
+# ...unless its first word says it holds something else: where the credential is, or a setting
+# about it (MAX_TOKEN, PATH_TO_TOKEN).
 _NOT_A_SECRET_WORDS = frozenset({"FILE", "PATH", "DIR", "URL", "URI", "ENDPOINT", "ID", "NAME", "ENABLED", "TTL",
                                  "TIMEOUT", "HEADER", "TYPE", "LIMIT", "COUNT", "SIZE", "LEN", "LENGTH", "MAX",
                                  "MIN", "NUM"})
@@ -44,9 +46,11 @@ SECRET_VALUE = (
 def looks_like_credential(name: str) -> bool:
     """Whether a name (an env var, a config key) announces a credential (see ``_SECRET_WORDS``)."""
     words = [w.upper() for w in _WORD.findall(name)]
-    if not words or _NOT_A_SECRET_WORDS & {words[0], words[-1]}:
+    while words and words[-1].isdigit():  # HF_TOKEN_2
+        words.pop()
+    if not words or words[0] in _NOT_A_SECRET_WORDS:
         return False
-    return bool(_SECRET_WORDS & set(words)) or any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
+    return words[-1] in _SECRET_WORDS or tuple(words[-2:]) in _SECRET_PAIRS
 
 
 def token_in(text: str) -> str | None:

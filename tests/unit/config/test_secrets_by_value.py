@@ -13,6 +13,7 @@ import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.layering import Layers
+from dockyard_k8s.credentials import looks_like_credential
 from dockyard_k8s.errors import ConfigError
 from support.cli import run_cli
 from support.paths import REPO
@@ -32,9 +33,29 @@ def test_a_credential_named_env_is_refused_in_a_file_too(write):
         "abc123" not in found
 
 
+# A name announces a credential when its head, the last word (digits aside), is a credential word or
+# pair: a setting *about* tokens (a budget, a count, the tokenizer) is not one.
+@pytest.mark.parametrize(("name", "credential"), [
+    ("HF_TOKEN", True), ("hf_token", True), ("auth_token", True), ("access_token", True), ("token", True),
+    ("GITHUB_TOKEN", True), ("AWS_SESSION_TOKEN", True), ("HF_TOKEN_2", True), ("githubToken", True),
+    ("api_key", True), ("apiKey", True), ("apikey", True), ("WANDB_API_KEY", True), ("OPENAI_API_KEY", True),
+    ("aws_secret_access_key", True), ("secretKey", True), ("private_key", True), ("signing-key", True),
+    ("password", True), ("DB_PASSWORD", True), ("passphrase", True), ("secret", True), ("client_secret", True),
+    ("credentials", True),
+    ("token_budget", False), ("max_tokens", False), ("num_tokens", False), ("tokenizer", False),
+    ("tokens_per_second", False), ("max_new_tokens", False), ("TOKENIZERS_PARALLELISM", False),
+    ("token_limit", False), ("token_count", False), ("token_type", False), ("tokenBudget", False),
+    ("HF_TOKEN_PATH", False), ("password_file", False), ("secret_name", False), ("secretName", False),
+    ("api_key_id", False), ("accessKeyId", False), ("keyspace", False), ("key", False), ("name", False),
+])
+def test_which_names_announce_a_credential(name: str, credential: bool) -> None:
+    assert looks_like_credential(name) is credential
+
+
 @pytest.mark.parametrize("ok", [
     ["logging.wandb_project=swe"],  # a credential's neighbour, not a credential
     ["++trainer.max_new_tokens=4096"],
+    ["+tokenizer.token_budget=5", "+rollout.max_tokens=512", "+stats.tokens_per_second=10"],  # about tokens
     ["++logging.wandb_api_key=null"],  # nothing by value
 ])
 def test_what_is_not_a_secret_still_passes(ok):
