@@ -107,14 +107,22 @@ def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
 
 def redact_assignment(text: str, *, always: bool = False) -> str:
     """``key.path=value`` (a --set or a recipe override) with the value redacted when the key
-    names a credential, sits in an environment map or the value is shaped like a token (or
-    ``always``)."""
+    names a credential, is an environment map or a variable of one, or the value is shaped like a
+    token (or ``always``). A key deeper under an ``env`` (a recipe's ``env.code.sandbox_urls``)
+    is no variable."""
     key, sep, value = text.partition("=")
     parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
     if sep and (always or any(looks_like_credential(p) for p in parts[-1:]) or
-                any(p in ENV_KEYS for p in parts[:-1]) or token_in(value)):
+                _in_env(parts) or token_in(value)):
         return f"{key}={REDACTED}"
     return text
+
+
+def _in_env(parts: list[str]) -> bool:
+    """Whether a key path is an environment, a variable of one (``env.NAME``) or an item of a
+    Kubernetes env list (``env.0``, ``env.0.value``)."""
+    return any(p in ENV_KEYS for p in parts[-2:]) or (len(parts) >= 3 and parts[-3] in ENV_KEYS and
+                                                      parts[-2].isdigit())
 
 
 def secret_assignment(text: str) -> bool:
@@ -131,15 +139,16 @@ def env_name(name: str) -> str:
 
 def redact(value: Any, *, env: bool = False) -> Any:
     """A copy of plain data with every secret-bearing value replaced by ``<redacted>``: every value
-    of an environment map (names are kept; ``valueFrom`` references too) and every value under a
-    key that names a credential."""
+    of an environment map (names are kept; ``valueFrom`` references too), every string under a key
+    that names a credential, and every string shaped like a token, whatever its key. Booleans,
+    numbers and nulls are settings, kept (``automountServiceAccountToken: false``)."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
             if env and not isinstance(v, (dict, list)):
                 out[key] = REDACTED if v is not None else None
-            elif looks_like_credential(key) and not isinstance(v, (dict, list)) and v is not None:
+            elif looks_like_credential(key) and isinstance(v, str):
                 out[key] = REDACTED
             else:
                 out[key] = redact(v, env=key in ENV_KEYS)
@@ -149,4 +158,6 @@ def redact(value: Any, *, env: bool = False) -> Any:
             return [{**item, "value": REDACTED} if isinstance(item, dict) and "value" in item else redact(item)
                     for item in value]
         return [redact(v) for v in value]
+    if isinstance(value, str) and token_in(value):
+        return REDACTED
     return value
