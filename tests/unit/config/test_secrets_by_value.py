@@ -67,3 +67,16 @@ def test_the_cli_exits_2_and_never_prints_the_value():
                      f"+logging.wandb_api_key={WANDB}")
     assert result.code == 2, result.text
     assert HF not in result.text and WANDB not in result.text
+
+
+def test_a_credential_in_a_list_a_set_replaces_is_reported_at_that_set():
+    """A --set of a list replaces the file's list: what it holds was written by the --set, not at
+    the file's line of the list it replaced (examples/grpo_swe.infra.yaml's env, with a valueFrom)."""
+    groups = ("kuberay.spec.workerGroupSpecs=[{groupName: trainer, template: {spec: {containers: [{name: "
+              "ray-worker, env: [{name: WANDB_API_KEY, value: abc123}]}]}}}]")
+    with pytest.raises(ConfigError) as e:
+        build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, sets=[groups]))
+    (found,) = e.value.problems
+    assert (found.file, found.line) == ("--set kuberay.spec.workerGroupSpecs=<redacted>", 0)
+    assert found.path == "kuberay.spec.workerGroupSpecs[0].template.spec.containers[0].env[0].value"
+    assert "a credential by value" in found.message and "abc123" not in str(found)
