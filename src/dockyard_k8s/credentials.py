@@ -43,6 +43,15 @@ SECRET_VALUE = (
 )
 
 
+# The variable a token of a known kind is conventionally read from (a key that names no credential,
+# ``hub: hf_...``, says nothing better).
+_TOKEN_ENV = {"an AWS access key id": "AWS_ACCESS_KEY_ID", "a GitHub token": "GITHUB_TOKEN",
+              "a Hugging Face token": "HF_TOKEN", "a Slack token": "SLACK_TOKEN"}
+# A whole value that refers to a variable resolved where it is used, not a value: $VAR, ${...}
+# (OmegaConf's ${oc.env:VAR} too), $(VAR) (Kubernetes).
+_REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[^{}]+\}|\([^()]+\))")
+
+
 def looks_like_credential(name: str) -> bool:
     """Whether a name (an env var, a config key) announces a credential (see ``_SECRET_WORDS``)."""
     words = [w.upper() for w in _WORD.findall(name)]
@@ -61,11 +70,11 @@ def token_in(text: str) -> str | None:
 def secret_by_value(name: str, value: Any) -> str | None:
     """What ``value`` written under ``name`` is, when it is a credential by value: the token it is
     shaped like, or ``a credential`` when its name announces one. None for no value (null, empty,
-    a mapping or list), a Kubernetes ``$(VAR)`` reference, or anything else."""
+    a mapping or list), a reference (``$(VAR)``, ``$VAR``, ``${oc.env:VAR}``), or anything else."""
     if value is None or isinstance(value, (dict, list, bool)):
         return None
     text = str(value)
-    if not text or text.startswith("$("):
+    if not text or text.startswith("$(") or is_reference(text):
         return None
     return token_in(text) or ("a credential" if looks_like_credential(name) else None)
 
@@ -132,9 +141,25 @@ def secret_assignment(text: str) -> bool:
     return bool(sep) and secret_by_value(parts[-1] if parts else "", value) is not None
 
 
+def is_reference(text: str) -> bool:
+    """Whether ``text`` is a reference to a variable (``$VAR``, ``${...}``, ``$(VAR)``), not a value."""
+    return _REFERENCE.fullmatch(text.strip()) is not None
+
+
 def env_name(name: str) -> str:
     """The environment variable a config key would be read from: ``wandb_api_key`` -> ``WANDB_API_KEY``."""
     return re.sub(r"[^A-Za-z0-9_]", "_", name).upper() or "TOKEN"
+
+
+def env_for(name: str, what: str) -> str:
+    """The environment variable to read the credential ``what`` (``a Hugging Face token``) written
+    under ``name`` (a key, a dotted path, a ``--flag``) from: the key's own name when it names a
+    credential (``--wandb-api-key`` -> ``WANDB_API_KEY``), else the token's usual variable
+    (``HF_TOKEN``), else the key's name."""
+    key = re.split(r"(?<!\\)\.", name.lstrip("-+~"))[-1]
+    if key and looks_like_credential(key):
+        return env_name(key)
+    return _TOKEN_ENV.get(what) or env_name(key)
 
 
 def redact(value: Any, *, env: bool = False) -> Any:

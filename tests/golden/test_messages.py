@@ -86,6 +86,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
          {}),
         ("a deletion whose value differs", CHECK + " ~optimizer.lr=2", {}),
         ("credentials by value", CHECK + f" +logging.wandb_api_key=0123456789abcdef ++policy.hub={HF}", {}),
+        ("credentials written in the recipe", CHECK, {"r.yaml": RECIPE + f"logging:\n  wandb_api_key: abc123def\n"
+                                                                         f"  hub: {HF}\n"}),
         ("with the rendered objects' problems", CHECK + " b=1", infra(f"launch:\n  name: {'a' * 48}\n")),
     ],
     "layering": [

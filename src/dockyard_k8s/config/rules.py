@@ -17,7 +17,7 @@ from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
-from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
+from dockyard_k8s.credentials import env_for, redact_assignment, secrets_in_env, token_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
@@ -151,7 +151,19 @@ def override_secret_message(name: str, what: str) -> str:
     """Why a recipe override holding a credential is refused, and the fix."""
     return (f"{what} by value would be on the job's command line (the RayJob's entrypoint, `ray job list`, the "
             f"mounted recipe ConfigMap): expected it from a Secret in the environment, "
-            f"{SECRET_REF_FIX.format(name=env_name(name))}, read by the trainer (docs/security.md)")
+            f"{SECRET_REF_FIX.format(name=env_for(name, what))}, read by the trainer (docs/security.md)")
+
+
+def recipe_secret_message(path: Path, what: str, *, substituted: bool = False) -> str:
+    """Why a credential written in the recipe (a file of its composition) is refused, and the fix;
+    ``substituted``: it was written as ``${VAR}``, which is replaced where the recipe is read."""
+    name = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+    how = (" (its ${...} is replaced by the variable's value where dockyard-k8s reads the recipe, on this machine; "
+           "$${oc.env:VAR} leaves the reading to the trainer's OmegaConf, in the pod)") if substituted else ""
+    return (f"{what} by value would be stored in the recipe ConfigMap (the files you render, etcd, "
+            f"`kubectl get -o yaml`, the mounted recipe every pod reads){how}: expected it from a Secret in the "
+            f"environment, {SECRET_REF_FIX.format(name=env_for(name, what))}, read by the trainer; remove "
+            f"{format_path(path)} from the recipe (docs/security.md)")
 
 
 def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:

@@ -80,3 +80,68 @@ def test_a_credential_in_a_list_a_set_replaces_is_reported_at_that_set():
     assert (found.file, found.line) == ("--set kuberay.spec.workerGroupSpecs=<redacted>", 0)
     assert found.path == "kuberay.spec.workerGroupSpecs[0].template.spec.containers[0].env[0].value"
     assert "a credential by value" in found.message and "abc123" not in str(found)
+
+
+# --- a credential written in the recipe file (item 27.1): the recipe ConfigMap would hold it ---------
+
+def _problems(recipe: str, *overrides: str) -> list:
+    with pytest.raises(ConfigError) as e:
+        build_bundle(recipe, INFRA, Layers(env={"HOME": "/nonexistent"}, overrides=list(overrides)))
+    return e.value.problems
+
+
+def test_a_credential_in_the_recipe_file_is_refused_at_its_line(write):
+    recipe = write("r.yaml", f"trainer:\n  lr: 1\nlogging:\n  wandb_api_key: abc123def\n  hf: {HF}\n")
+    found = {p.path: p for p in _problems(recipe)}
+    assert set(found) == {"logging.wandb_api_key", "logging.hf"}
+    key, hub = found["logging.wandb_api_key"], found["logging.hf"]
+    assert (key.file, key.line, key.col) == (recipe, 4, 18) and (hub.file, hub.line, hub.col) == (recipe, 5, 7)
+    assert key.message.startswith("a credential by value would be stored in the recipe ConfigMap")
+    assert hub.message.startswith("a Hugging Face token by value would be stored in the recipe ConfigMap")
+    # the fix names the exact keys: the variable the trainer reads, from a Secret, and the recipe key to drop
+    assert "{name: WANDB_API_KEY, valueFrom: {secretKeyRef: {name: SECRET, key: KEY}}}" in key.message
+    assert "{name: HF_TOKEN, valueFrom: {secretKeyRef: {name: SECRET, key: KEY}}}" in hub.message
+    assert "remove logging.wandb_api_key from the recipe" in key.message
+    assert "abc123def" not in str(key) and HF not in str(hub)
+
+
+def test_a_credential_in_a_composed_config_is_refused_at_that_file(write):
+    base = write("base/common.yaml", "logging:\n  project: swe\n  api_key: abc123def\n")
+    recipe = write("r.yaml", "defaults:\n  - base/common.yaml\n  - _self_\ntrainer:\n  lr: 1\n")
+    (found,) = _problems(recipe)
+    assert (found.file, found.line, found.path) == (base, 3, "logging.api_key")
+
+
+def test_a_recipe_credential_set_to_null_by_an_override_is_gone_from_the_configmap(write):
+    recipe = write("r.yaml", "trainer:\n  lr: 1\nlogging:\n  wandb_api_key: abc123def\n")
+    build_bundle(recipe, INFRA, Layers(env={"HOME": "/nonexistent"}, overrides=["++logging.wandb_api_key=null"]))
+    # a deletion is the job's: the mounted recipe keeps the key, and its value
+    (found,) = _problems(recipe, "~logging.wandb_api_key")
+    assert found.path == "logging.wandb_api_key" and found.line == 4
+
+
+@pytest.mark.parametrize("text", [
+    "wandb_api_key: null", "wandb_api_key: ''", "use_auth_token: true", "hf_token: ~",
+    "api_key: $${oc.env:WANDB_API_KEY}",  # an OmegaConf reference, resolved in the pod
+    "tokenizer: Qwen/Qwen3-32B", "max_tokens: 4096", "token_budget: 5", "password_file: /var/run/secrets/pw",
+])
+def test_what_a_recipe_may_hold(write, text):
+    recipe = write("r.yaml", f"trainer:\n  lr: 1\nlogging:\n  {text}\n")
+    build_bundle(recipe, INFRA, Layers(env={"HOME": "/nonexistent"}))
+
+
+def test_the_cli_refuses_a_recipe_credential_with_exit_2(write):
+    recipe = write("r.yaml", f"trainer:\n  lr: 1\nlogging:\n  hub: {HF}\n")
+    result = run_cli("check", recipe, "--infra", INFRA)
+    assert result.code == 2, result.text
+    assert f"{recipe}:4:8: logging.hub: a Hugging Face token by value" in result.text and HF not in result.text
+    assert run_cli("render", recipe, "--infra", INFRA).code == 2
+
+
+def test_a_recipe_variable_is_substituted_here_so_its_value_is_refused_and_the_reference_named(write):
+    recipe = write("r.yaml", "trainer:\n  lr: 1\nlogging:\n  wandb_api_key: ${MY_KEY}\n")
+    with pytest.raises(ConfigError) as e:
+        build_bundle(recipe, INFRA, Layers(env={"HOME": "/nonexistent", "MY_KEY": "abc123def"}))
+    (found,) = e.value.problems
+    assert found.line == 4 and "$${oc.env:VAR} leaves the reading to the trainer's OmegaConf" in found.message
+    assert "abc123def" not in str(found)
