@@ -9,6 +9,7 @@ override, the entrypoint: ``config/rules.py``, ``config/loader.py``) and ``serve
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from dockyard_k8s.plain import Path
@@ -91,6 +92,51 @@ def secret_values(value: Any, path: Path) -> list[tuple[Path, str]]:
     return [(path, what)] if what else []
 
 
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")  # {recipe}: the launcher's, never a value
+
+
+def command_secrets(command: str, *, depth: int = 0) -> list[tuple[str, str]]:
+    """(the flag or key that names it, or "" for none; what) of every credential by value in a
+    shell command line (``launch.entrypoint``): a flag, an ``ENV=`` assignment or a Hydra override
+    whose name announces a credential, with a literal value (``--wandb-api-key=abc``, ``--hf-token
+    abc``, ``WANDB_API_KEY=abc python ...``, ``logging.api_key=abc``), and any word shaped like a
+    token. A reference (``$VAR``, ``"${VAR}"``, ``$(cat FILE)``) is how the fix reads it, not a value;
+    ``bash -c '...'`` is looked into. Each is said once, without the value."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not shell words (an unbalanced quote): the shell refuses it anyway
+        words = command.split()
+    words = [w.rstrip(";&|") for w in words]
+    found: list[tuple[str, str]] = []
+    taken: set[int] = set()  # the words that were a flag's value
+    for i, word in enumerate(words):
+        if i in taken:
+            continue
+        if depth < 2 and len(word.split()) > 1:  # a command in one word: sh -c '...'
+            found += command_secrets(word, depth=depth + 1)
+            continue
+        name, sep, value = word.partition("=")
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if sep and name and not name.startswith("$"):  # --flag=value, VAR=value, a.b.c=value
+            what = _literal_secret(name, value)
+        elif (word.startswith("-") and looks_like_credential(word) and following and
+              not following.startswith("-")):  # --flag value
+            taken.add(i + 1)
+            what = _literal_secret(word, following)
+        else:
+            name, what = "", token_in(word)
+        if what and (name, what) not in found:
+            found.append((name, what))
+    return found
+
+
+def _literal_secret(name: str, value: str) -> str | None:
+    """What ``value`` given to the flag or key ``name`` on a command line is, when a credential."""
+    if _PLACEHOLDER.fullmatch(value):
+        return None
+    return secret_by_value(name.lstrip("-+~"), value)
+
+
 def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
     """(path of the value, variable name, what) of every credential by value in an environment
     anywhere in ``data``: maps under ``env``/``env_vars``/``envVars`` and Kubernetes env lists
@@ -156,7 +202,8 @@ def env_for(name: str, what: str) -> str:
     under ``name`` (a key, a dotted path, a ``--flag``) from: the key's own name when it names a
     credential (``--wandb-api-key`` -> ``WANDB_API_KEY``), else the token's usual variable
     (``HF_TOKEN``), else the key's name."""
-    key = re.split(r"(?<!\\)\.", name.lstrip("-+~"))[-1]
+    words = re.findall(r"[A-Za-z0-9_-]+", re.split(r"(?<!\\)\.", name)[-1])
+    key = words[-1].lstrip("-") if words else ""
     if key and looks_like_credential(key):
         return env_name(key)
     return _TOKEN_ENV.get(what) or env_name(key)

@@ -17,7 +17,7 @@ from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
-from dockyard_k8s.credentials import env_for, redact_assignment, secrets_in_env, token_in
+from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
@@ -131,12 +131,12 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
                        f"`kubectl get -o yaml`): expected a reference to a Secret, {SECRET_REF_FIX.format(name=name)} "
                        "(docs/security.md, as examples/grpo_swe.infra.yaml does)")
         out.append(_unechoed(run.locate(path, message)))
-    token = token_in(str(run.infra["launch"]["entrypoint"]))
-    if token:
+    for name, what in command_secrets(str(run.infra["launch"]["entrypoint"] or "")):
+        var, named = env_for(name, what), f" ({name})" if name else ""
         out.append(_unechoed(run.locate(("launch", "entrypoint"), (
-            f"{token} by value would be in the job's command line (the RayJob's entrypoint in etcd, `ray job list`, "
-            f"the dashboard): expected it from a Secret in the environment, {SECRET_REF_FIX.format(name='TOKEN')}, "
-            "and the command reading $TOKEN (docs/security.md)"))))
+            f"{what} by value{named} would be in the job's command line (the RayJob's entrypoint in etcd, "
+            f"`ray job list`, the dashboard): expected it from a Secret in the environment, "
+            f'{SECRET_REF_FIX.format(name=var)}, and the command reading "${var}" (docs/security.md)'))))
     return out
 
 

@@ -145,3 +145,52 @@ def test_a_recipe_variable_is_substituted_here_so_its_value_is_refused_and_the_r
     (found,) = e.value.problems
     assert found.line == 4 and "$${oc.env:VAR} leaves the reading to the trainer's OmegaConf" in found.message
     assert "abc123def" not in str(found)
+
+
+# --- the entrypoint (item 27.2): a credential-named flag or assignment with a literal value ------------
+
+def _entrypoint_problems(entrypoint: str) -> list:
+    try:
+        build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, sets=[f"launch.entrypoint={entrypoint}"]))
+    except ConfigError as e:
+        return [p for p in e.problems if p.path == "launch.entrypoint"]
+    return []
+
+
+@pytest.mark.parametrize(("entrypoint", "named", "variable"), [
+    ("python -m x --wandb-api-key=abc123xyz {recipe}", "--wandb-api-key", "WANDB_API_KEY"),
+    ("python -m x --config {recipe} logging.wandb_api_key=abc123", "logging.wandb_api_key", "WANDB_API_KEY"),
+    ("python -m x --config {recipe} ++logging.wandb_api_key=abc123", "++logging.wandb_api_key", "WANDB_API_KEY"),
+    ("WANDB_API_KEY=abc123 python -m x {recipe}", "WANDB_API_KEY", "WANDB_API_KEY"),
+    ("env HF_TOKEN=abc123 python -m x {recipe}", "HF_TOKEN", "HF_TOKEN"),
+    ("python -m x --hf-token abc123 {recipe}", "--hf-token", "HF_TOKEN"),
+    ("python -m x --password 'p@ss w0rd' {recipe}", "--password", "PASSWORD"),
+    ("bash -c 'export GITHUB_TOKEN=abc123; python -m x {recipe}'", "GITHUB_TOKEN", "GITHUB_TOKEN"),
+    (f"python -m x --hf-token {HF} {{recipe}}", "--hf-token", "HF_TOKEN"),  # both: said once
+    (f"python -m x --hub {HF} {{recipe}}", "", "HF_TOKEN"),  # a token's shape, under no credential's name
+])
+def test_a_credential_by_value_in_the_entrypoint_is_refused(entrypoint, named, variable):
+    (found,) = _entrypoint_problems(entrypoint)
+    assert found.file == "--set launch.entrypoint=<redacted>"
+    if named:
+        assert f"({named})" in found.message
+    assert f"{{name: {variable}, valueFrom: {{secretKeyRef: {{name: SECRET, key: KEY}}}}}}" in found.message
+    assert f'the command reading "${variable}"' in found.message
+    assert "abc123" not in str(found) and HF not in str(found) and "w0rd" not in str(found)
+
+
+@pytest.mark.parametrize("entrypoint", [
+    "python -m x --wandb-api-key=$WANDB_API_KEY {recipe}",  # read from the environment: the fix
+    'python -m x --wandb-api-key="${WANDB_API_KEY}" {recipe}',
+    "python -m x --config {recipe} logging.wandb_api_key=$WANDB_API_KEY",
+    "python -m x --config {recipe} '+logging.wandb_api_key=${oc.env:WANDB_API_KEY}'",
+    "python -m x --hf-token $(cat /var/run/secrets/hf/token) {recipe}",
+    "python -m x --max-tokens 4096 --tokenizer Qwen/Qwen3-32B --token-budget 5 {recipe}",
+    "python -m x --use-auth-token {recipe}",  # a switch before the placeholder
+    "python -m x --use-auth-token --config {recipe}",  # a switch before another flag
+    "python -m x --hf-token-file /var/run/hf {recipe}",
+    "python -m x --api-key= {recipe}",
+    "python -m x 'unbalanced {recipe}",  # not shell words: nothing to say about it here
+])
+def test_what_the_entrypoint_may_say(entrypoint):
+    assert _entrypoint_problems(entrypoint) == []
