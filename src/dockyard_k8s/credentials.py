@@ -137,6 +137,16 @@ def _literal_secret(name: str, value: str) -> str | None:
     return secret_by_value(name.lstrip("-+~"), value)
 
 
+def tokens_in(data: Any, at: Path = ()) -> list[tuple[Path, str]]:
+    """(path, what) of every string in ``data`` shaped like a token, whatever its key."""
+    if isinstance(data, dict):
+        return [hit for k, v in data.items() for hit in tokens_in(v, (*at, k))]
+    if isinstance(data, list):
+        return [hit for i, v in enumerate(data) for hit in tokens_in(v, (*at, i))]
+    what = token_in(data) if isinstance(data, str) else None
+    return [(at, what)] if what else []
+
+
 def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
     """(path of the value, variable name, what) of every credential by value in an environment
     anywhere in ``data``: maps under ``env``/``env_vars``/``envVars`` and Kubernetes env lists

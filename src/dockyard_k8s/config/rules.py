@@ -17,7 +17,7 @@ from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
-from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env
+from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env, tokens_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
@@ -120,7 +120,10 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
     """Credentials by value in the run's infra (every env, the entrypoint): refused as serve refuses
     them, at the layer that wrote them, with the fix, never echoing the value."""
     out = []
-    for path, name, what in secrets_in_env(run.infra):
+    in_env = secrets_in_env(run.infra)
+    said = {path for path, _, _ in in_env} | {("launch", "entrypoint")}  # ...and the entrypoint's, below
+    elsewhere = [(path, env_for("", what), what) for path, what in tokens_in(run.infra) if path not in said]
+    for path, name, what in [*in_env, *elsewhere]:
         if path[0] == "serve":
             continue  # serve check's own rule (config/serve.py), with serve's fix
         if path[0] == "sandbox":

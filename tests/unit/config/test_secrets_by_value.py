@@ -194,3 +194,25 @@ def test_a_credential_by_value_in_the_entrypoint_is_refused(entrypoint, named, v
 ])
 def test_what_the_entrypoint_may_say(entrypoint):
     assert _entrypoint_problems(entrypoint) == []
+
+
+# --- a token's shape anywhere else in the infra spec: it is rendered into the objects ------------------
+
+GHP = "ghp_" + "x1Y2z3" * 6  # shaped like a GitHub token
+
+
+@pytest.mark.parametrize(("extra", "path", "where"), [
+    (f"launch:\n  runtimeEnv:\n    pip: ['git+https://{GHP}@github.com/org/lib']\n",
+     "launch.runtimeEnv.pip[0]", (4, 11)),
+    ("kuberay:\n  spec:\n    headGroupSpec:\n      template:\n        spec:\n          containers:\n"
+     f"            - name: ray-head\n              args: [--hf-token, {HF}]\n",
+     "kuberay.spec.headGroupSpec.template.spec.containers[0].args[1]", (9, 34)),
+])
+def test_a_token_anywhere_in_the_infra_spec_is_refused(write, extra, path, where):
+    infra = write("i.yaml", f"defaults: {INFRA}\n{extra}")
+    with pytest.raises(ConfigError) as e:
+        build_bundle(RECIPE, infra, Layers(env={"HOME": "/nonexistent"}))
+    (found,) = e.value.problems
+    assert (found.file, (found.line, found.col), found.path) == (infra, where, path)
+    assert "token by value would be stored in the rendered objects" in found.message
+    assert GHP not in str(found) and HF not in str(found)
