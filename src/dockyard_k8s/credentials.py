@@ -8,8 +8,8 @@ override, the entrypoint: ``config/rules.py``, ``config/loader.py``) and ``serve
 
 from __future__ import annotations
 
-import itertools
 import re
+import shlex
 from typing import Any
 
 from dockyard_k8s.plain import Path
@@ -18,14 +18,17 @@ REDACTED = "<redacted>"
 # Keys whose values are environment variables: a map (NAME: value) or Kubernetes' [{name, value}].
 ENV_KEYS = frozenset({"env", "env_vars", "envVars", "secretEnv"})
 
-# Names that announce a credential: one of these words (or word pairs) in the name, split at
-# '_', '-', '.' and lowerCase-UpperCase boundaries. A word, not a substring: TOKENIZERS_PARALLELISM
-# and MAX_NEW_TOKENS are not credentials, HF_TOKEN and GITHUB_TOKEN are.
+# Names that announce a credential: the name's head -- its last word, split at '_', '-', '.' and
+# lowerCase-UpperCase boundaries, trailing digits aside -- is one of these words, or its last two
+# words one of these pairs. The head, as in English compounds: HF_TOKEN, auth_token and
+# WANDB_API_KEY are credentials; token_budget, max_tokens, tokenizer, TOKENIZERS_PARALLELISM and
+# HF_TOKEN_PATH are about tokens, not tokens (tests/unit/config/test_secrets_by_value.py).
 _SECRET_WORDS = frozenset({"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL",
                            "CREDENTIALS", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY"})
 _SECRET_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
                            ("AUTH", "KEY"), ("SIGNING", "KEY")})
-# ...unless the name says it holds something else: where the credential is, or a setting about it.
+# ...unless its first word says it holds something else: where the credential is, or a setting
+# about it (MAX_TOKEN, PATH_TO_TOKEN).
 _NOT_A_SECRET_WORDS = frozenset({"FILE", "PATH", "DIR", "URL", "URI", "ENDPOINT", "ID", "NAME", "ENABLED", "TTL",
                                  "TIMEOUT", "HEADER", "TYPE", "LIMIT", "COUNT", "SIZE", "LEN", "LENGTH", "MAX",
                                  "MIN", "NUM"})
@@ -41,12 +44,23 @@ SECRET_VALUE = (
 )
 
 
+# The variable a token of a known kind is conventionally read from (a key that names no credential,
+# ``hub: hf_...``, says nothing better).
+_TOKEN_ENV = {"an AWS access key id": "AWS_ACCESS_KEY_ID", "a GitHub token": "GITHUB_TOKEN",
+              "a Hugging Face token": "HF_TOKEN", "a Slack token": "SLACK_TOKEN"}
+# A whole value that refers to a variable resolved where it is used, not a value: $VAR, ${...}
+# (OmegaConf's ${oc.env:VAR} too), $(VAR) (Kubernetes).
+_REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[^{}]+\}|\([^()]+\))")
+
+
 def looks_like_credential(name: str) -> bool:
     """Whether a name (an env var, a config key) announces a credential (see ``_SECRET_WORDS``)."""
     words = [w.upper() for w in _WORD.findall(name)]
-    if not words or _NOT_A_SECRET_WORDS & {words[0], words[-1]}:
+    while words and words[-1].isdigit():  # HF_TOKEN_2
+        words.pop()
+    if not words or words[0] in _NOT_A_SECRET_WORDS:
         return False
-    return bool(_SECRET_WORDS & set(words)) or any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
+    return words[-1] in _SECRET_WORDS or tuple(words[-2:]) in _SECRET_PAIRS
 
 
 def token_in(text: str) -> str | None:
@@ -57,11 +71,11 @@ def token_in(text: str) -> str | None:
 def secret_by_value(name: str, value: Any) -> str | None:
     """What ``value`` written under ``name`` is, when it is a credential by value: the token it is
     shaped like, or ``a credential`` when its name announces one. None for no value (null, empty,
-    a mapping or list), a Kubernetes ``$(VAR)`` reference, or anything else."""
+    a mapping or list), a reference (``$(VAR)``, ``$VAR``, ``${oc.env:VAR}``), or anything else."""
     if value is None or isinstance(value, (dict, list, bool)):
         return None
     text = str(value)
-    if not text or text.startswith("$("):
+    if not text or text.startswith("$(") or is_reference(text):
         return None
     return token_in(text) or ("a credential" if looks_like_credential(name) else None)
 
@@ -76,6 +90,61 @@ def secret_values(value: Any, path: Path) -> list[tuple[Path, str]]:
     name = next((p for p in reversed(path) if isinstance(p, str)), "")
     what = secret_by_value(name, value)
     return [(path, what)] if what else []
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")  # {recipe}: the launcher's, never a value
+
+
+def command_secrets(command: str, *, depth: int = 0) -> list[tuple[str, str]]:
+    """(the flag or key that names it, or "" for none; what) of every credential by value in a
+    shell command line (``launch.entrypoint``): a flag, an ``ENV=`` assignment or a Hydra override
+    whose name announces a credential, with a literal value (``--wandb-api-key=abc``, ``--hf-token
+    abc``, ``WANDB_API_KEY=abc python ...``, ``logging.api_key=abc``), and any word shaped like a
+    token. A reference (``$VAR``, ``"${VAR}"``, ``$(cat FILE)``) is how the fix reads it, not a value;
+    ``bash -c '...'`` is looked into. Each is said once, without the value."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not shell words (an unbalanced quote): the shell refuses it anyway
+        words = command.split()
+    words = [w.rstrip(";&|") for w in words]
+    found: list[tuple[str, str]] = []
+    taken: set[int] = set()  # the words that were a flag's value
+    for i, word in enumerate(words):
+        if i in taken:
+            continue
+        if depth < 2 and len(word.split()) > 1:  # a command in one word: sh -c '...'
+            found += command_secrets(word, depth=depth + 1)
+            continue
+        name, sep, value = word.partition("=")
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if sep and name and not name.startswith("$"):  # --flag=value, VAR=value, a.b.c=value
+            what = _literal_secret(name, value)
+        elif (word.startswith("-") and looks_like_credential(word) and following and
+              not following.startswith("-")):  # --flag value
+            taken.add(i + 1)
+            what = _literal_secret(word, following)
+        else:
+            name, what = "", token_in(word)
+        if what and (name, what) not in found:
+            found.append((name, what))
+    return found
+
+
+def _literal_secret(name: str, value: str) -> str | None:
+    """What ``value`` given to the flag or key ``name`` on a command line is, when a credential."""
+    if _PLACEHOLDER.fullmatch(value):
+        return None
+    return secret_by_value(name.lstrip("-+~"), value)
+
+
+def tokens_in(data: Any, at: Path = ()) -> list[tuple[Path, str]]:
+    """(path, what) of every string in ``data`` shaped like a token, whatever its key."""
+    if isinstance(data, dict):
+        return [hit for k, v in data.items() for hit in tokens_in(v, (*at, k))]
+    if isinstance(data, list):
+        return [hit for i, v in enumerate(data) for hit in tokens_in(v, (*at, i))]
+    what = token_in(data) if isinstance(data, str) else None
+    return [(at, what)] if what else []
 
 
 def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
@@ -103,14 +172,22 @@ def secrets_in_env(data: Any, at: Path = ()) -> list[tuple[Path, str, str]]:
 
 def redact_assignment(text: str, *, always: bool = False) -> str:
     """``key.path=value`` (a --set or a recipe override) with the value redacted when the key
-    names a credential, sits in an environment map or the value is shaped like a token (or
-    ``always``)."""
+    names a credential, is an environment map or a variable of one, or the value is shaped like a
+    token (or ``always``). A key deeper under an ``env`` (a recipe's ``env.code.sandbox_urls``)
+    is no variable."""
     key, sep, value = text.partition("=")
     parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
     if sep and (always or any(looks_like_credential(p) for p in parts[-1:]) or
-                any(p in ENV_KEYS for p in parts[:-1]) or token_in(value)):
+                _in_env(parts) or token_in(value)):
         return f"{key}={REDACTED}"
     return text
+
+
+def _in_env(parts: list[str]) -> bool:
+    """Whether a key path is an environment, a variable of one (``env.NAME``) or an item of a
+    Kubernetes env list (``env.0``, ``env.0.value``)."""
+    return any(p in ENV_KEYS for p in parts[-2:]) or (len(parts) >= 3 and parts[-3] in ENV_KEYS and
+                                                      parts[-2].isdigit())
 
 
 def secret_assignment(text: str) -> bool:
@@ -120,22 +197,40 @@ def secret_assignment(text: str) -> bool:
     return bool(sep) and secret_by_value(parts[-1] if parts else "", value) is not None
 
 
+def is_reference(text: str) -> bool:
+    """Whether ``text`` is a reference to a variable (``$VAR``, ``${...}``, ``$(VAR)``), not a value."""
+    return _REFERENCE.fullmatch(text.strip()) is not None
+
+
 def env_name(name: str) -> str:
     """The environment variable a config key would be read from: ``wandb_api_key`` -> ``WANDB_API_KEY``."""
     return re.sub(r"[^A-Za-z0-9_]", "_", name).upper() or "TOKEN"
 
 
+def env_for(name: str, what: str) -> str:
+    """The environment variable to read the credential ``what`` (``a Hugging Face token``) written
+    under ``name`` (a key, a dotted path, a ``--flag``) from: the key's own name when it names a
+    credential (``--wandb-api-key`` -> ``WANDB_API_KEY``), else the token's usual variable
+    (``HF_TOKEN``), else the key's name."""
+    words = re.findall(r"[A-Za-z0-9_-]+", re.split(r"(?<!\\)\.", name)[-1])
+    key = words[-1].lstrip("-") if words else ""
+    if key and looks_like_credential(key):
+        return env_name(key)
+    return _TOKEN_ENV.get(what) or env_name(key)
+
+
 def redact(value: Any, *, env: bool = False) -> Any:
     """A copy of plain data with every secret-bearing value replaced by ``<redacted>``: every value
-    of an environment map (names are kept; ``valueFrom`` references too) and every value under a
-    key that names a credential."""
+    of an environment map (names are kept; ``valueFrom`` references too), every string under a key
+    that names a credential, and every string shaped like a token, whatever its key. Booleans,
+    numbers and nulls are settings, kept (``automountServiceAccountToken: false``)."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
             if env and not isinstance(v, (dict, list)):
                 out[key] = REDACTED if v is not None else None
-            elif looks_like_credential(key) and not isinstance(v, (dict, list)) and v is not None:
+            elif looks_like_credential(key) and isinstance(v, str):
                 out[key] = REDACTED
             else:
                 out[key] = redact(v, env=key in ENV_KEYS)
@@ -145,4 +240,6 @@ def redact(value: Any, *, env: bool = False) -> Any:
             return [{**item, "value": REDACTED} if isinstance(item, dict) and "value" in item else redact(item)
                     for item in value]
         return [redact(v) for v in value]
+    if isinstance(value, str) and token_in(value):
+        return REDACTED
     return value

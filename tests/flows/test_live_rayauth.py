@@ -327,3 +327,51 @@ def test_an_attached_head_that_answers_without_the_token_gets_no_job(cli: Any, r
     off = cli("run", *ARGS, *attach, "--set", f"launch.attach.address={ray_head}", "--set",
               "kuberay.auth.mode=disabled")
     assert off.code == 0, off.out + off.err
+
+
+# --- run --detach and the head's check (issue 22 item 20) -------------------------------------------
+
+def answer_proxy(fake: FakeKube, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    """The head pod's dashboard behind the API server's pods/proxy, answering ``status`` to a request
+    without the token (401: token auth on; 200: an image whose Ray ignores RAY_AUTH_MODE)."""
+    import re
+
+    import httpx2
+
+    real = fake.handle_request
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if re.fullmatch(r"/api/v1/namespaces/[^/]+/pods/[^/]+:8265/proxy/.*", request.url.path):
+            return httpx2.Response(status, content=b"[]" if status == 200 else b"Unauthorized")
+        return real(request)
+
+    monkeypatch.setattr(fake, "handle_request", handle)
+
+
+def test_run_detach_says_the_head_was_not_checked_and_how_to_check_it(cli: Any, fake: FakeKube) -> None:
+    """A detached run returns before its head pod is Ready: it says, in one line, that the head's
+    refusal of a request without the token was not checked, and which command checks it."""
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == 0, r.err
+    (line,) = [x for x in r.err.splitlines() if "refuses a request without the token" in x]
+    assert "not checked" in line and "`dockyard-k8s job list`" in line
+    off = cli("run", *ARGS, "--detach", "--set", "kuberay.auth.mode=disabled", "--set", "launch.name=open")
+    assert off.code == 0 and "refuses a request without the token" not in off.out + off.err
+
+
+@pytest.mark.parametrize(("status", "code"), [(401, 0), (200, 1)])
+def test_run_detach_checks_a_head_that_is_already_ready(cli: Any, fake: FakeKube, monkeypatch: pytest.MonkeyPatch,
+                                                        status: int, code: int) -> None:
+    from states import start_cluster
+
+    assert cli("run", *ARGS, "--detach").code == 0
+    start_cluster(fake)  # the head pod is Ready: a re-run asks it, as a followed run does
+    answer_proxy(fake, monkeypatch, status)
+    r = cli("run", *ARGS, "--detach")
+    assert r.code == code, r.out + r.err
+    head = f"{RUN}-abcde-head-x1"
+    if status == 401:
+        assert f"✔ the Ray head {head} refuses a request without the token (GET /api/jobs/: HTTP 401)" in r.out
+        assert "not checked" not in r.err
+    else:
+        assert f"✖ the Ray head {head} answered a request without the token" in r.out and "dockyard-k8s down" in r.out

@@ -86,6 +86,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
          {}),
         ("a deletion whose value differs", CHECK + " ~optimizer.lr=2", {}),
         ("credentials by value", CHECK + f" +logging.wandb_api_key=0123456789abcdef ++policy.hub={HF}", {}),
+        ("credentials written in the recipe", CHECK, {"r.yaml": RECIPE + f"logging:\n  wandb_api_key: abc123def\n"
+                                                                         f"  hub: {HF}\n"}),
         ("with the rendered objects' problems", CHECK + " b=1", infra(f"launch:\n  name: {'a' * 48}\n")),
     ],
     "layering": [
@@ -96,6 +98,9 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
                                          "--set-string sandbox.env.GITHUB_TOKEN=ghp_" + "x" * 36
                                          + f" --set 'launch.entrypoint=python train.py --hf-token {HF}'", {}),
         ("a credential in a file's env", CHECK, infra("kuberay:\n  head:\n    env:\n      WANDB_API_KEY: abc123\n")),
+        ("credentials named in the entrypoint", CHECK + " --set 'launch.entrypoint=WANDB_API_KEY=abc123 python "
+                                                        "train.py --password=abc123 {recipe} logging.api_key=abc123'",
+         {}),
         ("the API server's limits", CHECK + " --set kuberay.trainer.replicas=3000000000 "
                                             "--set kuberay.trainer.env.1BAD=x "
                                             "--set sandbox.replicas=1000000000000000000000000000000 "

@@ -221,9 +221,23 @@ def apply_settings(doc: Document, settings: Sequence[Setting]) -> list[ConfigPro
         if error:
             problems.append(ConfigProblem(mark.file, 0, 0, format_path(s.path), error))
             continue
-        for path in {s.path, *created, *ov.key_paths(value, s.path)}:  # every key it brings is this setting's
+        # every key it brings is this setting's, and all a list it sets holds (it replaced the list
+        # of a lower layer, whose marks would otherwise stand for the items)
+        for path in {s.path, *created, *ov.key_paths(value, s.path), *_list_paths(s.value, s.path)}:
             doc.marks[path] = doc.key_marks[path] = mark
     return problems
+
+
+def _list_paths(data: Any, at: Path, *, inside: bool = False) -> list[Path]:
+    """The path of everything inside a list in ``data`` (written at ``at``): items, their keys..."""
+    out: list[Path] = []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for k, v in items:
+        here = (*at, k)
+        within = inside or isinstance(data, list)
+        out += [here] if within else []
+        out += _list_paths(v, here, inside=within)
+    return out
 
 
 def resolve_nulls(schema: Schema, data: Any) -> None:

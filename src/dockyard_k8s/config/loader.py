@@ -37,7 +37,7 @@ from dockyard_k8s.config.model import SHIPPED, RunConfig
 from dockyard_k8s.config.network import DEFAULT_RAY_VERSION, ray_image_version, show_version
 from dockyard_k8s.config.platforms import profile_layer
 from dockyard_k8s.config.recipes import RecipeComposer
-from dockyard_k8s.config.rules import override_secret_message, run_rules
+from dockyard_k8s.config.rules import override_secret_message, recipe_secret_message, run_rules
 from dockyard_k8s.config.schema import check, fill_defaults
 from dockyard_k8s.config.yamlio import Document, Mark, Path, format_path
 from dockyard_k8s.credentials import redact_assignment, secret_assignment, secret_values
@@ -126,7 +126,7 @@ def resolve_run(recipe_file: str, infra_file: str | Sequence[str] | None = None,
     infra, sources, broken = _infra_layers(reader, files, layers, recipe=(recipe_file, composed.data))
     recipe_problems = [*composer.reader.problems, *_empty_recipe(recipe_file, composed, composer)]
     recipe, user_args, override_problems = _recipe_overrides(composer, composed.data, layers.overrides)
-    recipe_problems += override_problems
+    recipe_problems += override_problems + _recipe_secrets(recipe, composed)
     if reader.problems:
         repairable = len(reader.problems) == len(broken)  # each a schema problem at a key: rules can still run
         guessed = _rules_despite(infra, broken, sources, recipe_file, files, reader.empty) if repairable else []
@@ -191,6 +191,29 @@ def _recipe_overrides(composer: RecipeComposer, recipe: dict[str, Any],
                 ov.set_path(recipe, item.path, item.value)
             args.append(ov.job_arg(item))
     return recipe, args, problems
+
+
+def _recipe_secrets(recipe: dict[str, Any], composed: Document) -> list[ConfigProblem]:
+    """Every credential by value the recipe's files wrote that the mounted recipe still holds (an
+    override may have set it to null; a deletion is the job's: the mounted recipe keeps the key),
+    at its file:line. What an override wrote is the override's (``_recipe_overrides``)."""
+    out = []
+    for path, what in secret_values(recipe, ()):
+        mark = composed.marks.get(path)
+        if mark is not None:
+            message = recipe_secret_message(path, what, substituted=_substituted(mark))
+            out.append(ConfigProblem(mark.file, mark.line, mark.col, format_path(path), message))
+    return out
+
+
+def _substituted(mark: Mark) -> bool:
+    """Whether the value written at ``mark`` was a ``${VAR}`` (its line, from its column)."""
+    try:
+        with open(mark.file, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    return 0 < mark.line <= len(lines) and "${" in lines[mark.line - 1][max(mark.col - 1, 0):]
 
 
 def _group_choice(item: ov.Override, key: str, group: str, composer: RecipeComposer) -> str:

@@ -17,7 +17,7 @@ from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
-from dockyard_k8s.credentials import env_name, redact_assignment, secrets_in_env, token_in
+from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env, tokens_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
 from dockyard_k8s.plain import Path, format_path
@@ -120,7 +120,10 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
     """Credentials by value in the run's infra (every env, the entrypoint): refused as serve refuses
     them, at the layer that wrote them, with the fix, never echoing the value."""
     out = []
-    for path, name, what in secrets_in_env(run.infra):
+    in_env = secrets_in_env(run.infra)
+    said = {path for path, _, _ in in_env} | {("launch", "entrypoint")}  # ...and the entrypoint's, below
+    elsewhere = [(path, env_for("", what), what) for path, what in tokens_in(run.infra) if path not in said]
+    for path, name, what in [*in_env, *elsewhere]:
         if path[0] == "serve":
             continue  # serve check's own rule (config/serve.py), with serve's fix
         if path[0] == "sandbox":
@@ -131,12 +134,12 @@ def secret_problems(run: RunConfig) -> list[ConfigProblem]:
                        f"`kubectl get -o yaml`): expected a reference to a Secret, {SECRET_REF_FIX.format(name=name)} "
                        "(docs/security.md, as examples/grpo_swe.infra.yaml does)")
         out.append(_unechoed(run.locate(path, message)))
-    token = token_in(str(run.infra["launch"]["entrypoint"]))
-    if token:
+    for name, what in command_secrets(str(run.infra["launch"]["entrypoint"] or "")):
+        var, named = env_for(name, what), f" ({name})" if name else ""
         out.append(_unechoed(run.locate(("launch", "entrypoint"), (
-            f"{token} by value would be in the job's command line (the RayJob's entrypoint in etcd, `ray job list`, "
-            f"the dashboard): expected it from a Secret in the environment, {SECRET_REF_FIX.format(name='TOKEN')}, "
-            "and the command reading $TOKEN (docs/security.md)"))))
+            f"{what} by value{named} would be in the job's command line (the RayJob's entrypoint in etcd, "
+            f"`ray job list`, the dashboard): expected it from a Secret in the environment, "
+            f'{SECRET_REF_FIX.format(name=var)}, and the command reading "${var}" (docs/security.md)'))))
     return out
 
 
@@ -151,7 +154,19 @@ def override_secret_message(name: str, what: str) -> str:
     """Why a recipe override holding a credential is refused, and the fix."""
     return (f"{what} by value would be on the job's command line (the RayJob's entrypoint, `ray job list`, the "
             f"mounted recipe ConfigMap): expected it from a Secret in the environment, "
-            f"{SECRET_REF_FIX.format(name=env_name(name))}, read by the trainer (docs/security.md)")
+            f"{SECRET_REF_FIX.format(name=env_for(name, what))}, read by the trainer (docs/security.md)")
+
+
+def recipe_secret_message(path: Path, what: str, *, substituted: bool = False) -> str:
+    """Why a credential written in the recipe (a file of its composition) is refused, and the fix;
+    ``substituted``: it was written as ``${VAR}``, which is replaced where the recipe is read."""
+    name = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+    how = (" (its ${...} is replaced by the variable's value where dockyard-k8s reads the recipe, on this machine; "
+           "$${oc.env:VAR} leaves the reading to the trainer's OmegaConf, in the pod)") if substituted else ""
+    return (f"{what} by value would be stored in the recipe ConfigMap (the files you render, etcd, "
+            f"`kubectl get -o yaml`, the mounted recipe every pod reads){how}: expected it from a Secret in the "
+            f"environment, {SECRET_REF_FIX.format(name=env_for(name, what))}, read by the trainer; remove "
+            f"{format_path(path)} from the recipe (docs/security.md)")
 
 
 def _cpu_placement_problems(run: RunConfig) -> list[ConfigProblem]:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live import orchestrate, references, teardown
 from dockyard_k8s.live.client import KubeClient
-from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, kind_of
+from dockyard_k8s.live.kinds import KINDS, POD, RAYCLUSTER, kind_of
 from dockyard_k8s.live.netpol import inert_warning
-from dockyard_k8s.live.orchestrate import Applied, Outcome, split_apply
+from dockyard_k8s.live.orchestrate import Applied, Outcome, run_selector, split_apply
 from dockyard_k8s.live.progress import RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import (
     TERMINAL,
@@ -137,8 +137,25 @@ def launch(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOp
     if finished is not None:
         return finished
     if options.detach:
-        return Outcome(True, "detached", "applied; not following")
+        return detached(client, bundle, say=say, note=note)
     return wait(client, bundle, options, say=say)
+
+
+def detached(client: KubeClient, bundle: Bundle, *, say: Say = print, note: Say | None = None) -> Outcome:
+    """``run --detach`` after applying: the head's refusal of a request without the token is
+    checked when its pod is already Ready (one LIST of the run's pods: a re-run); otherwise one
+    line says it was not, and which command checks it."""
+    if enabled(bundle.run.infra):
+        ns, run = bundle.run.namespace, bundle.run.name
+        pods, _ = client.list(POD, ns, label_selector=run_selector(run), missing_ok=True)
+        asked, outcome = ask_head(client, bundle, pods, say=say)
+        if outcome is not None:
+            return outcome
+        if not asked:
+            (note or say)("note: --detach: not checked that the Ray head refuses a request without the token (its "
+                          "pod is not Ready yet; `run` without --detach checks it): `dockyard-k8s job list` with the "
+                          "same files checks it once it is")
+    return Outcome(True, "detached", "applied; not following")
 
 
 def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied], *,
@@ -262,47 +279,58 @@ def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOpti
 
 
 def head_auth_check(client: KubeClient, bundle: Bundle, *, say: Say = print) -> Callable[[RunView], Outcome | None]:
-    """Once the run's head pod is Ready, ask its dashboard for the job list without the token
-    (through the API server's pod proxy): a refusal is said with ✔; an answer ends following with
-    exit 1 (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it
-    is. When the API server will not proxy (no ``pods/proxy`` right), a note says it was not checked."""
-    infra, ns = bundle.run.infra, bundle.run.namespace
-    done: list[str] = []  # the pod checked
+    """Once the run's head pod is Ready, ask it (:func:`ask_head`), once."""
+    done: list[bool] = []
 
     def check(view: RunView) -> Outcome | None:
-        if done or not enabled(infra):
+        if done or not enabled(bundle.run.infra):
             return None
-        pod = head_pod(infra, view.pods)
-        if pod is None:
-            return None
-        try:
-            status, from_head = proxy_status(client, ns, pod)
-        except ClusterError as e:
-            status, from_head = 0, False
-            why = str(e)
-        else:
-            why = f"the API server answered {status} to its pods/proxy"
-        if not from_head and status in (502, 503):
-            return None  # not serving yet: ask again at the next change
-        done.append(pod)
-        if not from_head:
-            say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
-                "`dockyard-k8s job list` with the same files checks it through a port-forward")
-            return None
-        verdict = refused(status)
-        if verdict:
-            say(f"✔ the Ray head {pod} refuses a request without the token (GET /api/jobs/: HTTP {status})")
-            return None
-        if verdict is None:
-            say(f"note: could not check that the Ray head {pod} refuses a request without the token (HTTP {status} "
-                "is not a Ray head's answer to it, 401: a proxy or filter on the way?); `dockyard-k8s job list` "
-                "with the same files checks it through a port-forward")
-            return None
-        say(f"✖ {unauthenticated(f'the Ray head {pod}', status)}")
-        return Outcome(False, "unauthenticated", "the run is left as it is: stop it with `dockyard-k8s down` (the "
-                                                 "same files), then use an image with Ray >= 2.52")
+        asked, outcome = ask_head(client, bundle, view.pods, say=say)
+        if asked:
+            done.append(True)
+        return outcome
 
     return check
+
+
+def ask_head(client: KubeClient, bundle: Bundle, pods: Iterable[dict[str, Any]], *,
+             say: Say = print) -> tuple[bool, Outcome | None]:
+    """Ask the run's Ready head pod among ``pods`` for the job list without the token (through the
+    API server's pod proxy): a refusal (401) is said with ✔; an answer (2xx) is an Outcome that ends with exit 1
+    (token auth is off: an image with Ray < 2.52 ignores RAY_AUTH_MODE), the run left as it is.
+    When the API server will not proxy (no ``pods/proxy`` right) or another status comes back (a
+    proxy or filter on the way), a note says it was not checked.
+    (whether the head was asked, or cannot be; that Outcome). Not asked: no Ready head pod, or it
+    is not serving yet (502/503)."""
+    ns = bundle.run.namespace
+    pod = head_pod(bundle.run.infra, pods)
+    if pod is None:
+        return False, None
+    try:
+        status, from_head = proxy_status(client, ns, pod)
+    except ClusterError as e:
+        status, from_head = 0, False
+        why = str(e)
+    else:
+        why = f"the API server answered {status} to its pods/proxy"
+    if not from_head and status in (502, 503):
+        return False, None  # not serving yet: ask again at the next change
+    if not from_head:
+        say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
+            "`dockyard-k8s job list` with the same files checks it through a port-forward")
+        return True, None
+    verdict = refused(status)
+    if verdict:
+        say(f"✔ the Ray head {pod} refuses a request without the token (GET /api/jobs/: HTTP {status})")
+        return True, None
+    if verdict is None:
+        say(f"note: could not check that the Ray head {pod} refuses a request without the token (HTTP {status} "
+            "is not a Ray head's answer to it, 401: a proxy or filter on the way?); `dockyard-k8s job list` "
+            "with the same files checks it through a port-forward")
+        return True, None
+    say(f"✖ {unauthenticated(f'the Ray head {pod}', status)}")
+    return True, Outcome(False, "unauthenticated", "the run is left as it is: stop it with `dockyard-k8s down` (the "
+                                                   "same files), then use an image with Ray >= 2.52")
 
 
 # KubeRay checks preRunningDeadlineSeconds when it reconciles the RayJob, requeued every 3 s
