@@ -7,7 +7,7 @@ Each round, in fresh processes as a user types them:
 * ``scripts/controlplane.sh up --name NAME``: etcd, the API server, controller-manager, scheduler,
   kwok, the Ray head stand-in, KubeRay and Kueue, until nodes are Ready (the script's own figure,
   ``startup_s``, is printed beside the wall time);
-* readiness, what the e2e session checks before its first test (tests/e2e/test_controlplane.py):
+* readiness, what the e2e session checks before its first test (tests/e2e/readiness.py, run by the `cluster` fixture):
   a 1-GPU pod Running, a 99-GPU pod Unschedulable, a tiny RayJob Complete through the real operator,
   each timed from the end of ``up``;
 * ``scripts/controlplane.sh down --name NAME``.

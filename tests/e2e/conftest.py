@@ -30,6 +30,7 @@ from support.paths import REPO
 
 sys.path.insert(0, str(REPO / "e2e" / "controlplane"))
 import controlplane as cp
+import readiness
 from e2e_helpers import SMALL, example_args
 
 EXTERNAL = os.environ.get("DOCKYARD_E2E_KUBECONFIG", "")
@@ -55,6 +56,7 @@ class Cluster:
 
     kubeconfig: str
     stack: cp.Stack | None = None  # None: a cluster given by DOCKYARD_E2E_KUBECONFIG
+    ready: list[str] = field(default_factory=list)  # the readiness checks passed (readiness.gate)
     rayhead: str = ""  # the Ray head stand-in's control URL
     _namespaces: Iterator[str] = field(default_factory=lambda: iter(cp.TEST_NAMESPACES[2:]))
 
@@ -138,10 +140,22 @@ def _start() -> Cluster:
         cp.cmd_down(stack)  # nothing left running behind a session that could not start
         raise
     state = stack.state()
-    return Cluster(state["kubeconfig"], stack, f"http://127.0.0.1:{state['ports']['rayhead_control']}")
+    found = Cluster(state["kubeconfig"], stack, rayhead=f"http://127.0.0.1:{state['ports']['rayhead_control']}")
+    try:
+        found.ready = readiness.gate(found)
+    except BaseException:  # every e2e test errors with the check's message; the logs say why
+        _keep_logs(stack)
+        cp.cmd_down(stack)
+        raise
+    return found
 
 
 _FAILED_LOGS: dict[str, list[str]] = {}
+
+
+def _keep_logs(stack: cp.Stack) -> None:
+    for name, path in sorted(cp.log_paths(stack).items()):
+        _FAILED_LOGS[f"{name}: {path}"] = path.read_text(errors="replace").splitlines()[-30:]
 
 
 @pytest.fixture(scope="session")
@@ -151,8 +165,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     if found.stack is None:
         return
     if request.session.testsfailed:  # kept for the summary: the stack's files go with it
-        for name, path in sorted(cp.log_paths(found.stack).items()):
-            _FAILED_LOGS[f"{name}: {path}"] = path.read_text(errors="replace").splitlines()[-30:]
+        _keep_logs(found.stack)
     if not os.environ.get("DOCKYARD_CP_KEEP"):
         cp.cmd_down(found.stack)
 
