@@ -6,7 +6,6 @@ tiny RayJob) gate the session in the ``cluster`` fixture (readiness.py); these a
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 from typing import Any
