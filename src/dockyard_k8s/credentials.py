@@ -50,6 +50,7 @@ _TOKEN_ENV = {"an AWS access key id": "AWS_ACCESS_KEY_ID", "a GitHub token": "GI
               "a Hugging Face token": "HF_TOKEN", "a Slack token": "SLACK_TOKEN"}
 # A whole value that refers to a variable resolved where it is used, not a value: $VAR, ${...}
 # (OmegaConf's ${oc.env:VAR} too), $(VAR) (Kubernetes).
+_FILE_PATH = re.compile(r"(?:/|~/)[^\s:;]+")  # an absolute path (or ~/...), one word
 _REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[^{}]+\}|\([^()]+\))")
 
 
@@ -77,7 +78,10 @@ def secret_by_value(name: str, value: Any) -> str | None:
     text = str(value)
     if not text or text.startswith("$(") or is_reference(text):
         return None
-    return token_in(text) or ("a credential" if looks_like_credential(name) else None)
+    # a credential's name given a file's path is where the credential is, mounted from a Secret
+    # (GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json, as Google documents it)
+    named = looks_like_credential(name) and not _FILE_PATH.fullmatch(text)
+    return token_in(text) or ("a credential" if named else None)
 
 
 def secret_values(value: Any, path: Path) -> list[tuple[Path, str]]:

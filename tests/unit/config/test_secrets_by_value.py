@@ -13,7 +13,7 @@ import pytest
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.layering import Layers
-from dockyard_k8s.credentials import looks_like_credential
+from dockyard_k8s.credentials import looks_like_credential, secret_by_value
 from dockyard_k8s.errors import ConfigError
 from support.cli import run_cli
 from support.paths import REPO
@@ -60,6 +60,17 @@ def test_which_names_announce_a_credential(name: str, credential: bool) -> None:
 ])
 def test_what_is_not_a_secret_still_passes(ok):
     build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, overrides=ok))
+
+
+def test_a_credential_s_name_given_a_file_path_is_where_it_is_not_what_it_is():
+    """GOOGLE_APPLICATION_CREDENTIALS names the key file (mounted from a Secret), as Google documents it."""
+    build_bundle(RECIPE, INFRA, Layers(env={"HOME": "/nonexistent"}, sets=[
+        "kuberay.trainer.env.GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json",
+        "kuberay.trainer.env.HF_TOKEN=~/.cache/huggingface/token"]))
+    assert secret_by_value("GOOGLE_APPLICATION_CREDENTIALS", "/var/secrets/google/key.json") is None
+    assert secret_by_value("DB_PASSWORD", "/hunter2") is None  # a path's shape: the same rule
+    assert secret_by_value("DB_PASSWORD", "hunter2/x") == "a credential"
+    assert secret_by_value("HF_TOKEN", "/x/hf_abcdefghijklmnopqrstuvwxyz0123456789") == "a Hugging Face token"
 
 
 def test_the_cli_exits_2_and_never_prints_the_value():
