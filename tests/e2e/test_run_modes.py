@@ -15,14 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
+from e2e_helpers import NO_OPERATOR, RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
 
 pytestmark = pytest.mark.e2e
 
-# launch.mode job|statefulset run the head in a GPU pod: no head nodeSelector of its own, and a
-# job pod (head + every fleet) must fit one p4de node.
-NO_OPERATOR = ("kuberay.head.nodeSelector=null", "kuberay.trainer.cpu=8", "kuberay.trainer.memory=64Gi",
-               "kuberay.inference.cpu=8", "kuberay.inference.memory=64Gi")
 
 
 def status_json(e2e_cli: Any, ns: str, run: str = RUN) -> dict[str, Any]:
