@@ -12,7 +12,8 @@ on them (the events API). Then, interleaved, K times each, fresh processes as a 
   ``kubectl get events --field-selector type=Warning -o json`` (the stack's kubectl).
 
 Requests are counted from the API server's audit log, per client (user agent). Goal (issue 21 §6):
-`status` <= 0.5 x kubectl's wall at 10,000 pods.
+`status` <= 0.5 x kubectl's wall at 10,000 pods. First, once: `status RUN`'s pod counts per fleet
+must be kubectl's (``--chunk-size=500``), and the pod LISTs it made are counted.
 
 Run: .venv/bin/python bench/bench_live_status.py [--name bench] [--pods 10000] [--events 50000] [--runs 5]
 """
@@ -20,6 +21,7 @@ Run: .venv/bin/python bench/bench_live_status.py [--name bench] [--pods 10000] [
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -90,6 +92,35 @@ def timed(live: Live, cmd: list[str]) -> tuple[float, list[dict[str, Any]]]:
     return seconds, live.audit_since(offset)
 
 
+def fleet_counts(pods: list[dict[str, Any]]) -> dict[str, int]:
+    """Pods per fleet, those being deleted left out (as `status` counts them)."""
+    out: dict[str, int] = {}
+    for pod in pods:
+        if not pod["metadata"].get("deletionTimestamp"):
+            fleet = pod["metadata"].get("labels", {}).get("dockyard-k8s/fleet", "-")
+            out[fleet] = out.get(fleet, 0) + 1
+    return out
+
+
+def same_counts(live: Live, ns: str) -> None:
+    """`status RUN`'s fleet table against kubectl's chunked list of the run's pods (``--chunk-size=500``),
+    and the chunks `status` asked for (audit log): every chunk read, the counts the same. Exits when not."""
+    offset = live.audit_offset()
+    out = subprocess.run([LAUNCHER, "status", RUN, "-n", ns, "-o", "json"], check=True, capture_output=True,
+                         text=True, env={**os.environ, "KUBECONFIG": live.kubeconfig}).stdout
+    time.sleep(0.5)  # the audit log's last lines
+    pod_lists = [e for e in live.audit_since(offset) if e.get("userAgent", "").startswith("python-httpx")
+                 and e.get("stage") == "ResponseComplete" and e.get("verb") == "list"
+                 and e.get("objectRef", {}).get("resource") == "pods"]
+    ours = {f["fleet"]: f["pods"] for f in json.loads(out)["fleets"] if f["pods"]}
+    theirs = fleet_counts(json.loads(live.kubectl("get", "pods", "-n", ns, "-l", f"dockyard-k8s/run={RUN}",
+                                                  "--chunk-size=500", "-o", "json"))["items"])
+    print(f"status counts {sum(ours.values())} pods {ours} in {len(pod_lists)} pod LIST request(s); kubectl "
+          f"--chunk-size=500 counts {sum(theirs.values())} {theirs}", flush=True)
+    if ours != theirs:
+        raise SystemExit("status and kubectl disagree on the run's pods")
+
+
 def measure(live: Live, ns: str, runs: int) -> dict[str, Any]:
     by_name = [LAUNCHER, "status", RUN, "-n", ns, "-o", "json"]
     by_recipe = [LAUNCHER, "status", *example_args(ns, "-o", "json")]
@@ -121,6 +152,7 @@ def main() -> None:
     live = Live(args.name)
     print(f"populating {args.namespace}: the example run, {args.pods} pods, {args.events} events", flush=True)
     populate(live, args.namespace, args.pods, args.events)
+    same_counts(live, args.namespace)
     load = os.getloadavg()[0]
     m = measure(live, args.namespace, args.runs)
     walls, requests = m["walls"], m["requests"]

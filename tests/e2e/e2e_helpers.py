@@ -14,6 +14,10 @@ RUN = "grpo-swe"  # the example's run name (its recipe file's)
 # 1-GPU trainer and inference pods and one sandbox replica: a run takes 2 of the fleet's 40 GPUs,
 # so a test's run never waits for another's pods still terminating.
 SMALL = ("kuberay.trainer.gpus=1", "kuberay.inference.gpus=1", "kuberay.trainer.replicas=1", "sandbox.replicas=1")
+# launch.mode job|statefulset run the head in a GPU pod: no head nodeSelector of its own, and a
+# job pod (head + every fleet) must fit one p4de node.
+NO_OPERATOR = ("kuberay.head.nodeSelector=null", "kuberay.trainer.cpu=8", "kuberay.trainer.memory=64Gi",
+               "kuberay.inference.cpu=8", "kuberay.inference.memory=64Gi")
 # The kinds a run's objects are (kubectl's names), for reading them back by the run label.
 RUN_KINDS = "rayjobs,rayclusters,jobs,statefulsets,deployments,services,configmaps,secrets,networkpolicies," \
             "poddisruptionbudgets"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from e2e_helpers import RUN, fleet_counts, labelled, versions
+from e2e_helpers import RUN, SMALL, cli_process, fleet_counts, labelled, versions
 
 from support.cli import printed
 
@@ -208,3 +208,114 @@ def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, 
     rows = runs_rows(e2e_cli, ns)
     assert (rows["high"]["state"], rows["high"]["queue"]) == ("running", "admitted")
     assert (rows["low"]["state"], rows["low"]["queue"]) == ("suspended", "evicted (Preempted, InClusterQueue)")
+
+
+def test_run_follows_its_run_through_a_preemption_and_the_re_admission(cluster: Any, e2e_cli: Any, example: Any,
+                                                                        ns: str, kueue: Any) -> None:
+    """`run` (not detached) follows the low-priority run while a higher-priority run preempts it
+    (Kueue v0.19.2 evicts its Workload, KubeRay suspends the RayJob and deletes its cluster): it
+    says so in Kueue's words and keeps following, no ✖, until Kueue admits it again once the high
+    run is taken down; KubeRay then starts it on a new cluster (a new Ray job) and `run` ends ✔, 0.
+    A second `run` of the preempted run, meanwhile, writes nothing (the spec Kueue suspended stays
+    suspended) and stops at its timeout with 1.
+
+    The pods are sized so that the fleet holds both runs at once (only the queue's quota makes them
+    compete): Kueue admits low again as soon as high's Workload goes, while high's pods still have
+    their grace period, and full-size pods would meet the scheduler's FailedScheduling for the cpu
+    those terminating pods (another run's) hold until they are gone."""
+    kueue(2)  # room for one run of 2 GPUs
+    sets = (*SMALL, "kuberay.trainer.cpu=8", "kuberay.trainer.memory=64Gi", "kuberay.inference.cpu=8",
+            "kuberay.inference.memory=64Gi")
+    cluster.script("low", {"steps": [["RUNNING", 600]]}, {"steps": [["RUNNING", 1], ["SUCCEEDED", 0, "done"]]},
+                   namespace=ns)
+    cluster.script("high", {"steps": [["RUNNING", 600]]}, namespace=ns)
+    low_args = example(*queued("--timeout", "400", run="low", priority=f"{ns}-low"), sets=sets)
+    started = "RayJob low: jobDeploymentStatus Running, jobStatus RUNNING"
+    during: dict[str, Any] = {}
+
+    def preempt_then_free() -> None:
+        try:
+            cluster.wait("`run` saying low runs", lambda: started in printed(), timeout=180)
+            during["high"] = cli_process("run", *example(*queued("--detach", run="high", priority=f"{ns}-high"),
+                                                         sets=sets))
+            cluster.wait("`run` saying low is preempted", lambda: all(
+                x in printed().split(started, 1)[1] for x in ("RayJob low: jobDeploymentStatus Suspended,",
+                                                              "evicted (Preempted, InClusterQueue)")), timeout=180)
+            during["workload"] = workload(cluster, ns, "low")
+            during["job"] = cluster.get("-n", ns, "rayjob", "low")
+            during["printed"] = printed()
+            during["status"] = cli_process("status", "low", "-n", ns)
+            during["status_json"] = cli_process("status", "low", "-n", ns, "-o", "json")
+            during["rerun"] = cli_process("run", *example(*queued("--timeout", "5", run="low", priority=f"{ns}-low"),
+                                                          sets=sets))
+            during["job_after_rerun"] = cluster.get("-n", ns, "rayjob", "low")
+            during["down"] = cli_process("down", "high", "-n", ns)
+        except BaseException as e:  # end the followed run rather than let it wait for its timeout
+            during["error"] = e
+            cluster.kubectl("-n", ns, "delete", "rayjob", "low", "high", "--wait=false", "--ignore-not-found")
+
+    helper = threading.Thread(target=preempt_then_free, daemon=True)
+    helper.start()
+    r = e2e_cli("run", *low_args)
+    helper.join(120)
+    assert "error" not in during, during.get("error")
+    assert during["high"].returncode == 0, during["high"].stdout + during["high"].stderr
+
+    # what `run` said while low was preempted, and Kueue and KubeRay agree
+    wl, job = during["workload"], during["job"]
+    evicted, preempted = condition(wl, "Evicted"), condition(wl, "Preempted")
+    assert (evicted["status"], evicted["reason"], preempted["reason"]) == ("True", "Preempted", "InClusterQueue")
+    assert (job["spec"]["suspend"], job["status"]["jobDeploymentStatus"]) == (True, "Suspended")
+    said = during["printed"]
+    assert f"Workload {wl['metadata']['name']}: evicted (Preempted, InClusterQueue): {preempted['message']}" in said
+    assert "(waiting to be admitted, e.g. by Kueue)" in said
+    assert "✖" not in said, said  # a preemption is not a failure: no finding, no end
+
+    # `status` at that point
+    assert during["status"].returncode == 0, during["status"].stderr
+    text = during["status"].stdout
+    assert "RayJob low: jobDeploymentStatus Suspended" in text, text
+    assert f"Workload {wl['metadata']['name']}: evicted (Preempted, InClusterQueue)" in text, text
+    doc = json.loads(during["status_json"].stdout)
+    assert doc["main"]["state"] == "suspended", doc["main"]
+    assert (doc["kueue"]["state"], doc["kueue"]["reason"]) == ("evicted", "Preempted, InClusterQueue")
+    # the run's objects: its own Workload, not the high run's beside it in the namespace
+    assert [o["name"] for o in doc["objects"] if o["kind"] == "Workload"] == [wl["metadata"]["name"]], doc["objects"]
+
+    # a second `run` of the preempted run: nothing written, Kueue's words, then its timeout
+    rerun = during["rerun"]
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    assert f"unchanged  RayJob {ns}/low" in rerun.stdout, rerun.stdout
+    assert f"Workload {wl['metadata']['name']}: evicted (Preempted, InClusterQueue)" in rerun.stdout, rerun.stdout
+    assert "✖ timeout: stopped following after 5s; the run keeps going" in rerun.stdout
+    assert during["job_after_rerun"]["spec"]["suspend"] is True  # the re-run did not resume what Kueue suspended
+    assert during["down"].returncode == 0, during["down"].stdout + during["down"].stderr
+
+    # re-admitted once high is gone: a new cluster, a new Ray job, the run ends well
+    assert r.code == 0, r.out + r.err
+    lines = r.out.splitlines()
+
+    def first(text: str, after: int = 0) -> int:
+        return next(i for i, x in enumerate(lines) if i >= after and text in x)
+
+    running = first(started)
+    evicted_at = first("evicted (Preempted, InClusterQueue)", running)
+    suspended = first("RayJob low: jobDeploymentStatus Suspended", running)
+    admitted = first(f"Workload {wl['metadata']['name']}: admitted in ClusterQueue {ns}", max(evicted_at, suspended))
+    done = lines.index("✔ succeeded: jobDeploymentStatus Complete, jobStatus SUCCEEDED")
+    assert running < min(evicted_at, suspended) and admitted < done, r.out
+    assert not [x for x in lines if "✖" in x], r.out
+    live = cluster.get("-n", ns, "rayjob", "low")["status"]
+    assert (live["jobDeploymentStatus"], live["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert not live.get("failed")  # a preemption is no failed attempt
+    jobs = [j for j in cluster.ray_jobs() if j["namespace"] == ns and j["cluster"].startswith("low-")]
+    assert len({j["cluster"] for j in jobs}) == 2 and jobs[-1]["status"] == "SUCCEEDED", jobs
+    wl = workload(cluster, ns, "low")
+    assert condition(wl, "Admitted")["status"] == "True" and condition(wl, "Finished")["status"] == "True"
+    assert condition(wl, "Evicted")["status"] == "False"  # Kueue resets it when it admits again
+
+    text = e2e_cli("status", "low", "-n", ns).out
+    assert "RayJob low: jobDeploymentStatus Complete, jobStatus SUCCEEDED" in text and "evicted" not in text, text
+    rows = runs_rows(e2e_cli, ns)
+    assert (rows["low"]["state"], rows["low"]["queue"]) == ("succeeded", "finished")
+    assert "high" not in rows

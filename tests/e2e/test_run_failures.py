@@ -4,7 +4,9 @@ and `runs` say, and what the cluster holds (read back with the real kubectl).
 Failures are real where the stack can make them so: the scheduler refuses a gang the fleet cannot
 hold, KubeRay enforces preRunningDeadlineSeconds and retries a failed attempt with a new cluster,
 its submitter Job retries a failed pod. kwok plays the containers (stages.yaml: OOMKilled, a head
-that never turns Ready) and the Ray head stand-in the Ray job (``cluster.script``).
+that never turns Ready, a Job's pod exiting 1) and the Ray head stand-in the Ray job
+(``cluster.script``). Most tests are in rayjob mode; the job and bringup modes fail their own ways
+(the Job controller's backoff limit; a RayCluster that never gets ready).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import RUN, cli_process, fleet_counts, ray_jobs, status_fleets
+import yaml
+from e2e_helpers import NO_OPERATOR, RUN, cli_process, fleet_counts, ray_jobs, status_fleets
 
 pytestmark = pytest.mark.e2e
 
@@ -228,3 +232,107 @@ def test_status_forgets_a_scheduling_failure_once_the_gang_runs(cluster: Any, e2
     doc = status_json(e2e_cli, ns)
     assert [f for f in doc["findings"] if f["reason"] == "FailedScheduling"] == []
     assert "FailedScheduling" not in e2e_cli("status", RUN, "-n", ns).out
+
+
+def test_a_job_mode_pod_that_exits_1_fails_the_run_once_the_job_controller_gives_up(cluster: Any, e2e_cli: Any,
+                                                                                     example: Any, ns: str) -> None:
+    """launch.mode job with backoffLimit 1: kwok plays the pod's container exiting 1 (stages.yaml
+    ``Error``); the real Job controller starts a second pod, then fails the Job
+    (BackoffLimitExceeded). `run` names each failed pod and ends with the Job's verdict."""
+    if not cluster.ours:
+        pytest.skip("the container's exit is played by the control plane's kwok stage")
+    r = e2e_cli("run", *example("--set", "launch.mode=job", *[a for s in NO_OPERATOR for a in ("--set", s)],
+                                "--set", "launch.backoffLimit=1",
+                                "--set-string", HEAD_ANNOTATION + "e2e\\.dockyard-k8s\\.dev/fail=Error",
+                                "--timeout", "120"))
+    job = cluster.get("-n", ns, "job", RUN)
+    failed = {c["type"]: c for c in job["status"]["conditions"] if c["status"] == "True"}["Failed"]
+    assert (failed["reason"], job["status"]["failed"], job["status"].get("succeeded", 0)) == (
+        "BackoffLimitExceeded", 2, 0)
+    assert r.code == 1, r.out + r.err
+    assert f"✖ failed: failed (BackoffLimitExceeded): {failed['message']}" in r.out, r.out
+    pods = pods_of(cluster, ns, "head")
+    assert len(pods) == 2 and {p["status"]["phase"] for p in pods} == {"Failed"}
+    for pod in pods:
+        term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (term["reason"], term["exitCode"]) == ("Error", 1)
+        assert f"✖ head/{pod['metadata']['name']}: Error: container ray-head exited with code 1" in r.out, r.out
+    assert "✔ succeeded" not in r.out
+
+    doc = status_json(e2e_cli, ns)
+    assert (doc["main"]["kind"], doc["main"]["state"]) == ("Job", "failed")
+    assert status_fleets(doc) == fleet_counts(pods_of(cluster, ns))
+    assert status_fleets(doc)["head"] == {"pods": 2, "scheduled": 2, "ready": 0, "done": 0, "failed": 2}
+    text = e2e_cli("status", RUN, "-n", ns).out
+    assert f"Job grpo-swe: failed (BackoffLimitExceeded): {failed['message']}" in text, text
+    assert all(f"✖ head/{p['metadata']['name']}: Error" in text for p in pods), text
+    row = runs_row(e2e_cli, ns)
+    assert (row["mode"], row["state"]) == ("job", "failed")
+
+
+def test_a_bringup_whose_gang_the_fleet_cannot_hold_ends_at_the_pre_running_deadline(cluster: Any, e2e_cli: Any,
+                                                                                    example: Any, ns: str) -> None:
+    """launch.mode bringup, 3 trainers and 1 inference pod of 8 GPUs on the 3 p4de nodes: one worker
+    stays Unschedulable, the RayCluster never gets ready. No operator enforces a deadline on a
+    RayCluster: `run`'s own pre-running deadline ends it, and leaves the cluster as it is."""
+    if not cluster.ours:
+        pytest.skip("sized for the control plane's fake p4de fleet")
+    r = e2e_cli("run", *example("--set", "launch.mode=bringup", "--pre-running-deadline", "5", "--timeout", "120",
+                                sets=("kuberay.trainer.replicas=3", "sandbox.replicas=1")))
+    assert r.code == 1, r.out + r.err
+    assert "✖ pre-running-deadline: not running after 5s (pre-running deadline); the run is left as is" in r.out
+    workers = [p for p in pods_of(cluster, ns) if p["metadata"]["labels"]["dockyard-k8s/fleet"] in
+               ("trainer", "inference")]
+    refused = [p for p in workers if any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
+                                         for c in p["status"].get("conditions", []))]
+    assert len(workers) == 4 and len(refused) == 1
+    fleet, name = refused[0]["metadata"]["labels"]["dockyard-k8s/fleet"], refused[0]["metadata"]["name"]
+    assert f"✖ {fleet}/{name}: FailedScheduling: 0/8 nodes are available" in r.out, r.out
+    assert "Insufficient nvidia.com/gpu" in r.out and "hint: no node has enough free GPUs for a" in r.out
+    assert "✔ ready" not in r.out
+
+    rc = cluster.get("-n", ns, "raycluster", RUN)
+    assert (rc["status"]["readyWorkerReplicas"], rc["status"]["desiredWorkerReplicas"]) == (3, 4)
+    doc = status_json(e2e_cli, ns)
+    assert (doc["main"]["kind"], doc["main"]["state"]) == ("RayCluster", "pending")
+    assert doc["main"]["summary"] == "provisioning: workers starting, workers ready 3/4"
+    assert status_fleets(doc) == fleet_counts(pods_of(cluster, ns))
+    text = e2e_cli("status", RUN, "-n", ns).out
+    assert "RayCluster grpo-swe: provisioning: workers starting, workers ready 3/4" in text, text
+    assert f"✖ {fleet}/{name}: FailedScheduling" in text
+    row = runs_row(e2e_cli, ns)
+    assert (row["mode"], row["state"], row["gpus"]) == ("bringup", "pending", 32)
+
+
+def test_an_oom_killed_head_ends_a_fail_fast_bringup(cluster: Any, e2e_cli: Any, example: Any, ns: str,
+                                                    tmp_path: Path) -> None:
+    """launch.mode bringup: the head's container is OOM-killed and crash-loops (stages.yaml
+    ``OOMKilled``) while the trainer is still starting (its readiness delayed by an hour: else the
+    cluster is ready, and `run` done, in the half second before the kill); --fail-fast ends `run` on it."""
+    if not cluster.ours:
+        pytest.skip("the OOM kill is played by the control plane's kwok stage")
+    layer = tmp_path / "slow-trainer.infra.yaml"  # a list replaces: the example's trainer env comes along
+    wandb = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}
+    layer.write_text(yaml.safe_dump({"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer", "template": {
+        "metadata": {"annotations": {"pod-ready.stage.kwok.x-k8s.io/delay": "1h"}},
+        "spec": {"containers": [{"name": "ray-worker", "env": [wandb]}]}}}]}}}))
+    r = e2e_cli("run", *example("--set", "launch.mode=bringup", "--infra", str(layer), "--fail-fast", "--timeout",
+                                "60", "--set-string", HEAD_ANNOTATION + "e2e\\.dockyard-k8s\\.dev/fail=OOMKilled"))
+    assert r.code == 1, r.out + r.err
+    head = pods_of(cluster, ns, "head")[0]
+    last = head["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["reason"], last["exitCode"]) == ("OOMKilled", 137)
+    assert f"✖ fatal: head/{head['metadata']['name']}: OOMKilled (--fail-fast)" in r.out, r.out
+    assert "container ray-head ran out of memory and was killed" in r.out and "hint: raise kuberay.head.memory" in r.out
+    assert "✔ ready" not in r.out
+    rc = cluster.get("-n", ns, "raycluster", RUN)
+    assert {c["type"]: c["status"] for c in rc["status"]["conditions"]}["HeadPodReady"] == "False"
+    doc = status_json(e2e_cli, ns)
+    assert (doc["main"]["kind"], doc["main"]["state"]) == ("RayCluster", "pending")
+    assert doc["main"]["summary"].startswith("provisioning: head pod not ready"), doc["main"]
+    assert status_fleets(doc)["head"] == fleet_counts(pods_of(cluster, ns))["head"] == {
+        "pods": 1, "scheduled": 1, "ready": 0, "done": 0, "failed": 0}
+    text = e2e_cli("status", RUN, "-n", ns).out
+    assert f"✖ head/{head['metadata']['name']}: OOMKilled" in text, text
+    row = runs_row(e2e_cli, ns)
+    assert (row["mode"], row["state"]) == ("bringup", "pending")

@@ -15,14 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
+from e2e_helpers import NO_OPERATOR, RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
 
 pytestmark = pytest.mark.e2e
 
-# launch.mode job|statefulset run the head in a GPU pod: no head nodeSelector of its own, and a
-# job pod (head + every fleet) must fit one p4de node.
-NO_OPERATOR = ("kuberay.head.nodeSelector=null", "kuberay.trainer.cpu=8", "kuberay.trainer.memory=64Gi",
-               "kuberay.inference.cpu=8", "kuberay.inference.memory=64Gi")
 
 
 def status_json(e2e_cli: Any, ns: str, run: str = RUN) -> dict[str, Any]:
@@ -99,6 +95,15 @@ def test_rayjob_runs_to_success_and_status_runs_logs_and_a_rerun_agree_with_the_
     logs = e2e_cli("logs", RUN, "-n", ns)
     assert logs.code == 0, logs.err
     assert logs.out.strip() == cluster.kubectl("-n", ns, "logs", submitter[0]["metadata"]["name"]).stdout.strip()
+    # KubeRay made the submitter pod from our template: our labels and priority class, its own
+    # `ray job submit` of the entrypoint (the container has no command of ours)
+    (pod,) = submitter
+    assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "ray-job-submitter"
+    assert pod["spec"]["priorityClassName"] == "gpu-training"
+    (container,) = pod["spec"]["containers"]
+    script = " ".join(container.get("args") or [])
+    assert container["name"] == "ray-job-submitter" and "ray job submit" in script, container
+    assert job["spec"]["entrypoint"] in script and job["status"]["jobId"] in script, script
 
     jobs_before = ray_jobs(cluster, ns, start)
     assert len(jobs_before) == 1

@@ -5,6 +5,7 @@ admitted run) is tested on the real Kueue: tests/e2e/test_kueue_live.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,3 +181,17 @@ def test_a_suspended_queued_job_kueue_makes_no_workload_for_is_said(cli: Any, fa
             "fails on it (its WorkloadPriorityClass research-normal missing? `kubectl get workloadpriorityclass "
             "research-normal`; the error is in the Kueue manager's log only)") in r.out, r.out + r.err
     assert r.out.count("Kueue has made no Workload") == 1
+
+
+def test_status_of_a_queued_run_holds_its_own_workload_not_another_run_s(cli: Any, fake: FakeKube,
+                                                                          kueue: None) -> None:
+    """Seen on the real Kueue (tests/e2e/test_kueue_live.py, a preempted run): `status -o json`
+    listed every Workload of the namespace among the run's objects, the preemptor's too."""
+    assert cli("run", *KUEUE_ARGS, "--detach").code == 0
+    job = fake.get("ray.io/v1", "RayJob", NS, RUN)
+    mine = workload_of(fake, job, {"conditions": [
+        condition("QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set head")]})
+    fake.put(busy_workload("rayjob-other-3c1a9", NS, "rl-research", {GPU: ("a100", 8)}))
+    doc = json.loads(cli("status", *KUEUE_ARGS, "-o", "json").out)
+    assert [o["name"] for o in doc["objects"] if o["kind"] == "Workload"] == [mine["metadata"]["name"]]
+    assert doc["kueue"]["name"] == mine["metadata"]["name"] and doc["kueue"]["state"] == "pending"

@@ -307,8 +307,10 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
     for kind in [*watched_kinds(objects), POD]:
         view.sync(kind.kind, list_of_run(client, kind, namespace, run, rendered=rendered, note=view.notes.append,
                                          selector=selector))
-    if queued(objects):  # Kueue's Workloads carry no run label: the job owns its Workload
-        view.sync("Workload", list_workloads(client, namespace))
+    if queued(objects):  # Kueue's Workloads carry no run label: the job owns its Workload (not another run's)
+        main = view.main()
+        view.sync("Workload", [w for w in list_workloads(client, namespace)
+                               if main is not None and kueue.owned_by(w, main)])
         state = workload_state(wl) if (wl := view.workload()) is not None else None
         if state is not None and state.state == "pending" and state.queue:
             view.queue_position = queue_position(client, namespace, state.queue, state.name)
