@@ -74,6 +74,13 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
                                                                   "bad.yaml": b"infra:\n  image: caf\xe9\n"}),
         ("user defaults that are not UTF-8", "DOCKYARD_K8S_DEFAULTS=bad.yaml " + CHECK,
          {"bad.yaml": b"infra:\n  image: caf\xe9\n"}),
+        ("YAML 1.1 surprises: an octal, a base-60 and an underscored number, a boolean value and key", CHECK,
+         infra("kuberay:\n  trainer:\n    env: {A: 0755, B: 1:30, C: 1_000, D: no}\n    nodeSelector:\n"
+               "      on: x\n")),
+        ("an unset variable, a variable inside a default", CHECK, {"i.yaml": (
+            "infra:\n  image: reg.example.com/img:${TAG_NOT_SET}\nkuberay:\n  head:\n    env:\n"
+            "      X: ${RUN_TAG:-${BASE_TAG}}\n      Y: x-${RUN_TAG-${BASE_TAG}}\n")}),
+        ("an unknown platform and instance type", CHECK, infra("  platform: gke\n  instanceType: p9.huge\n")),
     ],
     "overrides": [
         ("keys the recipe lacks, with the close ones", "check r.yaml -f i.yaml lr=1 +model=x optimzer.lr=1 "
