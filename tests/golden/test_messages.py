@@ -169,12 +169,15 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
          {"a.yaml": IMG + "kuberay:\n  trainer:\n    nodeSelector:\n" + P5 + "      kubernetes.io/arch: arm64\n"
                           "  inference:\n    nodeSelector:\n" + P5 + "      team: rl\n",
           "p.yaml": "plan:\n  nodePools: [{name: gpu, instanceType: p5.48xlarge, count: 2}]\n"}),
-        ("a fragment's field, with a suggestion", CHECK, infra(
+        ("a fragment's field, with a suggestion, and a value of the wrong type", CHECK, infra(
             "kuberay:\n  spec:\n    workerGroupSpecs:\n      - groupName: trainer\n        template:\n          spec:\n"
-            "            containers:\n              - name: ray-worker\n                volumeMount: []\n")),
+            "            containers:\n              - name: ray-worker\n                volumeMount: []\n"
+            "                resources:\n                  limits:\n                    memory: lots\n")),
         *((f"a fragment's group that is no fleet{extra and ', listed'}", CHECK,
            infra(f"kuberay:\n{extra}  spec:\n    workerGroupSpecs:\n      - groupName: trainr\n        replicas: 1\n"))
           for extra in ("", "  extraGroups: [trainr]\n")),
+        ("default-deny without the sandbox's policy", CHECK, infra(
+            "  networkPolicy:\n    defaultDeny: true\nsandbox:\n  networkPolicy:\n    enabled: false\n")),
         ("a rule on a key the schema refused stays silent", CHECK + " trainer.lrr=2", infra(
             "kuberay:\n  trainer:\n    replicas: lots\n    memory: lots\n    memoryLimit: 1Gi\n")),
     ],
