@@ -82,6 +82,13 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "infra:\n  image: reg.example.com/img:${TAG_NOT_SET}\nkuberay:\n  head:\n    env:\n"
             "      X: ${RUN_TAG:-${BASE_TAG}}\n      Y: x-${RUN_TAG-${BASE_TAG}}\n")}),
         ("an unknown platform and instance type", CHECK, infra("  platform: gke\n  instanceType: p9.huge\n")),
+        *((f"an output path that cannot be written: {name}", f"{command} r.yaml -f i.yaml {flag}",
+           {"f.txt": "x\n", "out/f.txt": "x\n"}) for name, command, flag in [
+            ("a missing directory", "render", "--output-file nodir/run.yaml"),
+            ("a missing directory, for check's resolved config", "check", "--output-file nodir/a.yaml"),
+            ("a file given as a directory", "render", "--output-dir f.txt"),
+            ("a directory under a file", "render", "--output-dir f.txt/x"),
+            ("a directory given as a file", "render", "--output-file out")]),
     ],
     "overrides": [
         ("keys the recipe lacks, with the close ones", "check r.yaml -f i.yaml lr=1 +model=x optimzer.lr=1 "
