@@ -30,6 +30,12 @@ EX = "examples"  # the repository's, as a user in its root types them
 Files = dict[str, str | bytes]
 
 
+def serve(extra: str) -> Files:
+    """s.serve.yaml: an endpoint of a hub model, with ``extra`` under serve:."""
+    return {"s.serve.yaml": "infra:\n  namespace: llama\nserve:\n  model: {id: meta-llama/Meta-Llama-3-8B-Instruct}\n"
+                            + extra}
+
+
 def infra(extra: str, **files: str | bytes) -> Files:
     """i.yaml with ``extra`` after the image (more files by name: ``i_yaml=`` replaces it)."""
     return {"i.yaml": IMG + extra, **{k.replace("_", "."): v for k, v in files.items()}}
@@ -188,6 +194,30 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "  networkPolicy:\n    defaultDeny: true\nsandbox:\n  networkPolicy:\n    enabled: false\n")),
         ("a rule on a key the schema refused stays silent", CHECK + " trainer.lrr=2", infra(
             "kuberay:\n  trainer:\n    replicas: lots\n    memory: lots\n    memoryLimit: 1Gi\n")),
+    ],
+    "serve": [(name, "serve check s.serve.yaml", files) for name, files in [
+        ("unknown keys with a suggestion, types", {"s.serve.yaml": (
+            "infra:\n  namespace: llama\nserve:\n  modle:\n    id: a/b\n  gpus: two\n  backend: tgi\n")}),
+        ("a directory given as a hub id", {"s.serve.yaml": "serve:\n  model: {id: /fsx/checkpoints/step-100}\n"}),
+        ("a directory given as the model", {"s.serve.yaml": "serve:\n  model: /fsx/checkpoints/step-100\n"}),
+        ("a model that is neither a mapping nor a hub id", {"s.serve.yaml": "serve:\n  model: 7\n"}),
+        ("two replicas on a ReadWriteOnce cache", serve("  replicas: 2\n")),
+        ("two replicas on the run's ReadWriteOnce storage", {"s.serve.yaml": (
+            "infra:\n  namespace: rl\n  storage: {enabled: true, claimName: cache, accessMode: ReadWriteOnce, "
+            "mountPath: /data}\nserve:\n  model: {path: /data/ckpt}\n  replicas: 2\n")}),
+        ("a surge pod on a shared ReadWriteOnce claim", serve("  rollout: {strategy: RollingUpdate, maxSurge: 1}\n")),
+        ("autoscaling's bounds the wrong way round", serve(
+            "  autoscaling: {enabled: true, minReplicas: 3, maxReplicas: 2}\n  cache: {accessMode: ReadWriteMany}\n"
+            "  network:\n    ingress: [{namespace: monitoring}]\n")),
+        ("KEDA's cooldownPeriod, which moved", serve("  autoscaling: {enabled: true, cooldownPeriod: 600}\n")),
+        ("the sandbox admitted to an endpoint without an API key", serve(
+            "  network:\n    runs: [{name: grpo-swe, sandbox: true}]\n")),
+        ("flags and variables the launcher sets", serve(
+            "  backend: sglang\n  apiKeySecret: {name: k}\n  engine:\n    extraArgs: [--tp-size, '2', --api-key=abc]\n"
+            "  env: {DOCKYARD_API_KEY: abc}\n")),
+    ]] + [
+        ("a training recipe given as the spec", "serve check grpo.yaml",
+         {"grpo.yaml": "experiment: {name: x}\ntrainer: {lr: 1}\n"}),
     ],
     "check-report": [  # what check and serve check say of what they accept: notes, warnings, what is allowed
         ("a Job's one pod larger than any node check knows, the recipe's sandbox URLs overridden", CHECK, infra(
