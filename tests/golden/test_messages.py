@@ -28,6 +28,23 @@ P5 = "      node.kubernetes.io/instance-type: p5.48xlarge\n"
 HF = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"  # shaped like a Hugging Face token
 EX = "examples"  # the repository's, as a user in its root types them
 Files = dict[str, str | bytes]
+POOLS = ("plan:\n  nodePools: [{name: gpu, instanceType: p4de.24xlarge, count: 1}, "
+         "{name: cpu, instanceType: m6i.8xlarge, count: 2}]\n")
+QUEUED = "  kueue:\n    queueName: q\n"
+KUEUE = "apiVersion: kueue.x-k8s.io/v1beta2\n"
+TOPOLOGY = (f"{KUEUE}kind: Topology\nmetadata: {{name: gpus}}\nspec:\n  levels: [{{nodeLabel: "
+            "cloud.google.com/gce-topology-block}, {nodeLabel: kubernetes.io/hostname}]\n---\n")
+
+
+def queues(gpus: str = "16", topology: str = "") -> str:
+    """--kueue FILE: one flavor (of Topology gpus when ``topology``), ClusterQueue team-a, LocalQueue q."""
+    flavor = f"spec: {{topologyName: {topology}}}\n" if topology else ""
+    return (f"{topology and TOPOLOGY}{KUEUE}kind: ResourceFlavor\nmetadata: {{name: default-flavor}}\n{flavor}"
+            f"---\n{KUEUE}kind: ClusterQueue\nmetadata: {{name: team-a}}\n"
+            "spec:\n  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
+            "    flavors:\n    - name: default-flavor\n      resources:\n      - {name: cpu, nominalQuota: 200}\n"
+            f"      - {{name: memory, nominalQuota: 2Ti}}\n      - {{name: nvidia.com/gpu, nominalQuota: {gpus}}}\n"
+            f"---\n{KUEUE}kind: LocalQueue\nmetadata: {{name: q, namespace: default}}\nspec: {{clusterQueue: team-a}}\n")
 
 
 def serve(extra: str) -> Files:
@@ -194,6 +211,31 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "  networkPolicy:\n    defaultDeny: true\nsandbox:\n  networkPolicy:\n    enabled: false\n")),
         ("a rule on a key the schema refused stays silent", CHECK + " trainer.lrr=2", infra(
             "kuberay:\n  trainer:\n    replicas: lots\n    memory: lots\n    memoryLimit: 1Gi\n")),
+    ],
+    "plan": [
+        *((f"the plan section, at its lines ({command})", f"{command} r.yaml -f i.yaml", infra(
+            "plan:\n  nodePools:\n  - {name: gpu, instanceType: p4de.24xlrge}\n  instanceTypes:\n    box:\n"
+            "      allocatable: {cpu: lots}\n")) for command in ("plan", "check")),
+        ("no node inventory", "plan r.yaml -f i.yaml", {}),
+        ("a node file's value at its line", "plan r.yaml -f i.yaml --nodes nodes.yaml", {"nodes.yaml": (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: lots\n")}),
+        ("a node file without nodes", "plan r.yaml -f i.yaml --nodes pods.yaml",
+         {"pods.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n"}),
+        ("a malformed node file", "plan r.yaml -f i.yaml --nodes nodes.yaml",
+         {"nodes.yaml": "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: x\n"}),
+        ("a GPU group the nodes cannot hold", "plan r.yaml -f i.yaml", infra(POOLS)),
+        ("a queued run planned without Kueue's objects", "plan r.yaml -f i.yaml", infra(QUEUED + POOLS)),
+        ("Kueue admits the run, the nodes cannot hold it", "plan r.yaml -f i.yaml --kueue q.yaml",
+         infra(QUEUED + POOLS, q_yaml=queues())),
+        ("Kueue's verdict without a node inventory, a topology request not placed", "plan r.yaml -f i.yaml --kueue q.yaml",
+         infra(QUEUED + "    topology: {mode: required, level: cloud.google.com/gce-topology-block}\n",
+               q_yaml=queues(topology="gpus"))),
+        ("a topology level no node carries", "plan r.yaml -f i.yaml --kueue q.yaml",
+         infra(QUEUED + "    topology: {mode: required, level: cloud.google.com/gce-topology-block}\n" + POOLS,
+               q_yaml=queues(topology="gpus"))),
+        ("--kueue alone for a run nothing of which is queued", "plan r.yaml -f i.yaml --kueue q.yaml",
+         {"q.yaml": queues()}),
+        ("a quota that is no quantity", "plan r.yaml -f i.yaml --kueue q.yaml", infra(QUEUED, q_yaml=queues("lots"))),
     ],
     "serve": [(name, "serve check s.serve.yaml", files) for name, files in [
         ("unknown keys with a suggestion, types", {"s.serve.yaml": (
