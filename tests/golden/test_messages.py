@@ -237,6 +237,22 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
          {"q.yaml": queues()}),
         ("a quota that is no quantity", "plan r.yaml -f i.yaml --kueue q.yaml", infra(QUEUED, q_yaml=queues("lots"))),
     ],
+    "validate": [
+        ("the API server's limits at the manifest line", "validate m.yaml", {"m.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replicas: 3000000000\n"
+            "  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n"
+            "      terminationGracePeriodSeconds: 1000000000000000000000000000000\n      containers:\n"
+            "        - name: c\n          image: x:1\n          env: [{name: 1BAD, value: a}]\n"
+            "          readinessProbe: {periodSeconds: 9999999999, tcpSocket: {port: 80}}\n")}),
+        ("an unknown field, a kind without a schema", "validate --summary m.yaml", {"m.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n"
+            "  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: c\n"
+            "        image: x:1\n        bogus: 1\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")}),
+        ("a Service name that is no DNS-1035 label, a selector no pod template matches", "validate m.yaml", {"m.yaml": (
+            "apiVersion: v1\nkind: Service\nmetadata: {name: 9svc, namespace: ns}\nspec:\n  selector: {app: nope}\n"
+            "  ports: [{port: 80}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, labels: {app: web}}\n"
+            "spec:\n  containers: [{name: c, image: x:1}]\n")}),
+    ],
     "serve": [(name, "serve check s.serve.yaml", files) for name, files in [
         ("unknown keys with a suggestion, types", {"s.serve.yaml": (
             "infra:\n  namespace: llama\nserve:\n  modle:\n    id: a/b\n  gpus: two\n  backend: tgi\n")}),
