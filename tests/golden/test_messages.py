@@ -44,7 +44,106 @@ def queues(gpus: str = "16", topology: str = "") -> str:
             "spec:\n  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
             "    flavors:\n    - name: default-flavor\n      resources:\n      - {name: cpu, nominalQuota: 200}\n"
             f"      - {{name: memory, nominalQuota: 2Ti}}\n      - {{name: nvidia.com/gpu, nominalQuota: {gpus}}}\n"
-            f"---\n{KUEUE}kind: LocalQueue\nmetadata: {{name: q, namespace: default}}\nspec: {{clusterQueue: team-a}}\n")
+            f"---\n{KUEUE}kind: LocalQueue\nmetadata: {{name: q, namespace: default}}\n"
+            "spec: {clusterQueue: team-a}\n")
+
+
+# lint's paths into a GPU pod from outside: a sandbox whose egress admits public addresses, a LoadBalancer
+# and an Ingress (whose controller a policy admits) in front of the GPU Job
+PUBLIC_PATHS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sandbox, namespace: team}
+spec:
+  selector: {matchLabels: {app: sandbox}}
+  template:
+    metadata: {labels: {app: sandbox, dockyard-k8s/fleet: sandbox}}
+    spec:
+      containers: [{name: app, image: reg/app:1.0}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: team}
+spec:
+  template:
+    metadata: {labels: {app: train}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: trainer, image: reg/train:1.0, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: all, namespace: team}
+spec:
+  podSelector: {}
+  policyTypes: [Ingress, Egress]
+  egress:
+  - to:
+    - ipBlock:
+        cidr: 0.0.0.0/0
+        except: [10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 198.18.0.0/15, 240.0.0.0/4,
+                 169.254.0.0/16, 168.63.129.16/32]
+    ports: [{port: 443}, {port: 8080}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: from-nginx, namespace: team}
+spec:
+  podSelector: {matchLabels: {app: train}}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ingress-nginx}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: train-lb, namespace: team}
+spec: {type: LoadBalancer, selector: {app: train}, ports: [{port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: train, namespace: team}
+spec: {selector: {app: train}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: train, namespace: team}
+spec:
+  rules:
+  - http:
+      paths: [{path: /, pathType: Prefix, backend: {service: {name: train, port: {number: 80}}}}]
+"""
+# rules on a StatefulSet's Service, a RayJob's cleanup and deadline, EFA without a GPU
+WORKLOAD_RULES = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: train, namespace: team}
+spec:
+  serviceName: train-svc
+  replicas: 2
+  selector: {matchLabels: {app: t}}
+  template:
+    metadata: {labels: {app: t}}
+    spec:
+      containers: [{name: c, image: reg/train:1.0, resources: {limits: {vpc.amazonaws.com/efa: 1}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: train-svc, namespace: team}
+spec: {clusterIP: 10.0.0.1, selector: {app: t}, ports: [{port: 80}]}
+---
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: r, namespace: team}
+spec:
+  shutdownAfterJobFinishes: false
+  activeDeadlineSeconds: 7200
+  preRunningDeadlineSeconds: 120
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: head, image: reg/ray:2.53.0}]
+"""
 
 
 def serve(extra: str) -> Files:
@@ -227,12 +326,16 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("a queued run planned without Kueue's objects", "plan r.yaml -f i.yaml", infra(QUEUED + POOLS)),
         ("Kueue admits the run, the nodes cannot hold it", "plan r.yaml -f i.yaml --kueue q.yaml",
          infra(QUEUED + POOLS, q_yaml=queues())),
-        ("Kueue's verdict without a node inventory, a topology request not placed", "plan r.yaml -f i.yaml --kueue q.yaml",
+        ("Kueue's verdict without a node inventory, a topology request not placed",
+         "plan r.yaml -f i.yaml --kueue q.yaml",
          infra(QUEUED + "    topology: {mode: required, level: cloud.google.com/gce-topology-block}\n",
                q_yaml=queues(topology="gpus"))),
         ("a topology level no node carries", "plan r.yaml -f i.yaml --kueue q.yaml",
          infra(QUEUED + "    topology: {mode: required, level: cloud.google.com/gce-topology-block}\n" + POOLS,
                q_yaml=queues(topology="gpus"))),
+        ("an autoscaled endpoint, planned at its most replicas", f"plan --serve {EX}/llama3_70b_eks_keda.serve.yaml "
+         "--set 'plan.nodePools=[{name: p5, instanceType: p5.48xlarge, count: 2}, "
+         "{name: cpu, instanceType: m6i.16xlarge, count: 2}]'", {}),
         ("--kueue alone for a run nothing of which is queued", "plan r.yaml -f i.yaml --kueue q.yaml",
          {"q.yaml": queues()}),
         ("a quota that is no quantity", "plan r.yaml -f i.yaml --kueue q.yaml", infra(QUEUED, q_yaml=queues("lots"))),
@@ -245,13 +348,16 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "        - name: c\n          image: x:1\n          env: [{name: 1BAD, value: a}]\n"
             "          readinessProbe: {periodSeconds: 9999999999, tcpSocket: {port: 80}}\n")}),
         ("an unknown field, a kind without a schema", "validate --summary m.yaml", {"m.yaml": (
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n"
-            "  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: c\n"
-            "        image: x:1\n        bogus: 1\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")}),
-        ("a Service name that is no DNS-1035 label, a selector no pod template matches", "validate m.yaml", {"m.yaml": (
-            "apiVersion: v1\nkind: Service\nmetadata: {name: 9svc, namespace: ns}\nspec:\n  selector: {app: nope}\n"
-            "  ports: [{port: 80}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, labels: {app: web}}\n"
-            "spec:\n  containers: [{name: c, image: x:1}]\n")}),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+            "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n"
+            "      containers:\n      - name: c\n        image: x:1\n        bogus: 1\n---\n"
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")}),
+        ("a Service name that is no DNS-1035 label, a selector no pod template matches", "validate m.yaml",
+         {"m.yaml": (
+             "apiVersion: v1\nkind: Service\nmetadata: {name: 9svc, namespace: ns}\nspec:\n  selector: {app: nope}\n"
+             "  ports: [{port: 80}]\n---\napiVersion: v1\nkind: Pod\n"
+             "metadata: {name: p, namespace: ns, labels: {app: web}}\nspec:\n"
+             "  containers: [{name: c, image: x:1}]\n")}),
     ],
     "serve": [(name, "serve check s.serve.yaml", files) for name, files in [
         ("unknown keys with a suggestion, types", {"s.serve.yaml": (
@@ -295,7 +401,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("attach by address, queued with Kueue", CHECK + " --set launch.mode=attach "
                                                          "--set launch.attach.address=http://ray:8265",
          infra("  kueue:\n    queueName: q\n")),
-        ("a Ray image whose tag gives its version", CHECK, {"i.yaml": "infra:\n  image: rayproject/ray:2.53.0-py311-cpu\n"}),
+        ("a Ray image whose tag gives its version", CHECK,
+         {"i.yaml": "infra:\n  image: rayproject/ray:2.53.0-py311-cpu\n"}),
         ("kind: a profile's limit follows the request set above it, CPU pods on the one node",
          f"check {EX}/grpo_tiny.yaml --infra {EX}/kind_single_gpu.infra.yaml --set kuberay.trainer.memory=30Gi", {}),
         ("an endpoint KEDA scales on what a PodMonitor scrapes, spread across nodes",
@@ -313,6 +420,15 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n"
             "      containers:\n      - name: app\n        image: nginx\n"
             "        securityContext: {privileged: true}\n")}),
+        ("paths from untrusted pods into a GPU pod from outside the cluster", "lint m.yaml", {"m.yaml": PUBLIC_PATHS}),
+        ("a StatefulSet's Service, a RayJob's cleanup and deadline, EFA without a GPU", "lint m.yaml",
+         {"m.yaml": WORKLOAD_RULES}),
+        ("a field of an unexpected type is a finding", "lint odd.yaml", {"odd.yaml": (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  containers:\n  - name: c\n"
+            "    image: i:1\n    securityContext: {capabilities: {add: [NET_ADMIN], drop: 5}}\n")}),
+        ("an endpoint's image, shm and runtime class", f"lint --serve {EX}/llama3_8b_kind.serve.yaml --set "
+         "serve.image=vllm/vllm-openai:latest --set serve.shmSize=1Gi --set infra.runtimeClassName=runc "
+         "--set lint.gpuRuntimeClass=nvidia", {}),
         ("an unknown rule to ignore", "lint m.yaml --ignore nope", {"m.yaml": "apiVersion: v1\nkind: ConfigMap\n"
                                                                               "metadata: {name: x}\n"}),
         ("a bad lint section", "lint m.yaml --infra l.yaml", {"m.yaml": "apiVersion: v1\nkind: ConfigMap\n"
