@@ -146,6 +146,17 @@ spec:
 """
 
 
+EXEC = "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+
+
+def kubeconfig(cluster: str, user: str) -> str:
+    """One context: cluster c (``cluster`` more of its keys) and user me (``user`` its body)."""
+    return ("apiVersion: v1\nkind: Config\ncurrent-context: here\ncontexts:\n"
+            "- {name: here, context: {cluster: c, user: me}}\n"
+            f"clusters:\n- name: c\n  cluster: {{server: 'https://k8s.test:6443'{cluster}}}\n"
+            f"users:\n- name: me\n  user:\n{user}")
+
+
 def serve(extra: str) -> Files:
     """s.serve.yaml: an endpoint of a hub model, with ``extra`` under serve:."""
     return {"s.serve.yaml": "infra:\n  namespace: llama\nserve:\n  model: {id: meta-llama/Meta-Llama-3-8B-Instruct}\n"
@@ -274,6 +285,13 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("no current context", "contexts:\n- {name: dev, context: {cluster: c}}\n"),
         ("a wrong type", "current-context: dev\ncontexts:\n- {name: dev, context: {cluster: c}}\nclusters:\n"
                          "- name: c\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: 'yes'\n"),
+    ]] + [(name, "status r.yaml -f i.yaml --kubeconfig kubeconfig", {"kubeconfig": kubeconfig(cluster, user)})
+           for name, cluster, user in [
+        ("a TLS file that is not there", ", certificate-authority: ca.crt", "    token: t\n"),
+        ("an exec plugin that fails", "", EXEC + "      command: sh\n"
+                                                 "      args: [-c, 'echo expired token >&2; exit 254']\n"),
+        ("an exec plugin that is not installed", "", EXEC + "      command: aws-not-installed\n"
+                                                            "      installHint: brew install awscli\n"),
     ]],
     "run-rules": [
         ("attach mode without a target", CHECK, infra("launch:\n  mode: attach\n")),
