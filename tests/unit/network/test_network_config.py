@@ -240,5 +240,6 @@ def test_an_image_whose_tag_does_not_say_is_assumed_and_checked_live(capsys: Any
     code, out, err, _ = check(capsys, write, "")
     assert code == 0, err  # the line whole: tests/golden/messages/check-report.txt
     ray_ports = summary_line(out, "Ray ports")
-    assert "token auth (Secret exp-ray-auth, key auth_token), Ray 2.52.1 per kuberay.rayVersion" in ray_ports
+    assert "token auth (Secret exp-ray-auth, key auth_token)" in ray_ports
+    assert "Ray 2.52.1 per kuberay.rayVersion" in ray_ports
     assert "`run` checks that the head refuses" in ray_ports
