@@ -41,3 +41,11 @@ def run_cli(*argv: str) -> Result:
 def printed() -> str:
     """What the CLI running in this process (:func:`run_cli`, in another thread) printed so far."""
     return str(getattr(sys.stdout, "getvalue", lambda: "")())
+
+
+def summary_line(text: str, label: str) -> str:
+    """The one line of a summary (``check``'s, ``serve check``'s) that starts with ``label`` after its
+    indent: a test asserts what that line says, tests/golden/messages/check-report.txt how."""
+    found = [line for line in text.splitlines() if line.lstrip().startswith(label)]
+    assert len(found) == 1, (label, found)
+    return found[0]

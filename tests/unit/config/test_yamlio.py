@@ -19,19 +19,18 @@ def test_scalars_resolve_with_the_yaml_1_2_core_schema():
 
 
 @pytest.mark.parametrize(
-    ("value", "why"),
+    ("value", "why"),  # the whole messages: tests/golden/messages/config.txt
     [
-        ("no", "is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in YAML 1.2; write true/false, or quote it"),
-        ("On", "is a boolean in YAML 1.1 (PyYAML, kubectl) but a string in YAML 1.2; write true/false, or quote it"),
-        ("0755", "is an octal number in YAML 1.1 but decimal in YAML 1.2; write 0o755 for the octal number, "
-                 "or quote it ('0755') when a string is meant"),
-        ("1:30", "is a base-60 number in YAML 1.1 but a string in YAML 1.2; quote it"),
-        ("1_000", "is a number in YAML 1.1 but a string in YAML 1.2; quote it"),
+        ("no", "is a boolean in YAML 1.1"),
+        ("On", "is a boolean in YAML 1.1"),
+        ("0755", "is an octal number in YAML 1.1"),
+        ("1:30", "is a base-60 number in YAML 1.1"),
+        ("1_000", "is a number in YAML 1.1"),
     ],
 )
 def test_yaml_1_1_surprises_are_errors_at_their_location(value, why):
     _, problems = parse(f"x:\n  key: {value}\n")
-    assert problems == [f"f.yaml:2:8: x.key: unquoted '{value}' {why}"]
+    assert len(problems) == 1 and problems[0].startswith(f"f.yaml:2:8: x.key: unquoted '{value}' {why}")
 
 
 def test_quoted_yaml_1_1_words_are_plain_strings():
@@ -42,8 +41,7 @@ def test_quoted_yaml_1_1_words_are_plain_strings():
 
 def test_unquoted_boolean_word_as_key_is_an_error():
     _, problems = parse("on: push\n")
-    assert problems == ["f.yaml:1:1: on: unquoted key 'on' is a boolean in YAML 1.1 (PyYAML, kubectl) but a "
-                        "string in YAML 1.2; quote it"]
+    assert len(problems) == 1 and problems[0].startswith("f.yaml:1:1: on: unquoted key 'on' is a boolean")
 
 
 def test_duplicate_keys_are_errors_naming_both_lines():
@@ -111,25 +109,23 @@ def test_interpolated_plain_scalars_are_retyped_quoted_stay_strings():
 
 def test_unset_variable_without_default_is_an_error_with_location():
     _, problems = parse("image:\n  name: reg/${IMAGE_TAG}\n", {})
-    assert problems == ["f.yaml:2:9: image.name: environment variable IMAGE_TAG is not set "
-                        "(got ${IMAGE_TAG}, expected it set, or write ${IMAGE_TAG:-default})"]
+    assert len(problems) == 1 and problems[0].startswith("f.yaml:2:9: image.name: environment variable IMAGE_TAG ")
+    assert "write ${IMAGE_TAG:-default}" in problems[0]  # the fix names the variable
 
 
 def test_an_unset_variable_is_one_problem_at_its_key_whatever_the_tag():
     # The unset variable leaves the value unknown: no second problem about the literal ${N}.
     _, problems = parse("a: !!int ${N}\nb: !!float ${N}\nc: ${N}${N}\n", {})
-    assert problems == [f"f.yaml:{i}:4: {k}: environment variable N is not set "
-                        "(got ${N}, expected it set, or write ${N:-default})"
-                        for i, k in ((1, "a"), (2, "b"), (3, "c"))]
+    assert [p.split(" (got")[0] for p in problems] == [f"f.yaml:{i}:4: {k}: environment variable N is not set"
+                                                       for i, k in ((1, "a"), (2, "b"), (3, "c"))]
 
 
 def test_a_variable_inside_a_default_is_an_error_not_a_literal():
     # ${A:-${B}} would render the text ${B}: refuse it at its key.
     _, problems = parse("a: ${A:-${B}}\nb: x-${A-${B}}\nc: ${A:-$${B}}\n", {"B": "1"})
-    assert problems == [
-        f"f.yaml:{i}:4: {k}: got {ref!r}: a variable reference inside a default (not supported: set the default "
-        "itself) (expected ${NAME}, ${NAME:-default} or ${NAME-default}; $${ is a literal ${)"
-        for i, k, ref in ((1, "a", "${A:-${B}}"), (2, "b", "${A-${B}}"))]
+    assert [p.split(": a variable")[0] for p in problems] == [
+        f"f.yaml:{i}:4: {k}: got {ref!r}" for i, k, ref in ((1, "a", "${A:-${B}}"), (2, "b", "${A-${B}}"))]
+    assert all("a variable reference inside a default" in p for p in problems)
 
 
 def test_no_interpolation_without_an_environment():

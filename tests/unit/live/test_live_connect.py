@@ -196,11 +196,12 @@ def test_tls_files_that_cannot_be_loaded_are_located(tmp_path: Path) -> None:
     missing = kubeconfig_for(tmp_path, "https://127.0.0.1:6443", "    certificate-authority: ca.crt")
     with pytest.raises(KubeconfigError) as e:
         client_mod.connect(kubeconfig=missing)
-    text = e.value.render()
-    assert f"{missing}:11:28: clusters.c.certificate-authority: cannot load the TLS file: {tmp_path / 'ca.crt'}: " \
-           "No such file or directory" in text
+    text = e.value.render()  # the whole messages: tests/golden/messages/kubeconfig.txt
+    assert f"{missing}:11:28: clusters.c.certificate-authority: " in text and "cannot load the TLS file: " in text
+    assert f"{tmp_path / 'ca.crt'}: No such file" in text
     assert e.value.exit_code == EXIT_BAD_INPUT
     (tmp_path / "ca.crt").write_text("not a certificate\n")
     with pytest.raises(KubeconfigError, match="1 problem") as e:
         client_mod.connect(kubeconfig=missing)
-    assert "clusters.c.certificate-authority: cannot load the TLS file: not a PEM certificate" in e.value.render()
+    assert f"{missing}:11:28: clusters.c.certificate-authority: " in e.value.render()
+    assert ": not a PEM certificate" in e.value.render()

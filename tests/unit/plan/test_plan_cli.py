@@ -41,9 +41,10 @@ def _infra(tmp_path, gpus):
 
 def test_example_fits_on_declared_pools(tmp_path, capsys):
     assert main(["plan", RECIPE, "--infra", _infra(tmp_path, 3)]) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[0] == ("inventory: 5 nodes from plan.nodePools (gpu 3 x p4de.24xlarge, "
-                                   "cpu 2 x m6i.8xlarge)")
+    out = capsys.readouterr().out  # the report's wording: tests/golden/messages/plan.txt
+    inventory = out.splitlines()[0]
+    assert inventory.startswith("inventory: 5 nodes from plan.nodePools")
+    assert inventory.endswith("(gpu 3 x p4de.24xlarge, cpu 2 x m6i.8xlarge)")
     assert "RayJob rl-research/grpo-swe trainer 2 8 2 0 gpu x2" in _rows(out)
     assert "gpu 3 3 270/287.07 3000.0/3172.0Gi 24/24" in _rows(out)
     assert "cpu 2 18 40.5/63.7 128.2/231.1Gi 0/0" in _rows(out)
@@ -56,9 +57,10 @@ def test_one_node_short_exits_1_with_the_reason(tmp_path, capsys):
     assert ("  RayJob rl-research/grpo-swe inference: 1 pod: 0/4 nodes are available: 2 Insufficient cpu, "
             "2 Insufficient memory, 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node "
             "affinity/selector.") in out
-    assert out.splitlines()[-2:] == [
-        "✖ does not fit: 1 of 21 pods pending",
-        "  RayJob rl-research/grpo-swe cannot start: inference 0/1 placed (every GPU group must be fully placed)"]
+    verdict = out.splitlines()[-2:]  # the wording: tests/golden/messages/plan.txt
+    assert verdict[0] == "✖ does not fit: 1 of 21 pods pending"
+    assert verdict[1].startswith("  RayJob rl-research/grpo-swe cannot start: ")
+    assert "inference 0/1 placed" in verdict[1]
 
 
 def test_set_replicas_and_json(tmp_path, capsys):
@@ -111,11 +113,10 @@ def test_the_plan_section_is_checked_at_its_lines_by_check_and_plan_alike(tmp_pa
                  "      allocatable: {cpu: lots}\n")
     for command in ("plan", "check"):
         assert main([command, RECIPE, "--infra", str(f)]) == 2
-        err = capsys.readouterr().err
-        assert f"{f}:4:31: plan.nodePools[0].instanceType: unknown instance type 'p4de.24xlrge' (expected one of " \
-               "the catalogue: `dockyard-k8s plan --list-instance-types`, or a name under plan.instanceTypes); did " \
-               "you mean 'p4de.24xlarge'?" in err
-        assert f"{f}:7:26: plan.instanceTypes.box.allocatable.cpu: got 'lots', expected a Kubernetes quantity" in err
+        err = capsys.readouterr().err  # the whole messages: tests/golden/messages/plan.txt
+        (typo,) = [line for line in err.splitlines() if line.startswith(f"{f}:4:31: plan.nodePools[0].instanceType: ")]
+        assert "unknown instance type 'p4de.24xlrge'" in typo and typo.endswith("did you mean 'p4de.24xlarge'?")
+        assert f"{f}:7:26: plan.instanceTypes.box.allocatable.cpu: got 'lots'" in err
         assert "<infra spec>" not in err
 
 
@@ -131,8 +132,7 @@ def test_a_node_files_bad_allocatable_is_reported_at_its_line(tmp_path, capsys):
     f.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: lots\n"
                  "    memory: 10Gi\n")
     assert main(["plan", RECIPE, "--nodes", str(f)]) == 2
-    assert f"{f}:6:1: Node n1: status.allocatable.cpu: got 'lots', expected a Kubernetes quantity" in \
-        capsys.readouterr().err
+    assert f"{f}:6:1: Node n1: status.allocatable.cpu: got 'lots'" in capsys.readouterr().err  # golden plan.txt
 
 
 def test_list_instance_types(capsys):

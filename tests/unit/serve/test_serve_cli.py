@@ -12,6 +12,7 @@ import yaml
 from serve_support import write_spec
 
 from dockyard_k8s.cli import main
+from support.cli import summary_line
 from support.paths import REPO
 
 EXAMPLES = REPO / "examples"
@@ -100,40 +101,44 @@ def test_bundled_serve_crds_match_their_provenance(folder_name: str, project: st
 def test_check_says_which_scrape_mechanism_it_assumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """KEDA scales only on what Prometheus scrapes."""
     assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml")]) == 0
-    out = capsys.readouterr().out
-    assert "  metrics    PodMonitor llama-70b (prometheus-operator: scraped by a Prometheus whose podMonitorSelector " \
-           "matches release=kube-prometheus-stack, kube-prometheus-stack's default for a Helm release of that name: " \
-           "serve.metrics.podMonitorLabels), port http /metrics" in out
-    assert "an empty result is an error, not 0: after 3 failed queries KEDA holds the current replicas (at least 2)" \
-           in out
+    out = capsys.readouterr().out  # the lines whole: tests/golden/messages/check-report.txt
+    metrics = summary_line(out, "metrics")
+    assert metrics.startswith("  metrics    PodMonitor llama-70b (prometheus-operator")
+    assert "release=kube-prometheus-stack" in metrics and metrics.endswith("port http /metrics")
+    scaling = summary_line(out, "scaling")
+    assert "after 3 failed queries KEDA holds" in scaling and scaling.endswith("(at least 2)")
     assert main(["serve", "check", str(EXAMPLES / "llama3_8b_kind.serve.yaml")]) == 0
-    assert "  metrics    prometheus.io/scrape annotations (a Prometheus with annotation-based pod discovery; " \
-           "prometheus-operator ignores them: serve.metrics.scrape: podMonitor)" in capsys.readouterr().out
+    metrics = summary_line(capsys.readouterr().out, "metrics")
+    assert metrics.startswith("  metrics    prometheus.io/scrape annotations (")
+    assert "serve.metrics.scrape: podMonitor" in metrics
 
 
 def test_check_says_how_replicas_spread_and_what_default_deny_covers(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "check", str(EXAMPLES / "llama3_70b_eks_keda.serve.yaml"),
                  "--set", "serve.network.scope=namespace"]) == 0
-    out = capsys.readouterr().out
-    assert "  spread     across nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway)" in out
-    assert "  network    default-deny (every pod of namespace inference); port 8000 from" in out
+    out = capsys.readouterr().out  # the lines whole: tests/golden/messages/check-report.txt
+    assert "(kubernetes.io/hostname, maxSkew 1, ScheduleAnyway)" in summary_line(out, "spread")
+    network = summary_line(out, "network")
+    assert "default-deny (every pod of namespace inference)" in network and "port 8000 from" in network
 
 
 def test_check_says_who_may_use_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     keyed = write_spec(tmp_path, {"apiKeySecret": {"name": "llama-keys"}})
+    # the lines whole: tests/golden/messages/check-report.txt
     assert main(["serve", "check", keyed]) == 0
-    assert "  auth       API key from Secret llama-keys/api-key (Authorization: Bearer; /health and /metrics stay " \
-           "open)" in capsys.readouterr().out
+    auth = summary_line(capsys.readouterr().out, "auth")
+    assert auth.startswith("  auth       API key from Secret llama-keys/api-key (")
+    assert "/health and /metrics stay open" in auth and "admin" not in auth
     open_sglang = write_spec(tmp_path, {"backend": "sglang"}, name="sg.serve.yaml")
     assert main(["serve", "check", open_sglang]) == 0
-    out = capsys.readouterr().out
-    assert "  auth       none: every caller the policies admit may use the API, and SGLang's admin endpoints " \
-           "(weight updates, cache flush, profiling, abort) too: serve.apiKeySecret" in out
+    auth = summary_line(capsys.readouterr().out, "auth")
+    assert auth.startswith("  auth       none: every caller") and "SGLang's admin endpoints" in auth
     sglang = write_spec(tmp_path, {"backend": "sglang", "apiKeySecret": {"name": "k"}}, name="sk.serve.yaml")
     assert main(["serve", "check", sglang]) == 0
-    assert "API key from Secret k/api-key (Authorization: Bearer; /health and /metrics stay open); admin " \
-           "endpoints need the admin key (Secret k/admin-api-key), which callers never get" in capsys.readouterr().out
+    auth = summary_line(capsys.readouterr().out, "auth")
+    assert auth.startswith("  auth       API key from Secret k/api-key (")
+    assert "the admin key (Secret k/admin-api-key)" in auth and auth.endswith("which callers never get")
 
 
 def test_serve_check_lists_what_must_already_exist(capsys: pytest.CaptureFixture[str]) -> None:

@@ -67,12 +67,12 @@ def test_the_summary_counts_add_up_with_unreadable_documents_and_list_items(tmp_
 def test_text_output_with_lines_and_summary(bad_file, capsys):
     assert main(["validate", "--summary", bad_file]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out == [
-        f'{bad_file}:16: Deployment web: spec.template.spec.containers[0].bogus: unknown field "bogus"',
-        f"{bad_file}:19: Widget w: kind: no schema for example.com/v1/Widget (Kubernetes 1.29); pass its CRD with "
-        "--crd, or --ignore-missing-schemas to check only the semantic rules",
-        "Summary: 3 object(s) in 1 file(s): 1 valid, 2 invalid, 0 skipped, 2 problem(s)",
-    ]
+    assert len(out) == 3
+    assert out[0] == f'{bad_file}:16: Deployment web: spec.template.spec.containers[0].bogus: unknown field "bogus"'
+    # the hint's wording: tests/golden/messages/validate.txt
+    assert out[1].startswith(f"{bad_file}:19: Widget w: kind: no schema for example.com/v1/Widget (")
+    assert "--crd" in out[1] and "--ignore-missing-schemas" in out[1]
+    assert out[2] == "Summary: 3 object(s) in 1 file(s): 1 valid, 2 invalid, 0 skipped, 2 problem(s)"
 
 
 def test_ignore_missing_schemas_and_skip(bad_file, capsys):
