@@ -48,6 +48,7 @@ from dockyard_k8s.validate.problem import (
     Report,
     count_objects,
     object_key,
+    report_key,
 )
 from dockyard_k8s.validate.reader import read_manifests
 from dockyard_k8s.validate.semantic import object_problems
@@ -116,7 +117,7 @@ class Checked:
             problems.extend(self.bad[m])
             if self.exit_on_error:
                 break
-        problems.sort(key=object_key)  # stable: an object's own order is kept
+        problems.sort(key=object_key)  # stable: lines are known later (validate_paths)
         return Report(problems, self.objects, self.skipped, sorted(self.missing), dict(sorted(self.sources.items())))
 
 
@@ -280,6 +281,9 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
     problems = add_lines(problems, manifests.texts, chunked=manifests.chunks)
+    # YAML's first, then by object and line, as the parallel path reports them (bulk._validate_parts)
+    problems = [p for p in problems if p.rule == "yaml"] + sorted((p for p in problems if p.rule != "yaml"),
+                                                                   key=report_key)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 

@@ -100,6 +100,12 @@ def object_key(p: Problem) -> tuple[str, int, JsonPath]:
     return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
 
 
+def report_key(p: Problem) -> tuple[str, int, JsonPath, int]:
+    """The order problems are reported in: by object, then by line within it (the checks' own
+    order where lines tie or are unknown)."""
+    return *object_key(p), p.line
+
+
 def count_objects(documents: list[Document], yaml_problems: list[Problem]) -> int:
     """The objects of ``documents`` plus the documents YAML could not read (each counted once,
     so ``objects`` = valid + invalid + skipped in every summary)."""

@@ -34,6 +34,9 @@ def _objects(n):
             d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "abc"
         elif i % 10 == 7:
             svc["spec"]["selector"] = {"app": "nobody"}  # cross-object: selects no pod
+        elif i % 10 == 1:  # two problems, found in the opposite order to their lines
+            d["spec"]["replicas"] = 3000000000
+            d["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "1BAD", "value": "a"}]
         elif i % 10 == 9:
             svc["spec"]["ports"][0]["targetPort"] = "http"  # cross-object: no such named port
         out += [d, svc] if i % 2 else [svc, d]  # a Service may come before or after its pods
@@ -90,6 +93,11 @@ def test_workers_find_the_same_problems_in_the_same_order(corpus, workers, monke
     assert any("selects no pod" in p.message for p in one.problems)
     assert any("declares a port named" in p.message for p in one.problems)
     assert all(p.line for p in one.problems)
+    by_object: dict = {}
+    for p in one.problems:  # within an object, by line (the checks find replicas' last)
+        by_object.setdefault((p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()), []).append(p.line)
+    assert all(lines == sorted(lines) for lines in by_object.values())
+    assert any(len(lines) > 1 for lines in by_object.values())
     _same(one, validate_paths([corpus], workers=workers))
     # the unreadable document is an object too: the summary's counts add up
     assert one.report.objects == one.report.valid + one.report.invalid + one.report.skipped
