@@ -238,6 +238,26 @@ def test_keda_endpoint_applies_a_scaled_object_and_no_replica_count(cli: Any, fa
     assert "ScaledObject llama-70b: Ready=True, Active=False; HPA keda-hpa-llama-70b" in s.out
 
 
+def test_a_keda_endpoint_ready_below_its_minimum_says_so(cli: Any, fake: FakeKube) -> None:
+    """The rollout of the replicas there are is complete; KEDA's HPA has not raised them to
+    minReplicas (2 in the eks example) yet, or no KEDA operator runs: ✔, with what is not met."""
+    serve_keda(fake)
+    fake.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-inference"},
+              "value": 1000})
+
+    def controller() -> None:
+        fake.wait_for(lambda: fake.get("apps/v1", "Deployment", "inference", "llama-70b"))
+        for plural in ("deployments", "pods", "events"):
+            fake.wait_watching(plural)
+        rollout(fake, ready=1, name="llama-70b", namespace="inference")
+
+    t = in_background(controller)
+    r = cli("serve", "up", EKS_SPEC, "--timeout", "60")
+    t.join(5)
+    assert r.code == 0, r.out + r.err
+    assert "✔ llama-70b is ready: ready 1/1; 1 of the autoscaler's minimum 2 replicas ready" in r.out, r.out
+
+
 def test_a_pod_monitor_without_prometheus_operator_applies_nothing(cli: Any, fake: FakeKube) -> None:
     """Issue 22 item 17: KEDA without the PodMonitor CRD would scale on nothing."""
     fake.install_crds(bundled_crds("keda"))

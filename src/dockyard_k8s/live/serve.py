@@ -123,6 +123,14 @@ def wait(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions
     if outcome.reason == "timeout":
         return dataclasses.replace(outcome, message=f"stopped following after {int(options.timeout or 0)}s; the "
                                    "endpoint keeps starting")
+    auto = cfg.serve["autoscaling"]
+    if outcome.ok and auto["enabled"]:  # the rollout of the replicas there are: KEDA's HPA owns how many
+        deployment = client.get(KINDS[MAIN_KIND], cfg.namespace, cfg.name) or {}
+        ready = int((deployment.get("status") or {}).get("readyReplicas") or 0)
+        if ready < auto["minReplicas"]:
+            return dataclasses.replace(outcome, message=f"{outcome.message}; {ready} of the autoscaler's minimum "
+                                       f"{auto['minReplicas']} replicas ready: KEDA's HPA raises the count (`serve "
+                                       "status` shows it; no ScaledObject status there: is the KEDA operator running?)")
     return outcome
 
 
