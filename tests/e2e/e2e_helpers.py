@@ -6,7 +6,10 @@ from __future__ import annotations
 import ipaddress
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from support.paths import EXAMPLES
 
@@ -90,3 +93,14 @@ def loopback(address: str) -> bool:
         return ipaddress.ip_address(address.rpartition(":")[0].strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def trainer_layer(path: Path, annotations: dict[str, str]) -> Path:
+    """An infra layer at ``path`` giving the trainer pods ``annotations`` (kwok stages read them).
+    A list replaces: the example's trainer env (its W&B Secret reference) comes along."""
+    wandb = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}
+    template = {"metadata": {"annotations": annotations},
+                "spec": {"containers": [{"name": "ray-worker", "env": [wandb]}]}}
+    path.write_text(yaml.safe_dump({"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer",
+                                                                              "template": template}]}}}))
+    return path

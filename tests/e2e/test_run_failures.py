@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from e2e_helpers import NO_OPERATOR, RUN, cli_process, fleet_counts, ray_jobs, status_fleets
+from e2e_helpers import NO_OPERATOR, RUN, cli_process, fleet_counts, ray_jobs, status_fleets, trainer_layer
 
 pytestmark = pytest.mark.e2e
 
@@ -311,11 +310,7 @@ def test_an_oom_killed_head_ends_a_fail_fast_bringup(cluster: Any, e2e_cli: Any,
     cluster is ready, and `run` done, in the half second before the kill); --fail-fast ends `run` on it."""
     if not cluster.ours:
         pytest.skip("the OOM kill is played by the control plane's kwok stage")
-    layer = tmp_path / "slow-trainer.infra.yaml"  # a list replaces: the example's trainer env comes along
-    wandb = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}
-    layer.write_text(yaml.safe_dump({"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer", "template": {
-        "metadata": {"annotations": {"pod-ready.stage.kwok.x-k8s.io/delay": "1h"}},
-        "spec": {"containers": [{"name": "ray-worker", "env": [wandb]}]}}}]}}}))
+    layer = trainer_layer(tmp_path / "slow-trainer.infra.yaml", {"pod-ready.stage.kwok.x-k8s.io/delay": "1h"})
     r = e2e_cli("run", *example("--set", "launch.mode=bringup", "--infra", str(layer), "--fail-fast", "--timeout",
                                 "60", "--set-string", HEAD_ANNOTATION + "e2e\\.dockyard-k8s\\.dev/fail=OOMKilled"))
     assert r.code == 1, r.out + r.err

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from e2e_helpers import NO_OPERATOR, RUN, fleet_counts, labelled, ray_jobs, status_fleets, versions
+from e2e_helpers import NO_OPERATOR, RUN, fleet_counts, labelled, ray_jobs, status_fleets, trainer_layer, versions
 
 pytestmark = pytest.mark.e2e
 
@@ -222,11 +221,7 @@ def test_statefulset_mode_ends_when_the_head_entrypoint_exits(cluster: Any, e2e_
     kwok plays the head's container exiting 0 and being restarted (stages.yaml `exit`)."""
     if not cluster.ours:
         pytest.skip("the head's exit is played by the control plane's kwok stage")
-    layer = tmp_path / "exit.infra.yaml"  # a list replaces: the example's trainer env comes along
-    wandb = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}
-    layer.write_text(yaml.safe_dump({"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer", "template": {
-        "metadata": {"annotations": {"e2e.dockyard-k8s.dev/exit": "0"}},
-        "spec": {"containers": [{"name": "ray-worker", "env": [wandb]}]}}}]}}}))
+    layer = trainer_layer(tmp_path / "exit.infra.yaml", {"e2e.dockyard-k8s.dev/exit": "0"})
     args = example("--set", "launch.mode=statefulset", *[a for s in NO_OPERATOR for a in ("--set", s)],
                    "--infra", str(layer), "--timeout", "30")
     r = e2e_cli("run", *args)
