@@ -1,4 +1,5 @@
-"""Arguments every run-shaped command shares: RECIPE, --infra, --set, -n, overrides."""
+"""Arguments every run-shaped command shares: RECIPE, --infra, --set, -n, overrides; the live
+commands' cluster flags and the log flags."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
 
 
+CLUSTER_HELP = """\
+cluster access: the current kubeconfig context ($KUBECONFIG files merged as kubectl merges them,
+  or ~/.kube/config, or in-cluster), or --context / --kubeconfig, as for kubectl. Namespace: -n,
+  else the infra spec's infra.namespace, else the context's namespace, else default.
+exit codes: 0 ok, 1 failure (failed job, API error, doctor check failed), 2 bad input, 130 interrupted
+"""
+
+
+def add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--context", help="kubeconfig context (default: the current context)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, or ~/.kube/config)")
+    parser.set_defaults(live=True)  # load_bundle: the context's namespace when none is given
+
+
+def add_log_args(parser: argparse.ArgumentParser) -> None:
+    """``logs``' and ``serve logs``' flags, as kubectl logs has them."""
+    parser.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
+    parser.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
+    parser.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
+    parser.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
+
+
 def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit: bool = True) -> Bundle:
     """The run of RECIPE with every layer, built once; ``values`` are what the command itself
     forces (typed, on top of ``--set``), then ``-n``.
@@ -69,7 +92,7 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
     elif getattr(args, "live", False):
-        from dockyard_k8s.cli._live import cluster_target
+        from dockyard_k8s.cli._live import cluster_target  # live commands only: offline ones never import live/
 
         namespace = cluster_target(args).namespace
         if namespace:

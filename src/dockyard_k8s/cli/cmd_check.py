@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.bundle import Bundle, Findings
 from dockyard_k8s.cli._output import OK, WARN, add_output_arg, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
@@ -17,7 +18,6 @@ from dockyard_k8s.render.serialize import dump_json, dump_yaml
 from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle, Findings
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 

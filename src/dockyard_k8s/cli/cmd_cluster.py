@@ -9,12 +9,22 @@ import webbrowser
 from typing import Any
 
 from dockyard_k8s.cli import cmd_down
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
+from dockyard_k8s.cli._live import connect, ray_target, say, warn
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._runargs import (
+    CLUSTER_HELP,
+    RUN_ARGS_HELP,
+    add_cluster_args,
+    add_run_args,
+    load_bundle,
+    run_name_arg,
+)
 from dockyard_k8s.cli.cmd_down import add_down_args
 from dockyard_k8s.cli.cmd_run import add_follow_args, deadline_setting, execute
 from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.live.launch import list_clusters
+from dockyard_k8s.live.progress import raycluster_phase
+from dockyard_k8s.live.rayhead import ray_jobs, token_source
 from dockyard_k8s.render.meta import RUN_LABEL
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
@@ -87,9 +97,6 @@ def cluster_down(args: argparse.Namespace) -> int:
 
 
 def cluster_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.launch import list_clusters
-    from dockyard_k8s.live.progress import raycluster_phase
-
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         items = list_clusters(client, ns, selector=args.selector)
@@ -119,8 +126,6 @@ def cluster_state(rc: dict[str, Any]) -> str:
     """The STATE column: ready only when it is ready now (live/progress ``raycluster_phase``: the
     head pod Ready, the workers up). KubeRay's ``status.state: ready`` is set once and never
     cleared, so it stays while the head pod is not Ready (restarting, failing its probe)."""
-    from dockyard_k8s.live.progress import raycluster_phase
-
     if not rc.get("status"):
         return "-"
     phase = raycluster_phase(rc, [])
@@ -128,8 +133,6 @@ def cluster_state(rc: dict[str, Any]) -> str:
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.rayhead import ray_jobs, token_source
-
     bundle = load_bundle(args) if args.recipe else None
     target = ray_target(args)
     with connect(args) as client, ray_jobs(target, bundle, client, on_forward=warn) as ray:

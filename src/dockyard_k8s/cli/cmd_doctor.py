@@ -6,10 +6,11 @@ import argparse
 import dataclasses
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_cluster_args, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
+from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
@@ -35,8 +36,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
-
     bundle = load_bundle(args)
     ns, run_name = bundle.run.namespace, bundle.run.name
     launch = bundle.run.infra["launch"]

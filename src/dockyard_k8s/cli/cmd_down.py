@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.cli._live import connect, say
+from dockyard_k8s.cli._runargs import (
+    CLUSTER_HELP,
+    RUN_ARGS_HELP,
+    RUN_NAME_HELP,
+    add_cluster_args,
+    add_run_args,
+    load_bundle,
+    run_name_arg,
+)
+from dockyard_k8s.live import runs
+from dockyard_k8s.live.launch import down, wait_run_gone
 
 EXAMPLES = """\
 examples:
@@ -53,9 +61,6 @@ def run(args: argparse.Namespace) -> int:
 
 def execute_by_name(args: argparse.Namespace, name: str) -> int:
     """``down RUN``: every kind the run applied (its launch record says which), by its label."""
-    from dockyard_k8s.live import runs
-    from dockyard_k8s.live.launch import wait_run_gone
-
     with connect(args) as client:
         ns = args.namespace or client.default_namespace
         ref = runs.find_run(client, ns, name)
@@ -96,8 +101,6 @@ def _made_by_kuberay(deleted: list[str]) -> str:
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Delete the run of ``bundle``; shared by `down` and `cluster down`."""
-    from dockyard_k8s.live.launch import down
-
     ns, run_name = bundle.run.namespace, bundle.run.name
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,

@@ -7,7 +7,6 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
@@ -83,6 +82,8 @@ def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
 def run_live(args: argparse.Namespace, mpijob: dict[str, Any]) -> Any:
     """Apply the MPIJob, wait for the launcher, parse its log (render.nccl.run_and_summarize
     with the live client's apply / logs / delete)."""
+    # nccl-test is offline but for --run: the cluster client is imported here alone
+    from dockyard_k8s.cli._live import connect
     from dockyard_k8s.live.nccl import live_callables
 
     with connect(args) as client:

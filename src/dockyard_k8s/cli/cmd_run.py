@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s.cli._live import (
+from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.cli._live import command_text, connect, ray_target, say, say_follow_hints, warn
+from dockyard_k8s.cli._runargs import (
     CLUSTER_HELP,
+    RUN_ARGS_HELP,
     add_cluster_args,
-    command_text,
-    connect,
-    ray_target,
-    say,
-    say_follow_hints,
-    warn,
+    add_run_args,
+    invocation_of,
+    load_bundle,
 )
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 from dockyard_k8s.kube import format_ref, object_ref
+from dockyard_k8s.live.launch import LaunchOptions, Outcome, launch, preview
 from dockyard_k8s.render.rayauth import secret_name
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
-    from dockyard_k8s.live.launch import LaunchOptions, Outcome
 
 EXAMPLES = """\
 examples:
@@ -78,16 +74,12 @@ def deadline_setting(args: argparse.Namespace) -> list[Setting]:
 
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
-    from dockyard_k8s.live.launch import LaunchOptions
-
     return LaunchOptions(dry_run=args.dry_run or "", replace=args.replace, force_conflicts=args.force_conflicts,
                          detach=args.detach, timeout=args.timeout, pre_running_deadline=args.pre_running_deadline,
                          fail_fast=args.fail_fast, ray=ray_target(args), invocation=invocation_of(args))
 
 
 def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
-    from dockyard_k8s.live.launch import preview
-
     to_apply, skipped = preview(bundle, launch_options(args))
     token = format_ref("Secret", bundle.run.namespace, secret_name(bundle.run.infra))
     for obj in to_apply:
@@ -105,8 +97,6 @@ def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Apply and (unless --detach) follow; shared by `run` and `cluster up`."""
     if args.dry_run == "client":
         return _client_dry_run(args, bundle)
-    from dockyard_k8s.live.launch import launch
-
     try:
         with connect(args) as client:
             outcome = launch(client, bundle, launch_options(args), say=say, note=warn)

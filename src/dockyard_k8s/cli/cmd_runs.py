@@ -6,8 +6,10 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg, table
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, add_cluster_args
+from dockyard_k8s.live.runs import age, list_runs
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
@@ -37,8 +39,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.runs import age, list_runs
-
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         rows = list_runs(client, ns, selector=args.selector)

@@ -7,10 +7,25 @@ import shlex
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, say, say_phases, say_pods
+from dockyard_k8s.cli._live import command_text, connect, say, say_phases, say_pods
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._runargs import (
+    CLUSTER_HELP,
+    RUN_ARGS_HELP,
+    RUN_NAME_HELP,
+    add_cluster_args,
+    add_run_args,
+    load_bundle,
+    run_name_arg,
+)
 from dockyard_k8s.errors import EXIT_FAILURE
+from dockyard_k8s.live import runs
+from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.live.kueue import workload_state
+from dockyard_k8s.live.launch import status
+from dockyard_k8s.live.orchestrate import status_doc
+from dockyard_k8s.live.record import read_record, self_deleted
+from dockyard_k8s.render.record import record_name
 from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
@@ -35,12 +50,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import runs
-    from dockyard_k8s.live.kinds import KINDS
-    from dockyard_k8s.live.orchestrate import status_doc
-    from dockyard_k8s.live.record import read_record, self_deleted
-    from dockyard_k8s.render.record import record_name
-
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)
     with connect(args) as client:
@@ -51,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
             record = ref.record
             near = "" if ref.found else runs.near_run(client, ns, run_name)
         else:
-            from dockyard_k8s.live.launch import status
-
             assert bundle is not None
             ns, run_name = bundle.run.namespace, bundle.run.name
             view = status(client, bundle)
@@ -102,8 +109,6 @@ def print_view(view: Any) -> None:
     say_phases(view, ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet"))
     workload = view.workload()
     if workload is not None:  # queued with Kueue: its Workload says why it waits, or where it runs
-        from dockyard_k8s.live.kueue import workload_state
-
         for line in workload_state(workload).lines(view.queue_position, view.queue_counts):
             say(line)
     say_pods(view)
