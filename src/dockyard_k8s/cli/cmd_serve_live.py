@@ -166,8 +166,8 @@ def run_test(args: argparse.Namespace) -> int:
         target = f"svc/{cfg.name}"
         port = int(cfg.serve["port"] or 0)  # filled from the backend when the spec leaves it out
         try:
-            with port_forward(cfg.namespace, target, port, context=args.context,
-                              kubeconfig=args.kubeconfig) as url:
+            with port_forward(cfg.namespace, target, port, context=args.context, kubeconfig=args.kubeconfig,
+                              checked=key is not None) as url:  # reading the key has checked the kubeconfig
                 print(f"port-forward: {url} -> {cfg.namespace}/{target}:{port}", file=sys.stderr, flush=True)
                 answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout, api_key=key)
         except ClusterError as e:
