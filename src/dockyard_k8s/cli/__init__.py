@@ -93,8 +93,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m and not ("goes to --output-" in message and any(c in m.group(1) for c in "./")):
-            # (a path given to -o gets the --output-file hint, not "did you mean 'yaml'" for out.yaml)
+        if m:
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
             message = f"{message}{did_you_mean(m.group(1), choices)}"
         elif message.startswith("unrecognized arguments: "):
@@ -150,14 +149,6 @@ def _command_parser(parser: argparse.ArgumentParser, args_in: Sequence[str]) -> 
     return current
 
 
-def _follow_meant(args: list[str]) -> bool:
-    """``logs -f RUN`` typed as kubectl takes it: the word after ``-f`` is no YAML file."""
-    if (args[:1] != ["logs"] and args[:2] != ["job", "logs"]) or "-f" not in args:
-        return False
-    after = args[args.index("-f") + 1:args.index("-f") + 2]
-    return not after or not (after[0].endswith((".yaml", ".yml")) or os.path.isfile(after[0]))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in and not args_in[0].startswith("-") and args_in[0] not in COMMANDS:
@@ -171,10 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = args_in.index("--")
         args_in, command = args_in[:cut], args_in[cut + 1:]
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
-    if _follow_meant(args_in):
-        logs = "job logs" if args_in[0] == "job" else "logs"
-        _command_parser(parser, args_in).error(f"-f FILE is an infra spec here, as helm's -f is (kubectl's `logs -f` "
-                                               f"is --follow): dockyard-k8s {logs} RUN --follow")
     args, extra = parser.parse_known_args(args_in)
     if command:
         if args.entrypoint:

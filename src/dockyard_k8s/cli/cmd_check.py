@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
                                    "one-page summary. Nothing is sent to a cluster.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
-    add_output_arg(p, ("text", "json", "yaml"), writes="file",
+    add_output_arg(p, ("text", "json", "yaml"),
                    help_extra="; json/yaml print the resolved config and the rendered objects")
     p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")

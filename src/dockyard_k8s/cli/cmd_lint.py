@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
                                    "Standards level of every pod template.",
                        epilog=TARGET_HELP + "\n" + EXAMPLES)
     add_target_args(p)
-    add_output_arg(p, ("text", "json", "sarif"), writes="file", help_extra=" of the report")
+    add_output_arg(p, ("text", "json", "sarif"), help_extra=" of the report")
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--min-severity", choices=("error", "warning", "info"), default=None,
                    help="lowest severity shown (default: warning for text, info for json/sarif)")

@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
     add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
     p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
-    add_output_arg(p, ("yaml", "json"), writes="file", help_extra=" of the MPIJob")
+    add_output_arg(p, ("yaml", "json"), help_extra=" of the MPIJob")
     p.add_argument("--output-file", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
     p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
     p.add_argument("--min-busbw", type=float, metavar="GB/s",

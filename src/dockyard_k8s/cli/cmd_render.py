@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
                                    "file per object plus a kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
-    add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
+    add_output_arg(p, ("yaml", "json"), help_extra="; json: a v1 List")
     p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
     p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
 

@@ -76,14 +76,14 @@ def register(sub: Any) -> None:
 
     check = sub_parser("check", "Validate the serve spec, render every object, validate them strictly (Kubernetes "
                                 "schemas, KEDA CRDs) and print a one-page summary. Nothing is sent to a cluster.")
-    add_output_arg(check, ("text",), writes="file")
+    add_output_arg(check, ("text",))
     check.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                        help="also write the resolved config and the rendered objects to FILE")
     check.set_defaults(func=run_check)
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
                                   "PVC, Deployment, Service, PDB, ScaledObject). With --output-dir DIR, one file per "
                                   "object plus a kustomization.yaml.")
-    add_output_arg(render, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
+    add_output_arg(render, ("yaml", "json"), help_extra="; json: a v1 List")
     render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
     render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
     render.set_defaults(func=run_render)
