@@ -25,8 +25,9 @@ from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.live.launch import list_clusters
 from dockyard_k8s.live.progress import raycluster_phase
 from dockyard_k8s.live.rayhead import ray_jobs, token_source
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.render.meta import RUN_LABEL
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:

@@ -11,7 +11,8 @@ from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_cluster_args, add_run_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.output import dump_json
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:

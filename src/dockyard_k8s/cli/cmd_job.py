@@ -23,7 +23,8 @@ from dockyard_k8s.live.launch import run_submission
 from dockyard_k8s.live.rayhead import job_row, latest_job, ray_jobs, submission_id
 from dockyard_k8s.live.runs import ray_target as run_ray_target
 from dockyard_k8s.live.runs import run_job_id
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.output import dump_json
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:

@@ -14,8 +14,7 @@ from dockyard_k8s.lint import output as out
 from dockyard_k8s.lint.engine import lint_objects, unknown_rules
 from dockyard_k8s.lint.model import LintConfig
 from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES, explain
-from dockyard_k8s.output import write_file
-from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.output import dump_json, write_file
 
 EXAMPLES = """\
 examples:

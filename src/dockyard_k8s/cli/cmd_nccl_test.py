@@ -10,9 +10,9 @@ from typing import Any
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
-from dockyard_k8s.output import write_file
+from dockyard_k8s.output import dump_json, write_file
 from dockyard_k8s.render import nccl
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:

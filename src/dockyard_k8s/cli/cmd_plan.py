@@ -7,12 +7,12 @@ from typing import Any
 
 from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.plan import catalog, kueue_report, report, sources
 from dockyard_k8s.plan.inventory import Inventory
 from dockyard_k8s.plan.kueue_plan import KueuePlan
 from dockyard_k8s.plan.schedule import PlanResult
 from dockyard_k8s.plan.sources import KueueInput, Sources
-from dockyard_k8s.render.serialize import dump_json
 
 EXAMPLES = """\
 examples:

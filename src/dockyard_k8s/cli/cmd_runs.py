@@ -10,7 +10,8 @@ from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.live.runs import age, list_runs
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.output import dump_json
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:

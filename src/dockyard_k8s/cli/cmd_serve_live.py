@@ -18,7 +18,7 @@ from dockyard_k8s.live.openai import complete
 from dockyard_k8s.live.orchestrate import status_doc as run_doc
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.live.serve import ServeStatus, api_key
-from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.render.serve import service_url
 from dockyard_k8s.serve_bundle import ServeBundle
 

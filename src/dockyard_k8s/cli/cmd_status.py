@@ -25,8 +25,9 @@ from dockyard_k8s.live.kueue import workload_state
 from dockyard_k8s.live.launch import status
 from dockyard_k8s.live.orchestrate import status_doc
 from dockyard_k8s.live.record import read_record, self_deleted
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.render.record import record_name
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:
