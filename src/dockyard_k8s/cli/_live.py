@@ -15,6 +15,7 @@ from typing import Any
 from dockyard_k8s.bundle import Bundle
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import object_ref
 from dockyard_k8s.live import client as client_mod
 from dockyard_k8s.live import logs as lg
 from dockyard_k8s.live.client import KubeClient
@@ -45,6 +46,21 @@ def cluster_target(args: argparse.Namespace) -> Target:
 def connect(args: argparse.Namespace) -> KubeClient:
     return client_mod.connect(context=getattr(args, "context", None), kubeconfig=getattr(args, "kubeconfig", None),
                               target=cluster_target(args))
+
+
+def say_client_dry_run(to_apply: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]] = (), *,
+                       token: str = "", then: str = "") -> int:
+    """``run --dry-run=client``'s and ``serve up``'s list: what would be applied (the Ray ``token``
+    Secret: created unless it exists), what skipped, ``then`` what would follow."""
+    for obj in to_apply:
+        ref = object_ref(obj)
+        say(f"would create {token} with a random Ray token, unless it exists" if ref == token else f"would apply {ref}")
+    for obj in skipped:
+        say(f"would skip  {object_ref(obj)} (render-only)")
+    if then:
+        say(then)
+    say(f"{len(to_apply)} object(s) would be applied (client dry run: the cluster was not contacted)")
+    return 0
 
 
 def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:

@@ -34,6 +34,13 @@ def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, h
                         help=f"output format (default {formats[0]}){help_extra}")
 
 
+def add_objects_output_args(parser: argparse.ArgumentParser) -> None:
+    """``render``'s and ``serve render``'s: what :func:`print_objects` writes, and where."""
+    add_output_arg(parser, ("yaml", "json"), help_extra="; json: a v1 List")
+    parser.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
+    parser.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
+
+
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str] | None = None, indent: str = "") -> str:
     """Left-aligned columns separated by two spaces (kubectl get style)."""
     body = [[str(c) for c in r] for r in rows]

@@ -37,6 +37,7 @@ def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
                         help="an infra key set to a file's text (--set-file launch.entrypoint=cmd.txt)")
 
 
+NAMESPACE_HELP = "namespace (same as --set infra.namespace=NS)"  # -n: the last layer (load_bundle)
 RUN_NAME_HELP = """\
 RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lists them), found by
   its label in -n NS (default: the context's namespace); no launch files needed
@@ -53,7 +54,7 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE",  # default: not "required"
                         help="recipe overrides (Hydra style)")
     add_layer_args(parser, example="kuberay.trainer.replicas=4")
-    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+    parser.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
 
 
 CLUSTER_HELP = """\
@@ -68,6 +69,23 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context (default: the current context)")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, or ~/.kube/config)")
     parser.set_defaults(live=True)  # load_bundle: the context's namespace when none is given
+
+
+def add_apply_args(parser: argparse.ArgumentParser, *, until: str, keeps: str) -> None:
+    """``run``'s, ``cluster up``'s and ``serve up``'s: how to apply, and how long to follow (``until``
+    what; what ``keeps`` going when following stops)."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
+                      help=f"follow until {until} (default)")
+    mode.add_argument("--detach", action="store_true", help="return after applying, printing how to follow")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"stop following after SECONDS (exit 1; {keeps})")
+    parser.add_argument("--fail-fast", action="store_true",
+                        help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
+    parser.add_argument("--dry-run", choices=("client", "server"),
+                        help="client: list what would be applied (no cluster contact); server: dryRun=All")
+    parser.add_argument("--force-conflicts", action="store_true",
+                        help="take over fields another manager owns (server-side apply force)")
 
 
 def add_log_args(parser: argparse.ArgumentParser) -> None:

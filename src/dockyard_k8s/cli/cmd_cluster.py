@@ -50,9 +50,7 @@ def register(sub: Any) -> None:
     add_run_args(up)
     add_cluster_args(up)
     add_follow_args(up)
-    up.add_argument("--dry-run", choices=("client", "server"), help="as for run")
     up.add_argument("--replace", action="store_true", help="delete the cluster first, then apply")
-    up.add_argument("--force-conflicts", action="store_true", help="as for run")
     up.set_defaults(func=cluster_up)
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.cli._output import (
     OK,
     WARN,
+    add_objects_output_args,
     add_output_arg,
     check_output_paths,
     prerequisite_header,
@@ -23,7 +24,7 @@ from dockyard_k8s.cli._output import (
     print_objects,
     table,
 )
-from dockyard_k8s.cli._runargs import CLUSTER_HELP, add_cluster_args, add_log_args
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, NAMESPACE_HELP, add_apply_args, add_cluster_args, add_log_args
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.config.serve import ServeConfig, rollout_strategy, scrape_mechanism
 from dockyard_k8s.config.serve_schema import backend_of
@@ -69,7 +70,7 @@ def register(sub: Any) -> None:
         q.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
         q.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a key, e.g. --set serve.replicas=2 (repeatable)")
-        q.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+        q.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
         if live:
             add_cluster_args(q)
         return q
@@ -83,27 +84,14 @@ def register(sub: Any) -> None:
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
                                   "PVC, Deployment, Service, PDB, ScaledObject). With --output-dir DIR, one file per "
                                   "object plus a kustomization.yaml.")
-    add_output_arg(render, ("yaml", "json"), help_extra="; json: a v1 List")
-    render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
-    render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
+    add_objects_output_args(render)
     render.set_defaults(func=run_render)
 
     up = sub_parser("up", "Apply with server-side apply (field manager dockyard-k8s), then follow until the "
                           "endpoint is Ready (its rollout complete), explaining every pod problem (image pull, "
                           "scheduling, OOM, crash loop, PVC pending, failing probes) as it happens. Re-running an "
                           "unchanged spec changes nothing; Ctrl-C stops following only.", live=True)
-    mode = up.add_mutually_exclusive_group()
-    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
-                      help="follow until Ready (default)")
-    mode.add_argument("--detach", action="store_true", help="return after applying")
-    up.add_argument("--timeout", type=float, metavar="SECONDS",
-                    help="stop following after SECONDS (exit 1; the endpoint keeps starting)")
-    up.add_argument("--fail-fast", action="store_true",
-                    help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
-    up.add_argument("--dry-run", choices=("client", "server"),
-                    help="client: list what would be applied (no cluster contact); server: dryRun=All")
-    up.add_argument("--force-conflicts", action="store_true",
-                    help="take over fields another manager owns (server-side apply force)")
+    add_apply_args(up, until="Ready", keeps="the endpoint keeps starting")
     up.set_defaults(func=_live_handler("run_up"))
 
     status = sub_parser("status", "The endpoint on one screen: Deployment rollout, pods, cache claim, autoscaler, "

@@ -12,7 +12,6 @@ from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
-from dockyard_k8s.kube import object_ref
 from dockyard_k8s.live import serve
 from dockyard_k8s.live.openai import complete
 from dockyard_k8s.live.orchestrate import status_doc as run_doc
@@ -35,10 +34,7 @@ def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
 def run_up(args: argparse.Namespace) -> int:
     bundle = load_serve_bundle(args)
     if args.dry_run == "client":
-        for obj in bundle.objects:
-            say(f"would apply {object_ref(obj)}")
-        say(f"{len(bundle.objects)} object(s) would be applied (client dry run: the cluster was not contacted)")
-        return 0
+        return _live.say_client_dry_run(bundle.objects)
     options = serve.UpOptions(dry_run="server" if args.dry_run == "server" else "",
                               force_conflicts=args.force_conflicts, detach=args.detach, timeout=args.timeout,
                               fail_fast=args.fail_fast)
