@@ -26,11 +26,6 @@ def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    """A ``v1 List`` wrapping the objects: what ``kubectl apply -f`` takes as one JSON file."""
-    return {"apiVersion": "v1", "kind": "List", "items": objects}
-
-
 def object_file_name(index: int, obj: dict[str, Any], ext: str) -> str:
     """``NN-kind-name.ext``: the file ``render -o DIR`` writes an object to (lint points there)."""
     return f"{index:02d}-{str(obj.get('kind', '')).lower()}-{(obj.get('metadata') or {}).get('name', '')}.{ext}"
@@ -53,7 +48,9 @@ def write_file(path: str, text: str, flag: str = "--output-file") -> None:
 
 def objects_text(objects: list[dict[str, Any]], fmt: str) -> str:
     """``fmt`` json: a v1 List; else a YAML stream, one document per object."""
-    return dump_json(as_list(objects)) if fmt == "json" else dump_documents(objects)
+    if fmt == "json":
+        return dump_json({"apiVersion": "v1", "kind": "List", "items": objects})
+    return dump_documents(objects)
 
 
 def kustomization(files: list[str]) -> dict[str, Any]:
