@@ -10,9 +10,9 @@ What several commands share:
     _live.py      cluster flags, connecting, follow-up hints
     _output.py    tables, check marks, the output flags (one meaning everywhere), rendered objects out
 
-Command modules import only what parsing needs at the top; heavy libraries (cluster
-clients, Ray) are imported inside the handlers that use them, so ``check`` and ``render``
-start fast.
+Only the invoked command's module is imported: a live command's module imports the cluster
+client (``live/``: lightkube, httpx2) at its top, and the offline commands never load it (a
+test holds them to it).
 
 Exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job, API error),
 2 bad input or usage, 130 interrupted.
@@ -35,7 +35,7 @@ from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 from dockyard_k8s.suggest import did_you_mean
 
 # name -> one-line summary, in `--help` order. Each lives in cli/cmd_<name>.py; only the
-# invoked command's module is imported (the others cost start-up time and are not needed).
+# invoked command's module is imported (the live ones import the cluster client).
 COMMANDS = {
     # offline: nothing leaves this machine
     "check": "validate a recipe + infra spec and summarise the run (offline)",
