@@ -44,9 +44,11 @@ RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lis
 """
 
 
-def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False) -> None:
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False,
+                 cluster: bool = False) -> None:
     """``-f/--infra`` is an infra file in every command (helm's -f). ``by_name``: the positional
-    may name a run on the cluster (:func:`run_name_arg`)."""
+    may name a run on the cluster (:func:`run_name_arg`); ``cluster``: a live command's, with the
+    cluster flags (:func:`add_cluster_args`)."""
     parser.add_argument("recipe", metavar="RECIPE|RUN" if by_name else "RECIPE",
                         nargs=None if recipe_required else "?",
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
@@ -55,6 +57,8 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
                         help="recipe overrides (Hydra style)")
     add_layer_args(parser, example="kuberay.trainer.replicas=4")
     parser.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
+    if cluster:
+        add_cluster_args(parser)
 
 
 CLUSTER_HELP = """\
@@ -63,6 +67,11 @@ cluster access: the current kubeconfig context ($KUBECONFIG files merged as kube
   else the infra spec's infra.namespace, else the context's namespace, else default.
 exit codes: 0 ok, 1 failure (failed job, API error, doctor check failed), 2 bad input, 130 interrupted
 """
+
+
+def live_epilog(examples: str, *, by_name: bool = False) -> str:
+    """A live run command's help epilog: the layers (``by_name``: and RUN), cluster access, ``examples``."""
+    return RUN_ARGS_HELP + (RUN_NAME_HELP if by_name else "") + "\n" + CLUSTER_HELP + "\n" + examples
 
 
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:

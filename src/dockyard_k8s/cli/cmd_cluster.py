@@ -47,15 +47,13 @@ def register(sub: Any) -> None:
 
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
                        epilog=RUN_ARGS_HELP)
-    add_run_args(up)
-    add_cluster_args(up)
+    add_run_args(up, cluster=True)
     add_follow_args(up)
     up.add_argument("--replace", action="store_true", help="delete the cluster first, then apply")
     up.set_defaults(func=cluster_up)
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP)
-    add_run_args(down, by_name=True)
-    add_cluster_args(down)
+    add_run_args(down, by_name=True, cluster=True)
     add_down_args(down)
     down.set_defaults(func=cluster_down)
 
@@ -70,8 +68,7 @@ def register(sub: Any) -> None:
     dash = cs.add_parser("dashboard", help="port-forward the head's dashboard (8265) and print the URL",
                          description="Runs `kubectl port-forward` to <cluster>-head-svc:8265 until Ctrl-C.",
                          epilog=RUN_ARGS_HELP)
-    add_run_args(dash, recipe_required=False)
-    add_cluster_args(dash)
+    add_run_args(dash, recipe_required=False, cluster=True)
     dash.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
     dash.add_argument("--open", action="store_true", help="also open the URL in a browser")
     dash.set_defaults(func=cluster_dashboard)

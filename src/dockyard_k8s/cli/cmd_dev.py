@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dockyard_k8s.cli._live import connect, say
-from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_cluster_args, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
 from dockyard_k8s.live.dev import (
     decode_secret_data,
@@ -33,8 +33,7 @@ examples:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False)
-    add_cluster_args(p)
+    add_run_args(p, recipe_required=False, cluster=True)
     p.add_argument("--name", default="dockyard-dev", help="dev pod name (default dockyard-dev)")
 
 

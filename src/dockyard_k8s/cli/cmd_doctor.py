@@ -8,7 +8,7 @@ from typing import Any
 
 from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_cluster_args, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
 from dockyard_k8s.output import dump_json
@@ -30,9 +30,8 @@ def register(sub: Any) -> None:
                                    "the launcher uses is allowed (SelfSubjectAccessReview); quota headroom; whether "
                                    "the network plugin enforces NetworkPolicy. ✔ ok, ✖ fails, ! could not tell. "
                                    "Exit 1 when a check shows the run cannot work.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES))
+    add_run_args(p, cluster=True)
     add_output_arg(p, ("text", "json", "yaml"))
 
 

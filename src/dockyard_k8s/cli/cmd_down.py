@@ -7,15 +7,7 @@ from typing import Any
 
 from dockyard_k8s.bundle import Bundle
 from dockyard_k8s.cli._live import connect, say
-from dockyard_k8s.cli._runargs import (
-    CLUSTER_HELP,
-    RUN_ARGS_HELP,
-    RUN_NAME_HELP,
-    add_cluster_args,
-    add_run_args,
-    load_bundle,
-    run_name_arg,
-)
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
 from dockyard_k8s.live import runs
 from dockyard_k8s.live.launch import down, wait_run_gone
 
@@ -35,9 +27,8 @@ def register(sub: Any) -> None:
                                    "pod runs its grace period without them); owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p, by_name=True)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES, by_name=True))
+    add_run_args(p, by_name=True, cluster=True)
     add_down_args(p)
 
 

@@ -13,7 +13,6 @@ from dockyard_k8s.cli._runargs import (
     CLUSTER_HELP,
     RUN_ARGS_HELP,
     RUN_NAME_HELP,
-    add_cluster_args,
     add_run_args,
     load_bundle,
     run_name_arg,
@@ -38,8 +37,7 @@ examples:
 
 
 def _target_args(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False, by_name=True)
-    add_cluster_args(p)
+    add_run_args(p, recipe_required=False, by_name=True, cluster=True)
     p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
 

@@ -7,15 +7,7 @@ from typing import Any
 
 from dockyard_k8s.bundle import Bundle
 from dockyard_k8s.cli._live import command_text, connect, ray_target, say, say_client_dry_run, say_follow_hints, warn
-from dockyard_k8s.cli._runargs import (
-    CLUSTER_HELP,
-    RUN_ARGS_HELP,
-    add_apply_args,
-    add_cluster_args,
-    add_run_args,
-    invocation_of,
-    load_bundle,
-)
+from dockyard_k8s.cli._runargs import add_apply_args, add_run_args, invocation_of, live_epilog, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 from dockyard_k8s.kube import format_ref
@@ -37,9 +29,8 @@ def register(sub: Any) -> None:
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "
                                    "the run with watches: objects, pods per fleet, job status, and every pod "
                                    "problem with a hint as it happens. Re-running an unchanged spec changes nothing.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES))
+    add_run_args(p, cluster=True)
     add_follow_args(p)
     p.add_argument("--replace", action="store_true", help="delete the run's job/cluster first, wait, then apply")
 

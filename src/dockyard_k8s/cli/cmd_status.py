@@ -9,15 +9,7 @@ from typing import Any
 
 from dockyard_k8s.cli._live import command_text, connect, say, say_phases, say_pods
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import (
-    CLUSTER_HELP,
-    RUN_ARGS_HELP,
-    RUN_NAME_HELP,
-    add_cluster_args,
-    add_run_args,
-    load_bundle,
-    run_name_arg,
-)
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.live import runs
 from dockyard_k8s.live.kinds import KINDS
@@ -44,9 +36,8 @@ def register(sub: Any) -> None:
                                    "flavors, evicted and why, MultiKueue's worker cluster), desired/scheduled/ready "
                                    "pods per fleet, and the warnings that explain anything not ready. Exit 1 when "
                                    "nothing of the run exists.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p, by_name=True)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES, by_name=True))
+    add_run_args(p, by_name=True, cluster=True)
     add_output_arg(p, ("text", "json", "yaml"))
 
 
