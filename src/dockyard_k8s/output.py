@@ -1,6 +1,7 @@
 """Rendered objects written to files, as ``render``, ``check``, ``lint`` and their ``serve`` twins write them.
 
     dump_json       indented JSON, non-ASCII kept (every command's -o json)
+    document_text   a document as -o json or -o yaml prints it
     write_file      one whole text file; a path that cannot be written is bad input (exit 2)
     objects_text    every object as one YAML stream, or a v1 List (JSON)
     write_objects   a directory: one file per object (``NN-kind-name.yaml``) + kustomization.yaml
@@ -24,6 +25,11 @@ from dockyard_k8s.yamlfile import dump_documents
 def dump_json(data: Any) -> str:
     """Indented JSON, non-ASCII kept."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def document_text(doc: Any, fmt: str) -> str:
+    """``doc`` as ``-o json`` (indented JSON) or ``-o yaml`` (one YAML document) prints it."""
+    return dump_json(doc) if fmt == "json" else "---\n" + dump_yaml(doc)
 
 
 def object_file_name(index: int, obj: dict[str, Any], ext: str) -> str:

@@ -9,13 +9,12 @@ from dockyard_k8s.bundle import Bundle, Findings
 from dockyard_k8s.cli._output import OK, WARN, add_output_arg, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
-from dockyard_k8s.output import document_path, dump_json, write_document
+from dockyard_k8s.output import document_path, document_text, write_document
 from dockyard_k8s.render.kueue import kueue_summary
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
 from dockyard_k8s.render.record import launch_objects
 from dockyard_k8s.render.submission import attach_recipe_path
-from dockyard_k8s.yamlfile import dump as dump_yaml
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     bundle = load_bundle(args)
     doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
     if args.output != "text":  # json or yaml: the document instead of the summary
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
     if out:
         write_document(out, doc)
     if args.output != "text":

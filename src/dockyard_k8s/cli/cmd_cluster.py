@@ -25,9 +25,8 @@ from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.live.launch import list_clusters
 from dockyard_k8s.live.progress import raycluster_phase
 from dockyard_k8s.live.rayhead import ray_jobs, token_source
-from dockyard_k8s.output import dump_json
+from dockyard_k8s.output import document_text
 from dockyard_k8s.render.meta import RUN_LABEL
-from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -98,7 +97,7 @@ def cluster_list(args: argparse.Namespace) -> int:
         items = list_clusters(client, ns, selector=args.selector)
     if args.output in ("json", "yaml"):
         doc = {"apiVersion": "v1", "kind": "List", "items": items}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")

@@ -11,8 +11,7 @@ from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
-from dockyard_k8s.output import dump_json
-from dockyard_k8s.yamlfile import dump as dump_yaml
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
                "checks": [{**dataclasses.asdict(c), "mark": c.mark} for c in checks]}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0 if ok else EXIT_FAILURE
     say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))
     width = max(len(c.name) for c in checks)

@@ -22,8 +22,7 @@ from dockyard_k8s.live.launch import run_submission
 from dockyard_k8s.live.rayhead import job_row, latest_job, ray_jobs, submission_id
 from dockyard_k8s.live.runs import ray_target as run_ray_target
 from dockyard_k8s.live.runs import run_job_id
-from dockyard_k8s.output import dump_json
-from dockyard_k8s.yamlfile import dump as dump_yaml
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -135,7 +134,7 @@ def job_list(args: argparse.Namespace) -> int:
     def action(ray: Any, bundle: Any) -> int:
         jobs = sorted(ray.list(), key=lambda j: j.get("start_time") or 0)
         if args.output in ("json", "yaml"):
-            print(dump_json(jobs) if args.output == "json" else "---\n" + dump_yaml(jobs), end="")
+            print(document_text(jobs, args.output), end="")
             return 0
         if not jobs:
             say("no jobs")

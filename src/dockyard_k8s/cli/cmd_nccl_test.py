@@ -10,9 +10,8 @@ from typing import Any
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import NAMESPACE_HELP, RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
-from dockyard_k8s.output import dump_json, write_file
+from dockyard_k8s.output import document_text, write_file
 from dockyard_k8s.render import nccl
-from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_live(args, render_mpijob(args))
     else:
         mpijob = render_mpijob(args)
-        text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
+        text = document_text(mpijob, args.output)
         if args.output_file:
             write_file(args.output_file, text)
             print(f"wrote {args.output_file}")

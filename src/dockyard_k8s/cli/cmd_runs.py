@@ -10,8 +10,7 @@ from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.live.runs import age, list_runs
-from dockyard_k8s.output import dump_json
-from dockyard_k8s.yamlfile import dump as dump_yaml
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.UTC)
     if args.output in ("json", "yaml"):
         docs = [r.as_dict(now) for r in rows]
-        print(dump_json(docs) if args.output == "json" else "---\n" + dump_yaml(docs), end="")
+        print(document_text(docs, args.output), end="")
         return 0
     if args.output == "name":  # kubectl's -o name: nothing but the names (a script's input)
         for r in rows:

@@ -17,9 +17,8 @@ from dockyard_k8s.live.kueue import workload_state
 from dockyard_k8s.live.launch import status
 from dockyard_k8s.live.orchestrate import status_doc
 from dockyard_k8s.live.record import read_record, self_deleted
-from dockyard_k8s.output import dump_json
+from dockyard_k8s.output import document_text
 from dockyard_k8s.render.record import record_name
-from dockyard_k8s.yamlfile import dump as dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         doc = {**status_doc(view, ns), "launch": record.launch if record else None,
                "endedBy": ended.as_dict() if ended else None}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0 if found else EXIT_FAILURE
     if not found:
         say(f"nothing of run {run_name} in namespace {ns} (label dockyard-k8s/run={run_name}){near}")
