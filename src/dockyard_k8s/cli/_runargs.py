@@ -25,7 +25,7 @@ recipe overrides after RECIPE, Hydra style (also passed to the job):
 
 
 def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
-    """-f/--infra (repeatable), --set, --set-string, --set-file: the infra layers."""
+    """-f/--infra (repeatable), --set, --set-string, --set-file, -n: the infra layers."""
     parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[],
                         help="infra spec YAML (where to run it); repeatable, later files win")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -35,6 +35,7 @@ def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
                         help="like --set, the value always a string (--set-string infra.labels.build=0755)")
     parser.add_argument("--set-file", dest="set_files", action="append", default=[], metavar="KEY=PATH",
                         help="an infra key set to a file's text (--set-file launch.entrypoint=cmd.txt)")
+    parser.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
 
 
 NAMESPACE_HELP = "namespace (same as --set infra.namespace=NS)"  # -n: the last layer (load_bundle)
@@ -56,7 +57,6 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE",  # default: not "required"
                         help="recipe overrides (Hydra style)")
     add_layer_args(parser, example="kuberay.trainer.replicas=4")
-    parser.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
     if cluster:
         add_cluster_args(parser)
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.cli._runargs import NAMESPACE_HELP, RUN_ARGS_HELP, add_layer_args, load_bundle
+from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
 from dockyard_k8s.output import document_text, write_file
 from dockyard_k8s.render import nccl
@@ -33,8 +33,7 @@ def register(sub: Any) -> None:
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
-    p.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
+    add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file, -n
     add_output_arg(p, ("yaml", "json"), help_extra=" of the MPIJob")
     p.add_argument("--output-file", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
     p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
