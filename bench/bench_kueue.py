@@ -129,7 +129,7 @@ def main() -> None:
     import tempfile
 
     from dockyard_k8s.manifests import read_objects
-    from dockyard_k8s.render.serialize import dump_documents
+    from dockyard_k8s.yamlfile import dump_documents
 
     folder = tempfile.mkdtemp()
     path = os.path.join(folder, "kueue.yaml")

@@ -190,7 +190,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "src"))
-    from dockyard_k8s.render.serialize import dump_documents
+    from dockyard_k8s.yamlfile import dump_documents
 
     exe = os.path.join(os.path.dirname(sys.executable), "dockyard-k8s")
     with tempfile.TemporaryDirectory() as tmp:

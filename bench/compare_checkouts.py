@@ -103,7 +103,7 @@ def main() -> None:
             sys.path.insert(0, os.path.join(ROOT, "bench"))
             from bench_validate import generate
 
-            from dockyard_k8s.render.serialize import dump_documents
+            from dockyard_k8s.yamlfile import dump_documents
 
             with open(manifests, "w") as f:
                 f.write(dump_documents(generate(args.n)))

@@ -11,8 +11,7 @@ The public surface is small, plain data in and out (the CLI is built on it)::
     result = plan_objects(objects, from_pools(run.infra["plan"]))  # plan: the scheduler's verdict per pod
     manifests = read_objects(["k8s/"])                        # manifest files for lint and plan
 
-and the error types (:mod:`dockyard_k8s.errors`). Each name is imported on first use, so
-``import dockyard_k8s`` costs nothing.
+and the error types (:mod:`dockyard_k8s.errors`).
 
 Layout, inputs first (each package's docstring lists its modules)::
 
@@ -38,44 +37,19 @@ Layout, inputs first (each package's docstring lists its modules)::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+__version__ = "0.1.0"  # before the imports: render/record.py reads it while they run
 
+from dockyard_k8s.bundle import Bundle, build_bundle
+from dockyard_k8s.config.layering import Layers
+from dockyard_k8s.config.loader import load_run
+from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.errors import ClusterError, ConfigError, DockyardError, ManifestError, UsageError
-
-if TYPE_CHECKING:  # the rest is imported on first use (__getattr__ below): `import dockyard_k8s` stays cheap
-    from dockyard_k8s.bundle import Bundle, build_bundle
-    from dockyard_k8s.config.layering import Layers
-    from dockyard_k8s.config.loader import load_run
-    from dockyard_k8s.config.model import RunConfig
-    from dockyard_k8s.lint.engine import lint_objects
-    from dockyard_k8s.manifests import read_objects
-    from dockyard_k8s.plan import from_pools
-    from dockyard_k8s.plan import plan as plan_objects
-    from dockyard_k8s.render import render_run
-    from dockyard_k8s.validate.engine import validate_objects
-
-__version__ = "0.1.0"
-
-# name -> (the module that defines it, its name there); `plan` is the package's name, hence plan_objects
-_HOMES = {
-    "Bundle": ("bundle", "Bundle"), "build_bundle": ("bundle", "build_bundle"),
-    "load_run": ("config.loader", "load_run"), "Layers": ("config.layering", "Layers"),
-    "RunConfig": ("config.model", "RunConfig"),
-    "render_run": ("render", "render_run"),
-    "validate_objects": ("validate.engine", "validate_objects"),
-    "lint_objects": ("lint.engine", "lint_objects"),
-    "from_pools": ("plan.inventory", "from_pools"), "plan_objects": ("plan.schedule", "plan"),
-    "read_objects": ("manifests", "read_objects"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        module, attr = _HOMES[name]
-        return getattr(importlib.import_module(f"dockyard_k8s.{module}"), attr)
-    raise AttributeError(f"module 'dockyard_k8s' has no attribute {name!r}")
-
+from dockyard_k8s.lint.engine import lint_objects
+from dockyard_k8s.manifests import read_objects
+from dockyard_k8s.plan import from_pools
+from dockyard_k8s.plan import plan as plan_objects  # `plan` is the package's name
+from dockyard_k8s.render import render_run
+from dockyard_k8s.validate.engine import validate_objects
 
 __all__ = ["Bundle", "ClusterError", "ConfigError", "DockyardError", "Layers", "ManifestError", "RunConfig",
            "UsageError", "__version__", "build_bundle", "from_pools", "lint_objects", "load_run", "plan_objects",

@@ -94,6 +94,20 @@ def format_quantity(value: Fraction | int, binary: bool = False) -> str:
     return f"{sign}{nanos}{_DECIMAL_SUFFIXES[exp]}"
 
 
+def add_quantities(values: list[Any]) -> str:
+    """Sum of Kubernetes quantities, written with the largest suffix of the inputs that keeps
+    it whole (``16Gi + 3Gi`` -> ``19Gi``; ``500m + 4`` -> ``4500m``): not canonical as
+    :func:`format_quantity` is, but in the units the user wrote."""
+    total = sum((parse_quantity(v) or Fraction(0) for v in values), Fraction(0))
+    units: dict[str, Fraction] = {**_DECIMAL, **{k: Fraction(v) for k, v in _BINARY.items()}}
+    suffixes = {m.group("bin") or m.group("dec") or "" for v in values if (m := _QUANTITY.match(str(v).strip()))}
+    for suffix in sorted(suffixes | {"", "m"}, key=units.__getitem__, reverse=True):
+        scaled = total / units[suffix]
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return str(float(total))
+
+
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
     """A pod template found in an object."""

@@ -13,6 +13,7 @@ Read from kubernetes-sigs/kueue at tag v0.19.2; no code was copied. Pure: no I/O
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dockyard_k8s.kube import as_int, as_mapping
@@ -79,6 +80,7 @@ def judged(obj: dict[str, Any]) -> bool:
     return QUEUE_LABEL in labels or str(obj.get("apiVersion", "")).partition("/")[0] == GROUP
 
 
+@dataclass(frozen=True, slots=True)
 class PodSet:
     """One pod set of a Kueue Workload: ``count`` pods of ``spec``.
 
@@ -87,11 +89,11 @@ class PodSet:
     carry the topology request).
     """
 
-    def __init__(self, name: str, count: int, path: Path, metadata: dict[str, Any], spec: dict[str, Any]) -> None:
-        self.name, self.count, self.path, self.metadata, self.spec = name, count, path, metadata, spec
-
-    def __repr__(self) -> str:
-        return f"PodSet({self.name!r}, count={self.count}, path={self.path!r})"
+    name: str
+    count: int
+    path: Path
+    metadata: dict[str, Any] = field(repr=False)
+    spec: dict[str, Any] = field(repr=False)
 
 
 def _template(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,8 +143,7 @@ def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
                 out.append(PodSet(SUBMITTER_POD_SET, 1, (), {}, pod))
         elif mode == "SidecarMode" and out:
             head = out[0]
-            out[0] = PodSet(head.name, head.count, head.path, head.metadata,
-                            _with_container(head.spec, "ray-job-submitter", SUBMITTER_RESOURCES))
+            out[0] = replace(head, spec=_with_container(head.spec, "ray-job-submitter", SUBMITTER_RESOURCES))
         return out
     if kind == "Job":
         meta, pod = _template(spec.get("template"))

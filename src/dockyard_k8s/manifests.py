@@ -15,10 +15,11 @@ from functools import partial
 from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
+from dockyard_k8s.output import object_file_name
 from dockyard_k8s.plain import Path, format_path
-from dockyard_k8s.render.serialize import dump_yaml, object_file_name
 from dockyard_k8s.validate.locate import locate
 from dockyard_k8s.validate.reader import read_manifests
+from dockyard_k8s.yamlfile import dump as dump_yaml
 from dockyard_k8s.yamlfile import load_all
 
 

@@ -1,5 +1,7 @@
 """Rendered objects written to files, as ``render``, ``check``, ``lint`` and their ``serve`` twins write them.
 
+    dump_json       indented JSON, non-ASCII kept (every command's -o json)
+    document_text   a document as -o json or -o yaml prints it
     write_file      one whole text file; a path that cannot be written is bad input (exit 2)
     objects_text    every object as one YAML stream, or a v1 List (JSON)
     write_objects   a directory: one file per object (``NN-kind-name.yaml``) + kustomization.yaml
@@ -10,12 +12,30 @@ The only I/O outside ``live/``: local files the user named, nothing else.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
 
 from dockyard_k8s.errors import UsageError
-from dockyard_k8s.render.serialize import as_list, dump_documents, dump_json, dump_yaml, object_file_name
+from dockyard_k8s.yamlfile import dump as dump_yaml
+from dockyard_k8s.yamlfile import dump_documents
+
+
+def dump_json(data: Any) -> str:
+    """Indented JSON, non-ASCII kept."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def document_text(doc: Any, fmt: str) -> str:
+    """``doc`` as ``-o json`` (indented JSON) or ``-o yaml`` (one YAML document) prints it."""
+    return dump_json(doc) if fmt == "json" else "---\n" + dump_yaml(doc)
+
+
+def object_file_name(index: int, obj: dict[str, Any], ext: str) -> str:
+    """``NN-kind-name.ext``: the file ``render -o DIR`` writes an object to (lint points there)."""
+    return f"{index:02d}-{str(obj.get('kind', '')).lower()}-{(obj.get('metadata') or {}).get('name', '')}.{ext}"
+
 
 # Files write_objects writes into a directory (and replaces on the next render).
 _OWNED = re.compile(r"^\d{2}-[a-z0-9.-]+\.(yaml|json)$")
@@ -34,7 +54,9 @@ def write_file(path: str, text: str, flag: str = "--output-file") -> None:
 
 def objects_text(objects: list[dict[str, Any]], fmt: str) -> str:
     """``fmt`` json: a v1 List; else a YAML stream, one document per object."""
-    return dump_json(as_list(objects)) if fmt == "json" else dump_documents(objects)
+    if fmt == "json":
+        return dump_json({"apiVersion": "v1", "kind": "List", "items": objects})
+    return dump_documents(objects)
 
 
 def kustomization(files: list[str]) -> dict[str, Any]:

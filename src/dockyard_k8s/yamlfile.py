@@ -16,8 +16,13 @@ documents where one is expected (``single``) and syntax errors come back with th
 yaml-rs (:func:`yaml_rs`), when installed, is the fast reader ``validate`` puts in front of
 :data:`KUBECTL` for the documents where the two agree (``validate/reader.py``).
 
-Writing (:func:`dump`) is PyYAML's block style with the key order kept, multi-line strings as
-block literals and never an anchor or alias: the bytes the golden files hold.
+Writing (:func:`dump`, :func:`dump_documents`) is PyYAML's block style with the key order kept
+(the order the renderers build: apiVersion, kind, metadata, spec..., never sorted), multi-line
+strings as block literals (scripts stay readable), every string a YAML 1.1 reader would re-type
+quoted (``'no'``, ``'0755'``: kubectl reads back exactly what was rendered), and never an anchor
+or alias (a value shared by two places, one selector dict used by two policies, is written out in
+full each time: readers of a manifest, and tools that do not resolve aliases, see each object
+whole): the same objects give the same bytes, the bytes the golden files hold.
 """
 
 from __future__ import annotations
@@ -420,3 +425,7 @@ def dump(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
                      width=4096)  # type: ignore[no-any-return]
 
+
+def dump_documents(objects: list[dict[str, Any]]) -> str:
+    """A multi-document YAML stream, ``---`` before each document (kubectl-friendly)."""
+    return "".join("---\n" + dump(o) for o in objects)

@@ -121,9 +121,8 @@ def test_bad_flags_are_bad_input(cli: Any) -> None:
     assert cli("serve", "test", KIND_SPEC, "--max-tokens", "0").code == 2
 
 
-def test_through_a_port_forward_to_the_service(cli: Any, server: tuple[str, OpenAI], tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    url, _ = server
+def _kubectl_forwarding_to(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in kubectl on PATH that "forwards" to ``url``; the file its arguments are written to."""
     port = url.rsplit(":", 1)[1]
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -133,6 +132,14 @@ def test_through_a_port_forward_to_the_service(cli: Any, server: tuple[str, Open
                        f"echo 'Forwarding from 127.0.0.1:{port} -> 8000'\nexec sleep 300\n")
     kubectl.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    return record
+
+
+def test_through_a_port_forward_to_the_service(cli: Any, server: tuple[str, OpenAI], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = server
+    port = url.rsplit(":", 1)[1]
+    record = _kubectl_forwarding_to(url, tmp_path, monkeypatch)
     r = cli("serve", "test", KIND_SPEC, "--context", "fake")
     assert r.code == 0, r.out + r.err
     assert f"port-forward: http://127.0.0.1:{port} -> llama/svc/llama-8b:8000" in r.err
@@ -159,3 +166,22 @@ def test_an_endpoint_with_an_api_key_is_called_with_the_key_from_its_secret(cli:
     assert r.code == 1 and "Secret llama/missing-keys: does not exist, so the endpoint's API key cannot be read" \
         in r.err
     assert len(state.authorization) == 1  # nothing sent without the key
+
+
+def test_a_key_and_a_port_forward_connect_once(cli: Any, fake: Any, server: tuple[str, OpenAI], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the API key checks the kubeconfig: the port-forward does not connect again."""
+    import base64
+
+    from dockyard_k8s.live import client as client_mod
+
+    url, state = server
+    fake.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llama-keys", "namespace": "llama"},
+              "data": {"api-key": base64.b64encode(b"sk-test-" + b"q" * 24).decode()}})
+    _kubectl_forwarding_to(url, tmp_path, monkeypatch)
+    connects = []
+    patched = client_mod.connect
+    monkeypatch.setattr(client_mod, "connect", lambda **kw: connects.append(kw) or patched(**kw))
+    r = cli("serve", "test", KIND_SPEC, "--set", "serve.apiKeySecret.name=llama-keys")
+    assert r.code == 0, r.out + r.err
+    assert len(connects) == 1 and state.authorization == [f"Bearer sk-test-{'q' * 24}"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dockyard_k8s.render.nccl import nccl_mpijob
-from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.yamlfile import dump_documents
 from support.examples import CASES, EXAMPLES, example_bundle, mode_sets
 from support.golden import compare
 from support.paths import REPO

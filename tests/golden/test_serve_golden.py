@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dockyard_k8s.config.layering import Layers
-from dockyard_k8s.render.serialize import dump_documents
 from dockyard_k8s.serve_bundle import build_serve_bundle
+from dockyard_k8s.yamlfile import dump_documents
 from support.golden import compare
 from support.paths import REPO
 

@@ -10,9 +10,9 @@ What several commands share:
     _live.py      cluster flags, connecting, follow-up hints
     _output.py    tables, check marks, the output flags (one meaning everywhere), rendered objects out
 
-Command modules import only what parsing needs at the top; heavy libraries (cluster
-clients, Ray) are imported inside the handlers that use them, so ``check`` and ``render``
-start fast.
+Only the invoked command's module is imported: a live command's module imports the cluster
+client (``live/``: lightkube, httpx2) at its top, and the offline commands never load it (a
+test holds them to it).
 
 Exit codes: 0 ok, 1 failure (invalid objects, lint errors, failed job, API error),
 2 bad input or usage, 130 interrupted.
@@ -35,7 +35,7 @@ from dockyard_k8s.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, DockyardError
 from dockyard_k8s.suggest import did_you_mean
 
 # name -> one-line summary, in `--help` order. Each lives in cli/cmd_<name>.py; only the
-# invoked command's module is imported (the others cost start-up time and are not needed).
+# invoked command's module is imported (the live ones import the cluster client).
 COMMANDS = {
     # offline: nothing leaves this machine
     "check": "validate a recipe + infra spec and summarise the run (offline)",
@@ -93,8 +93,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m and not ("goes to --output-" in message and any(c in m.group(1) for c in "./")):
-            # (a path given to -o gets the --output-file hint, not "did you mean 'yaml'" for out.yaml)
+        if m:
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
             message = f"{message}{did_you_mean(m.group(1), choices)}"
         elif message.startswith("unrecognized arguments: "):
@@ -150,14 +149,6 @@ def _command_parser(parser: argparse.ArgumentParser, args_in: Sequence[str]) -> 
     return current
 
 
-def _follow_meant(args: list[str]) -> bool:
-    """``logs -f RUN`` typed as kubectl takes it: the word after ``-f`` is no YAML file."""
-    if (args[:1] != ["logs"] and args[:2] != ["job", "logs"]) or "-f" not in args:
-        return False
-    after = args[args.index("-f") + 1:args.index("-f") + 2]
-    return not after or not (after[0].endswith((".yaml", ".yml")) or os.path.isfile(after[0]))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in and not args_in[0].startswith("-") and args_in[0] not in COMMANDS:
@@ -171,10 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = args_in.index("--")
         args_in, command = args_in[:cut], args_in[cut + 1:]
     parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
-    if _follow_meant(args_in):
-        logs = "job logs" if args_in[0] == "job" else "logs"
-        _command_parser(parser, args_in).error(f"-f FILE is an infra spec here, as helm's -f is (kubectl's `logs -f` "
-                                               f"is --follow): dockyard-k8s {logs} RUN --follow")
     args, extra = parser.parse_known_args(args_in)
     if command:
         if args.entrypoint:

@@ -1,7 +1,7 @@
-"""Helpers shared by the live commands: cluster flags, connecting, follow-up hints, the Ray target.
+"""Helpers shared by the live commands: connecting, follow-up hints, the Ray target, logs.
 
-Nothing heavy is imported at module level: the live package (lightkube, httpx2) is
-imported inside the functions, so registering these commands costs nothing.
+It imports the cluster client (``live/``): only the live commands import it (their flags are
+``_runargs.py``'s, so that ``serve``'s and ``plan``'s offline parsers stay light).
 """
 
 from __future__ import annotations
@@ -10,30 +10,19 @@ import argparse
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dockyard_k8s.bundle import Bundle
 from dockyard_k8s.cli._output import table
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.kube import object_ref
+from dockyard_k8s.live import client as client_mod
+from dockyard_k8s.live import logs as lg
+from dockyard_k8s.live.client import KubeClient
+from dockyard_k8s.live.kubeconfig import Target, resolve
+from dockyard_k8s.live.progress import phase_of
+from dockyard_k8s.live.rayhead import RayTarget
 from dockyard_k8s.render.meta import RUN_LABEL
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
-    from dockyard_k8s.live.client import KubeClient
-    from dockyard_k8s.live.kubeconfig import Target
-    from dockyard_k8s.live.rayhead import RayTarget
-
-CLUSTER_HELP = """\
-cluster access: the current kubeconfig context ($KUBECONFIG files merged as kubectl merges them,
-  or ~/.kube/config, or in-cluster), or --context / --kubeconfig, as for kubectl. Namespace: -n,
-  else the infra spec's infra.namespace, else the context's namespace, else default.
-exit codes: 0 ok, 1 failure (failed job, API error, doctor check failed), 2 bad input, 130 interrupted
-"""
-
-
-def add_cluster_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--context", help="kubeconfig context (default: the current context)")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, or ~/.kube/config)")
-    parser.set_defaults(live=True)  # load_bundle: the context's namespace when none is given
 
 
 def say(line: str = "") -> None:
@@ -50,17 +39,28 @@ def cluster_target(args: argparse.Namespace) -> Target:
     the namespace default (``load_bundle``) and the client (:func:`connect`) both come from it."""
     target = getattr(args, "cluster_target", None)
     if target is None:
-        from dockyard_k8s.live.kubeconfig import resolve
-
         target = args.cluster_target = resolve(getattr(args, "kubeconfig", None), getattr(args, "context", None))
     return target
 
 
 def connect(args: argparse.Namespace) -> KubeClient:
-    from dockyard_k8s.live import client as client_mod
-
     return client_mod.connect(context=getattr(args, "context", None), kubeconfig=getattr(args, "kubeconfig", None),
                               target=cluster_target(args))
+
+
+def say_client_dry_run(to_apply: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]] = (), *,
+                       token: str = "", then: str = "") -> int:
+    """``run --dry-run=client``'s and ``serve up``'s list: what would be applied (the Ray ``token``
+    Secret: created unless it exists), what skipped, ``then`` what would follow."""
+    for obj in to_apply:
+        ref = object_ref(obj)
+        say(f"would create {token} with a random Ray token, unless it exists" if ref == token else f"would apply {ref}")
+    for obj in skipped:
+        say(f"would skip  {object_ref(obj)} (render-only)")
+    if then:
+        say(then)
+    say(f"{len(to_apply)} object(s) would be applied (client dry run: the cluster was not contacted)")
+    return 0
 
 
 def command_text(args: argparse.Namespace, command: str, *extra: str) -> str:
@@ -96,36 +96,22 @@ def say_follow_hints(args: argparse.Namespace, bundle: Bundle | None = None, *, 
 
 def ray_target(args: argparse.Namespace) -> RayTarget:
     """The Ray dashboard the flags name (--address, --cluster with -n, the kubeconfig flags)."""
-    from dockyard_k8s.live.rayhead import RayTarget
-
     return RayTarget(address=getattr(args, "address", None), cluster=getattr(args, "cluster", None),
                      namespace=getattr(args, "namespace", None), context=getattr(args, "context", None),
                      kubeconfig=getattr(args, "kubeconfig", None))
 
 
-def add_log_args(parser: argparse.ArgumentParser) -> None:
-    """``logs``' and ``serve logs``' flags, as kubectl logs has them."""
-    parser.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
-    parser.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    parser.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
-    parser.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
-
-
 def log_window(args: argparse.Namespace) -> int | None:
     """``--since`` in seconds; ``--follow`` with ``--previous`` is bad input."""
-    from dockyard_k8s.live.logs import parse_duration
-
     if args.follow and args.previous:
         raise UsageError("--follow and --previous cannot be combined (a previous container has ended)")
-    return parse_duration(args.since) if args.since else None
+    return lg.parse_duration(args.since) if args.since else None
 
 
 def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pods: list[dict[str, Any]],
                since: int | None) -> None:
     """``logs`` and ``serve logs``: the pods' lines, each with its ``fleet/pod`` prefix when
     there are several pods; ``--follow`` streams them (a stream that fails is said on stderr)."""
-    from dockyard_k8s.live import logs as lg
-
     prefixed = len(pods) > 1
     container = getattr(args, "container", None) or ""
     if args.follow:
@@ -140,8 +126,6 @@ def print_logs(args: argparse.Namespace, client: KubeClient, namespace: str, pod
 
 def say_phases(view: Any, kinds: Sequence[str]) -> None:
     """``status``'s and ``serve status``'s first lines: each object of ``kinds``, its phase and details."""
-    from dockyard_k8s.live.progress import phase_of
-
     for kind in kinds:
         for obj in view.of_kind(kind):
             phase = phase_of(obj, view.pods)

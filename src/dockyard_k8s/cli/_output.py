@@ -9,8 +9,6 @@ One meaning per flag across every command, as kubectl and helm users expect:
     --follow               follow (logs, job logs): kubectl's long form
     -l, --selector SEL     a label selector, where kubectl has one
     -n / -A                namespace / all namespaces
-
-``-o`` never takes a path: ``-o out.yaml`` is refused with the ``--output-file`` hint.
 """
 
 from __future__ import annotations
@@ -30,32 +28,17 @@ FAIL = "✖"
 WARN = "!"
 
 
-class OutputAction(argparse.Action):
-    """``-o FORMAT``: a value that is no format is refused; ``writes`` ("file", "file-or-dir"):
-    the command writes files, and the error says which flag takes one."""
-
-    def __init__(self, *args: Any, writes: str = "", formats: Sequence[str] = (), **kwargs: Any) -> None:
-        self.writes = writes
-        self.formats = tuple(formats)
-        super().__init__(*args, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        value = str(values)
-        if value not in self.formats:
-            choices = ", ".join(repr(f) for f in self.formats)
-            files = {"file": "; a file goes to --output-file FILE",
-                     "file-or-dir": "; a file goes to --output-file FILE, a directory to --output-dir DIR"}
-            parser.error(f"argument -o/--output: invalid choice: {value!r} (choose from {choices})"
-                         f"{files.get(self.writes, '')}")
-        setattr(namespace, self.dest, value)
-
-
-def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, writes: str = "",
-                   help_extra: str = "") -> None:
+def add_output_arg(parser: argparse.ArgumentParser, formats: Sequence[str], *, help_extra: str = "") -> None:
     """``-o/--output FORMAT``, the first of ``formats`` by default (see the module doc)."""
-    parser.add_argument("-o", "--output", action=OutputAction, formats=formats, writes=writes, default=formats[0],
-                        metavar="|".join(formats), help=f"output format (default {formats[0]}){help_extra}")
+    parser.add_argument("-o", "--output", choices=formats, default=formats[0], metavar="|".join(formats),
+                        help=f"output format (default {formats[0]}){help_extra}")
+
+
+def add_objects_output_args(parser: argparse.ArgumentParser) -> None:
+    """``render``'s and ``serve render``'s: what :func:`print_objects` writes, and where."""
+    add_output_arg(parser, ("yaml", "json"), help_extra="; json: a v1 List")
+    parser.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
+    parser.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str] | None = None, indent: str = "") -> str:

@@ -1,4 +1,5 @@
-"""Arguments every run-shaped command shares: RECIPE, --infra, --set, -n, overrides."""
+"""Arguments every run-shaped command shares: RECIPE, --infra, --set, -n, overrides; the live
+commands' cluster flags and the log flags."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ recipe overrides after RECIPE, Hydra style (also passed to the job):
 
 
 def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
-    """-f/--infra (repeatable), --set, --set-string, --set-file: the infra layers."""
+    """-f/--infra (repeatable), --set, --set-string, --set-file, -n: the infra layers."""
     parser.add_argument("-f", "--infra", metavar="FILE", action="append", default=[],
                         help="infra spec YAML (where to run it); repeatable, later files win")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -34,17 +35,21 @@ def add_layer_args(parser: argparse.ArgumentParser, *, example: str) -> None:
                         help="like --set, the value always a string (--set-string infra.labels.build=0755)")
     parser.add_argument("--set-file", dest="set_files", action="append", default=[], metavar="KEY=PATH",
                         help="an infra key set to a file's text (--set-file launch.entrypoint=cmd.txt)")
+    parser.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
 
 
+NAMESPACE_HELP = "namespace (same as --set infra.namespace=NS)"  # -n: the last layer (load_bundle)
 RUN_NAME_HELP = """\
 RUN instead of RECIPE: the name of a run on the cluster (`dockyard-k8s runs` lists them), found by
   its label in -n NS (default: the context's namespace); no launch files needed
 """
 
 
-def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False) -> None:
+def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = True, by_name: bool = False,
+                 cluster: bool = False) -> None:
     """``-f/--infra`` is an infra file in every command (helm's -f). ``by_name``: the positional
-    may name a run on the cluster (:func:`run_name_arg`)."""
+    may name a run on the cluster (:func:`run_name_arg`); ``cluster``: a live command's, with the
+    cluster flags (:func:`add_cluster_args`)."""
     parser.add_argument("recipe", metavar="RECIPE|RUN" if by_name else "RECIPE",
                         nargs=None if recipe_required else "?",
                         help="recipe YAML, or the name of a run on the cluster" if by_name else
@@ -52,7 +57,52 @@ def add_run_args(parser: argparse.ArgumentParser, *, recipe_required: bool = Tru
     parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE",  # default: not "required"
                         help="recipe overrides (Hydra style)")
     add_layer_args(parser, example="kuberay.trainer.replicas=4")
-    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+    if cluster:
+        add_cluster_args(parser)
+
+
+CLUSTER_HELP = """\
+cluster access: the current kubeconfig context ($KUBECONFIG files merged as kubectl merges them,
+  or ~/.kube/config, or in-cluster), or --context / --kubeconfig, as for kubectl. Namespace: -n,
+  else the infra spec's infra.namespace, else the context's namespace, else default.
+exit codes: 0 ok, 1 failure (failed job, API error, doctor check failed), 2 bad input, 130 interrupted
+"""
+
+
+def live_epilog(examples: str, *, by_name: bool = False) -> str:
+    """A live run command's help epilog: the layers (``by_name``: and RUN), cluster access, ``examples``."""
+    return RUN_ARGS_HELP + (RUN_NAME_HELP if by_name else "") + "\n" + CLUSTER_HELP + "\n" + examples
+
+
+def add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--context", help="kubeconfig context (default: the current context)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, or ~/.kube/config)")
+    parser.set_defaults(live=True)  # load_bundle: the context's namespace when none is given
+
+
+def add_apply_args(parser: argparse.ArgumentParser, *, until: str, keeps: str) -> None:
+    """``run``'s, ``cluster up``'s and ``serve up``'s: how to apply, and how long to follow (``until``
+    what; what ``keeps`` going when following stops)."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
+                      help=f"follow until {until} (default)")
+    mode.add_argument("--detach", action="store_true", help="return after applying, printing how to follow")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"stop following after SECONDS (exit 1; {keeps})")
+    parser.add_argument("--fail-fast", action="store_true",
+                        help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
+    parser.add_argument("--dry-run", choices=("client", "server"),
+                        help="client: list what would be applied (no cluster contact); server: dryRun=All")
+    parser.add_argument("--force-conflicts", action="store_true",
+                        help="take over fields another manager owns (server-side apply force)")
+
+
+def add_log_args(parser: argparse.ArgumentParser) -> None:
+    """``logs``' and ``serve logs``' flags, as kubectl logs has them."""
+    parser.add_argument("--follow", action="store_true", help="stream new lines until the pods end")
+    parser.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
+    parser.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 10m, 1h")
+    parser.add_argument("--previous", action="store_true", help="the previous (crashed) container instance")
 
 
 def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit: bool = True) -> Bundle:
@@ -69,7 +119,7 @@ def load_bundle(args: argparse.Namespace, values: Sequence[Setting] = (), *, fit
     if args.namespace:
         typed.append(Setting(("infra", "namespace"), args.namespace, f"-n {args.namespace}"))
     elif getattr(args, "live", False):
-        from dockyard_k8s.cli._live import cluster_target
+        from dockyard_k8s.cli._live import cluster_target  # live commands only: offline ones never import live/
 
         namespace = cluster_target(args).namespace
         if namespace:

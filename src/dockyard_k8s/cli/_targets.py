@@ -44,7 +44,6 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE|FILE",
                         help="recipe overrides (Hydra style), or more manifest files")
     add_layer_args(parser, example="lint.ignore=[image-digest]")
-    parser.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
     parser.add_argument("--manifests", action="store_true", help="treat every argument as a manifest file")
     parser.add_argument("--serve", action="append", default=[], metavar="SPEC",
                         help="add a model endpoint's objects (a serve spec; repeatable)")

@@ -5,19 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from dockyard_k8s.bundle import Bundle, Findings
 from dockyard_k8s.cli._output import OK, WARN, add_output_arg, check_output_paths, prerequisite_section, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.kube import object_ref
-from dockyard_k8s.output import document_path, write_document
+from dockyard_k8s.output import document_path, document_text, write_document
 from dockyard_k8s.render.kueue import kueue_summary
 from dockyard_k8s.render.network import ray_ports_line, sandbox_rows
 from dockyard_k8s.render.platform import cpu_placement_line
 from dockyard_k8s.render.record import launch_objects
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
 from dockyard_k8s.render.submission import attach_recipe_path
 
 if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle, Findings
     from dockyard_k8s.config.infra_types import InfraSpec
     from dockyard_k8s.config.model import PodSizing
 
@@ -36,7 +35,7 @@ def register(sub: Any) -> None:
                                    "one-page summary. Nothing is sent to a cluster.",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
-    add_output_arg(p, ("text", "json", "yaml"), writes="file",
+    add_output_arg(p, ("text", "json", "yaml"),
                    help_extra="; json/yaml print the resolved config and the rendered objects")
     p.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                    help="also write the resolved config and the rendered objects to FILE")
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     bundle = load_bundle(args)
     doc = {"config": bundle.run.infra, "recipe": bundle.run.recipe, "objects": bundle.objects}
     if args.output != "text":  # json or yaml: the document instead of the summary
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
     if out:
         write_document(out, doc)
     if args.output != "text":

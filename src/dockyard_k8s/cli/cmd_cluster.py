@@ -9,14 +9,24 @@ import webbrowser
 from typing import Any
 
 from dockyard_k8s.cli import cmd_down
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, ray_target, say, warn
+from dockyard_k8s.cli._live import connect, ray_target, say, warn
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._runargs import (
+    CLUSTER_HELP,
+    RUN_ARGS_HELP,
+    add_cluster_args,
+    add_run_args,
+    load_bundle,
+    run_name_arg,
+)
 from dockyard_k8s.cli.cmd_down import add_down_args
 from dockyard_k8s.cli.cmd_run import add_follow_args, deadline_setting, execute
 from dockyard_k8s.config.loader import Setting
+from dockyard_k8s.live.launch import list_clusters
+from dockyard_k8s.live.progress import raycluster_phase
+from dockyard_k8s.live.rayhead import ray_jobs, token_source
+from dockyard_k8s.output import document_text
 from dockyard_k8s.render.meta import RUN_LABEL
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -36,17 +46,13 @@ def register(sub: Any) -> None:
 
     up = cs.add_parser("up", help="apply the RayCluster + sandbox and wait until the cluster is ready",
                        epilog=RUN_ARGS_HELP)
-    add_run_args(up)
-    add_cluster_args(up)
+    add_run_args(up, cluster=True)
     add_follow_args(up)
-    up.add_argument("--dry-run", choices=("client", "server"), help="as for run")
     up.add_argument("--replace", action="store_true", help="delete the cluster first, then apply")
-    up.add_argument("--force-conflicts", action="store_true", help="as for run")
     up.set_defaults(func=cluster_up)
 
     down = cs.add_parser("down", help="delete the cluster and everything else of the run", epilog=RUN_ARGS_HELP)
-    add_run_args(down, by_name=True)
-    add_cluster_args(down)
+    add_run_args(down, by_name=True, cluster=True)
     add_down_args(down)
     down.set_defaults(func=cluster_down)
 
@@ -61,8 +67,7 @@ def register(sub: Any) -> None:
     dash = cs.add_parser("dashboard", help="port-forward the head's dashboard (8265) and print the URL",
                          description="Runs `kubectl port-forward` to <cluster>-head-svc:8265 until Ctrl-C.",
                          epilog=RUN_ARGS_HELP)
-    add_run_args(dash, recipe_required=False)
-    add_cluster_args(dash)
+    add_run_args(dash, recipe_required=False, cluster=True)
     dash.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
     dash.add_argument("--open", action="store_true", help="also open the URL in a browser")
     dash.set_defaults(func=cluster_dashboard)
@@ -87,15 +92,12 @@ def cluster_down(args: argparse.Namespace) -> int:
 
 
 def cluster_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.launch import list_clusters
-    from dockyard_k8s.live.progress import raycluster_phase
-
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         items = list_clusters(client, ns, selector=args.selector)
     if args.output in ("json", "yaml"):
         doc = {"apiVersion": "v1", "kind": "List", "items": items}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
@@ -119,8 +121,6 @@ def cluster_state(rc: dict[str, Any]) -> str:
     """The STATE column: ready only when it is ready now (live/progress ``raycluster_phase``: the
     head pod Ready, the workers up). KubeRay's ``status.state: ready`` is set once and never
     cleared, so it stays while the head pod is not Ready (restarting, failing its probe)."""
-    from dockyard_k8s.live.progress import raycluster_phase
-
     if not rc.get("status"):
         return "-"
     phase = raycluster_phase(rc, [])
@@ -128,8 +128,6 @@ def cluster_state(rc: dict[str, Any]) -> str:
 
 
 def cluster_dashboard(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.rayhead import ray_jobs, token_source
-
     bundle = load_bundle(args) if args.recipe else None
     target = ray_target(args)
     with connect(args) as client, ray_jobs(target, bundle, client, on_forward=warn) as ray:

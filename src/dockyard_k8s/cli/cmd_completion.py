@@ -15,7 +15,6 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.cli import build_parser
-from dockyard_k8s.cli._output import OutputAction
 
 SHELLS = ("bash", "zsh", "fish")
 # dest -> what completes there
@@ -119,8 +118,6 @@ def script(shell: str) -> str:
     parser = build_parser()
     for p in _walk(parser):
         for action in p._actions:
-            if isinstance(action, OutputAction):
-                action.choices = action.formats  # what completes: OutputAction checks them
             if action.metavar == "RECIPE|RUN":
                 action.complete = RECIPE_OR_RUN  # type: ignore[attr-defined]
             elif action.dest in FILE_DESTS:

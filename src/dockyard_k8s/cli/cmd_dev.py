@@ -8,9 +8,20 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._live import connect, say
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_run_args, load_bundle
 from dockyard_k8s.errors import UsageError
+from dockyard_k8s.live.dev import (
+    decode_secret_data,
+    describe_secret,
+    dev_pod,
+    dev_secret,
+    parse_secret_args,
+    secret_name,
+    wait_pod_running,
+)
+from dockyard_k8s.live.kinds import KINDS, POD
+from dockyard_k8s.live.portforward import kubectl_base
 
 EXAMPLES = """\
 examples:
@@ -22,8 +33,7 @@ examples:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False)
-    add_cluster_args(p)
+    add_run_args(p, recipe_required=False, cluster=True)
     p.add_argument("--name", default="dockyard-dev", help="dev pod name (default dockyard-dev)")
 
 
@@ -64,10 +74,6 @@ def _namespace(args: argparse.Namespace, client: Any, bundle: Any) -> str:
 
 
 def dev_connect(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.dev import dev_pod, wait_pod_running
-    from dockyard_k8s.live.kinds import POD
-    from dockyard_k8s.live.portforward import kubectl_base
-
     bundle = load_bundle(args) if args.recipe else None
     with connect(args) as client:
         ns = _namespace(args, client, bundle)
@@ -89,8 +95,6 @@ def dev_connect(args: argparse.Namespace) -> int:
 
 
 def dev_stop(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.kinds import POD
-
     bundle = load_bundle(args) if args.recipe else None
     with connect(args) as client:
         ns = _namespace(args, client, bundle)
@@ -100,9 +104,6 @@ def dev_stop(args: argparse.Namespace) -> int:
 
 
 def dev_secrets(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.dev import decode_secret_data, describe_secret, dev_secret, parse_secret_args, secret_name
-    from dockyard_k8s.live.kinds import KINDS
-
     # The positional KEY=VALUE arguments arrive as recipe overrides: with no recipe, the
     # first one lands in `recipe`.
     pairs = list(args.overrides)

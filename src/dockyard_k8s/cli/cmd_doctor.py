@@ -6,11 +6,12 @@ import argparse
 import dataclasses
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, load_bundle
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -28,15 +29,12 @@ def register(sub: Any) -> None:
                                    "the launcher uses is allowed (SelfSubjectAccessReview); quota headroom; whether "
                                    "the network plugin enforces NetworkPolicy. ✔ ok, ✖ fails, ! could not tell. "
                                    "Exit 1 when a check shows the run cannot work.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES))
+    add_run_args(p, cluster=True)
     add_output_arg(p, ("text", "json", "yaml"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.doctor import evaluate, exit_ok, gather, verdict
-
     bundle = load_bundle(args)
     ns, run_name = bundle.run.namespace, bundle.run.name
     launch = bundle.run.infra["launch"]
@@ -50,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         doc = {"run": run_name, "namespace": ns, "context": client.context, "ok": ok, "verdict": verdict(checks),
                "checks": [{**dataclasses.asdict(c), "mark": c.mark} for c in checks]}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0 if ok else EXIT_FAILURE
     say(f"doctor: run {run_name} in {ns}" + (f" on context {client.context}" if client.context else ""))
     width = max(len(c.name) for c in checks)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.cli._live import connect, say
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
+from dockyard_k8s.live import runs
+from dockyard_k8s.live.launch import down, wait_run_gone
 
 EXAMPLES = """\
 examples:
@@ -27,9 +27,8 @@ def register(sub: Any) -> None:
                                    "pod runs its grace period without them); owned objects (a RayJob's cluster, "
                                    "pods) go with their owner. ResourceQuota/LimitRange and PersistentVolumeClaims "
                                    "are kept unless asked. A second run finds nothing and says so.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p, by_name=True)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES, by_name=True))
+    add_run_args(p, by_name=True, cluster=True)
     add_down_args(p)
 
 
@@ -53,9 +52,6 @@ def run(args: argparse.Namespace) -> int:
 
 def execute_by_name(args: argparse.Namespace, name: str) -> int:
     """``down RUN``: every kind the run applied (its launch record says which), by its label."""
-    from dockyard_k8s.live import runs
-    from dockyard_k8s.live.launch import wait_run_gone
-
     with connect(args) as client:
         ns = args.namespace or client.default_namespace
         ref = runs.find_run(client, ns, name)
@@ -96,8 +92,6 @@ def _made_by_kuberay(deleted: list[str]) -> str:
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Delete the run of ``bundle``; shared by `down` and `cluster down`."""
-    from dockyard_k8s.live.launch import down
-
     ns, run_name = bundle.run.namespace, bundle.run.name
     with connect(args) as client:
         deleted = down(client, bundle, include_governance=args.include_governance,

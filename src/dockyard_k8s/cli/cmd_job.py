@@ -7,11 +7,22 @@ import argparse
 import contextlib
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, ray_target, say, warn
+from dockyard_k8s.cli._live import command_text, connect, ray_target, say, warn
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._runargs import (
+    CLUSTER_HELP,
+    RUN_ARGS_HELP,
+    RUN_NAME_HELP,
+    add_run_args,
+    load_bundle,
+    run_name_arg,
+)
 from dockyard_k8s.errors import EXIT_FAILURE, UsageError
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.live.launch import run_submission
+from dockyard_k8s.live.rayhead import job_row, latest_job, ray_jobs, submission_id
+from dockyard_k8s.live.runs import ray_target as run_ray_target
+from dockyard_k8s.live.runs import run_job_id
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -25,8 +36,7 @@ examples:
 
 
 def _target_args(p: argparse.ArgumentParser) -> None:
-    add_run_args(p, recipe_required=False, by_name=True)
-    add_cluster_args(p)
+    add_run_args(p, recipe_required=False, by_name=True, cluster=True)
     p.add_argument("--address", metavar="URL", help="Ray dashboard URL (http://host:8265): no port-forward")
     p.add_argument("--cluster", metavar="NAME", help="a RayCluster by name, instead of RECIPE")
 
@@ -62,37 +72,27 @@ def register(sub: Any) -> None:
 
 def _job_id(args: argparse.Namespace, bundle: Any, ray: Any) -> str:
     """--job, or the run's own job: its newest submission (a `run --replace` makes a new one)."""
-    from dockyard_k8s.live.rayhead import latest_job
-
     if args.job_id:
         return str(args.job_id)
     ref = getattr(args, "run_ref", None)
     if ref is not None:  # by run name: the RayJob's job, else the run's latest submission
-        from dockyard_k8s.live.runs import run_job_id
-
         found = run_job_id(ref, ray.list())
         if not found:
             raise UsageError(f"run {ref.run} has no Ray job yet: pass --job ID (`dockyard-k8s job list {ref.run}`)")
         return found
     if bundle is None:
         raise UsageError("say which job: --job ID (or RECIPE for the run's own job)")
-    from dockyard_k8s.live.launch import run_submission
-
     base = run_submission(bundle)[0]
     return str((latest_job(ray, base) or {}).get("submission_id") or base)
 
 
 def _with_ray(args: argparse.Namespace, action: Any) -> int:
-    from dockyard_k8s.live.rayhead import ray_jobs
-
     name = run_name_arg(args)
     bundle = load_bundle(args) if args.recipe and not name else None
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(connect(args)) if not args.address or name else None
         target = ray_target(args)
         if name:
-            from dockyard_k8s.live.runs import ray_target as run_ray_target
-
             assert client is not None  # a run by name is found on the cluster
             args.run_ref, target = run_ray_target(client, args.namespace or client.default_namespace, name, target)
         ray = stack.enter_context(ray_jobs(target, bundle, client, on_forward=warn))
@@ -106,13 +106,9 @@ def job_submit(args: argparse.Namespace) -> int:
             if not args.entrypoint:
                 raise UsageError(f"job submit {ref.run} needs --entrypoint (the run's own entrypoint comes with "
                                  "its RECIPE)" if ref else "job submit needs RECIPE (its entrypoint) or --entrypoint")
-            from dockyard_k8s.live.rayhead import submission_id
-
             prefix = ref.run if ref else "job"  # by run name: `job logs RUN` finds it again
             sub_id, command, runtime_env = submission_id(prefix, args.entrypoint, None), args.entrypoint, None
         else:
-            from dockyard_k8s.live.launch import run_submission
-
             sub_id, command, runtime_env = run_submission(bundle, args.entrypoint)
         existing = ray.get(sub_id)
         if existing:
@@ -135,12 +131,10 @@ def job_submit(args: argparse.Namespace) -> int:
 
 
 def job_list(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.rayhead import job_row
-
     def action(ray: Any, bundle: Any) -> int:
         jobs = sorted(ray.list(), key=lambda j: j.get("start_time") or 0)
         if args.output in ("json", "yaml"):
-            print(dump_json(jobs) if args.output == "json" else "---\n" + dump_yaml(jobs), end="")
+            print(document_text(jobs, args.output), end="")
             return 0
         if not jobs:
             say("no jobs")

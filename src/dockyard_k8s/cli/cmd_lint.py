@@ -14,8 +14,7 @@ from dockyard_k8s.lint import output as out
 from dockyard_k8s.lint.engine import lint_objects, unknown_rules
 from dockyard_k8s.lint.model import LintConfig
 from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES, explain
-from dockyard_k8s.output import write_file
-from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.output import dump_json, write_file
 
 EXAMPLES = """\
 examples:
@@ -38,7 +37,7 @@ def register(sub: Any) -> None:
                                    "Standards level of every pod template.",
                        epilog=TARGET_HELP + "\n" + EXAMPLES)
     add_target_args(p)
-    add_output_arg(p, ("text", "json", "sarif"), writes="file", help_extra=" of the report")
+    add_output_arg(p, ("text", "json", "sarif"), help_extra=" of the report")
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--min-severity", choices=("error", "warning", "info"), default=None,
                    help="lowest severity shown (default: warning for text, info for json/sarif)")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, add_log_args, connect, log_window, print_logs
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._live import connect, log_window, print_logs
+from dockyard_k8s.cli._runargs import add_log_args, add_run_args, live_epilog, load_bundle, run_name_arg
 from dockyard_k8s.errors import ClusterError, UsageError
+from dockyard_k8s.live import runs
+from dockyard_k8s.live.kueue import list_workloads, multikueue_lines, queued, workload_of, workload_state
+from dockyard_k8s.live.progress import main_object
 
 EXAMPLES = """\
 examples:
@@ -23,9 +26,8 @@ def register(sub: Any) -> None:
                        description="Print the logs of every pod of a fleet (or one pod), prefixed fleet/pod when "
                                    "there are several. Without --fleet/--pod: the RayJob submitter if there is one "
                                    "(it holds the job's output after the cluster is gone), else the head.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p, by_name=True)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES, by_name=True))
+    add_run_args(p, by_name=True, cluster=True)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--fleet", choices=("head", "trainer", "inference", "sandbox", "submitter"))
     which.add_argument("--pod", metavar="NAME", help="one pod of the run")
@@ -36,8 +38,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import runs
-
     if not args.recipe:
         raise UsageError("logs needs RECIPE or RUN (`dockyard-k8s runs` lists the runs)")
     since = log_window(args)
@@ -64,9 +64,6 @@ def run(args: argparse.Namespace) -> int:
 def _why_no_pods(client: Any, objects: list[dict[str, Any]], ns: str, error: ClusterError) -> ClusterError:
     """No pod to read: when the run is queued, Kueue's Workload says why (not admitted yet, or
     dispatched by MultiKueue to a worker cluster, where the pods are)."""
-    from dockyard_k8s.live.kueue import list_workloads, multikueue_lines, queued, workload_of, workload_state
-    from dockyard_k8s.live.progress import main_object
-
     main = main_object(objects)
     if main is None or not queued(objects):
         return error

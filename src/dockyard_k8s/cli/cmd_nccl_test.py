@@ -7,13 +7,11 @@ import argparse
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._output import add_output_arg, table
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_layer_args, load_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, ConfigError, UsageError
-from dockyard_k8s.output import write_file
+from dockyard_k8s.output import document_text, write_file
 from dockyard_k8s.render import nccl
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
 
 EXAMPLES = """\
 examples:
@@ -35,9 +33,8 @@ def register(sub: Any) -> None:
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     p.add_argument("recipe", metavar="RECIPE", nargs="?", help="recipe YAML (not needed with --summarize)")
     p.add_argument("overrides", nargs="*", default=[], metavar="KEY=VALUE", help="recipe overrides (Hydra style)")
-    add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file
-    p.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
-    add_output_arg(p, ("yaml", "json"), writes="file", help_extra=" of the MPIJob")
+    add_layer_args(p, example="ncclTest.nodes=4")  # -f/--infra (repeatable), --set, --set-string, --set-file, -n
+    add_output_arg(p, ("yaml", "json"), help_extra=" of the MPIJob")
     p.add_argument("--output-file", metavar="FILE", help="write the MPIJob to FILE instead of stdout")
     p.add_argument("--summarize", metavar="LOG", help="summarise a launcher log ('-' for stdin) and exit")
     p.add_argument("--min-busbw", type=float, metavar="GB/s",
@@ -60,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_live(args, render_mpijob(args))
     else:
         mpijob = render_mpijob(args)
-        text = dump_json(mpijob) if args.output == "json" else "---\n" + dump_yaml(mpijob)
+        text = document_text(mpijob, args.output)
         if args.output_file:
             write_file(args.output_file, text)
             print(f"wrote {args.output_file}")
@@ -83,6 +80,8 @@ def render_mpijob(args: argparse.Namespace) -> dict[str, Any]:
 def run_live(args: argparse.Namespace, mpijob: dict[str, Any]) -> Any:
     """Apply the MPIJob, wait for the launcher, parse its log (render.nccl.run_and_summarize
     with the live client's apply / logs / delete)."""
+    # nccl-test is offline but for --run: the cluster client is imported here alone
+    from dockyard_k8s.cli._live import connect
     from dockyard_k8s.live.nccl import live_callables
 
     with connect(args) as client:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s.cli._live import connect
 from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import TARGET_HELP, add_target_args, load_targets
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.plan import catalog, kueue_report, report, sources
+from dockyard_k8s.plan.inventory import Inventory
 from dockyard_k8s.plan.kueue_plan import KueuePlan
-from dockyard_k8s.render.serialize import dump_json
-
-if TYPE_CHECKING:
-    from dockyard_k8s.plan.inventory import Inventory
-    from dockyard_k8s.plan.schedule import PlanResult
-    from dockyard_k8s.plan.sources import KueueInput, Sources
+from dockyard_k8s.plan.schedule import PlanResult
+from dockyard_k8s.plan.sources import KueueInput, Sources
 
 EXAMPLES = """\
 examples:
@@ -94,6 +91,8 @@ def _report(result: PlanResult | KueuePlan, output: str, wide: bool) -> str:
 def _fetch_live(args: argparse.Namespace, objects: list[dict[str, Any]], chosen: Sources
                 ) -> tuple[Inventory, KueueInput | None]:
     """The live cluster's nodes, running pods and quotas (and its Kueue objects for a queued run)."""
+    # plan is offline but for --live: the cluster client is imported here alone (test_offline_imports)
+    from dockyard_k8s.cli._live import connect
     from dockyard_k8s.live.doctor import cluster_inventory_objects
     from dockyard_k8s.live.kueue import kueue_installed, kueue_objects
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dockyard_k8s.cli._output import add_output_arg, check_output_paths, prerequisite_header, print_objects
+from dockyard_k8s.cli._output import add_objects_output_args, check_output_paths, prerequisite_header, print_objects
 from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
 from dockyard_k8s.render.record import launch_objects
 
@@ -25,9 +25,7 @@ def register(sub: Any) -> None:
                                    "file per object plus a kustomization.yaml (for kubectl apply -k, Argo CD or Flux).",
                        epilog=RUN_ARGS_HELP + "\n" + EXAMPLES)
     add_run_args(p)
-    add_output_arg(p, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
-    p.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization.yaml)")
-    p.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
+    add_objects_output_args(p)
 
 
 def run(args: argparse.Namespace) -> int:

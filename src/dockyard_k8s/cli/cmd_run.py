@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dockyard_k8s.cli._live import (
-    CLUSTER_HELP,
-    add_cluster_args,
-    command_text,
-    connect,
-    ray_target,
-    say,
-    say_follow_hints,
-    warn,
-)
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, add_run_args, invocation_of, load_bundle
+from dockyard_k8s.bundle import Bundle
+from dockyard_k8s.cli._live import command_text, connect, ray_target, say, say_client_dry_run, say_follow_hints, warn
+from dockyard_k8s.cli._runargs import add_apply_args, add_run_args, invocation_of, live_epilog, load_bundle
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED
-from dockyard_k8s.kube import format_ref, object_ref
+from dockyard_k8s.kube import format_ref
+from dockyard_k8s.live.launch import LaunchOptions, Outcome, launch, preview
 from dockyard_k8s.render.rayauth import secret_name
-
-if TYPE_CHECKING:
-    from dockyard_k8s.bundle import Bundle
-    from dockyard_k8s.live.launch import LaunchOptions, Outcome
 
 EXAMPLES = """\
 examples:
@@ -40,29 +29,18 @@ def register(sub: Any) -> None:
                                    "dockyard-k8s; ResourceQuota/LimitRange are render-only and skipped), then follow "
                                    "the run with watches: objects, pods per fleet, job status, and every pod "
                                    "problem with a hint as it happens. Re-running an unchanged spec changes nothing.",
-                       epilog=RUN_ARGS_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES))
+    add_run_args(p, cluster=True)
     add_follow_args(p)
-    p.add_argument("--dry-run", choices=("client", "server"),
-                   help="client: list what would be applied (no cluster contact); server: dryRun=All")
     p.add_argument("--replace", action="store_true", help="delete the run's job/cluster first, wait, then apply")
-    p.add_argument("--force-conflicts", action="store_true",
-                   help="take over fields another manager owns (server-side apply force)")
 
 
 def add_follow_args(p: argparse.ArgumentParser) -> None:
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
-                      help="follow until the job ends (default)")
-    mode.add_argument("--detach", action="store_true", help="return after applying, printing how to follow")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop following after SECONDS (exit 1; "
-                                                                    "the run keeps going)")
+    """``run``'s and ``cluster up``'s apply flags."""
+    add_apply_args(p, until="the job ends", keeps="the run keeps going")
     p.add_argument("--pre-running-deadline", type=int, metavar="SECONDS",
                    help="give up when not running after SECONDS (sets launch.preRunningDeadlineSeconds for a "
                         "RayJob; enforced while following for other shapes)")
-    p.add_argument("--fail-fast", action="store_true",
-                   help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,35 +56,23 @@ def deadline_setting(args: argparse.Namespace) -> list[Setting]:
 
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
-    from dockyard_k8s.live.launch import LaunchOptions
-
     return LaunchOptions(dry_run=args.dry_run or "", replace=args.replace, force_conflicts=args.force_conflicts,
                          detach=args.detach, timeout=args.timeout, pre_running_deadline=args.pre_running_deadline,
                          fail_fast=args.fail_fast, ray=ray_target(args), invocation=invocation_of(args))
 
 
 def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
-    from dockyard_k8s.live.launch import preview
-
     to_apply, skipped = preview(bundle, launch_options(args))
-    token = format_ref("Secret", bundle.run.namespace, secret_name(bundle.run.infra))
-    for obj in to_apply:
-        say(f"would create {token} with a random Ray token, unless it exists" if object_ref(obj) == token else
-            f"would apply {object_ref(obj)}")
-    for obj in skipped:
-        say(f"would skip  {object_ref(obj)} (render-only)")
-    if bundle.run.infra["launch"]["mode"] == "attach":
-        say("would submit the entrypoint to the attached Ray cluster (Ray Jobs API)")
-    say(f"{len(to_apply)} object(s) would be applied (client dry run: the cluster was not contacted)")
-    return 0
+    infra = bundle.run.infra
+    attach = "would submit the entrypoint to the attached Ray cluster (Ray Jobs API)"
+    return say_client_dry_run(to_apply, skipped, token=format_ref("Secret", bundle.run.namespace, secret_name(infra)),
+                              then=attach if infra["launch"]["mode"] == "attach" else "")
 
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Apply and (unless --detach) follow; shared by `run` and `cluster up`."""
     if args.dry_run == "client":
         return _client_dry_run(args, bundle)
-    from dockyard_k8s.live.launch import launch
-
     try:
         with connect(args) as client:
             outcome = launch(client, bundle, launch_options(args), say=say, note=warn)

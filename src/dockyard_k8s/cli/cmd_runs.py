@@ -6,9 +6,11 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, connect, say
+from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, add_cluster_args
+from dockyard_k8s.live.runs import age, list_runs
+from dockyard_k8s.output import document_text
 
 EXAMPLES = """\
 examples:
@@ -37,15 +39,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.runs import age, list_runs
-
     with connect(args) as client:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         rows = list_runs(client, ns, selector=args.selector)
     now = dt.datetime.now(dt.UTC)
     if args.output in ("json", "yaml"):
         docs = [r.as_dict(now) for r in rows]
-        print(dump_json(docs) if args.output == "json" else "---\n" + dump_yaml(docs), end="")
+        print(document_text(docs, args.output), end="")
         return 0
     if args.output == "name":  # kubectl's -o name: nothing but the names (a script's input)
         for r in rows:

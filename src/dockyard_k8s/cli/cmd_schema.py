@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from dockyard_k8s.config.docs import infra_json_schema, infra_markdown
-from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.output import dump_json
 
 EXAMPLES = """\
 examples:

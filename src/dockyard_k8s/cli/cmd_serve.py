@@ -1,21 +1,22 @@
 """``dockyard-k8s serve check|render|up|down|status|test SPEC``: a model endpoint.
 
 SPEC is an infra file with a ``serve:`` section (docs/serve.md). This module is the offline side:
-the ``serve`` parser, the SPEC arguments, ``check`` and ``render`` (they import nothing heavy). The
-live subcommands (``up``, ``status``, ``logs``, ``down``, ``test``), their flags and handlers, are
-``cmd_serve_live.py``'s, which imports the cluster client only when one of them runs.
+the ``serve`` parser with every subcommand's flags, ``check`` and ``render`` (they import nothing
+heavy). The live subcommands' handlers (``up``, ``status``, ``logs``, ``down``, ``test``) are
+``cmd_serve_live.py``'s, imported with the cluster client only when one of them runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dockyard_k8s.cli import cmd_serve_live
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args
 from dockyard_k8s.cli._output import (
     OK,
     WARN,
+    add_objects_output_args,
     add_output_arg,
     check_output_paths,
     prerequisite_header,
@@ -23,8 +24,9 @@ from dockyard_k8s.cli._output import (
     print_objects,
     table,
 )
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, NAMESPACE_HELP, add_apply_args, add_cluster_args, add_log_args
 from dockyard_k8s.cli._targets import load_serve_bundle
-from dockyard_k8s.config.serve import rollout_strategy, scrape_mechanism
+from dockyard_k8s.config.serve import ServeConfig, rollout_strategy, scrape_mechanism
 from dockyard_k8s.config.serve_schema import backend_of
 from dockyard_k8s.kube import missing_references, object_ref
 from dockyard_k8s.output import document_path, write_document
@@ -32,7 +34,6 @@ from dockyard_k8s.render.serve import service_url, spread_constraints
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve
-    from dockyard_k8s.config.serve import ServeConfig
 
 SPEC_HELP = """\
 configuration layers, last wins (SPEC is an infra file with a serve: section):
@@ -69,25 +70,71 @@ def register(sub: Any) -> None:
         q.add_argument("spec", metavar="SPEC", help="serve spec: an infra YAML file with a serve: section")
         q.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a key, e.g. --set serve.replicas=2 (repeatable)")
-        q.add_argument("-n", "--namespace", help="namespace (same as --set infra.namespace=NS)")
+        q.add_argument("-n", "--namespace", help=NAMESPACE_HELP)
         if live:
             add_cluster_args(q)
         return q
 
     check = sub_parser("check", "Validate the serve spec, render every object, validate them strictly (Kubernetes "
                                 "schemas, KEDA CRDs) and print a one-page summary. Nothing is sent to a cluster.")
-    add_output_arg(check, ("text",), writes="file")
+    add_output_arg(check, ("text",))
     check.add_argument("--output-file", metavar="FILE.yaml|FILE.json",
                        help="also write the resolved config and the rendered objects to FILE")
     check.set_defaults(func=run_check)
     render = sub_parser("render", "Print the endpoint's objects in apply order (PriorityClass, NetworkPolicies, "
                                   "PVC, Deployment, Service, PDB, ScaledObject). With --output-dir DIR, one file per "
                                   "object plus a kustomization.yaml.")
-    add_output_arg(render, ("yaml", "json"), writes="file-or-dir", help_extra="; json: a v1 List")
-    render.add_argument("--output-dir", metavar="DIR", help="write one file per object into DIR (+ kustomization)")
-    render.add_argument("--output-file", metavar="FILE", help="write every object into FILE (.json: a v1 List)")
+    add_objects_output_args(render)
     render.set_defaults(func=run_render)
-    cmd_serve_live.register(sub_parser)
+
+    up = sub_parser("up", "Apply with server-side apply (field manager dockyard-k8s), then follow until the "
+                          "endpoint is Ready (its rollout complete), explaining every pod problem (image pull, "
+                          "scheduling, OOM, crash loop, PVC pending, failing probes) as it happens. Re-running an "
+                          "unchanged spec changes nothing; Ctrl-C stops following only.", live=True)
+    add_apply_args(up, until="Ready", keeps="the endpoint keeps starting")
+    up.set_defaults(func=_live_handler("run_up"))
+
+    status = sub_parser("status", "The endpoint on one screen: Deployment rollout, pods, cache claim, autoscaler, "
+                                  "and the problems explaining anything not ready. Exit 1 when nothing exists.",
+                        live=True)
+    add_output_arg(status, ("text", "json"))
+    status.set_defaults(func=_live_handler("run_status"))
+
+    logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
+    logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
+    add_log_args(logs)
+    logs.set_defaults(func=_live_handler("run_logs"))
+
+    down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
+                              "Deployment first, the NetworkPolicies once the server pods are gone. The cache claim "
+                              "and the (shared) PriorityClass are kept unless asked. Idempotent.", live=True)
+    down.add_argument("--delete-cache", action="store_true", help="also delete the model cache claim (weights)")
+    down.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
+    down.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                      help="wait at most SECONDS for the pods to be gone before the NetworkPolicies are deleted "
+                           "(default 600; then they are kept, exit 1)")
+    down.set_defaults(func=_live_handler("run_down"))
+
+    test = sub_parser("test", "Send one OpenAI completion request to the endpoint (through kubectl port-forward "
+                              "to its Service, or --address) and print latency and tokens. Exit 0 only on a valid "
+                              "answer.", live=True)
+    test.add_argument("--address", metavar="URL", help="the server's base URL (no port-forward), e.g. "
+                                                       "http://127.0.0.1:8000")
+    test.add_argument("--prompt", default="The capital of France is", help="prompt text")
+    test.add_argument("--max-tokens", type=int, default=16, metavar="N", help="tokens to generate (default 16)")
+    test.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                      help="how long to wait for the answer (default 120)")
+    test.set_defaults(func=_live_handler("run_test"))
+
+
+def _live_handler(name: str) -> Callable[[argparse.Namespace], int]:
+    """A live subcommand's handler in ``cmd_serve_live``, imported when it runs: the cluster client
+    stays out of ``serve check`` and ``serve render`` (test_offline_imports)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module("dockyard_k8s.cli.cmd_serve_live"), name)(args))
+
+    return handler
 
 
 # --- check / render -------------------------------------------------------------------------------

@@ -1,25 +1,25 @@
-"""The live ``serve`` subcommands: up, status, logs, down, test: their flags (:func:`register`,
-called by ``cmd_serve.py``, the offline side) and handlers. Parse, call ``live/serve.py`` (or
-``live/openai.py``), print; ``live/`` (the client) is imported only when one of them runs."""
+"""The live ``serve`` subcommands' handlers: up, status, logs, down, test (their flags are
+``cmd_serve.py``'s, which imports this module when one of them runs). Call ``live/serve.py`` (or
+``live/openai.py``), print."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dockyard_k8s.cli import _live
 from dockyard_k8s.cli._live import connect, say
-from dockyard_k8s.cli._output import add_output_arg
 from dockyard_k8s.cli._targets import load_serve_bundle
 from dockyard_k8s.errors import EXIT_FAILURE, EXIT_INTERRUPTED, ClusterError, UsageError
-from dockyard_k8s.kube import object_ref
-from dockyard_k8s.render.serialize import dump_json
+from dockyard_k8s.live import serve
+from dockyard_k8s.live.openai import complete
+from dockyard_k8s.live.orchestrate import status_doc as run_doc
+from dockyard_k8s.live.portforward import port_forward
+from dockyard_k8s.live.serve import ServeStatus, api_key
+from dockyard_k8s.output import dump_json
 from dockyard_k8s.render.serve import service_url
-
-if TYPE_CHECKING:
-    from dockyard_k8s.live.serve import ServeStatus
-    from dockyard_k8s.serve_bundle import ServeBundle
+from dockyard_k8s.serve_bundle import ServeBundle
 
 
 def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
@@ -28,72 +28,13 @@ def say_follow_hints(args: argparse.Namespace, bundle: ServeBundle) -> None:
                                                           f"-l dockyard-k8s/endpoint={cfg.name}")
 
 
-def register(sub_parser: Any) -> None:
-    """The live subcommands' parsers; ``sub_parser(name, description, live=True)`` is
-    ``cmd_serve``'s (the SPEC arguments, the cluster flags, the shared epilog)."""
-    up = sub_parser("up", "Apply with server-side apply (field manager dockyard-k8s), then follow until the "
-                          "endpoint is Ready (its rollout complete), explaining every pod problem (image pull, "
-                          "scheduling, OOM, crash loop, PVC pending, failing probes) as it happens. Re-running an "
-                          "unchanged spec changes nothing; Ctrl-C stops following only.", live=True)
-    mode = up.add_mutually_exclusive_group()
-    mode.add_argument("--wait", dest="detach", action="store_false", default=False,
-                      help="follow until Ready (default)")
-    mode.add_argument("--detach", action="store_true", help="return after applying")
-    up.add_argument("--timeout", type=float, metavar="SECONDS",
-                    help="stop following after SECONDS (exit 1; the endpoint keeps starting)")
-    up.add_argument("--fail-fast", action="store_true",
-                    help="exit 1 at the first problem that cannot heal (bad image, missing secret, crash loop)")
-    up.add_argument("--dry-run", choices=("client", "server"),
-                    help="client: list what would be applied (no cluster contact); server: dryRun=All")
-    up.add_argument("--force-conflicts", action="store_true",
-                    help="take over fields another manager owns (server-side apply force)")
-    up.set_defaults(func=run_up)
-
-    status = sub_parser("status", "The endpoint on one screen: Deployment rollout, pods, cache claim, autoscaler, "
-                                  "and the problems explaining anything not ready. Exit 1 when nothing exists.",
-                        live=True)
-    add_output_arg(status, ("text", "json"))
-    status.set_defaults(func=run_status)
-
-    logs = sub_parser("logs", "Logs of the server pods (several merged, prefixed serve/pod).", live=True)
-    logs.add_argument("--pod", metavar="NAME", help="one pod of the endpoint")
-    _live.add_log_args(logs)
-    logs.set_defaults(func=run_logs)
-
-    down = sub_parser("down", "Delete every object labelled dockyard-k8s/endpoint=<name>, the ScaledObject and "
-                              "Deployment first, the NetworkPolicies once the server pods are gone. The cache claim "
-                              "and the (shared) PriorityClass are kept unless asked. Idempotent.", live=True)
-    down.add_argument("--delete-cache", action="store_true", help="also delete the model cache claim (weights)")
-    down.add_argument("--dry-run", action="store_true", help="server dry run: report, delete nothing")
-    down.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                      help="wait at most SECONDS for the pods to be gone before the NetworkPolicies are deleted "
-                           "(default 600; then they are kept, exit 1)")
-    down.set_defaults(func=run_down)
-
-    test = sub_parser("test", "Send one OpenAI completion request to the endpoint (through kubectl port-forward "
-                              "to its Service, or --address) and print latency and tokens. Exit 0 only on a valid "
-                              "answer.", live=True)
-    test.add_argument("--address", metavar="URL", help="the server's base URL (no port-forward), e.g. "
-                                                       "http://127.0.0.1:8000")
-    test.add_argument("--prompt", default="The capital of France is", help="prompt text")
-    test.add_argument("--max-tokens", type=int, default=16, metavar="N", help="tokens to generate (default 16)")
-    test.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                      help="how long to wait for the answer (default 120)")
-    test.set_defaults(func=run_test)
-
-
 # --- up ------------------------------------------------------------------------------------------
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import serve
-
     bundle = load_serve_bundle(args)
     if args.dry_run == "client":
-        for obj in bundle.objects:
-            say(f"would apply {object_ref(obj)}")
-        say(f"{len(bundle.objects)} object(s) would be applied (client dry run: the cluster was not contacted)")
-        return 0
+        return _live.say_client_dry_run(bundle.objects)
     options = serve.UpOptions(dry_run="server" if args.dry_run == "server" else "",
                               force_conflicts=args.force_conflicts, detach=args.detach, timeout=args.timeout,
                               fail_fast=args.fail_fast)
@@ -141,8 +82,6 @@ def _scaler_line(obj: dict[str, Any]) -> str:
 
 
 def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
-    from dockyard_k8s.live.orchestrate import status_doc as run_doc
-
     doc = run_doc(st.view, bundle.config.namespace)
     doc.pop("run")
     return {"endpoint": bundle.config.name, **doc,
@@ -154,8 +93,6 @@ def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import serve
-
     bundle = load_serve_bundle(args)
     cfg = bundle.config
     with connect(args) as client:
@@ -184,8 +121,6 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import serve
-
     since = _live.log_window(args)
     bundle = load_serve_bundle(args)
     with connect(args) as client:
@@ -194,8 +129,6 @@ def run_logs(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import serve
-
     bundle = load_serve_bundle(args)
     cfg = bundle.config
     with connect(args) as client:
@@ -212,8 +145,6 @@ def run_down(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live.openai import complete
-
     if args.max_tokens < 1:
         raise UsageError(f"--max-tokens {args.max_tokens}: expected at least 1")
     bundle = load_serve_bundle(args)
@@ -221,8 +152,6 @@ def run_test(args: argparse.Namespace) -> int:
     model = str(cfg.serve["model"]["servedName"])
     key = None
     if cfg.serve["apiKeySecret"]["name"]:  # read before anything is sent: never a request without it
-        from dockyard_k8s.live.serve import api_key
-
         with connect(args) as client:
             key = api_key(client, cfg)
     if args.address:
@@ -230,13 +159,11 @@ def run_test(args: argparse.Namespace) -> int:
                           api_key=key)
         where = args.address
     else:
-        from dockyard_k8s.live.portforward import port_forward
-
         target = f"svc/{cfg.name}"
         port = int(cfg.serve["port"] or 0)  # filled from the backend when the spec leaves it out
         try:
-            with port_forward(cfg.namespace, target, port, context=args.context,
-                              kubeconfig=args.kubeconfig) as url:
+            with port_forward(cfg.namespace, target, port, context=args.context, kubeconfig=args.kubeconfig,
+                              checked=key is not None) as url:  # reading the key has checked the kubeconfig
                 print(f"port-forward: {url} -> {cfg.namespace}/{target}:{port}", file=sys.stderr, flush=True)
                 answer = complete(url, model, args.prompt, args.max_tokens, timeout=args.timeout, api_key=key)
         except ClusterError as e:

@@ -7,11 +7,18 @@ import shlex
 import sys
 from typing import Any
 
-from dockyard_k8s.cli._live import CLUSTER_HELP, add_cluster_args, command_text, connect, say, say_phases, say_pods
+from dockyard_k8s.cli._live import command_text, connect, say, say_phases, say_pods
 from dockyard_k8s.cli._output import add_output_arg
-from dockyard_k8s.cli._runargs import RUN_ARGS_HELP, RUN_NAME_HELP, add_run_args, load_bundle, run_name_arg
+from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
 from dockyard_k8s.errors import EXIT_FAILURE
-from dockyard_k8s.render.serialize import dump_json, dump_yaml
+from dockyard_k8s.live import runs
+from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.live.kueue import workload_state
+from dockyard_k8s.live.launch import status
+from dockyard_k8s.live.orchestrate import status_doc
+from dockyard_k8s.live.record import read_record, self_deleted
+from dockyard_k8s.output import document_text
+from dockyard_k8s.render.record import record_name
 
 EXAMPLES = """\
 examples:
@@ -28,19 +35,12 @@ def register(sub: Any) -> None:
                                    "flavors, evicted and why, MultiKueue's worker cluster), desired/scheduled/ready "
                                    "pods per fleet, and the warnings that explain anything not ready. Exit 1 when "
                                    "nothing of the run exists.",
-                       epilog=RUN_ARGS_HELP + RUN_NAME_HELP + "\n" + CLUSTER_HELP + "\n" + EXAMPLES)
-    add_run_args(p, by_name=True)
-    add_cluster_args(p)
+                       epilog=live_epilog(EXAMPLES, by_name=True))
+    add_run_args(p, by_name=True, cluster=True)
     add_output_arg(p, ("text", "json", "yaml"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from dockyard_k8s.live import runs
-    from dockyard_k8s.live.kinds import KINDS
-    from dockyard_k8s.live.orchestrate import status_doc
-    from dockyard_k8s.live.record import read_record, self_deleted
-    from dockyard_k8s.render.record import record_name
-
     name = run_name_arg(args)
     bundle = None if name else load_bundle(args)
     with connect(args) as client:
@@ -51,8 +51,6 @@ def run(args: argparse.Namespace) -> int:
             record = ref.record
             near = "" if ref.found else runs.near_run(client, ns, run_name)
         else:
-            from dockyard_k8s.live.launch import status
-
             assert bundle is not None
             ns, run_name = bundle.run.namespace, bundle.run.name
             view = status(client, bundle)
@@ -65,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         doc = {**status_doc(view, ns), "launch": record.launch if record else None,
                "endedBy": ended.as_dict() if ended else None}
-        print(dump_json(doc) if args.output == "json" else "---\n" + dump_yaml(doc), end="")
+        print(document_text(doc, args.output), end="")
         return 0 if found else EXIT_FAILURE
     if not found:
         say(f"nothing of run {run_name} in namespace {ns} (label dockyard-k8s/run={run_name}){near}")
@@ -102,8 +100,6 @@ def print_view(view: Any) -> None:
     say_phases(view, ("RayJob", "MPIJob", "Job", "RayCluster", "StatefulSet"))
     workload = view.workload()
     if workload is not None:  # queued with Kueue: its Workload says why it waits, or where it runs
-        from dockyard_k8s.live.kueue import workload_state
-
         for line in workload_state(workload).lines(view.queue_position, view.queue_counts):
             say(line)
     say_pods(view)

@@ -35,18 +35,13 @@ def _type(s: Schema) -> str:
     return " or ".join(names)
 
 
-def _default(s: Schema) -> str:
-    if "default" not in s:
-        return "" if "properties" in s else "required"
-    d = s["default"]
-    return "" if d is None else "`" + json.dumps(d) + "`"
-
-
 def _row(path: str, sub: Schema) -> str:
     desc = sub.get("description", "").replace("|", "\\|")
     if "properties" in sub:
         return f"| **`{path}`** | section | | {desc} |"
-    return f"| `{path}` | {_type(sub)} | {_default(sub)} | {desc} |"
+    default = ("required" if "default" not in sub else
+               "" if sub["default"] is None else f"`{json.dumps(sub['default'])}`")
+    return f"| `{path}` | {_type(sub)} | {default} | {desc} |"
 
 
 def infra_markdown() -> str:

@@ -167,11 +167,6 @@ def shorthands(schema: Schema) -> list[tuple[Path, str]]:
     return [(path, sub["x-shorthand"]) for path, sub in subschemas(schema) if "x-shorthand" in sub]
 
 
-def _matches_type(value: Any, types: str | list[str]) -> bool:
-    names = [types] if isinstance(types, str) else types
-    return any(type_name(value) == n or (n == "number" and type_name(value) == "integer") for n in names)
-
-
 def check(schema: Schema, value: Any) -> list[tuple[Path, str]]:
     """Every problem of ``value`` against ``schema``, as (path, message) pairs."""
     problems: list[tuple[Path, str]] = []
@@ -193,8 +188,10 @@ def _elsewhere(schema: Schema, path: Path, message: str) -> str:
 
 def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) -> None:
     types = schema.get("type")
-    if types is not None and not _matches_type(value, types):
-        names = [types] if isinstance(types, str) else [t for t in types if t != "null"]
+    allowed = [types] if isinstance(types, str) else types
+    got = type_name(value)
+    if allowed is not None and got not in allowed and not (got == "integer" and "number" in allowed):
+        names = allowed if isinstance(types, str) else [t for t in allowed if t != "null"]
         expected = " or ".join(_pattern_hint(schema["pattern"]) if n == "string" and "pattern" in schema
                                else _ARTICLE[n] for n in names)
         out.append((path, f"got {show_typed(value)}, expected {expected}"))
@@ -241,15 +238,11 @@ def _check_object(schema: Schema, value: dict[str, Any], path: Path, out: list[t
         if key in props:
             _check(props[key], item, (*path, key), out)
         elif extra is False:
-            out.append(((*path, key), _unknown_key(key, list(props), schema.get("x-moved", {}).get(key))))
+            moved = schema.get("x-moved", {}).get(key)  # a key an earlier release had here
+            out.append(((*path, key), f"unknown key '{key}': it moved to {moved}" if moved is not None else
+                        f"unknown key '{key}' (expected one of: {', '.join(props)}){did_you_mean(key, list(props))}"))
         elif isinstance(extra, dict):
             _check(extra, item, (*path, key), out)
-
-
-def _unknown_key(key: str, known: list[str], moved: str | None = None) -> str:
-    if moved is not None:  # a key an earlier release had here
-        return f"unknown key '{key}': it moved to {moved}"
-    return f"unknown key '{key}' (expected one of: {', '.join(known)}){did_you_mean(key, known)}"
 
 
 _PATTERN_HINTS = {

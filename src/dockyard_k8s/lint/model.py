@@ -71,7 +71,8 @@ class Finding:
 
     def sort_key(self) -> tuple[Any, ...]:
         src = (self.source.file, self.source.document) if self.source else ("", 0)
-        return (*src, self.object, SEVERITY_RANK[self.severity], self.rule, _path_key(self.path), self.message)
+        path = tuple((0, f"{p:09d}") if isinstance(p, int) else (1, p) for p in self.path)
+        return (*src, self.object, SEVERITY_RANK[self.severity], self.rule, path, self.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +80,6 @@ class Suppression:
     rule: str
     object: str
     by: str  # "lint.ignore" or "annotation on <object>"
-
-
-def _path_key(path: Path) -> tuple[tuple[int, str], ...]:
-    return tuple((0, f"{p:09d}") if isinstance(p, int) else (1, p) for p in path)
 
 
 @dataclass(frozen=True)

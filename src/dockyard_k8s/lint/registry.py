@@ -29,18 +29,6 @@ FAMILY_OF: dict[str, str] = {r.id: family for family, rules in FAMILIES for r in
 assert len(BY_ID) == len(RULES), "duplicate rule id"
 
 
-def rules_markdown() -> str:
-    """The rule table of docs/lint.md (a test keeps the file in sync)."""
-    lines = ["| rule | family | severity | what it checks | follows |", "| --- | --- | --- | --- | --- |"]
-    for r in RULES:
-        sev = r.severity + (f" ({r.untrusted_severity} on untrusted pods)" if r.untrusted_severity else "")
-        lines.append(f"| [`{r.id}`](#{r.id}) | {FAMILY_OF[r.id]} | {sev} | {r.title} | {', '.join(r.anchors)} |")
-    lines.append("")
-    for r in RULES:
-        lines += [f"### {r.id}", "", f"**{r.title}** ({_severity(r)})", "", r.doc, ""]
-    return "\n".join(lines)
-
-
 def _severity(r: Rule) -> str:
     return r.severity + (f"; {r.untrusted_severity} for pods running untrusted code" if r.untrusted_severity else "")
 

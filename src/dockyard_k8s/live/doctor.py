@@ -198,10 +198,6 @@ def check_crd_fields(crds: dict[str, dict[str, Any] | None] | None, objects: lis
     return Check("KubeRay CRD fields", True, "the installed CRDs declare every field the run renders")
 
 
-def _node_ready(node: dict[str, Any]) -> bool:
-    return not (node.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(node)
-
-
 def check_placement(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | None,
                     pods: list[dict[str, Any]] | None, quotas: list[dict[str, Any]] | None) -> Check:
     """Every pod of the run placed with ``dockyard-k8s plan``'s scheduler simulation on the
@@ -240,7 +236,7 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
                          fatal=False))
     else:
         per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0)) or Fraction(0)
-                    for n in nodes if _node_ready(n)]
+                    for n in nodes if not (n.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(n)]
         gpu_nodes = [g for g in per_node if g > 0]
         have = sum(gpu_nodes, Fraction(0))
         biggest = max(gpu_nodes, default=Fraction(0))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.errors import ConfigError, ConfigProblem
-from dockyard_k8s.plain import Path, show_typed
+from dockyard_k8s.plain import show_typed
 from dockyard_k8s.yamlfile import Document, Mark, YamlError, load_all, read_text
 
 SECTIONS = (("clusters", "cluster"), ("contexts", "context"), ("users", "user"))
@@ -142,7 +142,8 @@ class _Reader:
         loaded = load_all(text, file, single=True, last_key_wins=True)
         if loaded.error is not None or loaded.problems:
             for p in loaded.problems if loaded.error is None else [loaded.error]:
-                self.problem(p.mark, _dotted(p.path), f"not valid YAML: {p.message}")
+                where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p.path).lstrip(".")
+                self.problem(p.mark, where, f"not valid YAML: {p.message}")
             return None
         doc = loaded.documents[0] if loaded.documents else Document(None)
         if doc.data is None:
@@ -190,10 +191,6 @@ class _Reader:
                 places[(section, name, str(field))] = _at(doc, file, section, i, key, str(field))
             out.append((name, dict(body or {}), places))
         return out
-
-
-def _dotted(path: Path) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def _resolve_paths(kind: str, body: dict[str, Any], base: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 
 from dockyard_k8s.errors import ClusterError
+from dockyard_k8s.live import client as client_mod
 
 _FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 # klog's header: E0612 12:00:00.000000   12345 memcache.go:265] ...
@@ -60,9 +61,7 @@ def port_forward(namespace: str, target: str, remote_port: int, *, context: str 
     server that does not work is said as every live command says it (located, exit 2), not
     through kubectl's stderr."""
     if not checked:
-        from dockyard_k8s.live.client import connect
-
-        with connect(context=context, kubeconfig=kubeconfig) as client:
+        with client_mod.connect(context=context, kubeconfig=kubeconfig) as client:
             client.version()
     cmd = [*kubectl_base(context, kubeconfig), "port-forward", "-n", namespace, "--address", "127.0.0.1", target,
            f":{remote_port}"]

@@ -117,18 +117,3 @@ def describe(name: str) -> str:
                 f"allocatable cpu {a['cpu']}m, memory {a['memory'] // MI}Mi, pods {a['pods']}")
     e = EXPLICIT[name]
     return f"{name:<22} allocatable " + ", ".join(f"{k} {v}" for k, v in e.items())
-
-
-def catalog_markdown() -> str:
-    """The instance-type table of docs/plan.md (a test keeps the file in sync)."""
-    lines = ["| instance type | vCPU | memory | GPUs | EFA | allocatable cpu | allocatable memory | max pods |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, c in AWS.items():
-        a = eks_allocatable(c)
-        gpu = f"{c.gpus} x {c.gpu_name}" if c.gpus else "-"
-        lines.append(f"| `{name}` | {c.vcpu} | {c.memory_mib // 1024} GiB | {gpu} | {c.efa or '-'} | {a['cpu']}m | "
-                     f"{a['memory'] // MI}Mi | {a['pods']} |")
-    for name, e in EXPLICIT.items():
-        lines.append(f"| `{name}` | - | - | {e.get(GPU, '-')} x A10 24GB | - | {e['cpu']} | {e['memory']} | "
-                     f"{e['pods']} |")
-    return "\n".join(lines) + "\n"

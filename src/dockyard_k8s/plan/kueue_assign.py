@@ -252,11 +252,6 @@ def inactive_reason(snap: Snapshot, cq: ClusterQueue) -> str:
 # --- one flavor ----------------------------------------------------------------------------------
 
 
-def _taint_text(taint: dict[str, Any]) -> str:
-    value = taint.get("value")
-    return f"{taint.get('key')}={value}:{taint.get('effect')}" if value else f"{taint.get('key')}:{taint.get('effect')}"
-
-
 def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: list[str],
                      pod_sets: list[PodSetRequest]) -> str | None:
     """checkFlavorForPodSets: TAS support, taints, node selector and affinity on the flavor's labels."""
@@ -275,7 +270,8 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
         tolerations = [*(t for t in ps.spec.get("tolerations") or [] if isinstance(t, dict)), *flavor.tolerations]
         for taint in flavor.node_taints:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
-                return f"untolerated taint {_taint_text(taint)} in flavor {flavor.name}"
+                key = f"{taint.get('key')}={taint['value']}" if taint.get("value") else taint.get("key")
+                return f"untolerated taint {key}:{taint.get('effect')} in flavor {flavor.name}"
         keys = set(flavor.node_labels)
         selector = {str(k): str(v) for k, v in as_mapping(ps.spec.get("nodeSelector")).items() if k in keys}
         node_aff = as_mapping(as_mapping(as_mapping(ps.spec.get("affinity")).get("nodeAffinity")).get(

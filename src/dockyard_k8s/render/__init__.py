@@ -21,7 +21,6 @@ inputs give byte-identical output. One module per object family:
     merge.py        the deep merge of free-form fragments
     provenance.py   which infra key produced a rendered field (recorded only when asked)
     meta.py         names and labels every object shares
-    serialize.py    deterministic YAML / JSON text
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from dockyard_k8s.render.meta import (
 from dockyard_k8s.render.rayauth import force_auth_env
 from dockyard_k8s.render.recipe import RECIPE_DIR, RECIPE_PATH
 from dockyard_k8s.render.sandbox import container_security, sandbox_env
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dockyard_k8s.render.meta import metadata, name_of
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec

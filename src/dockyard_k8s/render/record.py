@@ -24,7 +24,7 @@ from dockyard_k8s.credentials import redact, redact_assignment
 from dockyard_k8s.kube import pod_requests, pod_templates
 from dockyard_k8s.render.meta import metadata
 from dockyard_k8s.render.rayauth import token_secret
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 RECORD_COMPONENT = "launch-record"
 VERSION_ANNOTATION = "dockyard-k8s/launcher-version"

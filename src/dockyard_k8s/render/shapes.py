@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dockyard_k8s.config.model import GPU_FLEETS
 from dockyard_k8s.config.overrides import lookup
-from dockyard_k8s.kube import GPU, parse_quantity
+from dockyard_k8s.kube import GPU, add_quantities, parse_quantity
 from dockyard_k8s.plain import Path, clone
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.merge import deep_merge
@@ -38,7 +38,6 @@ from dockyard_k8s.render.meta import (
     placement,
     pod_common,
     pod_labels,
-    quantity,
     selector,
 )
 from dockyard_k8s.render.platform import padded_deadline
@@ -74,31 +73,6 @@ def headless_service_name(infra: InfraSpec) -> str:
 
 def head_pod_name(infra: InfraSpec) -> str:
     return f"{name_of(infra, 'trainer')}-0"
-
-
-# --- quantities -----------------------------------------------------------------------------
-
-# Suffixes a sum may be written with, largest first per kind (binary for bytes, decimal otherwise).
-_SUFFIXES = {"": Fraction(1), "m": Fraction(1, 1000), "k": Fraction(1000), "M": Fraction(10**6),
-             "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
-             "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-             "Pi": Fraction(2**50), "Ei": Fraction(2**60)}
-
-
-def _suffix(value: Any) -> str:
-    text = quantity(value)
-    return next((x for x in sorted(_SUFFIXES, key=len, reverse=True) if x and text.endswith(x)), "")
-
-
-def add_quantities(values: list[Any]) -> str:
-    """Sum of Kubernetes quantities, written with the largest suffix of the inputs that keeps
-    it whole (``16Gi + 3Gi`` -> ``19Gi``; ``500m + 4`` -> ``4500m``)."""
-    total = sum((parse_quantity(v) or Fraction(0) for v in values), Fraction(0))
-    for suffix in sorted({_suffix(v) for v in values} | {"", "m"}, key=lambda s: _SUFFIXES[s], reverse=True):
-        scaled = total / _SUFFIXES[suffix]
-        if scaled.denominator == 1:
-            return f"{scaled.numerator}{suffix}"
-    return str(float(total))
 
 
 # --- pods -----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s.render.meta import run_name
 from dockyard_k8s.render.ray import entrypoint
 from dockyard_k8s.render.sandbox import sandbox_env
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import InfraSpec

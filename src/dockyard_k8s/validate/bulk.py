@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import gc
 import itertools
 import os
@@ -287,16 +286,10 @@ def _renumber(results: list[_Part]) -> tuple[list[_Part], CrossObjects]:
         docs_before.update(r.counts)
         lines_before.update(r.lines)
         if any(base.values()) or any(lines.values()):
-            r = dataclasses.replace(r, problems=[_shift(p, base, lines) for p in r.problems])
-        cross.merge(r.cross, functools.partial(_base_of, base))
+            r = dataclasses.replace(r, problems=[
+                dataclasses.replace(p, doc_index=p.doc_index + base.get(p.file, 0),
+                                    line=p.line + (lines.get(p.file, 0) if p.line else 0)) for p in r.problems])
+        cross.merge(r.cross, lambda who: base.get(who.file, 0))  # noqa: B023 (merge calls it here and now)
         out.append(r)
     return out, cross
 
-
-def _base_of(base: dict[str, int], who: Problem) -> int:
-    return base.get(who.file, 0)
-
-
-def _shift(p: Problem, base: dict[str, int], lines: dict[str, int]) -> Problem:
-    docs, down = base.get(p.file, 0), lines.get(p.file, 0) if p.line else 0
-    return dataclasses.replace(p, doc_index=p.doc_index + docs, line=p.line + down) if docs or down else p

@@ -12,16 +12,13 @@ from dockyard_k8s.validate.problem import Problem, Report, object_key
 FORMATS = ("text", "json", "junit", "tap")
 
 
-def _problem_dict(p: Problem) -> dict[str, Any]:
-    return {"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
-            "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
-            "message": p.message}
-
-
 def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
     """The whole report in ``fmt`` (text ends with the summary when asked)."""
     if fmt == "json":
-        doc: dict[str, Any] = {"problems": [_problem_dict(p) for p in report.problems],
+        problems = [{"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
+                     "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
+                     "message": p.message} for p in report.problems]
+        doc: dict[str, Any] = {"problems": problems,
                                "missing_schemas": report.missing, "schemas": report.sources}
         doc["summary"] = {"objects": report.objects, "files": files, "valid": report.valid,
                           "invalid": report.invalid, "skipped": report.skipped, "problems": len(report.problems)}

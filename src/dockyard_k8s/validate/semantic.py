@@ -126,11 +126,6 @@ def _enum(out: Found, value: Any, allowed: tuple[str, ...], at: JsonPath, *field
         out.append(((*at, *field), f"got {show(value)}, expected one of: {', '.join(allowed)}"))
 
 
-def _int_or_percent(out: Found, value: Any, at: JsonPath) -> None:
-    if isinstance(value, str) and not is_percent(value):
-        out.append((at, f"got {show(value)}, expected an integer or a percentage such as '25%'"))
-
-
 def _resources(out: Found, res: Any, at: JsonPath) -> None:
     """Quantities, requests <= limits; a domain-prefixed name outside kubernetes.io (nvidia.com/gpu) is an
     extended resource: whole, not overcommitted (requests == limits)."""
@@ -352,7 +347,9 @@ def object_problems(obj: dict[str, Any], templates: list[PodTemplate] | None = N
         if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
             out.append((("spec",), "set minAvailable or maxUnavailable, not both"))
         for field in ("minAvailable", "maxUnavailable"):
-            _int_or_percent(out, spec.get(field), ("spec", field))
+            value = spec.get(field)
+            if isinstance(value, str) and not is_percent(value):
+                out.append((("spec", field), f"got {show(value)}, expected an integer or a percentage such as '25%'"))
     elif kind == "ResourceQuota":
         for name, raw in _dict(spec.get("hard")).items():
             if parse_quantity(raw) is None:

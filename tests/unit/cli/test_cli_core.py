@@ -1,7 +1,5 @@
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -151,15 +149,6 @@ def test_help_has_examples(capsys):
         assert "examples:" in capsys.readouterr().out
 
 
-def test_only_the_invoked_commands_module_is_imported():
-    code = ("import sys; from dockyard_k8s.cli import main; "
-            f"main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
-            "print('CMDS', sorted(m for m in sys.modules if m.startswith('dockyard_k8s.cli.cmd_')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "HOME": "/nonexistent"}).stdout
-    assert out.strip().splitlines()[-1] == "CMDS ['dockyard_k8s.cli.cmd_check']"
-
-
 def test_every_command_registers_with_its_summary():
     import argparse
 
@@ -171,27 +160,6 @@ def test_every_command_registers_with_its_summary():
         assert parser.description, f"{name}: its module did not register a full parser"
     summaries = {a.dest: a.help for a in sub._choices_actions}
     assert summaries == COMMANDS
-
-
-def test_a_command_builds_its_own_parser_alone():
-    """Running one command builds no parser for the others (argparse's gettext lookups for
-    each; the top-level --help builds them all, above)."""
-    import argparse
-
-    from dockyard_k8s.cli import build_parser
-
-    sub = next(a for a in build_parser("check")._actions if isinstance(a, argparse._SubParsersAction))
-    assert list(sub.choices) == ["check"]
-
-
-def test_check_does_not_import_heavy_modules():
-    code = ("import sys; from dockyard_k8s.cli import main; "
-            f"rc = main(['check', {RECIPE!r}, '--infra', {INFRA!r}]); "
-            "heavy = [m for m in ('lightkube', 'kubernetes', 'httpx', 'ray', 'jsonschema', 'pydantic') "
-            "if m in sys.modules]; print('HEAVY', heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "HOME": "/nonexistent"}).stdout
-    assert out.strip().splitlines()[-1] == "HEAVY []"
 
 
 def test_a_rendered_directory_validates_and_its_kustomization_is_skipped(capsys, tmp_path):

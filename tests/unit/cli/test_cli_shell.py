@@ -172,9 +172,6 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     (["logs", "grpo-swe", "--follwo"], "unrecognized arguments: --follwo; did you mean '--follow'?"),
     (["runs", "--all-namepsaces"], "did you mean '--all-namespaces'?"),
     (["status"], "required: RECIPE|RUN (`dockyard-k8s runs` lists the runs of the namespace, `runs -A` of every"),
-    # kubectl's `logs -f` is helm's -f here: said, not "the following arguments are required"
-    (["logs", "-f", "grpo-swe"], "-f FILE is an infra spec here, as helm's -f is (kubectl's `logs -f` is --follow)"),
-    (["job", "logs", "grpo-swe", "-f"], "dockyard-k8s job logs RUN --follow"),
 ])
 def test_did_you_mean(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
     try:

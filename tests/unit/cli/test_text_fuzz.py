@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.yamlfile import dump_documents
 from odd_values import rendered
 from support.cli import run_cli
 

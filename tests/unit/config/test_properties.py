@@ -10,7 +10,7 @@ from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.config.loader import load_run
 from dockyard_k8s.config.yamlio import parse_yaml
 from dockyard_k8s.errors import ConfigError, ManifestError
-from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.yamlfile import dump_documents
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

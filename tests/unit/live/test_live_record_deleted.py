@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s.live.record import SUBMITTED_ANNOTATION, read_record, self_deleted, spec_digest
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 
 RAYJOB = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "grpo"}}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dockyard_k8s.plan.catalog import catalog_markdown
+from support.doctables import catalog_markdown
 from support.paths import DOCS
 
 DOC = DOCS / "plan.md"

@@ -13,7 +13,7 @@ from platforms_support import IMAGE, RECIPE
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.layering import Layers
 from dockyard_k8s.errors import ConfigError
-from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.yamlfile import dump_documents
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.sampled_from(
     ["eks", "kind", "k3s", "generic", "p5.48xlarge", "p4de.24xlarge", "job", "statefulset", "rayjob", "64Gi",

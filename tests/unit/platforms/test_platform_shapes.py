@@ -8,7 +8,8 @@ import pytest
 from platforms_support import BundleOf, env_of, find, kinds, pods_by_fleet
 
 from dockyard_k8s.errors import ConfigError
-from dockyard_k8s.render.shapes import add_quantities, bootstrap_script
+from dockyard_k8s.kube import add_quantities
+from dockyard_k8s.render.shapes import bootstrap_script
 
 JOB = {"launch": {"mode": "job"}, "kuberay": {"trainer": {"replicas": 1, "gpus": 4},
                                               "inference": {"replicas": 1, "gpus": 4}}}

@@ -15,7 +15,7 @@ import yaml
 
 from dockyard_k8s.bundle import build_bundle
 from dockyard_k8s.config.layering import Layers
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 from support.paths import REPO
 
 EXAMPLE = REPO / "infra" / "examples" / "sandbox-pool.yaml"

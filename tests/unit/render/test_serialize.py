@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dockyard_k8s.config.layering import Layers
-from dockyard_k8s.render.serialize import dump_yaml
+from dockyard_k8s.yamlfile import dump as dump_yaml
 from dockyard_k8s.yamlfile import load_data
 from support.paths import EXAMPLES
 
@@ -56,7 +56,7 @@ def test_rendered_runs_have_no_yaml_anchors(clean_env):
     """The default-deny policies and the pre-pull DaemonSet share dicts between objects."""
 
     from dockyard_k8s.bundle import build_bundle
-    from dockyard_k8s.render.serialize import dump_documents
+    from dockyard_k8s.yamlfile import dump_documents
 
     for infra in ("k3s_single_gpu.infra.yaml", "eks_p5.infra.yaml"):
         bundle = build_bundle(str(EXAMPLES / "grpo_tiny.yaml"), str(EXAMPLES / infra), Layers(env=clean_env))

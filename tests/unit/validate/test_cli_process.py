@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dockyard_k8s.render.serialize import dump_documents
+from dockyard_k8s.yamlfile import dump_documents
 
 BROKEN = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "Bad_Name", "namespace": "ns"},
           "spec": {"ports": [{"port": 80}]}}

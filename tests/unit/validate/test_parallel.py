@@ -10,10 +10,10 @@ import pytest
 from validate_samples import DEPLOYMENT
 
 from dockyard_k8s.cli import main
-from dockyard_k8s.render.serialize import dump_documents
 from dockyard_k8s.validate import bulk
 from dockyard_k8s.validate.bulk import validate_paths
 from dockyard_k8s.validate.engine import ValidateOptions, validate_files
+from dockyard_k8s.yamlfile import dump_documents
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork only on Linux")
 
