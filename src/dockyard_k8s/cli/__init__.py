@@ -149,8 +149,28 @@ def _command_parser(parser: argparse.ArgumentParser, args_in: Sequence[str]) -> 
     return current
 
 
+# The cluster flags kubectl also takes before its command (`kubectl --context prod get pods`).
+_CLUSTER_FLAGS = ("--context", "--kubeconfig", "-n", "--namespace")
+
+
+def _cluster_flags_after_command(args_in: list[str]) -> list[str]:
+    """``--context X status RUN`` as ``status RUN --context X``: the leading cluster flags go after
+    the command's words (before a ``--``), where the command's parser takes them; a command
+    without them (``check``) then says they are unrecognized."""
+    moved, i = [], 0
+    while i < len(args_in) and args_in[i].split("=", 1)[0] in _CLUSTER_FLAGS:
+        step = 1 if "=" in args_in[i] else 2
+        moved += args_in[i:i + step]
+        i += step
+    if not moved:
+        return args_in
+    rest = args_in[i:]
+    cut = rest.index("--") if "--" in rest else len(rest)
+    return [*rest[:cut], *moved, *rest[cut:]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_in = sys.argv[1:] if argv is None else list(argv)
+    args_in = _cluster_flags_after_command(sys.argv[1:] if argv is None else list(argv))
     if args_in and not args_in[0].startswith("-") and args_in[0] not in COMMANDS:
         # a mistyped command: say so without importing every command module
         print(f"usage: dockyard-k8s COMMAND ...\ndockyard-k8s: error: unknown command '{args_in[0]}'"

@@ -75,3 +75,24 @@ def test_f_is_the_infra_file_of_every_run_shaped_command() -> None:
         args, _ = build_parser(argv[0]).parse_known_args(argv)
         assert args.infra == [INFRA], argv  # repeatable: a list (later files win)
         assert not getattr(args, "follow", False), argv
+
+
+@pytest.mark.parametrize(("argv", "moved"), [
+    (["--context", "prod", "status", "r"], ["status", "r", "--context", "prod"]),
+    (["-n", "ml", "--kubeconfig=/k", "runs"], ["runs", "-n", "ml", "--kubeconfig=/k"]),
+    (["--namespace=ml", "job", "submit", "r", "--", "python", "-n", "x"],
+     ["job", "submit", "r", "--namespace=ml", "--", "python", "-n", "x"]),  # the job's own -n stays its own
+    (["status", "r", "-n", "ml"], ["status", "r", "-n", "ml"]),  # already after: untouched
+])
+def test_cluster_flags_before_the_command_are_taken_as_kubectl_takes_them(argv: list[str], moved: list[str]) -> None:
+    """`kubectl --context prod get pods` works; so does `dockyard-k8s --context prod status RUN`."""
+    from dockyard_k8s.cli import _cluster_flags_after_command
+
+    assert _cluster_flags_after_command(argv) == moved
+
+
+def test_a_cluster_flag_before_a_command_without_it_is_unrecognized() -> None:
+    r = run_cli("--context", "prod", "check", str(EXAMPLES / "grpo_swe.yaml"))
+    assert r.code == 2 and "unrecognized arguments: --context" in r.err and "invalid choice" not in r.err
+    ok = run_cli("-n", "elsewhere", "check", str(EXAMPLES / "grpo_swe.yaml"))
+    assert ok.code == 0 and "namespace  elsewhere" in ok.out, ok.out + ok.err
