@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dockyard_k8s.cli import build_parser, main
+from dockyard_k8s.cli import _cluster_flags_after_command, build_parser, main
 from support.paths import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -96,6 +96,7 @@ PARSED = help_examples() + doc_examples(inline=True)  # what is parsed
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str]:
     err = io.StringIO()
+    argv = _cluster_flags_after_command(argv)  # as main() takes them
     with redirect_stderr(err), redirect_stdout(io.StringIO()):
         try:
             args, _ = build_parser(argv[0] if argv and not argv[0].startswith("-") else None).parse_known_args(argv)
