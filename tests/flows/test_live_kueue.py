@@ -61,6 +61,20 @@ def test_the_team_queue_objects_are_render_only(cli: Any, fake: FakeKube) -> Non
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "rl-research"
 
 
+def test_a_render_only_local_queue_must_exist_before_run(cli: Any, fake: FakeKube) -> None:
+    """The example renders its team's LocalQueue for an admin (queueObjects.render); `run` does not
+    apply it, so without it on the cluster the Workload could never be admitted: refused, nothing applied."""
+    install_kueue(fake)
+    for obj in queue_objects():
+        if obj["kind"] != "LocalQueue":
+            fake.put(obj)
+    r = cli("run", *KUEUE_ARGS, "--detach")
+    assert r.code == 1, r.out + r.err
+    assert f"  LocalQueue {NS}/rl-research, used as label kueue.x-k8s.io/queue-name; create: ask the platform admin " \
+           "for it (infra.kueue.queueObjects.render renders it for them to apply)" in r.err
+    assert not [q for q in fake.requests if q.method == "PATCH"]
+
+
 def test_multikueue_status_and_logs_say_where_the_pods_run(cli: Any, fake: FakeKube) -> None:
     install_kueue(fake)
     fake.put({"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},

@@ -40,6 +40,7 @@ from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inact
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
 from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
+from dockyard_k8s.render.record import applied_objects
 
 MIN_MINOR = 29  # Kubernetes 1.29: the oldest release still patched when this was written
 KUBERAY_CRDS = ("rayjobs.ray.io", "rayclusters.ray.io")
@@ -351,7 +352,7 @@ def evaluate(facts: Facts, objects: list[dict[str, Any]], namespace: str, *, ray
     checks.append(check_operator(facts.operators, ray_needed, namespace))
     checks += check_capacity(objects, facts.nodes, facts.quotas)
     checks.append(check_placement(objects, facts.nodes, facts.pods, facts.quotas))
-    checks += check_references(unheld_references(objects), facts.references, token)
+    checks += check_references(unheld_references(applied_objects(objects)), facts.references, token)
     checks += check_access(facts.access, needed_access(objects))
     checks.append(check_cni(facts.netpol, any(o.get("kind") == "NetworkPolicy" for o in objects)))
     if facts.kueue is not None:  # a queued run: LocalQueue -> ClusterQueue, coverage, fit (kueue_checks)
@@ -459,7 +460,7 @@ def gather(client: KubeClient, objects: list[dict[str, Any]], namespace: str, *,
     operators = allowed(lambda: operator_deployments(client)) if ray_needed else None
     nodes = allowed(lambda: client.list(KINDS["Node"], None)[0])
 
-    references = read_references(client, objects, token)
+    references = read_references(client, applied_objects(objects), token)
     access: dict[tuple[str, str, str], bool] | None
     try:
         access = {(verb, f"{resource}.{group}" if group else resource, sub):

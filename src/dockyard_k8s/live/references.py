@@ -18,6 +18,7 @@ from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.render.rayauth import TokenSecret
+from dockyard_k8s.render.record import applied_objects
 
 # What a missing reference's fix is, by kind ({ns}, {name} filled in).
 REFERENCE_FIXES = {
@@ -30,8 +31,8 @@ REFERENCE_FIXES = {
                     "{name})",
     "ConfigMap": "kubectl -n {ns} create configmap {name} --from-literal=KEY=... (or drop the reference)",
     "PersistentVolumeClaim": "create the claim {name} in {ns} (or drop the volume naming it)",
-    "LocalQueue": "ask the platform admin for it, or set infra.kueue.queueName to one of `kubectl get localqueues "
-                  "-n {ns}`",
+    "LocalQueue": "ask the platform admin for it (infra.kueue.queueObjects.render renders it for them to apply), or "
+                  "set infra.kueue.queueName to one of `kubectl get localqueues -n {ns}`",
     "WorkloadPriorityClass": "infra.kueue.queueObjects.priorityValue renders it (for an admin to apply), or set "
                              "infra.kueue.priorityClass to one of `kubectl get workloadpriorityclasses`",
 }
@@ -145,6 +146,7 @@ def require(client: KubeClient, objects: list[dict[str, Any]], *, what: str, cre
     Raises:
         ClusterError: one line per missing object; nothing was applied.
     """
+    objects = applied_objects(objects)  # a render-only LocalQueue is not created by `run`: it must exist
     namespaces = {name for kind, _, name, _ in unheld_references(objects) if kind == "Namespace"}
     for ns in namespaces:
         found_ns = client.get(KINDS["Namespace"], None, ns)

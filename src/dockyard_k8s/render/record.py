@@ -51,13 +51,19 @@ class Invocation:
 NO_INVOCATION = Invocation()
 
 
+def applied_objects(objects: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects ``run`` applies: all but the :data:`RENDER_ONLY` kinds (an admin applies those;
+    what they hold, a LocalQueue, must exist before ``run`` as much as if they were not rendered)."""
+    return [o for o in objects if o.get("kind") not in RENDER_ONLY]
+
+
 def launch_objects(run: RunConfig, objects: Sequence[dict[str, Any]], invocation: Invocation = NO_INVOCATION,
                    token: str | None = None) -> list[dict[str, Any]]:
     """What a launch of ``run`` (rendered as ``objects``) applies, in order: the token Secret
     (with ``token``), first, since every Ray pod reads it; the launch record, before any object of
     the run, so a launch that fails half-way still says what it was launched with; then the
     objects (``run`` skips the :data:`RENDER_ONLY` kinds among them)."""
-    applied = [o for o in objects if o.get("kind") not in RENDER_ONLY]
+    applied = applied_objects(objects)
     secret = [token_secret(run.infra, token)] if token is not None else []
     return [*secret, launch_record(run, applied, invocation), *objects]
 
