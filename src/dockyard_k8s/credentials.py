@@ -48,9 +48,9 @@ SECRET_VALUE = (
 # ``hub: hf_...``, says nothing better).
 _TOKEN_ENV = {"an AWS access key id": "AWS_ACCESS_KEY_ID", "a GitHub token": "GITHUB_TOKEN",
               "a Hugging Face token": "HF_TOKEN", "a Slack token": "SLACK_TOKEN"}
+_FILE_PATH = re.compile(r"(?:/|~/)[^\s:;]+")  # an absolute path (or ~/...), one word
 # A whole value that refers to a variable resolved where it is used, not a value: $VAR, ${...}
 # (OmegaConf's ${oc.env:VAR} too), $(VAR) (Kubernetes).
-_FILE_PATH = re.compile(r"(?:/|~/)[^\s:;]+")  # an absolute path (or ~/...), one word
 _REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[^{}]+\}|\([^()]+\))")
 
 

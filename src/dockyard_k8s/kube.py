@@ -379,9 +379,8 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
                  if labels.get(label)]
         # A claim's class (not "": no class, bound to a static PV by name): without the StorageClass
         # or a PersistentVolume of that class the claim, and every pod mounting it, stays Pending.
-        storage_class = as_mapping(obj.get("spec")).get("storageClassName") if obj.get("kind") == \
-            "PersistentVolumeClaim" else None
-        if storage_class:
+        storage_class = as_mapping(obj.get("spec")).get("storageClassName")
+        if obj.get("kind") == "PersistentVolumeClaim" and storage_class:
             named.append(("StorageClass", str(storage_class),
                           f"storageClassName of claim {as_mapping(obj.get('metadata')).get('name')}"))
         for kind, name, how in [*named, *(r for t in pod_templates(obj) for r in _pod_references(t.spec))]:

@@ -315,18 +315,15 @@ def ask_head(client: KubeClient, bundle: Bundle, pods: Iterable[dict[str, Any]],
         why = f"the API server answered {status} to its pods/proxy"
     if not from_head and status in (502, 503):
         return False, None  # not serving yet: ask again at the next change
-    if not from_head:
-        say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
-            "`dockyard-k8s job list` with the same files checks it through a port-forward")
-        return True, None
-    verdict = refused(status)
+    verdict = refused(status) if from_head else None
     if verdict:
         say(f"✔ the Ray head {pod} refuses a request without the token (GET /api/jobs/: HTTP {status})")
         return True, None
     if verdict is None:
-        say(f"note: could not check that the Ray head {pod} refuses a request without the token (HTTP {status} "
-            "is not a Ray head's answer to it, 401: a proxy or filter on the way?); `dockyard-k8s job list` "
-            "with the same files checks it through a port-forward")
+        if from_head:
+            why = f"HTTP {status} is not a Ray head's answer to it, 401: a proxy or filter on the way?"
+        say(f"note: could not check that the Ray head {pod} refuses a request without the token ({why}); "
+            "`dockyard-k8s job list` with the same files checks it through a port-forward")
         return True, None
     say(f"✖ {unauthenticated(f'the Ray head {pod}', status)}")
     return True, Outcome(False, "unauthenticated", "the run is left as it is: stop it with `dockyard-k8s down` (the "
