@@ -76,7 +76,7 @@ def secret_by_value(name: str, value: Any) -> str | None:
     if value is None or isinstance(value, (dict, list, bool)):
         return None
     text = str(value)
-    if not text or text.startswith("$(") or is_reference(text):
+    if not text or text.startswith("$(") or _REFERENCE.fullmatch(text.strip()):
         return None
     # a credential's name given a file's path is where the credential is, mounted from a Secret
     # (GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json, as Google documents it)
@@ -199,11 +199,6 @@ def secret_assignment(text: str) -> bool:
     key, sep, value = text.partition("=")
     parts = [p for p in re.split(r"(?<!\\)\.", key.lstrip("+~")) if p]
     return bool(sep) and secret_by_value(parts[-1] if parts else "", value) is not None
-
-
-def is_reference(text: str) -> bool:
-    """Whether ``text`` is a reference to a variable (``$VAR``, ``${...}``, ``$(VAR)``), not a value."""
-    return _REFERENCE.fullmatch(text.strip()) is not None
 
 
 def env_name(name: str) -> str:

@@ -167,9 +167,8 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     elif kind == "CronJob":
         found = _template(obj, ("spec", "jobTemplate", "spec", "template"))
         if found:
-            job = (spec.get("jobTemplate") or {}).get("spec") or {}
             out.append(PodTemplate(("spec", "jobTemplate", "spec", "template"), *found,
-                                   as_int(job.get("parallelism"), 1), ""))
+                                   as_int(dig(spec, "jobTemplate", "spec", "parallelism"), 1), ""))
     elif kind == "RayCluster":
         out.extend(_ray_cluster_templates(spec, ("spec",)))
     elif kind == "RayJob":
@@ -367,14 +366,15 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
     namespace — empty for cluster-scoped kinds —, name, how it is used), the namespaces first,
     then cluster-scoped kinds, then namespaced ones (what must exist before a ``kubectl apply``
     of the objects; ``doctor`` looks each up)."""
-    held = {(str(o.get("kind")), str(as_mapping(o.get("metadata")).get("namespace") or ""),
-             str(as_mapping(o.get("metadata")).get("name"))) for o in objects}
+    held = {(str(o.get("kind")), str(dig(o, "metadata", "namespace") or ""), str(dig(o, "metadata", "name")))
+            for o in objects}
     found: dict[tuple[str, str, str], list[str]] = {}
     for obj in objects:
-        ns = str(as_mapping(obj.get("metadata")).get("namespace") or "")
+        meta = as_mapping(obj.get("metadata"))
+        ns = str(meta.get("namespace") or "")
         if ns:
             found.setdefault(("Namespace", "", ns), [])
-        labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
+        labels = as_mapping(meta.get("labels"))
         named = [(kind, str(labels[label]), f"label {label}") for label, kind in _LABEL_REFERENCES.items()
                  if labels.get(label)]
         # A claim's class (not "": no class, bound to a static PV by name): without the StorageClass
@@ -382,7 +382,7 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
         storage_class = as_mapping(obj.get("spec")).get("storageClassName")
         if obj.get("kind") == "PersistentVolumeClaim" and storage_class:
             named.append(("StorageClass", str(storage_class),
-                          f"storageClassName of claim {as_mapping(obj.get('metadata')).get('name')}"))
+                          f"storageClassName of claim {meta.get('name')}"))
         for kind, name, how in [*named, *(r for t in pod_templates(obj) for r in _pod_references(t.spec))]:
             key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
             uses = found.setdefault(key, [])

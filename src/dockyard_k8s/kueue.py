@@ -69,7 +69,7 @@ def queue_name(obj: dict[str, Any]) -> str:
 
 def priority_class(obj: dict[str, Any]) -> str:
     """The WorkloadPriorityClass a job names, "" when it names none."""
-    value = as_mapping(as_mapping(obj.get("metadata")).get("labels")).get(PRIORITY_LABEL)
+    value = dig(obj, "metadata", "labels", PRIORITY_LABEL)
     return value if isinstance(value, str) else ""
 
 

@@ -123,7 +123,7 @@ class LayerReader:
             return None
         if not doc.data:
             self.empty.append(file)
-        return _expand_doc(doc, self.short) if self.short else doc
+        return _expand_doc(doc, self.short)
 
     def load_chain(self, file: str, stack: tuple[str, ...] = ()) -> Document:
         """A file merged over its ``defaults:`` parents (file names relative to it, ``.yaml``
@@ -328,7 +328,5 @@ def settings_layer(schema: Schema, settings: Sequence[Setting]) -> tuple[Documen
 
 
 def _expanded(schema: Schema, settings: Sequence[Setting]) -> Sequence[Setting]:
-    short = shorthands(schema)  # the files' were expanded as they were read (Layers.read)
-    if not short:
-        return settings
+    short = shorthands(schema)  # the files' were expanded as they were read (LayerReader.read)
     return [dataclasses.replace(s, value=_expand(s.value, s.path, short)[0]) for s in settings]

@@ -175,20 +175,16 @@ def _peers_problems(peers: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, 
     return out
 
 
-def _rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
-    if not isinstance(rule, dict):
-        return []  # not a mapping: the rendered object's schema check reports it
+def _rule_problems(rule: dict[str, Any], path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
     if not rule.get("from"):
         return [(path, "an extra ingress rule without `from` admits every pod, the sandbox pods' too; name the "
                        "sources (podSelector, namespaceSelector or a public ipBlock)")]
     return _peers_problems(rule["from"], (*path, "from"))
 
 
-def _egress_rule_problems(rule: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+def _egress_rule_problems(rule: dict[str, Any], path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
     """A sandbox extraEgress rule names pods by label: no rule to everything, no ipBlock (which
     would skip the private and metadata exceptions allowedEgressCidrs applies)."""
-    if not isinstance(rule, dict):
-        return []
     if not rule.get("to"):
         return [(path, "an extra egress rule without `to` reaches every address, cloud metadata endpoints "
                        "included; name the pods (podSelector, namespaceSelector)")]
@@ -275,7 +271,7 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
                         "unauthenticated); use an image with Ray >= 2.52.0 and set rayVersion to its version, or "
                         "set kuberay.auth.mode: disabled (anyone who reaches the Ray ports can then run code on "
                         "the GPU pods)"))
-    if kr["automountServiceAccountToken"] is False and (kr["spec"] or {}).get("enableInTreeAutoscaling") is True:
+    if kr["automountServiceAccountToken"] is False and kr["spec"].get("enableInTreeAutoscaling") is True:
         out.append((("kuberay", "automountServiceAccountToken"),
                     "got false, but kuberay.spec.enableInTreeAutoscaling needs the head's API token (the autoscaler "
                     "sidecar talks to the API server); set kuberay.automountServiceAccountToken: true"))

@@ -323,8 +323,7 @@ def _job_problems(run: RunConfig) -> list[ConfigProblem]:
 def _fragment_problems(run: RunConfig) -> list[ConfigProblem]:
     """A worker group of kuberay.spec merges into the fleet of its groupName; one that names
     no fleet would silently add a third group (a typo like ``trainr``)."""
-    spec = run.infra["kuberay"]["spec"]
-    groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
+    groups = run.infra["kuberay"]["spec"].get("workerGroupSpecs")
     allowed = set(run.infra["kuberay"]["extraGroups"])
     out = []
     for i, group in enumerate(groups if isinstance(groups, list) else []):
