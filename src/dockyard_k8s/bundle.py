@@ -23,7 +23,7 @@ from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.errors import ConfigError, ConfigProblem, ManifestError
 from dockyard_k8s.kube import GPU, missing_references, parse_quantity, pod_templates
 from dockyard_k8s.lint.isolation import Exposure, exposures
-from dockyard_k8s.plain import Path, format_path
+from dockyard_k8s.plain import Path, dig, format_path
 from dockyard_k8s.plan.fit import Unchecked, misfits, most_gpus, unchecked
 from dockyard_k8s.render import provenance, render_run
 from dockyard_k8s.render.meta import FLEET_LABEL
@@ -131,7 +131,7 @@ _SANDBOX_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ep
 
 def _fleet_of(obj: dict[str, Any], path: Path) -> str | None:
     """The fleet label of the pod template ``path`` is in."""
-    return next(((t.metadata.get("labels") or {}).get(FLEET_LABEL) for t in pod_templates(obj)
+    return next((dig(t.metadata, "labels", FLEET_LABEL) for t in pod_templates(obj)
                  if path[:len(t.path)] == t.path), None)
 
 

@@ -217,23 +217,17 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
     match_labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
     if not isinstance(match_labels, dict) or not isinstance(expressions, list):
         return False  # malformed (the schema says how): selects nothing
-    for key, value in match_labels.items():
-        if labels.get(key) != value:
-            return False
+    if any(labels.get(key) != value for key, value in match_labels.items()):
+        return False
     for expr in expressions:
         key, op, values = (expr.get("key"), expr.get("operator"), expr.get("values") or []) if isinstance(expr, dict) \
             else (None, None, None)
-        if not isinstance(key, str) or not isinstance(values, list):
+        if not isinstance(key, str) or not isinstance(op, str) or not isinstance(values, list):
             return False
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+        present = key in labels
+        matched = {"In": labels.get(key) in values, "NotIn": not (present and labels[key] in values),
+                   "Exists": present, "DoesNotExist": not present}
+        if not matched.get(op, False):  # an unknown operator selects nothing
             return False
     return True
 
