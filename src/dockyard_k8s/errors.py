@@ -72,9 +72,8 @@ class ConfigError(DockyardError):
         super().__init__(f"{len(self.problems)} problem(s) in the configuration")
 
     def render(self) -> str:
-        lines = [str(p) for p in self.problems]
-        lines.append(f"{len(self.problems)} problem(s); nothing was rendered or applied.")
-        return "\n".join(lines)
+        return "\n".join([*map(str, self.problems),
+                          f"{len(self.problems)} problem(s); nothing was rendered or applied."])
 
 
 class ManifestError(DockyardError):

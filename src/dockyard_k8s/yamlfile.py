@@ -327,8 +327,9 @@ _FALSE = frozenset(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off"
 _NULL = frozenset(("", "~", "null", "Null", "NULL"))
 _GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
-_INF = {".inf": math.inf, ".Inf": math.inf, ".INF": math.inf, "+.inf": math.inf, "+.Inf": math.inf,
-        "+.INF": math.inf, "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf}
+_INF_NAN = {".inf": math.inf, ".Inf": math.inf, ".INF": math.inf, "+.inf": math.inf, "+.Inf": math.inf,
+            "+.INF": math.inf, "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf,
+            ".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
 
 
 def resolve_go_yaml(text: str) -> Any:
@@ -342,10 +343,8 @@ def resolve_go_yaml(text: str) -> Any:
     first = text[0]
     if not (first.isdigit() or first in "+-."):
         return text
-    if text in _INF:
-        return _INF[text]
-    if text in (".nan", ".NaN", ".NAN"):
-        return math.nan
+    if text in _INF_NAN:
+        return _INF_NAN[text]
     plain = text.replace("_", "")
     if _GO_INT.match(plain):  # strconv.ParseInt(plain, 0, 64): 0x, 0o, 0b and leading-0 octal
         digits = plain.lstrip("+-")

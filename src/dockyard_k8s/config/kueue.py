@@ -75,8 +75,8 @@ def kueue_config_problems(infra: InfraSpec) -> list[tuple[Path, str]]:
         out += _topology_problems(section, (*base, "fleets", fleet))
         if section is not None and fleet not in has_pod_set:
             why = {"submitter": "only a K8sJobMode RayJob has a submitter pod set",
-                   "head": "the head is its own pod set only in a RayJob or RayCluster"}.get(fleet, "")
-            out.append(((*base, "fleets", fleet), f"launch.mode {mode} has no {fleet} pod set ({why or 'no pods'})"))
+                   "head": "the head is its own pod set only in a RayJob or RayCluster"}.get(fleet, "no pods")
+            out.append(((*base, "fleets", fleet), f"launch.mode {mode} has no {fleet} pod set ({why})"))
         if fleet == "submitter" and section is not None and mode == "rayjob" \
                 and launch["submissionMode"] != "K8sJobMode":
             out.append(((*base, "fleets", fleet), f"submissionMode {launch['submissionMode']} has no submitter pod set "

@@ -312,7 +312,7 @@ def _infra_layers(reader: LayerReader, files: Sequence[str], layers: Layers, *,
                 message += "; a recipe override goes after RECIPE, without --set"
         reader.problem(infra, path, message, at_key=message.startswith(("unknown key", "got key")))
     broken = [path for path, _ in found]
-    plan = infra.data.get("plan") if isinstance(infra.data, dict) else None
+    plan = infra.data.get("plan")
     if isinstance(plan, dict) and (plan.get("nodePools") or plan.get("instanceTypes")) and \
             not any(path[:1] == ("plan",) for path, _ in found):
         for path, message in pool_problems(plan):
@@ -355,9 +355,9 @@ def _profile_name(data: dict[str, Any]) -> str:
     return f"<{section['platform']} profile{' ' + str(typ) if typ else ''}>"
 
 
-def _profile_doc(data: Any) -> Document | None:
+def _profile_doc(data: dict[str, Any]) -> Document | None:
     """The platform profile layer of the merged ``data`` as a Document, or None (generic/invalid)."""
-    section = data.get("infra") if isinstance(data, dict) else None
+    section = data.get("infra")
     if not isinstance(section, dict):
         return None
     launch = data.get("launch")

@@ -35,8 +35,8 @@ def locate(marks: Mapping[Path, Mark], key_marks: Mapping[Path, Mark], path: Pat
     """Where ``path`` was written: the path itself (its key with ``at_key``), else the key of
     its closest written parent (a missing ``infra.image`` points at ``infra:``; a list item
     at the item), else the top of the file."""
-    if path in (key_marks if at_key else marks):
-        return (key_marks if at_key else marks)[path]
+    if at_key and path in key_marks:
+        return key_marks[path]
     if path in marks:
         return marks[path]
     for end in range(len(path) - 1, 0, -1):
@@ -112,4 +112,4 @@ class RunConfig:
         """True when a user layer (a defaults or infra file, --set) set ``path``, not the
         shipped defaults or a platform profile."""
         file = self.layer(path)
-        return not (file == SHIPPED or (file.startswith("<") and file.endswith(">")))
+        return not (file.startswith("<") and file.endswith(">"))  # SHIPPED is <shipped defaults>
