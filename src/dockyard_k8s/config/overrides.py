@@ -266,13 +266,7 @@ def _hydra_value(value: Any) -> str:
     if isinstance(value, float):  # inf, nan as Hydra reads them (JSON has no such numbers)
         return repr(value)
     if isinstance(value, str):
-        if re.fullmatch(r"[\w./:@%+-]+", value) and not _looks_typed(value):
-            return value
+        if re.fullmatch(r"[\w./:@%+-]+", value) and isinstance(parse_value(value, "")[0], str):
+            return value  # bare: read back as this string, not as another type
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra quoted string
     return json.dumps(value, separators=(",", ":"))
-
-
-def _looks_typed(value: str) -> bool:
-    """True when a bare string would be read back as another type."""
-    parsed, _ = parse_value(value, "")
-    return not isinstance(parsed, str)

@@ -257,13 +257,6 @@ MAX_STATEFULSET_NAME = 52
 MAX_JOB_NAME = 63  # the Job's pods carry job-name=<name>, a label value
 
 
-def gpu_pod_count(infra: InfraSpec) -> int:
-    """GPU pods of the run in the launch shape chosen (the job shape is one pod)."""
-    kr = infra["kuberay"]
-    pods = sum(kr[r]["replicas"] for r in GPU_FLEETS if kr[r]["gpus"] > 0)
-    return {"attach": 0, "job": min(pods, 1)}.get(infra["launch"]["mode"], pods)
-
-
 def _images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
     """Images to pin: each once, at the key the user wrote it."""
     main = infra["infra"]["image"]
@@ -305,7 +298,8 @@ def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
     if storage["enabled"] and not storage["create"] and not storage["claimName"]:
         out.append((("infra", "storage", "claimName"), "is required when storage.create is false (got nothing, "
                                                        "expected the name of an existing PersistentVolumeClaim)"))
-    pods = gpu_pod_count(infra)
+    gpu_pods = sum(kr[r]["replicas"] for r in gpu_fleets)
+    pods = {"attach": 0, "job": min(gpu_pods, 1)}.get(mode, gpu_pods)  # in the launch shape: job's is one pod
     if storage["enabled"] and storage["create"] and pods > 1:
         if storage["accessMode"] == "ReadWriteOncePod":
             out.append((("infra", "storage", "accessMode"), f"ReadWriteOncePod allows one pod, but {pods} GPU pods "

@@ -72,17 +72,6 @@ def _resolve_plain(value: str) -> tuple[str, Any]:
     return "str", value
 
 
-def _untagged(value: str, plain: bool) -> tuple[Any, str | None]:
-    """An untagged scalar's value (a quoted one is a string), or why YAML 1.1 reads it differently."""
-    if not plain:
-        return value, None
-    for pattern, why in _AMBIGUOUS:
-        if pattern.match(value):
-            rest = value.lstrip("+-")[1:]
-            return value, f"unquoted {value!r} {why.format(rest=rest, value=value)}"
-    return _resolve_plain(value)[1], None
-
-
 # --- environment interpolation --------------------------------------------------------
 
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
@@ -141,11 +130,13 @@ def _value(env: Mapping[str, str] | None, value: str, tag: str | None, plain: bo
                 f"${{{name}:-default}})" for name in missing]
         if why:
             return value, tuple(why)  # one problem per reference: the value itself is unknown, check nothing else
-    if tag is None:  # quoted or block scalar: always a string
-        typed, ambiguous = _untagged(value, plain)
-        return typed, (ambiguous,) if ambiguous else NO_PROBLEM
-    if tag == STR:
+    if tag == STR or (tag is None and not plain):  # a quoted or block scalar is a string
         return value, NO_PROBLEM
+    if tag is None:  # plain: refused where YAML 1.1 reads it differently
+        for pattern, reading in _AMBIGUOUS:
+            if pattern.match(value):
+                return value, (f"unquoted {value!r} {reading.format(rest=value.lstrip('+-')[1:], value=value)}",)
+        return _resolve_plain(value)[1], NO_PROBLEM
     kind, typed = _resolve_plain(value)
     wanted = tag.rsplit(":", 1)[-1]
     if kind != wanted and not (wanted == "float" and kind == "int"):
