@@ -344,15 +344,11 @@ def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     for v in spec.get("volumes") or []:
         if not isinstance(v, dict):
             continue
-        claim = as_mapping(v.get("persistentVolumeClaim")).get("claimName")
-        if claim:
-            yield "PersistentVolumeClaim", str(claim), f"volume {v.get('name')}"
-        secret = as_mapping(v.get("secret"))
-        if secret.get("secretName") and not secret.get("optional"):
-            yield "Secret", str(secret["secretName"]), f"volume {v.get('name')}"
-        config = as_mapping(v.get("configMap"))
-        if config.get("name") and not config.get("optional"):
-            yield "ConfigMap", str(config["name"]), f"volume {v.get('name')}"
+        for key, name, kind in (("persistentVolumeClaim", "claimName", "PersistentVolumeClaim"),
+                                ("secret", "secretName", "Secret"), ("configMap", "name", "ConfigMap")):
+            ref = as_mapping(v.get(key))
+            if ref.get(name) and not ref.get("optional"):
+                yield kind, str(ref[name]), f"volume {v.get('name')}"
 
 
 def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:

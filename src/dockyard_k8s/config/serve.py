@@ -367,8 +367,7 @@ def serve_problems(infra: InfraSpec, *,
                                        "(it names the Service and is a label value)"))
     for request, limit, low, high in (("memory", "memoryLimit", s["memory"], s["memoryLimit"]),
                                       ("cpu", "cpuLimit", s["cpu"], s["cpuLimit"])):
-        below = high is not None and (parse_quantity(high) or 0) < (parse_quantity(low) or 0)
-        if below:
+        if high is not None and (parse_quantity(high) or 0) < (parse_quantity(low) or 0):
             at = ("serve", limit) if written(("serve", limit)) else ("serve", request)
             out.append((at, f"serve.{limit} {high} is below the request serve.{request} {low} (the API server "
                             "rejects a limit under its request); expected a limit at least the request"))
