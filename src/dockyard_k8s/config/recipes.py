@@ -163,10 +163,8 @@ class RecipeComposer:
 
     def _target(self, e: _Entry, path: str) -> str | None:
         """The file of an entry, or None (a problem was reported, or an optional option is missing)."""
-        if e.kind == "file":
-            file = find_file(self.root if e.path.startswith("/") else e.directory, e.path.lstrip("/"))
-        else:
-            file = find_file(self.root, path)
+        # a file is relative to the config naming it, unless absolute (from the recipe's directory)
+        file = find_file(e.directory if e.kind == "file" and not path.startswith("/") else self.root, path.lstrip("/"))
         if os.path.exists(file):
             return file
         if e.kind == "file":
