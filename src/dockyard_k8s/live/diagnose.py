@@ -356,7 +356,8 @@ def event_finding(event: dict[str, Any], fleet: str) -> Diagnosis | None:
     return None
 
 
-# --- findings read together: retries KubeRay will make, pods the run's terminating pods hold up ---
+# --- findings read together: retries KubeRay will make, Kueue's admission, pods the run's terminating pods
+# hold up ---
 
 # The submitter Job's backoffLimit KubeRay sets when the RayJob's submitterConfig does not
 # (rayjob_controller.go createNewK8sJob): three submissions in all.
@@ -392,6 +393,29 @@ def retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
                                f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
 
 
+
+
+def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,
+                      flavors: dict[str, dict[str, str]]) -> list[Diagnosis]:
+    """A pod of a run Kueue admitted, refused for a resource that admission counted (``flavors``: pod
+    set -> resource -> flavor): the ClusterQueue had quota for it, so "add nodes" is not yet the answer.
+    Kueue re-admits as soon as quota frees (a preemptor's Workload gone), while that workload's pods
+    still have their grace period; kube-scheduler counts a terminating pod's requests until it is gone.
+    Pods of another run are not the run's to look at, so the hint says what is likely and what if not."""
+    out = []
+    for f in findings:
+        short = sorted(set(_INSUFFICIENT.findall(f.message)) & set(flavors.get(f.fleet, {}))) \
+            if f.reason == "FailedScheduling" else []
+        nowhere = _NOT_HELPFUL.search(f.message.lower())
+        if short and not (nowhere and nowhere["all"] == nowhere["none"]):
+            fields = " or ".join(_key(f.fleet, _FIELD_OF.get(r, "extendedResources")) for r in short)
+            f = dataclasses.replace(f, hint=(
+                f"Kueue admitted the run (ClusterQueue {cluster_queue or '?'} has quota for its {', '.join(short)}), "
+                "but no node has it free yet: pods of a workload Kueue evicted or that just ended may still be "
+                "terminating, and the scheduler places this pod once they are gone; if it stays Pending, the "
+                f"ClusterQueue's quota is more than the nodes hold: lower {fields} or the quota, or add nodes"))
+        out.append(f)
+    return out
 
 
 def _requests(pod: dict[str, Any]) -> set[str]:

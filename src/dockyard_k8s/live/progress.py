@@ -19,6 +19,7 @@ from typing import Any
 from dockyard_k8s import kube
 from dockyard_k8s.live.diagnose import (
     Diagnosis,
+    admitted_by_kueue,
     event_finding,
     fleet_of,
     object_findings,
@@ -452,7 +453,11 @@ class RunView:
             if found.reason in image:
                 pulling.add(found.pod)
             out[found.key] = found
-        return waiting_for_terminating(list(out.values()), pods)
+        said = list(out.values())
+        workload = self.workload()
+        if workload is not None and (admitted := workload_state(workload)).state == "admitted":
+            said = admitted_by_kueue(said, admitted.cluster_queue, admitted.flavors)
+        return waiting_for_terminating(said, pods)  # the run's own terminating pods: the surer hint
 
     def new_findings(self) -> list[Diagnosis]:
         """Findings not reported before (each pod + reason once)."""

@@ -386,6 +386,47 @@ def test_a_pod_waiting_for_the_run_s_terminating_pods_is_told_so_not_to_lower_it
     assert view.findings()[0].hint.startswith("1 pod of the run is still terminating and holds cpu until")
 
 
+def test_a_pod_of_a_run_kueue_admitted_is_told_the_quota_had_room_not_only_to_add_nodes() -> None:
+    """Seen on the real control plane: Kueue re-admits a preempted run as soon as the preemptor's
+    Workload is gone, while the preemptor's pods still have their grace period; the scheduler then
+    refuses the run's pods for the cpu those hold. "lower kuberay.trainer.cpu or add nodes" alone
+    was misleading: Kueue's quota had room, the nodes are being freed."""
+    view = RunView("x", {"trainer": 1, "sandbox": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Initializing"})])
+    workload = {"kind": "Workload", "metadata": {"name": "rayjob-x-1", "ownerReferences": [
+        {"kind": "RayJob", "name": "x", "uid": "RayJob"}]}, "spec": {"queueName": "q"},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}],
+                   "admission": {"clusterQueue": "team-a", "podSetAssignments": [
+                       {"name": "trainer", "flavors": {"cpu": "default", "nvidia.com/gpu": "h100"}}]}}}
+    view.sync("Workload", [workload])
+    message = ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption "
+               "victims found for incoming pod.")
+    trainer, sandbox = pod("x-trainer-0", "trainer", "Pending"), pod("x-sandbox-0", "sandbox", "Pending")
+    for p in (trainer, sandbox):
+        p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                      "message": message}]
+    view.sync("Pod", [trainer, sandbox])
+    hints = {f.fleet: f.hint for f in view.findings()}
+    assert hints["trainer"] == (
+        "Kueue admitted the run (ClusterQueue team-a has quota for its cpu), but no node has it free yet: pods of a "
+        "workload Kueue evicted or that just ended may still be terminating, and the scheduler places this pod once "
+        "they are gone; if it stays Pending, the ClusterQueue's quota is more than the nodes hold: lower "
+        "kuberay.trainer.cpu or the quota, or add nodes")
+    # the sandbox is not in the Workload (Kueue's quota did not count it): the capacity hint stands
+    assert hints["sandbox"].startswith("no node has cpu left for a sandbox pod: lower sandbox.resources.cpu")
+
+    # no node could hold it even empty: admission does not change that
+    trainer["status"]["conditions"][0]["message"] = ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 "
+                                                     "nodes are available: 3 Preemption is not helpful for scheduling.")
+    view.sync("Pod", [trainer])
+    assert view.findings()[0].hint.startswith("no node that a trainer pod may use has that much cpu")
+    # not admitted (evicted): the capacity hint again
+    trainer["status"]["conditions"][0]["message"] = message
+    workload["status"]["conditions"] = [{"type": "Evicted", "status": "True", "reason": "Preempted"}]
+    view.sync("Pod", [trainer])
+    assert view.findings()[0].hint.startswith("no node has cpu left for a trainer pod: lower kuberay.trainer.cpu")
+
+
 def test_a_burst_of_pod_changes_is_said_once_per_fleet_and_every_state_of_the_main_object() -> None:
     queued: queue.Queue[Any] = queue.Queue()
     for i in range(16):  # kwok turns 16 sandbox pods Ready within milliseconds
