@@ -256,14 +256,14 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
                     f"got {kr['rayVersion']!r}, but infra.image is Ray {show_version(tagged)} (its tag): KubeRay "
                     "takes spec.rayVersion for the image's Ray; remove kuberay.rayVersion (it is read from a Ray "
                     f"image's tag) or set {show_version(tagged)!r}"))
-    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and tagged < MIN_RAY_TOKEN_AUTH:
+    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and _padded(tagged) < MIN_RAY_TOKEN_AUTH:
         out.append((("infra", "image"),
                     f"is Ray {show_version(tagged)} (its tag): Ray token authentication (kuberay.auth.mode: token, "
                     "the default) needs Ray >= 2.52.0, and older Ray ignores RAY_AUTH_MODE (the cluster would run "
                     "unauthenticated); use an image with Ray >= 2.52.0, or set kuberay.auth.mode: disabled (anyone "
                     "who reaches the Ray ports can then run code on the GPU pods)"))
     elif kr["auth"]["mode"] == "token" and mode != "attach":
-        version = parse_version(kr["rayVersion"])
+        version = _padded(parse_version(kr["rayVersion"]))
         if version is None or version < MIN_RAY_TOKEN_AUTH:
             out.append((("kuberay", "rayVersion"),
                         f"got {kr['rayVersion']!r}: Ray token authentication (kuberay.auth.mode: token, the "

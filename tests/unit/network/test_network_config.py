@@ -229,6 +229,17 @@ def test_the_ray_version_is_read_from_a_ray_images_tag(capsys: Any, write: Any) 
     assert code == 0, err  # no token auth asked for: an older Ray is fine
 
 
+def test_a_two_part_ray_version_is_the_release_it_names(capsys: Any, write: Any) -> None:
+    """``rayVersion: "2.52"`` (and an image tagged ``2.52``) is Ray 2.52.0, which has token
+    authentication: compared as a tuple, (2, 52) < (2, 52, 0) refused it."""
+    code, _, err, _ = check_image(capsys, write, "2.52-py311", "kuberay:\n  rayVersion: '2.52'\n")
+    assert code == 0, err
+    code, _, err, _ = check(capsys, write, "kuberay:\n  rayVersion: '2.52'\n")
+    assert code == 0, err
+    code, _, err, _ = check(capsys, write, "kuberay:\n  rayVersion: '2.51'\n")
+    assert code == 2 and "kuberay.rayVersion: got '2.51': Ray token authentication" in err, err
+
+
 def test_a_ray_version_that_contradicts_the_image_tag_is_refused(capsys: Any, write: Any) -> None:
     code, _, err, infra = check_image(capsys, write, "2.53.0-py311", "kuberay:\n  rayVersion: '2.52.1'\n")
     assert code == 2
