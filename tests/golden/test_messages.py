@@ -178,6 +178,8 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
             "launch:\n  namespace: a\nimage: r/i:1\n")),
         ("a YAML 1.1 boolean where a string goes", CHECK, infra("kuberay:\n  trainer:\n    nodeSelector:\n"
                                                                 "      gpu: yes\n")),
+        ("a version or a label value YAML reads as a number or a boolean: quote it", CHECK, infra(
+            "kuberay:\n  rayVersion: 2.50\n  trainer:\n    nodeSelector:\n      fast: true\n      gen: 5\n")),
         ("a byte unit where a quantity goes says how Kubernetes spells it", CHECK, infra(
             "kuberay:\n  trainer:\n    memory: 1000GB\n    shmSize: 64GiB\n")),
         ("the image is required", CHECK, {"i.yaml": "infra:\n  namespace: x\n"}),

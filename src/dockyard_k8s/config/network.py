@@ -250,13 +250,13 @@ def network_problems(infra: InfraSpec) -> list[tuple[tuple[Any, ...], str]]:
         for i, rule in enumerate(knp["extraIngress"]):
             out += _rule_problems(rule, ("kuberay", "networkPolicy", "extraIngress", i))
     mode = infra["launch"]["mode"]
-    tagged = ray_image_version(infra["infra"]["image"])
-    if mode != "attach" and tagged is not None and _padded(parse_version(kr["rayVersion"])) != _padded(tagged):
+    tagged = _padded(ray_image_version(infra["infra"]["image"]))
+    if mode != "attach" and tagged is not None and _padded(parse_version(kr["rayVersion"])) != tagged:
         out.append((("kuberay", "rayVersion"),
                     f"got {kr['rayVersion']!r}, but infra.image is Ray {show_version(tagged)} (its tag): KubeRay "
                     "takes spec.rayVersion for the image's Ray; remove kuberay.rayVersion (it is read from a Ray "
                     f"image's tag) or set {show_version(tagged)!r}"))
-    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and _padded(tagged) < MIN_RAY_TOKEN_AUTH:
+    elif kr["auth"]["mode"] == "token" and mode != "attach" and tagged is not None and tagged < MIN_RAY_TOKEN_AUTH:
         out.append((("infra", "image"),
                     f"is Ray {show_version(tagged)} (its tag): Ray token authentication (kuberay.auth.mode: token, "
                     "the default) needs Ray >= 2.52.0, and older Ray ignores RAY_AUTH_MODE (the cluster would run "

@@ -154,6 +154,12 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "object": "a mapping", "array": "a list", "null": "null"}
 
 
+# A scalar YAML typed for the user where a string was meant (rayVersion: 2.50, tag: 2024, gpu: true).
+_QUOTE_IT = {"number": "; quote it: unquoted, YAML reads a number (2.50 is 2.5)",
+             "integer": "; quote it: unquoted, YAML reads a number",
+             "boolean": "; quote it: unquoted, YAML reads true and false as booleans"}
+
+
 def subschemas(schema: Schema, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Schema]]:
     """``schema`` and every schema of its properties, nested ones too (not array items nor map
     values), each with its path, parents first."""
@@ -194,7 +200,8 @@ def _check(schema: Schema, value: Any, path: Path, out: list[tuple[Path, str]]) 
         names = allowed if isinstance(types, str) else [t for t in allowed if t != "null"]
         expected = " or ".join(_pattern_hint(schema["pattern"]) if n == "string" and "pattern" in schema
                                else _ARTICLE[n] for n in names)
-        out.append((path, f"got {show_typed(value)}, expected {expected}"))
+        quote = _QUOTE_IT.get(got, "") if names == ["string"] and "pattern" not in schema else ""
+        out.append((path, f"got {show_typed(value)}, expected {expected}{quote}"))
         return
     if value is None:
         return
