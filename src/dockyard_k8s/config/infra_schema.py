@@ -286,7 +286,8 @@ INFRA: Schema = obj("dockyard-k8s infra spec: where and how to run a recipe.", {
         }),
         "kueue": _KUEUE,
         "imagePull": obj("Image handling for large training images.", {
-            "requirePinned": boolean("Reject images without a pinned tag or digest (and :latest).", False),
+            "requirePinned": boolean("Reject images without a pinned tag or digest (and :latest); when false, "
+                                     "`check` notes them.", False),
             "coldPullSeconds": integer("Added to launch.activeDeadlineSeconds and the bootstrap timeout, for a "
                                        "cold pull of the image.", 0, minimum=0),
             "prePull": boolean("Render a DaemonSet that pulls infra.image on the GPU nodes.", False),

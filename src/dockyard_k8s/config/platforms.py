@@ -257,7 +257,7 @@ MAX_STATEFULSET_NAME = 52
 MAX_JOB_NAME = 63  # the Job's pods carry job-name=<name>, a label value
 
 
-def _images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
+def pinnable_images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
     """Images to pin: each once, at the key the user wrote it."""
     main = infra["infra"]["image"]
     out: list[tuple[tuple[str, ...], Any]] = [(("infra", "image"), main)]
@@ -290,7 +290,7 @@ def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
                             f"got {shm!r}, expected at least {EKS_MIN_SHM}: multi-GPU pods on eks need a large "
                             "memory-backed /dev/shm (NCCL and DataLoader workers fail with 'Bus error')"))
     if section["imagePull"]["requirePinned"]:
-        for path, image in _images(infra):
+        for path, image in pinnable_images(infra):
             why = image_pin_problem(str(image)) if image else ""
             if why:
                 out.append((path, why + " (infra.imagePull.requirePinned)"))

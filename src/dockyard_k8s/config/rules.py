@@ -16,7 +16,13 @@ from dockyard_k8s.config.kueue import kueue_config_problems
 from dockyard_k8s.config.model import GPU_FLEETS, SHIPPED, RunConfig, layer_name
 from dockyard_k8s.config.network import network_problems
 from dockyard_k8s.config.overrides import lookup
-from dockyard_k8s.config.platforms import EKS_PRESETS, INSTANCE_TYPE_LABEL, platform_problems
+from dockyard_k8s.config.platforms import (
+    EKS_PRESETS,
+    INSTANCE_TYPE_LABEL,
+    image_pin_problem,
+    pinnable_images,
+    platform_problems,
+)
 from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env, tokens_in
 from dockyard_k8s.errors import ConfigProblem
 from dockyard_k8s.kube import parse_quantity, split_image
@@ -104,6 +110,7 @@ def run_rules(run: RunConfig, *, missing_infra: str = "") -> tuple[list[ConfigPr
                                                                    *network_problems(infra)]]
     problems += _image_problems(run)
     problems += _limit_problems(run, notes)
+    notes += _unpinned_notes(run)
     problems += _job_problems(run)
     problems += _fragment_problems(run)
     problems += secret_problems(run)
@@ -213,6 +220,16 @@ def _image_problems(run: RunConfig) -> list[ConfigProblem]:
         if why:
             out.append(run.locate(path, why))
     return out
+
+
+def _unpinned_notes(run: RunConfig) -> list[str]:
+    """An image without a pinned tag runs, so it is a note (lint's image-tag says error), unless
+    infra.imagePull.requirePinned makes it a problem (platform_problems)."""
+    if run.infra["infra"]["imagePull"]["requirePinned"]:
+        return []
+    return [f"{format_path(path)} {why}; it runs, but a node may pull another build of it later "
+            "(infra.imagePull.requirePinned: true refuses it)"
+            for path, image in pinnable_images(run.infra) if image and (why := image_pin_problem(str(image)))]
 
 
 def _described(run: RunConfig, path: Path) -> str:

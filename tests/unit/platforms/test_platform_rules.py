@@ -102,6 +102,18 @@ def test_eks_requires_pinned_images(bundle_of: BundleOf, image: str) -> None:
     assert "infra.image: got" in e.value.render() and "pinned tag or @sha256: digest" in e.value.render()
 
 
+def test_an_unpinned_image_elsewhere_is_a_note_not_a_silent_pass(bundle_of: BundleOf) -> None:
+    """Without requirePinned (not eks) an untagged image runs, so check says so rather than ✔ alone;
+    lint's image-tag calls it an error."""
+    notes = bundle_of({"infra": {"image": "registry.example.com/ubuntu-swe"},
+                       "sandbox": {"image": "registry.example.com/exec:latest"}}).run.notes
+    assert [n.split(" got ")[0] for n in notes] == ["infra.image", "sandbox.image"]
+    assert notes[0] == ("infra.image got 'registry.example.com/ubuntu-swe' (no tag: Kubernetes pulls :latest), "
+                        "expected a pinned tag or @sha256: digest; it runs, but a node may pull another build of it "
+                        "later (infra.imagePull.requirePinned: true refuses it)")
+    assert bundle_of({"infra": {"image": "registry.example.com/ubuntu-swe:v1"}}).run.notes == ()
+
+
 def test_pinned_tags_and_digests_pass(bundle_of: BundleOf) -> None:
     bundle_of({"infra": {"platform": "eks", "image": "localhost:5000/ubuntu-swe:v1"}})
     bundle_of({"infra": {"platform": "eks", "image": "r.example.com/u@sha256:" + "a" * 64}})
