@@ -169,6 +169,26 @@ def test_a_queued_run_is_not_said_to_have_outlived_kuberay_s_pre_running_deadlin
     assert "✖ timeout: stopped following after 9s" in r.out
 
 
+def test_a_run_kueue_admitted_beyond_what_the_nodes_hold_is_told_so(cluster: Any, e2e_cli: Any, example: Any,
+                                                                    ns: str, kueue: Any) -> None:
+    """A ClusterQueue with more quota than the nodes hold (40 GPUs; 3 p4de nodes of 8): Kueue admits
+    4 pods of 8 GPUs and the real scheduler refuses one. The hint says that Kueue's quota had room
+    and the nodes do not (pods still terminating, or a quota larger than the nodes), not only
+    "free GPUs" (what a run without Kueue is told)."""
+    kueue(40)
+    r = e2e_cli("run", *example(*queued("--timeout", "30"), sets=("kuberay.trainer.replicas=3", "sandbox.replicas=1")))
+    assert r.code == 1, r.out + r.err
+    wl = workload(cluster, ns)
+    assert condition(wl, "Admitted")["status"] == "True"
+    assert "FailedScheduling: 0/8 nodes are available" in r.out and "Insufficient nvidia.com/gpu" in r.out
+    # the pod left over is short of all three on the p4de nodes the others fill
+    assert (f"hint: Kueue admitted the run (ClusterQueue {ns} has quota for its cpu, memory, nvidia.com/gpu), but no "
+            "node has enough free yet: pods of a workload Kueue evicted or that just ended may still be "
+            "terminating") in r.out, r.out
+    assert "the ClusterQueue's quota is more than the nodes hold: lower kuberay." in r.out
+    assert "no node has enough free GPUs for a" not in r.out
+
+
 def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, example: Any, ns: str,
                                                    kueue: Any) -> None:
     kueue(2)  # room for one run of 2 GPUs

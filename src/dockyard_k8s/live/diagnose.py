@@ -411,7 +411,7 @@ def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,
             fields = " or ".join(_key(f.fleet, _FIELD_OF.get(r, "extendedResources")) for r in short)
             f = dataclasses.replace(f, hint=(
                 f"Kueue admitted the run (ClusterQueue {cluster_queue or '?'} has quota for its {', '.join(short)}), "
-                "but no node has it free yet: pods of a workload Kueue evicted or that just ended may still be "
+                "but no node has enough free yet: pods of a workload Kueue evicted or that just ended may still be "
                 "terminating, and the scheduler places this pod once they are gone; if it stays Pending, the "
                 f"ClusterQueue's quota is more than the nodes hold: lower {fields} or the quota, or add nodes"))
         out.append(f)

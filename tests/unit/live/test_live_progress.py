@@ -408,8 +408,8 @@ def test_a_pod_of_a_run_kueue_admitted_is_told_the_quota_had_room_not_only_to_ad
     view.sync("Pod", [trainer, sandbox])
     hints = {f.fleet: f.hint for f in view.findings()}
     assert hints["trainer"] == (
-        "Kueue admitted the run (ClusterQueue team-a has quota for its cpu), but no node has it free yet: pods of a "
-        "workload Kueue evicted or that just ended may still be terminating, and the scheduler places this pod once "
+        "Kueue admitted the run (ClusterQueue team-a has quota for its cpu), but no node has enough free yet: pods of "
+        "a workload Kueue evicted or that just ended may still be terminating, and the scheduler places this pod once "
         "they are gone; if it stays Pending, the ClusterQueue's quota is more than the nodes hold: lower "
         "kuberay.trainer.cpu or the quota, or add nodes")
     # the sandbox is not in the Workload (Kueue's quota did not count it): the capacity hint stands
