@@ -85,6 +85,11 @@ class Inventory:
         return out
 
 
+def known_type(name: str, plan: Mapping[str, Any]) -> bool:
+    """An instance type of the catalogue or of the infra spec's ``plan.instanceTypes``."""
+    return name in catalog.AWS or name in catalog.EXPLICIT or name in (plan.get("instanceTypes") or {})
+
+
 def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     """What is wrong in the infra spec's ``plan`` section beyond its schema, as (path under
     ``plan``, message): the loader reports each at its file:line:col, so ``check`` and ``plan``
@@ -98,7 +103,7 @@ def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
                             f"got {show(v)}, expected a Kubernetes quantity like 4, 500m or 16Gi"))
     for i, pool in enumerate(section.get("nodePools") or []):
         itype = str(pool.get("instanceType"))
-        if itype not in custom and itype not in catalog.AWS and itype not in catalog.EXPLICIT:
+        if not known_type(itype, section):
             hint = did_you_mean(itype, [*catalog.names(), *custom])
             out.append((("nodePools", i, "instanceType"),
                         f"unknown instance type {show(itype)} (expected one of the catalogue: `dockyard-k8s plan "
@@ -146,13 +151,16 @@ def from_pools(section: dict[str, Any]) -> Inventory:
     return Inventory(nodes, [], f"plan.nodePools ({counts})")
 
 
-def _items(objects: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def items_of(objects: Iterable[dict[str, Any]], kind: str | None = None) -> list[dict[str, Any]]:
+    """The objects, a ``*List``'s items in its place (an API list's items may carry no kind: the
+    list's); with ``kind``, only those of that kind."""
     out = []
     for o in objects:
-        if o.get("kind") == kind:
+        if str(o.get("kind", "")).endswith("List"):
+            items = o.get("items") if isinstance(o.get("items"), list) else []
+            out += [i for i in items if isinstance(i, dict) and kind in (None, i.get("kind", kind))]
+        elif kind in (None, o.get("kind")):
             out.append(o)
-        elif str(o.get("kind", "")).endswith("List"):
-            out += [i for i in o.get("items") or [] if isinstance(i, dict) and i.get("kind", kind) == kind]
     return out
 
 
@@ -192,7 +200,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
     objects = list(objects)
     problems: list[ConfigProblem] = []
     nodes: list[Node] = []
-    for o in _items(objects, "Node"):
+    for o in items_of(objects, "Node"):
         meta = o.get("metadata") or {}
         name = str(meta.get("name", ""))
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
@@ -212,7 +220,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
     by_name = {n.name: n for n in nodes}
-    for p in _items(objects, "Pod"):
+    for p in items_of(objects, "Pod"):
         spec = p.get("spec") or {}
         host = by_name.get(str(spec.get("nodeName") or ""))
         phase = (p.get("status") or {}).get("phase")
@@ -225,7 +233,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
                                    {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
                                    required_anti_affinity(spec)))
         host.host_ports |= host_ports(spec)
-    quotas = [quota_of(q, problems) for q in _items(objects, "ResourceQuota")]
+    quotas = [quota_of(q, problems) for q in items_of(objects, "ResourceQuota")]
     if problems:
         raise ConfigError(problems)
     return Inventory(nodes, quotas, source)

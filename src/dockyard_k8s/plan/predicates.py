@@ -28,11 +28,6 @@ EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rul
 NO_NODES = "no nodes available to schedule pods"
 
 
-def untolerated(taint: Any) -> str:
-    """TaintToleration's reason: the first untolerated taint as {key: value}."""
-    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
-
-
 def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     """core/v1 Toleration.ToleratesTaint."""
     if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
@@ -43,6 +38,12 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
         return True
     return bool(toleration.get("operator") in (None, "", "Equal")
                 and (toleration.get("value") or "") == (taint.get("value") or ""))
+
+
+def untolerated_taint(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first NoSchedule or NoExecute taint no toleration tolerates (FindMatchingUntoleratedTaint)."""
+    return next((taint for taint in taints if taint.get("effect") in ("NoSchedule", "NoExecute")
+                 and not any(tolerates(t, taint) for t in tolerations)), None)
 
 
 def _expression_matches(expr: dict[str, Any], value: str | None) -> bool:
@@ -120,10 +121,8 @@ def static_reason(req: Requirements, node: Node) -> str | None:
             tolerates(t, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
             for t in req.tolerations):
         return UNSCHEDULABLE
-    for taint in node.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
-                tolerates(t, taint) for t in req.tolerations):
-            return untolerated(taint)
+    if (taint := untolerated_taint(node.taints, req.tolerations)) is not None:  # TaintToleration's reason
+        return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
     if not node_affinity_ok(req, node):
         return AFFINITY
     return None
