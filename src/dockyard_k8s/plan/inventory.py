@@ -213,10 +213,10 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
         pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
         spec = o.get("spec") or {}
         nodes.append(Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc))
-    if not nodes and not problems and live:
-        raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
-                           "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
     if not nodes and not problems:
+        if live:
+            raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
+                               "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
     by_name = {n.name: n for n in nodes}
