@@ -160,15 +160,11 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     (Volcano, YuniKorn, Kueue) would bind none of its pods.
     """
     groups = groups_of(objects)
-    quotas = [*inventory.quotas]
-    for o in objects:
-        if o.get("kind") == "ResourceQuota":
-            q = quota_of(o)
-            live = next((i for i, x in enumerate(quotas) if (x.name, x.namespace) == (q.name, q.namespace)), None)
-            if live is not None:
-                quotas[live] = dataclasses.replace(quotas[live], hard=q.hard)
-            else:
-                quotas.append(q)
+    by_ref = {(q.namespace, q.name): q for q in inventory.quotas}
+    for q in (quota_of(o) for o in objects if o.get("kind") == "ResourceQuota"):  # the run's own: new limits
+        live = by_ref.get((q.namespace, q.name))
+        by_ref[(q.namespace, q.name)] = dataclasses.replace(live, hard=q.hard) if live else q
+    quotas = list(by_ref.values())
     state = _State(inventory, groups)
     notes = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: one pod per node, not planned"
              for o in objects if o.get("kind") == "DaemonSet"]
