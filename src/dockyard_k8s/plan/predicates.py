@@ -138,10 +138,6 @@ def resource_reasons(req: Requirements, node: Node) -> list[str]:
                        if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)]
 
 
-def ports_free(req: Requirements, node: Node) -> bool:
-    return not (req.host_ports & node.host_ports)
-
-
 def _term_selects(term: dict[str, Any], owner_namespace: str, pod: PlacedPod) -> bool:
     namespaces = term.get("namespaces") or []
     if term.get("namespaceSelector") is not None:
@@ -164,25 +160,21 @@ class Topology:
                 self.add(node, pod)
 
     def add(self, node: Node, pod: PlacedPod) -> None:
-        for key in self.keys:
-            value = node.labels.get(key)
-            if value is not None:
-                self.pods.setdefault((key, value), []).append(pod)
+        for key in self.keys & node.labels.keys():
+            self.pods.setdefault((key, node.labels[key]), []).append(pod)
         for term in pod.anti_affinity:
             key = str(term.get("topologyKey", ""))
             if key in node.labels:
                 self.anti.setdefault((key, node.labels[key]), []).append((term, pod))
 
     def remove(self, node: Node, pod: PlacedPod) -> None:
-        for key in self.keys:
-            value = node.labels.get(key)
-            if value is not None and pod in self.pods.get((key, value), []):
-                self.pods[(key, value)].remove(pod)
+        """Undo :meth:`add` (node labels never change, so it recorded the pod in these same domains)."""
+        for key in self.keys & node.labels.keys():
+            self.pods[(key, node.labels[key])].remove(pod)
         for term in pod.anti_affinity:
             key = str(term.get("topologyKey", ""))
-            entries = self.anti.get((key, node.labels.get(key, "")), [])
-            if (term, pod) in entries:
-                entries.remove((term, pod))
+            if key in node.labels:
+                self.anti[(key, node.labels[key])].remove((term, pod))
 
     def anti_affinity_reason(self, req: Requirements, node: Node) -> str | None:
         """InterPodAffinity (required anti-affinity only): the pod's own terms, then existing pods' terms

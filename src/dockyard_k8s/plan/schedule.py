@@ -29,7 +29,6 @@ from dockyard_k8s.plan.predicates import (
     Spread,
     Topology,
     fit_error,
-    ports_free,
     resource_reasons,
     static_reason,
 )
@@ -141,7 +140,7 @@ class _State:
         self.version += 1
 
     def dynamic_reasons(self, req: Requirements, node: Node, spread: Spread | None) -> list[str]:
-        if not ports_free(req, node):
+        if req.host_ports & node.host_ports:  # NodePorts
             return [PORTS]
         short = resource_reasons(req, node)
         if short:
