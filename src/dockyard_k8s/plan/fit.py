@@ -147,8 +147,7 @@ def most_gpus(plan: Mapping[str, Any]) -> tuple[int, list[str]]:
     """The most ``nvidia.com/gpu`` one node of a known instance type has, and those types."""
     counts = {name: cap.gpus for name, cap in catalog.AWS.items()}
     counts |= {name: int(alloc.get(catalog.GPU, 0) or 0) for name, alloc in catalog.EXPLICIT.items()}
-    for name, spec in (plan.get("instanceTypes") or {}).items():
-        amount = parse_units(catalog.GPU, ((spec or {}).get("allocatable") or {}).get(catalog.GPU, 0))
-        counts[name] = amount or 0
+    counts |= {name: parse_units(catalog.GPU, ((spec or {}).get("allocatable") or {}).get(catalog.GPU, 0)) or 0
+               for name, spec in (plan.get("instanceTypes") or {}).items()}
     most = max(counts.values(), default=0)
     return most, [name for name, n in counts.items() if n == most]

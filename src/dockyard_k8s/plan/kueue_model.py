@@ -383,8 +383,7 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
                 used = as_mapping(item)
                 res = str(used.get("name", ""))
                 key = (str(per_flavor.get("name", "")), res)
-                cq.node.usage[key] = cq.node.usage.get(key, 0) + _amount(res, used.get("total", 0),
-                                                                          f"{source}: ClusterQueue {cq.name}",
-                                                                          problems)
+                amount = _amount(res, used.get("total", 0), f"{source}: ClusterQueue {cq.name}", problems)
+                cq.node.usage[key] = cq.node.usage.get(key, 0) + amount
     snap.usage_source = (f"status.flavorsReservation of {with_status} ClusterQueue(s)" if with_status
                          else "none given (every ClusterQueue empty)")

@@ -114,11 +114,10 @@ def _charge(quotas: list[Quota], group: Group, usage: dict[str, int]) -> None:
 
 
 class _State:
-    def __init__(self, inventory: Inventory, groups: list[Group]) -> None:
-        self.nodes = inventory.nodes
+    def __init__(self, nodes: list[Node], groups: list[Group]) -> None:
         keys = {str(t.get("topologyKey", "")) for g in groups for t in g.req.anti_affinity}
         keys |= {str(c.get("topologyKey", "")) for g in groups for c in g.req.spread}
-        self.topology = Topology(self.nodes, keys)
+        self.topology = Topology(nodes, keys)
         self.version = 0
 
     def place(self, node: Node, req: Requirements) -> PlacedPod:
@@ -164,7 +163,8 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
         live = by_ref.get((q.namespace, q.name))
         by_ref[(q.namespace, q.name)] = dataclasses.replace(live, hard=q.hard) if live else q
     quotas = list(by_ref.values())
-    state = _State(inventory, groups)
+    nodes = inventory.nodes
+    state = _State(nodes, groups)
     notes = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: one pod per node, not planned"
              for o in objects if o.get("kind") == "DaemonSet"]
     notes += [f"{kind} {ns}/{name}: planned at {top} replicas, the most its ScaledObject may scale it to"
@@ -172,7 +172,6 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     last_of_gang = {g.gang: i for i, g in enumerate(groups) if g.gang}
     gang_pods: dict[str, list[tuple[GroupResult, int, Node, PlacedPod]]] = {}
     results: list[GroupResult] = []
-    nodes = state.nodes
     for gi, group in enumerate(groups):
         result = GroupResult(group, [None] * group.replicas, [""] * group.replicas)
         results.append(result)
