@@ -18,7 +18,7 @@ from typing import Any
 
 from dockyard_k8s.config.platforms import GPU_PRESENT_LABEL
 from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
-from dockyard_k8s.kube import pod_requests
+from dockyard_k8s.kube import containers, pod_requests
 from dockyard_k8s.plain import Path, format_path, show
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.units import amounts, parse_units, to_units
@@ -176,13 +176,9 @@ def required_anti_affinity(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def host_ports(spec: dict[str, Any]) -> set[tuple[str, int]]:
-    out = set()
-    for field_name in ("initContainers", "containers"):
-        for c in spec.get(field_name) or []:
-            for p in (c or {}).get("ports") or []:
-                if isinstance(p, dict) and p.get("hostPort"):
-                    out.add((str(p.get("protocol", "TCP")), int(p["hostPort"])))
-    return out
+    """The (protocol, hostPort) pairs a pod's containers claim (the API gives ephemeral ones no ports)."""
+    return {(str(p.get("protocol", "TCP")), int(p["hostPort"])) for _, c in containers(spec)
+            for p in c.get("ports") or [] if isinstance(p, dict) and p.get("hostPort")}
 
 
 def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, live: bool = False,
