@@ -127,8 +127,7 @@ def from_pools(section: dict[str, Any]) -> Inventory:
     nodes: list[Node] = []
     for pool in section.get("nodePools") or []:
         name, itype = str(pool.get("name")), str(pool.get("instanceType"))
-        root = pool.get("rootVolume")
-        root_bytes = parse_units("ephemeral-storage", root) if root is not None else None
+        root_bytes = parse_units("ephemeral-storage", pool.get("rootVolume"))  # None: none given
         labels = {INSTANCE_TYPE: itype, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
         if itype in custom:
             alloc = amounts(custom[itype].get("allocatable") or {}, file, problems)
