@@ -156,7 +156,7 @@ def items_of(objects: Iterable[dict[str, Any]], kind: str | None = None) -> list
     out = []
     for o in objects:
         if str(o.get("kind", "")).endswith("List"):
-            items = o.get("items") if isinstance(o.get("items"), list) else []
+            items = o["items"] if isinstance(o.get("items"), list) else []
             out += [i for i in items if isinstance(i, dict) and kind in (None, i.get("kind", kind))]
         elif kind in (None, o.get("kind")):
             out.append(o)
