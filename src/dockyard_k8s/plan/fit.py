@@ -25,9 +25,6 @@ from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_
 from dockyard_k8s.plan.units import format_amount, parse_units, to_units
 from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
 
-# The pool of the one catalogue node a type gets when plan.nodePools declares none of it.
-CATALOGUE_POOL = "fit"
-
 
 @dataclass(frozen=True, slots=True)
 class Misfit:
@@ -45,7 +42,7 @@ def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]
     pod selects, and as much ephemeral-storage as it asks (that depends on the root volume
     each node group chooses); ``req`` then drops the node affinity it cannot judge."""
     pools = [{**p, "count": 1} for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
-    nodes = from_pools({"nodePools": pools or [{"name": CATALOGUE_POOL, "instanceType": itype, "count": 1}],
+    nodes = from_pools({"nodePools": pools or [{"name": "fit", "instanceType": itype, "count": 1}],
                         "instanceTypes": plan.get("instanceTypes") or {}}).nodes
     if pools:
         return nodes
@@ -86,8 +83,8 @@ def _blame_node(index: int, at: Path, req: Requirements, node: Node, itype: str,
     """The misfit of a pod the node's labels or taints refuse."""
     for key, value in req.node_selector.items():
         if node.labels.get(key) != value:
+            # (the catalogue's node carries every label the pod selects: a missing one is a pool's)
             where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
-                f"a {itype} node does not carry this label" if node.pool == CATALOGUE_POOL else \
                 f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
                 f"pool's labels if its nodes have it)"
             return Misfit(index, (*at, "spec", "nodeSelector", key),
