@@ -20,13 +20,10 @@ from typing import Any
 from dockyard_k8s.kube import as_mapping, container_requests, pod_requests, pod_templates
 from dockyard_k8s.plain import Path
 from dockyard_k8s.plan import catalog
-from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, pod_units
-from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason, tolerates
+from dockyard_k8s.plan.inventory import INSTANCE_TYPE, Node, from_pools, known_type, pod_units
+from dockyard_k8s.plan.predicates import Requirements, resource_reasons, static_reason, untolerated_taint
 from dockyard_k8s.plan.units import format_amount, parse_units, to_units
 from dockyard_k8s.render.meta import FLEET_LABEL as FLEET
-
-# The pool of the one catalogue node a type gets when plan.nodePools declares none of it.
-CATALOGUE_POOL = "fit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,22 +35,19 @@ class Misfit:
     message: str
 
 
-def known_type(name: str, plan: Mapping[str, Any]) -> bool:
-    return name in catalog.AWS or name in catalog.EXPLICIT or name in (plan.get("instanceTypes") or {})
-
-
 def _nodes(itype: str, plan: Mapping[str, Any], req: Requirements) -> list[Node]:
     """One empty node per ``plan.nodePools`` pool of this type (its labels, taints and root
     volume), else one node of the catalogue: it carries the labels every node of the type has
     (instance type, os, arch, hostname) and, since nothing says otherwise, any other label the
     pod selects, and as much ephemeral-storage as it asks (that depends on the root volume
-    each node group chooses)."""
-    pools = [p for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
+    each node group chooses); ``req`` then drops the node affinity it cannot judge."""
+    pools = [{**p, "count": 1} for p in plan.get("nodePools") or [] if p.get("instanceType") == itype]
+    nodes = from_pools({"nodePools": pools or [{"name": "fit", "instanceType": itype, "count": 1}],
+                        "instanceTypes": plan.get("instanceTypes") or {}}).nodes
     if pools:
-        return from_pools({"nodePools": [{**p, "count": 1} for p in pools],
-                           "instanceTypes": plan.get("instanceTypes") or {}}).nodes
-    node = from_pools({"nodePools": [{"name": CATALOGUE_POOL, "instanceType": itype, "count": 1}],
-                       "instanceTypes": plan.get("instanceTypes") or {}}).nodes[0]
+        return nodes
+    req.affinity_terms = None  # labels of the type's nodes beyond the catalogue's are unknown
+    node = nodes[0]
     node.labels = {**{k: v for k, v in req.node_selector.items() if k not in node.labels}, **node.labels}
     node.allocatable["ephemeral-storage"] = max(node.allocatable.get("ephemeral-storage", 0),
                                                 req.requests.get("ephemeral-storage", 0))
@@ -71,8 +65,6 @@ def misfits(objects: list[dict[str, Any]], plan: Mapping[str, Any]) -> list[Misf
             ns = str((obj.get("metadata") or {}).get("namespace") or "default")
             labels = {str(k): str(v) for k, v in (t.metadata.get("labels") or {}).items()}
             req = Requirements.from_pod(t.spec, labels, ns, pod_units(t.spec))
-            if not any(p.get("instanceType") == itype for p in plan.get("nodePools") or []):
-                req.affinity_terms = None  # labels of the type's nodes beyond the catalogue's are unknown
             nodes = _nodes(itype, plan, req)
             verdicts = [(node, static_reason(req, node), resource_reasons(req, node)) for node in nodes]
             if any(reason is None and not short for _, reason, short in verdicts):
@@ -91,15 +83,13 @@ def _blame_node(index: int, at: Path, req: Requirements, node: Node, itype: str,
     """The misfit of a pod the node's labels or taints refuse."""
     for key, value in req.node_selector.items():
         if node.labels.get(key) != value:
+            # (the catalogue's node carries every label the pod selects: a missing one is a pool's)
             where = f"a {itype} node has {key}={node.labels[key]}" if key in node.labels else \
-                f"a {itype} node does not carry this label" if node.pool == CATALOGUE_POOL else \
                 f"the {itype} pool {node.pool} of plan.nodePools does not carry this label (add it to the " \
                 f"pool's labels if its nodes have it)"
             return Misfit(index, (*at, "spec", "nodeSelector", key),
                           f"{key}={value}: {where}, so the pod never schedules ({said})")
-    for taint in node.taints:  # the first the pod does not tolerate, as TaintToleration reports it
-        if taint.get("effect") not in ("NoSchedule", "NoExecute") or any(tolerates(t, taint) for t in req.tolerations):
-            continue
+    if (taint := untolerated_taint(node.taints, req.tolerations)) is not None:  # as TaintToleration reports it
         return Misfit(index, (*at, "spec", "tolerations"),
                       f"the pod does not tolerate the taint {taint.get('key')}={taint.get('value', '')}:"
                       f"{taint.get('effect')} of the {itype} pool ({said})")
@@ -154,8 +144,7 @@ def most_gpus(plan: Mapping[str, Any]) -> tuple[int, list[str]]:
     """The most ``nvidia.com/gpu`` one node of a known instance type has, and those types."""
     counts = {name: cap.gpus for name, cap in catalog.AWS.items()}
     counts |= {name: int(alloc.get(catalog.GPU, 0) or 0) for name, alloc in catalog.EXPLICIT.items()}
-    for name, spec in (plan.get("instanceTypes") or {}).items():
-        amount = parse_units(catalog.GPU, ((spec or {}).get("allocatable") or {}).get(catalog.GPU, 0))
-        counts[name] = amount or 0
+    counts |= {name: parse_units(catalog.GPU, ((spec or {}).get("allocatable") or {}).get(catalog.GPU, 0)) or 0
+               for name, spec in (plan.get("instanceTypes") or {}).items()}
     most = max(counts.values(), default=0)
     return most, [name for name, n in counts.items() if n == most]

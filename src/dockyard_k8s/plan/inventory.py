@@ -18,7 +18,7 @@ from typing import Any
 
 from dockyard_k8s.config.platforms import GPU_PRESENT_LABEL
 from dockyard_k8s.errors import ClusterError, ConfigError, ConfigProblem
-from dockyard_k8s.kube import pod_requests
+from dockyard_k8s.kube import containers, pod_requests
 from dockyard_k8s.plain import Path, format_path, show
 from dockyard_k8s.plan import catalog
 from dockyard_k8s.plan.units import amounts, parse_units, to_units
@@ -85,6 +85,11 @@ class Inventory:
         return out
 
 
+def known_type(name: str, plan: Mapping[str, Any]) -> bool:
+    """An instance type of the catalogue or of the infra spec's ``plan.instanceTypes``."""
+    return name in catalog.AWS or name in catalog.EXPLICIT or name in (plan.get("instanceTypes") or {})
+
+
 def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
     """What is wrong in the infra spec's ``plan`` section beyond its schema, as (path under
     ``plan``, message): the loader reports each at its file:line:col, so ``check`` and ``plan``
@@ -98,7 +103,7 @@ def pool_problems(section: Mapping[str, Any]) -> list[tuple[Path, str]]:
                             f"got {show(v)}, expected a Kubernetes quantity like 4, 500m or 16Gi"))
     for i, pool in enumerate(section.get("nodePools") or []):
         itype = str(pool.get("instanceType"))
-        if itype not in custom and itype not in catalog.AWS and itype not in catalog.EXPLICIT:
+        if not known_type(itype, section):
             hint = did_you_mean(itype, [*catalog.names(), *custom])
             out.append((("nodePools", i, "instanceType"),
                         f"unknown instance type {show(itype)} (expected one of the catalogue: `dockyard-k8s plan "
@@ -122,8 +127,7 @@ def from_pools(section: dict[str, Any]) -> Inventory:
     nodes: list[Node] = []
     for pool in section.get("nodePools") or []:
         name, itype = str(pool.get("name")), str(pool.get("instanceType"))
-        root = pool.get("rootVolume")
-        root_bytes = parse_units("ephemeral-storage", root) if root is not None else None
+        root_bytes = parse_units("ephemeral-storage", pool.get("rootVolume"))  # None: none given
         labels = {INSTANCE_TYPE: itype, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
         if itype in custom:
             alloc = amounts(custom[itype].get("allocatable") or {}, file, problems)
@@ -146,13 +150,16 @@ def from_pools(section: dict[str, Any]) -> Inventory:
     return Inventory(nodes, [], f"plan.nodePools ({counts})")
 
 
-def _items(objects: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def items_of(objects: Iterable[dict[str, Any]], kind: str | None = None) -> list[dict[str, Any]]:
+    """The objects, a ``*List``'s items in its place (an API list's items may carry no kind: the
+    list's); with ``kind``, only those of that kind."""
     out = []
     for o in objects:
-        if o.get("kind") == kind:
+        if str(o.get("kind", "")).endswith("List"):
+            items = o["items"] if isinstance(o.get("items"), list) else []
+            out += [i for i in items if isinstance(i, dict) and kind in (None, i.get("kind", kind))]
+        elif kind in (None, o.get("kind")):
             out.append(o)
-        elif str(o.get("kind", "")).endswith("List"):
-            out += [i for i in o.get("items") or [] if isinstance(i, dict) and i.get("kind", kind) == kind]
     return out
 
 
@@ -168,13 +175,9 @@ def required_anti_affinity(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def host_ports(spec: dict[str, Any]) -> set[tuple[str, int]]:
-    out = set()
-    for field_name in ("initContainers", "containers"):
-        for c in spec.get(field_name) or []:
-            for p in (c or {}).get("ports") or []:
-                if isinstance(p, dict) and p.get("hostPort"):
-                    out.add((str(p.get("protocol", "TCP")), int(p["hostPort"])))
-    return out
+    """The (protocol, hostPort) pairs a pod's containers claim (the API gives ephemeral ones no ports)."""
+    return {(str(p.get("protocol", "TCP")), int(p["hostPort"])) for _, c in containers(spec)
+            for p in c.get("ports") or [] if isinstance(p, dict) and p.get("hostPort")}
 
 
 def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, live: bool = False,
@@ -192,7 +195,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
     objects = list(objects)
     problems: list[ConfigProblem] = []
     nodes: list[Node] = []
-    for o in _items(objects, "Node"):
+    for o in items_of(objects, "Node"):
         meta = o.get("metadata") or {}
         name = str(meta.get("name", ""))
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
@@ -205,14 +208,14 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
         pool = next((labels[k] for k in POOL_LABELS if k in labels), "nodes")
         spec = o.get("spec") or {}
         nodes.append(Node(name, pool, labels, list(spec.get("taints") or []), bool(spec.get("unschedulable")), alloc))
-    if not nodes and not problems and live:
-        raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
-                           "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
     if not nodes and not problems:
+        if live:
+            raise ClusterError(f"{source}: the cluster reports no nodes, so no pod of the run can be placed (check "
+                               "its node pools with `kubectl get nodes`; a managed cluster may be scaled to zero)")
         problems.append(ConfigProblem(source, 0, 0, "", "no Node objects found (expected the output of "
                                                         "`kubectl get nodes -o yaml`)"))
     by_name = {n.name: n for n in nodes}
-    for p in _items(objects, "Pod"):
+    for p in items_of(objects, "Pod"):
         spec = p.get("spec") or {}
         host = by_name.get(str(spec.get("nodeName") or ""))
         phase = (p.get("status") or {}).get("phase")
@@ -225,7 +228,7 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "--nodes", *, 
                                    {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
                                    required_anti_affinity(spec)))
         host.host_ports |= host_ports(spec)
-    quotas = [quota_of(q, problems) for q in _items(objects, "ResourceQuota")]
+    quotas = [quota_of(q, problems) for q in items_of(objects, "ResourceQuota")]
     if problems:
         raise ConfigError(problems)
     return Inventory(nodes, quotas, source)

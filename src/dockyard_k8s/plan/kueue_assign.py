@@ -51,7 +51,7 @@ from dockyard_k8s.plan.kueue_preempt import (
     preemption_targets,
     simulate,
 )
-from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, tolerates
+from dockyard_k8s.plan.predicates import Requirements, node_affinity_ok, untolerated_taint
 
 # QuotaReserved reasons (apis/kueue/v1beta2/workload_types.go), most severe last.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
@@ -268,10 +268,9 @@ def _flavor_mismatch(snap: Snapshot, cq: ClusterQueue, flavor: Flavor, covered: 
         elif flavor.topology and not tas_only:
             return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
         tolerations = [*(t for t in ps.spec.get("tolerations") or [] if isinstance(t, dict)), *flavor.tolerations]
-        for taint in flavor.node_taints:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
-                key = f"{taint.get('key')}={taint['value']}" if taint.get("value") else taint.get("key")
-                return f"untolerated taint {key}:{taint.get('effect')} in flavor {flavor.name}"
+        if (taint := untolerated_taint(flavor.node_taints, tolerations)) is not None:
+            key = f"{taint.get('key')}={taint['value']}" if taint.get("value") else taint.get("key")
+            return f"untolerated taint {key}:{taint.get('effect')} in flavor {flavor.name}"
         keys = set(flavor.node_labels)
         selector = {str(k): str(v) for k, v in as_mapping(ps.spec.get("nodeSelector")).items() if k in keys}
         node_aff = as_mapping(as_mapping(as_mapping(ps.spec.get("affinity")).get("nodeAffinity")).get(

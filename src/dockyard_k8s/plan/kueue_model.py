@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from dockyard_k8s import kueue
 from dockyard_k8s.errors import ConfigError, ConfigProblem
 from dockyard_k8s.kube import as_mapping, conditions, format_quantity, true_conditions
+from dockyard_k8s.plan.inventory import items_of
 from dockyard_k8s.plan.units import amounts
 
 FR = tuple[str, str]  # (flavor, resource)
-KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 def kueue_amount(resource: str, amount: int) -> str:
@@ -218,18 +219,8 @@ class Snapshot:
     usage_source: str = ""
 
 
-def _items(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for o in objects:
-        if str(o.get("kind", "")).endswith("List") and isinstance(o.get("items"), list):
-            out += [i for i in o["items"] if isinstance(i, dict)]
-        elif isinstance(o, dict):
-            out.append(o)
-    return out
-
-
 def _kueue(obj: dict[str, Any], kind: str) -> bool:
-    return obj.get("kind") == kind and str(obj.get("apiVersion", "")).startswith(KUEUE_GROUP + "/")
+    return obj.get("kind") == kind and str(obj.get("apiVersion", "")).startswith(kueue.GROUP + "/")
 
 
 def _amount(resource: str, value: Any, where: str, problems: list[ConfigProblem]) -> int:
@@ -268,9 +259,8 @@ def holds_quota(wl: dict[str, Any]) -> bool:
     return "Finished" not in true_conditions(wl) and (reserved is None or reserved.get("status") == "True")
 
 
-def workload_usage(wl: dict[str, Any], problems: list[ConfigProblem] | None = None) -> dict[FR, int]:
+def workload_usage(wl: dict[str, Any], problems: list[ConfigProblem]) -> dict[FR, int]:
     """(flavor, resource) -> amount a Workload's admission reserves."""
-    sink: list[ConfigProblem] = [] if problems is None else problems
     out: dict[FR, int] = {}
     meta = as_mapping(wl.get("metadata"))
     where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
@@ -281,7 +271,7 @@ def workload_usage(wl: dict[str, Any], problems: list[ConfigProblem] | None = No
             flavor = flavors.get(res)
             if flavor is not None:
                 fr = (str(flavor), str(res))
-                out[fr] = out.get(fr, 0) + _amount(str(res), value, where, sink)
+                out[fr] = out.get(fr, 0) + _amount(str(res), value, where, problems)
     return out
 
 
@@ -291,7 +281,7 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
     Raises:
         ConfigError: an unreadable quantity, or a cohort tree with a cycle.
     """
-    items = _items(objects)
+    items = items_of(objects)
     problems: list[ConfigProblem] = []
     snap = Snapshot()
     for o in items:
@@ -362,10 +352,9 @@ def snapshot_from_objects(objects: list[dict[str, Any]], source: str = "--kueue"
 def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[ConfigProblem], source: str) -> None:
     """ClusterQueue usage: the admitted Workloads when any Workload was given, else the queues' status."""
     if snap.workloads:
-        snap.usage_source = f"{sum(1 for w in snap.workloads if holds_quota(w))} admitted Workload(s)"
-        for wl in snap.workloads:
-            if not holds_quota(wl):
-                continue
+        held = [w for w in snap.workloads if holds_quota(w)]
+        snap.usage_source = f"{len(held)} admitted Workload(s)"
+        for wl in held:
             meta = as_mapping(wl.get("metadata"))
             cq = snap.queues.get(str(as_mapping(as_mapping(wl.get("status")).get("admission")).get("clusterQueue")))
             if cq is None:
@@ -394,8 +383,7 @@ def _set_usage(snap: Snapshot, items: list[dict[str, Any]], problems: list[Confi
                 used = as_mapping(item)
                 res = str(used.get("name", ""))
                 key = (str(per_flavor.get("name", "")), res)
-                cq.node.usage[key] = cq.node.usage.get(key, 0) + _amount(res, used.get("total", 0),
-                                                                          f"{source}: ClusterQueue {cq.name}",
-                                                                          problems)
+                amount = _amount(res, used.get("total", 0), f"{source}: ClusterQueue {cq.name}", problems)
+                cq.node.usage[key] = cq.node.usage.get(key, 0) + amount
     snap.usage_source = (f"status.flavorsReservation of {with_status} ClusterQueue(s)" if with_status
                          else "none given (every ClusterQueue empty)")

@@ -33,6 +33,7 @@ from dockyard_k8s.plan.kueue_assign import NO_FIT, Verdict, admit, assign, workl
 from dockyard_k8s.plan.kueue_model import (
     FR,
     ClusterQueue,
+    ResourceQuota,
     Snapshot,
     available,
     potential_available,
@@ -193,13 +194,10 @@ def plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, 
             for fr, value in verdict.usage.items():
                 if (row := rows.get((str(verdict.cluster_queue), fr))) is not None:
                     row.run += value
-    by_object: dict[int, list[Verdict]] = {}
-    for v in verdicts:
-        by_object.setdefault(v.workload.object_index, []).append(v)
     placed: list[dict[str, Any]] = []
     for i, obj in enumerate(objects):
-        mine = by_object.get(i)
-        if mine is None:
+        mine = [v for v in verdicts if v.workload.object_index == i]
+        if not mine:
             placed.append(obj)  # not queued: created as it is
             continue
         running = [v for v in mine if v.state in ("admitted", "preempt")]
@@ -249,8 +247,7 @@ def _quota_rows(cq: ClusterQueue, pod_sets: list[Any], rows: dict[tuple[str, FR]
             fr = (flavor, res)
             if res not in wanted or (cq.name, fr) in rows:
                 continue
-            quota = cq.node.quotas.get(fr)
-            rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal if quota else 0,
-                                           quota.borrowing if quota else None, quota.lending if quota else None,
+            quota = cq.node.quotas.get(fr) or ResourceQuota(0)
+            rows[(cq.name, fr)] = QuotaRow(cq.name, flavor, res, quota.nominal, quota.borrowing, quota.lending,
                                            cq.node.usage.get(fr, 0), available(cq.node, fr),
                                            potential_available(cq.node, fr))

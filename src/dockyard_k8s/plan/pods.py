@@ -111,9 +111,8 @@ def scaled_replicas(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str],
     for obj in objects:
         if obj.get("kind") != "ScaledObject":
             continue
-        spec = obj.get("spec")
-        target = spec.get("scaleTargetRef") if isinstance(spec, dict) else None
-        top = spec.get("maxReplicaCount", 100) if isinstance(spec, dict) else None  # KEDA's default maximum
+        spec = as_mapping(obj.get("spec"))
+        target, top = spec.get("scaleTargetRef"), spec.get("maxReplicaCount", 100)  # KEDA's default maximum
         if isinstance(top, int) and isinstance(target, dict) and target.get("name"):
             out[(_ref(obj)[1], str(target.get("kind") or "Deployment"), str(target["name"]))] = top
     return out

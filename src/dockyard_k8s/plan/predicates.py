@@ -28,11 +28,6 @@ EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rul
 NO_NODES = "no nodes available to schedule pods"
 
 
-def untolerated(taint: Any) -> str:
-    """TaintToleration's reason: the first untolerated taint as {key: value}."""
-    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
-
-
 def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     """core/v1 Toleration.ToleratesTaint."""
     if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
@@ -43,6 +38,12 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
         return True
     return bool(toleration.get("operator") in (None, "", "Equal")
                 and (toleration.get("value") or "") == (taint.get("value") or ""))
+
+
+def untolerated_taint(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first NoSchedule or NoExecute taint no toleration tolerates (FindMatchingUntoleratedTaint)."""
+    return next((taint for taint in taints if taint.get("effect") in ("NoSchedule", "NoExecute")
+                 and not any(tolerates(t, taint) for t in tolerations)), None)
 
 
 def _expression_matches(expr: dict[str, Any], value: str | None) -> bool:
@@ -120,10 +121,8 @@ def static_reason(req: Requirements, node: Node) -> str | None:
             tolerates(t, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
             for t in req.tolerations):
         return UNSCHEDULABLE
-    for taint in node.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
-                tolerates(t, taint) for t in req.tolerations):
-            return untolerated(taint)
+    if (taint := untolerated_taint(node.taints, req.tolerations)) is not None:  # TaintToleration's reason
+        return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '') or ''}}}"
     if not node_affinity_ok(req, node):
         return AFFINITY
     return None
@@ -137,10 +136,6 @@ def resource_reasons(req: Requirements, node: Node) -> list[str]:
     too_many = [TOO_MANY_PODS] if len(node.pods) + 1 > node.allocatable.get("pods", 110) else []
     return too_many + [f"Insufficient {name}" for name, amount in req.requests.items()
                        if amount and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0)]
-
-
-def ports_free(req: Requirements, node: Node) -> bool:
-    return not (req.host_ports & node.host_ports)
 
 
 def _term_selects(term: dict[str, Any], owner_namespace: str, pod: PlacedPod) -> bool:
@@ -165,25 +160,21 @@ class Topology:
                 self.add(node, pod)
 
     def add(self, node: Node, pod: PlacedPod) -> None:
-        for key in self.keys:
-            value = node.labels.get(key)
-            if value is not None:
-                self.pods.setdefault((key, value), []).append(pod)
+        for key in self.keys & node.labels.keys():
+            self.pods.setdefault((key, node.labels[key]), []).append(pod)
         for term in pod.anti_affinity:
             key = str(term.get("topologyKey", ""))
             if key in node.labels:
                 self.anti.setdefault((key, node.labels[key]), []).append((term, pod))
 
     def remove(self, node: Node, pod: PlacedPod) -> None:
-        for key in self.keys:
-            value = node.labels.get(key)
-            if value is not None and pod in self.pods.get((key, value), []):
-                self.pods[(key, value)].remove(pod)
+        """Undo :meth:`add` (node labels never change, so it recorded the pod in these same domains)."""
+        for key in self.keys & node.labels.keys():
+            self.pods[(key, node.labels[key])].remove(pod)
         for term in pod.anti_affinity:
             key = str(term.get("topologyKey", ""))
-            entries = self.anti.get((key, node.labels.get(key, "")), [])
-            if (term, pod) in entries:
-                entries.remove((term, pod))
+            if key in node.labels:
+                self.anti[(key, node.labels[key])].remove((term, pod))
 
     def anti_affinity_reason(self, req: Requirements, node: Node) -> str | None:
         """InterPodAffinity (required anti-affinity only): the pod's own terms, then existing pods' terms

@@ -29,7 +29,6 @@ from dockyard_k8s.plan.predicates import (
     Spread,
     Topology,
     fit_error,
-    ports_free,
     resource_reasons,
     static_reason,
 )
@@ -115,11 +114,10 @@ def _charge(quotas: list[Quota], group: Group, usage: dict[str, int]) -> None:
 
 
 class _State:
-    def __init__(self, inventory: Inventory, groups: list[Group]) -> None:
-        self.nodes = inventory.nodes
+    def __init__(self, nodes: list[Node], groups: list[Group]) -> None:
         keys = {str(t.get("topologyKey", "")) for g in groups for t in g.req.anti_affinity}
         keys |= {str(c.get("topologyKey", "")) for g in groups for c in g.req.spread}
-        self.topology = Topology(self.nodes, keys)
+        self.topology = Topology(nodes, keys)
         self.version = 0
 
     def place(self, node: Node, req: Requirements) -> PlacedPod:
@@ -141,7 +139,7 @@ class _State:
         self.version += 1
 
     def dynamic_reasons(self, req: Requirements, node: Node, spread: Spread | None) -> list[str]:
-        if not ports_free(req, node):
+        if req.host_ports & node.host_ports:  # NodePorts
             return [PORTS]
         short = resource_reasons(req, node)
         if short:
@@ -160,16 +158,13 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     (Volcano, YuniKorn, Kueue) would bind none of its pods.
     """
     groups = groups_of(objects)
-    quotas = [*inventory.quotas]
-    for o in objects:
-        if o.get("kind") == "ResourceQuota":
-            q = quota_of(o)
-            live = next((i for i, x in enumerate(quotas) if (x.name, x.namespace) == (q.name, q.namespace)), None)
-            if live is not None:
-                quotas[live] = dataclasses.replace(quotas[live], hard=q.hard)
-            else:
-                quotas.append(q)
-    state = _State(inventory, groups)
+    by_ref = {(q.namespace, q.name): q for q in inventory.quotas}
+    for q in (quota_of(o) for o in objects if o.get("kind") == "ResourceQuota"):  # the run's own: new limits
+        live = by_ref.get((q.namespace, q.name))
+        by_ref[(q.namespace, q.name)] = dataclasses.replace(live, hard=q.hard) if live else q
+    quotas = list(by_ref.values())
+    nodes = inventory.nodes
+    state = _State(nodes, groups)
     notes = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: one pod per node, not planned"
              for o in objects if o.get("kind") == "DaemonSet"]
     notes += [f"{kind} {ns}/{name}: planned at {top} replicas, the most its ScaledObject may scale it to"
@@ -177,7 +172,6 @@ def plan(objects: list[dict[str, Any]], inventory: Inventory, *, atomic_gangs: b
     last_of_gang = {g.gang: i for i, g in enumerate(groups) if g.gang}
     gang_pods: dict[str, list[tuple[GroupResult, int, Node, PlacedPod]]] = {}
     results: list[GroupResult] = []
-    nodes = state.nodes
     for gi, group in enumerate(groups):
         result = GroupResult(group, [None] * group.replicas, [""] * group.replicas)
         results.append(result)

@@ -179,8 +179,15 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
         ConfigError: Kueue objects with unreadable quantities.
     """
     if kueue is not None and (inventory is not None or queued_jobs(objects)):
-        return _plan_with_kueue(objects, inventory, kueue, atomic_gangs=atomic_gangs,
-                                manifest_files=manifest_files, kueue_files=kueue_files)
+        team = team_objects(objects)
+        run = [o for o in objects if o not in team]
+        try:
+            snap = run_snapshot(run, kueue.objects, kueue.source)
+            return plan_with_kueue(run, inventory, snap, atomic_gangs=atomic_gangs, source=kueue.source)
+        except MALFORMED_DATA as e:
+            if manifest_files is None and not kueue_files:
+                raise
+            raise malformed(list(kueue_files) or list(manifest_files or ())[:1], e) from e
     if inventory is None:
         raise UsageError(f"{NO_INVENTORY}; --kueue alone gives Kueue's admission verdict, and nothing of the run is "
                          "queued (no kueue.x-k8s.io/queue-name label)")
@@ -195,20 +202,6 @@ def plan_run(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: 
         result.notes.append(f"{waiting[0]} is queued with Kueue: pass --kueue FILE (or --live) to simulate its "
                             "admission against the ClusterQueue's quota before the scheduler")
     return result
-
-
-def _plan_with_kueue(objects: list[dict[str, Any]], inventory: Inventory | None, kueue: KueueInput, *,
-                     atomic_gangs: bool, manifest_files: Sequence[str] | None, kueue_files: Sequence[str]
-                     ) -> KueuePlan:
-    team = team_objects(objects)
-    run = [o for o in objects if o not in team]
-    try:
-        snap = run_snapshot(run, kueue.objects, kueue.source)
-        return plan_with_kueue(run, inventory, snap, atomic_gangs=atomic_gangs, source=kueue.source)
-    except MALFORMED_DATA as e:
-        if manifest_files is None and not kueue_files:
-            raise
-        raise malformed(list(kueue_files) or list(manifest_files or ())[:1], e) from e
 
 
 def malformed(paths: list[str], error: Exception) -> Exception:

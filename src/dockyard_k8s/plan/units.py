@@ -45,4 +45,4 @@ def format_amount(resource: str, amount: int) -> str:
     ``500m``, ``1000Gi``, ``8``; bytes in binary units."""
     if resource == "cpu" or resource.endswith(".cpu"):
         return format_quantity(Fraction(amount, 1000))
-    return format_quantity(amount, binary=resource.split(".")[-1] in BYTES or resource in BYTES)
+    return format_quantity(amount, binary=resource.split(".")[-1] in BYTES)
