@@ -148,10 +148,6 @@ class Engine:
         found = self._crds.find(api_kind)
         return _SchemaRef(found.key, partial(self._crds.schema, found.key), found.source, True) if found else None
 
-    def _object_meta(self) -> tuple[str, Callable[[], dict[str, Any]]] | None:
-        b = self._builtins
-        return (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
-
     def check(self, documents: Sequence[Document]) -> Checked:
         """Every problem of each document on its own, and the facts for the cross-object rules."""
         options = self.options
@@ -221,7 +217,8 @@ class Engine:
         collector lists every problem of those."""
         gate = self._cache.gate(found.key, found.build)
         failed = {m for m, doc in members if not gate(doc.obj)}
-        meta = self._object_meta() if found.crd else None  # a CRD leaves metadata open: the built-in ObjectMeta
+        b = self._builtins if found.crd else None  # a CRD leaves metadata open: the built-in ObjectMeta
+        meta = (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
         if meta is not None:
             meta_gate = self._cache.gate(*meta)
             failed |= {m for m, doc in members if not meta_gate(doc.obj.get("metadata"))}
