@@ -47,8 +47,8 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
     count_objects,
+    in_report_order,
     object_key,
-    report_key,
 )
 from dockyard_k8s.validate.reader import read_manifests
 from dockyard_k8s.validate.semantic import object_problems
@@ -278,9 +278,7 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
     problems = add_lines(problems, manifests.texts, chunked=manifests.chunks)
-    # YAML's first, then by object and line, as the parallel path reports them (bulk._validate_parts)
-    problems = [p for p in problems if p.rule == "yaml"] + sorted((p for p in problems if p.rule != "yaml"),
-                                                                   key=report_key)
+    problems = in_report_order(problems)  # as the parallel path reports them (bulk._validate_parts)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 
