@@ -8,8 +8,8 @@ from itertools import groupby
 from typing import Any
 
 from dockyard_k8s.lint.engine import LintReport
-from dockyard_k8s.lint.model import SEVERITY_RANK, Finding
-from dockyard_k8s.lint.registry import BY_ID, FAMILY_OF, RULES
+from dockyard_k8s.lint.model import SEVERITY_RANK, Finding, Rule
+from dockyard_k8s.lint.registry import FAMILY_OF, RULES
 from dockyard_k8s.plain import format_path
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -68,8 +68,7 @@ def as_json(report: LintReport) -> dict[str, Any]:
     }
 
 
-def _rule_sarif(rule_id: str) -> dict[str, Any]:
-    r = BY_ID[rule_id]
+def _rule_sarif(r: Rule) -> dict[str, Any]:
     return {
         "id": r.id,
         "name": "".join(w.capitalize() for w in r.id.split("-")),
@@ -116,7 +115,7 @@ def sarif(report: LintReport, version: str, uri_prefix: str = "") -> dict[str, A
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "dockyard-k8s", "version": version, "informationUri": INFORMATION_URI,
-                                "rules": [_rule_sarif(i) for i in rule_ids]}},
+                                "rules": [_rule_sarif(r) for r in RULES]}},
             "results": results,
             "columnKind": "unicodeCodePoints",
             "properties": {"suppressed": [dataclasses.asdict(s) for s in report.suppressed],

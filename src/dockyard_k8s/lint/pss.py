@@ -58,13 +58,6 @@ class PssResult:
     baseline: list[Violation]  # what keeps it from baseline
     restricted: list[Violation]  # what keeps it from restricted (baseline violations included)
 
-    def warning(self, level: str = RESTRICTED) -> str:
-        """The admission warning for ``level``, "" when the pod meets it."""
-        found = self.restricted if level == RESTRICTED else self.baseline
-        if not found:
-            return ""
-        return f'would violate PodSecurity "{level}:latest": ' + ", ".join(map(str, found))
-
 
 # --- helpers --------------------------------------------------------------------------------
 

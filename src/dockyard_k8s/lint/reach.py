@@ -180,17 +180,13 @@ def _ref(policy: dict[str, Any]) -> str:
 
 
 def _ns_may_match(selector: Any, namespace: str) -> bool:
-    """Worst case: only the namespace-name label is known; other requirements may hold."""
+    """Worst case: only the namespace-name label is known; the requirements on other labels may hold."""
     if not isinstance(selector, dict):
         return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if key == NAMESPACE_LABEL and value != namespace:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        if isinstance(expr, dict) and expr.get("key") == NAMESPACE_LABEL and \
-                not selector_matches({"matchExpressions": [expr]}, {NAMESPACE_LABEL: namespace}):
-            return False
-    return True
+    labels = {k: v for k, v in (selector.get("matchLabels") or {}).items() if k == NAMESPACE_LABEL}
+    exprs = [e for e in selector.get("matchExpressions") or []
+             if isinstance(e, dict) and e.get("key") == NAMESPACE_LABEL]
+    return selector_matches({"matchLabels": labels, "matchExpressions": exprs}, {NAMESPACE_LABEL: namespace})
 
 
 def _peer_admits(peer: Any, other: Target | Addresses, policy_ns: str) -> bool | Addresses:

@@ -98,8 +98,6 @@ class SchemaSet:
             found: set[str] = set()
             out[name] = _REPLACED.get(name) or _convert(defs[name], found)
             todo.extend(sorted(found - out.keys()))
-        if definition in _REPLACED:
-            root = dict(_REPLACED[definition])
         root["definitions"] = dict(sorted(out.items()))
         return root
 

@@ -42,7 +42,7 @@ from dockyard_k8s.validate.engine import (
     validate_files,
 )
 from dockyard_k8s.validate.locate import add_lines
-from dockyard_k8s.validate.problem import Document, Problem, Report, count_objects, report_key
+from dockyard_k8s.validate.problem import Document, Problem, Report, count_objects, in_report_order
 from dockyard_k8s.validate.reader import documents_of, manifest_files, read_text, region_documents_of
 from dockyard_k8s.validate.split import read_whole
 from dockyard_k8s.yamlfile import yaml_rs
@@ -117,10 +117,7 @@ def _validate_parts(texts: dict[str, str], options: ValidateOptions, workers: in
     parts = plan_parts(texts, whole, guided(workers))
     results, cross = _renumber(_run_workers(parts, workers, texts, engine))
     problems = [p for r in results for p in r.problems]
-    object_problems = [p for p in problems if p.rule != "yaml"]
-    object_problems += add_lines(cross_object_problems(cross), texts)
-    object_problems.sort(key=report_key)
-    everything = [*(p for p in problems if p.rule == "yaml"), *object_problems]
+    everything = in_report_order([*problems, *add_lines(cross_object_problems(cross), texts)])
     missing = sorted({m for r in results for m in r.missing})
     sources = dict(sorted({k: v for r in results for k, v in r.sources.items()}.items()))
     report = Report(everything, sum(r.objects for r in results), sum(r.skipped for r in results), missing, sources)

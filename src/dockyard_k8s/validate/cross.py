@@ -25,10 +25,8 @@ from dockyard_k8s.validate.problem import JsonPath
 CrossFacts = tuple[Any, ...]
 
 
-def facts_of(obj: Any, templates: list[PodTemplate] | None = None) -> CrossFacts | None:
+def facts_of(obj: dict[str, Any], templates: list[PodTemplate] | None = None) -> CrossFacts | None:
     """What :class:`CrossObjects` needs to know of ``obj``; None when it plays no part."""
-    if obj.__class__ is not dict:
-        return None
     ns = str(as_mapping(obj.get("metadata")).get("namespace") or "")
     if obj.get("kind") == "Service":
         spec = as_mapping(obj.get("spec"))

@@ -47,8 +47,8 @@ from dockyard_k8s.validate.problem import (
     Problem,
     Report,
     count_objects,
+    in_report_order,
     object_key,
-    report_key,
 )
 from dockyard_k8s.validate.reader import read_manifests
 from dockyard_k8s.validate.semantic import object_problems
@@ -148,10 +148,6 @@ class Engine:
         found = self._crds.find(api_kind)
         return _SchemaRef(found.key, partial(self._crds.schema, found.key), found.source, True) if found else None
 
-    def _object_meta(self) -> tuple[str, Callable[[], dict[str, Any]]] | None:
-        b = self._builtins
-        return (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
-
     def check(self, documents: Sequence[Document]) -> Checked:
         """Every problem of each document on its own, and the facts for the cross-object rules."""
         options = self.options
@@ -221,7 +217,8 @@ class Engine:
         collector lists every problem of those."""
         gate = self._cache.gate(found.key, found.build)
         failed = {m for m, doc in members if not gate(doc.obj)}
-        meta = self._object_meta() if found.crd else None  # a CRD leaves metadata open: the built-in ObjectMeta
+        b = self._builtins if found.crd else None  # a CRD leaves metadata open: the built-in ObjectMeta
+        meta = (b.key(builtin.OBJECT_META), partial(b.build, builtin.OBJECT_META)) if b is not None else None
         if meta is not None:
             meta_gate = self._cache.gate(*meta)
             failed |= {m for m, doc in members if not meta_gate(doc.obj.get("metadata"))}
@@ -281,9 +278,7 @@ def validate_files(paths: Sequence[str], options: ValidateOptions = DEFAULT_OPTI
         first = problems[0]
         problems = [p for p in problems if (p.file, p.doc_index) == (first.file, first.doc_index)]
     problems = add_lines(problems, manifests.texts, chunked=manifests.chunks)
-    # YAML's first, then by object and line, as the parallel path reports them (bulk._validate_parts)
-    problems = [p for p in problems if p.rule == "yaml"] + sorted((p for p in problems if p.rule != "yaml"),
-                                                                   key=report_key)
+    problems = in_report_order(problems)  # as the parallel path reports them (bulk._validate_parts)
     objects = count_objects(documents, manifests.problems)  # a document YAML cannot read is an invalid object
     return Result(problems, dataclasses.replace(report, problems=problems, objects=objects), manifests.files)
 

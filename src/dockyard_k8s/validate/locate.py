@@ -40,8 +40,7 @@ def locate(text: str, file: str, wanted: dict[int, list[JsonPath]],
            chunks: Sequence[Chunk] | None = None) -> dict[tuple[int, JsonPath], int]:
     """Line numbers of JSON paths, per document index: ``{(doc, path): line}``; ``chunks``: the
     file's documents when already split."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     if chunks is None:
         chunks = split_documents(text, file)
     found: dict[int, dict[JsonPath, Mark]] = {}

@@ -18,10 +18,9 @@ def render(report: Report, fmt: str, *, files: int, summary: bool) -> str:
         problems = [{"file": p.file, "document": p.doc_index, "line": p.line, "kind": p.kind, "namespace": p.namespace,
                      "name": p.name, "path": format_path(p.path), "json_path": list(p.path), "rule": p.rule,
                      "message": p.message} for p in report.problems]
-        doc: dict[str, Any] = {"problems": problems,
-                               "missing_schemas": report.missing, "schemas": report.sources}
-        doc["summary"] = {"objects": report.objects, "files": files, "valid": report.valid,
-                          "invalid": report.invalid, "skipped": report.skipped, "problems": len(report.problems)}
+        counts = {"objects": report.objects, "files": files, "valid": report.valid, "invalid": report.invalid,
+                  "skipped": report.skipped, "problems": len(report.problems)}
+        doc = {"problems": problems, "missing_schemas": report.missing, "schemas": report.sources, "summary": counts}
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if fmt == "junit":
         return _junit(report, files)

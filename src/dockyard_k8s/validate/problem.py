@@ -100,10 +100,11 @@ def object_key(p: Problem) -> tuple[str, int, JsonPath]:
     return p.file, p.doc_index, p.path[:2] if p.path[:1] == ("items",) else ()
 
 
-def report_key(p: Problem) -> tuple[str, int, JsonPath, int]:
-    """The order problems are reported in: by object, then by line within it (the checks' own
-    order where lines tie or are unknown)."""
-    return *object_key(p), p.line
+def in_report_order(problems: list[Problem]) -> list[Problem]:
+    """Problems in the order they are reported: YAML's first (as read), then by object and by line
+    within it (the checks' own order where lines tie or are unknown)."""
+    rest = sorted((p for p in problems if p.rule != RULE_YAML), key=lambda p: (*object_key(p), p.line))
+    return [p for p in problems if p.rule == RULE_YAML] + rest
 
 
 def count_objects(documents: list[Document], yaml_problems: list[Problem]) -> int:

@@ -134,8 +134,7 @@ def parse_text(text: str, file: str) -> tuple[list[Parsed], list[Problem]]:
 
 def _parse_file(text: str, file: str) -> tuple[list[Parsed], list[Problem], list[Chunk] | None]:
     """:func:`parse_text`, and the file's documents as split (None: read whole)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     chunks = split_documents(text, file)
     fast = yaml_rs()
     if fast is not None and chunks is not None:

@@ -65,8 +65,7 @@ def json_like(text: str, file: str) -> bool:
 def read_whole(text: str, file: str) -> bool:
     """Whether the file is read whole (:func:`split_documents` gives None), found without
     splitting it: JSON, directives, ``...`` lines, content on a ``---`` line."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return json_like(text, file) or _directive_or_end(text) or any(  # content on the first marker line, or another
         _CONTENT_AFTER_MARKER.search(part) for part in ("\n" + text[:80], text))
 
@@ -87,6 +86,5 @@ def split_documents(text: str, file: str) -> list[Chunk] | None:
     """The documents of a file, split at ``---`` lines: (text, first line) each, blank ones dropped.
     None when the file is read whole: JSON, directives (``%``), explicit document ends (``...``) or
     content on a ``---`` line (a document-level flow or block scalar)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return None if json_like(text, file) or _directive_or_end(text) else _split(text, 0, len(text), 1)

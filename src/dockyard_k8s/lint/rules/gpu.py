@@ -12,6 +12,7 @@ from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
 from dockyard_k8s.kube import format_quantity, parse_quantity
 from dockyard_k8s.lint.model import EFA_RESOURCE, ERROR, INFO, WARNING, Context, Hit, Obj, Pod, Rule
 from dockyard_k8s.lint.rules._util import cname, volumes
+from dockyard_k8s.plain import dig
 from dockyard_k8s.plan import catalog
 
 
@@ -126,9 +127,7 @@ def _node_terms(spec: dict[str, Any]) -> list[list[Requirement]]:
     """The pod's required node placement as terms (ORed) of requirements (ANDed), its
     nodeSelector in every term; [[...]] when it has no node affinity."""
     selector = [(str(k), "In", frozenset({str(v)})) for k, v in (spec.get("nodeSelector") or {}).items()]
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    terms = dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
         return [selector]
     return [selector + [(str(e.get("key")), str(e.get("operator")), frozenset(str(v) for v in e.get("values") or ()))
