@@ -63,9 +63,8 @@ def launch_objects(run: RunConfig, objects: Sequence[dict[str, Any]], invocation
     (with ``token``), first, since every Ray pod reads it; the launch record, before any object of
     the run, so a launch that fails half-way still says what it was launched with; then the
     objects (``run`` skips the :data:`RENDER_ONLY` kinds among them)."""
-    applied = applied_objects(objects)
     secret = [token_secret(run.infra, token)] if token is not None else []
-    return [*secret, launch_record(run, applied, invocation), *objects]
+    return [*secret, launch_record(run, applied_objects(objects), invocation), *objects]
 
 
 def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
