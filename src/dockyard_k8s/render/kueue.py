@@ -46,13 +46,10 @@ QUEUED_KIND = {"rayjob": "RayJob", "bringup": "RayCluster", "job": "Job", "state
 
 
 def queued_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rendered objects that carry the queue label (empty when the run is not queued)."""
-    k = infra["infra"]["kueue"]
-    if not k["queueName"]:
-        return []
+    """The rendered objects that carry the queue label, of a queued run (every caller checks ``queueName``)."""
     kind = QUEUED_KIND.get(infra["launch"]["mode"])
     out = [o for o in objects if o.get("kind") == kind]
-    if k["sandbox"]:
+    if infra["infra"]["kueue"]["sandbox"]:
         out += [o for o in objects if o.get("kind") == "Deployment"
                 and dig(o, "metadata", "labels", "app.kubernetes.io/component") == "sandbox"]
     return out
