@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve, ServeCache
 
 FLEET = "serve"
-COMPONENT = "model-server"
 CACHE_VOLUME = "model-cache"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
@@ -43,7 +42,7 @@ ADMIN_KEY_VAR = "DOCKYARD_ADMIN_API_KEY"  # SGLang's --admin-api-key
 
 
 def _meta(cfg: ServeConfig, name: str, *, namespaced: bool = True) -> dict[str, Any]:
-    return metadata(cfg.infra, name, COMPONENT, namespaced=namespaced, endpoint=cfg.name)
+    return metadata(cfg.infra, name, meta.FLEETS[FLEET], namespaced=namespaced, endpoint=cfg.name)
 
 
 def selector(cfg: ServeConfig) -> dict[str, str]:
