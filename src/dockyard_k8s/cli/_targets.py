@@ -80,8 +80,7 @@ def load_targets(args: argparse.Namespace) -> Targets:
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
         if serve_infra is not None:
-            sections = _sections_from_file(args) if args.infra else _sections(serve_infra)
-            return Targets(endpoints, sections, True)
+            return Targets(endpoints, _sections_from_file(args) if args.infra else _sections(serve_infra), True)
         raise UsageError("nothing to check: give a RECIPE (with --infra), manifest FILE/DIR arguments or --serve SPEC")
     if args.manifests or looks_like_manifests(args.recipe):
         if args.namespace and not args.serve:

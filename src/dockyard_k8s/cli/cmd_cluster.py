@@ -85,8 +85,7 @@ def cluster_list(args: argparse.Namespace) -> int:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         items = list_clusters(client, ns, selector=args.selector)
     if args.output in ("json", "yaml"):
-        doc = {"apiVersion": "v1", "kind": "List", "items": items}
-        print(document_text(doc, args.output), end="")
+        print(document_text({"apiVersion": "v1", "kind": "List", "items": items}, args.output), end="")
         return 0
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")

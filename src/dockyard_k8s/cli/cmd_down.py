@@ -48,9 +48,7 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, values: Sequence[Setting] = ()) -> int:
     """``down``, and ``cluster down`` with its ``values`` (the bringup shape)."""
     name = run_name_arg(args)
-    if name:
-        return execute_by_name(args, name)
-    return execute(args, load_bundle(args, values))
+    return execute_by_name(args, name) if name else execute(args, load_bundle(args, values))
 
 
 def execute_by_name(args: argparse.Namespace, name: str) -> int:

@@ -147,8 +147,7 @@ def run_down(args: argparse.Namespace) -> int:
 def run_test(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise UsageError(f"--max-tokens {args.max_tokens}: expected at least 1")
-    bundle = load_serve_bundle(args)
-    cfg = bundle.config
+    cfg = load_serve_bundle(args).config
     model = str(cfg.serve["model"]["servedName"])
     key = None
     if cfg.serve["apiKeySecret"]["name"]:  # read before anything is sent: never a request without it
