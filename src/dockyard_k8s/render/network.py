@@ -116,12 +116,8 @@ def dns_peer(infra: InfraSpec | None = None) -> dict[str, Any]:
 
 def _outermost(cidrs: list[Any]) -> list[str]:
     """The ranges not inside another of the list (an except inside an except is redundant)."""
-    out = []
-    for c in cidrs:
-        if c in out or any(o != c and o.version == c.version and c.subnet_of(o) for o in cidrs):
-            continue
-        out.append(c)
-    return [str(c) for c in out]
+    return [str(c) for c in dict.fromkeys(cidrs)
+            if not any(o != c and o.version == c.version and c.subnet_of(o) for o in cidrs)]
 
 
 def egress_blocks(allowed: list[str], excluded: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
