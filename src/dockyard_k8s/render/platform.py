@@ -115,11 +115,8 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
         return None
     tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
     hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-    tolerations: list[dict[str, Any]] = []
-    for role in GPU_FLEETS:
-        for t in infra["kuberay"][role]["tolerations"]:
-            if t not in tolerations:
-                tolerations.append(clone(t))
+    every = [t for role in GPU_FLEETS for t in infra["kuberay"][role]["tolerations"]]
+    tolerations = [clone(t) for i, t in enumerate(every) if t not in every[:i]]
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0}
     # The run's class (or the one it creates): on a full GPU node the pre-pull pod competes as the run would.
     name = infra["infra"]["priorityClassName"] or created_priority_class(infra)
