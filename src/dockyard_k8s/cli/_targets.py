@@ -67,13 +67,10 @@ def _sections(infra: InfraSpec) -> dict[str, Any]:
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
     """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
     files) and the first spec's infra (for its lint and plan sections)."""
-    objects: list[Manifest] = []
-    first: InfraSpec | None = None
-    for spec in getattr(args, "serve", None) or []:
-        bundle = load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
-        objects += objects_from_bundle(bundle.objects, prefix=f"{bundle.config.name}/")
-        first = first or bundle.config.infra
-    return objects, first
+    bundles = [load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
+               for spec in getattr(args, "serve", None) or []]
+    return ([o for b in bundles for o in objects_from_bundle(b.objects, prefix=f"{b.config.name}/")],
+            bundles[0].config.infra if bundles else None)
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
