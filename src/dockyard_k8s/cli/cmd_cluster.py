@@ -129,7 +129,6 @@ def cluster_dashboard(args: argparse.Namespace) -> int:
             webbrowser.open(url)
         try:
             threading.Event().wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # closing the dashboard is the normal way out: exit 0
             print("closed", file=sys.stderr)
-            return 0  # closing the dashboard is the normal way out
     return 0

@@ -134,10 +134,8 @@ def run_down(args: argparse.Namespace) -> int:
     with connect(args) as client:
         deleted = serve.down(client, bundle, delete_cache=args.delete_cache, dry_run=args.dry_run,
                              timeout=args.timeout, say=say)
-    if not deleted:
-        say(f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
-    else:
-        say(f"deleted {len(deleted)} object(s) of endpoint {cfg.name}; its pods follow (garbage collection)")
+    say(f"deleted {len(deleted)} object(s) of endpoint {cfg.name}; its pods follow (garbage collection)" if deleted
+        else f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
     return 0
 
 
