@@ -126,12 +126,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="dockyard-k8s", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"dockyard-k8s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for name, summary in COMMANDS.items():
+    for name in COMMANDS:
         if only is None or name == only:
             module = importlib.import_module(f"dockyard_k8s.cli.cmd_{name.replace('-', '_')}")
             module.register(_Subparsers(sub, module))
-        elif only is None:  # a _Parser: argparse's default formatter imports shutil for the terminal width
-            sub.add_parser(name, help=summary)
     return parser
 
 

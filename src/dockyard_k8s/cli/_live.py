@@ -44,8 +44,7 @@ def cluster_target(args: argparse.Namespace) -> Target:
 
 
 def connect(args: argparse.Namespace) -> KubeClient:
-    return client_mod.connect(context=getattr(args, "context", None), kubeconfig=getattr(args, "kubeconfig", None),
-                              target=cluster_target(args))
+    return client_mod.connect(target=cluster_target(args))  # the flags' kubeconfig and context, resolved
 
 
 def say_client_dry_run(to_apply: Sequence[dict[str, Any]], skipped: Sequence[dict[str, Any]] = (), *,

@@ -24,7 +24,6 @@ from dockyard_k8s.output import objects_text, write_file, write_objects
 from dockyard_k8s.render.rayauth import TokenSecret
 
 OK = "✔"
-FAIL = "✖"
 WARN = "!"
 
 

@@ -67,21 +67,17 @@ def _sections(infra: InfraSpec) -> dict[str, Any]:
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], InfraSpec | None]:
     """The objects of every --serve SPEC (each named as `serve render -o <endpoint>` names its
     files) and the first spec's infra (for its lint and plan sections)."""
-    objects: list[Manifest] = []
-    first: InfraSpec | None = None
-    for spec in getattr(args, "serve", None) or []:
-        bundle = load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
-        objects += objects_from_bundle(bundle.objects, prefix=f"{bundle.config.name}/")
-        first = first or bundle.config.infra
-    return objects, first
+    bundles = [load_serve_bundle(argparse.Namespace(spec=spec, sets=args.sets, namespace=args.namespace))
+               for spec in getattr(args, "serve", None) or []]
+    return ([o for b in bundles for o in objects_from_bundle(b.objects, prefix=f"{b.config.name}/")],
+            bundles[0].config.infra if bundles else None)
 
 
 def load_targets(args: argparse.Namespace) -> Targets:
     endpoints, serve_infra = _endpoints(args)
     if not args.recipe:
         if serve_infra is not None:
-            sections = _sections_from_file(args) if args.infra else _sections(serve_infra)
-            return Targets(endpoints, sections, True)
+            return Targets(endpoints, _sections_from_file(args) if args.infra else _sections(serve_infra), True)
         raise UsageError("nothing to check: give a RECIPE (with --infra), manifest FILE/DIR arguments or --serve SPEC")
     if args.manifests or looks_like_manifests(args.recipe):
         if args.namespace and not args.serve:

@@ -151,7 +151,7 @@ def summary(bundle: Bundle) -> str:
         lines.append(table(fleets, ["fleet", "pods", "gpu/pod", "cpu", "memory", "shm", "nodeSelector",
                                     "gpus"], indent="  "))
         lines.append(f"  total GPUs: {total}")
-        job = next((o for o in objects if o.get("kind") == "Job") if launch["mode"] == "job" else iter(()), None)
+        job = next((o for o in objects if o.get("kind") == "Job"), None)  # launch.mode job's one Job
         if job is not None:  # the one pod: what the scheduler sees, summed from the rows above
             requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
             lines.append("  the Job's one pod requests " + ", ".join(f"{k} {v}" for k, v in requests.items()))

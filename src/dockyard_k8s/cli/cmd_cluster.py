@@ -8,19 +8,12 @@ import threading
 import webbrowser
 from typing import Any
 
-from dockyard_k8s.cli import cmd_down
+from dockyard_k8s.cli import cmd_down, cmd_run
 from dockyard_k8s.cli._live import connect, ray_target, say, warn
 from dockyard_k8s.cli._output import add_output_arg, table
-from dockyard_k8s.cli._runargs import (
-    CLUSTER_HELP,
-    RUN_ARGS_HELP,
-    add_cluster_args,
-    add_run_args,
-    load_bundle,
-    run_name_arg,
-)
+from dockyard_k8s.cli._runargs import CLUSTER_HELP, RUN_ARGS_HELP, add_cluster_args, add_run_args, load_bundle
 from dockyard_k8s.cli.cmd_down import add_down_args
-from dockyard_k8s.cli.cmd_run import add_follow_args, deadline_setting, execute
+from dockyard_k8s.cli.cmd_run import add_follow_args
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.live.launch import list_clusters
 from dockyard_k8s.live.progress import raycluster_phase
@@ -80,15 +73,11 @@ def _bringup(args: argparse.Namespace) -> list[Setting]:
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    return execute(args, load_bundle(args, [*_bringup(args), *deadline_setting(args)]))
+    return cmd_run.run(args, _bringup(args))
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    name = run_name_arg(args)
-    if name:
-        return cmd_down.execute_by_name(args, name)
-
-    return cmd_down.execute(args, load_bundle(args, _bringup(args)))
+    return cmd_down.run(args, _bringup(args))
 
 
 def cluster_list(args: argparse.Namespace) -> int:
@@ -96,8 +85,7 @@ def cluster_list(args: argparse.Namespace) -> int:
         ns = None if args.all_namespaces else (args.namespace or client.default_namespace)
         items = list_clusters(client, ns, selector=args.selector)
     if args.output in ("json", "yaml"):
-        doc = {"apiVersion": "v1", "kind": "List", "items": items}
-        print(document_text(doc, args.output), end="")
+        print(document_text({"apiVersion": "v1", "kind": "List", "items": items}, args.output), end="")
         return 0
     if not items:
         say(f"no RayCluster made by dockyard-k8s in {ns or 'any namespace'}")
@@ -141,7 +129,6 @@ def cluster_dashboard(args: argparse.Namespace) -> int:
             webbrowser.open(url)
         try:
             threading.Event().wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # closing the dashboard is the normal way out: exit 0
             print("closed", file=sys.stderr)
-            return 0  # closing the dashboard is the normal way out
     return 0

@@ -68,9 +68,7 @@ def register(sub: Any) -> None:
 
 
 def _namespace(args: argparse.Namespace, client: Any, bundle: Any) -> str:
-    if bundle is not None:
-        return bundle.run.namespace
-    return str(args.namespace or client.default_namespace)
+    return bundle.run.namespace if bundle is not None else str(args.namespace or client.default_namespace)
 
 
 def dev_connect(args: argparse.Namespace) -> int:

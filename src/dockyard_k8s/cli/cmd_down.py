@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from dockyard_k8s.bundle import Bundle
 from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
+from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.live import runs
 from dockyard_k8s.live.launch import down, wait_run_gone
 
@@ -43,11 +45,10 @@ def add_down_args(p: argparse.ArgumentParser) -> None:
                         "and token Secret (then they are kept), and with --wait for everything (default 600; exit 1)")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, values: Sequence[Setting] = ()) -> int:
+    """``down``, and ``cluster down`` with its ``values`` (the bringup shape)."""
     name = run_name_arg(args)
-    if name:
-        return execute_by_name(args, name)
-    return execute(args, load_bundle(args))
+    return execute_by_name(args, name) if name else execute(args, load_bundle(args, values))
 
 
 def execute_by_name(args: argparse.Namespace, name: str) -> int:

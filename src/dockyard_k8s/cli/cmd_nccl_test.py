@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
         args.live = True  # load_bundle: the kubeconfig context's namespace when none is given, as `run` does
         summary = run_live(args, render_mpijob(args))
     else:
-        mpijob = render_mpijob(args)
-        text = document_text(mpijob, args.output)
+        text = document_text(render_mpijob(args), args.output)
         if args.output_file:
             write_file(args.output_file, text)
             print(f"wrote {args.output_file}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from dockyard_k8s.bundle import Bundle
@@ -43,8 +44,9 @@ def add_follow_args(p: argparse.ArgumentParser) -> None:
                         "RayJob; enforced while following for other shapes)")
 
 
-def run(args: argparse.Namespace) -> int:
-    return execute(args, load_bundle(args, deadline_setting(args)))
+def run(args: argparse.Namespace, values: Sequence[Setting] = ()) -> int:
+    """``run``, and ``cluster up`` with its ``values`` (the bringup shape)."""
+    return execute(args, load_bundle(args, [*values, *deadline_setting(args)]))
 
 
 def deadline_setting(args: argparse.Namespace) -> list[Setting]:

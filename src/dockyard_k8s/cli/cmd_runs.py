@@ -44,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
         rows = list_runs(client, ns, selector=args.selector)
     now = dt.datetime.now(dt.UTC)
     if args.output in ("json", "yaml"):
-        docs = [r.as_dict(now) for r in rows]
-        print(document_text(docs, args.output), end="")
+        print(document_text([r.as_dict(now) for r in rows], args.output), end="")
         return 0
     if args.output == "name":  # kubectl's -o name: nothing but the names (a script's input)
         for r in rows:

@@ -25,8 +25,5 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.markdown:
-        print(infra_markdown(), end="")
-    else:
-        print(dump_json(infra_json_schema()), end="")
+    print(infra_markdown() if args.markdown else dump_json(infra_json_schema()), end="")
     return 0

@@ -18,6 +18,7 @@ from dockyard_k8s.live.orchestrate import status_doc as run_doc
 from dockyard_k8s.live.portforward import port_forward
 from dockyard_k8s.live.serve import ServeStatus, api_key
 from dockyard_k8s.output import dump_json
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.serve import service_url
 from dockyard_k8s.serve_bundle import ServeBundle
 
@@ -67,16 +68,15 @@ def run_up(args: argparse.Namespace) -> int:
 
 def _claim_line(claim: dict[str, Any]) -> str:
     spec, st = claim.get("spec") or {}, claim.get("status") or {}
-    size = ((st.get("capacity") or {}).get("storage") or ((spec.get("resources") or {}).get("requests") or {})
-            .get("storage") or "?")
+    size = dig(st, "capacity", "storage") or dig(spec, "resources", "requests", "storage") or "?"
     modes = ",".join(st.get("accessModes") or spec.get("accessModes") or [])
     cls = spec.get("storageClassName") or "default class"
     return f"PersistentVolumeClaim {claim['metadata']['name']}: {st.get('phase') or 'Pending'} ({size} {modes}, {cls})"
 
 
 def _scaler_line(obj: dict[str, Any]) -> str:
-    conds = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
-    hpa = (obj.get("status") or {}).get("hpaName") or "-"
+    conds = {c.get("type"): c.get("status") for c in dig(obj, "status", "conditions") or []}
+    hpa = dig(obj, "status", "hpaName") or "-"
     shown = ", ".join(f"{k}={conds[k]}" for k in ("Ready", "Active", "Fallback") if k in conds) or "no status yet"
     return f"ScaledObject {obj['metadata']['name']}: {shown}; HPA {hpa}"
 
@@ -85,11 +85,11 @@ def status_doc(st: ServeStatus, bundle: ServeBundle) -> dict[str, Any]:
     doc = run_doc(st.view, bundle.config.namespace)
     doc.pop("run")
     return {"endpoint": bundle.config.name, **doc,
-            "claims": [{"name": c["metadata"]["name"], "phase": (c.get("status") or {}).get("phase") or "Pending"}
+            "claims": [{"name": c["metadata"]["name"], "phase": dig(c, "status", "phase") or "Pending"}
                        for c in st.claims],
             "autoscaler": [{"name": s["metadata"]["name"], "status": s.get("status") or {}} for s in st.scalers],
             "service": None if st.service is None else {"name": st.service["metadata"]["name"],
-                                                        "clusterIP": (st.service.get("spec") or {}).get("clusterIP")}}
+                                                        "clusterIP": dig(st.service, "spec", "clusterIP")}}
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -134,10 +134,8 @@ def run_down(args: argparse.Namespace) -> int:
     with connect(args) as client:
         deleted = serve.down(client, bundle, delete_cache=args.delete_cache, dry_run=args.dry_run,
                              timeout=args.timeout, say=say)
-    if not deleted:
-        say(f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
-    else:
-        say(f"deleted {len(deleted)} object(s) of endpoint {cfg.name}; its pods follow (garbage collection)")
+    say(f"deleted {len(deleted)} object(s) of endpoint {cfg.name}; its pods follow (garbage collection)" if deleted
+        else f"nothing left of endpoint {cfg.name} in {cfg.namespace}")
     return 0
 
 
@@ -147,8 +145,7 @@ def run_down(args: argparse.Namespace) -> int:
 def run_test(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise UsageError(f"--max-tokens {args.max_tokens}: expected at least 1")
-    bundle = load_serve_bundle(args)
-    cfg = bundle.config
+    cfg = load_serve_bundle(args).config
     model = str(cfg.serve["model"]["servedName"])
     key = None
     if cfg.serve["apiKeySecret"]["name"]:  # read before anything is sent: never a request without it

@@ -14,7 +14,6 @@ from dockyard_k8s.errors import EXIT_FAILURE
 from dockyard_k8s.live import runs
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.kueue import workload_state
-from dockyard_k8s.live.launch import status
 from dockyard_k8s.live.orchestrate import status_doc
 from dockyard_k8s.live.record import read_record, self_deleted
 from dockyard_k8s.output import document_text
@@ -47,16 +46,14 @@ def run(args: argparse.Namespace) -> int:
         if name:
             ns, run_name = args.namespace or client.default_namespace, name
             ref = runs.find_run(client, ns, run_name)
-            view = runs.status(client, ref)
-            record = ref.record
-            near = "" if ref.found else runs.near_run(client, ns, run_name)
         else:
             assert bundle is not None
             ns, run_name = bundle.run.namespace, bundle.run.name
-            view = status(client, bundle)
             record = read_record(client.get(KINDS["ConfigMap"], ns, record_name(run_name)))
-            near = ""
-    found = any(view.objects.get(k) for k in view.objects) or record is not None
+            ref = runs.RunRef(ns, run_name, bundle.objects, record)
+        view, record = runs.status(client, ref), ref.record
+        near = runs.near_run(client, ns, run_name) if name and not ref.found else ""
+    found = any(view.objects.values()) or record is not None
     ended = self_deleted(record, view.of_kind("RayJob"))  # gone: its DeleteSelf rules say how it ended
     for note in view.notes:
         print(note, file=sys.stderr)
@@ -83,9 +80,7 @@ def launched_with(record: Any, ns: str, run: str) -> str:
     """How the run was launched, as a command line (values of credentials were redacted)."""
     launch = record.launch
     parts = [str(launch.get("recipeFile") or "?")]
-    for f in launch.get("infraFiles") or []:
-        parts += ["-f", str(f)]
-    for flag, key in (("--set", "sets"), ("--set-file", "setFiles")):
+    for flag, key in (("-f", "infraFiles"), ("--set", "sets"), ("--set-file", "setFiles")):
         for s in launch.get(key) or []:
             parts += [flag, str(s)]
     parts += [str(o) for o in launch.get("overrides") or [] if not str(o).startswith("++env.code.sandbox_urls")]

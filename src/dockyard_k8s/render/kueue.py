@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from dockyard_k8s import kueue
 from dockyard_k8s.config.platforms import INSTANCE_TYPE_LABEL
 from dockyard_k8s.kube import GPU_RESOURCES, as_mapping, pod_requests
-from dockyard_k8s.plain import Path
+from dockyard_k8s.plain import Path, dig
 from dockyard_k8s.plan.units import format_amount, to_units
 from dockyard_k8s.render import provenance
 from dockyard_k8s.render.meta import FLEET_LABEL, MANAGED_BY
@@ -46,16 +46,12 @@ QUEUED_KIND = {"rayjob": "RayJob", "bringup": "RayCluster", "job": "Job", "state
 
 
 def queued_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rendered objects that carry the queue label (empty when the run is not queued)."""
-    k = infra["infra"]["kueue"]
-    if not k["queueName"]:
-        return []
+    """The rendered objects that carry the queue label, of a queued run (every caller checks ``queueName``)."""
     kind = QUEUED_KIND.get(infra["launch"]["mode"])
     out = [o for o in objects if o.get("kind") == kind]
-    if k["sandbox"]:
+    if infra["infra"]["kueue"]["sandbox"]:
         out += [o for o in objects if o.get("kind") == "Deployment"
-                and as_mapping(as_mapping(o.get("metadata")).get("labels")).get("app.kubernetes.io/component")
-                == "sandbox"]
+                and dig(o, "metadata", "labels", "app.kubernetes.io/component") == "sandbox"]
     return out
 
 
@@ -171,8 +167,6 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     if levels:
         out.append({"apiVersion": kueue.API_VERSION, "kind": "Topology", "metadata": _meta(infra, qo["topologyName"]),
                     "spec": {"levels": [{"nodeLabel": lv} for lv in _levels(levels)]}})
-    admin = _admin_objects(infra)
-    out += admin
     runs = qo["runs"]
     flavors = [{"name": names[side], "resources": [
         {"name": r, "nominalQuota": format_amount(r, to_units(r, usage[side].get(r, Fraction(0)) * runs))}
@@ -189,14 +183,13 @@ def queue_objects(infra: InfraSpec, objects: list[dict[str, Any]]) -> list[dict[
     cq_spec["preemption"] = {"withinClusterQueue": "LowerPriority",
                              "reclaimWithinCohort": "Any" if qo["cohort"] else "Never"}
     cq_spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
-    out.append({"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": _meta(infra, cq_name),
-                "spec": cq_spec})
-    out.append({"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
-                "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}})
-    for obj in out:  # an admin's objects: any problem in them is the queueObjects settings'
-        if not any(obj is a for a in admin):  # those name their own keys
-            provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects")})
-    return out
+    queues = [{"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": _meta(infra, cq_name),
+               "spec": cq_spec},
+              {"apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
+               "metadata": _meta(infra, queue, namespaced=True), "spec": {"clusterQueue": cq_name}}]
+    for obj in [*out, *queues]:  # an admin's objects: any problem in them is the queueObjects settings'
+        provenance.note_fields(obj, {"spec": ("infra", "kueue", "queueObjects")})
+    return [*out, *_admin_objects(infra), *queues]  # _admin_objects name their own keys
 
 
 def _admin_objects(infra: InfraSpec) -> list[dict[str, Any]]:

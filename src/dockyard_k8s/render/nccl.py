@@ -55,14 +55,10 @@ def nccl_shape(infra: InfraSpec) -> tuple[int, int]:
 def mpirun_command(infra: InfraSpec, env_names: list[str]) -> list[str]:
     nt = infra["ncclTest"]
     nodes, gpus = nccl_shape(infra)
-    cmd = [nt["mpirunPath"], "--allow-run-as-root", "--tag-output", "-np", str(nodes * gpus), "-N", str(gpus),
-           "--bind-to", "none"]
-    for name in env_names:
-        cmd += ["-x", name]
-    cmd += list(nt["mpirunArgs"])
-    cmd += [nt["binary"], "-b", str(nt["minBytes"]), "-e", str(nt["maxBytes"]), "-f", str(nt["stepFactor"]),
+    return [nt["mpirunPath"], "--allow-run-as-root", "--tag-output", "-np", str(nodes * gpus), "-N", str(gpus),
+            "--bind-to", "none", *(w for name in env_names for w in ("-x", name)), *nt["mpirunArgs"],
+            nt["binary"], "-b", str(nt["minBytes"]), "-e", str(nt["maxBytes"]), "-f", str(nt["stepFactor"]),
             "-g", "1", "-c", "1" if nt["check"] else "0", "-n", str(nt["iterations"])]
-    return cmd
 
 
 def nccl_mpijob(infra: InfraSpec) -> dict[str, Any]:

@@ -116,12 +116,8 @@ def dns_peer(infra: InfraSpec | None = None) -> dict[str, Any]:
 
 def _outermost(cidrs: list[Any]) -> list[str]:
     """The ranges not inside another of the list (an except inside an except is redundant)."""
-    out = []
-    for c in cidrs:
-        if c in out or any(o != c and o.version == c.version and c.subnet_of(o) for o in cidrs):
-            continue
-        out.append(c)
-    return [str(c) for c in out]
+    return [str(c) for c in dict.fromkeys(cidrs)
+            if not any(o != c and o.version == c.version and c.subnet_of(o) for o in cidrs)]
 
 
 def egress_blocks(allowed: list[str], excluded: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
@@ -318,13 +314,13 @@ def sandbox_rows(infra: InfraSpec) -> list[list[str]]:
         item = allowed_cidr(entry)
         egress.append(f"{item.cidr} ({_ports(item.ports)}" + (", private: opted in)" if item.private else ")"))
     space = "private or reserved space (NAT64, class E, IPv6 global unicast too)"
-    blocked = "".join(", " + c for c in np["blockedEgressCidrs"])
+    never = f"never {space}, cloud metadata endpoints"
     if np["extraEgress"]:  # pods live in private space: those rules name some (lint says which reach too far)
         n = len(np["extraEgress"])
         egress.append(f"pods extraEgress names ({n} rule{'s' if n > 1 else ''})")
-        return [["ingress", ingress], ["egress", "; ".join(egress) + f"; no other {space}, never cloud metadata "
-                                                                     f"endpoints{blocked}"]]
-    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; never {space}, cloud metadata endpoints{blocked}"]]
+        never = f"no other {space}, never cloud metadata endpoints"
+    blocked = "".join(", " + c for c in np["blockedEgressCidrs"])
+    return [["ingress", ingress], ["egress", "; ".join(egress) + f"; {never}{blocked}"]]
 
 
 def ray_ports_line(infra: InfraSpec) -> str:

@@ -48,9 +48,9 @@ KEEP_ANNOTATION = "dockyard-k8s/keep-on-down"
 # --- names -----------------------------------------------------------------------------------
 
 
-def priority_class_name(infra: InfraSpec) -> str:
+def created_priority_class(infra: InfraSpec) -> str | None:
     pc = infra["infra"]["priorityClass"]
-    return str(pc["name"] or f"{infra['infra']['namespace']}-{run_name(infra)}-gpu")
+    return str(pc["name"] or f"{infra['infra']['namespace']}-{run_name(infra)}-gpu") if pc["create"] else None
 
 
 def storage_claim_name(infra: InfraSpec) -> str:
@@ -66,10 +66,10 @@ def padded_deadline(infra: InfraSpec, seconds: int | None) -> int | None:
 
 
 def priority_class(infra: InfraSpec) -> dict[str, Any] | None:
-    pc = infra["infra"]["priorityClass"]
-    if not pc["create"]:
+    name = created_priority_class(infra)
+    if name is None:
         return None
-    return meta.priority_class(metadata(infra, priority_class_name(infra), "governance", namespaced=False), pc,
+    return meta.priority_class(metadata(infra, name, "governance", namespaced=False), infra["infra"]["priorityClass"],
                                f"GPU pods of dockyard-k8s run {run_name(infra)}: not evicted for best-effort pods.")
 
 
@@ -115,16 +115,13 @@ def prepull_daemonset(infra: InfraSpec) -> dict[str, Any] | None:
         return None
     tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
     hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-    tolerations: list[dict[str, Any]] = []
-    for role in GPU_FLEETS:
-        for t in infra["kuberay"][role]["tolerations"]:
-            if t not in tolerations:
-                tolerations.append(clone(t))
+    every = [t for role in GPU_FLEETS for t in infra["kuberay"][role]["tolerations"]]
+    tolerations = [clone(t) for i, t in enumerate(every) if t not in every[:i]]
     pod: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0}
     # The run's class (or the one it creates): on a full GPU node the pre-pull pod competes as the run would.
-    created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
-    if infra["infra"]["priorityClassName"] or created:
-        pod["priorityClassName"] = infra["infra"]["priorityClassName"] or created
+    name = infra["infra"]["priorityClassName"] or created_priority_class(infra)
+    if name:
+        pod["priorityClassName"] = name
     pod.update(pull_secrets(infra))
     affinity = _gpu_node_affinity(infra)
     if affinity:
@@ -263,7 +260,7 @@ def apply_platform(infra: InfraSpec, objects: list[dict[str, Any]]) -> None:
     * every pod that requests no GPU (the sandbox, a head without GPUs, the submitter) kept off
       the GPU nodes (``infra.cpuScheduling``; not the pre-pull DaemonSet, which is for them).
     """
-    created = priority_class_name(infra) if infra["infra"]["priorityClass"]["create"] else None
+    created = created_priority_class(infra)
     off_gpu = off_gpu_nodes(infra)
     for obj in objects:
         if obj.get("kind") == "RayJob" and obj["spec"].get("activeDeadlineSeconds") is not None:

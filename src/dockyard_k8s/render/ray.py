@@ -14,6 +14,7 @@ Built in three steps, in this order:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -170,17 +171,15 @@ def resources_param(existing: str | None, resource: str, amount: int) -> str:
     writes back itself, works for both: the older documented ``"{\\"name\\": 1}"`` leaves escaped
     quotes its JSON parse refuses ("failed to add accelerator resources to rayStartParams").
     """
-    current: dict[str, Any] = {}
+    current: Any = {}
     if existing:
         text = existing.strip().strip("'")
         if text.startswith('"') and text.endswith('"'):
             text = text[1:-1].replace('\\"', '"')
-        try:
+        with contextlib.suppress(ValueError):
             current = json.loads(text)
-        except ValueError:
-            current = {}
-        if not isinstance(current, dict):
-            current = {}
+    if not isinstance(current, dict):
+        current = {}
     current[resource] = amount
     return "'" + json.dumps(current, sort_keys=True, separators=(",", ":")) + "'"
 

@@ -21,7 +21,7 @@ from typing import Any
 from dockyard_k8s import __version__, kueue
 from dockyard_k8s.config.model import RunConfig
 from dockyard_k8s.credentials import redact, redact_assignment
-from dockyard_k8s.kube import pod_requests, pod_templates
+from dockyard_k8s.kube import GPU, pod_requests, pod_templates
 from dockyard_k8s.render.meta import metadata
 from dockyard_k8s.render.rayauth import token_secret
 from dockyard_k8s.yamlfile import dump as dump_yaml
@@ -63,19 +63,14 @@ def launch_objects(run: RunConfig, objects: Sequence[dict[str, Any]], invocation
     (with ``token``), first, since every Ray pod reads it; the launch record, before any object of
     the run, so a launch that fails half-way still says what it was launched with; then the
     objects (``run`` skips the :data:`RENDER_ONLY` kinds among them)."""
-    applied = applied_objects(objects)
     secret = [token_secret(run.infra, token)] if token is not None else []
-    return [*secret, launch_record(run, applied, invocation), *objects]
+    return [*secret, launch_record(run, applied_objects(objects), invocation), *objects]
 
 
 def total_gpus(objects: Sequence[dict[str, Any]]) -> int:
     """GPUs the run's pod templates request (nvidia.com/gpu x replicas)."""
-    total = 0
-    for obj in objects:
-        for template in pod_templates(obj):
-            if template.replicas is not None:  # not a DaemonSet's pods
-                total += int(pod_requests(template.spec).get("nvidia.com/gpu", 0)) * template.replicas
-    return total
+    return sum(int(pod_requests(t.spec).get(GPU, 0)) * t.replicas
+               for obj in objects for t in pod_templates(obj) if t.replicas is not None)  # not a DaemonSet's pods
 
 
 def launch_record(run: RunConfig, applied: Sequence[dict[str, Any]], invocation: Invocation) -> dict[str, Any]:

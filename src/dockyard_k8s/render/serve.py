@@ -24,7 +24,7 @@ from dockyard_k8s.plain import clone
 from dockyard_k8s.render import meta
 from dockyard_k8s.render.meta import RUN_LABEL, env_list, metadata, placement, pod_labels, pull_secrets, quantity
 from dockyard_k8s.render.meta import selector as _selector
-from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, NOT_SANDBOX, OPEN_EGRESS, dns_peer, egress_blocks
+from dockyard_k8s.render.network import DNS_PORTS, NAMESPACE_LABEL, OPEN_EGRESS, dns_peer, egress_blocks, not_sandbox
 from dockyard_k8s.render.platform import KEEP_ANNOTATION, add_runtime_class, padded_deadline
 from dockyard_k8s.render.sandbox import container_security
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from dockyard_k8s.config.infra_types import Serve, ServeCache
 
 FLEET = "serve"
-COMPONENT = "model-server"
 CACHE_VOLUME = "model-cache"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
@@ -43,7 +42,7 @@ ADMIN_KEY_VAR = "DOCKYARD_ADMIN_API_KEY"  # SGLang's --admin-api-key
 
 
 def _meta(cfg: ServeConfig, name: str, *, namespaced: bool = True) -> dict[str, Any]:
-    return metadata(cfg.infra, name, COMPONENT, namespaced=namespaced, endpoint=cfg.name)
+    return metadata(cfg.infra, name, meta.FLEETS[FLEET], namespaced=namespaced, endpoint=cfg.name)
 
 
 def selector(cfg: ServeConfig) -> dict[str, str]:
@@ -93,12 +92,8 @@ def _namespace(name: str) -> dict[str, Any]:
 
 
 def _pods(labels: dict[str, str], *, sandbox: bool = False) -> dict[str, Any]:
-    sel: dict[str, Any] = {}
-    if labels:
-        sel["matchLabels"] = dict(labels)
-    if not sandbox:
-        sel["matchExpressions"] = [clone(NOT_SANDBOX)]  # sandbox pools run untrusted code
-    return sel
+    sel = {"matchLabels": dict(labels)} if labels else {}
+    return sel if sandbox else not_sandbox(sel)  # sandbox pools run untrusted code
 
 
 def ingress_rules(cfg: ServeConfig) -> list[dict[str, Any]]:

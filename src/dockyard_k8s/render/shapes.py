@@ -102,16 +102,13 @@ def _combined_sizing(infra: InfraSpec) -> tuple[KuberayHead, dict[str, int]]:
         "memoryLimit": total("memory", "memoryLimit") if has_limit[1] else None,
         "extendedResources": extended,
         "shmSize": max(shm, key=lambda q: parse_quantity(q) or Fraction(0)) if shm else None,
-        "nodeSelector": {},
+        # the trainer's choices win over the inference fleet's and the head's
+        "nodeSelector": {k: v for s, _ in reversed(pods) for k, v in s["nodeSelector"].items()},
         "tolerations": [],
-        "env": {},
-        "rayStartParams": {},
+        "env": {k: v for s, _ in pods for k, v in s["env"].items()},
+        "rayStartParams": {k: v for s, _ in reversed(pods) for k, v in s["rayStartParams"].items()},
     }
-    for s, _ in reversed(pods):  # the trainer's choices win over the inference fleet's and the head's
-        sizing["nodeSelector"] = {**sizing["nodeSelector"], **s["nodeSelector"]}
-        sizing["rayStartParams"] = {**sizing["rayStartParams"], **s["rayStartParams"]}
     for s, _ in pods:
-        sizing["env"] = {**sizing["env"], **s["env"]}
         sizing["tolerations"] += [t for t in s["tolerations"] if t not in sizing["tolerations"]]
     return sizing, tags
 
