@@ -313,6 +313,9 @@ CASES: dict[str, list[tuple[str, str, Files]]] = {
         ("launch.mode job: one node label, two values", CHECK, infra(
             "launch: {mode: job}\nkuberay:\n  inference: {replicas: 0}\n  head:\n    nodeSelector: {pool: a}\n"
             "  trainer:\n    nodeSelector: {pool: b}\n")),
+        ("launch.mode job: one ray start parameter, two values (the one pod starts one Ray node)", CHECK, infra(
+            "launch: {mode: job}\nkuberay:\n  head:\n    rayStartParams: {num-cpus: '4'}\n  trainer:\n"
+            "    rayStartParams: {num-cpus: '64'}\n  inference:\n    rayStartParams: {num-cpus: '4'}\n")),
         ("a pod larger than one node of its type", CHECK, infra("kuberay:\n  trainer:\n    gpus: 16\n"
                                                                 "    nodeSelector:\n" + P5)),
         ("a label the node lacks", "check r.yaml -f a.yaml -f p.yaml",

@@ -305,16 +305,22 @@ def _job_problems(run: RunConfig) -> list[ConfigProblem]:
                                   f"got {kr[role]['replicas']}: launch.mode job runs one pod on one node, so a "
                                   "fleet has at most 1 pod (use launch.mode statefulset for several nodes)"))
     groups: list[Group] = ["head", *fleets]
-    chosen: dict[str, tuple[str, Group]] = {}
-    for g in groups:
-        for key, value in kr[g]["nodeSelector"].items():
-            if key in chosen and chosen[key][0] != value:
-                first = chosen[key][1]
-                out.append(run.locate(("kuberay", g, "nodeSelector", key),
-                                      f"got {value!r}, but kuberay.{first}.nodeSelector has {key}: "
-                                      f"{chosen[key][0]!r}: launch.mode job puts the head and every fleet in "
-                                      "one pod, which cannot be on both kinds of node"))
-            chosen.setdefault(key, (value, g))
+    selectors = {g: kr[g]["nodeSelector"] for g in groups}
+    params = {g: kr[g]["rayStartParams"] for g in groups}
+    for field, of, why in (("nodeSelector", selectors, "which cannot be on both kinds of node"),
+                           ("rayStartParams", params, "which starts one Ray node, with one value of each")):
+        chosen: dict[str, tuple[Any, Group]] = {}
+        for g in groups:
+            for key, value in of[g].items():
+                if key in chosen and chosen[key][0] != value:
+                    first = chosen[key][1]
+                    out.append(run.locate(("kuberay", g, field, key),
+                                          f"got {value!r}, but kuberay.{first}.{field} has {key}: "
+                                          f"{chosen[key][0]!r}: launch.mode job puts the head and every fleet in "
+                                          f"one pod, {why}"))
+                chosen.setdefault(key, (value, g))
+        if field == "nodeSelector":
+            selector = {k: v for k, (v, _) in chosen.items()}
     fleet_keys = {k for g in fleets if kr[g]["gpus"] > 0 for k in kr[g]["nodeSelector"]}
     for key, value in kr["head"]["nodeSelector"].items():
         if fleet_keys and key not in fleet_keys:  # a selector for a CPU head, left from a RayCluster config
@@ -322,7 +328,6 @@ def _job_problems(run: RunConfig) -> list[ConfigProblem]:
                                   f"{key}: {value!r} selects a node for the head alone, but launch.mode job runs the "
                                   "head in the one GPU pod, on a node the GPU fleets select: drop it, or add it to "
                                   "the fleets' nodeSelector if their nodes carry it too"))
-    selector = {k: v for k, (v, _) in chosen.items()}
     node = node_gpus(run, selector)
     asked = [(g, kr[g]["gpus"]) for g in groups if kr[g]["gpus"] > 0]
     total = sum(n for _, n in asked)

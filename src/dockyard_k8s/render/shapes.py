@@ -102,11 +102,11 @@ def _combined_sizing(infra: InfraSpec) -> tuple[KuberayHead, dict[str, int]]:
         "memoryLimit": total("memory", "memoryLimit") if has_limit[1] else None,
         "extendedResources": extended,
         "shmSize": max(shm, key=lambda q: parse_quantity(q) or Fraction(0)) if shm else None,
-        # the trainer's choices win over the inference fleet's and the head's
-        "nodeSelector": {k: v for s, _ in reversed(pods) for k, v in s["nodeSelector"].items()},
+        # one value a key: check refuses two (config/rules.py, _job_problems)
+        "nodeSelector": {k: v for s, _ in pods for k, v in s["nodeSelector"].items()},
         "tolerations": [],
         "env": {k: v for s, _ in pods for k, v in s["env"].items()},
-        "rayStartParams": {k: v for s, _ in reversed(pods) for k, v in s["rayStartParams"].items()},
+        "rayStartParams": {k: v for s, _ in pods for k, v in s["rayStartParams"].items()},
     }
     for s, _ in pods:
         sizing["tolerations"] += [t for t in s["tolerations"] if t not in sizing["tolerations"]]
