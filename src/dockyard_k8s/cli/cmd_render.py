@@ -36,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
     header = prerequisite_header(bundle.findings.prerequisites, "dockyard-k8s check lists them; `dockyard-k8s run` "
                                                                 "creates the Ray token Secret itself", token)
     # a pipe into kubectl shows stderr: the one object the pods need that no apply creates
-    notes = [f"{token.ref} (the Ray token) is not rendered: create it before `kubectl apply`: {token.command}"] \
-        if token else []
+    notes = [*bundle.run.notes, *([f"{token.ref} (the Ray token) is not rendered: create it before `kubectl "
+                                   f"apply`: {token.command}"] if token else [])]
     return print_objects(args, objects, bundle.validation, header=header, notes=notes)

@@ -73,6 +73,8 @@ def _client_dry_run(args: argparse.Namespace, bundle: Bundle) -> int:
 
 def execute(args: argparse.Namespace, bundle: Bundle) -> int:
     """Apply and (unless --detach) follow; shared by `run` and `cluster up`."""
+    for note in bundle.run.notes:  # what check says beside its ✔ (an unpinned image, a limit raised)
+        warn(f"note: {note}")
     if args.dry_run == "client":
         return _client_dry_run(args, bundle)
     try:

@@ -200,6 +200,17 @@ def test_check_lists_what_must_already_exist(capsys):
     assert any(line.startswith("Secret rl-research/wandb") and "key api-key" in line for line in lines)
 
 
+def test_render_and_run_say_checks_notes_on_stderr() -> None:
+    """An unpinned image is a note beside check's ✔; `render` and `run` said nothing of it."""
+    unpinned = ("--set", "infra.image=registry.example.com/ubuntu-swe")
+    note = "note: infra.image got 'registry.example.com/ubuntu-swe' (no tag: Kubernetes pulls :latest)"
+    code, out, err = run_cli("render", RECIPE, "--infra", INFRA, *unpinned)
+    assert code == 0 and note in err and "note:" not in out
+    code, out, err = run_cli("run", RECIPE, "--infra", INFRA, "--dry-run=client", *unpinned)
+    assert code == 0 and note in err and "note:" not in out
+    assert note not in run_cli("render", RECIPE, "--infra", INFRA)[2]
+
+
 def test_render_emits_the_token_generator_without_any_token(capsys, tmp_path):
     """The Secret's value is never rendered (golden output is deterministic, files may be committed):
     the YAML says how to create it, and so does stderr, which a pipe into kubectl shows."""
