@@ -98,37 +98,30 @@ def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     commands make for this run: run applies and watches what it renders (plus the RayJob's
     cluster, pods and events), status lists the same, logs reads pods, down lists and
     deletes every kind a run may own."""
-    out: list[tuple[str, str, str, str, bool, str]] = []
-    seen: set[tuple[str, str, str, str]] = set()
+    out: dict[tuple[str, str, str, str], tuple[str, str, str, str, bool, str]] = {}
 
-    def need(verb: str, k: Kind | tuple[str, str], essential: bool, commands: str, sub: str = "") -> None:
+    def need(verbs: str, k: Kind | tuple[str, str], essential: bool, commands: str, sub: str = "") -> None:
         group, plural = (k.group, k.plural) if isinstance(k, Kind) else k
-        if (verb, group, plural, sub) not in seen:
-            seen.add((verb, group, plural, sub))
-            out.append((verb, group, plural, sub, essential, commands))
+        for verb in verbs.split():  # a request is counted where it is first needed
+            out.setdefault((verb, group, plural, sub), (verb, group, plural, sub, essential, commands))
 
     applied = split_apply(objects)[0]
     for k in dict.fromkeys(kind_of(o) for o in applied):
-        for verb in ("get", "list", "watch", "create", "patch", "delete"):
-            need(verb, k, True, "run, status, down")
+        need("get list watch create patch delete", k, True, "run, status, down")
     for k in watched_kinds(applied):
-        for verb in ("get", "list", "watch"):
-            need(verb, k, True, "run, status")
-    for verb in ("get", "list", "watch"):
-        need(verb, ("", "pods"), True, "run, status, logs")
+        need("get list watch", k, True, "run, status")
+    need("get list watch", ("", "pods"), True, "run, status, logs")
     need("get", ("", "pods"), True, "logs", "log")
-    for verb in ("list", "watch"):
-        need(verb, ("", "events"), True, "run, status")
+    need("list watch", ("", "events"), True, "run, status")
     for k in down_kinds(objects):
-        for verb in ("list", "delete"):
-            need(verb, k, False, TOLERATED)
+        need("list delete", k, False, TOLERATED)
     if any(reads_token(o) for o in applied):  # the Ray token Secret: run reads or creates it
         need("get", ("", "secrets"), True, "run, job, dashboard")
         need("patch", ("", "secrets"), True, "run")
     need("get", ("", "services"), False, REMOTE)
     need("create", ("", "pods"), False, REMOTE, "portforward")
     need("create", ("", "pods"), False, REMOTE, "exec")
-    return out
+    return list(out.values())
 
 
 # --- checks (pure) -------------------------------------------------------------------------
