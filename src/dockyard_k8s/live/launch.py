@@ -40,6 +40,7 @@ from dockyard_k8s.live.record import (
     ended_as,
     spec_digest,
 )
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import MANAGED_BY
 from dockyard_k8s.render.rayauth import enabled
 from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects, launch_record, record_name
@@ -197,7 +198,7 @@ def started_from_another_spec(client: KubeClient, bundle: Bundle, options: Launc
         return None
     kind, ns, name = kind_of(main), bundle.run.namespace, main["metadata"]["name"]
     live = client.get(kind, ns, name)
-    if live is None or ((live.get("status") or {}).get("jobDeploymentStatus") or "") in _SPEC_READ:
+    if live is None or (dig(live, "status", "jobDeploymentStatus") or "") in _SPEC_READ:
         return None
     if orchestrate.apply_one(client, main, dry_run=True, before=live).action == "unchanged":
         return None
@@ -234,7 +235,7 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     main, conditions = found
     ns, run = bundle.run.namespace, bundle.run.name
     record = client.get(KINDS["ConfigMap"], ns, record_name(run))
-    marker = (((record or {}).get("metadata") or {}).get("annotations") or {}).get(SUBMITTED_ANNOTATION)
+    marker = dig(record, "metadata", "annotations", SUBMITTED_ANNOTATION)
     if not marker or marker != _digest(bundle, options):
         return None
     kind, name = kind_of(main), main["metadata"]["name"]
@@ -271,7 +272,7 @@ def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOpti
     if main is not None and main["kind"] == "RayJob":
         # KubeRay (>= 1.6) enforces preRunningDeadlineSeconds itself; the local deadline, a
         # little later, is the fallback when it does not (an older or stopped operator)
-        operator_deadline = local_deadline or (main.get("spec") or {}).get("preRunningDeadlineSeconds")
+        operator_deadline = local_deadline or dig(main, "spec", "preRunningDeadlineSeconds")
         local_deadline = operator_deadline + deadline_margin(operator_deadline) if operator_deadline else None
     return orchestrate.follow(client, ns, run, bundle.objects, say=say, timeout=options.timeout,
                               pre_running_deadline=local_deadline, fail_fast=options.fail_fast,
