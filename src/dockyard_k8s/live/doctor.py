@@ -35,6 +35,7 @@ from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
 from dockyard_k8s.live.references import REFERENCE_FIXES, check_references, read_references
 from dockyard_k8s.live.runs import run_of
+from dockyard_k8s.plain import dig
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
@@ -157,8 +158,7 @@ def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> C
                      "install the KubeRay operator: helm install kuberay-operator kuberay/kuberay-operator")
     parts, bad = [], []
     for name in KUBERAY_CRDS:
-        served = [v.get("name") for v in ((crds[name] or {}).get("spec") or {}).get("versions") or []
-                  if v.get("served")]
+        served = [v.get("name") for v in dig(crds[name], "spec", "versions") or [] if v.get("served")]
         parts.append(f"{name} ({', '.join(str(s) for s in served)})")
         if "v1" not in served:
             bad.append(name)
@@ -229,8 +229,8 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
         out.append(Check("GPUs", None, f"the run asks for {want_total} GPUs; cannot list nodes (permission)",
                          fatal=False))
     else:
-        per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0)) or Fraction(0)
-                    for n in nodes if not (n.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(n)]
+        per_node = [parse_quantity(dig(n, "status", "allocatable", GPU) or 0) or Fraction(0)
+                    for n in nodes if not dig(n, "spec", "unschedulable") and "Ready" in true_conditions(n)]
         gpu_nodes = [g for g in per_node if g > 0]
         have = sum(gpu_nodes, Fraction(0))
         biggest = max(gpu_nodes, default=Fraction(0))
@@ -273,8 +273,8 @@ def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction],
         return Check("quota", True, "no ResourceQuota in the namespace")
     short = []
     for q in quotas:
-        hard = (q.get("status") or {}).get("hard") or (q.get("spec") or {}).get("hard") or {}
-        used = (q.get("status") or {}).get("used") or {}
+        hard = dig(q, "status", "hard") or dig(q, "spec", "hard") or {}
+        used = dig(q, "status", "used") or {}
         for key, limit in sorted(hard.items()):
             need = _quota_need(key, pods)
             if need is None or need == 0:

@@ -85,7 +85,7 @@ def check_operator(deployments: list[dict[str, Any]] | None, needed: bool, names
     ready = [d for d in deployments if int((d.get("status") or {}).get("readyReplicas") or 0) > 0]
 
     def where(d: dict[str, Any]) -> str:
-        return f"{(d.get('metadata') or {}).get('namespace')}/{(d.get('metadata') or {}).get('name')}"
+        return f"{dig(d, 'metadata', 'namespace')}/{dig(d, 'metadata', 'name')}"
 
     if not ready:
         return Check("KubeRay operator", False, f"{', '.join(where(d) for d in deployments)}: not ready",
