@@ -540,7 +540,8 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
     """``status -o json``: plain data for scripts."""
     main = view.main()
     phase = view.main_phase()
-    findings: list[Diagnosis] = view.findings()
+    workload = view.workload()
+    queue = None if workload is None else workload_state(workload)
     return {
         "run": view.run,
         "namespace": namespace,
@@ -554,16 +555,8 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
         "fleets": [dataclasses.asdict(row) for row in view.fleets()],
         "pods": [{"name": dig(p, "metadata", "name"), "fleet": dig(p, "metadata", "labels", FLEET_LABEL),
                   "phase": dig(p, "status", "phase")} for p in view.pods],
-        "findings": [dataclasses.asdict(f) for f in findings],
-        "kueue": _kueue_doc(view),
+        "findings": [dataclasses.asdict(f) for f in view.findings()],
+        "kueue": None if queue is None else {**dataclasses.asdict(queue), "summary": queue.summary(),
+                                             "position": view.queue_position, "queueCounts": view.queue_counts},
         "notes": list(view.notes),
     }
-
-
-def _kueue_doc(view: RunView) -> dict[str, Any] | None:
-    workload = view.workload()
-    if workload is None:
-        return None
-    state = workload_state(workload)
-    return {**dataclasses.asdict(state), "summary": state.summary(), "position": view.queue_position,
-            "queueCounts": view.queue_counts}
