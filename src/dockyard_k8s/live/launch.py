@@ -168,8 +168,7 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
     kind = kind_of(main)
     meta = main["metadata"]
     what = format_ref(kind.kind, meta.get("namespace"), meta["name"])
-    action = next((a.action for a in applied if a.ref == what), "")
-    if action != "unchanged":
+    if Applied(what, "unchanged") not in applied:
         return None
     live = client.get(kind, meta.get("namespace"), meta["name"])
     if live is None:
@@ -255,7 +254,7 @@ def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, a
     if found is None:
         return
     ns, job = bundle.run.namespace, found[0]["metadata"]["name"]
-    if next((a.action for a in applied if a.ref == format_ref("RayJob", ns, job)), "") != "created":
+    if Applied(format_ref("RayJob", ns, job), "created") not in applied:
         return
     client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,
@@ -344,8 +343,7 @@ def deadline_margin(seconds: float) -> float:
 
 def status(client: KubeClient, bundle: Bundle) -> RunView:
     """The run right now: one LIST per kind plus one of Warning events, whatever the pod count."""
-    ns, run = bundle.run.namespace, bundle.run.name
-    return orchestrate.snapshot(client, ns, run, bundle.objects)
+    return orchestrate.snapshot(client, bundle.run.namespace, bundle.run.name, bundle.objects)
 
 
 def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
