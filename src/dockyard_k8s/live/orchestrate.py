@@ -24,7 +24,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -271,7 +271,7 @@ def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     kinds = {str(o.get("kind")): kind_of(o) for o in objects}
     out = [kinds[k] for k in MAIN_KINDS if k in kinds]
     if "RayJob" in kinds and "RayCluster" not in kinds:
-        out.append(kind_for("ray.io/v1", "RayCluster"))
+        out.append(RAYCLUSTER)
     if "Deployment" in kinds:
         out.append(kinds["Deployment"])
     return out
@@ -321,7 +321,7 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
         # KubeRay names the RayJob's cluster in status; older operators do not copy our labels onto it
         for job in view.of_kind("RayJob"):
             name = dig(job, "status", "rayClusterName")
-            cluster = client.get(kind_for("ray.io/v1", "RayCluster"), namespace, name) if name else None
+            cluster = client.get(RAYCLUSTER, namespace, name) if name else None
             if cluster:
                 view.update("RayCluster", "ADDED", cluster)
     events, _ = client.list(EVENT, namespace, field_selector="type=Warning")

@@ -150,10 +150,8 @@ def status(client: KubeClient, bundle: ServeBundle) -> ServeStatus:
     claims, _ = client.list(KINDS["PersistentVolumeClaim"], cfg.namespace, label_selector=sel, missing_ok=True)
     view.sync("PersistentVolumeClaim", claims)  # a Bound claim's provisioning events are history
     services, _ = client.list(KINDS["Service"], cfg.namespace, label_selector=sel, missing_ok=True)
-    scalers: list[dict[str, Any]] = []
-    for obj in bundle.objects:
-        if obj["kind"] == "ScaledObject":
-            scalers, _ = client.list(kind_of(obj), cfg.namespace, label_selector=sel, missing_ok=True)
+    scaled = next((o for o in bundle.objects if o["kind"] == "ScaledObject"), None)
+    scalers = client.list(kind_of(scaled), cfg.namespace, label_selector=sel, missing_ok=True)[0] if scaled else []
     return ServeStatus(view, claims, scalers, services[0] if services else None)
 
 
