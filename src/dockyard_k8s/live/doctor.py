@@ -39,7 +39,6 @@ from dockyard_k8s.plain import dig
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
-from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 from dockyard_k8s.render.record import applied_objects
 
@@ -69,9 +68,11 @@ class Facts:
 
 # --- what the run needs (pure) --------------------------------------------------------------
 
-def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction],
-                                                                   int]]:
-    """(fleet, requests, limits, count) of every pod template the run creates."""
+Templates = list[tuple[dict[str, Fraction], dict[str, Fraction], int]]
+
+
+def template_requests(objects: Iterable[dict[str, Any]]) -> Templates:
+    """(requests, limits, count) of every pod template the run creates."""
     out = []
     for obj in objects:
         for template in pod_templates(obj):
@@ -80,12 +81,11 @@ def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict
             spec, count = template.spec, template.replicas
             limits: dict[str, Fraction] = {}
             for c in spec.get("containers") or []:
-                for name, value in ((c.get("resources") or {}).get("limits") or {}).items():
+                for name, value in (dig(c, "resources", "limits") or {}).items():
                     q = parse_quantity(value)
                     if q is not None:
                         limits[name] = limits.get(name, Fraction(0)) + q
-            fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL, "-")
-            out.append((fleet, kube_pod_requests(spec), limits, count))
+            out.append((kube_pod_requests(spec), limits, count))
     return out
 
 
@@ -222,8 +222,8 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
     Allocatable is what nodes offer in total, not what is free right now.
     """
     pods = template_requests(objects)
-    want_total = sum((r.get(GPU, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
-    want_pod = max((r.get(GPU, Fraction(0)) for _, r, _, _ in pods), default=Fraction(0))
+    want_total = sum((r.get(GPU, Fraction(0)) * n for r, _, n in pods), Fraction(0))
+    want_pod = max((r.get(GPU, Fraction(0)) for r, _, _ in pods), default=Fraction(0))
     out = []
     if nodes is None:
         out.append(Check("GPUs", None, f"the run asks for {want_total} GPUs; cannot list nodes (permission)",
@@ -253,20 +253,19 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
     return out
 
 
-def _quota_need(key: str, pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]]) -> Fraction | None:
+def _quota_need(key: str, pods: Templates) -> Fraction | None:
     if key == "pods":
         return Fraction(sum(n for *_, n in pods))
     scope, _, resource = key.partition(".")
     if scope == "requests" or (not resource and key in ("cpu", "memory", "ephemeral-storage")):
         resource = resource or key
-        return sum((r.get(resource, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
+        return sum((r.get(resource, Fraction(0)) * n for r, _, n in pods), Fraction(0))
     if scope == "limits":
-        return sum((lim.get(resource, Fraction(0)) * n for _, _, lim, n in pods), Fraction(0))
+        return sum((lim.get(resource, Fraction(0)) * n for _, lim, n in pods), Fraction(0))
     return None  # count/..., storage classes: not computed here
 
 
-def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]],
-                 quotas: list[dict[str, Any]] | None) -> Check:
+def _check_quota(pods: Templates, quotas: list[dict[str, Any]] | None) -> Check:
     if quotas is None:
         return Check("quota", None, "cannot read ResourceQuotas (permission)", fatal=False)
     if not quotas:
