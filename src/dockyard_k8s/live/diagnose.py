@@ -128,7 +128,7 @@ def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
     if "node affinity/selector" in m or "didn't match node selector" in m:
         return (f"no node carries the labels of {_key(fleet, 'nodeSelector')}: compare with "
                 "`kubectl get nodes --show-labels`", False)
-    if "untolerated taint" in m or "had taint" in m or "taint" in m:
+    if "taint" in m:  # untolerated taint, had taint
         return (f"the matching nodes are tainted: add the taint to {_key(fleet, 'tolerations')}", False)
     if "persistentvolumeclaim" in m:
         return ("a PersistentVolumeClaim the pod mounts is missing or unbound: `kubectl get pvc` "
