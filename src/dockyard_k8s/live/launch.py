@@ -356,18 +356,9 @@ def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False
     deleted = teardown.down(client, ns, run, bundle.objects, include_governance=include_governance,
                             keep_volumes=keep_volumes, dry_run=dry_run, say=say, pods_timeout=timeout)
     if wait is not None and not dry_run:
-        wait_run_gone(client, ns, run, bundle.objects, include_governance=include_governance,
-                      keep_volumes=keep_volumes, timeout=wait, say=say)
+        teardown.wait_gone(client, ns, run, bundle.objects, include_governance=include_governance,
+                           keep_volumes=keep_volumes, timeout=wait, say=say)
     return deleted
-
-
-def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
-                  include_governance: bool, keep_volumes: bool, timeout: float, say: Say = print) -> None:
-    """Until nothing of the run is left but what ``down`` keeps (``down --wait``)."""
-    keep = set() if include_governance else set(orchestrate.RENDER_ONLY)
-    if keep_volumes:
-        keep |= orchestrate.KEEP_BY_DEFAULT
-    teardown.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
 def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, str, dict[str, Any] | None]:
