@@ -72,10 +72,7 @@ class Kubeconfig:
 
     def entry(self, section: str, name: str) -> dict[str, Any] | None:
         key = dict(SECTIONS)[section]
-        for e in self.data.get(section) or []:
-            if e["name"] == name:
-                return dict(e.get(key) or {})
-        return None
+        return next((dict(e.get(key) or {}) for e in self.data.get(section) or [] if e["name"] == name), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,9 +140,8 @@ def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
         if c := true.get(kind):
             return Phase("failed", f"failed ({c.get('reason') or '-'}): {c.get('message') or counts}", True,
                          False, details)
-    for kind in ("Complete", "SuccessCriteriaMet"):
-        if kind in true:
-            return Phase("succeeded", f"complete, {counts}", True, True, details)
+    if "Complete" in true or "SuccessCriteriaMet" in true:
+        return Phase("succeeded", f"complete, {counts}", True, True, details)
     if (obj.get("spec") or {}).get("suspend"):
         return Phase("suspended", f"suspended, {counts}", False, False, details)
     if st.get("active") or st.get("ready"):
