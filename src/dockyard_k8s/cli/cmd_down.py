@@ -11,7 +11,8 @@ from dockyard_k8s.cli._live import connect, say
 from dockyard_k8s.cli._runargs import add_run_args, live_epilog, load_bundle, run_name_arg
 from dockyard_k8s.config.loader import Setting
 from dockyard_k8s.live import runs
-from dockyard_k8s.live.launch import down, wait_run_gone
+from dockyard_k8s.live.launch import down
+from dockyard_k8s.live.teardown import wait_gone
 
 EXAMPLES = """\
 examples:
@@ -59,9 +60,9 @@ def execute_by_name(args: argparse.Namespace, name: str) -> int:
         deleted = runs.down(client, ref, include_governance=args.include_governance,
                             keep_volumes=not args.delete_volumes, dry_run=args.dry_run, timeout=args.timeout, say=say)
         if args.wait and not args.dry_run:
-            wait_run_gone(client, ns, name, [*ref.objects, *(ref.record.objects if ref.record else [])],
-                          include_governance=args.include_governance, keep_volumes=not args.delete_volumes,
-                          timeout=args.timeout, say=say)
+            wait_gone(client, ns, name, [*ref.objects, *(ref.record.objects if ref.record else [])],
+                      include_governance=args.include_governance, keep_volumes=not args.delete_volumes,
+                      timeout=args.timeout, say=say)
         near = "" if deleted else runs.near_run(client, ns, name)  # a typo deletes nothing: say what is there
     return _said(args, deleted, name, ns, near)
 

@@ -295,9 +295,8 @@ class KubeClient:
         for limit in (self.page_size, 0):
             items: list[dict[str, Any]] = []
             rv: str | None = None
-            br = self.lk.prepare_request("list", resource_of(kind), namespace=self._where(kind, namespace),
-                                         params=_params(labelSelector=label_selector, fieldSelector=field_selector,
-                                                        limit=limit or None))
+            br = self._collection(kind, namespace, labelSelector=label_selector, fieldSelector=field_selector,
+                                  limit=limit or None)
             try:
                 with worded(what):
                     for version, chunk in self.lk.list_chunks(br):
@@ -312,10 +311,11 @@ class KubeClient:
                 log.debug("%s: continue token expired; listing again in one piece", what)
         raise AssertionError("an unchunked list has no continue token")
 
-    @staticmethod
-    def _where(kind: Kind, namespace: str | None) -> str | None:
-        """lightkube's namespace of a list or watch: ``*`` for all of a namespaced kind's."""
-        return (namespace or ALL_NS) if kind.namespaced else None
+    def _collection(self, kind: Kind, namespace: str | None, *, watch: bool = False, **params: Any) -> BasicRequest:
+        """lightkube's LIST (or watch) of a kind in ``namespace``, or in every one (``*``) when None."""
+        where = (namespace or ALL_NS) if kind.namespaced else None
+        return self.lk.prepare_request("list", resource_of(kind), namespace=where, watch=watch,
+                                       params=_params(**params))
 
     def apply(self, obj: dict[str, Any], *, dry_run: bool = False, force: bool = False,
               before: dict[str, Any] | None = None, field_manager: str = FIELD_MANAGER) -> ApplyResult:
@@ -424,11 +424,9 @@ class KubeClient:
                 yield WatchEvent("SYNC", {}, items)
             if stop.is_set():
                 return
-            br = self.lk.prepare_request("list", resource_of(kind), namespace=self._where(kind, namespace),
-                                         watch=True, params=_params(
-                                             labelSelector=label_selector, fieldSelector=field_selector,
-                                             resourceVersion=rv, allowWatchBookmarks="true",
-                                             timeoutSeconds=WATCH_TIMEOUT_SECONDS))
+            br = self._collection(kind, namespace, watch=True, labelSelector=label_selector,
+                                  fieldSelector=field_selector, resourceVersion=rv, allowWatchBookmarks="true",
+                                  timeoutSeconds=WATCH_TIMEOUT_SECONDS)
             gone = False
             try:
                 with worded(what):

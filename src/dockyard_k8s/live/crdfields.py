@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dockyard_k8s.plain import dig
+
 KUBERAY_KINDS = frozenset({"RayJob", "RayCluster", "RayService"})
 # (kind, field path) -> (first KubeRay release whose CRD has it, the infra key that renders it).
 # Read in ray-project/kuberay's ray-operator/config/crd/bases/ at every v1.x tag; a RayJob's
@@ -115,8 +117,8 @@ def undeclared_fields(obj: dict[str, Any], crd: dict[str, Any]) -> list[str]:
     """Dotted paths of ``obj``'s fields the served version of ``crd`` does not declare
     (the root metadata is ObjectMeta, not the CRD's to check)."""
     version = str(obj.get("apiVersion", "")).rpartition("/")[2]
-    schema = next((dict((v.get("schema") or {}).get("openAPIV3Schema") or {}) for v in
-                   (crd.get("spec") or {}).get("versions") or [] if v.get("name") == version), None)
+    schema = next((dict(dig(v, "schema", "openAPIV3Schema") or {}) for v in dig(crd, "spec", "versions") or []
+                   if v.get("name") == version), None)
     if schema is None:
         return []
     out: list[str] = []

@@ -20,6 +20,7 @@ from dockyard_k8s.live.diagnose import pod_findings
 from dockyard_k8s.live.kinds import POD
 from dockyard_k8s.live.orchestrate import watch_for
 from dockyard_k8s.names import is_config_key  # a Secret data key, as the API server checks it
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import MANAGED_BY
 
 DEV_NAME = "dockyard-dev"
@@ -72,9 +73,7 @@ def dev_secret(namespace: str, dev: str, data: dict[str, str]) -> dict[str, Any]
 
 
 def decode_secret_data(secret: dict[str, Any] | None) -> dict[str, str]:
-    if not secret:
-        return {}
-    return {k: base64.b64decode(v).decode(errors="replace") for k, v in (secret.get("data") or {}).items()}
+    return {k: base64.b64decode(v).decode(errors="replace") for k, v in (dig(secret, "data") or {}).items()}
 
 
 def parse_dotenv(text: str, source: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dockyard_k8s.kube import conditions, true_conditions
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 # Where a fleet's settings live in the infra spec, for hints.
@@ -127,7 +128,7 @@ def scheduling_hint(fleet: str, message: str) -> tuple[str, bool]:
     if "node affinity/selector" in m or "didn't match node selector" in m:
         return (f"no node carries the labels of {_key(fleet, 'nodeSelector')}: compare with "
                 "`kubectl get nodes --show-labels`", False)
-    if "untolerated taint" in m or "had taint" in m or "taint" in m:
+    if "taint" in m:  # untolerated taint, had taint
         return (f"the matching nodes are tainted: add the taint to {_key(fleet, 'tolerations')}", False)
     if "persistentvolumeclaim" in m:
         return ("a PersistentVolumeClaim the pod mounts is missing or unbound: `kubectl get pvc` "
@@ -379,7 +380,7 @@ def submitter_retries(pod: dict[str, Any], pods: Iterable[dict[str, Any]],
     if main is None or main.get("kind") != "RayJob" or fleet_of(pod) != "submitter" or job is None or \
             (pod.get("status") or {}).get("phase") != "Failed":
         return None
-    limit = ((main.get("spec") or {}).get("submitterConfig") or {}).get("backoffLimit")
+    limit = dig(main, "spec", "submitterConfig", "backoffLimit")
     failed = sum(1 for p in pods if _owner_job(p) == job and (p.get("status") or {}).get("phase") == "Failed")
     return failed, SUBMITTER_BACKOFF_LIMIT if limit is None else int(limit)
 
@@ -391,8 +392,6 @@ def retried(finding: Diagnosis, retries: tuple[int, int] | None) -> Diagnosis:
     failed, limit = retries
     return dataclasses.replace(finding, fatal=False, hint=f"KubeRay's submitter Job retries it ({failed} of "
                                f"{limit + 1} submissions failed; the submission is idempotent); {finding.hint}")
-
-
 
 
 def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,

@@ -35,10 +35,10 @@ from dockyard_k8s.live.orchestrate import down_kinds, split_apply, watched_kinds
 from dockyard_k8s.live.rayhead import reads_token
 from dockyard_k8s.live.references import REFERENCE_FIXES, check_references, read_references
 from dockyard_k8s.live.runs import run_of
+from dockyard_k8s.plain import dig
 from dockyard_k8s.plan import inventory_from_cluster, plan
 from dockyard_k8s.plan.kueue_assign import WorkloadRequest, admit, assign, inactive_reason, workload_requests
 from dockyard_k8s.plan.kueue_model import Snapshot, snapshot_from_objects
-from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TokenSecret
 from dockyard_k8s.render.record import applied_objects
 
@@ -68,9 +68,11 @@ class Facts:
 
 # --- what the run needs (pure) --------------------------------------------------------------
 
-def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction],
-                                                                   int]]:
-    """(fleet, requests, limits, count) of every pod template the run creates."""
+Templates = list[tuple[dict[str, Fraction], dict[str, Fraction], int]]
+
+
+def template_requests(objects: Iterable[dict[str, Any]]) -> Templates:
+    """(requests, limits, count) of every pod template the run creates."""
     out = []
     for obj in objects:
         for template in pod_templates(obj):
@@ -79,12 +81,11 @@ def template_requests(objects: Iterable[dict[str, Any]]) -> list[tuple[str, dict
             spec, count = template.spec, template.replicas
             limits: dict[str, Fraction] = {}
             for c in spec.get("containers") or []:
-                for name, value in ((c.get("resources") or {}).get("limits") or {}).items():
+                for name, value in (dig(c, "resources", "limits") or {}).items():
                     q = parse_quantity(value)
                     if q is not None:
                         limits[name] = limits.get(name, Fraction(0)) + q
-            fleet = (template.metadata.get("labels") or {}).get(FLEET_LABEL, "-")
-            out.append((fleet, kube_pod_requests(spec), limits, count))
+            out.append((kube_pod_requests(spec), limits, count))
     return out
 
 
@@ -98,37 +99,30 @@ def needed_access(objects: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     commands make for this run: run applies and watches what it renders (plus the RayJob's
     cluster, pods and events), status lists the same, logs reads pods, down lists and
     deletes every kind a run may own."""
-    out: list[tuple[str, str, str, str, bool, str]] = []
-    seen: set[tuple[str, str, str, str]] = set()
+    out: dict[tuple[str, str, str, str], tuple[str, str, str, str, bool, str]] = {}
 
-    def need(verb: str, k: Kind | tuple[str, str], essential: bool, commands: str, sub: str = "") -> None:
+    def need(verbs: str, k: Kind | tuple[str, str], essential: bool, commands: str, sub: str = "") -> None:
         group, plural = (k.group, k.plural) if isinstance(k, Kind) else k
-        if (verb, group, plural, sub) not in seen:
-            seen.add((verb, group, plural, sub))
-            out.append((verb, group, plural, sub, essential, commands))
+        for verb in verbs.split():  # a request is counted where it is first needed
+            out.setdefault((verb, group, plural, sub), (verb, group, plural, sub, essential, commands))
 
     applied = split_apply(objects)[0]
     for k in dict.fromkeys(kind_of(o) for o in applied):
-        for verb in ("get", "list", "watch", "create", "patch", "delete"):
-            need(verb, k, True, "run, status, down")
+        need("get list watch create patch delete", k, True, "run, status, down")
     for k in watched_kinds(applied):
-        for verb in ("get", "list", "watch"):
-            need(verb, k, True, "run, status")
-    for verb in ("get", "list", "watch"):
-        need(verb, ("", "pods"), True, "run, status, logs")
+        need("get list watch", k, True, "run, status")
+    need("get list watch", ("", "pods"), True, "run, status, logs")
     need("get", ("", "pods"), True, "logs", "log")
-    for verb in ("list", "watch"):
-        need(verb, ("", "events"), True, "run, status")
+    need("list watch", ("", "events"), True, "run, status")
     for k in down_kinds(objects):
-        for verb in ("list", "delete"):
-            need(verb, k, False, TOLERATED)
+        need("list delete", k, False, TOLERATED)
     if any(reads_token(o) for o in applied):  # the Ray token Secret: run reads or creates it
         need("get", ("", "secrets"), True, "run, job, dashboard")
         need("patch", ("", "secrets"), True, "run")
     need("get", ("", "services"), False, REMOTE)
     need("create", ("", "pods"), False, REMOTE, "portforward")
     need("create", ("", "pods"), False, REMOTE, "exec")
-    return out
+    return list(out.values())
 
 
 # --- checks (pure) -------------------------------------------------------------------------
@@ -164,8 +158,7 @@ def check_crds(crds: dict[str, dict[str, Any] | None] | None, needed: bool) -> C
                      "install the KubeRay operator: helm install kuberay-operator kuberay/kuberay-operator")
     parts, bad = [], []
     for name in KUBERAY_CRDS:
-        served = [v.get("name") for v in ((crds[name] or {}).get("spec") or {}).get("versions") or []
-                  if v.get("served")]
+        served = [v.get("name") for v in dig(crds[name], "spec", "versions") or [] if v.get("served")]
         parts.append(f"{name} ({', '.join(str(s) for s in served)})")
         if "v1" not in served:
             bad.append(name)
@@ -229,15 +222,15 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
     Allocatable is what nodes offer in total, not what is free right now.
     """
     pods = template_requests(objects)
-    want_total = sum((r.get(GPU, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
-    want_pod = max((r.get(GPU, Fraction(0)) for _, r, _, _ in pods), default=Fraction(0))
+    want_total = sum((r.get(GPU, Fraction(0)) * n for r, _, n in pods), Fraction(0))
+    want_pod = max((r.get(GPU, Fraction(0)) for r, _, _ in pods), default=Fraction(0))
     out = []
     if nodes is None:
         out.append(Check("GPUs", None, f"the run asks for {want_total} GPUs; cannot list nodes (permission)",
                          fatal=False))
     else:
-        per_node = [parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0)) or Fraction(0)
-                    for n in nodes if not (n.get("spec") or {}).get("unschedulable") and "Ready" in true_conditions(n)]
+        per_node = [parse_quantity(dig(n, "status", "allocatable", GPU) or 0) or Fraction(0)
+                    for n in nodes if not dig(n, "spec", "unschedulable") and "Ready" in true_conditions(n)]
         gpu_nodes = [g for g in per_node if g > 0]
         have = sum(gpu_nodes, Fraction(0))
         biggest = max(gpu_nodes, default=Fraction(0))
@@ -260,28 +253,27 @@ def check_capacity(objects: list[dict[str, Any]], nodes: list[dict[str, Any]] | 
     return out
 
 
-def _quota_need(key: str, pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]]) -> Fraction | None:
+def _quota_need(key: str, pods: Templates) -> Fraction | None:
     if key == "pods":
         return Fraction(sum(n for *_, n in pods))
     scope, _, resource = key.partition(".")
     if scope == "requests" or (not resource and key in ("cpu", "memory", "ephemeral-storage")):
         resource = resource or key
-        return sum((r.get(resource, Fraction(0)) * n for _, r, _, n in pods), Fraction(0))
+        return sum((r.get(resource, Fraction(0)) * n for r, _, n in pods), Fraction(0))
     if scope == "limits":
-        return sum((lim.get(resource, Fraction(0)) * n for _, _, lim, n in pods), Fraction(0))
+        return sum((lim.get(resource, Fraction(0)) * n for _, lim, n in pods), Fraction(0))
     return None  # count/..., storage classes: not computed here
 
 
-def _check_quota(pods: list[tuple[str, dict[str, Fraction], dict[str, Fraction], int]],
-                 quotas: list[dict[str, Any]] | None) -> Check:
+def _check_quota(pods: Templates, quotas: list[dict[str, Any]] | None) -> Check:
     if quotas is None:
         return Check("quota", None, "cannot read ResourceQuotas (permission)", fatal=False)
     if not quotas:
         return Check("quota", True, "no ResourceQuota in the namespace")
     short = []
     for q in quotas:
-        hard = (q.get("status") or {}).get("hard") or (q.get("spec") or {}).get("hard") or {}
-        used = (q.get("status") or {}).get("used") or {}
+        hard = dig(q, "status", "hard") or dig(q, "spec", "hard") or {}
+        used = dig(q, "status", "used") or {}
         for key, limit in sorted(hard.items()):
             need = _quota_need(key, pods)
             if need is None or need == 0:

@@ -72,10 +72,7 @@ class Kubeconfig:
 
     def entry(self, section: str, name: str) -> dict[str, Any] | None:
         key = dict(SECTIONS)[section]
-        for e in self.data.get(section) or []:
-            if e["name"] == name:
-                return dict(e.get(key) or {})
-        return None
+        return next((dict(e.get(key) or {}) for e in self.data.get(section) or [] if e["name"] == name), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +214,6 @@ def merge_files(files: Sequence[str]) -> Kubeconfig:
         doc = reader.read(file)
         if doc is None:
             continue
-        data = doc.data
         base = os.path.dirname(os.path.abspath(file))
         for section, key in SECTIONS:
             for name, body, places in reader.entries(file, doc, section, key):
@@ -225,7 +221,7 @@ def merge_files(files: Sequence[str]) -> Kubeconfig:
                     continue  # first file wins, the whole entry
                 where.update(places)
                 merged[section].append({"name": name, key: _resolve_paths(key, body, base)})
-        current = data.get("current-context")
+        current = doc.data.get("current-context")
         if current is not None and not isinstance(current, str):
             reader.problem(_at(doc, file, "current-context"), "current-context",
                            f"got {_what(current)}, expected a context name")

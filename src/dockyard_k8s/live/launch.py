@@ -40,6 +40,7 @@ from dockyard_k8s.live.record import (
     ended_as,
     spec_digest,
 )
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import MANAGED_BY
 from dockyard_k8s.render.rayauth import enabled
 from dockyard_k8s.render.record import NO_INVOCATION, Invocation, launch_objects, launch_record, record_name
@@ -167,8 +168,7 @@ def already_finished(client: KubeClient, bundle: Bundle, applied: list[Applied],
     kind = kind_of(main)
     meta = main["metadata"]
     what = format_ref(kind.kind, meta.get("namespace"), meta["name"])
-    action = next((a.action for a in applied if a.ref == what), "")
-    if action != "unchanged":
+    if Applied(what, "unchanged") not in applied:
         return None
     live = client.get(kind, meta.get("namespace"), meta["name"])
     if live is None:
@@ -197,7 +197,7 @@ def started_from_another_spec(client: KubeClient, bundle: Bundle, options: Launc
         return None
     kind, ns, name = kind_of(main), bundle.run.namespace, main["metadata"]["name"]
     live = client.get(kind, ns, name)
-    if live is None or ((live.get("status") or {}).get("jobDeploymentStatus") or "") in _SPEC_READ:
+    if live is None or (dig(live, "status", "jobDeploymentStatus") or "") in _SPEC_READ:
         return None
     if orchestrate.apply_one(client, main, dry_run=True, before=live).action == "unchanged":
         return None
@@ -234,7 +234,7 @@ def deleted_when_finished(client: KubeClient, bundle: Bundle, options: LaunchOpt
     main, conditions = found
     ns, run = bundle.run.namespace, bundle.run.name
     record = client.get(KINDS["ConfigMap"], ns, record_name(run))
-    marker = (((record or {}).get("metadata") or {}).get("annotations") or {}).get(SUBMITTED_ANNOTATION)
+    marker = dig(record, "metadata", "annotations", SUBMITTED_ANNOTATION)
     if not marker or marker != _digest(bundle, options):
         return None
     kind, name = kind_of(main), main["metadata"]["name"]
@@ -254,7 +254,7 @@ def mark_submitted(client: KubeClient, bundle: Bundle, options: LaunchOptions, a
     if found is None:
         return
     ns, job = bundle.run.namespace, found[0]["metadata"]["name"]
-    if next((a.action for a in applied if a.ref == format_ref("RayJob", ns, job)), "") != "created":
+    if Applied(format_ref("RayJob", ns, job), "created") not in applied:
         return
     client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": record_name(bundle.run.name), "namespace": ns,
@@ -271,7 +271,7 @@ def wait(client: KubeClient, bundle: Bundle, options: LaunchOptions = LaunchOpti
     if main is not None and main["kind"] == "RayJob":
         # KubeRay (>= 1.6) enforces preRunningDeadlineSeconds itself; the local deadline, a
         # little later, is the fallback when it does not (an older or stopped operator)
-        operator_deadline = local_deadline or (main.get("spec") or {}).get("preRunningDeadlineSeconds")
+        operator_deadline = local_deadline or dig(main, "spec", "preRunningDeadlineSeconds")
         local_deadline = operator_deadline + deadline_margin(operator_deadline) if operator_deadline else None
     return orchestrate.follow(client, ns, run, bundle.objects, say=say, timeout=options.timeout,
                               pre_running_deadline=local_deadline, fail_fast=options.fail_fast,
@@ -343,8 +343,7 @@ def deadline_margin(seconds: float) -> float:
 
 def status(client: KubeClient, bundle: Bundle) -> RunView:
     """The run right now: one LIST per kind plus one of Warning events, whatever the pod count."""
-    ns, run = bundle.run.namespace, bundle.run.name
-    return orchestrate.snapshot(client, ns, run, bundle.objects)
+    return orchestrate.snapshot(client, bundle.run.namespace, bundle.run.name, bundle.objects)
 
 
 def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False, keep_volumes: bool = True,
@@ -357,18 +356,9 @@ def down(client: KubeClient, bundle: Bundle, *, include_governance: bool = False
     deleted = teardown.down(client, ns, run, bundle.objects, include_governance=include_governance,
                             keep_volumes=keep_volumes, dry_run=dry_run, say=say, pods_timeout=timeout)
     if wait is not None and not dry_run:
-        wait_run_gone(client, ns, run, bundle.objects, include_governance=include_governance,
-                      keep_volumes=keep_volumes, timeout=wait, say=say)
+        teardown.wait_gone(client, ns, run, bundle.objects, include_governance=include_governance,
+                           keep_volumes=keep_volumes, timeout=wait, say=say)
     return deleted
-
-
-def wait_run_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *,
-                  include_governance: bool, keep_volumes: bool, timeout: float, say: Say = print) -> None:
-    """Until nothing of the run is left but what ``down`` keeps (``down --wait``)."""
-    keep = set() if include_governance else set(orchestrate.RENDER_ONLY)
-    if keep_volumes:
-        keep |= orchestrate.KEEP_BY_DEFAULT
-    teardown.wait_gone(client, namespace, run, objects, timeout=timeout, keep=frozenset(keep), say=say)
 
 
 def run_submission(bundle: Bundle, entrypoint: str | None = None) -> tuple[str, str, dict[str, Any] | None]:

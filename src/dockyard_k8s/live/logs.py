@@ -12,6 +12,7 @@ from dockyard_k8s.errors import ClusterError, UsageError
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.diagnose import fleet_of
 from dockyard_k8s.live.orchestrate import join_all
+from dockyard_k8s.plain import dig
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -58,7 +59,7 @@ def container_of(pod: dict[str, Any], wanted: str = "") -> str:
     containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
     if wanted:
         return wanted
-    default = ((pod.get("metadata") or {}).get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
+    default = dig(pod, "metadata", "annotations", "kubectl.kubernetes.io/default-container")
     if default in containers:
         return str(default)
     return str(containers[0]) if containers else ""

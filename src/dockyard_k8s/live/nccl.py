@@ -42,7 +42,7 @@ def wait_launcher_logs(client: KubeClient, mpijob: dict[str, Any], *, timeout: f
 def live_callables(client: KubeClient, *, timeout: float, cleanup: bool) -> dict[str, Any]:
     """The keyword arguments of ``render.nccl.run_and_summarize`` for the live cluster."""
     return {
-        "apply": lambda obj: client.apply(obj),
+        "apply": client.apply,
         "wait_launcher_logs": lambda obj: wait_launcher_logs(client, obj, timeout=timeout),
         "delete": (lambda obj: client.delete(kind_of(obj), obj["metadata"]["namespace"], obj["metadata"]["name"]))
         if cleanup else None,

@@ -29,6 +29,7 @@ from typing import Any
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import KubeClient, allowed
 from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.plain import dig
 
 ENFORCING = ("calico", "cilium", "antrea", "weave", "kube-router", "canal", "romana", "kube-network-policies")
 GKE_DATAPLANE_V2 = "anetd"
@@ -80,8 +81,7 @@ def flag_value(args: list[str], flag: str) -> str | None:
 
 def _aws_agent(ds: dict[str, Any]) -> bool | None:
     """aws-node's node agent: True with --enable-network-policy=true, False without (None: no agent)."""
-    containers = ((((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
-    for c in containers:
+    for c in dig(ds, "spec", "template", "spec", "containers") or []:
         if AWS_AGENT_IMAGE in str(c.get("image", "")) or c.get("name") == "aws-eks-nodeagent":
             value = flag_value([*(c.get("command") or []), *(c.get("args") or [])], AWS_FLAG)
             return (value or "false").lower() == "true"
@@ -93,7 +93,7 @@ def _k3s(nodes: list[dict[str, Any]] | None, version: dict[str, Any] | None) -> 
     is_k3s = "+k3s" in str((version or {}).get("gitVersion", ""))
     server_args: list[str] | None = None
     for n in nodes or []:
-        raw = ((n.get("metadata") or {}).get("annotations") or {}).get(K3S_ARGS)
+        raw = dig(n, "metadata", "annotations", K3S_ARGS)
         if raw is None:
             continue
         is_k3s = True

@@ -18,6 +18,7 @@ from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
 from dockyard_k8s.live.netpol import first_names, flag_value
+from dockyard_k8s.plain import dig
 
 WATCH_FLAG = "--watch-namespace"
 CONFIG_FLAG = "--config"
@@ -51,14 +52,13 @@ def watch_namespaces(deployment: dict[str, Any]) -> list[str] | None:
     """The namespaces the operator of ``deployment`` watches: [] for every namespace, None when
     the spec does not say (a ``--config`` file, a variable set at run time)."""
     namespace = str((deployment.get("metadata") or {}).get("namespace") or "")
-    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for c in spec.get("containers") or []:
+    for c in dig(deployment, "spec", "template", "spec", "containers") or []:
         args = [str(a) for a in [*(c.get("command") or [])[1:], *(c.get("args") or [])]]
         env: dict[str, str] = {}
         for e in c.get("env") or []:
             if "value" in e:
                 env[str(e.get("name"))] = str(e["value"])
-            elif ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") == "metadata.namespace":
+            elif dig(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.namespace":
                 env[str(e.get("name"))] = namespace
         if flag_value(args, CONFIG_FLAG) is not None:
             return None
@@ -85,7 +85,7 @@ def check_operator(deployments: list[dict[str, Any]] | None, needed: bool, names
     ready = [d for d in deployments if int((d.get("status") or {}).get("readyReplicas") or 0) > 0]
 
     def where(d: dict[str, Any]) -> str:
-        return f"{(d.get('metadata') or {}).get('namespace')}/{(d.get('metadata') or {}).get('name')}"
+        return f"{dig(d, 'metadata', 'namespace')}/{dig(d, 'metadata', 'name')}"
 
     if not ready:
         return Check("KubeRay operator", False, f"{', '.join(where(d) for d in deployments)}: not ready",

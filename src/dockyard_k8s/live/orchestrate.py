@@ -24,7 +24,7 @@ from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.kube import format_ref
 from dockyard_k8s.live.client import ApplyResult, KubeClient, WatchEvent
 from dockyard_k8s.live.diagnose import OPERATOR_REFUSED, Diagnosis
-from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_for, kind_of
+from dockyard_k8s.live.kinds import EVENT, KINDS, POD, RAYCLUSTER, RAYJOB, Kind, kind_of
 from dockyard_k8s.live.kueue import list_workloads, queue_counts, queue_position, queued, workload_state
 from dockyard_k8s.live.progress import (
     MAIN_KINDS,
@@ -37,7 +37,8 @@ from dockyard_k8s.live.progress import (
     pre_running_state,
 )
 from dockyard_k8s.live.scaling import explain_conflict, keep_added, keep_autoscaled
-from dockyard_k8s.render.meta import RUN_LABEL
+from dockyard_k8s.plain import dig
+from dockyard_k8s.render.meta import FLEET_LABEL, RUN_LABEL
 from dockyard_k8s.render.record import RENDER_ONLY
 
 # Kinds a run may own beyond what is rendered: what the operators create from our objects
@@ -140,7 +141,7 @@ def wait_terminating(client: KubeClient, kind: Kind, namespace: str | None, name
     """An object being deleted (a finalizer holds it) must be gone before it is applied again:
     applied onto, it would still be deleted, taking the new run with it."""
     what = format_ref(kind.kind, namespace, name)
-    finalizers = ", ".join((obj.get("metadata") or {}).get("finalizers") or []) or "garbage collection"
+    finalizers = ", ".join(dig(obj, "metadata", "finalizers") or []) or "garbage collection"
     say(f"waiting for {what} to finish deleting ({finalizers}) ...")
     if not wait_deleted(client, kind, namespace, name, timeout=timeout):
         raise ClusterError(f"still being deleted after {int(timeout)}s (held by {finalizers})", obj=what,
@@ -167,7 +168,7 @@ def apply_objects(client: KubeClient, objects: Iterable[dict[str, Any]], *, dry_
     for obj in to_apply:
         kind, ns, name = _name(obj)
         before = client.get(kind, ns, name)
-        if before is not None and (before.get("metadata") or {}).get("deletionTimestamp") and not dry_run:
+        if before is not None and dig(before, "metadata", "deletionTimestamp") and not dry_run:
             wait_terminating(client, kind, ns, name, before, timeout=terminating_timeout, say=say)
             before = None
         result = apply_one(client, obj, dry_run=dry_run, force=force, before=before)
@@ -270,7 +271,7 @@ def watched_kinds(objects: Iterable[dict[str, Any]]) -> list[Kind]:
     kinds = {str(o.get("kind")): kind_of(o) for o in objects}
     out = [kinds[k] for k in MAIN_KINDS if k in kinds]
     if "RayJob" in kinds and "RayCluster" not in kinds:
-        out.append(kind_for("ray.io/v1", "RayCluster"))
+        out.append(RAYCLUSTER)
     if "Deployment" in kinds:
         out.append(kinds["Deployment"])
     return out
@@ -319,8 +320,8 @@ def snapshot(client: KubeClient, namespace: str, run: str, objects: list[dict[st
     if "RayJob" in view.objects and not view.of_kind("RayCluster"):
         # KubeRay names the RayJob's cluster in status; older operators do not copy our labels onto it
         for job in view.of_kind("RayJob"):
-            name = (job.get("status") or {}).get("rayClusterName")
-            cluster = client.get(kind_for("ray.io/v1", "RayCluster"), namespace, name) if name else None
+            name = dig(job, "status", "rayClusterName")
+            cluster = client.get(RAYCLUSTER, namespace, name) if name else None
             if cluster:
                 view.update("RayCluster", "ADDED", cluster)
     events, _ = client.list(EVENT, namespace, field_selector="type=Warning")
@@ -413,7 +414,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                         # (ReplicaSets...) are history; those about pods and watched objects count
                         # while they concern the live ones (matched by uid)
                         for key, event in list(view.events.items()):
-                            if (event.get("involvedObject") or {}).get("kind") not in tracked:
+                            if dig(event, "involvedObject", "kind") not in tracked:
                                 view.events.pop(key)
                     synced.add(kind)
                 else:
@@ -436,7 +437,7 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                     return Outcome(False, "fatal", f"{f.fleet}/{f.pod}: {f.reason} (--fail-fast)")
             phase: Phase | None = view.main_phase()
             main = view.main()
-            if (phase is None and last is not None) or ((main or {}).get("metadata") or {}).get("deletionTimestamp"):
+            if (phase is None and last is not None) or dig(main, "metadata", "deletionTimestamp"):
                 # the main object was there and is gone, or is going (a finalizer holds it)
                 return deleted_outcome(main or last or {}, view.pods, namespace)
             if phase is not None:
@@ -464,7 +465,7 @@ def no_workload_note(main: dict[str, Any]) -> str:
     priority = kueue.priority_class(main)
     missing = f"its WorkloadPriorityClass {priority} missing? `kubectl get workloadpriorityclass {priority}`; " \
         if priority else ""
-    return (f"note: Kueue has made no Workload for {main.get('kind')} {(main.get('metadata') or {}).get('name')} in "
+    return (f"note: Kueue has made no Workload for {main.get('kind')} {dig(main, 'metadata', 'name')} in "
             f"{int(NO_WORKLOAD_SECONDS)}s, so nothing queues it: Kueue's job reconciler fails on it ({missing}the "
             "error is in the Kueue manager's log only), or the manager is not running (`kubectl -n kueue-system "
             "get pods`)")
@@ -539,31 +540,23 @@ def status_doc(view: RunView, namespace: str) -> dict[str, Any]:
     """``status -o json``: plain data for scripts."""
     main = view.main()
     phase = view.main_phase()
-    findings: list[Diagnosis] = view.findings()
+    workload = view.workload()
+    queue = None if workload is None else workload_state(workload)
     return {
         "run": view.run,
         "namespace": namespace,
         "main": None if main is None else {
-            "kind": main.get("kind"), "name": (main.get("metadata") or {}).get("name"),
+            "kind": main.get("kind"), "name": dig(main, "metadata", "name"),
             "state": phase.state if phase else None, "summary": phase.summary if phase else None,
             "terminal": phase.terminal if phase else None, "status": main.get("status") or {},
         },
-        "objects": [{"kind": k, "name": (o.get("metadata") or {}).get("name")}
-                    for k in sorted(view.objects) if k != "Pod" for o in view.of_kind(k)],
+        "objects": [{"kind": k, "name": dig(o, "metadata", "name")} for k in sorted(view.objects) if k != "Pod"
+                    for o in view.of_kind(k)],
         "fleets": [dataclasses.asdict(row) for row in view.fleets()],
-        "pods": [{"name": (p.get("metadata") or {}).get("name"), "fleet": ((p.get("metadata") or {}).get(
-            "labels") or {}).get("dockyard-k8s/fleet"), "phase": (p.get("status") or {}).get("phase")}
-                 for p in view.pods],
-        "findings": [dataclasses.asdict(f) for f in findings],
-        "kueue": _kueue_doc(view),
+        "pods": [{"name": dig(p, "metadata", "name"), "fleet": dig(p, "metadata", "labels", FLEET_LABEL),
+                  "phase": dig(p, "status", "phase")} for p in view.pods],
+        "findings": [dataclasses.asdict(f) for f in view.findings()],
+        "kueue": None if queue is None else {**dataclasses.asdict(queue), "summary": queue.summary(),
+                                             "position": view.queue_position, "queueCounts": view.queue_counts},
         "notes": list(view.notes),
     }
-
-
-def _kueue_doc(view: RunView) -> dict[str, Any] | None:
-    workload = view.workload()
-    if workload is None:
-        return None
-    state = workload_state(workload)
-    return {**dataclasses.asdict(state), "summary": state.summary(), "position": view.queue_position,
-            "queueCounts": view.queue_counts}

@@ -34,16 +34,12 @@ def kubectl_error(stderr: str) -> str:
     return _KLOG.sub("", lines[-1]) if lines else ""
 
 
-def kubectl_path() -> str:
+def kubectl_base(context: str | None = None, kubeconfig: str | None = None) -> list[str]:
     exe = shutil.which("kubectl")
     if not exe:
         raise ClusterError("kubectl not found on PATH",
                            hint="install kubectl (it does the port-forward and exec), or pass --address URL")
-    return exe
-
-
-def kubectl_base(context: str | None = None, kubeconfig: str | None = None) -> list[str]:
-    cmd = [kubectl_path()]
+    cmd = [exe]
     if kubeconfig:
         cmd += ["--kubeconfig", kubeconfig]
     if context:

@@ -141,9 +141,8 @@ def job_phase(obj: dict[str, Any], pods: list[dict[str, Any]]) -> Phase:
         if c := true.get(kind):
             return Phase("failed", f"failed ({c.get('reason') or '-'}): {c.get('message') or counts}", True,
                          False, details)
-    for kind in ("Complete", "SuccessCriteriaMet"):
-        if kind in true:
-            return Phase("succeeded", f"complete, {counts}", True, True, details)
+    if "Complete" in true or "SuccessCriteriaMet" in true:
+        return Phase("succeeded", f"complete, {counts}", True, True, details)
     if (obj.get("spec") or {}).get("suspend"):
         return Phase("suspended", f"suspended, {counts}", False, False, details)
     if st.get("active") or st.get("ready"):
@@ -396,8 +395,7 @@ class RunView:
         return workload_of(self.of_kind("Workload"), main) if main is not None and "Workload" in self.objects \
             else None
 
-    def _event_fleet(self, event: dict[str, Any], pod: dict[str, Any] | None) -> str | None:
-        inv = event.get("involvedObject") or event.get("regarding") or {}
+    def _event_fleet(self, inv: dict[str, Any], pod: dict[str, Any] | None) -> str | None:
         name = str(inv.get("name", ""))
         if inv.get("kind") == "Pod":
             return fleet_of(pod) if pod is not None else None
@@ -409,17 +407,15 @@ class RunView:
         return None
 
     @staticmethod
-    def _event_pod(event: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
+    def _event_pod(inv: dict[str, Any], pods_by_uid: dict[str, dict[str, Any]],
                    pods_by_name: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-        inv = event.get("involvedObject") or event.get("regarding") or {}
         if inv.get("kind") != "Pod":
             return None
         return pods_by_uid.get(str(inv["uid"])) if inv.get("uid") else pods_by_name.get(str(inv.get("name", "")))
 
-    def _bound(self, event: dict[str, Any]) -> bool:
-        """An event about a claim the view holds that is Bound now (a ProvisioningFailed before a
-        volume was found): history, as a FailedScheduling before the pod was scheduled."""
-        inv = event.get("involvedObject") or event.get("regarding") or {}
+    def _bound(self, inv: dict[str, Any]) -> bool:
+        """An event about a claim (``inv``) the view holds that is Bound now (a ProvisioningFailed
+        before a volume was found): history, as a FailedScheduling before the pod was scheduled."""
         if inv.get("kind") != "PersistentVolumeClaim":
             return False
         claim = self.objects.get("PersistentVolumeClaim", {}).get(str(inv.get("uid")))
@@ -443,9 +439,10 @@ class RunView:
         image = ("ErrImagePull", "ImagePullBackOff")
         pulling = {k[0] for k in out if k[1] in image}  # pods already explained by an image problem
         for event in sorted(self.events.values(), key=event_seen):  # the latest of a reason wins
-            about = self._event_pod(event, by_uid, by_name)
-            fleet = self._event_fleet(event, about)
-            if fleet is None or history(event, about) or self._bound(event):
+            inv = event.get("involvedObject") or event.get("regarding") or {}  # core/v1 or events.k8s.io
+            about = self._event_pod(inv, by_uid, by_name)
+            fleet = self._event_fleet(inv, about)
+            if fleet is None or history(event, about) or self._bound(inv):
                 continue
             found = event_finding(event, fleet)
             if found is None or (found.reason in image and found.pod in pulling):

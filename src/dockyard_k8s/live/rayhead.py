@@ -40,6 +40,7 @@ from dockyard_k8s.kube import format_ref, pod_templates, true_conditions
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS, RAYCLUSTER, RAYJOB
 from dockyard_k8s.live.portforward import port_forward
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import FLEET_LABEL
 from dockyard_k8s.render.rayauth import TOKEN_KEY, TOKEN_VAR, create_command, enabled, secret_name
 from dockyard_k8s.render.shapes import head_pod_name
@@ -259,10 +260,9 @@ def cluster_secret(rc: dict[str, Any]) -> tuple[str, str] | None:
     options = spec.get("authOptions") or {}
     if options.get("mode") == "token" and not options.get("enableK8sTokenAuth"):
         return str(options.get("secretName") or (rc.get("metadata") or {}).get("name")), TOKEN_KEY
-    head = (((spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
-    for e in head[0].get("env") or []:
-        ref_ = ((e.get("valueFrom") or {}).get("secretKeyRef") or {}) if e.get("name") == TOKEN_VAR else {}
-        if ref_.get("name"):
+    for e in dig(spec, "headGroupSpec", "template", "spec", "containers", 0, "env") or []:
+        ref_ = dig(e, "valueFrom", "secretKeyRef") or {}
+        if e.get("name") == TOKEN_VAR and ref_.get("name"):
             return str(ref_["name"]), str(ref_.get("key") or TOKEN_KEY)
     return None
 
@@ -501,10 +501,7 @@ def ray_jobs(target: RayTarget, bundle: Bundle | None, client: KubeClient | None
     """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block.
     It carries the Ray token (:func:`dashboard_token`); ``on_forward`` also hears a head that asks for none."""
     token = dashboard_token(target, bundle, client)
-    with dashboard_url(target, bundle, client, on_forward=on_forward) as url:
-        ray = RayJobsClient(url, token=token)
-        try:
-            check_head(ray, token, note=on_forward)
-            yield ray
-        finally:
-            ray.close()
+    with (dashboard_url(target, bundle, client, on_forward=on_forward) as url,
+          contextlib.closing(RayJobsClient(url, token=token)) as ray):
+        check_head(ray, token, note=on_forward)
+        yield ray

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dockyard_k8s.plain import dig
 from dockyard_k8s.yamlfile import YamlError, load_data
 
 
@@ -73,7 +74,7 @@ def spec_digest(configmap: dict[str, Any]) -> str:
 
 def delete_self_conditions(rayjob: dict[str, Any]) -> list[dict[str, Any]]:
     """The conditions of a RayJob's DeleteSelf deletion rules ([] when it has none)."""
-    rules = ((rayjob.get("spec") or {}).get("deletionStrategy") or {}).get("deletionRules") or []
+    rules = dig(rayjob, "spec", "deletionStrategy", "deletionRules") or []
     return [dict(r.get("condition") or {}) for r in rules if isinstance(r, dict) and r.get("policy") == "DeleteSelf"]
 
 

@@ -41,9 +41,11 @@ KUEUE_KINDS = ("LocalQueue", "WorkloadPriorityClass")
 REFERENCE_TITLES = {"Secret": "Secrets", "ConfigMap": "ConfigMaps", "PersistentVolumeClaim": "PVCs"}
 
 
-def _secret_fix(namespace: str, name: str, how: str) -> str:
-    """How to create a missing Secret: a registry Secret for a pull secret, else one with the keys
-    the pods read."""
+def _fix(kind: str, namespace: str, name: str, how: str) -> str:
+    """How to create a missing reference: a Secret is a registry Secret for a pull secret, else one
+    with the keys the pods read; any other kind's fix is in REFERENCE_FIXES."""
+    if kind != "Secret":
+        return REFERENCE_FIXES[kind].format(ns=namespace, name=name)
     if "imagePullSecrets" in how:
         return f"kubectl -n {namespace} create secret docker-registry {name} --docker-server=... (or drop it from " \
                "infra.imagePullSecrets)"
@@ -75,9 +77,7 @@ def check_references(references: list[tuple[str, str, str, str]],
                 unknown.append(name)
             else:
                 missing.append(f"{name} ({how})" if how else name)
-                fixes.append(token.command if token is not None and ref == token.ref else
-                             _secret_fix(ns, name, how) if kind == "Secret" else
-                             REFERENCE_FIXES[kind].format(ns=ns, name=name))
+                fixes.append(token.command if token is not None and ref == token.ref else _fix(k, ns, name, how))
         if missing:
             out.append(Check(title, False, "missing: " + ", ".join(missing), "; ".join(dict.fromkeys(fixes))))
         elif unknown:
@@ -130,7 +130,7 @@ def missing_fixes(objects: list[dict[str, Any]], found: dict[tuple[str, str, str
         if found.get((kind, ns, name)) is not False:
             continue
         fix = (f"{creates[kind]}, or {_BY_HAND[kind].format(ns=ns, name=name)}" if kind in creates else
-               _secret_fix(ns, name, how) if kind == "Secret" else REFERENCE_FIXES[kind].format(ns=ns, name=name))
+               _fix(kind, ns, name, how))
         lines.append(f"  {format_ref(kind, ns, name)}" + (f", used as {how}" if how else "") + f"; create: {fix}")
     return lines
 

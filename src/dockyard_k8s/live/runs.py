@@ -26,6 +26,7 @@ from dockyard_k8s.live.logs import select_pods
 from dockyard_k8s.live.progress import MAIN_KINDS, RunView, main_object, phase_of
 from dockyard_k8s.live.rayhead import RayTarget, ray_cluster_of
 from dockyard_k8s.live.record import Record, read_record, self_deleted
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import MANAGED_BY, RUN_LABEL
 from dockyard_k8s.render.record import GPUS_ANNOTATION, MODE_ANNOTATION, RECORD_COMPONENT, record_name, total_gpus
 from dockyard_k8s.suggest import did_you_mean
@@ -153,10 +154,6 @@ def run_of(obj: dict[str, Any]) -> tuple[str, str] | None:
     return (str(meta.get("namespace")), str(run)) if run else None
 
 
-def _created(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
-
-
 def queue_text(workloads: list[dict[str, Any]], main: dict[str, Any] | None) -> str:
     """The QUEUE column: the state of the Kueue Workload of the run's job, in Kueue's words."""
     wl = workload_of(workloads, main) if main is not None else None
@@ -187,11 +184,11 @@ def list_runs(client: KubeClient, namespace: str | None, *, selector: str = "") 
         ref = RunRef(ns, run, mains.get((ns, run), []), read_record(cm))
         main = main_object(ref.objects)
         phase = phase_of(main, _head_pod(client, main)) if main else None
-        annotations = (cm.get("metadata") or {}).get("annotations") or {} if cm else {}
+        annotations = dig(cm, "metadata", "annotations") or {}
         gpus_text = annotations.get(GPUS_ANNOTATION)
         gpus = int(gpus_text) if gpus_text and gpus_text.isdigit() else (total_gpus([main]) if main else None)
         mode = annotations.get(MODE_ANNOTATION) or ref.mode
-        created = _created(cm) if cm else _created(main or {})
+        created = str(dig(cm or main, "metadata", "creationTimestamp") or "")
         queue = queue_text(queues, main)
         ended = None if main else self_deleted(ref.record, ref.objects)  # a RayJob its DeleteSelf rule removed
         state = phase.state if phase else (ended.state_text if ended else "submitted" if mode == "attach" else "-")

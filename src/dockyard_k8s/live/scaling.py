@@ -24,6 +24,7 @@ from typing import Any
 
 from dockyard_k8s.errors import ClusterError
 from dockyard_k8s.live.client import FIELD_MANAGER
+from dockyard_k8s.plain import dig
 
 _MANAGER = re.compile(r'conflict with "([^"]+)"')
 
@@ -55,14 +56,14 @@ def keep_autoscaled(obj: dict[str, Any], live: dict[str, Any] | None) -> tuple[d
     return out, kept
 
 
+# Where the worker group list is: a RayCluster's, a RayJob's cluster spec's.
+_GROUPS_AT = {"RayCluster": ("spec", "workerGroupSpecs"), "RayJob": ("spec", "rayClusterSpec", "workerGroupSpecs")}
+
+
 def _groups(obj: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     """The worker groups of a RayCluster, or of a RayJob's cluster spec (None: neither)."""
-    spec = (obj or {}).get("spec") or {}
-    if (obj or {}).get("kind") == "RayJob":
-        spec = spec.get("rayClusterSpec") or {}
-    elif (obj or {}).get("kind") != "RayCluster":
-        return None
-    groups = spec.get("workerGroupSpecs")
+    path = _GROUPS_AT.get(dig(obj, "kind"))
+    groups = dig(obj, *path) if path else None
     return groups if isinstance(groups, list) else None
 
 
@@ -79,16 +80,9 @@ def contained(ours: Any, theirs: Any) -> bool:
 
 def groups_owner(live: dict[str, Any]) -> list[str]:
     """The field managers owning the live worker group list (managedFields)."""
-    path = ("f:spec", "f:rayClusterSpec", "f:workerGroupSpecs") if live.get("kind") == "RayJob" else (
-        "f:spec", "f:workerGroupSpecs")
-    out = []
-    for entry in (live.get("metadata") or {}).get("managedFields") or []:
-        node: Any = entry.get("fieldsV1") or {}
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is not None:
-            out.append(str(entry.get("manager")))
-    return out
+    path = [f"f:{key}" for key in _GROUPS_AT[str(live.get("kind"))]]
+    return [str(entry.get("manager")) for entry in dig(live, "metadata", "managedFields") or []
+            if dig(entry, "fieldsV1", *path) is not None]
 
 
 def keep_added(obj: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from dockyard_k8s.live.logs import select_pods
 from dockyard_k8s.live.orchestrate import Outcome
 from dockyard_k8s.live.progress import RunView
 from dockyard_k8s.live.rayhead import read_token
-from dockyard_k8s.plain import clone
 from dockyard_k8s.render.meta import ENDPOINT_LABEL
 
 if TYPE_CHECKING:
@@ -53,17 +52,11 @@ def selector(bundle: ServeBundle) -> str:
 def _watched(bundle: ServeBundle) -> list[dict[str, Any]]:
     """The objects the follower counts pods from: with KEDA the Deployment has no replicas
     (the HPA owns them), so it is counted at the ScaledObject's minimum."""
-    objects = bundle.objects
     auto = bundle.config.serve["autoscaling"]
     if not auto["enabled"]:
-        return objects
-    out = []
-    for obj in objects:
-        if obj.get("kind") == MAIN_KIND:
-            obj = clone(obj)
-            obj["spec"]["replicas"] = auto["minReplicas"]
-        out.append(obj)
-    return out
+        return bundle.objects
+    return [{**o, "spec": {**o["spec"], "replicas": auto["minReplicas"]}} if o.get("kind") == MAIN_KIND else o
+            for o in bundle.objects]
 
 
 def up(client: KubeClient, bundle: ServeBundle, options: UpOptions = UpOptions(), *, say: Say = print) -> Outcome:
@@ -157,10 +150,8 @@ def status(client: KubeClient, bundle: ServeBundle) -> ServeStatus:
     claims, _ = client.list(KINDS["PersistentVolumeClaim"], cfg.namespace, label_selector=sel, missing_ok=True)
     view.sync("PersistentVolumeClaim", claims)  # a Bound claim's provisioning events are history
     services, _ = client.list(KINDS["Service"], cfg.namespace, label_selector=sel, missing_ok=True)
-    scalers: list[dict[str, Any]] = []
-    for obj in bundle.objects:
-        if obj["kind"] == "ScaledObject":
-            scalers, _ = client.list(kind_of(obj), cfg.namespace, label_selector=sel, missing_ok=True)
+    scaled = next((o for o in bundle.objects if o["kind"] == "ScaledObject"), None)
+    scalers = client.list(kind_of(scaled), cfg.namespace, label_selector=sel, missing_ok=True)[0] if scaled else []
     return ServeStatus(view, claims, scalers, services[0] if services else None)
 
 

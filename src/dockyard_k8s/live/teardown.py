@@ -120,10 +120,11 @@ def _going(pod: dict[str, Any]) -> bool:
 
 
 def wait_gone(client: KubeClient, namespace: str, run: str, objects: list[dict[str, Any]], *, timeout: float,
-              keep: frozenset[str] = frozenset(), say: Callable[[str], None] = print) -> None:
+              include_governance: bool = False, keep_volumes: bool = True, say: Callable[[str], None] = print) -> None:
     """``down --wait``: until nothing labelled with the run is left (finalizers released,
-    owned objects and pods collected), kinds in ``keep`` aside; watches, no polling."""
+    owned objects and pods collected) but what :func:`down` keeps with the same flags; watches, no polling."""
     deadline = time.monotonic() + timeout
+    keep = {*(() if include_governance else RENDER_ONLY), *(KEEP_BY_DEFAULT if keep_volumes else ())}
     kinds = [*down_kinds(objects), POD]
     left = [o for o in find_run_objects(client, namespace, run, kinds, rendered={str(o.get("kind")) for o in objects})
             if o.get("kind") not in keep]
