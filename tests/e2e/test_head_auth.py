@@ -78,6 +78,24 @@ def test_a_head_answering_without_the_token_ends_the_run_with_exit_1(ours: Any, 
     assert ours.get("-n", ns, "rayjob", RUN)["metadata"]["name"] == RUN  # left as it is
 
 
+def test_cluster_up_asks_its_head_before_it_says_ready(ours: Any, e2e_cli: Any, example: Any, ns: str) -> None:
+    """A bringup cluster is "ready" as soon as its pods are: `cluster up` ended ✔ ready without
+    asking the head, so a cluster that takes anyone's job passed as safe. Now it asks first; a
+    head older than Ray 2.52 ends it with exit 1 instead of ✔ ready."""
+    r = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    assert r.code == 0, r.text
+    lines = r.out.splitlines()
+    refuses = next(i for i, line in enumerate(lines) if REFUSES.search(line))
+    assert refuses < lines.index("✔ ready: ready, workers ready 2/2"), r.out
+    assert e2e_cli("cluster", "down", *example("--wait")).code == 0
+
+    ours.ray_version(RUN, "2.46.0", namespace=ns)
+    r = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    assert r.code == 1, r.text
+    assert ANSWERS.search(r.out) and "✖ unauthenticated: the run is left as it is" in r.out, r.text
+    assert "✔ ready" not in r.out
+
+
 def test_the_api_server_drops_the_caller_s_bearer_token_before_the_head(ours: Any, e2e_cli: Any, example: Any,
                                                                        ns: str, tmp_path: Path) -> None:
     """A user the API server authenticates by a bearer token (a ServiceAccount's): its pod proxy

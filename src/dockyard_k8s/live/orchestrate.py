@@ -440,6 +440,10 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
             if (phase is None and last is not None) or dig(main, "metadata", "deletionTimestamp"):
                 # the main object was there and is gone, or is going (a finalizer holds it)
                 return deleted_outcome(main or last or {}, view.pods, namespace)
+            # before a terminal state: a bringup cluster is "ready" as soon as its head is
+            verdict = on_view(view) if on_view is not None else None
+            if verdict is not None:
+                return verdict
             if phase is not None:
                 if phase.terminal:
                     for f in _drain(inbox, view):
@@ -449,9 +453,6 @@ def follow(client: KubeClient, namespace: str, run: str, objects: list[dict[str,
                 return Outcome(True, "applied", "nothing to wait for")
             if refused is not None:
                 return Outcome(False, "invalid", f"{refused.pod}: {refused.reason}: {refused.message}")
-            verdict = on_view(view) if on_view is not None else None
-            if verdict is not None:
-                return verdict
 
 
 # Kueue makes a queued job's Workload within a second or so; a suspended job without one after
