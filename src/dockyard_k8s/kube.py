@@ -316,6 +316,10 @@ _CLUSTER_SCOPED = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "Runti
 # Workload at all (its job reconciler errors, in its own log only) and the job stays suspended.
 _LABEL_REFERENCES = {"kueue.x-k8s.io/queue-name": "LocalQueue",
                      "kueue.x-k8s.io/priority-class": "WorkloadPriorityClass"}
+# The StorageClass a claim without storageClassName gets: the cluster's default (the
+# DefaultStorageClass admission plugin sets it at creation); with none, the claim stays Pending
+# ("no storage class is set") unless a PersistentVolume of no class binds it.
+DEFAULT_STORAGE_CLASS = "(default)"
 
 
 def _pod_references(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
@@ -367,12 +371,14 @@ def unheld_references(objects: list[dict[str, Any]]) -> list[tuple[str, str, str
         labels = as_mapping(meta.get("labels"))
         named = [(kind, str(labels[label]), f"label {label}") for label, kind in _LABEL_REFERENCES.items()
                  if labels.get(label)]
-        # A claim's class (not "": no class, bound to a static PV by name): without the StorageClass
-        # or a PersistentVolume of that class the claim, and every pod mounting it, stays Pending.
+        # A claim's class (not "": no class, bound to a static PV by name; none: the default class):
+        # without the StorageClass or a PersistentVolume of that class the claim, and every pod
+        # mounting it, stays Pending.
         storage_class = as_mapping(obj.get("spec")).get("storageClassName")
-        if obj.get("kind") == "PersistentVolumeClaim" and storage_class:
-            named.append(("StorageClass", str(storage_class),
-                          f"storageClassName of claim {meta.get('name')}"))
+        if obj.get("kind") == "PersistentVolumeClaim" and storage_class != "":
+            named.append(("StorageClass", str(storage_class or DEFAULT_STORAGE_CLASS),
+                          f"storageClassName of claim {meta.get('name')}" if storage_class else
+                          f"claim {meta.get('name')} (no storageClassName: the cluster's default class)"))
         for kind, name, how in [*named, *(r for t in pod_templates(obj) for r in _pod_references(t.spec))]:
             key = (kind, "" if kind in _CLUSTER_SCOPED else ns, name)
             uses = found.setdefault(key, [])

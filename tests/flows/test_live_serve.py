@@ -197,6 +197,30 @@ def test_a_claim_class_the_cluster_has_no_storage_class_or_volume_of_is_refused(
     assert bound.code == 0, bound.out + bound.err
 
 
+def test_a_claim_of_no_class_needs_a_default_storage_class_or_a_volume_of_no_class(cli: Any, fake: FakeKube) -> None:
+    """A claim without storageClassName gets the cluster's default class at creation; with none marked
+    default it stays Pending ("no storage class is set", seen on the real control plane), so `serve up`
+    refuses before applying, until a class is marked default or a PersistentVolume of no class is there."""
+    args = (KIND_SPEC, "--detach", "--set", "serve.cache.storageClass=null")
+    r = cli("serve", "up", *args)
+    assert r.code == 1, r.out + r.err
+    assert "  StorageClass (default), used as claim llama-8b-cache (no storageClassName: the cluster's default " \
+           "class); create: set infra.storage.storageClassName (serve.cache.storageClass) to one of `kubectl get " \
+           "storageclass`, or make one the default: kubectl annotate storageclass NAME " \
+           "storageclass.kubernetes.io/is-default-class=true" in r.err, r.err
+    assert not [q for q in fake.requests if q.method == "PATCH"]
+
+    fake.put({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "nfs"},
+              "spec": {"capacity": {"storage": "1Ti"}}})  # no class: binds a claim of no class
+    assert cli("serve", "up", *args).code == 0
+    cli("serve", "down", *args[:1])
+    fake.remove("v1", "PersistentVolume", "", "nfs")
+    assert cli("serve", "up", *args).code == 1
+    fake.put({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "rancher.io/local-path",
+              "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}})
+    assert cli("serve", "up", *args).code == 0
+
+
 def test_a_rollout_past_its_deadline_fails(cli: Any, fake: FakeKube) -> None:
     def controller() -> None:
         following(fake)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from dockyard_k8s.errors import ClusterError
-from dockyard_k8s.kube import format_ref, unheld_references
+from dockyard_k8s.kube import DEFAULT_STORAGE_CLASS, format_ref, unheld_references
 from dockyard_k8s.live.checks import Check
 from dockyard_k8s.live.client import KubeClient
 from dockyard_k8s.live.kinds import KINDS
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.rayauth import TokenSecret
 from dockyard_k8s.render.record import applied_objects
 
@@ -41,9 +42,19 @@ KUEUE_KINDS = ("LocalQueue", "WorkloadPriorityClass")
 REFERENCE_TITLES = {"Secret": "Secrets", "ConfigMap": "ConfigMaps", "PersistentVolumeClaim": "PVCs"}
 
 
+# No StorageClass is marked default (the annotation, or its beta form, "true").
+NO_DEFAULT_CLASS_FIX = ("set infra.storage.storageClassName (serve.cache.storageClass) to one of `kubectl get "
+                        "storageclass`, or make one the default: kubectl annotate storageclass NAME "
+                        "storageclass.kubernetes.io/is-default-class=true")
+DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
+                             "storageclass.beta.kubernetes.io/is-default-class")
+
+
 def _fix(kind: str, namespace: str, name: str, how: str) -> str:
     """How to create a missing reference: a Secret is a registry Secret for a pull secret, else one
     with the keys the pods read; any other kind's fix is in REFERENCE_FIXES."""
+    if kind == "StorageClass" and name == DEFAULT_STORAGE_CLASS:
+        return NO_DEFAULT_CLASS_FIX
     if kind != "Secret":
         return REFERENCE_FIXES[kind].format(ns=namespace, name=name)
     if "imagePullSecrets" in how:
@@ -101,10 +112,15 @@ def read_references(client: KubeClient, objects: list[dict[str, Any]],
             out[kind, ns, name] = None
             continue
         try:
-            found = client.get(KINDS[kind], ns or None, name) is not None
+            if kind == "StorageClass" and name == DEFAULT_STORAGE_CLASS:
+                found = any(dig(c, "metadata", "annotations", a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS
+                            for c in client.list(KINDS["StorageClass"], None)[0])
+            else:
+                found = client.get(KINDS[kind], ns or None, name) is not None
             if not found and kind == "StorageClass":  # a static PersistentVolume of that class binds the claim
                 volumes = client.list(KINDS["PersistentVolume"], None)[0]
-                found = any((v.get("spec") or {}).get("storageClassName") == name for v in volumes)
+                wanted = "" if name == DEFAULT_STORAGE_CLASS else name
+                found = any((dig(v, "spec", "storageClassName") or "") == wanted for v in volumes)
             if not found and kind in KUEUE_KINDS and not client.list(KINDS[kind], ns or None, missing_ok=True)[1]:
                 continue  # Kueue is not installed: nothing queues the job (the follower says so; doctor ✖)
             out[kind, ns, name] = found

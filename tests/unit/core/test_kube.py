@@ -118,6 +118,7 @@ def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
                {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "mine", "namespace": "team"}}]
     assert missing_references(objects) == [
         ("Namespace team", ""), ("PriorityClass high", "priorityClassName"),
+        ("StorageClass (default)", "claim mine (no storageClassName: the cluster's default class)"),
         ("ServiceAccount team/trainer", "serviceAccountName"), ("Secret team/bulk", "envFrom"),
         ("Secret team/pull", "imagePullSecrets"), ("Secret team/s", "key k (env A)"),
         ("Secret team/tls", "volume certs"), ("ConfigMap team/cm", "key x (env C)"),
@@ -126,7 +127,8 @@ def test_missing_references_are_what_the_pods_name_and_the_input_lacks():
 
 def test_a_rendered_claim_names_its_storage_class_which_must_exist():
     """A claim of a class the cluster has no StorageClass (or static PersistentVolume) for stays
-    Pending with every pod that mounts it; "" asks for no class and names nothing."""
+    Pending with every pod that mounts it; "" asks for no class and names nothing; no class at all
+    is the cluster's default class, which must exist too."""
     from dockyard_k8s.kube import missing_references
 
     def claim(name: str, cls: str | None) -> dict:
@@ -135,7 +137,8 @@ def test_a_rendered_claim_names_its_storage_class_which_must_exist():
                 "spec": spec}
 
     assert missing_references([claim("a", "fsx"), claim("b", ""), claim("c", None), claim("d", "fsx")]) == [
-        ("Namespace t", ""), ("StorageClass fsx", "storageClassName of claim a; storageClassName of claim d")]
+        ("Namespace t", ""), ("StorageClass (default)", "claim c (no storageClassName: the cluster's default class)"),
+        ("StorageClass fsx", "storageClassName of claim a; storageClassName of claim d")]
 
 
 
