@@ -143,6 +143,15 @@ def test_job_on_a_cluster_that_does_not_exist(cli: Any) -> None:
     assert "cluster list -n rl-research" in r.err
 
 
+def test_job_on_a_run_never_brought_up_says_the_cluster_is_missing_not_its_token(cli: Any) -> None:
+    """No `cluster up` yet, so no cluster and no token Secret: the cluster is what is missing (the
+    token's error and its hint, "`run` creates it", sent a user to the wrong command)."""
+    r = cli("job", "list", *ARGS, "--set", "launch.mode=bringup")
+    assert r.code == 1
+    assert "no Service grpo-swe-head-svc in namespace rl-research: no RayCluster grpo-swe there" in r.err, r.err
+    assert "Ray token" not in r.err
+
+
 ARGS = [RECIPE, "--infra", str(EXAMPLES / "grpo_swe.infra.yaml")]
 
 

@@ -500,8 +500,8 @@ def ray_jobs(target: RayTarget, bundle: Bundle | None, client: KubeClient | None
              on_forward: Callable[[str], None] | None = None) -> Iterator[RayJobsClient]:
     """A Ray Jobs REST client on the target's dashboard, closed (and its tunnel ended) after the block.
     It carries the Ray token (:func:`dashboard_token`); ``on_forward`` also hears a head that asks for none."""
-    token = dashboard_token(target, bundle, client)
-    with (dashboard_url(target, bundle, client, on_forward=on_forward) as url,
-          contextlib.closing(RayJobsClient(url, token=token)) as ray):
-        check_head(ray, token, note=on_forward)
-        yield ray
+    with dashboard_url(target, bundle, client, on_forward=on_forward) as url:  # no cluster: said first
+        token = dashboard_token(target, bundle, client)
+        with contextlib.closing(RayJobsClient(url, token=token)) as ray:
+            check_head(ray, token, note=on_forward)
+            yield ray
