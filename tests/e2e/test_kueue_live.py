@@ -189,6 +189,35 @@ def test_a_run_kueue_admitted_beyond_what_the_nodes_hold_is_told_so(cluster: Any
     assert "no node has enough free GPUs for a" not in r.out
 
 
+def test_a_queue_whose_cluster_queue_does_not_select_the_namespace_is_fatal_not_a_wait(
+        cluster: Any, e2e_cli: Any, example: Any, ns: str, kueue: Any) -> None:
+    """A LocalQueue pointing at a ClusterQueue whose namespaceSelector leaves the namespace out:
+    Kueue v0.19.2 keeps the Workload pending ("workload namespace doesn't match ClusterQueue
+    selector") forever. `run --fail-fast` ends on it with the fix, rather than wait for its timeout."""
+    kueue(8)
+    other = f"{ns}-other"
+    cluster.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": other},
+         "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "elsewhere"}},
+                  "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+                      {"name": ns, "resources": [{"name": "cpu", "nominalQuota": 1000},
+                                                 {"name": "memory", "nominalQuota": "10000Gi"},
+                                                 {"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "other", "namespace": ns},
+         "spec": {"clusterQueue": other}})
+    try:
+        r = e2e_cli("run", *example("--set", "infra.kueue.queueName=other", "--fail-fast", "--timeout", "120"))
+    finally:
+        cluster.kubectl("delete", "--wait=false", "--ignore-not-found", f"clusterqueue/{other}")
+    assert r.code == 1, r.out + r.err
+    wl = workload(cluster, ns)
+    assert "workload namespace doesn't match ClusterQueue selector" in condition(wl, "QuotaReserved")["message"]
+    assert f"✖ Workload/{wl['metadata']['name']}: Inadmissible: workload namespace doesn't match ClusterQueue " \
+           "selector" in r.out, r.out
+    assert f"does not select namespace {ns} (its namespaceSelector)" in r.out
+    assert f"✖ fatal: Workload/{wl['metadata']['name']}: Inadmissible (--fail-fast)" in r.out
+
+
 def test_a_higher_priority_run_preempts_a_lower_one(cluster: Any, e2e_cli: Any, example: Any, ns: str,
                                                    kueue: Any) -> None:
     kueue(2)  # room for one run of 2 GPUs

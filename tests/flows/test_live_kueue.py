@@ -161,6 +161,23 @@ def test_doctor_checks_the_queue_chain_coverage_and_fit(cli: Any, fake: FakeKube
     assert found["Kueue quota"].startswith("!") and "must wait now (WaitingForQuota)" in found["Kueue quota"]
 
 
+def test_doctor_s_fix_for_a_cluster_queue_that_does_not_select_the_namespace_is_not_more_quota(
+        cli: Any, fake: FakeKube, kueue: None) -> None:
+    nodes(fake)
+    cq = fake.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "", "rl-research")
+    assert cq is not None
+    cq["spec"]["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": "vision"}}
+    fake.put(cq)
+    r = cli("doctor", *KUEUE_ARGS, "--set", "infra.kueue.topology.mode=none", "--set",
+            "infra.kueue.topology.together=false")
+    line = next(x for x in r.out.splitlines() if x.startswith("✖ Kueue quota"))
+    assert "can never be admitted (Misconfigured): workload namespace doesn't match ClusterQueue selector" in line
+    fix = r.out.splitlines()[r.out.splitlines().index(line) + 1].strip()
+    assert fix.startswith("fix: namespace rl-research (labels {'kubernetes.io/metadata.name': 'rl-research'}) is "
+                          "not selected; ask the platform admin to fix the ClusterQueue"), fix
+    assert "nominal quota" not in fix
+
+
 def test_doctor_names_a_missing_local_queue_and_a_missing_kueue(cli: Any, fake: FakeKube) -> None:
     nodes(fake)
     found = doctor_lines(cli)

@@ -417,6 +417,21 @@ def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,
     return out
 
 
+# Kueue's (v0.19.2, seen on the e2e control plane) QuotaReserved message for a Workload whose namespace its
+# LocalQueue's ClusterQueue does not select: nothing changes it but an admin (or another queue).
+NAMESPACE_NOT_SELECTED = "workload namespace doesn't match ClusterQueue selector"
+
+
+def workload_finding(name: str, namespace: str, cluster_queue: str, message: str) -> Diagnosis | None:
+    """A pending Workload Kueue will never admit as things are (:data:`NAMESPACE_NOT_SELECTED`)."""
+    if NAMESPACE_NOT_SELECTED not in message:
+        return None
+    return Diagnosis("Workload", name, "Inadmissible", message, (
+        f"the ClusterQueue{' ' + cluster_queue if cluster_queue else ''} of infra.kueue.queueName does not select "
+        f"namespace {namespace} (its namespaceSelector): ask the platform admin to add it, or set "
+        "infra.kueue.queueName to a LocalQueue whose ClusterQueue admits it (`dockyard-k8s doctor` checks it)"), True)
+
+
 def _requests(pod: dict[str, Any]) -> set[str]:
     return {str(r) for c in (pod.get("spec") or {}).get("containers") or []
             for r in ((c.get("resources") or {}).get("requests") or {})}

@@ -415,10 +415,13 @@ def _fit_check(snap: Snapshot, requests: list[WorkloadRequest]) -> Check:
         admit(snap, verdicts[-1])
     worst = next((v for v in verdicts if v.state in ("never", "misconfigured", "inactive")), None)
     if worst is not None:
+        # too large for the quota; else the queue itself is wrong (a namespace it does not select)
+        fix = ("lower the run's request or ask for more nominal quota (`dockyard-k8s plan --live` shows the quota "
+               "per flavor)") if worst.state == "never" else "; ".join(
+            [*worst.notes, "ask the platform admin to fix the ClusterQueue, or set infra.kueue.queueName to a "
+                           "LocalQueue whose ClusterQueue admits the run"])
         return Check("Kueue quota", False, f"{worst.workload.ref} can never be admitted ({worst.reason}): "
-                                           f"{worst.message}",
-                     "lower the run's request or ask for more nominal quota (`dockyard-k8s plan --live` shows the "
-                     "quota per flavor)")
+                                           f"{worst.message}", fix)
     waiting = next((v for v in verdicts if v.state in ("waiting", "preempt")), None)
     if waiting is not None:
         what = "would preempt" if waiting.state == "preempt" else "must wait"

@@ -27,8 +27,10 @@ from dockyard_k8s.live.diagnose import (
     retried,
     submitter_retries,
     waiting_for_terminating,
+    workload_finding,
 )
 from dockyard_k8s.live.kueue import workload_of, workload_state
+from dockyard_k8s.plain import dig
 from dockyard_k8s.render.meta import FLEET_LABEL
 
 FLEET_ORDER = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -452,8 +454,11 @@ class RunView:
             out[found.key] = found
         said = list(out.values())
         workload = self.workload()
-        if workload is not None and (admitted := workload_state(workload)).state == "admitted":
-            said = admitted_by_kueue(said, admitted.cluster_queue, admitted.flavors)
+        if workload is not None and (state := workload_state(workload)).state == "admitted":
+            said = admitted_by_kueue(said, state.cluster_queue, state.flavors)
+        elif workload is not None and state.state == "pending" and (never := workload_finding(
+                state.name, str(dig(workload, "metadata", "namespace") or ""), state.cluster_queue, state.message)):
+            said.append(never)
         return waiting_for_terminating(said, pods)  # the run's own terminating pods: the surer hint
 
     def new_findings(self) -> list[Diagnosis]:

@@ -427,6 +427,26 @@ def test_a_pod_of_a_run_kueue_admitted_is_told_the_quota_had_room_not_only_to_ad
     assert view.findings()[0].hint.startswith("no node has cpu left for a trainer pod: lower kuberay.trainer.cpu")
 
 
+def test_a_workload_kueue_will_never_admit_from_this_namespace_is_a_fatal_finding() -> None:
+    view = RunView("x", {"trainer": 1}, "RayJob")
+    view.sync("RayJob", [obj("RayJob", {"jobDeploymentStatus": "Suspended"})])
+    message = "workload namespace doesn't match ClusterQueue selector"
+    workload = {"kind": "Workload", "metadata": {"name": "rayjob-x-1", "namespace": "team", "ownerReferences": [
+        {"kind": "RayJob", "name": "x", "uid": "RayJob"}]}, "spec": {"queueName": "q"},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                   "message": message}]}}
+    view.sync("Workload", [workload])
+    assert view.findings() == []  # the RayJob is in namespace default, the Workload in team: not the run's
+    workload["metadata"]["namespace"] = "default"
+    view.sync("Workload", [workload])
+    [found] = view.findings()
+    assert (found.fleet, found.pod, found.reason, found.fatal) == ("Workload", "rayjob-x-1", "Inadmissible", True)
+    assert found.hint.startswith("the ClusterQueue of infra.kueue.queueName does not select namespace default")
+    workload["status"]["conditions"][0]["message"] = "couldn't assign flavors to pod set trainer: insufficient quota"
+    view.sync("Workload", [workload])
+    assert view.findings() == []  # waiting for quota is not fatal
+
+
 def test_a_burst_of_pod_changes_is_said_once_per_fleet_and_every_state_of_the_main_object() -> None:
     queued: queue.Queue[Any] = queue.Queue()
     for i in range(16):  # kwok turns 16 sandbox pods Ready within milliseconds
