@@ -207,10 +207,10 @@ def test_a_queue_whose_cluster_queue_does_not_select_the_namespace_is_fatal_not_
          "spec": {"clusterQueue": other}})
     try:
         r = e2e_cli("run", *example("--set", "infra.kueue.queueName=other", "--fail-fast", "--timeout", "120"))
+        wl = workload(cluster, ns)  # before the ClusterQueue goes: Kueue then says it doesn't exist
     finally:
         cluster.kubectl("delete", "--wait=false", "--ignore-not-found", f"clusterqueue/{other}")
     assert r.code == 1, r.out + r.err
-    wl = workload(cluster, ns)
     assert "workload namespace doesn't match ClusterQueue selector" in condition(wl, "QuotaReserved")["message"]
     assert f"✖ Workload/{wl['metadata']['name']}: Inadmissible: workload namespace doesn't match ClusterQueue " \
            "selector" in r.out, r.out
