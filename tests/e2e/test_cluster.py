@@ -35,16 +35,24 @@ def test_cluster_up_scales_list_says_not_ready_while_the_head_pod_is_not_ready_a
     # (its ReplicaFailure condition), then retries once the quota is gone
     cluster.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods", "namespace": ns},
                    "spec": {"hard": {"pods": "2"}}})
+    # in force once the quota controller has written its status: pods created before that pass
+    # (a fresh clone's run did, as the stack's first test: up ended ✔ before the quota bit)
+    cluster.wait("the quota in force", lambda: cluster.get("-n", ns, "resourcequota", "pods").get(
+        "status", {}).get("hard"))
+
+    ended = threading.Event()
 
     def lift_quota() -> None:
-        try:
-            cluster.wait("`cluster up` saying KubeRay could not create a pod", lambda: "ReplicaFailure" in printed())
+        try:  # until `up` says it, or ends without it (the assertions below then say what happened)
+            cluster.wait("`cluster up` saying KubeRay could not create a pod",
+                         lambda: "ReplicaFailure" in printed() or ended.is_set(), timeout=150)
         finally:
             cluster.kubectl("-n", ns, "delete", "resourcequota", "pods")
 
     lifter = threading.Thread(target=lift_quota, daemon=True)
     lifter.start()
     up = e2e_cli("cluster", "up", *example("--timeout", "120"))
+    ended.set()
     lifter.join(10)
     assert up.code == 0, up.out + up.err
     assert f"✖ RayCluster/{RUN}: ReplicaFailure: FailedCreateWorkerPod" in up.out and "exceeded quota: pods" in up.out
