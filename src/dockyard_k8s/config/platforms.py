@@ -257,8 +257,9 @@ MAX_STATEFULSET_NAME = 52
 MAX_JOB_NAME = 63  # the Job's pods carry job-name=<name>, a label value
 
 
-def pinnable_images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
-    """Images to pin: each once, at the key the user wrote it."""
+def unpinned_images(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
+    """(key, why) of each image without a pinned tag or digest: each once, at the key the user wrote it.
+    A problem with infra.imagePull.requirePinned (:func:`platform_problems`), else a note (config/rules.py)."""
     main = infra["infra"]["image"]
     out: list[tuple[tuple[str, ...], Any]] = [(("infra", "image"), main)]
     if infra["sandbox"]["enabled"] and infra["sandbox"]["image"] != main:
@@ -268,7 +269,7 @@ def pinnable_images(infra: InfraSpec) -> list[tuple[tuple[str, ...], Any]]:
         out.append((("launch", "submitter", "image"), launch["submitter"]["image"]))
     if infra["ncclTest"]["image"]:
         out.append((("ncclTest", "image"), infra["ncclTest"]["image"]))
-    return out
+    return [(path, why) for path, image in out if image and (why := image_pin_problem(str(image)))]
 
 
 def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
@@ -290,10 +291,7 @@ def platform_problems(infra: InfraSpec) -> list[tuple[tuple[str, ...], str]]:
                             f"got {shm!r}, expected at least {EKS_MIN_SHM}: multi-GPU pods on eks need a large "
                             "memory-backed /dev/shm (NCCL and DataLoader workers fail with 'Bus error')"))
     if section["imagePull"]["requirePinned"]:
-        for path, image in pinnable_images(infra):
-            why = image_pin_problem(str(image)) if image else ""
-            if why:
-                out.append((path, why + " (infra.imagePull.requirePinned)"))
+        out += [(path, why + " (infra.imagePull.requirePinned)") for path, why in unpinned_images(infra)]
     storage = section["storage"]
     if storage["enabled"] and not storage["create"] and not storage["claimName"]:
         out.append((("infra", "storage", "claimName"), "is required when storage.create is false (got nothing, "

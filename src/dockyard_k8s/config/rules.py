@@ -19,9 +19,8 @@ from dockyard_k8s.config.overrides import lookup
 from dockyard_k8s.config.platforms import (
     EKS_PRESETS,
     INSTANCE_TYPE_LABEL,
-    image_pin_problem,
-    pinnable_images,
     platform_problems,
+    unpinned_images,
 )
 from dockyard_k8s.credentials import command_secrets, env_for, redact_assignment, secrets_in_env, tokens_in
 from dockyard_k8s.errors import ConfigProblem
@@ -229,7 +228,7 @@ def _unpinned_notes(run: RunConfig) -> list[str]:
         return []
     return [f"{format_path(path)} {why}; it runs, but a node may pull another build of it later "
             "(infra.imagePull.requirePinned: true refuses it)"
-            for path, image in pinnable_images(run.infra) if image and (why := image_pin_problem(str(image)))]
+            for path, why in unpinned_images(run.infra)]
 
 
 def _described(run: RunConfig, path: Path) -> str:

@@ -98,6 +98,11 @@ _INSUFFICIENT_ON = re.compile(r"(\d+) Insufficient ([\w./-]*\w)")  # (on how man
 _NOT_HELPFUL = re.compile(r"preemption: 0/(?P<all>\d+) nodes are available: (?P<none>\d+) preemption is not helpful")
 
 
+def _short_of(finding: Diagnosis) -> set[str]:
+    """The resources a FailedScheduling finding says nodes are short of (none for other reasons)."""
+    return set(_INSUFFICIENT.findall(finding.message)) if finding.reason == "FailedScheduling" else set()
+
+
 def _a(word: str) -> str:
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
@@ -403,9 +408,8 @@ def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,
     Pods of another run are not the run's to look at, so the hint says what is likely and what if not."""
     out = []
     for f in findings:
-        short = sorted(set(_INSUFFICIENT.findall(f.message)) & set(flavors.get(f.fleet, {}))) \
-            if f.reason == "FailedScheduling" else []
-        nowhere = _NOT_HELPFUL.search(f.message.lower())
+        short = sorted(_short_of(f) & set(flavors.get(f.fleet, {})))
+        nowhere = _NOT_HELPFUL.search(f.message.lower())  # no node could hold it even empty: that hint stands
         if short and not (nowhere and nowhere["all"] == nowhere["none"]):
             fields = " or ".join(_key(f.fleet, _FIELD_OF.get(r, "extendedResources")) for r in short)
             f = dataclasses.replace(f, hint=(
@@ -422,12 +426,13 @@ def admitted_by_kueue(findings: list[Diagnosis], cluster_queue: str,
 NAMESPACE_NOT_SELECTED = "workload namespace doesn't match ClusterQueue selector"
 
 
-def workload_finding(name: str, namespace: str, cluster_queue: str, message: str) -> Diagnosis | None:
-    """A pending Workload Kueue will never admit as things are (:data:`NAMESPACE_NOT_SELECTED`)."""
+def workload_finding(name: str, namespace: str, message: str) -> Diagnosis | None:
+    """A pending Workload Kueue will never admit as things are (:data:`NAMESPACE_NOT_SELECTED`); pending, it
+    has no admission yet, so no ClusterQueue of its own to name."""
     if NAMESPACE_NOT_SELECTED not in message:
         return None
     return Diagnosis("Workload", name, "Inadmissible", message, (
-        f"the ClusterQueue{' ' + cluster_queue if cluster_queue else ''} of infra.kueue.queueName does not select "
+        "the ClusterQueue of infra.kueue.queueName does not select "
         f"namespace {namespace} (its namespaceSelector): ask the platform admin to add it, or set "
         "infra.kueue.queueName to a LocalQueue whose ClusterQueue admits it (`dockyard-k8s doctor` checks it)"), True)
 
@@ -446,7 +451,7 @@ def waiting_for_terminating(findings: list[Diagnosis], pods: list[dict[str, Any]
         return findings
     out = []
     for f in findings:
-        short = set(_INSUFFICIENT.findall(f.message)) if f.reason == "FailedScheduling" else set()
+        short = _short_of(f)
         holding = sum(1 for p in going if short & _requests(p))
         if holding:
             f = dataclasses.replace(f, hint=(

@@ -457,7 +457,7 @@ class RunView:
         if workload is not None and (state := workload_state(workload)).state == "admitted":
             said = admitted_by_kueue(said, state.cluster_queue, state.flavors)
         elif workload is not None and state.state == "pending" and (never := workload_finding(
-                state.name, str(dig(workload, "metadata", "namespace") or ""), state.cluster_queue, state.message)):
+                state.name, str(dig(workload, "metadata", "namespace") or ""), state.message)):
             said.append(never)
         return waiting_for_terminating(said, pods)  # the run's own terminating pods: the surer hint
 
